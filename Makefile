@@ -1,0 +1,45 @@
+# Set-up and habits. `make run` and `make test` work on a fresh clone (README).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# CuPy per CUDA major of the driver (nvidia-smi); without a GPU, only NVRTC for compiling.
+CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9]*\)\..*/\1/p' | head -n 1)
+EXTRAS := $(if $(filter 12 13,$(CUDA_MAJOR)),cuda$(CUDA_MAJOR),compile)
+
+.PHONY: install run test lint bench docs docs-check clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[$(EXTRAS),dev,plot]"
+
+# The main job. Without a GPU, `run` says so in one line (exit 2) and the model is shown instead.
+run: install
+	@$(BIN)/roofline run gemm --m 4096; rc=$$?; \
+	if [ $$rc -eq 2 ]; then \
+	  echo "No GPU run here; the analytic model of the same GEMM:"; \
+	  $(BIN)/roofline model gemm --m 4096; \
+	else exit $$rc; fi
+
+test: install
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check rooflinecli tests
+	$(BIN)/ruff format --check rooflinecli tests
+	$(BIN)/mypy
+
+# Benchmarks on a GPU: results documents land in benchmarks/results/.
+bench: install
+	$(BIN)/roofline run gemm --m 4096 --output benchmarks/results/gemm-fp32-4096-$$(date +%Y%m%d-%H%M%S).json
+
+docs: install
+	$(BIN)/python -m rooflinecli.docgen docs/cli.md
+
+docs-check: install
+	$(BIN)/python -m rooflinecli.docgen --check docs/cli.md
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,3 @@
+from rooflinecli.cli import main
+
+main()

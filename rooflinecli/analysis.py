@@ -1,0 +1,76 @@
+"""Place a GEMM stage on a spec's roofline: model fields of a record, then measured ones.
+
+Pure Python (no CuPy): `roofline model` uses it alone, `roofline run` adds times to it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rooflinecli import model
+from rooflinecli.specs import DTYPE_PEAK, Spec
+from rooflinecli.stages import Stage
+
+
+def model_record(
+    stage: Stage, m: int, n: int, k: int, spec: Spec, alpha: float = 1.0, beta: float = 0.0
+) -> dict[str, Any]:
+    elem = model.DTYPE_BYTES[stage.dtype]
+    flops = model.gemm_flops(m, n, k)
+    nbytes = model.gemm_bytes_ideal(m, n, k, elem, beta_nonzero=beta != 0.0)
+    ai = model.intensity(flops, nbytes)
+    peak = spec.peak(stage.dtype)
+    bw = spec.memory_bandwidth_gbs
+    return {
+        "stage": stage.name,
+        "kind": "reference" if stage.reference else "stage",
+        "dtype": stage.dtype,
+        "m": m,
+        "n": n,
+        "k": k,
+        "alpha": alpha,
+        "beta": beta,
+        "flops": flops,
+        "bytes_ideal": nbytes,
+        "ai_ideal": ai,
+        "ai_instruction": stage.ai_instruction,
+        "ai_global": stage.ai_global,
+        "ai_shared": stage.ai_shared,
+        "roof": model.binding_roof(ai, peak, bw),
+        "roof_set": "datasheet",
+        "peak_key": DTYPE_PEAK[stage.dtype],
+        "peak_tflops": peak,
+        "ridge_point": model.ridge_point(peak, bw),
+        "attainable_tflops": model.attainable(ai, peak, bw),
+        # what the by-instruction intensity alone would allow from DRAM (no cache reuse)
+        "attainable_instruction_tflops": (
+            model.attainable(stage.ai_instruction, peak, bw)
+            if stage.ai_instruction is not None
+            else None
+        ),
+    }
+
+
+def place(record: dict[str, Any], time_ms: float | None) -> None:
+    """Add the achieved speed and its ratios to a model record (in place)."""
+    if time_ms is None or time_ms <= 0:
+        record.update(time_ms=None, tflops=None, pct_of_roof=None, pct_of_peak=None)
+        return
+    achieved = model.tflops(record["flops"], time_ms)
+    record["time_ms"] = time_ms
+    record["tflops"] = achieved
+    record["pct_of_roof"] = 100.0 * achieved / record["attainable_tflops"]
+    record["pct_of_peak"] = 100.0 * achieved / record["peak_tflops"]
+
+
+def add_reference_ratios(records: list[dict[str, Any]]) -> None:
+    """pct_of_reference for every record, against the reference record of the same shape/dtype."""
+    refs = {
+        (r["dtype"], r["m"], r["n"], r["k"]): r.get("tflops")
+        for r in records
+        if r.get("kind") == "reference" and r.get("verified") is not False
+    }
+    for r in records:
+        ref = refs.get((r["dtype"], r["m"], r["n"], r["k"]))
+        mine = r.get("tflops")
+        r["pct_of_reference"] = 100.0 * mine / ref if ref and mine else None

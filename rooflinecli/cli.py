@@ -1,0 +1,60 @@
+"""The root command: it only registers the command modules and turns errors into one line."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from rooflinecli import __version__
+from rooflinecli.commands.model import model
+from rooflinecli.commands.run import run
+from rooflinecli.commands.specs import specs
+
+
+class RooflineGroup(click.Group):
+    """Errors become one line on stderr; exit 0 ok, 1 gate failure, 2 usage or environment."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            rv = super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("error: aborted", err=True)
+            sys.exit(130)
+        except click.ClickException as exc:
+            click.echo(f"error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("error: interrupted", err=True)
+            sys.exit(130)
+        except Exception as exc:
+            if os.environ.get("ROOFLINE_DEBUG"):
+                raise
+            line = (str(exc).strip().splitlines() or [""])[0][:300]
+            click.echo(f"error: {type(exc).__name__}: {line} (ROOFLINE_DEBUG=1 shows more)", err=True)
+            sys.exit(2)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+@click.group(cls=RooflineGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="roofline")
+def cli() -> None:
+    """Hand-written CUDA GEMM, stage by stage, on the roofline of your GPU.
+
+    Start with `roofline run gemm --m 4096` on a GPU, or `roofline model gemm --m 4096` anywhere.
+    """
+
+
+cli.add_command(specs)
+cli.add_command(model)
+cli.add_command(run)
+
+
+def main() -> None:
+    cli(prog_name="roofline")

@@ -1,0 +1,169 @@
+"""`roofline run`: verify, time and place every stage on the GPU this runs on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import click
+
+from rooflinecli import report, results, stages
+from rooflinecli.errors import GateFailure, RooflineError
+from rooflinecli.options import (
+    SIZE,
+    dtype_option,
+    format_option,
+    output_option,
+    spec_option,
+)
+
+
+def parse_shapes(
+    m: int | None, n: int | None, k: int | None, sizes: str | None
+) -> list[tuple[int, int, int]]:
+    """--m/--n/--k, or --sizes 256,512,127x333x65 (N means NxNxN)."""
+    if sizes and m is not None:
+        raise RooflineError("give either --m/--n/--k or --sizes, not both")
+    if not sizes:
+        if m is None:
+            raise RooflineError("give a size: --m M [--n N] [--k K], or --sizes S1,S2,...")
+        return [(m, n or m, k or m)]
+    if n is not None or k is not None:
+        raise RooflineError("--n/--k go with --m; with --sizes write MxNxK")
+    shapes = []
+    for token in sizes.split(","):
+        token = token.strip().lower()
+        if not token:
+            continue
+        parts = token.split("x")
+        if len(parts) not in (1, 3):
+            raise RooflineError(f"bad size {token!r}: write N or MxNxK")
+        try:
+            dims = [SIZE.convert(p, None, None) for p in parts]
+        except click.BadParameter as exc:
+            raise RooflineError(f"bad size {token!r}: {exc.format_message()}") from None
+        shapes.append((dims[0], dims[0], dims[0]) if len(dims) == 1 else tuple(dims))  # type: ignore[arg-type]
+    if not shapes:
+        raise RooflineError("--sizes is empty")
+    return shapes  # type: ignore[return-value]
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[object]:
+    if not enabled:
+        yield lambda _label: None
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    con = report.console(stderr=True)
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("[progress.description]{task.description}"),
+        TimeElapsedColumn(),
+        console=con,
+        transient=True,
+        disable=not con.is_terminal,
+    ) as bar:
+        task = bar.add_task("starting", total=None)
+        yield lambda label: bar.update(task, description=f"verifying and timing {label}")
+
+
+@click.group()
+def run() -> None:
+    """Run stages on the GPU (verify, time, place on the roofline)."""
+
+
+@run.command("gemm")
+@click.option("--m", type=SIZE, default=None, help="Rows of C.")
+@click.option("--n", type=SIZE, default=None, help="Columns of C (default: M).")
+@click.option("--k", type=SIZE, default=None, help="Inner dimension (default: M).")
+@click.option("--sizes", default=None, metavar="LIST", help="Sweep: 1024,4096,127x333x65.")
+@click.option(
+    "--stages",
+    "stage_list",
+    default=None,
+    metavar="LIST",
+    help="Comma-separated stages (default: all of the dtype). The reference always runs. "
+    f"Stages: {', '.join(stages.stage_names(include_reference=False))}.",
+)
+@dtype_option
+@spec_option
+@click.option("--alpha", type=float, default=1.0, show_default=True)
+@click.option("--beta", type=float, default=0.0, show_default=True, help="Non-zero: C is read.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
+@click.option(
+    "--budget-ms", type=click.FloatRange(1, 60000), default=400.0, show_default=True,
+    help="GPU time of timed repeats per stage.",
+)  # fmt: skip
+@click.option(
+    "--repeats", type=click.IntRange(1, 10000), default=None, help="Exact number of timed repeats."
+)
+@click.option("--no-flush", is_flag=True, help="Do not flush the L2 between repeats.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress display.")
+@format_option
+@output_option
+def run_gemm(
+    m: int | None,
+    n: int | None,
+    k: int | None,
+    sizes: str | None,
+    stage_list: str | None,
+    dtype: str,
+    spec_arg: str | None,
+    alpha: float,
+    beta: float,
+    seed: int,
+    budget_ms: float,
+    repeats: int | None,
+    no_flush: bool,
+    quiet: bool,
+    fmt: str,
+    output: str | None,
+) -> None:
+    """Verify each stage against a float64 product, time it, and place it on the roofline."""
+    from rooflinecli import runner
+
+    shapes = parse_shapes(m, n, k, sizes)
+    chosen = stages.select(stage_list, dtype)
+    timing = runner.Timing(budget_ms=budget_ms, flush_l2=not no_flush)
+    if repeats is not None:
+        timing.min_repeats = timing.max_repeats = repeats
+    with _progress(not quiet and fmt == "table") as tick:
+        device, spec, records = runner.run_gemm(
+            shapes, chosen, spec_arg, alpha, beta, seed, timing, progress=tick  # type: ignore[arg-type]
+        )
+    doc = results.new_document(
+        spec.to_dict(),
+        device,
+        records,
+        command="run gemm",
+        environment=runner.environment(),
+        settings={
+            "seed": seed,
+            "budget_ms": budget_ms,
+            "repeats": repeats,
+            "flush_l2": not no_flush,
+            "rel_tol": runner.FP32_REL_TOL,
+            "max_rel_tol": runner.FP32_MAX_TOL,
+            "reference_check": "float64 product of the same inputs (cuBLAS DGEMM via cupy.matmul)",
+        },
+    )
+    if output:
+        results.write_atomic(output, results.dumps(doc))
+    for shape in shapes:
+        recs = [r for r in doc["records"] if (r["m"], r["n"], r["k"]) == shape]
+        one = {**doc, "records": recs}
+        r0 = recs[0]
+        title = (
+            f"GEMM {shape[0]}x{shape[1]}x{shape[2]} {dtype} on {device['name']} "
+            f"(spec {spec.name}: {r0['peak_key']} peak {r0['peak_tflops']:g} TFLOP/s, "
+            f"{spec.memory_bandwidth_gbs:g} GB/s, ridge {r0['ridge_point']:.1f} FLOP/byte)"
+        )
+        if fmt == "table" or len(shapes) == 1 or fmt == "markdown":
+            report.emit(one, fmt, report.RUN_COLUMNS, title=title)
+        if fmt in ("json", "csv"):
+            report.emit(doc, fmt, report.RUN_COLUMNS)
+            break
+    failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
+    if failed:
+        raise GateFailure(f"verification failed: {', '.join(sorted(set(failed)))}")

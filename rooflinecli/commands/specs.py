@@ -1,0 +1,121 @@
+"""`roofline specs`: the GPU spec registry, with ridge points per precision."""
+
+from __future__ import annotations
+
+import click
+import pandas as pd
+from rich.table import Table
+
+from rooflinecli import model, report
+from rooflinecli import specs as registry
+from rooflinecli.options import format_option
+
+
+@click.group(invoke_without_command=True)
+@format_option
+@click.pass_context
+def specs(ctx: click.Context, fmt: str) -> None:
+    """List GPU specs: peaks (dense TFLOP/s) and ridge points (FLOP/byte) per precision."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(list_specs, fmt=fmt)
+
+
+@specs.command("list")
+@format_option
+def list_specs(fmt: str) -> None:
+    """List GPU specs with their ridge points per precision."""
+    rows = []
+    for spec in registry.registry().values():
+        row: dict[str, object] = {
+            "name": spec.name,
+            "gpu": spec.display_name,
+            "sms": spec.sm_count,
+            "bandwidth_gbs": spec.memory_bandwidth_gbs,
+            "l2_mib": spec.l2_cache_mib,
+        }
+        for key in registry.PEAK_KEYS:
+            if key in spec.tflops:
+                peak = spec.tflops[key]
+                row[f"{key}_tflops"] = peak
+                row[f"{key}_ridge"] = model.ridge_point(peak, spec.memory_bandwidth_gbs)
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    out = report.console()
+    if fmt == "json":
+        out.file.write(df.to_json(orient="records", indent=2) + "\n")
+        return
+    if fmt == "csv":
+        out.file.write(df.to_csv(index=False))
+        return
+    keys = [k for k in registry.PEAK_KEYS if f"{k}_tflops" in df.columns]
+    short = {k: k.replace("_tensor_dense", " TC") for k in keys}
+    headers = ["name", "GPU", "SMs", "GB/s", "L2 MiB", *[short[k] for k in keys]]
+    cells = []
+    for _, r in df.iterrows():
+        line = [
+            str(r["name"]),
+            str(r["gpu"]),
+            str(r["sms"]),
+            f"{r['bandwidth_gbs']:,.0f}",
+            f"{r['l2_mib']:g}",
+        ]
+        for k in keys:
+            v = r.get(f"{k}_tflops")
+            line.append("-" if pd.isna(v) else f"{v:g} ({r[f'{k}_ridge']:.1f})")
+        cells.append(line)
+    if fmt == "markdown":
+        out.file.write("| " + " | ".join(headers) + " |\n")
+        out.file.write("|" + "|".join(["---"] * len(headers)) + "|\n")
+        for line in cells:
+            out.file.write("| " + " | ".join(line) + " |\n")
+        return
+    t = Table(
+        title="GPU specs: dense peak TFLOP/s (ridge point in FLOP/byte = peak / bandwidth)",
+        caption="TC: Tensor Core, dense (sparsity figures are never used). int8 in TOP/s.",
+        caption_justify="left",
+        title_justify="left",
+    )
+    for h in headers:
+        t.add_column(h, justify="left" if h in ("name", "GPU") else "right")
+    for line in cells:
+        t.add_row(*line)
+    out.print(t)
+
+
+@specs.command("show")
+@click.argument("name", metavar="NAME|PATH")
+@format_option
+def show(name: str, fmt: str) -> None:
+    """Show one spec in full, with its ridge points."""
+    spec = registry.resolve(name)
+    out = report.console()
+    data = spec.to_dict()
+    if fmt == "json":
+        import json
+
+        ridges = {k: model.ridge_point(v, spec.memory_bandwidth_gbs) for k, v in spec.tflops.items()}
+        out.file.write(json.dumps({**data, "ridge_points": ridges}, indent=2) + "\n")
+        return
+    rows = [(k, str(v)) for k, v in data.items() if k != "tflops"]
+    for k, v in spec.tflops.items():
+        ridge = model.ridge_point(v, spec.memory_bandwidth_gbs)
+        unit = "TOP/s" if k.startswith("int8") else "TFLOP/s"
+        rows.append((f"tflops.{k}", f"{v:g} {unit} (ridge {ridge:.1f} FLOP/byte)"))
+    if fmt == "csv":
+        import csv
+
+        writer = csv.writer(out.file, lineterminator="\n")
+        writer.writerow(["key", "value"])
+        writer.writerows(rows)
+        return
+    if fmt == "markdown":
+        out.file.write("| key | value |\n|---|---|\n")
+        for k, v in rows:
+            out.file.write(f"| {k} | {v} |\n")
+        return
+    t = Table(title=f"{spec.display_name} ({spec.name})", title_justify="left", show_header=False)
+    t.add_column("key")
+    t.add_column("value")
+    for k, v in rows:
+        t.add_row(k, v)
+    out.print(t)

@@ -1,0 +1,203 @@
+"""Compile stages with NVRTC (from PyPI, through cuda-bindings): no GPU, no driver needed.
+
+One compile path for everything: the runner loads the very cubin whose resource report
+(registers, shared memory, spills) this module parses. Cubins are cached on disk, keyed by
+source, options and NVRTC version, so a stage is compiled once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from rooflinecli.errors import RooflineError
+from rooflinecli.paths import cache_dir, data_dir
+from rooflinecli.stages import Stage
+
+_ARCH_RE = re.compile(r"^sm_(\d{2,3})a?$")
+
+
+def arch_for_cc(cc: str | tuple[int, int]) -> str:
+    """The NVRTC target for a compute capability: the arch-specific 'a' target on Hopper."""
+    major, minor = (int(x) for x in cc.split(".")) if isinstance(cc, str) else cc
+    base = f"sm_{major}{minor}"
+    return base + "a" if (major, minor) in ((9, 0), (10, 0)) else base
+
+
+def cc_of_arch(arch: str) -> int:
+    """sm_90a -> 90."""
+    m = _ARCH_RE.match(arch)
+    if not m:
+        raise RooflineError(f"bad --arch {arch!r}: expected e.g. sm_80, sm_90a")
+    return int(m.group(1))
+
+
+@dataclass(frozen=True)
+class Resources:
+    registers: int
+    smem_static_bytes: int
+    stack_frame_bytes: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+
+    @property
+    def spill_bytes(self) -> int:
+        return self.spill_store_bytes + self.spill_load_bytes
+
+
+@dataclass(frozen=True)
+class Compiled:
+    stage: str
+    entry: str
+    arch: str
+    options: tuple[str, ...]
+    cubin_path: str
+    log: str
+    resources: Resources
+    nvrtc_version: str
+
+
+def _nvrtc():  # type: ignore[no-untyped-def]
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as exc:
+        raise RooflineError(
+            "NVRTC is not installed: pip install 'roofline[compile]' "
+            f"(cuda-bindings + nvidia-cuda-nvrtc) ({exc})"
+        ) from None
+    return nvrtc
+
+
+def nvrtc_version() -> str:
+    nvrtc = _nvrtc()
+    try:
+        err, major, minor = nvrtc.nvrtcVersion()
+    except Exception as exc:  # the bindings load libnvrtc lazily: a missing library shows here
+        raise RooflineError(f"NVRTC library not found: pip install nvidia-cuda-nvrtc ({exc})")
+    return f"{major}.{minor}"
+
+
+def _check(nvrtc, result, what: str) -> None:  # type: ignore[no-untyped-def]
+    err = result[0] if isinstance(result, tuple) else result
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise RooflineError(f"NVRTC {what} failed: {err}")
+
+
+def parse_ptxas(log: str, entry: str) -> Resources:
+    """Registers, shared memory and spills of `entry` from ptxas -v output."""
+    block = log
+    marker = f"Function properties for {entry}"
+    if marker in log:
+        block = log[log.index(marker) :]
+        nxt = block.find("Function properties for", len(marker))
+        block = block if nxt < 0 else block[:nxt]
+
+    def grab(pattern: str) -> int:
+        m = re.search(pattern, block)
+        return int(m.group(1)) if m else 0
+
+    m = re.search(r"Used (\d+) registers", block)
+    if not m:
+        raise RooflineError(f"no register count for {entry} in the ptxas report")
+    return Resources(
+        registers=int(m.group(1)),
+        smem_static_bytes=grab(r"(\d+) bytes smem"),
+        stack_frame_bytes=grab(r"(\d+) bytes stack frame"),
+        spill_store_bytes=grab(r"(\d+) bytes spill stores"),
+        spill_load_bytes=grab(r"(\d+) bytes spill loads"),
+    )
+
+
+def source_of(stage: Stage) -> str:
+    if stage.file is None:
+        raise RooflineError(f"stage {stage.name} is a library call: nothing to compile")
+    path = data_dir("kernels") / stage.file
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise RooflineError(f"cannot read kernel source {path}: {exc.strerror}") from None
+
+
+def options_for(stage: Stage, arch: str) -> tuple[str, ...]:
+    cc_of_arch(arch)
+    return (f"-arch={arch}", "-std=c++17", "-Xptxas=-v", "-lineinfo", *stage.defines())
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def compile_stage(stage: Stage, arch: str, use_cache: bool = True) -> Compiled:
+    """Compile one stage for `arch` (e.g. sm_90a) to a cubin, or take it from the cache."""
+    if stage.entry is None:
+        raise RooflineError(f"stage {stage.name} is a library call: nothing to compile")
+    src = source_of(stage)
+    opts = options_for(stage, arch)
+    version = nvrtc_version()
+    key = hashlib.sha256(
+        json.dumps([src, opts, version, stage.file, stage.entry]).encode()
+    ).hexdigest()[:24]
+    folder = cache_dir() / "kernels"
+    cubin_path = folder / f"{stage.name}-{arch}-{key}.cubin"
+    meta_path = cubin_path.with_suffix(".json")
+    if use_cache and cubin_path.is_file() and meta_path.is_file():
+        try:
+            meta = json.loads(meta_path.read_text())
+            return Compiled(
+                stage=stage.name,
+                entry=stage.entry,
+                arch=arch,
+                options=opts,
+                cubin_path=str(cubin_path),
+                log=meta["log"],
+                resources=Resources(**meta["resources"]),
+                nvrtc_version=version,
+            )
+        except (ValueError, KeyError, TypeError):
+            pass  # a damaged cache entry is rebuilt below
+
+    nvrtc = _nvrtc()
+    err, prog = nvrtc.nvrtcCreateProgram(src.encode(), stage.file.encode(), 0, [], [])
+    _check(nvrtc, err, "program creation")
+    try:
+        enc = [o.encode() for o in opts]
+        result = nvrtc.nvrtcCompileProgram(prog, len(enc), enc)
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        buf = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, buf)
+        log = buf.decode(errors="replace").rstrip("\x00").strip()
+        if result[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            first = next((ln for ln in log.splitlines() if "error" in ln), log[:300])
+            raise RooflineError(f"{stage.file} does not compile for {arch}: {first.strip()}")
+        _, size = nvrtc.nvrtcGetCUBINSize(prog)
+        cubin = b" " * size
+        _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, cubin), "cubin retrieval")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+    resources = parse_ptxas(log, stage.entry)
+    _atomic_write(cubin_path, cubin)
+    _atomic_write(meta_path, json.dumps({"log": log, "resources": asdict(resources)}).encode())
+    return Compiled(
+        stage=stage.name,
+        entry=stage.entry,
+        arch=arch,
+        options=opts,
+        cubin_path=str(cubin_path),
+        log=log,
+        resources=resources,
+        nvrtc_version=version,
+    )

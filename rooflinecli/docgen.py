@@ -1,0 +1,53 @@
+"""Generate docs/cli.md from the commands' --help, so the reference never drifts (checked in tests).
+
+    python -m rooflinecli.docgen docs/cli.md          # write
+    python -m rooflinecli.docgen --check docs/cli.md  # exit 1 if stale
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+def _walk(cmd: click.Command, path: list[str], parent: click.Context | None):  # type: ignore[no-untyped-def]
+    ctx = click.Context(cmd, info_name=path[-1], parent=parent, terminal_width=100, max_content_width=100)
+    yield path, cmd.get_help(ctx)
+    if isinstance(cmd, click.Group):
+        for name in cmd.list_commands(ctx):
+            sub = cmd.get_command(ctx, name)
+            if sub is not None and not sub.hidden:
+                yield from _walk(sub, [*path, name], ctx)
+
+
+def render() -> str:
+    from rooflinecli.cli import cli
+
+    parts = [
+        "# CLI reference\n",
+        "Generated from `--help` by `make docs` (`python -m rooflinecli.docgen docs/cli.md`);",
+        "a test fails when it is stale.\n",
+    ]
+    for path, text in _walk(cli, ["roofline"], None):
+        parts.append(f"## `{' '.join(path)}`\n\n```text\n{text.rstrip()}\n```\n")
+    return "\n".join(parts)
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    args = [a for a in argv if a != "--check"]
+    target = Path(args[0] if args else "docs/cli.md")
+    text = render()
+    if check:
+        if not target.is_file() or target.read_text() != text:
+            print(f"{target} is stale: run `make docs`", file=sys.stderr)
+            return 1
+        return 0
+    target.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

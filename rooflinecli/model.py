@@ -1,0 +1,66 @@
+"""The analytic roofline model: pure arithmetic, no CuPy, tested against hand-computed values.
+
+Units: FLOPs and bytes are counts; peaks are TFLOP/s; bandwidth is GB/s; intensity is FLOP/byte.
+"""
+
+from __future__ import annotations
+
+DTYPE_BYTES: dict[str, int] = {
+    "fp64": 8,
+    "fp32": 4,
+    "tf32": 4,
+    "fp16": 2,
+    "bf16": 2,
+    "fp8": 1,
+    "int8": 1,
+}
+
+
+def gemm_flops(m: int, n: int, k: int) -> int:
+    """C = alpha*A@B + beta*C: one multiply-add is 2 FLOPs, M*N*K of them."""
+    return 2 * m * n * k
+
+
+def gemm_bytes_ideal(m: int, n: int, k: int, elem_bytes: int, beta_nonzero: bool = False) -> int:
+    """Each input read once and C written once (read too when beta != 0): perfect caching."""
+    elems = m * k + k * n + m * n + (m * n if beta_nonzero else 0)
+    return elem_bytes * elems
+
+
+def intensity(flops: float, nbytes: float) -> float:
+    """Arithmetic intensity in FLOP/byte."""
+    if nbytes <= 0:
+        raise ValueError("bytes must be positive")
+    return flops / nbytes
+
+
+def thread_tile_intensity(tm: int, tn: int, elem_bytes: int) -> float:
+    """By load instruction: per k a TMxTN tile loads TM + TN elements and does TM*TN FMAs."""
+    return (2 * tm * tn) / (elem_bytes * (tm + tn))
+
+
+def ridge_point(peak_tflops: float, bandwidth_gbs: float) -> float:
+    """Intensity (FLOP/byte) at which the memory roof meets the compute roof."""
+    return peak_tflops * 1e12 / (bandwidth_gbs * 1e9)
+
+
+def memory_roof(ai: float, bandwidth_gbs: float) -> float:
+    """TFLOP/s the memory system allows at intensity `ai`."""
+    return ai * bandwidth_gbs / 1000.0
+
+
+def attainable(ai: float, peak_tflops: float, bandwidth_gbs: float) -> float:
+    """min(peak, AI x bandwidth), in TFLOP/s."""
+    return min(peak_tflops, memory_roof(ai, bandwidth_gbs))
+
+
+def binding_roof(ai: float, peak_tflops: float, bandwidth_gbs: float) -> str:
+    """'memory' left of the ridge point, 'compute' at or right of it."""
+    return "memory" if ai < ridge_point(peak_tflops, bandwidth_gbs) else "compute"
+
+
+def tflops(flops: float, time_ms: float) -> float:
+    """Achieved TFLOP/s for `flops` done in `time_ms` milliseconds."""
+    if time_ms <= 0:
+        raise ValueError("time must be positive")
+    return flops / (time_ms * 1e-3) / 1e12

@@ -1,0 +1,24 @@
+"""Where the data shipped with the tool lives: in the wheel (rooflinecli/kernels) or the checkout."""
+
+from pathlib import Path
+
+_PKG = Path(__file__).resolve().parent
+
+
+def data_dir(name: str) -> Path:
+    """`kernels` or `specs`: inside the installed package, else the repository's top level."""
+    for candidate in (_PKG / name, _PKG.parent / name):
+        if candidate.is_dir() and any(candidate.iterdir()):
+            return candidate
+    raise FileNotFoundError(f"the tool's {name}/ folder is missing (broken install?)")
+
+
+def cache_dir() -> Path:
+    """Per-user cache for compiled kernels and calibrations (ROOFLINE_CACHE_DIR overrides)."""
+    import os
+
+    root = os.environ.get("ROOFLINE_CACHE_DIR")
+    if root:
+        return Path(root)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "roofline"

@@ -1,0 +1,380 @@
+"""The only module that launches kernels. CuPy is imported lazily, inside functions.
+
+Each stage is verified against a float64 product of the same random inputs (output poisoned
+with NaN first), then timed with CUDA events: warm-up, repeats chosen to fill a time budget,
+the L2 flushed before every timed launch, the median reported, the spread recorded.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import shutil
+import statistics
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rooflinecli import analysis, compiler
+from rooflinecli.errors import RooflineError
+from rooflinecli.specs import Spec
+from rooflinecli.stages import Stage
+
+# Relative Frobenius error an FP32 GEMM must stay under (rounding gives ~1e-6 at K=4096).
+FP32_REL_TOL = 1e-4
+# Largest element error over the largest reference element: catches a few wrong elements.
+FP32_MAX_TOL = 1e-3
+
+
+@dataclass
+class Timing:
+    warmup_ms: float = 25.0  # warm-up time per stage (at least 1 launch)
+    budget_ms: float = 400.0  # timed launches fill about this much GPU time per stage
+    min_repeats: int = 5
+    max_repeats: int = 200
+    flush_l2: bool = True
+
+
+def _cupy():  # type: ignore[no-untyped-def]
+    try:
+        import cupy
+    except ImportError:
+        raise RooflineError(
+            "no CUDA device found: CuPy is not installed "
+            "(pip install 'roofline[cuda13]' or 'roofline[cuda12]' on a GPU machine)"
+        ) from None
+    except Exception as exc:  # a CuPy that cannot find its CUDA libraries
+        raise RooflineError(f"no CUDA device found: CuPy failed to load ({_first_line(exc)})")
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        raise RooflineError(f"no CUDA device found ({_first_line(exc)})") from None
+    if count < 1:
+        raise RooflineError("no CUDA device found")
+    return cupy
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:200]
+
+
+def _smi(query: str) -> list[str] | None:
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return None
+    try:
+        out = subprocess.run(
+            [exe, f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", "0"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0 or not out.stdout.strip():
+        return None
+    return [x.strip() for x in out.stdout.strip().splitlines()[0].split(",")]
+
+
+def smi_device_name() -> str | None:
+    """The GPU name from nvidia-smi, without CuPy (for `model`'s default spec)."""
+    got = _smi("name")
+    return got[0] if got else None
+
+
+def git_commit() -> str | None:
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists() or not shutil.which("git"):
+        return None
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def device_info() -> dict[str, Any]:
+    cp = _cupy()
+    rt = cp.cuda.runtime
+    props = rt.getDeviceProperties(0)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    cc = f"{props['major']}.{props['minor']}"
+
+    def attr(num: int) -> int | None:
+        try:
+            return int(rt.deviceGetAttribute(num, 0))
+        except Exception:
+            return None
+
+    drv = rt.driverGetVersion()
+    rtv = rt.runtimeGetVersion()
+    smi = _smi("driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem")
+    clock_khz = attr(13)  # cudaDevAttrClockRate
+    info: dict[str, Any] = {
+        "name": name,
+        "compute_capability": cc,
+        "sm_count": int(props["multiProcessorCount"]),
+        "l2_bytes": int(props["l2CacheSize"]),
+        "memory_bytes": int(props["totalGlobalMem"]),
+        "smem_per_block_optin_bytes": int(props.get("sharedMemPerBlockOptin", 0)) or None,
+        "clock_sm_max_mhz": int(smi[2]) if smi else (clock_khz // 1000 if clock_khz else None),
+        "clock_sm_mhz_at_start": int(smi[1]) if smi else None,
+        "clock_mem_max_mhz": int(smi[4]) if smi else None,
+        "driver": smi[0] if smi else None,
+        "cuda_driver": f"{drv // 1000}.{drv % 1000 // 10}",
+        "cuda_runtime": f"{rtv // 1000}.{rtv % 1000 // 10}",
+        "cupy": cp.__version__,
+        "nvrtc": compiler.nvrtc_version(),
+        "arch": compiler.arch_for_cc(cc),
+    }
+    return info
+
+
+def environment() -> dict[str, Any]:
+    return {"commit": git_commit(), "python": platform.python_version(), "host": platform.node()}
+
+
+@contextmanager
+def _nvtx_range(name: str) -> Iterator[None]:
+    try:
+        import nvtx
+    except ImportError:  # a real dependency; tolerate its absence rather than fail a run
+        yield
+        return
+    nvtx.push_range(message=name, domain="roofline")
+    try:
+        yield
+    finally:
+        nvtx.pop_range(domain="roofline")
+
+
+class _Gemm:
+    """Device buffers for one shape, fresh random inputs, and the float64 reference."""
+
+    def __init__(self, cp, m: int, n: int, k: int, alpha: float, beta: float, seed: int):  # type: ignore[no-untyped-def]
+        self.cp, self.m, self.n, self.k, self.alpha, self.beta = cp, m, n, k, alpha, beta
+        rng = cp.random.default_rng(seed)
+        f32 = cp.float32
+        # uniform in [-1, 1): never zeros, signs mixed so cancellations are exercised
+        self.A = rng.random((m, k), dtype=f32) * 2 - 1
+        self.B = rng.random((k, n), dtype=f32) * 2 - 1
+        self.C0 = rng.random((m, n), dtype=f32) * 2 - 1 if beta != 0.0 else None
+        self.C = cp.empty((m, n), dtype=f32)
+        ref = cp.matmul(self.A.astype(cp.float64), self.B.astype(cp.float64))
+        ref *= alpha
+        if self.C0 is not None:
+            ref += beta * self.C0.astype(cp.float64)
+        self.ref = ref
+        self.ref_norm = float(cp.linalg.norm(ref))
+        self.ref_max = float(cp.abs(ref).max())
+
+    def reset_output(self) -> None:
+        if self.C0 is None:
+            self.C.fill(math.nan)  # poison: any element the kernel misses stays NaN
+        else:
+            self.C[...] = self.C0
+
+    def check(self) -> tuple[bool, float, float]:
+        cp = self.cp
+        out = self.C.astype(cp.float64)
+        finite = bool(cp.isfinite(out).all())
+        diff = out - self.ref
+        rel = float(cp.linalg.norm(diff)) / self.ref_norm if self.ref_norm else float("nan")
+        mx = float(cp.abs(diff).max()) / self.ref_max if self.ref_max else float("nan")
+        if not finite:
+            return False, math.inf, math.inf
+        return rel <= FP32_REL_TOL and mx <= FP32_MAX_TOL, rel, mx
+
+
+def _launcher(cp, stage: Stage, g: _Gemm, arch: str) -> tuple[Callable[[], None], dict[str, Any]]:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    if stage.reference:
+        return _cublas_sgemm(cp, g), {"registers": None, "smem_bytes": None, "spill_bytes": None}
+    built = compiler.compile_stage(stage, arch)
+    module = cp.RawModule(path=built.cubin_path)
+    fn = module.get_function(stage.entry)
+    grid, block, smem = stage.launch(g.m, g.n)
+    if smem > 48 * 1024:
+        fn.max_dynamic_shared_size_bytes = smem
+    args = (
+        np.int32(g.m),
+        np.int32(g.n),
+        np.int32(g.k),
+        np.float32(g.alpha),
+        g.A,
+        g.B,
+        np.float32(g.beta),
+        g.C,
+    )
+
+    def launch() -> None:
+        fn(grid, block, args, shared_mem=smem)
+
+    res = built.resources
+    meta = {
+        "registers": int(fn.num_regs),
+        "smem_bytes": int(fn.shared_size_bytes) + smem,
+        "spill_bytes": res.spill_bytes,
+        "local_bytes": int(fn.local_size_bytes),
+        "grid": list(grid),
+        "block": list(block),
+    }
+    return launch, meta
+
+
+def _cublas_sgemm(cp, g: _Gemm) -> Callable[[], None]:  # type: ignore[no-untyped-def]
+    """cublasSgemm on row-major data: C^T = B^T A^T in cuBLAS's column-major view."""
+    import numpy as np
+    from cupy_backends.cuda.libs import cublas
+
+    handle = cp.cuda.device.get_cublas_handle()
+    cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+    cublas.setMathMode(handle, 0)  # CUBLAS_DEFAULT_MATH: plain FP32, no TF32
+    alpha = np.array(g.alpha, dtype=np.float32)
+    beta = np.array(g.beta, dtype=np.float32)
+    m, n, k = g.m, g.n, g.k
+    op_n = cublas.CUBLAS_OP_N
+
+    def launch() -> None:
+        cublas.sgemm(
+            handle, op_n, op_n, n, m, k, alpha.ctypes.data, g.B.data.ptr, n,
+            g.A.data.ptr, k, beta.ctypes.data, g.C.data.ptr, n,
+        )  # fmt: skip
+
+    return launch
+
+
+def _time(cp, launch: Callable[[], None], name: str, timing: Timing, flush) -> list[float]:  # type: ignore[no-untyped-def]
+    ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
+    ev0.record()
+    launch()
+    ev1.record()
+    ev1.synchronize()
+    one = max(cp.cuda.get_elapsed_time(ev0, ev1), 1e-3)
+    for _ in range(max(1, min(50, int(timing.warmup_ms / one)))):
+        launch()
+    reps = int(min(timing.max_repeats, max(timing.min_repeats, timing.budget_ms / one)))
+    starts = [cp.cuda.Event() for _ in range(reps)]
+    ends = [cp.cuda.Event() for _ in range(reps)]
+    for i in range(reps):
+        if flush is not None:
+            flush()
+        starts[i].record()
+        with _nvtx_range(name):
+            launch()
+        ends[i].record()
+    ends[-1].synchronize()
+    return [cp.cuda.get_elapsed_time(s, e) for s, e in zip(starts, ends, strict=True)]
+
+
+def memory_needed(m: int, n: int, k: int, beta: float) -> int:
+    """Bytes one shape takes: FP32 operands, the float64 reference and the check's copies."""
+    f32 = 4 * (m * k + k * n + m * n + (m * n if beta else 0))
+    f64 = 8 * (m * k + k * n + 3 * m * n)  # upcast inputs, reference, upcast output + diff
+    return f32 + f64
+
+
+def run_gemm(
+    shapes: list[tuple[int, int, int]],
+    stages: list[Stage],
+    spec_arg: str | None,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    seed: int = 0,
+    timing: Timing | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[dict[str, Any], Spec, list[dict[str, Any]]]:
+    """Verify and time every stage at every shape. Returns (device, spec, records)."""
+    from rooflinecli import specs as specreg
+
+    timing = timing or Timing()
+    cp = _cupy()
+    dev = device_info()
+    spec = specreg.resolve(spec_arg) if spec_arg else specreg.for_device(dev["name"])
+    arch = dev["arch"]
+    cc = int(dev["compute_capability"].replace(".", ""))
+    records: list[dict[str, Any]] = []
+    try:
+        flush_buf = cp.empty(max(2 * dev["l2_bytes"], 256 << 20) // 4, dtype=cp.float32)
+    except cp.cuda.memory.OutOfMemoryError:
+        raise RooflineError("out of device memory allocating the L2 flush buffer") from None
+    flush = flush_buf.fill if timing.flush_l2 else None
+    flush_call = (lambda: flush(0)) if flush else None
+    for m, n, k in shapes:
+        free, _total = cp.cuda.runtime.memGetInfo()
+        need = memory_needed(m, n, k, beta)
+        if need > free:
+            raise RooflineError(
+                f"out of device memory: {m}x{n}x{k} needs {need / 2**30:.1f} GiB, "
+                f"{free / 2**30:.1f} GiB free"
+            )
+        try:
+            g = _Gemm(cp, m, n, k, alpha, beta, seed)
+        except cp.cuda.memory.OutOfMemoryError:
+            raise RooflineError(f"out of device memory at {m}x{n}x{k}") from None
+        shape_records = []
+        for stage in stages:
+            if progress:
+                progress(f"{stage.name} {m}x{n}x{k}")
+            rec = analysis.model_record(stage, m, n, k, spec, alpha, beta)
+            if cc < stage.min_cc:
+                rec.update(verified=None, error=f"needs compute capability {stage.min_cc / 10}")
+                analysis.place(rec, None)
+                shape_records.append(rec)
+                continue
+            try:
+                launch, meta = _launcher(cp, stage, g, arch)
+                rec.update(meta)
+                g.reset_output()
+                launch()
+                cp.cuda.runtime.deviceSynchronize()
+                ok, rel, mx = g.check()
+                rec.update(verified=ok, rel_error=rel, max_rel_error=mx)
+                times = _time(cp, launch, stage.name, timing, flush_call)
+            except RooflineError as exc:
+                rec.update(verified=False, error=exc.message)
+                analysis.place(rec, None)
+                shape_records.append(rec)
+                continue
+            except cp.cuda.memory.OutOfMemoryError:
+                raise RooflineError(f"out of device memory running {stage.name}") from None
+            except Exception as exc:  # a launch failure: record it, do not report a speed
+                rec.update(verified=False, error=_first_line(exc))
+                analysis.place(rec, None)
+                shape_records.append(rec)
+                if "illegal" in str(exc).lower() or "launch failure" in str(exc).lower():
+                    raise RooflineError(
+                        f"stage {stage.name} crashed the CUDA context: {_first_line(exc)}"
+                    ) from None
+                continue
+            median = statistics.median(times)
+            analysis.place(rec, median)
+            rec.update(
+                time_ms_min=min(times),
+                time_ms_max=max(times),
+                time_ms_stdev=statistics.stdev(times) if len(times) > 1 else 0.0,
+                repeats=len(times),
+            )
+            if not rec["verified"]:  # a wrong result is never reported as fast
+                rec.update(tflops=None, pct_of_roof=None, pct_of_peak=None)
+            shape_records.append(rec)
+        analysis.add_reference_ratios(shape_records)
+        records.extend(shape_records)
+        del g
+        cp.get_default_memory_pool().free_all_blocks()
+    return dev, spec, records

@@ -1,0 +1,208 @@
+"""The hardware spec registry: one TOML file per GPU in specs/, validated on load.
+
+Pure Python: no CuPy. Peaks are dense figures in TFLOP/s (TOP/s for int8); bandwidth in GB/s.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rooflinecli.errors import RooflineError
+from rooflinecli.paths import data_dir
+
+# Peak keys a spec may give, in display order. Sparse figures are not accepted anywhere.
+PEAK_KEYS: tuple[str, ...] = (
+    "fp64",
+    "fp64_tensor_dense",
+    "fp32",
+    "tf32_tensor_dense",
+    "fp16_tensor_dense",
+    "bf16_tensor_dense",
+    "fp8_tensor_dense",
+    "int8_tensor_dense",
+)
+
+# key -> (type, required, (min, max) or None)
+_FIELDS: dict[str, tuple[type, bool, tuple[float, float] | None]] = {
+    "name": (str, True, None),
+    "display_name": (str, True, None),
+    "architecture": (str, True, None),
+    "compute_capability": (str, True, None),
+    "device_names": (list, True, None),
+    "source": (str, True, None),
+    "notes": (str, False, None),
+    "sm_count": (int, True, (1, 1024)),
+    "boost_clock_mhz": (int, True, (100, 5000)),
+    "fp32_lanes_per_sm": (int, True, (16, 512)),
+    "memory_type": (str, True, None),
+    "memory_gib": (float, True, (1, 4096)),
+    "memory_bandwidth_gbs": (float, True, (50, 100_000)),
+    "l2_cache_mib": (float, True, (0.5, 1024)),
+    "smem_per_sm_kib": (int, True, (16, 1024)),
+    "smem_per_block_kib": (int, True, (16, 1024)),
+    "registers_per_sm": (int, True, (16384, 1 << 20)),
+    "max_threads_per_sm": (int, True, (256, 4096)),
+    "max_blocks_per_sm": (int, True, (1, 64)),
+    "tflops": (dict, True, None),
+}
+
+# dtype of a GEMM -> the peak key whose roof it is placed under (Tensor Core for 16-bit types).
+DTYPE_PEAK: dict[str, str] = {
+    "fp64": "fp64",
+    "fp32": "fp32",
+    "tf32": "tf32_tensor_dense",
+    "fp16": "fp16_tensor_dense",
+    "bf16": "bf16_tensor_dense",
+    "fp8": "fp8_tensor_dense",
+    "int8": "int8_tensor_dense",
+}
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    display_name: str
+    architecture: str
+    compute_capability: str
+    device_names: tuple[str, ...]
+    source: str
+    sm_count: int
+    boost_clock_mhz: int
+    fp32_lanes_per_sm: int
+    memory_type: str
+    memory_gib: float
+    memory_bandwidth_gbs: float
+    l2_cache_mib: float
+    smem_per_sm_kib: int
+    smem_per_block_kib: int
+    registers_per_sm: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    tflops: dict[str, float]
+    notes: str = ""
+    path: str = field(default="", compare=False)
+
+    @property
+    def bandwidth_tbs(self) -> float:
+        return self.memory_bandwidth_gbs / 1000.0
+
+    def peak(self, key: str) -> float:
+        """Dense peak in TFLOP/s for a peak key (see PEAK_KEYS) or a dtype (see DTYPE_PEAK)."""
+        key = DTYPE_PEAK.get(key, key)
+        if key not in self.tflops:
+            raise RooflineError(f"spec {self.name} gives no {key} peak (the datasheet has none)")
+        return self.tflops[key]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in _FIELDS if k != "notes" or self.notes}
+        d["device_names"] = list(self.device_names)
+        d["tflops"] = dict(self.tflops)
+        return d
+
+
+def _check(path: Path, raw: dict[str, Any]) -> Spec:
+    where = path.name
+    unknown = sorted(set(raw) - set(_FIELDS))
+    if unknown:
+        raise RooflineError(f"spec {where}: unknown key(s) {', '.join(unknown)}")
+    values: dict[str, Any] = {}
+    for key, (typ, required, bounds) in _FIELDS.items():
+        if key not in raw:
+            if required:
+                raise RooflineError(f"spec {where}: missing key {key}")
+            continue
+        val = raw[key]
+        if typ is float and isinstance(val, int) and not isinstance(val, bool):
+            val = float(val)
+        if not isinstance(val, typ) or isinstance(val, bool):
+            raise RooflineError(f"spec {where}: {key} must be {typ.__name__}, got {val!r}")
+        if bounds is not None and not (bounds[0] <= val <= bounds[1]):
+            raise RooflineError(f"spec {where}: {key} = {val} is outside {bounds[0]}..{bounds[1]}")
+        values[key] = val
+    names = values["device_names"]
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise RooflineError(f"spec {where}: device_names must be a non-empty list of strings")
+    values["device_names"] = tuple(names)
+    peaks = values["tflops"]
+    bad = sorted(set(peaks) - set(PEAK_KEYS))
+    if bad:
+        raise RooflineError(
+            f"spec {where}: unknown peak(s) {', '.join(bad)} (dense only: {', '.join(PEAK_KEYS)})"
+        )
+    if "fp32" not in peaks:
+        raise RooflineError(f"spec {where}: tflops.fp32 is required")
+    clean: dict[str, float] = {}
+    for k in PEAK_KEYS:
+        if k in peaks:
+            v = peaks[k]
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0.01 <= v <= 100_000:
+                raise RooflineError(f"spec {where}: tflops.{k} = {v!r} is not a peak in TFLOP/s")
+            clean[k] = float(v)
+    values["tflops"] = clean
+    cc = values["compute_capability"]
+    parts = cc.split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise RooflineError(f"spec {where}: compute_capability must look like '9.0', got {cc!r}")
+    if not values["source"].startswith("https://"):
+        raise RooflineError(f"spec {where}: source must be an https:// URL")
+    return Spec(**values, path=str(path))
+
+
+def load_spec_file(path: str | Path) -> Spec:
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            raw = tomllib.load(fh)
+    except FileNotFoundError:
+        raise RooflineError(f"spec file {p} not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RooflineError(f"spec file {p} is not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise RooflineError(f"cannot read spec file {p}: {exc.strerror}") from None
+    return _check(p, raw)
+
+
+def registry(directory: Path | None = None) -> dict[str, Spec]:
+    """Every shipped spec by name. Names match file stems; a device name is claimed once."""
+    folder = directory or data_dir("specs")
+    specs: dict[str, Spec] = {}
+    claimed: dict[str, str] = {}
+    for path in sorted(folder.glob("*.toml")):
+        spec = load_spec_file(path)
+        if spec.name != path.stem:
+            raise RooflineError(f"spec {path.name}: name {spec.name!r} must equal the file stem")
+        for dn in spec.device_names:
+            other = claimed.get(dn.lower())
+            if other:
+                raise RooflineError(f"device name {dn!r} is claimed by {other} and {spec.name}")
+            claimed[dn.lower()] = spec.name
+        specs[spec.name] = spec
+    return specs
+
+
+def resolve(name_or_path: str) -> Spec:
+    """--spec NAME|PATH: a registry name (case-insensitive) or a TOML file."""
+    if name_or_path.endswith(".toml") or "/" in name_or_path or Path(name_or_path).is_file():
+        return load_spec_file(name_or_path)
+    specs = registry()
+    key = name_or_path.lower()
+    if key in specs:
+        return specs[key]
+    raise RooflineError(
+        f"unknown spec {name_or_path!r}; known: {', '.join(specs)} (or pass a .toml file path)"
+    )
+
+
+def for_device(device_name: str) -> Spec:
+    """The spec whose device_names holds the name the running GPU reports."""
+    want = device_name.strip().lower()
+    for spec in registry().values():
+        if want in (n.lower() for n in spec.device_names):
+            return spec
+    raise RooflineError(
+        f"no spec matches GPU {device_name!r}; pass --spec FILE.toml "
+        "(copy specs/h100-sxm5.toml and put this name in device_names)"
+    )
