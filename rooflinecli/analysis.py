@@ -13,18 +13,26 @@ from rooflinecli.stages import Stage
 
 
 def model_record(
-    stage: Stage, m: int, n: int, k: int, spec: Spec, alpha: float = 1.0, beta: float = 0.0
+    stage: Stage,
+    m: int,
+    n: int,
+    k: int,
+    spec: Spec,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    dtype: str | None = None,
 ) -> dict[str, Any]:
-    elem = model.DTYPE_BYTES[stage.dtype]
+    dtype = dtype or stage.dtype
+    elem = model.DTYPE_BYTES[dtype]
     flops = model.gemm_flops(m, n, k)
     nbytes = model.gemm_bytes_ideal(m, n, k, elem, beta_nonzero=beta != 0.0)
     ai = model.intensity(flops, nbytes)
-    peak = spec.peak(stage.dtype)
+    peak = spec.peak(dtype)
     bw = spec.memory_bandwidth_gbs
     return {
         "stage": stage.name,
         "kind": "reference" if stage.reference else "stage",
-        "dtype": stage.dtype,
+        "dtype": dtype,
         "m": m,
         "n": n,
         "k": k,
@@ -38,7 +46,7 @@ def model_record(
         "ai_shared": stage.ai_shared,
         "roof": model.binding_roof(ai, peak, bw),
         "roof_set": "datasheet",
-        "peak_key": DTYPE_PEAK[stage.dtype],
+        "peak_key": DTYPE_PEAK[dtype],
         "peak_tflops": peak,
         "ridge_point": model.ridge_point(peak, bw),
         "attainable_tflops": model.attainable(ai, peak, bw),

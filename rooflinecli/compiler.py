@@ -123,9 +123,9 @@ def source_of(stage: Stage) -> str:
         raise RooflineError(f"cannot read kernel source {path}: {exc.strerror}") from None
 
 
-def options_for(stage: Stage, arch: str) -> tuple[str, ...]:
+def options_for(stage: Stage, arch: str, dtype: str | None = None) -> tuple[str, ...]:
     cc_of_arch(arch)
-    return (f"-arch={arch}", "-std=c++17", "-Xptxas=-v", "-lineinfo", *stage.defines())
+    return (f"-arch={arch}", "-std=c++17", "-Xptxas=-v", "-lineinfo", *stage.defines(dtype))
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -140,18 +140,23 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def compile_stage(stage: Stage, arch: str, use_cache: bool = True) -> Compiled:
-    """Compile one stage for `arch` (e.g. sm_90a) to a cubin, or take it from the cache."""
+def compile_stage(
+    stage: Stage, arch: str, dtype: str | None = None, use_cache: bool = True
+) -> Compiled:
+    """Compile one stage for `arch` (e.g. sm_90a) and dtype to a cubin, or take it from the cache."""
     if stage.entry is None:
         raise RooflineError(f"stage {stage.name} is a library call: nothing to compile")
+    dtype = dtype or stage.dtype
+    if dtype not in stage.all_dtypes:
+        raise RooflineError(f"stage {stage.name} does not build for {dtype}")
     src = source_of(stage)
-    opts = options_for(stage, arch)
+    opts = options_for(stage, arch, dtype)
     version = nvrtc_version()
     key = hashlib.sha256(
         json.dumps([src, opts, version, stage.file, stage.entry]).encode()
     ).hexdigest()[:24]
     folder = cache_dir() / "kernels"
-    cubin_path = folder / f"{stage.name}-{arch}-{key}.cubin"
+    cubin_path = folder / f"{stage.name}-{dtype}-{arch}-{key}.cubin"
     meta_path = cubin_path.with_suffix(".json")
     if use_cache and cubin_path.is_file() and meta_path.is_file():
         try:
@@ -170,7 +175,7 @@ def compile_stage(stage: Stage, arch: str, use_cache: bool = True) -> Compiled:
             pass  # a damaged cache entry is rebuilt below
 
     nvrtc = _nvrtc()
-    err, prog = nvrtc.nvrtcCreateProgram(src.encode(), stage.file.encode(), 0, [], [])
+    err, prog = nvrtc.nvrtcCreateProgram(src.encode(), str(stage.file).encode(), 0, [], [])
     _check(nvrtc, err, "program creation")
     try:
         enc = [o.encode() for o in opts]

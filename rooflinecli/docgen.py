@@ -13,7 +13,8 @@ import click
 
 
 def _walk(cmd: click.Command, path: list[str], parent: click.Context | None):  # type: ignore[no-untyped-def]
-    ctx = click.Context(cmd, info_name=path[-1], parent=parent, terminal_width=100, max_content_width=100)
+    settings = {**cmd.context_settings, "terminal_width": 100, "max_content_width": 100}
+    ctx = click.Context(cmd, info_name=path[-1], parent=parent, **settings)
     yield path, cmd.get_help(ctx)
     if isinstance(cmd, click.Group):
         for name in cmd.list_commands(ctx):

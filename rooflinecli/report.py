@@ -145,3 +145,19 @@ def emit(
         con.file.write(markdown(df, columns))
     else:
         con.print(table(df, columns, title=title, caption=caption))
+        for note in notes(doc["records"]):
+            con.print(note)
+
+
+def notes(records: list[dict[str, Any]]) -> list[str]:
+    """One line per record that failed or was skipped, so a table row is never unexplained."""
+    out = []
+    for r in records:
+        if r.get("error"):
+            out.append(f"  {r['stage']} {r['m']}x{r['n']}x{r['k']}: {r['error']}")
+        elif r.get("verified") is False:
+            out.append(
+                f"  {r['stage']} {r['m']}x{r['n']}x{r['k']}: FAILED verification "
+                f"(relative error {r.get('rel_error')!s}); its speed is not reported"
+            )
+    return out

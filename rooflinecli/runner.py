@@ -23,10 +23,17 @@ from rooflinecli.errors import RooflineError
 from rooflinecli.specs import Spec
 from rooflinecli.stages import Stage
 
-# Relative Frobenius error an FP32 GEMM must stay under (rounding gives ~1e-6 at K=4096).
-FP32_REL_TOL = 1e-4
-# Largest element error over the largest reference element: catches a few wrong elements.
-FP32_MAX_TOL = 1e-3
+# Relative Frobenius / largest-element error a stage must stay under, per dtype. The output's own
+# rounding sets the floor (FP16 2^-11, BF16 2^-8 per element); FP32 accumulation over K adds
+# about sqrt(K) * 2^-24, so the bound grows with K.
+_BASE_TOL = {"fp32": (1e-4, 1e-3), "fp16": (2e-3, 4e-3), "bf16": (1e-2, 2e-2)}
+
+
+def tolerance(dtype: str, k: int) -> tuple[float, float]:
+    """(relative Frobenius, largest element / largest reference element) bounds."""
+    rel, mx = _BASE_TOL[dtype]
+    accum = 8 * math.sqrt(k) * 2.0**-24
+    return rel + accum, mx + 4 * accum
 
 
 @dataclass
@@ -87,6 +94,11 @@ def smi_device_name() -> str | None:
 
 
 def git_commit() -> str | None:
+    """The tool's commit: ROOFLINE_COMMIT (set where the checkout has no .git), else git."""
+    import os
+
+    if os.environ.get("ROOFLINE_COMMIT"):
+        return os.environ["ROOFLINE_COMMIT"]
     root = Path(__file__).resolve().parent.parent
     if not (root / ".git").exists() or not shutil.which("git"):
         return None
@@ -162,65 +174,111 @@ def _nvtx_range(name: str) -> Iterator[None]:
         nvtx.pop_range(domain="roofline")
 
 
-class _Gemm:
-    """Device buffers for one shape, fresh random inputs, and the float64 reference."""
+def _to_bf16_bits(cp, x):  # type: ignore[no-untyped-def]
+    """float32 -> bfloat16 bit patterns (uint16), round to nearest even. CuPy has no bf16 dtype."""
+    u = x.astype(cp.float32).view(cp.uint32)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(cp.uint16)
 
-    def __init__(self, cp, m: int, n: int, k: int, alpha: float, beta: float, seed: int):  # type: ignore[no-untyped-def]
+
+def _from_bf16_bits(cp, b):  # type: ignore[no-untyped-def]
+    return (b.astype(cp.uint32) << 16).view(cp.float32)
+
+
+class _Gemm:
+    """Device buffers for one shape and dtype, fresh random inputs, the float64 reference."""
+
+    def __init__(self, cp, m: int, n: int, k: int, alpha: float, beta: float, seed: int, dtype: str = "fp32"):  # type: ignore[no-untyped-def]  # noqa: E501
         self.cp, self.m, self.n, self.k, self.alpha, self.beta = cp, m, n, k, alpha, beta
+        self.dtype = dtype
         rng = cp.random.default_rng(seed)
-        f32 = cp.float32
         # uniform in [-1, 1): never zeros, signs mixed so cancellations are exercised
-        self.A = rng.random((m, k), dtype=f32) * 2 - 1
-        self.B = rng.random((k, n), dtype=f32) * 2 - 1
-        self.C0 = rng.random((m, n), dtype=f32) * 2 - 1 if beta != 0.0 else None
-        self.C = cp.empty((m, n), dtype=f32)
-        ref = cp.matmul(self.A.astype(cp.float64), self.B.astype(cp.float64))
+        a = rng.random((m, k), dtype=cp.float32) * 2 - 1
+        b = rng.random((k, n), dtype=cp.float32) * 2 - 1
+        c0 = rng.random((m, n), dtype=cp.float32) * 2 - 1 if beta != 0.0 else None
+        self.A, self.B = self._store(a), self._store(b)
+        self.C0 = self._store(c0) if c0 is not None else None
+        self.C = cp.empty((m, n), dtype=self.A.dtype)
+        self._Bt = None
+        # the reference sees exactly the inputs the kernels see (after rounding to dtype)
+        ref = cp.matmul(self.as_f64(self.A), self.as_f64(self.B))
         ref *= alpha
         if self.C0 is not None:
-            ref += beta * self.C0.astype(cp.float64)
+            ref += beta * self.as_f64(self.C0)
         self.ref = ref
         self.ref_norm = float(cp.linalg.norm(ref))
         self.ref_max = float(cp.abs(ref).max())
+        self.rel_tol, self.max_tol = tolerance(dtype, k)
+
+    def _store(self, x):  # type: ignore[no-untyped-def]
+        cp = self.cp
+        if self.dtype == "bf16":
+            return _to_bf16_bits(cp, x)
+        return x.astype(cp.float16 if self.dtype == "fp16" else cp.float32)
+
+    def as_f64(self, x):  # type: ignore[no-untyped-def]
+        cp = self.cp
+        if self.dtype == "bf16":
+            return _from_bf16_bits(cp, x).astype(cp.float64)
+        return x.astype(cp.float64)
+
+    def b_for(self, layout: str):  # type: ignore[no-untyped-def]
+        """B as the stage wants it: KxN (the contract) or its NxK transpose (made once)."""
+        if layout == "kn":
+            return self.B
+        if self._Bt is None:
+            self._Bt = self.cp.ascontiguousarray(self.B.T)
+        return self._Bt
 
     def reset_output(self) -> None:
-        if self.C0 is None:
-            self.C.fill(math.nan)  # poison: any element the kernel misses stays NaN
+        cp = self.cp
+        if self.C0 is None:  # poison: any element the kernel misses stays NaN
+            if self.dtype == "bf16":
+                self.C.fill(0x7FC0)  # a bfloat16 quiet NaN
+            else:
+                self.C.fill(math.nan)
         else:
             self.C[...] = self.C0
+        cp.cuda.runtime.deviceSynchronize()
 
     def check(self) -> tuple[bool, float, float]:
         cp = self.cp
-        out = self.C.astype(cp.float64)
+        out = self.as_f64(self.C)
         finite = bool(cp.isfinite(out).all())
         diff = out - self.ref
         rel = float(cp.linalg.norm(diff)) / self.ref_norm if self.ref_norm else float("nan")
         mx = float(cp.abs(diff).max()) / self.ref_max if self.ref_max else float("nan")
         if not finite:
             return False, math.inf, math.inf
-        return rel <= FP32_REL_TOL and mx <= FP32_MAX_TOL, rel, mx
+        return rel <= self.rel_tol and mx <= self.max_tol, rel, mx
 
 
 def _launcher(cp, stage: Stage, g: _Gemm, arch: str) -> tuple[Callable[[], None], dict[str, Any]]:  # type: ignore[no-untyped-def]
     import numpy as np
 
     if stage.reference:
-        return _cublas_sgemm(cp, g), {"registers": None, "smem_bytes": None, "spill_bytes": None}
-    built = compiler.compile_stage(stage, arch)
+        launch = _cublas_sgemm(cp, g) if g.dtype == "fp32" else _cublas_gemm_ex(cp, g)
+        return launch, {"registers": None, "smem_bytes": None, "spill_bytes": None}
+    built = compiler.compile_stage(stage, arch, g.dtype)
     module = cp.RawModule(path=built.cubin_path)
     fn = module.get_function(stage.entry)
     grid, block, smem = stage.launch(g.m, g.n)
     if smem > 48 * 1024:
         fn.max_dynamic_shared_size_bytes = smem
-    args = (
+    b = g.b_for(stage.b_layout)
+    args: tuple[Any, ...] = (
         np.int32(g.m),
         np.int32(g.n),
         np.int32(g.k),
         np.float32(g.alpha),
         g.A,
-        g.B,
+        b,
         np.float32(g.beta),
         g.C,
     )
+    if stage.params.get("TMA"):  # tensor maps for the copy engine, after the contract's args
+        from rooflinecli import tc_host
+
+        args = args + tuple(tc_host.extra_args(stage, g.A, b, g.C, g.m, g.n, g.k))
 
     def launch() -> None:
         fn(grid, block, args, shared_mem=smem)
@@ -259,6 +317,29 @@ def _cublas_sgemm(cp, g: _Gemm) -> Callable[[], None]:  # type: ignore[no-untype
     return launch
 
 
+def _cublas_gemm_ex(cp, g: _Gemm) -> Callable[[], None]:  # type: ignore[no-untyped-def]
+    """cublasGemmEx, FP16/BF16 in and out, FP32 compute, default tensor-op algorithm."""
+    import numpy as np
+    from cupy_backends.cuda.libs import cublas
+
+    handle = cp.cuda.device.get_cublas_handle()
+    cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+    elem = 14 if g.dtype == "bf16" else 2  # CUDA_R_16BF, CUDA_R_16F
+    compute_32f, algo = 68, 99  # CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP
+    alpha = np.array(g.alpha, dtype=np.float32)
+    beta = np.array(g.beta, dtype=np.float32)
+    m, n, k = g.m, g.n, g.k
+    op_n = cublas.CUBLAS_OP_N
+
+    def launch() -> None:
+        cublas.gemmEx(
+            handle, op_n, op_n, n, m, k, alpha.ctypes.data, g.B.data.ptr, elem, n,
+            g.A.data.ptr, elem, k, beta.ctypes.data, g.C.data.ptr, elem, n, compute_32f, algo,
+        )  # fmt: skip
+
+    return launch
+
+
 def _time(cp, launch: Callable[[], None], name: str, timing: Timing, flush) -> list[float]:  # type: ignore[no-untyped-def]
     ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
     ev0.record()
@@ -283,10 +364,10 @@ def _time(cp, launch: Callable[[], None], name: str, timing: Timing, flush) -> l
 
 
 def memory_needed(m: int, n: int, k: int, beta: float) -> int:
-    """Bytes one shape takes: FP32 operands, the float64 reference and the check's copies."""
-    f32 = 4 * (m * k + k * n + m * n + (m * n if beta else 0))
+    """Bytes one shape takes: operands (B twice at most), the float64 reference and the check."""
+    ops = 4 * (m * k + 2 * k * n + m * n + (m * n if beta else 0))
     f64 = 8 * (m * k + k * n + 3 * m * n)  # upcast inputs, reference, upcast output + diff
-    return f32 + f64
+    return ops + f64
 
 
 def run_gemm(
@@ -298,6 +379,7 @@ def run_gemm(
     seed: int = 0,
     timing: Timing | None = None,
     progress: Callable[[str], None] | None = None,
+    dtype: str = "fp32",
 ) -> tuple[dict[str, Any], Spec, list[dict[str, Any]]]:
     """Verify and time every stage at every shape. Returns (device, spec, records)."""
     from rooflinecli import specs as specreg
@@ -324,16 +406,19 @@ def run_gemm(
                 f"{free / 2**30:.1f} GiB free"
             )
         try:
-            g = _Gemm(cp, m, n, k, alpha, beta, seed)
+            g = _Gemm(cp, m, n, k, alpha, beta, seed, dtype)
         except cp.cuda.memory.OutOfMemoryError:
             raise RooflineError(f"out of device memory at {m}x{n}x{k}") from None
         shape_records = []
         for stage in stages:
             if progress:
                 progress(f"{stage.name} {m}x{n}x{k}")
-            rec = analysis.model_record(stage, m, n, k, spec, alpha, beta)
+            rec = analysis.model_record(stage, m, n, k, spec, alpha, beta, dtype)
+            skip = stage.refuses(m, n, k)
             if cc < stage.min_cc:
-                rec.update(verified=None, error=f"needs compute capability {stage.min_cc / 10}")
+                skip = f"{stage.name} needs compute capability {stage.min_cc / 10:.1f}"
+            if skip:
+                rec.update(verified=None, error=f"skipped: {skip}")
                 analysis.place(rec, None)
                 shape_records.append(rec)
                 continue

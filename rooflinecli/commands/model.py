@@ -61,7 +61,7 @@ def model_gemm(
     m, n, k = resolve_shape(m, n, k)
     spec, why = default_spec(spec_arg)
     chosen = stages.select(None, dtype)
-    records = [analysis.model_record(s, m, n, k, spec, alpha, beta) for s in chosen]
+    records = [analysis.model_record(s, m, n, k, spec, alpha, beta, dtype) for s in chosen]
     doc = results.new_document(spec.to_dict(), None, records, command="model gemm")
     if output:
         results.write_atomic(output, results.dumps(doc))

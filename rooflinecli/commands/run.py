@@ -125,12 +125,18 @@ def run_gemm(
 
     shapes = parse_shapes(m, n, k, sizes)
     chosen = stages.select(stage_list, dtype)
+    if stage_list:  # stages asked for by name must be able to run every shape asked for
+        for stage in chosen:
+            for shape in shapes:
+                why = stage.refuses(*shape)
+                if why:
+                    raise RooflineError(why)
     timing = runner.Timing(budget_ms=budget_ms, flush_l2=not no_flush)
     if repeats is not None:
         timing.min_repeats = timing.max_repeats = repeats
     with _progress(not quiet and fmt == "table") as tick:
         device, spec, records = runner.run_gemm(
-            shapes, chosen, spec_arg, alpha, beta, seed, timing, progress=tick  # type: ignore[arg-type]
+            shapes, chosen, spec_arg, alpha, beta, seed, timing, progress=tick, dtype=dtype  # type: ignore[arg-type]
         )
     doc = results.new_document(
         spec.to_dict(),
@@ -143,8 +149,7 @@ def run_gemm(
             "budget_ms": budget_ms,
             "repeats": repeats,
             "flush_l2": not no_flush,
-            "rel_tol": runner.FP32_REL_TOL,
-            "max_rel_tol": runner.FP32_MAX_TOL,
+            "tolerance": {f"k={s[2]}": runner.tolerance(dtype, s[2]) for s in shapes},
             "reference_check": "float64 product of the same inputs (cuBLAS DGEMM via cupy.matmul)",
         },
     )

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# One call on the lent GPU machine: install offline, run the GPU tests and the benchmark runs,
+# and leave logs and results documents under $OUT. Usage: bash benchmarks/device_run.sh STEP...
+# Steps: setup, gputests, issue2, simt, tc, calibrate, profile, llm (in the order given).
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+log() { echo "== $* ($(date +%T))"; }
+R="python3 -m rooflinecli"
+
+setup() {
+  if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+  fi
+  python3 -m pip install -q --no-build-isolation --no-deps -e . > "$OUT/install.log" 2>&1 \
+    || { tail -5 "$OUT/install.log"; exit 1; }
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
+    --format=csv
+  python3 -c "import cupy, cuda.bindings, nvtx; from cuda.bindings import nvrtc; \
+print('cupy', cupy.__version__, 'bindings', cuda.bindings.__version__, 'nvrtc', nvrtc.nvrtcVersion()[1:])"
+}
+
+for step in "$@"; do
+  log "$step"
+  case "$step" in
+    setup) setup ;;
+    gputests) python3 -m pytest -q tests/gpu 2>&1 | tail -15 ;;
+    issue2)
+      $R run gemm --m 4096 --stages naive_xcol,naive_xrow,thread_tile_4x4,thread_tile_8x8 \
+        --output "$OUT/gemm-fp32-4096-seed.json" --format markdown
+      $R run gemm --sizes 1000,127x333x65 --stages naive_xcol,naive_xrow,thread_tile_4x4,thread_tile_8x8 \
+        --output "$OUT/gemm-fp32-odd-seed.json" --format markdown --budget-ms 50 ;;
+    simt)
+      $R run gemm --m 4096 --output "$OUT/gemm-fp32-4096.json" --format markdown
+      $R run gemm --m 8192 --output "$OUT/gemm-fp32-8192.json" --format markdown \
+        --stages blocktile_2d,vectorized,warptile,double_buffer
+      $R run gemm --sizes 1000,4097,127x333x65,1x4096x4096 --budget-ms 30 \
+        --output "$OUT/gemm-fp32-odd.json" --format markdown ;;
+    *) log "unknown step $step" ;;
+  esac
+done

@@ -1,0 +1,60 @@
+"""On a GPU: every stage verifies at odd shapes, failures are reported as failures, OOM is one line."""
+
+import json
+
+import pytest
+
+from rooflinecli import stages
+from rooflinecli.cli import cli
+
+pytestmark = pytest.mark.gpu
+
+
+def _run(runner, *args):
+    return runner.invoke(cli, ["run", "gemm", "--format", "json", "--quiet", "--budget-ms", "5", *args])
+
+
+@pytest.mark.parametrize("sizes", ["127x333x65", "1000", "1x257x129,67x1x300"])
+def test_every_fp32_stage_verifies(runner, sizes):
+    r = _run(runner, "--sizes", sizes)
+    assert r.exit_code == 0, r.output + r.stderr
+    doc = json.loads(r.output)
+    names = {rec["stage"] for rec in doc["records"]}
+    assert names == set(stages.stage_names("fp32"))
+    for rec in doc["records"]:
+        assert rec["verified"] is True, rec
+        assert rec["tflops"] > 0
+        assert rec["rel_error"] < 1e-4
+
+
+def test_beta_reads_c(runner):
+    r = _run(runner, "--m", "200", "--n", "190", "--k", "70", "--alpha", "0.5", "--beta", "2")
+    assert r.exit_code == 0, r.stderr
+    assert all(rec["verified"] for rec in json.loads(r.output)["records"])
+
+
+def test_a_wrong_kernel_is_reported_failed_never_fast(tmp_path, monkeypatch):
+    from rooflinecli import runner
+
+    src = tmp_path / "99_skip_last_row.cu"
+    src.write_text(
+        'extern "C" __global__ void gemm_bad(int M, int N, int K, float alpha, const float* A,\n'
+        "    const float* B, float beta, float* C) {\n"
+        "  int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;\n"
+        "  if (row >= M - 1 || col >= N) return;  // misses the last row: it stays NaN\n"
+        "  float acc = 0.f; for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];\n"
+        "  C[row * N + col] = alpha * acc; }\n"
+    )
+    bad = stages.Stage(name="bad", what="test", dtype="fp32", chapter=0, file=str(src), entry="gemm_bad")
+    _, _, recs = runner.run_gemm([(64, 64, 64)], [bad, stages.reference_for("fp32")], None,
+                                 timing=runner.Timing(budget_ms=2))
+    assert recs[0]["verified"] is False
+    assert recs[0]["tflops"] is None
+    assert recs[1]["verified"] is True
+
+
+def test_out_of_memory_is_one_line(runner):
+    r = runner.invoke(cli, ["run", "gemm", "--m", "1048576", "--quiet"])
+    assert r.exit_code == 2
+    assert r.stderr.startswith("error: out of device memory")
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -1,0 +1,98 @@
+"""Every spec file validates; the registry, lookup and detection rules."""
+
+import pytest
+
+from rooflinecli import specs
+from rooflinecli.errors import RooflineError
+
+REQUIRED = {"h100-sxm5", "h100-pcie", "h100-nvl", "h200-sxm", "a100-sxm4-80gb", "rtx-a6000", "l40s"}
+
+
+def test_registry_has_the_issue_gpus():
+    assert REQUIRED <= set(specs.registry())
+
+
+@pytest.mark.parametrize("name", sorted(REQUIRED))
+def test_every_spec_is_sane(name):
+    s = specs.registry()[name]
+    assert s.source.startswith("https://")
+    assert s.tflops["fp32"] > 0
+    # dense Tensor Core peaks sit well above FP32 but never at sparse (2x dense) levels:
+    # fp16 dense / fp32 is 4x-16x on these parts (H100 SXM5 989.4/67 = 14.8, A100 312/19.5 = 16)
+    if "fp16_tensor_dense" in s.tflops:
+        assert 3 < s.tflops["fp16_tensor_dense"] / s.tflops["fp32"] <= 16
+        assert s.tflops["bf16_tensor_dense"] == s.tflops["fp16_tensor_dense"]
+        assert s.tflops["tf32_tensor_dense"] == pytest.approx(s.tflops["fp16_tensor_dense"] / 2, rel=0.02)
+    # FP32 peak is SMs x lanes x 2 x clock within a few percent
+    derived = s.sm_count * s.fp32_lanes_per_sm * 2 * s.boost_clock_mhz * 1e6 / 1e12
+    assert derived == pytest.approx(s.tflops["fp32"], rel=0.03)
+
+
+def test_seed_numbers_h100_sxm5():
+    s = specs.resolve("h100-sxm5")
+    assert s.tflops["fp32"] == 67
+    assert s.tflops["fp16_tensor_dense"] == 989.4
+    assert s.memory_bandwidth_gbs == 3350
+    assert s.l2_cache_mib == 50
+    assert s.sm_count == 132
+
+
+def test_detection_tells_h100_variants_apart():
+    assert specs.for_device("NVIDIA H100 80GB HBM3").name == "h100-sxm5"
+    assert specs.for_device("NVIDIA H100 PCIe").name == "h100-pcie"
+    assert specs.for_device("NVIDIA H100 NVL").name == "h100-nvl"
+    assert specs.for_device("NVIDIA H200").name == "h200-sxm"
+
+
+def test_unknown_gpu_tells_how_to_pass_a_spec():
+    with pytest.raises(RooflineError, match="pass --spec FILE.toml"):
+        specs.for_device("NVIDIA GeForce GTX 480")
+
+
+def test_unknown_name_lists_known():
+    with pytest.raises(RooflineError, match="unknown spec 'b300'; known: a100-sxm4-80gb"):
+        specs.resolve("b300")
+
+
+def _write(tmp_path, text):
+    p = tmp_path / "x.toml"
+    p.write_text(text)
+    return p
+
+
+GOOD = (specs.registry()["h100-sxm5"].path)
+
+
+def test_spec_file_path_loads(tmp_path):
+    text = open(GOOD).read()
+    assert specs.resolve(str(_write(tmp_path, text))).name == "h100-sxm5"
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (("sm_count = 132", "sm_count = 132\nwarp_size = 32"), "unknown key(s) warp_size"),
+        (("sm_count = 132\n", ""), "missing key sm_count"),
+        (("sm_count = 132", 'sm_count = "132"'), "sm_count must be int"),
+        (("sm_count = 132", "sm_count = 0"), "sm_count = 0 is outside"),
+        (("fp32 = 67", "fp32 = 67\nfp16_tensor_sparse = 1979"), "unknown peak(s) fp16_tensor_sparse"),
+        (("fp32 = 67", "fp32 = 67\nfp32 = 68"), "not valid TOML"),
+        (('compute_capability = "9.0"', 'compute_capability = "9"'), "compute_capability"),
+    ],
+)
+def test_malformed_spec_is_one_clear_error(tmp_path, edit, message):
+    text = open(GOOD).read()
+    assert edit[0] in text
+    p = _write(tmp_path, text.replace(edit[0], edit[1], 1))
+    with pytest.raises(RooflineError) as exc:
+        specs.load_spec_file(p)
+    assert message in exc.value.message
+    assert "\n" not in exc.value.message
+
+
+def test_no_device_name_claimed_twice():
+    seen = {}
+    for s in specs.registry().values():
+        for n in s.device_names:
+            assert n.lower() not in seen, (n, seen.get(n.lower()), s.name)
+            seen[n.lower()] = s.name
