@@ -36,17 +36,45 @@ def render() -> str:
     return "\n".join(parts)
 
 
+BEGIN, END = "<!-- stages:begin (make docs) -->", "<!-- stages:end -->"
+
+
+def stages_table() -> str:
+    """The README's stage table, derived from the registry."""
+    from rooflinecli.stages import STAGES
+
+    rows = ["| stage | file | dtype | ch. | tile params | what it shows |", "|---|---|---|---|---|---|"]
+    for s in STAGES:
+        params = ", ".join(f"{k}={v}" for k, v in s.params.items()) or "-"
+        file = f"`kernels/{s.file}`" if s.file else "(library)"
+        rows.append(
+            f"| `{s.name}` | {file} | {'/'.join(s.all_dtypes)} | {s.chapter} | {params} | {s.what} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def readme_with_table(text: str) -> str:
+    if BEGIN not in text or END not in text:
+        raise SystemExit("README.md lacks the stage table markers")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{BEGIN}\n{stages_table()}{END}{tail}"
+
+
 def main(argv: list[str]) -> int:
     check = "--check" in argv
     args = [a for a in argv if a != "--check"]
     target = Path(args[0] if args else "docs/cli.md")
-    text = render()
+    readme = Path("README.md")
+    wanted = {target: render(), readme: readme_with_table(readme.read_text())}
     if check:
-        if not target.is_file() or target.read_text() != text:
-            print(f"{target} is stale: run `make docs`", file=sys.stderr)
+        stale = [str(p) for p, text in wanted.items() if p.read_text() != text]
+        if stale:
+            print(f"{', '.join(stale)} stale: run `make docs`", file=sys.stderr)
             return 1
         return 0
-    target.write_text(text)
+    for p, text in wanted.items():
+        p.write_text(text)
     return 0
 
 

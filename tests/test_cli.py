@@ -130,3 +130,13 @@ def test_cli_docs_are_current():
 
     path = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
     assert path.read_text() == docgen.render(), "docs/cli.md is stale: run `make docs`"
+
+
+def test_readme_stage_table_is_current():
+    from pathlib import Path
+
+    from rooflinecli import docgen
+
+    readme = Path(__file__).resolve().parent.parent / "README.md"
+    text = readme.read_text()
+    assert docgen.readme_with_table(text) == text, "README stage table is stale: run `make docs`"
