@@ -1,3 +1,17 @@
 """roofline: hand-written CUDA GEMM stages placed on the roofline of the GPU they run on."""
 
+from typing import Any
+
 __version__ = "0.1.0"
+
+# The Python API for the user's own kernels, loaded on first use: importing rooflinecli stays
+# cheap and never imports CuPy (measure does, when it runs).
+_LAZY = {"measure": "rooflinecli.measure", "document": "rooflinecli.measure"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

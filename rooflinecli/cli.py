@@ -9,8 +9,16 @@ from typing import Any
 import click
 
 from rooflinecli import __version__
+from rooflinecli.commands.baseline import baseline
+from rooflinecli.commands.calibrate import calibrate
+from rooflinecli.commands.compare import compare
+from rooflinecli.commands.gate import gate
+from rooflinecli.commands.inspect import inspect_
+from rooflinecli.commands.llm import model_llm, run_llm
 from rooflinecli.commands.model import model
+from rooflinecli.commands.plot import plot
 from rooflinecli.commands.run import run
+from rooflinecli.commands.show import show
 from rooflinecli.commands.specs import specs
 
 
@@ -54,6 +62,15 @@ def cli() -> None:
 cli.add_command(specs)
 cli.add_command(model)
 cli.add_command(run)
+cli.add_command(show)
+cli.add_command(compare)
+cli.add_command(plot)
+cli.add_command(gate)
+cli.add_command(baseline)
+cli.add_command(inspect_, "inspect")
+cli.add_command(calibrate)
+model.add_command(model_llm, "llm")
+run.add_command(run_llm, "llm")
 
 
 def main() -> None:

@@ -175,21 +175,25 @@ def compile_stage(
             pass  # a damaged cache entry is rebuilt below
 
     nvrtc = _nvrtc()
+    # NVRTC 13.0 keeps its own compute cache; a cache hit returns an empty ptxas log and we
+    # would lose the resource report. Our cache above makes NVRTC's unnecessary.
+    os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
     err, prog = nvrtc.nvrtcCreateProgram(src.encode(), str(stage.file).encode(), 0, [], [])
     _check(nvrtc, err, "program creation")
     try:
         enc = [o.encode() for o in opts]
         result = nvrtc.nvrtcCompileProgram(prog, len(enc), enc)
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        buf = b" " * size
+        buf = bytearray(max(size, 1))  # a fresh buffer: NVRTC writes into it
         nvrtc.nvrtcGetProgramLog(prog, buf)
-        log = buf.decode(errors="replace").rstrip("\x00").strip()
+        log = bytes(buf).decode(errors="replace").rstrip("\x00").strip()
         if result[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             first = next((ln for ln in log.splitlines() if "error" in ln), log[:300])
             raise RooflineError(f"{stage.file} does not compile for {arch}: {first.strip()}")
         _, size = nvrtc.nvrtcGetCUBINSize(prog)
-        cubin = b" " * size
-        _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, cubin), "cubin retrieval")
+        cubin_buf = bytearray(size)
+        _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, cubin_buf), "cubin retrieval")
+        cubin = bytes(cubin_buf)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 
@@ -199,6 +203,82 @@ def compile_stage(
     return Compiled(
         stage=stage.name,
         entry=stage.entry,
+        arch=arch,
+        options=opts,
+        cubin_path=str(cubin_path),
+        log=log,
+        resources=resources,
+        nvrtc_version=version,
+    )
+
+
+def compile_source(
+    src: str,
+    name: str,
+    entry: str,
+    arch: str,
+    defines: dict[str, int | str] | None = None,
+    use_cache: bool = True,
+) -> Compiled:
+    """Compile CUDA source that is not a stage (calibration kernels) to a cubin, cached like a
+    stage: `name` labels the cache file, `entry` is the kernel whose resources are parsed."""
+    cc_of_arch(arch)
+    opts = (
+        f"-arch={arch}",
+        "-std=c++17",
+        "-Xptxas=-v",
+        "-lineinfo",
+        *(f"-D{k}={v}" for k, v in (defines or {}).items()),
+    )
+    version = nvrtc_version()
+    key = hashlib.sha256(json.dumps([src, opts, version, name, entry]).encode()).hexdigest()[:24]
+    cubin_path = cache_dir() / "kernels" / f"{name}-{arch}-{key}.cubin"
+    meta_path = cubin_path.with_suffix(".json")
+    if use_cache and cubin_path.is_file() and meta_path.is_file():
+        try:
+            meta = json.loads(meta_path.read_text())
+            return Compiled(
+                stage=name,
+                entry=entry,
+                arch=arch,
+                options=opts,
+                cubin_path=str(cubin_path),
+                log=meta["log"],
+                resources=Resources(**meta["resources"]),
+                nvrtc_version=version,
+            )
+        except (ValueError, KeyError, TypeError):
+            pass  # a damaged cache entry is rebuilt below
+
+    nvrtc = _nvrtc()
+    # NVRTC 13.0 keeps its own compute cache; a cache hit returns an empty ptxas log and we
+    # would lose the resource report. Our cache above makes NVRTC's unnecessary.
+    os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
+    err, prog = nvrtc.nvrtcCreateProgram(src.encode(), f"{name}.cu".encode(), 0, [], [])
+    _check(nvrtc, err, "program creation")
+    try:
+        enc = [o.encode() for o in opts]
+        result = nvrtc.nvrtcCompileProgram(prog, len(enc), enc)
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        buf = bytearray(max(size, 1))  # a fresh buffer: NVRTC writes into it
+        nvrtc.nvrtcGetProgramLog(prog, buf)
+        log = bytes(buf).decode(errors="replace").rstrip("\x00").strip()
+        if result[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            first = next((ln for ln in log.splitlines() if "error" in ln), log[:300])
+            raise RooflineError(f"{name} does not compile for {arch}: {first.strip()}")
+        _, size = nvrtc.nvrtcGetCUBINSize(prog)
+        cubin_buf = bytearray(size)
+        _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, cubin_buf), "cubin retrieval")
+        cubin = bytes(cubin_buf)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+    resources = parse_ptxas(log, entry)
+    _atomic_write(cubin_path, cubin)
+    _atomic_write(meta_path, json.dumps({"log": log, "resources": asdict(resources)}).encode())
+    return Compiled(
+        stage=name,
+        entry=entry,
         arch=arch,
         options=opts,
         cubin_path=str(cubin_path),

@@ -161,3 +161,99 @@ def notes(records: list[dict[str, Any]]) -> list[str]:
                 f"(relative error {r.get('rel_error')!s}); its speed is not reported"
             )
     return out
+
+
+# Comparisons and gate verdicts (`roofline compare`, `roofline gate`): rows, not result records.
+
+
+def _ratio(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{v:.3f}x"
+
+
+def _change(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{v:+.1f}%"
+
+
+def _band(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"±{v:.1f}%"
+
+
+COMPARE_COLUMNS: list[Column] = [
+    ("stage", "stage", str),
+    ("shape", "shape", str),
+    ("dtype", "dtype", str),
+    ("a_tflops", "A TFLOP/s", _num(2)),
+    ("b_tflops", "B TFLOP/s", _num(2)),
+    ("tflops_ratio", "B/A TFLOP/s", _ratio),
+    ("a_time_ms", "A ms", _num(3)),
+    ("b_time_ms", "B ms", _num(3)),
+    ("time_ratio", "B/A time", _ratio),
+]
+
+GATE_COLUMNS: list[Column] = [
+    ("stage", "stage", str),
+    ("shape", "shape", str),
+    ("dtype", "dtype", str),
+    ("baseline_tflops", "baseline TFLOP/s", _num(2)),
+    ("tflops", "current TFLOP/s", _num(2)),
+    ("change_pct", "change", _change),
+    ("noise_pct", "noise band", _band),
+    ("verdict", "verdict", str),
+    ("reason", "reason", str),
+]
+
+TEXT_FIELDS = ("stage", "roof", "shape", "dtype", "verdict", "reason")
+
+
+def text_table(
+    df: pd.DataFrame, columns: list[Column], title: str | None = None, caption: str | None = None
+) -> Table:
+    """table(), with every text column (TEXT_FIELDS) left-justified."""
+    t = table(df, columns, title=title, caption=caption)
+    present = [c for c in columns if c[0] in df.columns]
+    for col, (field, _, _) in zip(t.columns, present, strict=True):
+        if field in TEXT_FIELDS:
+            col.justify = "left"
+    return t
+
+
+def emit_rows(
+    rows: list[dict[str, Any]],
+    fmt: str,
+    columns: list[Column],
+    title: str | None = None,
+    caption: str | None = None,
+    payload: Any = None,
+    out: Console | None = None,
+) -> None:
+    """Print rows that are not result records in one of FORMATS; json prints `payload` or rows."""
+    con = out or console()
+    df = pd.DataFrame(rows, columns=[c[0] for c in columns] if not rows else None)
+    if fmt == "json":
+        data: Any = rows if payload is None else payload
+        con.file.write(results.dumps(data))
+    elif fmt == "csv":
+        con.file.write(df.to_csv(index=False))
+    elif fmt == "markdown":
+        con.file.write(markdown_rows(rows, columns))
+    else:
+        con.print(text_table(df, columns, title=title, caption=caption))
+
+
+def markdown_rows(rows: list[dict[str, Any]], columns: list[Column]) -> str:
+    """markdown() for rows that are not result records: text columns (TEXT_FIELDS) left."""
+    df = pd.DataFrame(rows, columns=[c[0] for c in columns] if not rows else None)
+    present = [c for c in columns if c[0] in df.columns]
+    head = "| " + " | ".join(h for _, h, _ in present) + " |"
+    sep = "|" + "|".join("---" if f in TEXT_FIELDS else "---:" for f, _, _ in present) + "|"
+    body = [
+        "| " + " | ".join(_cell(row, f, fmt).replace("|", "\\|") for f, _, fmt in present) + " |"
+        for _, row in df.iterrows()
+    ]
+    return "\n".join([head, sep, *body]) + "\n"

@@ -109,6 +109,9 @@ def write_atomic(path: str | Path, text: str) -> None:
     except OSError as exc:
         raise RooflineError(f"cannot write {p}: {exc.strerror}") from None
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; a results file is an ordinary file
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
         os.replace(tmp, p)

@@ -463,3 +463,24 @@ def run_gemm(
         del g
         cp.get_default_memory_pool().free_all_blocks()
     return dev, spec, records
+
+
+def time_callable(
+    launch: Callable[[], Any], name: str = "callable", timing: Timing | None = None
+) -> list[float]:
+    """Time any callable that launches work on the current CUDA stream, the way run_gemm times
+    a stage: one launch to size the run, warm-up, then repeats filling the time budget, each
+    between CUDA events and inside an NVTX range, the L2 flushed before each. Milliseconds."""
+    import functools
+
+    timing = timing or Timing()
+    cp = _cupy()
+    flush_call: Callable[[], None] | None = None
+    if timing.flush_l2:
+        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+        try:
+            flush_buf = cp.empty(max(2 * int(props["l2CacheSize"]), 256 << 20) // 4, cp.float32)
+        except cp.cuda.memory.OutOfMemoryError:
+            raise RooflineError("out of device memory allocating the L2 flush buffer") from None
+        flush_call = functools.partial(flush_buf.fill, 0)
+    return _time(cp, launch, name, timing, flush_call)

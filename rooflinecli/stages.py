@@ -37,6 +37,13 @@ class Stage:
     ai_global: float | None = None  # FLOP per byte requested from global memory, by construction
     ai_shared: float | None = None  # FLOP per byte requested from shared memory, by construction
     reference: bool = False  # the vendor library: the yardstick, not a stage of ours
+    dtypes: tuple[str, ...] = ()  # every dtype the source builds for (-DELEM_BF16=1 for bf16)
+    needs_multiple: int = 1  # M, N, K must be multiples of this (1: any shape); others refused
+    b_layout: str = "kn"  # "kn": B row-major KxN (the contract); "nk": B given as its transpose
+
+    @property
+    def all_dtypes(self) -> tuple[str, ...]:
+        return self.dtypes or (self.dtype,)
 
     @property
     def ai_instruction(self) -> float | None:
@@ -52,8 +59,16 @@ class Stage:
             raise RooflineError(f"stage {self.name}: output too large for its grid ({m}x{n})")
         return grid, (self.threads[0], self.threads[1], 1), self.smem_bytes
 
-    def defines(self) -> list[str]:
-        return [f"-D{k}={v}" for k, v in self.params.items()]
+    def defines(self, dtype: str | None = None) -> list[str]:
+        extra = ["-DELEM_BF16=1"] if dtype == "bf16" else []
+        return [f"-D{k}={v}" for k, v in self.params.items()] + extra
+
+    def refuses(self, m: int, n: int, k: int) -> str | None:
+        """Why this stage cannot run the shape, or None."""
+        q = self.needs_multiple
+        if q > 1 and (m % q or n % q or k % q):
+            return f"{self.name} needs M, N, K multiples of {q} (got {m}x{n}x{k})"
+        return None
 
 
 def _thread_tile(tm: int, tn: int) -> Stage:
@@ -68,6 +83,45 @@ def _thread_tile(tm: int, tn: int) -> Stage:
         tile=(16 * tm, 16 * tn),
         ai_global=thread_tile_intensity(tm, tn, DTYPE_BYTES["fp32"]),
     )
+
+
+_FP32 = DTYPE_BYTES["fp32"]
+
+
+def _simt(
+    name: str,
+    what: str,
+    file: str,
+    entry: str,
+    params: dict[str, int],
+    per_thread: tuple[int, int],
+    threads: tuple[int, int] | None = None,
+) -> Stage:
+    """A chapter-11 SIMT SGEMM stage: BM x BN block tile, per_thread = results per thread (rows,
+    columns); threads defaults to (NUM_THREADS, 1). By construction, per k the block loads
+    BM + BN floats from global memory for BM*BN FMAs, and a thread loads rows + columns floats
+    from shared memory for rows*columns FMAs."""
+    bm, bn = params["BM"], params["BN"]
+    return Stage(
+        name=name,
+        what=what,
+        dtype="fp32",
+        chapter=11,
+        file=file,
+        entry=entry,
+        params=MappingProxyType(dict(params)),
+        threads=threads if threads is not None else (params["NUM_THREADS"], 1),
+        tile=(bm, bn),
+        ai_global=thread_tile_intensity(bm, bn, _FP32),
+        ai_shared=thread_tile_intensity(per_thread[0], per_thread[1], _FP32),
+    )
+
+
+def _warptile(name: str, what: str, file: str, entry: str, p: dict[str, int]) -> Stage:
+    """Stages 08-09: a warp's 32 lanes x WMITER x WNITER sub-tiles of TM x TN cover WM x WN."""
+    wmiter = (p["WM"] * p["WN"]) // (32 * p["TM"] * p["TN"] * p["WNITER"])
+    per_thread = (wmiter * p["TM"], p["WNITER"] * p["TN"])
+    return _simt(name, what, file, entry, p, per_thread=per_thread)
 
 
 STAGES: tuple[Stage, ...] = (
@@ -92,11 +146,182 @@ STAGES: tuple[Stage, ...] = (
     ),
     _thread_tile(4, 4),
     _thread_tile(8, 8),
+    _simt(
+        "smem_tile",
+        "32x32 block tile in shared memory, one thread per C element: global loads reused 32x",
+        "04_smem_tile.cu",
+        "gemm_smem_tile",
+        {"BM": 32, "BN": 32, "BK": 32},
+        threads=(32, 32),
+        per_thread=(1, 1),
+    ),
+    _simt(
+        "blocktile_1d",
+        "each thread computes 8 results in a column: one shared B load feeds 8 FMAs",
+        "05_blocktile_1d.cu",
+        "gemm_blocktile_1d",
+        {"BM": 64, "BN": 64, "BK": 8, "TM": 8, "NUM_THREADS": 64 * 64 // 8},
+        per_thread=(8, 1),
+    ),
+    _simt(
+        "blocktile_2d",
+        "128x128 block tile, 8x8 per thread: 16 shared loads feed 64 FMAs",
+        "06_blocktile_2d.cu",
+        "gemm_blocktile_2d",
+        {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8, "NUM_THREADS": 256},
+        per_thread=(8, 8),
+    ),
+    _simt(
+        "vectorized",
+        "float4 global loads, A transposed in shared memory, LDS.128 operand reads",
+        "07_vectorized.cu",
+        "gemm_vectorized",
+        {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8, "NUM_THREADS": 256},
+        per_thread=(8, 8),
+    ),
+    _warptile(
+        "warptile",
+        "warp tiles of 64x64, 8x16 per thread as 4x4 sub-tiles: conflict-free shared memory",
+        "08_warptile.cu",
+        "gemm_warptile",
+        {
+            "BM": 128,
+            "BN": 128,
+            "BK": 16,
+            "WM": 64,
+            "WN": 64,
+            "WNITER": 4,
+            "TM": 4,
+            "TN": 4,
+            "NUM_THREADS": 128,
+        },
+    ),
+    _warptile(
+        "double_buffer",
+        "warp tiling + double-buffered shared memory fed by register-staged loads: 1 barrier/tile",
+        "09_double_buffer.cu",
+        "gemm_double_buffer",
+        {
+            "BM": 128,
+            "BN": 256,
+            "BK": 8,
+            "WM": 64,
+            "WN": 64,
+            "WNITER": 4,
+            "TM": 4,
+            "TN": 4,
+            "NUM_THREADS": 256,
+            "MIN_BLOCKS": 1,
+        },
+    ),
     Stage(
         name="cublas",
         what="cuBLAS SGEMM (cublasSgemm, FP32 compute, no TF32): the reference",
         dtype="fp32",
         chapter=10,
+        reference=True,
+    ),
+    # Chapter 12-13: Tensor Cores. FP16/BF16 in, FP32 accumulate, C in the input type. ai_global:
+    # per k a BM x BN block loads BM + BN 2-byte elements for BM*BN MACs; ai_shared: the same
+    # for the warp tile (mma.sync: WM + WN elements through ldmatrix/LDS for WM*WN MACs).
+    Stage(
+        name="mma_sync",
+        what="mma.sync m16n8k16 (HMMA) from shared memory: 64x64 block, 4 warps of 32x32",
+        dtype="fp16",
+        dtypes=("fp16", "bf16"),
+        chapter=12,
+        file="20_mma_sync.cu",
+        entry="gemm_mma_sync",
+        params=MappingProxyType({"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32}),
+        threads=(4 * 32, 1),  # 4 warps
+        tile=(64, 64),
+        min_cc=80,
+        ai_global=thread_tile_intensity(64, 64, DTYPE_BYTES["fp16"]),
+        ai_shared=thread_tile_intensity(32, 32, DTYPE_BYTES["fp16"]),
+    ),
+    Stage(
+        name="mma_ldmatrix",
+        what="ldmatrix (.trans for B) from XOR-swizzled shared tiles: 128x128 block, 8 warps",
+        dtype="fp16",
+        dtypes=("fp16", "bf16"),
+        chapter=12,
+        file="21_mma_ldmatrix.cu",
+        entry="gemm_mma_ldmatrix",
+        params=MappingProxyType({"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32}),
+        threads=(8 * 32, 1),  # 8 warps
+        tile=(128, 128),
+        min_cc=80,
+        ai_global=thread_tile_intensity(128, 128, DTYPE_BYTES["fp16"]),
+        ai_shared=thread_tile_intensity(64, 32, DTYPE_BYTES["fp16"]),
+    ),
+    Stage(
+        name="mma_multistage",
+        what="cp.async 4-stage pipeline, 128x256 block, 8 warps of 64x64, grouped block order",
+        dtype="fp16",
+        dtypes=("fp16", "bf16"),
+        chapter=12,
+        file="22_mma_multistage.cu",
+        entry="gemm_mma_multistage",
+        params=MappingProxyType(
+            {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 8}
+        ),
+        threads=(8 * 32, 1),  # 8 warps
+        tile=(128, 256),
+        min_cc=80,
+        smem_bytes=4 * (128 * 32 + 32 * 256) * 2,
+        ai_global=thread_tile_intensity(128, 256, DTYPE_BYTES["fp16"]),
+        ai_shared=thread_tile_intensity(64, 64, DTYPE_BYTES["fp16"]),
+    ),
+    # WGMMA stages read both operands from shared memory in the tensor cores (ai_shared: per k a
+    # warpgroup's 64 rows of A and BN rows of B for 64*BN MACs); TMA loads need tensor maps
+    # (params TMA=1: rooflinecli/tc_host.extra_args) and B given K-major (b_layout "nk").
+    Stage(
+        name="wgmma_tma",
+        what="WGMMA m64n128k16 (HGMMA) on 128B-swizzled tiles loaded by TMA onto mbarriers",
+        dtype="fp16",
+        dtypes=("fp16", "bf16"),
+        chapter=13,
+        file="23_wgmma_tma.cu",
+        entry="gemm_wgmma_tma",
+        params=MappingProxyType(
+            {"BM": 128, "BN": 128, "BK": 64, "STAGES": 4, "GROUP_M": 8, "TMA": 1}
+        ),
+        threads=(2 * 128, 1),  # 2 warpgroups
+        tile=(128, 128),
+        min_cc=90,
+        smem_bytes=4 * (128 * 64 + 128 * 64) * 2 + 1024,
+        ai_global=thread_tile_intensity(128, 128, DTYPE_BYTES["fp16"]),
+        ai_shared=thread_tile_intensity(64, 128, DTYPE_BYTES["fp16"]),
+        needs_multiple=8,
+        b_layout="nk",
+    ),
+    Stage(
+        name="wgmma_ws",
+        what="warp-specialized: TMA producer + 2 WGMMA consumer warpgroups, setmaxnreg, 128x256",
+        dtype="fp16",
+        dtypes=("fp16", "bf16"),
+        chapter=13,
+        file="24_wgmma_ws.cu",
+        entry="gemm_wgmma_ws",
+        params=MappingProxyType(
+            {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 8, "TMA": 1}
+        ),
+        threads=(3 * 128, 1),  # producer + 2 consumer warpgroups
+        tile=(128, 256),
+        min_cc=90,
+        smem_bytes=4 * (128 * 64 + 256 * 64) * 2 + 1024,
+        ai_global=thread_tile_intensity(128, 256, DTYPE_BYTES["fp16"]),
+        ai_shared=thread_tile_intensity(64, 256, DTYPE_BYTES["fp16"]),
+        needs_multiple=8,
+        b_layout="nk",
+    ),
+    Stage(
+        name="cublas_hgemm",
+        what="cuBLAS GEMM (cublasGemmEx, FP16/BF16 in and out, FP32 compute, tensor-op "
+        "algorithms): the reference",
+        dtype="fp16",
+        dtypes=("fp16", "bf16"),
+        chapter=12,
         reference=True,
     ),
 )
@@ -108,13 +333,13 @@ def stage_names(dtype: str | None = None, include_reference: bool = True) -> lis
     return [
         s.name
         for s in STAGES
-        if (dtype is None or s.dtype == dtype) and (include_reference or not s.reference)
+        if (dtype is None or dtype in s.all_dtypes) and (include_reference or not s.reference)
     ]
 
 
 def reference_for(dtype: str) -> Stage:
     for s in STAGES:
-        if s.reference and s.dtype == dtype:
+        if s.reference and dtype in s.all_dtypes:
             return s
     raise RooflineError(f"no reference stage for dtype {dtype}")
 
@@ -122,7 +347,7 @@ def reference_for(dtype: str) -> Stage:
 def select(names: str | None, dtype: str) -> list[Stage]:
     """--stages a,b,c (or every stage of the dtype); the dtype's reference always comes along."""
     if names is None or names.strip() in ("", "all"):
-        chosen = [s for s in STAGES if s.dtype == dtype and not s.reference]
+        chosen = [s for s in STAGES if dtype in s.all_dtypes and not s.reference]
     else:
         chosen = []
         for raw in names.split(","):
@@ -134,8 +359,9 @@ def select(names: str | None, dtype: str) -> list[Stage]:
                     f"unknown stage {name!r}; known: {', '.join(stage_names(dtype))}"
                 )
             stage = BY_NAME[name]
-            if stage.dtype != dtype:
-                raise RooflineError(f"stage {name} is {stage.dtype}, not {dtype} (use --dtype)")
+            if dtype not in stage.all_dtypes:
+                have = "/".join(stage.all_dtypes)
+                raise RooflineError(f"stage {name} is {have}, not {dtype} (use --dtype)")
             if stage not in chosen and not stage.reference:
                 chosen.append(stage)
     chosen.append(reference_for(dtype))

@@ -99,6 +99,19 @@ def run() -> None:
     "--repeats", type=click.IntRange(1, 10000), default=None, help="Exact number of timed repeats."
 )
 @click.option("--no-flush", is_flag=True, help="Do not flush the L2 between repeats.")
+@click.option(
+    "--extra-stage",
+    "extra_stages",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    metavar="FILE.toml",
+    help="Your own kernel, described by a small TOML file, run and verified beside ours.",
+)
+@click.option(
+    "--chart/--no-chart",
+    default=None,
+    help="Roofline chart under the table (default: on when the output is a terminal).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @format_option
 @output_option
@@ -116,15 +129,23 @@ def run_gemm(
     budget_ms: float,
     repeats: int | None,
     no_flush: bool,
+    extra_stages: tuple[str, ...],
+    chart: bool | None,
     quiet: bool,
     fmt: str,
     output: str | None,
 ) -> None:
     """Verify each stage against a float64 product, time it, and place it on the roofline."""
     from rooflinecli import runner
+    from rooflinecli.userstage import load_user_stage
 
     shapes = parse_shapes(m, n, k, sizes)
     chosen = stages.select(stage_list, dtype)
+    for path in extra_stages:
+        user = load_user_stage(path)
+        if dtype not in user.all_dtypes:
+            raise RooflineError(f"{path}: stage {user.name} is {user.dtype}; run with --dtype {user.dtype}")
+        chosen.insert(len(chosen) - 1, user)  # before the reference
     if stage_list:  # stages asked for by name must be able to run every shape asked for
         for stage in chosen:
             for shape in shapes:
@@ -155,6 +176,11 @@ def run_gemm(
     )
     if output:
         results.write_atomic(output, results.dumps(doc))
+    con = report.console()
+    if chart is None:
+        chart = fmt == "table" and con.is_terminal
+    if chart and fmt in ("json", "csv"):
+        raise RooflineError("--chart goes with --format table or markdown")
     for shape in shapes:
         recs = [r for r in doc["records"] if (r["m"], r["n"], r["k"]) == shape]
         one = {**doc, "records": recs}
@@ -165,7 +191,12 @@ def run_gemm(
             f"{spec.memory_bandwidth_gbs:g} GB/s, ridge {r0['ridge_point']:.1f} FLOP/byte)"
         )
         if fmt == "table" or len(shapes) == 1 or fmt == "markdown":
-            report.emit(one, fmt, report.RUN_COLUMNS, title=title)
+            report.emit(one, fmt, report.RUN_COLUMNS, title=title, out=con)
+            if chart:
+                from rooflinecli import chart as roofchart
+
+                text = roofchart.render(one)
+                con.file.write(f"```text\n{text}```\n" if fmt == "markdown" else text)
         if fmt in ("json", "csv"):
             report.emit(doc, fmt, report.RUN_COLUMNS)
             break

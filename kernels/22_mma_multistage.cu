@@ -1,0 +1,289 @@
+// Stage 22: a cp.async multistage pipeline feeding mma.sync. Stage 21 stalls every warp on
+// global memory once per K step (load, barrier, compute, barrier). Here `cp.async.cg` copies
+// 16-byte chunks global -> shared without passing through registers, STAGES tiles deep: while
+// the warps multiply tile k, the copies of tiles k+1 .. k+STAGES-1 are in flight. One barrier
+// per K step: after it, tile k has landed for every thread and every warp is done with tile k-1,
+// whose buffer then takes tile k+STAGES-1.
+// Bigger tiles raise the intensity: 128 x 256 block tile, 8 warps of 64 x 64 (4 x 8 MMAs per 16
+// of K fed by 4 ldmatrix.x4 of A + 4 ldmatrix.x4.trans of B: 32 HMMA per 8 LDSM), BK = 32,
+// 4 stages (96 KiB of shared memory, one block per SM, 128 accumulators per thread). Fragments
+// for the next 16 of K are loaded before the MMAs of the current ones (register double buffer).
+// Shared tiles are swizzled as in stage 21 (A: chunk ^ ((row >> 1) & 3), B: chunk ^ (row & 7)).
+// Block order: blocks are renumbered in groups of GROUP_M block rows (column-major inside a
+// group), so the ~132 blocks in flight share a few A row panels and B column panels in L2.
+// Any M, N, K: chunks outside the matrices are zero-filled by cp.async (src-size 0); when K or
+// N is not a multiple of 8 the affected operand falls back to 2-byte loads + shared stores.
+#ifndef BM
+#error "BM (rows of the C tile) must be given as -DBM=..."
+#endif
+#ifndef BN
+#error "BN (columns of the C tile) must be given as -DBN=..."
+#endif
+#ifndef BK
+#error "BK (depth of one K step) must be given as -DBK=..."
+#endif
+#ifndef WM
+#error "WM (rows of the warp tile) must be given as -DWM=..."
+#endif
+#ifndef WN
+#error "WN (columns of the warp tile) must be given as -DWN=..."
+#endif
+#ifndef STAGES
+#error "STAGES (shared-memory tiles in flight) must be given as -DSTAGES=..."
+#endif
+#ifndef GROUP_M
+#define GROUP_M 8
+#endif
+#ifndef ELEM_BF16
+#define ELEM_BF16 0
+#endif
+
+typedef unsigned short elem_t;  // fp16 or bf16 bits (NVRTC from PyPI has no cuda_fp16.h)
+typedef unsigned int u32;
+
+constexpr int NUM_THREADS = 32 * (BM / WM) * (BN / WN);
+constexpr int WARPS_N = BN / WN;
+constexpr int MI = WM / 16;  // m16 MMA tiles per warp tile
+constexpr int NI = WN / 8;   // n8 MMA tiles per warp tile
+constexpr int KSTEPS = BK / 16;
+constexpr int A_CHUNKS = BK / 8;  // 16-byte chunks per A row
+constexpr int B_CHUNKS = BN / 8;  // 16-byte chunks per B row
+constexpr int A_BYTES = BM * BK * 2;
+constexpr int STAGE_BYTES = A_BYTES + BK * BN * 2;
+constexpr int A_PER_THREAD = BM * A_CHUNKS / NUM_THREADS;
+constexpr int B_PER_THREAD = BK * B_CHUNKS / NUM_THREADS;
+
+static_assert(BK == 32, "the A swizzle below is written for 64-byte rows (BK = 32)");
+static_assert(BN % 64 == 0, "the B swizzle permutes groups of 8 chunks (128 bytes) of a row");
+static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must tile the block tile");
+static_assert(WM % 16 == 0 && WN % 16 == 0, "ldmatrix.x4 loads 16 x 16 of A, or 16 of K x 16 of N");
+static_assert(A_PER_THREAD * NUM_THREADS == BM * A_CHUNKS, "every thread copies as many A chunks");
+static_assert(B_PER_THREAD * NUM_THREADS == BK * B_CHUNKS, "every thread copies as many B chunks");
+static_assert(STAGES >= 2, "a pipeline needs at least two buffers");
+static_assert(STAGES * STAGE_BYTES <= 227 * 1024, "the stages must fit in 227 KiB of shared memory");
+
+#if ELEM_BF16
+#define MMA_F16 "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+#else
+#define MMA_F16 "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+#endif
+
+__device__ __forceinline__ u32 pack2(float lo, float hi) {
+    u32 r;
+#if ELEM_BF16
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+    return r;
+}
+
+__device__ __forceinline__ float to_float(elem_t x) {
+#if ELEM_BF16
+    return __uint_as_float(static_cast<u32>(x) << 16);
+#else
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
+    return f;
+#endif
+}
+
+// Not volatile: a pure function of its registers, so the compiler may interleave it with the
+// ldmatrix of the next fragments.
+__device__ __forceinline__ void mma16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+    asm(MMA_F16 " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 smem_addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr)
+                 : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(u32 (&r)[4], u32 smem_addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr)
+                 : "memory");
+}
+
+// 16 bytes global -> shared, bypassing L1; src_bytes = 0 writes zeros and reads nothing.
+__device__ __forceinline__ void cp_async16(u32 dst, const void* src, u32 src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ u32 a_off(int r, int c) {
+    return static_cast<u32>(r * (BK * 2) + ((c ^ ((r >> 1) & 3)) * 16));
+}
+__device__ __forceinline__ u32 b_off(int r, int c) {
+    return static_cast<u32>(r * (BN * 2) + ((c ^ (r & 7)) * 16));
+}
+
+// The slow path for K or N not a multiple of 8: 8 elements from column c, zeros outside.
+__device__ __forceinline__ void store_chunk_scalar(u32 dst, const elem_t* __restrict__ p, int r,
+                                                int c, int rows, int cols) {
+    u32 w[4] = {0u, 0u, 0u, 0u};
+    if (r < rows) {
+        const elem_t* src = p + static_cast<size_t>(r) * cols + c;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const u32 lo = c + 2 * i < cols ? src[2 * i] : 0u;
+            const u32 hi = c + 2 * i + 1 < cols ? src[2 * i + 1] : 0u;
+            w[i] = lo | (hi << 16);
+        }
+    }
+    asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(dst), "r"(w[0]), "r"(w[1]),
+                 "r"(w[2]), "r"(w[3])
+                 : "memory");
+}
+
+// Copy chunk (r, 8c..8c+7) of a rows x cols matrix to dst. vec: cols % 8 == 0, so a chunk is
+// wholly in or out of the matrix and 16-byte aligned.
+__device__ __forceinline__ void copy_chunk(u32 dst, const elem_t* __restrict__ p, int r, int c,
+                                           int rows, int cols, bool vec) {
+    if (vec) {
+        const bool in = r < rows && c < cols;
+        cp_async16(dst, in ? p + static_cast<size_t>(r) * cols + c : p, in ? 16u : 0u);
+    } else {
+        store_chunk_scalar(dst, p, r, c, rows, cols);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
+gemm_mma_multistage(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
+                    const elem_t* __restrict__ B, float beta, elem_t* __restrict__ C) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    const u32 sbase = static_cast<u32>(__cvta_generic_to_shared(smem));
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+
+    // Grouped block order (a bijection of the grid for any grid size).
+    const int grid_m = gridDim.y, grid_n = gridDim.x;
+    const int pid = blockIdx.y * grid_n + blockIdx.x;
+    const int group = pid / (GROUP_M * grid_n), first_m = group * GROUP_M;
+    const int group_rows = min(grid_m - first_m, GROUP_M);
+    const int in_group = pid % (GROUP_M * grid_n);
+    const int m0 = (first_m + in_group % group_rows) * BM;
+    const int n0 = (in_group / group_rows) * BN;
+
+    const bool vec_a = K % 8 == 0, vec_b = N % 8 == 0;
+    const int ktiles = (K + BK - 1) / BK;
+
+    auto load_tile = [&](int stage, int kt) {
+        const u32 sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
+        const int k0 = kt * BK;
+#pragma unroll
+        for (int i = 0; i < A_PER_THREAD; ++i) {
+            const int f = tid + i * NUM_THREADS, r = f / A_CHUNKS, c = f % A_CHUNKS;
+            copy_chunk(sa + a_off(r, c), A, m0 + r, k0 + 8 * c, M, K, vec_a);
+        }
+#pragma unroll
+        for (int i = 0; i < B_PER_THREAD; ++i) {
+            const int f = tid + i * NUM_THREADS, r = f / B_CHUNKS, c = f % B_CHUNKS;
+            // rows of B past K are zeros: the K tail adds nothing (A's columns there are 0 too)
+            copy_chunk(sb + b_off(r, c), B, k0 + r < K ? k0 + r : K, n0 + 8 * c, K, N, vec_b);
+        }
+    };
+
+    float acc[MI][NI][4];
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+
+    // Prologue: tiles 0 .. STAGES-2 in flight, one commit group each (empty past the end, so
+    // that wait_group counts stay uniform).
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < ktiles) load_tile(s, s);
+        cp_async_commit();
+    }
+
+    const int lrow = lane & 15, lchunk = lane >> 4;
+    int read_stage = 0, write_stage = STAGES - 1;
+    for (int kt = 0; kt < ktiles; ++kt) {
+        cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt have landed
+        __syncthreads();              // everyone's have; and everyone is done with tile kt-1
+        if (kt + STAGES - 1 < ktiles) load_tile(write_stage, kt + STAGES - 1);
+        cp_async_commit();
+
+        const u32 sa = sbase + read_stage * STAGE_BYTES, sb = sa + A_BYTES;
+        u32 a[2][MI][4], b[2][NI / 2][4];
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+            ldmatrix_x4(a[0][i], sa + a_off(wm + 16 * i + lrow, lchunk));
+#pragma unroll
+        for (int j = 0; j < NI / 2; ++j)
+            ldmatrix_x4_trans(b[0][j], sb + b_off(lrow, (wn + 16 * j) / 8 + lchunk));
+#pragma unroll
+        for (int ks = 0; ks < KSTEPS; ++ks) {
+            const int cur = ks % 2, nxt = (ks + 1) % 2;
+            if (ks + 1 < KSTEPS) {  // next fragments first: their latency hides under the MMAs
+                const int kk = 16 * (ks + 1);
+#pragma unroll
+                for (int i = 0; i < MI; ++i)
+                    ldmatrix_x4(a[nxt][i], sa + a_off(wm + 16 * i + lrow, kk / 8 + lchunk));
+#pragma unroll
+                for (int j = 0; j < NI / 2; ++j)
+                    ldmatrix_x4_trans(b[nxt][j],
+                                      sb + b_off(kk + lrow, (wn + 16 * j) / 8 + lchunk));
+            }
+#pragma unroll
+            for (int i = 0; i < MI; ++i)
+#pragma unroll
+                for (int j = 0; j < NI; ++j)
+                    mma16816(acc[i][j], a[cur][i], b[cur][j / 2][2 * (j % 2)],
+                             b[cur][j / 2][2 * (j % 2) + 1]);
+        }
+        read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
+        write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
+    }
+    cp_async_wait<0>();  // no copy may still target shared memory when the block exits
+
+    const bool pairs = N % 2 == 0;
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+#pragma unroll
+        for (int j = 0; j < NI; ++j) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = m0 + wm + i * 16 + g + 8 * h;
+                const int col = n0 + wn + j * 8 + 2 * t;
+                if (row >= M || col >= N) continue;
+                const size_t idx = static_cast<size_t>(row) * N + col;
+                float v0 = alpha * acc[i][j][2 * h], v1 = alpha * acc[i][j][2 * h + 1];
+                if (pairs) {
+                    if (beta != 0.0f) {  // beta == 0: C is never read
+                        const u32 old = *reinterpret_cast<const u32*>(C + idx);
+                        v0 = fmaf(beta, to_float(static_cast<elem_t>(old & 0xffffu)), v0);
+                        v1 = fmaf(beta, to_float(static_cast<elem_t>(old >> 16)), v1);
+                    }
+                    *reinterpret_cast<u32*>(C + idx) = pack2(v0, v1);
+                } else {
+                    if (beta != 0.0f) v0 = fmaf(beta, to_float(C[idx]), v0);
+                    C[idx] = static_cast<elem_t>(pack2(v0, 0.0f) & 0xffffu);
+                    if (col + 1 < N) {
+                        if (beta != 0.0f) v1 = fmaf(beta, to_float(C[idx + 1]), v1);
+                        C[idx + 1] = static_cast<elem_t>(pack2(v1, 0.0f) & 0xffffu);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,311 @@
+"""A log-log roofline chart drawn as plain text on a character grid (no plotting dependency).
+
+`render(doc)` draws any results document: the memory roof (a slope of one on log-log axes), the
+compute roof of the records' precision (flat), the ridge point where they meet, and one lettered
+point per record at (intensity, TFLOP/s), with a legend below. The same points and roofs feed
+`roofline plot` (rooflinecli/plot.py), so the two pictures never disagree.
+
+- Run documents: each record at (ai_ideal, tflops). A record that carries measured hierarchical
+  intensities (ai_dram, ai_l2, ai_l1 from Nsight Compute) is drawn once per level instead.
+- Model documents (device null): each stage at its by-instruction intensity and the speed the
+  roof allows there; one "ideal" point per shape (every byte moved once) marks the best case.
+- A point above its roof cannot be a real speed (wrong timing, or a wrong spec): it is listed in
+  the legend with "!" and not drawn. L2 and L1 points are checked against the compute roof only:
+  the spec gives the DRAM bandwidth, not the caches'.
+
+Plain text, deterministic for a given document and size (tests compare it exactly).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from rooflinecli.errors import RooflineError
+from rooflinecli.specs import DTYPE_PEAK
+
+MARKERS = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+MANY = "*"  # a cell holding several points
+LEVELS: tuple[tuple[str, str], ...] = (("ai_dram", "DRAM"), ("ai_l2", "L2"), ("ai_l1", "L1"))
+# Relative slack before a point counts as above its roof (float rounding only, not noise).
+ABOVE_ROOF_SLACK = 1e-9
+
+
+@dataclass(frozen=True)
+class Roof:
+    """One precision's roofline: min(peak, intensity x bandwidth)."""
+
+    peak_key: str
+    peak_tflops: float
+    bandwidth_gbs: float
+
+    @property
+    def ridge(self) -> float:
+        """FLOP/byte where the memory roof meets the compute roof."""
+        return self.peak_tflops * 1000.0 / self.bandwidth_gbs
+
+    def memory(self, ai: float) -> float:
+        return ai * self.bandwidth_gbs / 1000.0
+
+    def at(self, ai: float) -> float:
+        return min(self.peak_tflops, self.memory(ai))
+
+
+@dataclass(frozen=True)
+class Point:
+    """A record (or one memory level of it) placed on the chart."""
+
+    label: str  # stage, plus shape/dtype/level where needed to tell points apart
+    ai: float  # FLOP/byte
+    tflops: float
+    ceiling: float  # the most its roof allows at this intensity
+    level: str | None  # "DRAM", "L2", "L1", "ideal", "instr" or None (ai_ideal of a run)
+    model: bool  # a model document: the speed is the roof's, not a measurement
+
+    @property
+    def above_roof(self) -> bool:
+        return self.tflops > self.ceiling * (1.0 + ABOVE_ROOF_SLACK)
+
+
+@dataclass(frozen=True)
+class Unplaced:
+    label: str
+    why: str
+
+
+def fmt_value(v: float) -> str:
+    """5.3, 682.7, 1,365.3; small values keep two significant digits (0.25, 0.05)."""
+    return f"{v:,.1f}" if v >= 1 else f"{v:.2g}"
+
+
+def _finite_pos(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+def shape_of(rec: dict[str, Any]) -> str:
+    return f"{rec['m']}x{rec['n']}x{rec['k']}"
+
+
+def roofs(doc: dict[str, Any]) -> dict[str, Roof]:
+    """dtype -> its roof, for every dtype among the records (records' peaks, else the spec's)."""
+    spec = doc.get("spec") or {}
+    bw: Any = spec.get("memory_bandwidth_gbs")
+    if not _finite_pos(bw):
+        raise RooflineError("the document's spec gives no memory_bandwidth_gbs: nothing to chart")
+    out: dict[str, Roof] = {}
+    for rec in doc["records"]:
+        dtype = rec["dtype"]
+        if dtype in out:
+            continue
+        key = rec.get("peak_key") or DTYPE_PEAK.get(dtype, dtype)
+        peak: Any = rec.get("peak_tflops")
+        if not _finite_pos(peak):
+            peak = (spec.get("tflops") or {}).get(key)
+        if not _finite_pos(peak):
+            raise RooflineError(f"the document's spec gives no {key} peak: nothing to chart")
+        out[dtype] = Roof(key, float(peak), float(bw))
+    return out
+
+
+def points(doc: dict[str, Any]) -> tuple[list[Point], list[Unplaced]]:
+    """Every point to draw (or flag), in record order, and the records that have none."""
+    recs = doc["records"]
+    roof_of = roofs(doc)
+    many_shapes = len({shape_of(r) for r in recs}) > 1
+    many_dtypes = len({r["dtype"] for r in recs}) > 1
+
+    def name(rec: dict[str, Any], what: str = "") -> str:
+        parts = [str(rec["stage"]) if not what else what]
+        if many_shapes:
+            parts.append(shape_of(rec))
+        if many_dtypes:
+            parts.append(str(rec["dtype"]))
+        return " ".join(parts)
+
+    placed: list[Point] = []
+    unplaced: list[Unplaced] = []
+    if doc.get("device") is None:  # a model document
+        seen: set[tuple[str, str]] = set()
+        for rec in recs:
+            roof = roof_of[rec["dtype"]]
+            ideal = (shape_of(rec), rec["dtype"])
+            if ideal not in seen and _finite_pos(rec.get("ai_ideal")):
+                seen.add(ideal)
+                ai = float(rec["ai_ideal"])
+                best = roof.at(ai)
+                placed.append(Point(name(rec, "ideal"), ai, best, best, "ideal", True))
+            ai_i = rec.get("ai_instruction")
+            if _finite_pos(ai_i):
+                ai = float(ai_i)
+                placed.append(Point(name(rec), ai, roof.at(ai), roof.at(ai), "instr", True))
+        return placed, unplaced
+
+    for rec in recs:
+        roof = roof_of[rec["dtype"]]
+        tf = rec.get("tflops")
+        if not _finite_pos(tf):
+            if rec.get("verified") is False:
+                why = "failed verification"
+            else:
+                why = str(rec.get("error") or "not timed")
+            unplaced.append(Unplaced(name(rec), why))
+            continue
+        levels = [(lvl, float(rec[key])) for key, lvl in LEVELS if _finite_pos(rec.get(key))]
+        if levels:
+            for lvl, ai in levels:
+                # the spec knows DRAM bandwidth only: cache-level points answer to the peak alone
+                ceiling = roof.at(ai) if lvl == "DRAM" else roof.peak_tflops
+                placed.append(Point(f"{name(rec)} {lvl}", ai, float(tf), ceiling, lvl, False))
+        elif _finite_pos(rec.get("ai_ideal")):
+            ai = float(rec["ai_ideal"])
+            placed.append(Point(name(rec), ai, float(tf), roof.at(ai), None, False))
+        else:
+            unplaced.append(Unplaced(name(rec), "no intensity recorded"))
+    return placed, unplaced
+
+
+def _decades(values: list[float]) -> tuple[int, int]:
+    lo = math.floor(math.log10(min(values)) + 1e-12)
+    hi = math.ceil(math.log10(max(values)) - 1e-12)
+    return (lo, hi) if hi > lo else (lo, lo + 1)
+
+
+def _decade_label(e: int) -> str:
+    return str(10**e) if e >= 0 else f"{10.0**e:.{-e}f}"
+
+
+def _round(v: float) -> int:
+    return int(math.floor(v + 0.5))
+
+
+def title(doc: dict[str, Any]) -> str:
+    spec = doc.get("spec") or {}
+    recs = doc["records"]
+    shapes = list(dict.fromkeys(shape_of(r) for r in recs))
+    dtypes = list(dict.fromkeys(str(r["dtype"]) for r in recs))
+    what = f"GEMM {', '.join(shapes)} {'/'.join(dtypes)}"
+    device = doc.get("device")
+    if device is None:
+        gpu = spec.get("display_name", "?")
+        return f"Roofline model: {what} on {gpu} ({spec.get('name', '?')})"
+    return f"Roofline: {what} on {device.get('name', '?')} (spec {spec.get('name', '?')})"
+
+
+def render(doc: dict[str, Any], width: int = 72, height: int = 20) -> str:
+    """The chart of a results document as plain text: `width` x `height` cells of plot area."""
+    if width < 20 or height < 5:
+        raise RooflineError(f"chart too small ({width}x{height}): at least 20x5")
+    if not doc.get("records"):
+        raise RooflineError("nothing to chart: the document has no records")
+    roof_of = roofs(doc)
+    pts, unplaced = points(doc)
+    drawn = [p for p in pts if not p.above_roof]
+    flagged = [p for p in pts if p.above_roof]
+
+    # the ridge point, and enough of the slope left of it to see it rise
+    xs = [p.ai for p in drawn] + [r.ridge for r in roof_of.values()]
+    xs += [r.ridge / 3 for r in roof_of.values()]
+    lx0, lx1 = _decades(xs)
+    ys = [p.tflops for p in drawn] + [r.peak_tflops for r in roof_of.values()]
+    ys += [r.memory(10.0**lx0) for r in roof_of.values()]  # the slope enters at the left edge
+    ly0, ly1 = _decades(ys)
+
+    def col(ai: float) -> int:
+        return _round((math.log10(ai) - lx0) / (lx1 - lx0) * (width - 1))
+
+    def row(tf: float) -> int:
+        return _round((ly1 - math.log10(tf)) / (ly1 - ly0) * (height - 1))
+
+    def x_at(c: int) -> float:
+        return 10.0 ** (lx0 + c * (lx1 - lx0) / (width - 1))
+
+    grid = [[" "] * width for _ in range(height)]
+
+    def put(r: int, c: int, ch: str) -> None:
+        if 0 <= r < height and 0 <= c < width:
+            grid[r][c] = ch
+
+    # roofs: the slope drawn without gaps however steep, then the flat peak
+    for roof in roof_of.values():
+        prev: int | None = None
+        for c in range(width):
+            x = x_at(c)
+            if roof.memory(x) < roof.peak_tflops:
+                r = row(roof.memory(x))
+                # a slope steeper than one row per column: fill up from the previous column's row
+                bottom = prev - 1 if prev is not None and prev - 1 > r else r
+                for rr in range(r, min(bottom, height - 1) + 1):
+                    put(rr, c, "/")
+                prev = r
+            else:
+                put(row(roof.peak_tflops), c, "-")
+        rc, rr = col(roof.ridge), row(roof.peak_tflops)
+        for below in range(rr + 1, height):
+            if grid[below][rc] == " ":
+                grid[below][rc] = ":"
+        put(rr, rc, "+")
+
+    markers = [MARKERS[i] if i < len(MARKERS) else MANY for i in range(len(drawn))]
+    cells: dict[tuple[int, int], list[str]] = {}
+    for p, mark in zip(drawn, markers, strict=True):
+        cells.setdefault((row(p.tflops), col(p.ai)), []).append(mark)
+    for (r, c), marks in cells.items():
+        put(r, c, marks[0] if len(marks) == 1 else MANY)
+
+    # the compute roof's value just above it, at the right, where nothing is drawn
+    for roof in roof_of.values():
+        text = f"{roof.peak_key} {roof.peak_tflops:g} TFLOP/s"
+        r = row(roof.peak_tflops) - 1
+        start = width - len(text)
+        if r >= 0 and start > 0 and all(ch == " " for ch in grid[r][start - 1 :]):
+            grid[r][start:] = list(text)
+
+    ticks = {row(10.0**e): _decade_label(e) for e in range(ly0, ly1 + 1)}
+    pad = max(len(t) for t in ticks.values())
+    lines = [title(doc), "TFLOP/s".rjust(pad + 3)]
+    for r in range(height):
+        lines.append(f"{ticks.get(r, '').rjust(pad)} |{''.join(grid[r])}".rstrip())
+    axis = ["-"] * width
+    labels = [" "] * (width + 8)
+    for e in range(lx0, lx1 + 1):
+        c = col(10.0**e)
+        axis[c] = "+"
+        text = _decade_label(e)
+        start = max(0, c - len(text) // 2)
+        if all(ch == " " for ch in labels[max(0, start - 1) : start + len(text) + 1]):
+            labels[start : start + len(text)] = list(text)
+    lines.append(f"{' ' * pad} +{''.join(axis)}")
+    lines.append(f"{' ' * (pad + 2)}{''.join(labels)}".rstrip())
+    xtitle = "arithmetic intensity (FLOP/byte)"
+    lines.append(" " * (pad + 2 + max(0, (width - len(xtitle)) // 2)) + xtitle)
+
+    bw = next(iter(roof_of.values())).bandwidth_gbs
+    lines.append(f"/ memory roof {bw:,.0f} GB/s")
+    for roof in roof_of.values():
+        lines.append(
+            f"- {roof.peak_key} roof {roof.peak_tflops:g} TFLOP/s; + ridge point "
+            f"{fmt_value(roof.ridge)} FLOP/B"
+        )
+    for p, mark in zip(drawn, markers, strict=True):
+        if p.model:
+            how = " (every byte once)" if p.level == "ideal" else " (by instruction)"
+            lines.append(
+                f"{mark} {p.label} attainable {fmt_value(p.tflops)} TFLOP/s @ "
+                f"{fmt_value(p.ai)} FLOP/B{how}"
+            )
+        else:
+            lines.append(
+                f"{mark} {p.label} {fmt_value(p.tflops)} TFLOP/s @ {fmt_value(p.ai)} FLOP/B"
+            )
+    for marks in cells.values():
+        if len(marks) > 1:
+            lines.append(f"{MANY} one cell holds {' '.join(marks)}")
+    for p in flagged:
+        lines.append(
+            f"! {p.label} {fmt_value(p.tflops)} TFLOP/s @ {fmt_value(p.ai)} FLOP/B is above its "
+            f"roof ({fmt_value(p.ceiling)} TFLOP/s): a measurement error, not drawn"
+        )
+    for u in unplaced:
+        lines.append(f"? {u.label}: not drawn ({u.why})")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,47 @@
+"""`roofline baseline`: keep a verified run as the reference the CI gate compares against."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from rooflinecli import gate, results
+from rooflinecli.errors import RooflineError
+
+
+@click.group()
+def baseline() -> None:
+    """Verified runs kept as baselines for `roofline gate`."""
+
+
+@baseline.command("save")
+@click.argument("src", metavar="RESULTS.json", type=click.Path(dir_okay=False))
+@click.argument("dst", metavar="BASELINE.json", type=click.Path(dir_okay=False))
+@click.option("--force", is_flag=True, help="Replace an existing baseline.")
+def save(src: str, dst: str, force: bool) -> None:
+    """Save a run as the new baseline: it must be a GPU run with every stage verified."""
+    doc = results.load(src)
+    gate.require_run(doc, src)
+    if not doc["records"]:
+        raise RooflineError(f"{src} holds no records")
+    gate.index(doc, src)  # one record per stage and shape
+    bad = [
+        f"{r['stage']} {r['m']}x{r['n']}x{r['k']}"
+        for r in doc["records"]
+        if r.get("verified") is not True or r.get("tflops") is None
+    ]
+    if bad:
+        raise RooflineError(
+            f"{src} is not a clean run: not verified or not timed: {', '.join(bad)}"
+        )
+    target = Path(dst)
+    if target.exists() and not force:
+        raise RooflineError(f"{dst} exists: pass --force to replace it")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RooflineError(f"cannot create {target.parent}: {exc.strerror}") from None
+    results.write_atomic(target, results.dumps(doc))
+    n = len(doc["records"])
+    click.echo(f"saved {dst}: {n} record{'s' if n != 1 else ''} from {src} ({gate.describe(doc)})")

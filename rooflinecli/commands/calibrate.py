@@ -1,0 +1,144 @@
+"""`roofline calibrate`: measure this GPU's own roofs and keep them for later reports."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import click
+
+from rooflinecli import report, results
+from rooflinecli.options import format_option, spec_option
+
+# measurement key -> (label, unit, datasheet/derived key in a roof set, or None)
+ROOFS: tuple[tuple[str, str, str, str | None], ...] = (
+    ("hbm_read_gbs", "HBM read (16-byte loads, 2 GiB)", "GB/s", "bandwidth_gbs"),
+    ("hbm_copy_gbs", "HBM copy (memcpy D2D, read + written)", "GB/s", "bandwidth_gbs"),
+    ("l2_read_gbs", "L2 read (1/4 of L2, ld.cg)", "GB/s", None),
+    ("fp32_fma_tflops", "FP32 FMA (SIMT, 16 chains/thread)", "TFLOP/s", "fp32"),
+    ("fp16_mma_sync_tflops", "FP16 Tensor Core, mma.sync m16n8k16", "TFLOP/s", "fp16_tensor_dense"),
+    ("fp16_wgmma_tflops", "FP16 Tensor Core, wgmma m64n256k16", "TFLOP/s", "fp16_tensor_dense"),
+)
+
+
+def _num(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{v:,.1f}"
+
+
+def _pct(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{v:.1f}%"
+
+
+def _str(v: Any) -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+
+
+ROOF_COLUMNS: list[report.Column] = [
+    ("roof", "roof", str),
+    ("unit", "unit", str),
+    ("measured", "measured", _num),
+    ("datasheet", "datasheet", _num),
+    ("derived", "derived", _num),
+    ("pct_of_datasheet", "% datasheet", _pct),
+    ("pct_of_derived", "% derived", _pct),
+]
+
+SET_COLUMNS: list[report.Column] = [
+    ("set", "roof set", str),
+    ("fp32", "FP32 TFLOP/s", _num),
+    ("fp16_tensor_dense", "FP16 TC TFLOP/s", _num),
+    ("bandwidth_gbs", "HBM GB/s", _num),
+    ("ridge_fp32", "ridge FP32", _num),
+    ("ridge_fp16_tensor", "ridge FP16 TC", _num),
+    ("source", "from", _str),
+]
+
+
+def roof_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per measured roof: measured vs datasheet vs derived-from-clock."""
+    sets = doc.get("roof_sets") or {}
+    ds, dv = sets.get("datasheet", {}), sets.get("derived", {})
+    rows = []
+    for key, label, unit, set_key in ROOFS:
+        measured = doc["measurements"].get(key)
+        sheet = ds.get(set_key) if set_key else None
+        derived = dv.get(set_key) if set_key else None
+        rows.append(
+            {
+                "roof": label,
+                "key": key,
+                "unit": unit,
+                "measured": measured,
+                "datasheet": sheet,
+                "derived": derived,
+                "pct_of_datasheet": 100 * measured / sheet if measured and sheet else None,
+                "pct_of_derived": 100 * measured / derived if measured and derived else None,
+            }
+        )
+    return rows
+
+
+def set_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"set": name, **vals} for name, vals in (doc.get("roof_sets") or {}).items()]
+
+
+@click.command()
+@click.option("--quick", is_flag=True, help="Fewer repeats and shorter kernels (about 15 s).")
+@spec_option
+@format_option
+def calibrate(quick: bool, spec_arg: str | None, fmt: str) -> None:
+    """Measure this GPU's roofs (HBM, L2, FP32 FMA, FP16 Tensor Core) and cache them.
+
+    Each roof is a small kernel timed with CUDA events (warm-up, median of repeats), shown
+    against the datasheet and against SMs x clock x operations per clock. The result is kept in
+    the cache (per device, driver and maximum SM clock) for reports that offer measured roofs.
+    """
+    import pandas as pd
+
+    from rooflinecli import calibrate as cal
+
+    err = report.console(stderr=True)
+    if err.is_terminal:
+        with err.status("calibrating") as status:
+            doc = cal.measure(
+                spec_arg, quick=quick, progress=lambda what: status.update(f"calibrating: {what}")
+            )
+    else:
+        doc = cal.measure(spec_arg, quick=quick)
+    path = cal.save_calibration(doc)
+    doc["cache_file"] = str(path)
+    if fmt == "json":
+        click.echo(results.dumps(doc), nl=False)
+        return
+    roofs = pd.DataFrame(roof_rows(doc))
+    sets = pd.DataFrame(set_rows(doc))
+    if fmt == "csv":
+        click.echo(roofs.to_csv(index=False), nl=False)
+        return
+    if fmt == "markdown":
+        click.echo(report.markdown(roofs, ROOF_COLUMNS))
+        if len(sets):
+            click.echo(report.markdown(sets, SET_COLUMNS), nl=False)
+        return
+    dev = doc["device"]
+    con = report.console()
+    con.print(
+        report.table(
+            roofs,
+            ROOF_COLUMNS,
+            title=f"Roofs of {dev['name']} (driver {dev.get('driver') or '?'}, max SM clock "
+            f"{dev.get('clock_sm_max_mhz') or '?'} MHz, spec {doc.get('spec') or 'none'})"
+            + (" -- quick" if quick else ""),
+            caption="derived = SMs x max SM clock x FLOP/clk/SM (FP32: 2 per lane; FP16 Tensor "
+            "Core: 4096 Hopper, 2048 A100); bandwidth: 2 x memory clock x bus width. "
+            f"Cached in {path}",
+        )
+    )
+    if len(sets):
+        con.print(report.table(sets, SET_COLUMNS, title="Roof sets (ridge points in FLOP/byte)"))
+    for note in doc.get("notes", []):
+        con.print(f"note: {note}")

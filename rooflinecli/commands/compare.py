@@ -1,0 +1,42 @@
+"""`roofline compare`: two results documents side by side, with B/A ratios."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from rooflinecli import gate, report, results
+from rooflinecli.options import format_option
+
+
+def _who(doc: dict[str, Any], path: str) -> str:
+    device = doc.get("device")
+    if device is None:
+        return f"{path} (model, spec {(doc.get('spec') or {}).get('name', '?')})"
+    return f"{path} ({gate.describe(doc)})"
+
+
+@click.command()
+@click.argument("a_path", metavar="A.json", type=click.Path(dir_okay=False))
+@click.argument("b_path", metavar="B.json", type=click.Path(dir_okay=False))
+@format_option
+def compare(a_path: str, b_path: str, fmt: str) -> None:
+    """Two runs side by side, with B/A ratios.
+
+    Records pair up by stage, shape and dtype; B/A of TFLOP/s above 1 and of time below 1 mean
+    B is faster.
+    """
+    a, b = results.load(a_path), results.load(b_path)
+    rows = gate.compare_rows(a, b, where=(a_path, b_path))
+    out = report.console()
+    if fmt == "table":  # written as is: long paths neither wrap nor read as markup
+        out.file.write(f"A: {_who(a, a_path)}\nB: {_who(b, b_path)}\n")
+    report.emit_rows(
+        rows,
+        fmt,
+        report.COMPARE_COLUMNS,
+        out=out,
+        caption="B/A TFLOP/s above 1: B is faster. B/A time below 1: B is faster.",
+        payload={"a": a_path, "b": b_path, "rows": rows},
+    )

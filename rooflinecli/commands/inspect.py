@@ -1,0 +1,278 @@
+"""`roofline inspect`: what the compiler made of each stage, no GPU needed.
+
+Registers, shared memory, spills and stack from ptxas; theoretical occupancy on a spec; the SASS
+instruction mix of the main loop from nvdisasm, per k step: the seed's "2 LDG per FFMA" (naive)
+and "8 LDG : 16 FFMA" (4x4 thread tile) as numbers, and exercise 3 (why 4x4 and not 8x8) as
+register counts and occupancy side by side.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import click
+
+from rooflinecli import compiler, occupancy, report, results, sass, stages
+from rooflinecli.errors import RooflineError
+from rooflinecli.options import DTYPES, format_option, spec_option
+from rooflinecli.specs import Spec
+
+SCHEMA = "roofline.inspect/1"
+
+# Instructions shown per k step, in order; a column appears when some stage has it in its loop.
+PER_K = ("LDG", "LDS", "LDGSTS", "STS", "LDSM", "FFMA", "HMMA", "HGMMA")
+
+
+def _fmt_num(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if isinstance(v, float) and not v.is_integer():
+        return f"{v:.3f}".rstrip("0").rstrip(".")
+    return f"{int(v):,}"
+
+
+def _fmt_pct(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{v:.1f}%"
+
+
+def _fmt_str(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return str(v)
+
+
+RESOURCE_COLUMNS: list[report.Column] = [
+    ("stage", "stage", str),
+    ("dtype", "dtype", str),
+    ("threads", "threads", _fmt_num),
+    ("registers", "regs", _fmt_num),
+    ("smem_bytes", "smem B", _fmt_num),
+    ("spill_bytes", "spill B", _fmt_num),
+    ("stack_bytes", "stack B", _fmt_num),
+    ("blocks_per_sm", "blocks/SM", _fmt_num),
+    ("warps_per_sm", "warps/SM", _fmt_num),
+    ("occupancy_pct", "occupancy", _fmt_pct),
+    ("limited_by", "limited by", _fmt_str),
+    ("error", "error", _fmt_str),
+]
+
+
+def ratio(a: int, b: int) -> str | None:
+    """a:b in lowest terms (32 LDG, 16 FFMA -> '2:1'); None when either is zero."""
+    if not a or not b:
+        return None
+    f = Fraction(a, b)
+    return f"{f.numerator}:{f.denominator}"
+
+
+def _sass_columns(records: list[dict[str, Any]]) -> list[report.Column]:
+    cols: list[report.Column] = [
+        ("stage", "stage", str),
+        ("loop_instructions", "loop instr", _fmt_num),
+        ("k_per_iter", "k/iter", _fmt_num),
+    ]
+    for op in PER_K:
+        if any(r.get(f"loop_{op.lower()}") for r in records):
+            cols.append((f"{op.lower()}_per_k", f"{op}/k", _fmt_num))
+    cols += [
+        ("ldg_ffma", "LDG:FFMA", _fmt_str),
+        ("lds_ffma", "LDS:FFMA", _fmt_str),
+        ("loop_widths", "loop loads/stores (bits)", _fmt_str),
+        ("kernel_instructions", "kernel instr", _fmt_num),
+    ]
+    return cols
+
+
+def results_per_thread(stage: stages.Stage) -> float:
+    """Elements of C one thread computes: each needs one multiply-add per k step."""
+    threads = stage.threads[0] * stage.threads[1]
+    return stage.tile[0] * stage.tile[1] / threads
+
+
+def inspect_stage(
+    stage: stages.Stage, arch: str, spec: Spec, dtype: str | None = None
+) -> dict[str, Any]:
+    """One flat record: resources, occupancy on `spec`, SASS mix of the main loop per k step."""
+    dtype = dtype or stage.dtype
+    threads = stage.threads[0] * stage.threads[1]
+    rec: dict[str, Any] = {
+        "stage": stage.name,
+        "dtype": dtype,
+        "arch": arch,
+        "entry": stage.entry,
+        "threads": threads,
+        "tile": f"{stage.tile[0]}x{stage.tile[1]}",
+        "error": None,
+    }
+    cc = compiler.cc_of_arch(arch)
+    if cc < stage.min_cc:
+        rec["error"] = f"needs compute capability {stage.min_cc / 10:.1f} ({arch} is lower)"
+        return rec
+    try:
+        built = compiler.compile_stage(stage, arch, dtype)
+    except RooflineError as exc:
+        rec["error"] = exc.message
+        return rec
+    res = built.resources
+    smem = res.smem_static_bytes + stage.smem_bytes
+    occ = occupancy.theoretical(occupancy.SmLimits.from_spec(spec), threads, res.registers, smem)
+    rec.update(
+        registers=res.registers,
+        smem_static_bytes=res.smem_static_bytes,
+        smem_dynamic_bytes=stage.smem_bytes,
+        smem_bytes=smem,
+        spill_bytes=res.spill_bytes,
+        stack_bytes=res.stack_frame_bytes,
+        blocks_per_sm=occ.blocks_per_sm,
+        warps_per_sm=occ.warps_per_sm,
+        occupancy_pct=100.0 * occ.occupancy,
+        limited_by=",".join(occ.limiters),
+        limit_registers=occ.limit_registers,
+        limit_smem=occ.limit_smem,
+        limit_warps=occ.limit_warps,
+        limit_blocks=occ.limit_blocks,
+        regs_per_warp_allocated=occ.regs_per_warp,
+        smem_per_block_allocated=occ.smem_per_block,
+    )
+    rep = sass.analyze_cubin(built.cubin_path, stage.entry or "")
+    per_thread = results_per_thread(stage)
+    k_per_iter = rep.loop_macs_per_thread / per_thread if rep.main_loop else None
+    if k_per_iter is not None and abs(k_per_iter - round(k_per_iter)) < 1e-9:
+        k_per_iter = float(round(k_per_iter))
+    loop, kern = rep.loop, rep.kernel
+    rec.update(
+        main_loop=(
+            f"{rep.main_loop.label} 0x{rep.main_loop.start:04x}-0x{rep.main_loop.end:04x}"
+            if rep.main_loop
+            else None
+        ),
+        loops=rep.loops,
+        loop_instructions=rep.loop_instructions if rep.main_loop else None,
+        k_per_iter=k_per_iter,
+        ldg_ffma=ratio(loop["LDG"], loop["FFMA"]),
+        lds_ffma=ratio(loop["LDS"], loop["FFMA"]),
+        loop_widths=" ".join(f"{k}x{v}" for k, v in sorted(rep.loop_widths.items())) or None,
+        kernel_instructions=rep.instructions,
+    )
+    for op in sass.MIX_KEYS:
+        rec[f"loop_{op.lower()}"] = loop[op]
+        rec[f"kernel_{op.lower()}"] = kern[op]
+    for op in PER_K:
+        rec[f"{op.lower()}_per_k"] = loop[op] / k_per_iter if k_per_iter else None
+    rec["sass"] = rep.to_dict()
+    return rec
+
+
+def _pick(stage_args: tuple[str, ...], dtype: str | None) -> list[stages.Stage]:
+    names: list[str] = []
+    for arg in stage_args:
+        names += [n.strip() for n in arg.split(",") if n.strip()]
+    if not names:
+        return [
+            s
+            for s in stages.STAGES
+            if not s.reference and (dtype is None or dtype in s.all_dtypes)
+        ]
+    known = [s.name for s in stages.STAGES if not s.reference]
+    chosen = []
+    for name in names:
+        st = stages.BY_NAME.get(name)
+        if st is None or st.reference:
+            why = "is a library call: nothing compiled to inspect" if st else "is unknown"
+            raise RooflineError(f"stage {name!r} {why}; stages: {', '.join(known)}")
+        if dtype is not None and dtype not in st.all_dtypes:
+            raise RooflineError(f"stage {name} does not build for {dtype}")
+        if st not in chosen:
+            chosen.append(st)
+    return chosen
+
+
+@click.group("inspect")
+def inspect_() -> None:
+    """What the compiler made (registers, occupancy, SASS), no GPU needed."""
+
+
+@inspect_.command("gemm")
+@click.option(
+    "--stage",
+    "stage_args",
+    multiple=True,
+    metavar="NAME",
+    help="A stage to inspect (repeatable, or a comma list; default: every stage).",
+)
+@click.option(
+    "--arch", default=None, metavar="SM", help="NVRTC target, e.g. sm_90a (default: the spec's)."
+)
+@click.option(
+    "--dtype",
+    type=click.Choice(DTYPES),
+    default=None,
+    help="Build for this element type (default: each stage's own).",
+)
+@spec_option
+@format_option
+def inspect_gemm(
+    stage_args: tuple[str, ...], arch: str | None, dtype: str | None, spec_arg: str | None,
+    fmt: str,
+) -> None:  # fmt: skip
+    """Registers, shared memory, spills, occupancy and the SASS mix of each stage's main loop."""
+    from rooflinecli.commands.model import default_spec
+
+    spec, why = default_spec(spec_arg)
+    arch = arch or compiler.arch_for_cc(spec.compute_capability)
+    compiler.cc_of_arch(arch)  # a bad --arch fails here, in one line
+    chosen = _pick(stage_args, dtype)
+    sass.find_nvdisasm()  # absent: one line now, not one per stage
+    records = [inspect_stage(s, arch, spec, dtype) for s in chosen]
+    doc = {
+        "schema": SCHEMA,
+        "command": "inspect gemm",
+        "arch": arch,
+        "nvrtc": compiler.nvrtc_version(),
+        "spec": spec.to_dict(),
+        "records": records,
+    }
+    flat = [{k: v for k, v in r.items() if k != "sass"} for r in records]
+    if fmt == "json":
+        click.echo(results.dumps(doc), nl=False)
+        return
+    import pandas as pd
+
+    df = pd.DataFrame(flat)
+    if fmt == "csv":
+        click.echo(df.to_csv(index=False), nl=False)
+        return
+    res_cols = [c for c in RESOURCE_COLUMNS if c[0] != "error" or df["error"].notna().any()]
+    ok = df[df["error"].isna()] if "error" in df else df
+    sass_cols = _sass_columns([r for r in flat if not r.get("error")])
+    if fmt == "markdown":
+        click.echo(report.markdown(df, res_cols))
+        click.echo(report.markdown(ok, sass_cols), nl=False)
+        return
+    con = report.console()
+    con.print(
+        report.table(
+            df,
+            res_cols,
+            title=f"Resources and theoretical occupancy: {arch} (NVRTC {doc['nvrtc']}), "
+            f"occupancy on {spec.display_name} ({spec.name}, {why})",
+            caption="smem: static + dynamic per block. Occupancy by CUDA's rules: registers "
+            "in 256-register warp units over 4 sub-partitions, shared memory + 1 KiB reserved "
+            "per block in 128-byte units, warp and block slots.",
+        )
+    )
+    con.print(
+        report.table(
+            ok,
+            sass_cols,
+            title="SASS of the main loop (nvdisasm), per k step",
+            caption="Main loop: the innermost backward-branch loop with the most FMA/matrix "
+            "instructions. k/iter: k steps one iteration covers (its multiply-adds per thread "
+            "over the thread's elements of C); X/k = loop count / k/iter. LDG:FFMA in lowest "
+            "terms from the loop's counts.",
+        )
+    )

@@ -1,0 +1,70 @@
+"""`roofline show`: re-render any results document (run or model) as a table and a chart."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from rooflinecli import chart, report, results
+from rooflinecli.errors import RooflineError
+from rooflinecli.options import format_option
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def chart_option(f: F) -> F:
+    return click.option(
+        "--chart/--no-chart",
+        "chart_flag",
+        default=None,
+        help="Draw the roofline chart after the table (default: with --format table only).",
+    )(f)
+
+
+def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
+    """Heading of one shape's table: the shape, the GPU and the roof it is placed under."""
+    spec, device, r0 = doc.get("spec") or {}, doc.get("device"), recs[0]
+    where = (
+        f"model on {spec.get('display_name', '?')} ({spec.get('name', '?')})"
+        if device is None
+        else f"on {device.get('name', '?')} (spec {spec.get('name', '?')})"
+    )
+    text = f"GEMM {r0['m']}x{r0['n']}x{r0['k']} {r0['dtype']} {where}"
+    peak, ridge, bw = r0.get("peak_tflops"), r0.get("ridge_point"), spec.get("memory_bandwidth_gbs")
+    if peak:
+        text += f": {r0.get('peak_key') or r0['dtype']} peak {peak:g} TFLOP/s"
+        text += f", {bw:g} GB/s" if bw else ""
+        text += f", ridge {ridge:.1f} FLOP/byte" if ridge else ""
+    return text
+
+
+@click.command()
+@click.argument("path", metavar="RESULTS.json", type=click.Path(dir_okay=False))
+@format_option
+@chart_option
+def show(path: str, fmt: str, chart_flag: bool | None) -> None:
+    """Re-render a results document: table, chart.
+
+    Any results document, run or model (device null), as `run`/`model` show it, and its
+    roofline chart in the terminal.
+    """
+    doc = results.load(path)
+    if chart_flag and fmt in ("json", "csv"):
+        raise RooflineError(f"--chart goes with --format table or markdown, not {fmt}")
+    want_chart = fmt == "table" if chart_flag is None else chart_flag
+    columns = report.MODEL_COLUMNS if doc.get("device") is None else report.RUN_COLUMNS
+    out = report.console()
+    if fmt in ("json", "csv"):
+        report.emit(doc, fmt, columns, out=out)
+        return
+    if not doc["records"]:
+        raise RooflineError(f"{path} holds no records")
+    shapes = list(dict.fromkeys((r["m"], r["n"], r["k"]) for r in doc["records"]))
+    for shape in shapes:
+        recs = [r for r in doc["records"] if (r["m"], r["n"], r["k"]) == shape]
+        report.emit({**doc, "records": recs}, fmt, columns, title=title(doc, recs), out=out)
+    if want_chart:
+        text = chart.render(doc)
+        out.file.write(f"\n```text\n{text}```\n" if fmt == "markdown" else f"\n{text}")

@@ -1,0 +1,380 @@
+"""The performance gate: compare a run against a baseline run and against floors. No click here.
+
+Rules (docs/gate.md explains them for CI users):
+
+- Records pair up by (stage, m, n, k, dtype). Every pair, and every record on one side only, is
+  one check.
+- Regression: TFLOP/s fell by more than `tolerance_pct` percent of the baseline.
+- Noise: such a slowdown still passes when both sides recorded the spread of their repeats
+  (time_ms_stdev) and the median time grew by no more than two combined standard deviations,
+  2 * sqrt(sd_baseline**2 + sd_current**2). One rule, stated in the verdict's reason.
+- A record missing from either side fails; so does a record with verified false on either side,
+  or a current record without a speed. A stage skipped on both sides (verified null, e.g. the GPU
+  is too old for it) is a skip.
+- Floors (pct_of_roof, pct_of_reference per stage, "*" for every stage) need no baseline.
+- A baseline from another GPU (device name), driver, CUDA driver or CUDA runtime is refused
+  (RooflineError, exit 2) unless mismatches are allowed; a document without a device (a model)
+  is refused always.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from rooflinecli.errors import RooflineError
+
+Key = tuple[str, int, int, int, str]
+
+# device fields that must agree between baseline and current run
+ENV_FIELDS: tuple[tuple[str, str], ...] = (
+    ("name", "GPU"),
+    ("driver", "driver"),
+    ("cuda_driver", "CUDA driver"),
+    ("cuda_runtime", "CUDA runtime"),
+)
+NOISE_SIGMAS = 2.0
+NOISE_RULE = (
+    "a slowdown beyond the tolerance passes as noise when the median time grew by no more than "
+    f"{NOISE_SIGMAS:g} combined standard deviations of the repeats, "
+    f"{NOISE_SIGMAS:g}*sqrt(sd_baseline^2 + sd_current^2)"
+)
+NOISE_SHORT = (
+    f"a slowdown within {NOISE_SIGMAS:g} combined standard deviations of the repeats is noise"
+)
+PASS, NOISE, FAIL, SKIP = "pass", "pass (noise)", "FAIL", "skip"
+
+
+def key(rec: dict[str, Any]) -> Key:
+    return (str(rec["stage"]), int(rec["m"]), int(rec["n"]), int(rec["k"]), str(rec["dtype"]))
+
+
+def shape(k: Key) -> str:
+    return f"{k[1]}x{k[2]}x{k[3]}" if k[1] else "-"
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        return None
+    return float(v)
+
+
+def index(doc: dict[str, Any], where: str) -> dict[Key, dict[str, Any]]:
+    """Records by key, in document order; a key seen twice is an error (which one to trust?)."""
+    out: dict[Key, dict[str, Any]] = {}
+    for rec in doc["records"]:
+        k = key(rec)
+        if k in out:
+            raise RooflineError(f"{where}: {k[0]} {shape(k)} {k[4]} appears twice")
+        out[k] = rec
+    return out
+
+
+def require_run(doc: dict[str, Any], where: str) -> dict[str, Any]:
+    device = doc.get("device")
+    if not isinstance(device, dict):
+        raise RooflineError(f"{where} is a model document (no device): the gate needs a GPU run")
+    return device
+
+
+def mismatches(current: dict[str, Any], baseline: dict[str, Any]) -> list[str]:
+    """Environment differences between two run documents, one phrase each."""
+    cur, base = current.get("device") or {}, baseline.get("device") or {}
+    return [
+        f"{label} {base.get(f)!r} in the baseline, {cur.get(f)!r} now"
+        for f, label in ENV_FIELDS
+        if cur.get(f) != base.get(f)
+    ]
+
+
+def parse_floor(text: str) -> tuple[str, float]:
+    """STAGE=PCT (STAGE may be * for every stage); ValueError with the reason otherwise."""
+    stage, sep, value = text.partition("=")
+    stage = stage.strip()
+    if not sep or not stage:
+        raise ValueError(f"{text!r}: write STAGE=PERCENT, e.g. vectorized=80")
+    try:
+        pct = float(value)
+    except ValueError:
+        raise ValueError(f"{text!r}: {value.strip()!r} is not a number") from None
+    if not math.isfinite(pct) or pct < 0:
+        raise ValueError(f"{text!r}: the floor must be a percentage of at least 0")
+    return stage, pct
+
+
+@dataclass
+class Check:
+    key: Key
+    baseline_tflops: float | None = None
+    tflops: float | None = None
+    change_pct: float | None = None
+    noise_pct: float | None = None  # the noise band as a percentage of the baseline time
+    verdict: str = PASS
+    reasons: list[str] = field(default_factory=list)
+    failure_type: str | None = None  # regression | missing | unverified | floor
+
+    def fail(self, why: str, kind: str) -> None:
+        self.verdict = FAIL
+        self.failure_type = self.failure_type or kind
+        self.reasons.append(why)
+
+    @property
+    def name(self) -> str:
+        return f"{self.key[0]} {shape(self.key)} {self.key[4]}"
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.reasons)
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "stage": self.key[0],
+            "shape": shape(self.key),
+            "dtype": self.key[4],
+            "baseline_tflops": self.baseline_tflops,
+            "tflops": self.tflops,
+            "change_pct": self.change_pct,
+            "noise_pct": self.noise_pct,
+            "verdict": self.verdict,
+            "reason": self.reason,
+        }
+
+
+@dataclass
+class GateResult:
+    checks: list[Check]
+    tolerance_pct: float
+    has_baseline: bool
+    mismatches: list[str] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if c.verdict == FAIL]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    def summary(self, limit: int = 4) -> str:
+        """One line: how many checks failed and which, with the first reasons."""
+        n, bad = len(self.checks), self.failures
+        if not bad:
+            return f"gate passed: {n} check{'s' if n != 1 else ''}"
+        parts = [f"{c.key[0]} {shape(c.key)} ({c.reasons[0]})" for c in bad[:limit]]
+        more = f"; and {len(bad) - limit} more" if len(bad) > limit else ""
+        return f"gate failed, {len(bad)} of {n} checks: {'; '.join(parts)}{more}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "summary": self.summary(),
+            "tolerance_pct": self.tolerance_pct,
+            "noise_rule": NOISE_RULE,
+            "mismatches": self.mismatches,
+            "checks": [c.row() for c in self.checks],
+        }
+
+
+def _compare(check: Check, base: dict[str, Any], cur: dict[str, Any], tol: float) -> None:
+    if base.get("verified") is None and cur.get("verified") is None and cur.get("tflops") is None:
+        check.verdict = SKIP
+        check.reasons.append(f"not run on either side ({cur.get('error') or 'skipped'})")
+        return
+    if base.get("verified") is False:
+        check.fail("not verified in the baseline", "unverified")
+    if cur.get("verified") is False:
+        check.fail("not verified", "unverified")
+    b_tf, c_tf = check.baseline_tflops, check.tflops
+    if check.verdict == FAIL:
+        return
+    if b_tf is None or b_tf <= 0:
+        check.fail("the baseline has no speed for it", "missing")
+        return
+    if c_tf is None:
+        check.fail(f"no speed measured ({cur.get('error') or 'not timed'})", "missing")
+        return
+    change = 100.0 * (c_tf - b_tf) / b_tf
+    check.change_pct = change
+    b_t, c_t = _num(base.get("time_ms")), _num(cur.get("time_ms"))
+    b_sd, c_sd = _num(base.get("time_ms_stdev")), _num(cur.get("time_ms_stdev"))
+    band = None
+    if b_t and c_t is not None and b_sd is not None and c_sd is not None:
+        band = NOISE_SIGMAS * math.sqrt(b_sd**2 + c_sd**2)
+        check.noise_pct = 100.0 * band / b_t
+    if change >= -tol:
+        if change > tol:
+            check.reasons.append(f"faster by {change:.1f}%: consider a new baseline")
+        else:
+            check.reasons.append(f"within {tol:g}%")
+        return
+    if band is not None and b_t is not None and c_t is not None and c_t - b_t <= band:
+        check.verdict = NOISE
+        check.reasons.append(
+            f"{change:.1f}% but the median time grew {c_t - b_t:.4g} ms, within "
+            f"{NOISE_SIGMAS:g} sigma = {band:.4g} ms"
+        )
+        return
+    check.fail(f"TFLOP/s {change:.1f}%, beyond -{tol:g}%", "regression")
+
+
+def _floors(
+    check: Check, cur: dict[str, Any] | None, floors: dict[str, float], field_: str, label: str
+) -> None:
+    floor = floors.get(check.key[0], floors.get("*"))
+    if floor is None or cur is None:
+        return
+    value = _num(cur.get(field_))
+    if value is None:
+        check.fail(f"no {label} (floor {floor:g}%)", "floor")
+    elif value < floor:
+        check.fail(f"{label} {value:.1f}% below the floor {floor:g}%", "floor")
+    else:
+        check.reasons.append(f"{label} {value:.1f}% >= {floor:g}%")
+
+
+def evaluate(
+    current: dict[str, Any],
+    baseline: dict[str, Any] | None = None,
+    tolerance_pct: float = 5.0,
+    min_pct_of_roof: dict[str, float] | None = None,
+    min_pct_of_reference: dict[str, float] | None = None,
+    allow_mismatch: bool = False,
+    where: tuple[str, str] = ("current", "baseline"),
+) -> GateResult:
+    """Every check of the gate. RooflineError for documents the gate cannot judge."""
+    roof_floors = dict(min_pct_of_roof or {})
+    ref_floors = dict(min_pct_of_reference or {})
+    if baseline is None and not roof_floors and not ref_floors:
+        raise RooflineError(
+            "nothing to check: give --baseline, "
+            "or floors (--min-pct-of-roof/--min-pct-of-reference)"
+        )
+    if not math.isfinite(tolerance_pct) or tolerance_pct < 0:
+        raise RooflineError(f"tolerance {tolerance_pct:g}% must be at least 0")
+    require_run(current, where[0])
+    cur = index(current, where[0])
+    diffs: list[str] = []
+    checks: dict[Key, Check] = {}
+    if baseline is not None:
+        require_run(baseline, where[1])
+        diffs = mismatches(current, baseline)
+        if diffs and not allow_mismatch:
+            raise RooflineError(
+                f"{where[1]} comes from another environment ({'; '.join(diffs)}): "
+                "record a new baseline, or pass --allow-mismatch"
+            )
+        base = index(baseline, where[1])
+        for k in [*cur, *(k for k in base if k not in cur)]:
+            check = Check(k)
+            b, c = base.get(k), cur.get(k)
+            check.baseline_tflops = _num(b.get("tflops")) if b else None
+            check.tflops = _num(c.get("tflops")) if c else None
+            if b is None:
+                check.fail("missing from the baseline", "missing")
+            elif c is None:
+                check.fail("missing from the current run", "missing")
+            else:
+                _compare(check, b, c, tolerance_pct)
+            checks[k] = check
+    else:
+        floored = set(roof_floors) | set(ref_floors)
+        for k, c in cur.items():
+            if k[0] in floored or "*" in floored:
+                checks[k] = Check(k, tflops=_num(c.get("tflops")))
+    for k, check in checks.items():
+        c = cur.get(k)
+        if baseline is None and c is not None and c.get("verified") is False:
+            check.fail("not verified", "unverified")
+        _floors(check, c, roof_floors, "pct_of_roof", "% of roof")
+        _floors(check, c, ref_floors, "pct_of_reference", "% of reference")
+    stages_seen = {k[0] for k in cur}
+    for stage in dict.fromkeys([*roof_floors, *ref_floors]):
+        if stage != "*" and stage not in stages_seen:
+            check = Check((stage, 0, 0, 0, "-"))
+            check.fail(f"{where[0]} has no record of stage {stage} (a floor names it)", "missing")
+            checks[check.key] = check
+    return GateResult(list(checks.values()), tolerance_pct, baseline is not None, diffs)
+
+
+def junit_xml(result: GateResult, suite: str = "roofline gate") -> str:
+    """JUnit XML: one testcase per stage and shape, a <failure> for each failed check."""
+    import xml.etree.ElementTree as ET
+
+    skipped = sum(c.verdict == SKIP for c in result.checks)
+    root = ET.Element("testsuites")
+    ts = ET.SubElement(
+        root,
+        "testsuite",
+        name=suite,
+        tests=str(len(result.checks)),
+        failures=str(len(result.failures)),
+        errors="0",
+        skipped=str(skipped),
+    )
+    props = ET.SubElement(ts, "properties")
+    ET.SubElement(props, "property", name="tolerance_pct", value=f"{result.tolerance_pct:g}")
+    ET.SubElement(props, "property", name="noise_rule", value=NOISE_RULE)
+    for m in result.mismatches:
+        ET.SubElement(props, "property", name="mismatch", value=m)
+    for c in result.checks:
+        tc = ET.SubElement(ts, "testcase", classname=f"roofline.gate.{c.key[4]}", name=c.name)
+        if c.verdict == FAIL:
+            fail = ET.SubElement(tc, "failure", message=c.reason, type=c.failure_type or "failure")
+            fail.text = json.dumps(c.row(), indent=2)
+        elif c.verdict == SKIP:
+            ET.SubElement(tc, "skipped", message=c.reason)
+        else:
+            out = ET.SubElement(tc, "system-out")
+            out.text = c.reason
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def benchmark_json(current: dict[str, Any]) -> str:
+    """github-action-benchmark "customBiggerIsBetter": every measured record's TFLOP/s."""
+    entries = []
+    for rec in current["records"]:
+        tf = _num(rec.get("tflops"))
+        if tf is None:
+            continue
+        name = f"{rec['stage']} {shape(key(rec))} {rec['dtype']}"
+        entries.append({"name": name, "unit": "TFLOP/s", "value": tf})
+    return json.dumps(entries, indent=2) + "\n"
+
+
+def describe(doc: dict[str, Any]) -> str:
+    """GPU, driver, CUDA and commit of a run document, for headings."""
+    d = doc.get("device") or {}
+    commit = (doc.get("environment") or {}).get("commit")
+    parts = [str(d.get("name", "?")), f"driver {d.get('driver')}", f"CUDA {d.get('cuda_runtime')}"]
+    if commit:
+        parts.append(f"commit {commit}")
+    return ", ".join(parts)
+
+
+def compare_rows(
+    a: dict[str, Any], b: dict[str, Any], where: tuple[str, str] = ("A", "B")
+) -> list[dict[str, Any]]:
+    """Two documents side by side per (stage, m, n, k, dtype), with B/A ratios."""
+    ia, ib = index(a, where[0]), index(b, where[1])
+    rows = []
+    for k in [*ia, *(k for k in ib if k not in ia)]:
+        ra, rb = ia.get(k) or {}, ib.get(k) or {}
+        a_tf, b_tf = _num(ra.get("tflops")), _num(rb.get("tflops"))
+        a_t, b_t = _num(ra.get("time_ms")), _num(rb.get("time_ms"))
+        rows.append(
+            {
+                "stage": k[0],
+                "shape": shape(k),
+                "dtype": k[4],
+                "a_tflops": a_tf,
+                "b_tflops": b_tf,
+                "tflops_ratio": b_tf / a_tf if a_tf and b_tf is not None else None,
+                "a_time_ms": a_t,
+                "b_time_ms": b_t,
+                "time_ratio": b_t / a_t if a_t and b_t is not None else None,
+            }
+        )
+    return rows

@@ -1,0 +1,462 @@
+"""The measured roofline: Nsight Compute counters for each stage's timed launch.
+
+The tool runs itself under `ncu` as a subprocess, one stage at a time:
+
+    ncu --clock-control none --nvtx --nvtx-include "roofline@STAGE/" --metrics ... \
+        --export REPORT python -m rooflinecli run gemm ... --stages STAGE --repeats 1 \
+        --no-flush --quiet --format json --output RUN.json
+
+runner._nvtx_range pushes a range named after the stage, in domain "roofline", around each timed
+launch (the verification and warm-up launches are outside it), so ncu profiles exactly that
+launch; cuBLAS's kernels are found the same way. The report is then printed with
+`ncu --import REPORT --csv --page raw --print-units base` and parsed here: hardware FLOPs
+(2 x FFMA + FADD + FMUL thread instructions, plus Tensor Core ops), bytes at DRAM, L2 and L1,
+the intensity at each level, and the kernel time ncu saw.
+
+Parsing and arithmetic are pure Python (tested on the CPU); only profile_gemm() runs anything.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import importlib.util
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rooflinecli.errors import RooflineError
+
+ENV_VAR = "ROOFLINE_NCU"
+NVTX_DOMAIN = "roofline"
+
+FP32_METRICS = (
+    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_fadd_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_fmul_pred_on.sum",
+)
+# Tensor Core math ops by source/destination type (dense and sparse together).
+TENSOR_METRICS = (
+    "sm__ops_path_tensor_src_fp16_dst_fp32.sum",
+    "sm__ops_path_tensor_src_fp16_dst_fp16.sum",
+    "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+)
+MEMORY_METRICS = (
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "dram__sectors_read.sum",  # the seed's exercise 2: 32 bytes a sector
+    "lts__t_bytes.sum",
+    "l1tex__t_bytes.sum",
+)
+TIME_METRIC = "gpu__time_duration.sum"
+METRICS: tuple[str, ...] = (TIME_METRIC, *FP32_METRICS, *TENSOR_METRICS, *MEMORY_METRICS)
+
+FLOPS_TOLERANCE = 1e-3  # flops_hw must equal 2MNK within 0.1%
+
+# ncu's unit names (with --print-units base they are plain; auto-scaled ones are handled too)
+_UNIT_SCALE: dict[str, float] = {
+    "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12,
+    "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+    "Kibyte": 1024.0, "Mibyte": 1024.0**2, "Gibyte": 1024.0**3,
+    "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0,
+    "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0,
+}  # fmt: skip
+_PERM_RE = re.compile(r"ERR_NVGPUCTRPERM")
+
+
+# --------------------------------------------------------------------------- finding ncu
+
+
+def _candidates() -> list[Path]:
+    out: list[Path] = []
+    found = shutil.which("ncu")
+    if found:
+        out.append(Path(found))
+    out.append(Path("/usr/local/cuda/bin/ncu"))
+    out += [Path(p) for p in sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True)]
+    out += [Path(p) for p in sorted(glob.glob("/usr/local/cuda-*/bin/ncu"), reverse=True)]
+    return out
+
+
+def find_ncu() -> Path:
+    """$ROOFLINE_NCU, then PATH, /usr/local/cuda/bin, /opt/nvidia/nsight-compute/*, cuda-*."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        p = Path(env)
+        if p.is_file() and os.access(p, os.X_OK):
+            return p
+        raise RooflineError(f"{ENV_VAR}={env} is not an executable file")
+    for p in _candidates():
+        if p.is_file() and os.access(p, os.X_OK):
+            return p
+    raise RooflineError(
+        "Nsight Compute (ncu) not found on PATH, in /usr/local/cuda/bin or "
+        f"/opt/nvidia/nsight-compute: install it or set {ENV_VAR}"
+    )
+
+
+def ncu_version(ncu: Path) -> str | None:
+    try:
+        out = subprocess.run([str(ncu), "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"Version\s+([\w.]+)", out.stdout)
+    return m.group(1) if m else (out.stdout.strip().splitlines() or [None])[-1]
+
+
+# --------------------------------------------------------------------------- parsing (pure)
+
+
+def parse_query_metrics(text: str) -> set[str]:
+    """Base metric names from `ncu --query-metrics` (first word of each table row)."""
+    names = set()
+    for line in text.splitlines():
+        m = re.match(r"^([a-z0-9]+__[A-Za-z0-9_]+)\s", line.strip() + " ")
+        if m:
+            names.add(m.group(1))
+    return names
+
+
+def usable_metrics(
+    wanted: tuple[str, ...], available: set[str] | None
+) -> tuple[list[str], list[str]]:
+    """(kept, dropped): a metric this GPU lacks would make ncu refuse the whole run."""
+    if not available:
+        return list(wanted), []
+    kept = [m for m in wanted if m.rsplit(".", 1)[0] in available]
+    return kept, [m for m in wanted if m not in kept]
+
+
+def parse_number(value: str, unit: str = "") -> float | None:
+    """'68,719,476,736' -> 6.87e10; scaled to base units (bytes, seconds); 'n/a' -> None."""
+    v = value.strip().replace(",", "")
+    if not v or v.lower() in ("n/a", "nan", "(!) n/a"):
+        return None
+    try:
+        x = float(v)
+    except ValueError:
+        return None
+    return x * _UNIT_SCALE.get(unit.strip(), 1.0)
+
+
+def parse_raw_csv(text: str) -> list[dict[str, Any]]:
+    """Rows of `ncu --csv --page raw`: a header of column names (metric names among them),
+    a row of units, then one row per profiled kernel. Lines ncu or the application printed
+    around it (==PROF==, ==WARNING==, program output) are skipped.
+
+    Returns one dict per kernel: id, kernel, block, grid, and metrics {name: value in base
+    units (bytes, seconds, counts)}."""
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID",')), None)
+    if start is None:
+        return []
+    body = [ln for ln in lines[start:] if ln.startswith('"')]
+    table = list(csv.reader(io.StringIO("\n".join(body))))
+    header = table[0]
+    rows = table[1:]
+    units = [""] * len(header)
+    if rows and rows[0] and rows[0][0] == "":
+        units = rows[0] + [""] * (len(header) - len(rows[0]))
+        rows = rows[1:]
+    col = {name: i for i, name in enumerate(header)}
+    metric_cols = [(i, name) for i, name in enumerate(header) if "__" in name]
+    out = []
+    for row in rows:
+        if len(row) < len(header):
+            continue
+
+        def cell(name: str, row: list[str] = row) -> str | None:
+            return row[col[name]] if name in col else None
+
+        out.append(
+            {
+                "id": cell("ID"),
+                "kernel": cell("Kernel Name"),
+                "block": cell("Block Size"),
+                "grid": cell("Grid Size"),
+                "metrics": {name: parse_number(row[i], units[i]) for i, name in metric_cols},
+            }
+        )
+    return out
+
+
+def sum_metrics(rows: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Counters of all kernels of one GEMM added up (cuBLAS may launch more than one)."""
+    total: dict[str, float | None] = {}
+    for row in rows:
+        for name, val in row["metrics"].items():
+            if val is None:
+                total.setdefault(name, None)
+            else:
+                total[name] = (total.get(name) or 0.0) + val
+    return total
+
+
+def derive(counters: dict[str, float | None], flops_model: float) -> dict[str, Any]:
+    """Hardware FLOPs, bytes per level, intensities and checks from summed counters."""
+
+    def get(name: str) -> float | None:
+        return counters.get(name)
+
+    ffma, fadd, fmul = (get(m) for m in FP32_METRICS)
+    fp32 = None if ffma is None else 2 * ffma + (fadd or 0.0) + (fmul or 0.0)
+    tensor_vals = [get(m) for m in TENSOR_METRICS if get(m) is not None]
+    tensor = sum(tensor_vals) if tensor_vals else None
+    flops_hw = None if fp32 is None and tensor is None else (fp32 or 0.0) + (tensor or 0.0)
+    rd, wr = get("dram__bytes_read.sum"), get("dram__bytes_write.sum")
+    dram = None if rd is None and wr is None else (rd or 0.0) + (wr or 0.0)
+    l2, l1 = get("lts__t_bytes.sum"), get("l1tex__t_bytes.sum")
+    t = get(TIME_METRIC)
+    ncu_ms = t * 1e3 if t is not None else None
+    flops = flops_hw if flops_hw else flops_model
+
+    def ai(nbytes: float | None) -> float | None:
+        return flops / nbytes if nbytes else None
+
+    ratio = flops_hw / flops_model if flops_hw is not None and flops_model else None
+    sectors = get("dram__sectors_read.sum")
+    return {
+        "flops_hw": flops_hw,
+        "flops_hw_fp32": fp32,
+        "flops_hw_tensor": tensor,
+        "flops_hw_ratio": ratio,
+        "flops_check": None if ratio is None else abs(ratio - 1.0) <= FLOPS_TOLERANCE,
+        "bytes_dram": dram,
+        "bytes_dram_read": rd,
+        "bytes_dram_write": wr,
+        "bytes_dram_read_sectors": sectors * 32 if sectors is not None else None,
+        "bytes_l2": l2,
+        "bytes_l1": l1,
+        "ai_dram": ai(dram),
+        "ai_l2": ai(l2),
+        "ai_l1": ai(l1),
+        "ncu_time_ms": ncu_ms,
+        "tflops_ncu": flops_model / (ncu_ms * 1e9) if ncu_ms else None,
+    }
+
+
+COUNTER_FIELDS: tuple[str, ...] = (
+    "flops_hw", "flops_hw_fp32", "flops_hw_tensor", "flops_hw_ratio", "flops_check",
+    "bytes_dram", "bytes_dram_read", "bytes_dram_write", "bytes_dram_read_sectors", "bytes_l2",
+    "bytes_l1", "ai_dram", "ai_l2", "ai_l1", "ncu_time_ms", "tflops_ncu",
+)  # fmt: skip
+
+
+def attach(record: dict[str, Any], rows: list[dict[str, Any]] | None, reason: str | None) -> None:
+    """Add the counters of `rows` (ncu's kernels for this record) to a run record, in place;
+    without rows: every counter field null and counters_reason says why."""
+    if not rows:
+        record.update(dict.fromkeys(COUNTER_FIELDS))
+        record.update(counters=None, counters_reason=reason or "ncu profiled no kernel")
+        record["time_ratio_ncu"] = None
+        return
+    counters = sum_metrics(rows)
+    record.update(derive(counters, float(record["flops"])))
+    record["counters"] = counters
+    record["counters_reason"] = None
+    record["ncu_kernels"] = [r["kernel"] for r in rows]
+    t, tn = record.get("time_ms"), record.get("ncu_time_ms")
+    record["time_ratio_ncu"] = t / tn if t and tn else None
+
+
+# --------------------------------------------------------------------------- running (GPU)
+
+
+def nvtx_available() -> bool:
+    try:
+        return importlib.util.find_spec("nvtx") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def run_command(
+    shape: tuple[int, int, int],
+    stage: str,
+    dtype: str,
+    spec_arg: str | None,
+    json_out: Path,
+) -> list[str]:
+    """The `roofline run gemm` command line that profiles one stage (its timed launch)."""
+    m, n, k = shape
+    cmd = [
+        sys.executable, "-m", "rooflinecli", "run", "gemm",
+        "--m", str(m), "--n", str(n), "--k", str(k), "--dtype", dtype,
+        "--stages", stage, "--repeats", "1", "--no-flush", "--quiet",
+        "--format", "json", "--output", str(json_out),
+    ]  # fmt: skip
+    if spec_arg:
+        cmd += ["--spec", spec_arg]
+    return cmd
+
+
+def ncu_command(
+    ncu: Path,
+    metrics: list[str],
+    report: Path,
+    target: list[str],
+    stage: str,
+    entry: str | None,
+    use_nvtx: bool,
+    launch_count: int | None = None,
+) -> list[str]:
+    """ncu filtered to the stage's NVTX range (push/pop range in domain 'roofline': the
+    'domain@range/' form), or without nvtx to the first launch of the stage's kernel."""
+    cmd = [str(ncu), "--clock-control", "none", "--target-processes", "all"]
+    if use_nvtx:
+        cmd += ["--nvtx", "--nvtx-include", f"{NVTX_DOMAIN}@{stage}/"]
+    else:
+        cmd += ["--kernel-name", entry or stage, "--launch-count", "1"]
+    if launch_count and use_nvtx:
+        cmd += ["--launch-count", str(launch_count)]
+    cmd += ["--metrics", ",".join(metrics), "--export", str(report), "--force-overwrite"]
+    return cmd + target
+
+
+def _first_error(text: str) -> str | None:
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("error:") or s.startswith("==ERROR=="):
+            return s.removeprefix("error:").removeprefix("==ERROR==").strip()
+    return None
+
+
+def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise RooflineError(f"timed out after {timeout:.0f} s: {' '.join(cmd[:3])} ...") from None
+    except OSError as exc:
+        raise RooflineError(f"cannot run {cmd[0]}: {exc.strerror}") from None
+
+
+def _load_run(json_out: Path, proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """The child's results document; its one-line error when it wrote none."""
+    if json_out.is_file():
+        try:
+            return json.loads(json_out.read_text())
+        except ValueError:
+            pass
+    why = _first_error(proc.stderr) or _first_error(proc.stdout) or f"exit {proc.returncode}"
+    raise RooflineError(f"run gemm failed: {why}")
+
+
+def query_available(ncu: Path) -> set[str] | None:
+    try:
+        out = subprocess.run(
+            [str(ncu), "--query-metrics"], capture_output=True, text=True, timeout=120
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    names = parse_query_metrics(out.stdout)
+    return names or None
+
+
+def profile_gemm(
+    shape: tuple[int, int, int],
+    stage_names: list[str],
+    dtype: str,
+    spec_arg: str | None,
+    launch_count: int | None = None,
+    reports_dir: Path | None = None,
+    timeout: float = 900.0,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    """Profile each stage (reference last) in its own child run. Returns (the last child's
+    results document, the records with counters attached, facts about the profiler)."""
+    from rooflinecli import stages as stagereg
+
+    tick = progress or (lambda _label: None)
+    info: dict[str, Any] = {"ncu": None, "version": None, "metrics": list(METRICS),
+                            "dropped_metrics": [], "nvtx": nvtx_available(), "problem": None}  # fmt: skip
+    try:
+        ncu = find_ncu()
+    except RooflineError as exc:
+        ncu, info["problem"] = None, exc.message
+    metrics = list(METRICS)
+    if ncu is not None:
+        info["ncu"], info["version"] = str(ncu), ncu_version(ncu)
+        metrics, dropped = usable_metrics(METRICS, query_available(ncu))
+        info["metrics"], info["dropped_metrics"] = metrics, dropped
+    records: list[dict[str, Any]] = []
+    doc: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="roofline-profile-") as tmp:
+        folder = Path(tmp)
+        for name in stage_names:
+            stage = stagereg.BY_NAME[name]
+            tick(name)
+            json_out = folder / f"{name}.json"
+            target = run_command(shape, name, dtype, spec_arg, json_out)
+            use_nvtx = bool(info["nvtx"])
+            reason = info["problem"]
+            if ncu is not None and not use_nvtx and stage.reference:
+                reason = (
+                    "the nvtx Python package is missing: the cuBLAS kernel is found only by "
+                    "its NVTX range (pip install nvtx)"
+                )
+            rows = None
+            if ncu is not None and info["problem"] is None and reason is None:
+                report = folder / f"{name}.ncu-rep"
+                cmd = ncu_command(
+                    ncu, metrics, report, target, name, stage.entry, use_nvtx, launch_count
+                )
+                proc = _run(cmd, timeout)
+                out = proc.stdout + proc.stderr
+                doc = _load_run(json_out, proc)
+                if _PERM_RE.search(out):
+                    info["problem"] = reason = (
+                        "ERR_NVGPUCTRPERM: no permission to read the GPU's performance "
+                        "counters (https://developer.nvidia.com/ERR_NVGPUCTRPERM)"
+                    )
+                elif not report.is_file():
+                    err = _first_error(out)
+                    reason = f"ncu: {err}" if err else "ncu profiled no kernel in the NVTX range"
+                else:
+                    rows, reason = _import_rows(ncu, report, timeout)
+                    if reports_dir is not None:
+                        reports_dir.mkdir(parents=True, exist_ok=True)
+                        shutil.copy2(report, reports_dir / report.name)
+                if not use_nvtx and rows:
+                    reason = None
+                    info.setdefault(
+                        "note",
+                        "no nvtx package: counters are from each kernel's first launch "
+                        "(the verification launch), found by kernel name",
+                    )
+            else:
+                proc = _run(target, timeout)
+                doc = _load_run(json_out, proc)
+            rec = _record_for(doc, name, shape)
+            attach(rec, rows, reason)
+            records.append(rec)
+    return doc, records, info
+
+
+def _import_rows(
+    ncu: Path, report: Path, timeout: float
+) -> tuple[list[dict[str, Any]] | None, str | None]:
+    proc = _run(
+        [str(ncu), "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"],
+        timeout,
+    )
+    rows = parse_raw_csv(proc.stdout)
+    if not rows:
+        why = _first_error(proc.stdout + proc.stderr)
+        return None, f"ncu --import gave no rows{': ' + why if why else ''}"
+    return rows, None
+
+
+def _record_for(doc: dict[str, Any], stage: str, shape: tuple[int, int, int]) -> dict[str, Any]:
+    for rec in doc.get("records", []):
+        if rec.get("stage") == stage and (rec.get("m"), rec.get("n"), rec.get("k")) == shape:
+            return dict(rec)
+    raise RooflineError(f"run gemm wrote no record for {stage} at {shape[0]}x{shape[1]}x{shape[2]}")

@@ -1,0 +1,316 @@
+"""What the compiler made: SASS from nvdisasm, its loops, and the instruction mix of the main loop.
+
+nvdisasm comes from the `nvidia-cuda-nvdisasm` wheel (no GPU, no driver needed). The main loop
+is found from the control flow: a BRA to an earlier label closes a loop whose body runs from
+that label to the branch. Among the loops that do arithmetic (FFMA, HMMA, HGMMA, ...), the
+innermost ones are candidates, and the one with the most matrix/FMA instructions wins.
+
+Pure Python apart from running nvdisasm; no CuPy.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rooflinecli.errors import RooflineError
+
+ENV_VAR = "ROOFLINE_NVDISASM"
+
+# Tensor Core matrix instructions and FMA-like math: what a GEMM main loop is made of.
+TENSOR_OPS = frozenset({"HMMA", "HGMMA", "IMMA", "IGMMA", "QGMMA", "DMMA", "BMMA", "OMMA"})
+FMA_OPS = frozenset({"FFMA", "DFMA", "FFMA2"})
+MATH_OPS = TENSOR_OPS | FMA_OPS
+
+# Memory instructions whose access width we record (bits; a bare opcode moves 32 bits).
+_MEM_OPS = frozenset({"LDG", "STG", "LDS", "STS", "LDL", "STL", "LD", "ST", "LDGSTS", "ATOMG"})
+_WIDTHS = {"8": 8, "U8": 8, "S8": 8, "16": 16, "U16": 16, "S16": 16, "32": 32, "64": 64,
+           "128": 128}  # fmt: skip
+
+# Columns shown for a mix, in order (every opcode is kept in the full counter).
+MIX_KEYS: tuple[str, ...] = (
+    "LDG", "LDS", "LDGSTS", "STS", "STG", "LDSM", "LDL", "STL", "FFMA", "HMMA", "HGMMA", "BAR",
+)  # fmt: skip
+
+_INSTR_RE = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;")
+_LABEL_RE = re.compile(r"^([.$\w]+):\s*$")
+_PRED_RE = re.compile(r"^@!?U?P[T0-9]+\s+")
+_TARGET_RE = re.compile(r"`\(([^)]+)\)")
+_SECTION_RE = re.compile(r"^\s*\.section\s+\.text\.([^\s,]+)")
+_HMMA_SHAPES = {"16816": (16, 8, 16), "1688": (16, 8, 8), "884": (8, 8, 4), "16832": (16, 8, 32),
+                "1684": (16, 8, 4), "16864": (16, 8, 64)}  # fmt: skip
+_GMMA_SHAPE_RE = re.compile(r"^(\d+)x(\d+)x(\d+)$")
+
+
+def find_nvdisasm() -> Path:
+    """$ROOFLINE_NVDISASM, else the nvidia-cuda-nvdisasm wheel's bin folder, else PATH."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        p = Path(env)
+        if p.is_file() and os.access(p, os.X_OK):
+            return p
+        raise RooflineError(f"{ENV_VAR}={env} is not an executable file")
+    for folder in _wheel_bin_folders():
+        p = folder / "nvdisasm"
+        if p.is_file() and os.access(p, os.X_OK):
+            return p
+    found = shutil.which("nvdisasm")
+    if found:
+        return Path(found)
+    raise RooflineError(
+        "nvdisasm not found: pip install nvidia-cuda-nvdisasm (or 'roofline[compile]'), "
+        f"put it on PATH, or set {ENV_VAR}"
+    )
+
+
+def _wheel_bin_folders() -> list[Path]:
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    out = []
+    for root in spec.submodule_search_locations:
+        base = Path(root)
+        # CUDA 13 wheels share nvidia/cu13/bin; CUDA 12 wheels have nvidia/cuda_nvdisasm/bin
+        out += [base / "cu13" / "bin", base / "cuda_nvdisasm" / "bin"]
+        out += sorted(base.glob("cu1*/bin"), reverse=True)
+    return out
+
+
+def disassemble(cubin: str | Path, nvdisasm: Path | None = None) -> str:
+    """nvdisasm -c: the code sections of a cubin as text."""
+    exe = nvdisasm or find_nvdisasm()
+    try:
+        out = subprocess.run(
+            [str(exe), "-c", str(cubin)], capture_output=True, text=True, timeout=120
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RooflineError(f"nvdisasm failed on {cubin}: {exc}") from None
+    if out.returncode != 0:
+        why = (out.stderr.strip().splitlines() or ["no message"])[0]
+        raise RooflineError(f"nvdisasm failed on {cubin}: {why}")
+    return out.stdout
+
+
+@dataclass(frozen=True)
+class Instr:
+    addr: int
+    opcode: str  # full mnemonic with modifiers, e.g. LDG.E.128.CONSTANT
+    predicate: str | None
+    operands: str
+    target: str | None  # branch target label, for BRA
+
+    @property
+    def base(self) -> str:
+        return self.opcode.split(".", 1)[0]
+
+
+@dataclass
+class Function:
+    name: str
+    instrs: list[Instr] = field(default_factory=list)
+    labels: dict[str, int] = field(default_factory=dict)  # label -> address it stands before
+
+
+@dataclass(frozen=True)
+class Loop:
+    label: str
+    start: int  # address of the loop's first instruction (the branch target)
+    end: int  # address of the backward branch that closes it
+
+    def contains(self, other: Loop) -> bool:
+        return self.start <= other.start and other.end <= self.end and self != other
+
+
+def parse(text: str) -> dict[str, Function]:
+    """Functions of an nvdisasm listing by name, with instructions and label addresses."""
+    funcs: dict[str, Function] = {}
+    cur: Function | None = None
+    pending: list[str] = []
+    for line in text.splitlines():
+        m = _SECTION_RE.match(line)
+        if m:
+            cur = funcs.setdefault(m.group(1), Function(m.group(1)))
+            pending = []
+            continue
+        if cur is None:
+            continue
+        m = _INSTR_RE.match(line)
+        if m:
+            addr = int(m.group(1), 16)
+            for lab in pending:
+                cur.labels[lab] = addr
+            pending = []
+            body = m.group(2).strip()
+            pred = None
+            pm = _PRED_RE.match(body)
+            if pm:
+                pred = pm.group(0).strip()
+                body = body[pm.end() :]
+            parts = body.split(None, 1)
+            if not parts:
+                continue
+            opcode = parts[0]
+            operands = parts[1] if len(parts) > 1 else ""
+            tm = _TARGET_RE.search(operands)
+            target = tm.group(1) if tm and opcode.split(".", 1)[0] == "BRA" else None
+            cur.instrs.append(Instr(addr, opcode, pred, operands, target))
+            continue
+        m = _LABEL_RE.match(line.strip())
+        if m:
+            pending.append(m.group(1))
+    return funcs
+
+
+def loops(fn: Function) -> list[Loop]:
+    """Every backward branch: a loop from its target label to the branch, in address order."""
+    found = []
+    for ins in fn.instrs:
+        if ins.target is None:
+            continue
+        start = fn.labels.get(ins.target)
+        if start is not None and start <= ins.addr:
+            found.append(Loop(ins.target, start, ins.addr))
+    return sorted(set(found), key=lambda lp: (lp.start, lp.end))
+
+
+def body(fn: Function, loop: Loop) -> list[Instr]:
+    return [i for i in fn.instrs if loop.start <= i.addr <= loop.end]
+
+
+def mix(instrs: list[Instr]) -> Counter[str]:
+    """Instruction counts by base opcode (LDG.E.128.CONSTANT counts as LDG)."""
+    return Counter(i.base for i in instrs)
+
+
+def widths(instrs: list[Instr]) -> Counter[str]:
+    """Memory instructions by base opcode and access width, e.g. {'LDG.128': 4, 'LDS.32': 8}."""
+    out: Counter[str] = Counter()
+    for ins in instrs:
+        if ins.base not in _MEM_OPS:
+            continue
+        bits = 32
+        for part in ins.opcode.split(".")[1:]:
+            if part in _WIDTHS:
+                bits = _WIDTHS[part]
+        out[f"{ins.base}.{bits}"] += 1
+    return out
+
+
+def math_count(counts: Counter[str]) -> tuple[int, int]:
+    """(Tensor Core instructions, all FMA/matrix instructions): how a main loop is ranked."""
+    tensor = sum(counts[k] for k in TENSOR_OPS)
+    return tensor, tensor + sum(counts[k] for k in FMA_OPS)
+
+
+def macs_per_thread(instrs: list[Instr]) -> float:
+    """Multiply-adds each thread's share of these instructions performs: an FFMA is 1; an
+    HMMA.16816 is 16*8*16 for a warp, /32 per thread; an HGMMA.64xNx16 is 64*N*16 for a
+    warpgroup, /128 per thread."""
+    total = 0.0
+    for ins in instrs:
+        base = ins.base
+        parts = ins.opcode.split(".")
+        if base in ("FFMA", "DFMA"):
+            total += 1
+        elif base == "FFMA2":
+            total += 2
+        elif base == "HMMA" and len(parts) > 1 and parts[1] in _HMMA_SHAPES:
+            m, n, k = _HMMA_SHAPES[parts[1]]
+            total += m * n * k / 32
+        elif base in ("HGMMA", "QGMMA", "IGMMA") and len(parts) > 1:
+            gm = _GMMA_SHAPE_RE.match(parts[1])
+            if gm:
+                m, n, k = (int(x) for x in gm.groups())
+                total += m * n * k / 128
+    return total
+
+
+@dataclass
+class Report:
+    """The SASS facts `inspect` shows for one kernel."""
+
+    function: str
+    instructions: int
+    kernel: Counter[str]
+    kernel_widths: Counter[str]
+    loops: int
+    main_loop: Loop | None
+    loop: Counter[str]  # the main loop's mix (empty without one)
+    loop_widths: Counter[str]
+    loop_instructions: int
+    loop_macs_per_thread: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "function": self.function,
+            "instructions": self.instructions,
+            "loops": self.loops,
+            "main_loop": (
+                None
+                if self.main_loop is None
+                else {
+                    "label": self.main_loop.label,
+                    "start": f"0x{self.main_loop.start:04x}",
+                    "end": f"0x{self.main_loop.end:04x}",
+                    "instructions": self.loop_instructions,
+                    "macs_per_thread": self.loop_macs_per_thread,
+                    "mix": dict(sorted(self.loop.items())),
+                    "widths": dict(sorted(self.loop_widths.items())),
+                }
+            ),
+            "kernel_mix": dict(sorted(self.kernel.items())),
+            "kernel_widths": dict(sorted(self.kernel_widths.items())),
+        }
+
+
+def main_loop(fn: Function) -> Loop | None:
+    """The innermost loop doing arithmetic with the most matrix (then FMA) instructions.
+
+    Loops without any (spin-waits on a barrier, remainder loops of index math) are ignored,
+    also when deciding what is innermost: a main loop around an mbarrier wait still counts."""
+    scored = []
+    for lp in loops(fn):
+        tensor, math = math_count(mix(body(fn, lp)))
+        if math:
+            scored.append((lp, tensor, math))
+    inner = [s for s in scored if not any(s[0].contains(o[0]) for o in scored)]
+    if not inner:
+        return None
+    best = max(inner, key=lambda s: (s[1], s[2], -s[0].start))
+    return best[0]
+
+
+def analyze(text: str, entry: str) -> Report:
+    """The whole-kernel and main-loop instruction mix of `entry` in an nvdisasm listing."""
+    funcs = parse(text)
+    if entry not in funcs:
+        have = ", ".join(sorted(funcs)) or "none"
+        raise RooflineError(f"no function {entry} in the SASS (functions: {have})")
+    fn = funcs[entry]
+    lp = main_loop(fn)
+    inner = body(fn, lp) if lp else []
+    return Report(
+        function=entry,
+        instructions=len(fn.instrs),
+        kernel=mix(fn.instrs),
+        kernel_widths=widths(fn.instrs),
+        loops=len(loops(fn)),
+        main_loop=lp,
+        loop=mix(inner),
+        loop_widths=widths(inner),
+        loop_instructions=len(inner),
+        loop_macs_per_thread=macs_per_thread(inner),
+    )
+
+
+def analyze_cubin(cubin: str | Path, entry: str, nvdisasm: Path | None = None) -> Report:
+    return analyze(disassemble(cubin, nvdisasm), entry)

@@ -1,0 +1,341 @@
+"""`roofline gate` and `roofline baseline save`: verdicts, exit codes and the files CI reads."""
+
+from __future__ import annotations
+
+import json
+import math
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from rooflinecli import results
+from rooflinecli.cli import cli
+
+ENV = {"COLUMNS": "200", "NO_COLOR": "1"}
+SPEC = {
+    "name": "testgpu",
+    "display_name": "Test GPU",
+    "memory_bandwidth_gbs": 1000.0,
+    "tflops": {"fp32": 100.0},
+}
+DEVICE = {
+    "name": "Test GPU",
+    "compute_capability": "9.0",
+    "driver": "570.1",
+    "cuda_driver": "12.8",
+    "cuda_runtime": "12.8",
+    "cupy": "13.4.0",
+}
+FLOPS = 2 * 1024**3  # 2.147e9: 1 ms is 2.147483648 TFLOP/s
+
+
+def rec(stage: str, time_ms: float, stdev: float = 0.0, **kw: Any) -> dict[str, Any]:
+    r = {
+        "stage": stage,
+        "kind": "stage",
+        "dtype": "fp32",
+        "m": 1024,
+        "n": 1024,
+        "k": 1024,
+        "flops": FLOPS,
+        "ai_ideal": 170.67,
+        "time_ms": time_ms,
+        "time_ms_min": time_ms - stdev,
+        "time_ms_max": time_ms + stdev,
+        "time_ms_stdev": stdev,
+        "repeats": 20,
+        "tflops": FLOPS / (time_ms * 1e-3) / 1e12,
+        "peak_tflops": 100.0,
+        "verified": True,
+    }
+    r.update(kw)
+    return r
+
+
+def write(path: Path, records: list[dict[str, Any]], device: dict[str, Any] | None = None) -> str:
+    doc = results.new_document(SPEC, DEVICE if device is None else device, records)
+    path.write_text(results.dumps(doc))
+    return str(path)
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> str:
+    return write(tmp_path / "baseline.json", [rec("naive", 10.0), rec("tiled", 1.0)])
+
+
+def gate(*args: str) -> Any:
+    return CliRunner().invoke(cli, ["gate", *args], env=ENV)
+
+
+def one_line(result: Any) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_ten_percent_regression_fails(tmp_path: Path, base: str) -> None:
+    # tiled: 1.0 ms -> 1/0.9 ms is exactly 10% fewer TFLOP/s
+    cur = write(tmp_path / "cur.json", [rec("naive", 10.0), rec("tiled", 1.0 / 0.9)])
+    r = gate(cur, "--baseline", base)
+    assert r.exit_code == 1
+    assert one_line(r) == (
+        "error: gate failed, 1 of 2 checks: tiled 1024x1024x1024 (TFLOP/s -10.0%, beyond -5%)"
+    )
+    assert "FAIL" in r.stdout and "-10.0%" in r.stdout
+
+
+def test_three_percent_passes(tmp_path: Path, base: str) -> None:
+    cur = write(tmp_path / "cur.json", [rec("naive", 10.0), rec("tiled", 1.0 / 0.97)])
+    r = gate(cur, "--baseline", base, "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["passed"] is True
+    tiled = out["checks"][1]
+    assert tiled["verdict"] == "pass"
+    assert tiled["change_pct"] == pytest.approx(-3.0, abs=1e-9)
+    assert tiled["reason"] == "within 5%"
+    assert r.stderr == ""
+
+
+def test_tolerance_option(tmp_path: Path, base: str) -> None:
+    cur = write(tmp_path / "cur.json", [rec("naive", 10.0), rec("tiled", 1.0 / 0.97)])
+    assert gate(cur, "--baseline", base, "--tolerance", "2").exit_code == 1
+    assert gate(cur, "--baseline", base, "--tolerance", "3.5").exit_code == 0
+
+
+def test_slowdown_inside_recorded_noise_passes(tmp_path: Path) -> None:
+    b = write(tmp_path / "b.json", [rec("tiled", 1.0, stdev=0.05)])
+    c = write(tmp_path / "c.json", [rec("tiled", 1.1, stdev=0.05)])
+    r = gate(c, "--baseline", b, "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    check = json.loads(r.stdout)["checks"][0]
+    band = 2 * math.sqrt(0.05**2 + 0.05**2)  # 0.1414 ms > the 0.1 ms slowdown
+    assert check["verdict"] == "pass (noise)"
+    assert check["noise_pct"] == pytest.approx(100 * band / 1.0)
+    assert check["change_pct"] == pytest.approx(100 * (1 / 1.1 - 1))
+    assert check["reason"] == "-9.1% but the median time grew 0.1 ms, within 2 sigma = 0.1414 ms"
+
+
+def test_slowdown_outside_recorded_noise_fails(tmp_path: Path) -> None:
+    b = write(tmp_path / "b.json", [rec("tiled", 1.0, stdev=0.01)])
+    c = write(tmp_path / "c.json", [rec("tiled", 1.1, stdev=0.01)])
+    r = gate(c, "--baseline", b)
+    assert r.exit_code == 1
+    assert "tiled 1024x1024x1024 (TFLOP/s -9.1%, beyond -5%)" in one_line(r)
+
+
+def test_foreign_gpu_baseline_is_refused(tmp_path: Path, base: str) -> None:
+    other = {**DEVICE, "name": "Other GPU"}
+    cur = write(tmp_path / "cur.json", [rec("naive", 10.0), rec("tiled", 1.0)], device=other)
+    r = gate(cur, "--baseline", base)
+    assert r.exit_code == 2
+    line = one_line(r)
+    assert line.startswith(f"error: {base} comes from another environment (GPU 'Test GPU' in ")
+    assert line.endswith("record a new baseline, or pass --allow-mismatch")
+    r2 = gate(cur, "--baseline", base, "--allow-mismatch")
+    assert r2.exit_code == 0, r2.stderr
+    assert "Environments differ: GPU 'Test GPU' in the baseline, 'Other GPU' now." in r2.stdout
+
+
+@pytest.mark.parametrize("field", ["driver", "cuda_driver", "cuda_runtime"])
+def test_driver_or_cuda_mismatch_is_refused(tmp_path: Path, base: str, field: str) -> None:
+    cur = write(tmp_path / "cur.json", [rec("naive", 10.0)], device={**DEVICE, field: "1.0"})
+    r = gate(cur, "--baseline", base)
+    assert r.exit_code == 2
+    assert "comes from another environment" in one_line(r)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{not json", "is not JSON"),
+        ('{"schema": "other/1"}', "not a roofline results document"),
+        ("[]", "not a results document"),
+    ],
+)
+def test_malformed_baseline_exits_2(tmp_path: Path, text: str, message: str) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(text)
+    cur = write(tmp_path / "cur.json", [rec("tiled", 1.0)])
+    r = gate(cur, "--baseline", str(bad))
+    assert r.exit_code == 2
+    assert message in one_line(r)
+
+
+def test_model_document_is_refused(tmp_path: Path) -> None:
+    model = write(tmp_path / "m.json", [rec("tiled", 1.0)], device={})
+    doc = json.loads(Path(model).read_text())
+    doc["device"] = None
+    Path(model).write_text(json.dumps(doc))
+    r = gate(model, "--min-pct-of-roof", "tiled=1")
+    assert r.exit_code == 2
+    assert one_line(r) == (
+        f"error: {model} is a model document (no device): the gate needs a GPU run"
+    )
+
+
+def test_missing_and_unverified_stages_fail(tmp_path: Path, base: str) -> None:
+    cur = write(
+        tmp_path / "cur.json",
+        [rec("tiled", 1.0, verified=False, tflops=None), rec("extra", 1.0)],
+    )
+    r = gate(cur, "--baseline", base, "--format", "json")
+    assert r.exit_code == 1
+    checks = {c["stage"]: (c["verdict"], c["reason"]) for c in json.loads(r.stdout)["checks"]}
+    assert checks == {
+        "tiled": ("FAIL", "not verified"),
+        "extra": ("FAIL", "missing from the baseline"),
+        "naive": ("FAIL", "missing from the current run"),
+    }
+    assert one_line(r).startswith("error: gate failed, 3 of 3 checks: tiled 1024x1024x1024 (")
+
+
+def test_floors_need_no_baseline(tmp_path: Path) -> None:
+    cur = write(
+        tmp_path / "cur.json",
+        [
+            rec("naive", 10.0, pct_of_roof=2.0, pct_of_reference=10.0),
+            rec("tiled", 1.0, pct_of_roof=85.0, pct_of_reference=95.0),
+        ],
+    )
+    ok = gate(cur, "--min-pct-of-roof", "tiled=80", "--min-pct-of-reference", "tiled=90")
+    assert ok.exit_code == 0, ok.stderr
+    bad = gate(cur, "--min-pct-of-roof", "tiled=90", "--format", "json")
+    assert bad.exit_code == 1
+    out = json.loads(bad.stdout)
+    assert [c["stage"] for c in out["checks"]] == ["tiled"]  # only floored stages are checked
+    assert out["checks"][0]["reason"] == "% of roof 85.0% below the floor 90%"
+    every = gate(cur, "--min-pct-of-reference", "*=50")
+    assert every.exit_code == 1
+    assert one_line(every) == (
+        "error: gate failed, 1 of 2 checks: naive 1024x1024x1024 "
+        "(% of reference 10.0% below the floor 50%)"
+    )
+    missing = gate(cur, "--min-pct-of-roof", "nosuch=1")
+    assert missing.exit_code == 1
+    assert "nosuch - (" in one_line(missing)
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    cur = write(tmp_path / "cur.json", [rec("tiled", 1.0)])
+    r = gate(cur)
+    assert r.exit_code == 2
+    assert one_line(r).startswith("error: nothing to check: give --baseline")
+    r = gate(cur, "--min-pct-of-roof", "tiled")
+    assert r.exit_code == 2
+    assert "write STAGE=PERCENT" in one_line(r)
+    r = gate(cur, "--min-pct-of-roof", "tiled=lots")
+    assert r.exit_code == 2
+    assert "'lots' is not a number" in one_line(r)
+
+
+def test_junit_counts_failures(tmp_path: Path) -> None:
+    b = write(tmp_path / "b.json", [rec("a", 1.0), rec("b", 1.0), rec("c", 1.0)])
+    c = write(tmp_path / "c.json", [rec("a", 1.0), rec("b", 2.0), rec("c", 1.5)])
+    junit = tmp_path / "junit.xml"
+    r = gate(c, "--baseline", b, "--junit", str(junit))
+    assert r.exit_code == 1
+    root = ET.parse(junit).getroot()
+    suite = root.find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "2", "0")
+    cases = suite.findall("testcase")
+    assert [tc.get("name") for tc in cases] == [
+        "a 1024x1024x1024 fp32",
+        "b 1024x1024x1024 fp32",
+        "c 1024x1024x1024 fp32",
+    ]
+    failures = [tc.find("failure") for tc in cases]
+    assert failures[0] is None
+    assert [f.get("message") for f in failures[1:] if f is not None] == [
+        "TFLOP/s -50.0%, beyond -5%",
+        "TFLOP/s -33.3%, beyond -5%",
+    ]
+    assert {f.get("type") for f in failures[1:] if f is not None} == {"regression"}
+
+
+def test_benchmark_json(tmp_path: Path, base: str) -> None:
+    cur = write(tmp_path / "cur.json", [rec("naive", 10.0), rec("tiled", 0.5)])
+    out = tmp_path / "bench.json"
+    r = gate(cur, "--baseline", base, "--benchmark-json", str(out))
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(out.read_text()) == [
+        {"name": "naive 1024x1024x1024 fp32", "unit": "TFLOP/s", "value": FLOPS / 1e-2 / 1e12},
+        {"name": "tiled 1024x1024x1024 fp32", "unit": "TFLOP/s", "value": FLOPS / 5e-4 / 1e12},
+    ]
+
+
+def test_markdown_summary(tmp_path: Path, base: str) -> None:
+    cur = write(tmp_path / "cur.json", [rec("naive", 10.0), rec("tiled", 2.0)])
+    md = tmp_path / "summary.md"
+    r = gate(cur, "--baseline", base, "--markdown", str(md))
+    assert r.exit_code == 1
+    lines = md.read_text().splitlines()
+    assert lines[0] == "## roofline gate: FAILED"
+    assert lines[2] == (
+        f"Current: `{cur}` (Test GPU, driver 570.1, CUDA 12.8); "
+        f"baseline: `{base}` (Test GPU, driver 570.1, CUDA 12.8)"
+    )
+    assert lines[4] == (
+        "gate failed, 1 of 2 checks: tiled 1024x1024x1024 (TFLOP/s -50.0%, beyond -5%)."
+    )
+    assert lines[6:10] == [
+        "| stage | shape | dtype | baseline TFLOP/s | current TFLOP/s | change | noise band "
+        "| verdict | reason |",
+        "|---|---|---|---:|---:|---:|---:|---|---|",
+        "| naive | 1024x1024x1024 | fp32 | 0.21 | 0.21 | +0.0% | ±0.0% | pass | within 5% |",
+        "| tiled | 1024x1024x1024 | fp32 | 2.15 | 1.07 | -50.0% | ±0.0% | FAIL "
+        "| TFLOP/s -50.0%, beyond -5% |",
+    ]
+    # --format markdown prints the same text
+    r2 = gate(cur, "--baseline", base, "--format", "markdown")
+    assert r2.stdout == md.read_text()
+
+
+def test_improvement_and_unchanged_files(tmp_path: Path, base: str) -> None:
+    cur = write(tmp_path / "cur.json", [rec("naive", 5.0), rec("tiled", 1.0)])
+    r = gate(cur, "--baseline", base, "--format", "csv")
+    assert r.exit_code == 0
+    assert r.stdout.splitlines()[0] == (
+        "stage,shape,dtype,baseline_tflops,tflops,change_pct,noise_pct,verdict,reason"
+    )
+    assert r.stdout.splitlines()[1].endswith(",pass,faster by 100.0%: consider a new baseline")
+
+
+# -- roofline baseline save ------------------------------------------------------------------
+
+
+def save(*args: str) -> Any:
+    return CliRunner().invoke(cli, ["baseline", "save", *args], env=ENV)
+
+
+def test_baseline_save(tmp_path: Path) -> None:
+    src = write(tmp_path / "run.json", [rec("naive", 10.0), rec("tiled", 1.0)])
+    dst = tmp_path / "benchmarks" / "baseline.json"
+    r = save(src, str(dst))
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout == (f"saved {dst}: 2 records from {src} (Test GPU, driver 570.1, CUDA 12.8)\n")
+    assert json.loads(dst.read_text()) == json.loads(Path(src).read_text())
+    again = save(src, str(dst))
+    assert again.exit_code == 2
+    assert one_line(again) == f"error: {dst} exists: pass --force to replace it"
+    assert save(src, str(dst), "--force").exit_code == 0
+
+
+def test_baseline_save_refuses_unverified_and_models(tmp_path: Path) -> None:
+    src = write(tmp_path / "run.json", [rec("naive", 10.0), rec("tiled", 1.0, verified=False)])
+    r = save(src, str(tmp_path / "b.json"))
+    assert r.exit_code == 2
+    assert one_line(r) == (
+        f"error: {src} is not a clean run: not verified or not timed: tiled 1024x1024x1024"
+    )
+    assert not (tmp_path / "b.json").exists()
+    doc = json.loads(Path(src).read_text())
+    doc["device"] = None
+    Path(src).write_text(json.dumps(doc))
+    r = save(src, str(tmp_path / "b.json"))
+    assert r.exit_code == 2
+    assert "is a model document" in one_line(r)
