@@ -410,7 +410,9 @@ def _summary(times: list[float]) -> dict[str, Any]:
 
 
 def measure(
-    spec_arg: str | None = None, quick: bool = False, progress=None  # type: ignore[no-untyped-def]
+    spec_arg: str | None = None,
+    quick: bool = False,
+    progress=None,  # type: ignore[no-untyped-def]
 ) -> dict[str, Any]:
     """Run every calibration kernel on GPU 0 and return the calibration document."""
     import numpy as np

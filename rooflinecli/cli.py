@@ -17,9 +17,11 @@ from rooflinecli.commands.inspect import inspect_
 from rooflinecli.commands.llm import model_llm, run_llm
 from rooflinecli.commands.model import model
 from rooflinecli.commands.plot import plot
+from rooflinecli.commands.profile import profile
 from rooflinecli.commands.run import run
 from rooflinecli.commands.show import show
 from rooflinecli.commands.specs import specs
+from rooflinecli.commands.tune import tune
 
 
 class RooflineGroup(click.Group):
@@ -69,6 +71,8 @@ cli.add_command(gate)
 cli.add_command(baseline)
 cli.add_command(inspect_, "inspect")
 cli.add_command(calibrate)
+cli.add_command(tune)
+cli.add_command(profile)
 model.add_command(model_llm, "llm")
 run.add_command(run_llm, "llm")
 

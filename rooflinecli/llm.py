@@ -27,7 +27,7 @@ import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rooflinecli import model
 from rooflinecli.errors import RooflineError
@@ -133,10 +133,10 @@ def _check(
             if required:
                 raise RooflineError(f"preset {where}: missing key {key}")
             continue
-        val: Any = raw[key]
+        val = raw[key]
         if not isinstance(val, typ) or isinstance(val, bool):
             raise RooflineError(f"preset {where}: {key} must be {typ.__name__}, got {val!r}")
-        if bounds is not None and not bounds[0] <= val <= bounds[1]:
+        if bounds is not None and not bounds[0] <= cast(int, val) <= bounds[1]:
             raise RooflineError(
                 f"preset {where}: {key} = {val} is outside {bounds[0]}..{bounds[1]}"
             )

@@ -119,6 +119,20 @@ def _spec_for(spec: Spec | str | None, records: list[dict[str, Any]]) -> Spec:
     return specreg.for_device(names[0])
 
 
+def _device(names: list[str]) -> dict[str, Any] | None:
+    """The GPU here (driver, CUDA, clocks: what `gate` compares) if the records were measured on
+    it, else only the name the records carry."""
+    from rooflinecli import runner
+
+    try:
+        info = runner.device_info()
+    except Exception:  # no CuPy, no GPU, no NVRTC: a document is still written
+        info = None
+    if info is not None and names == [info["name"]]:
+        return info
+    return {"name": names[0]} if len(names) == 1 else None
+
+
 def document(
     records: list[dict[str, Any]], spec: Spec | str | None = None, **extra: Any
 ) -> dict[str, Any]:
@@ -151,7 +165,7 @@ def document(
         r["pct_of_peak"] = 100.0 * achieved / peak if achieved else None
         placed.append(r)
     names = sorted({str(r["device_name"]) for r in placed if r.get("device_name")})
-    device = {"name": names[0]} if len(names) == 1 else None
+    device = _device(names)
     extra.setdefault("command", "measure")
     return results.new_document(chosen.to_dict(), device, placed, **extra)
 

@@ -376,8 +376,14 @@ def profile_gemm(
     from rooflinecli import stages as stagereg
 
     tick = progress or (lambda _label: None)
-    info: dict[str, Any] = {"ncu": None, "version": None, "metrics": list(METRICS),
-                            "dropped_metrics": [], "nvtx": nvtx_available(), "problem": None}  # fmt: skip
+    info: dict[str, Any] = {
+        "ncu": None,
+        "version": None,
+        "metrics": list(METRICS),
+        "dropped_metrics": [],
+        "nvtx": nvtx_available(),
+        "problem": None,
+    }
     try:
         ncu = find_ncu()
     except RooflineError as exc:

@@ -68,7 +68,9 @@ RUN_COLUMNS: list[Column] = [
     ("attainable_tflops", "attain TF/s", _num(1)),
     ("pct_of_roof", "% roof", _num(1)),
     ("registers", "regs", _int),
+    ("smem_bytes", "smem B", _int),
     ("spill_bytes", "spill B", _int),
+    ("occupancy_pct", "occ %", _num(0)),
     ("verified", "verified", _verified),
 ]
 
@@ -257,3 +259,33 @@ def markdown_rows(rows: list[dict[str, Any]], columns: list[Column]) -> str:
         for _, row in df.iterrows()
     ]
     return "\n".join([head, sep, *body]) + "\n"
+
+
+def scaling(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """TFLOP/s per stage (rows) per shape (columns), in run order: the sweep's summary."""
+    df = frame(records)
+    df["shape"] = [f"{m}x{n}x{k}" for m, n, k in zip(df["m"], df["n"], df["k"], strict=True)]
+    order = list(dict.fromkeys(df["shape"]))
+    stages_in_order = list(dict.fromkeys(df["stage"]))
+    pivot = df.pivot_table(index="stage", columns="shape", values="tflops", aggfunc="first")
+    return pivot.reindex(index=stages_in_order, columns=order)
+
+
+def emit_scaling(records: list[dict[str, Any]], fmt: str, out: Console | None = None) -> None:
+    pivot = scaling(records)
+    con = out or console()
+    fmt_cell = _num(2)
+    headers = ["stage", *[str(c) for c in pivot.columns]]
+    rows = [[str(idx), *[fmt_cell(v) for v in row]] for idx, row in pivot.iterrows()]
+    if fmt == "markdown":
+        con.file.write("| " + " | ".join(headers) + " |\n")
+        con.file.write("|---|" + "|".join("---:" for _ in headers[1:]) + "|\n")
+        for r in rows:
+            con.file.write("| " + " | ".join(r) + " |\n")
+        return
+    t = Table(title="TFLOP/s per stage and shape", title_justify="left")
+    for h in headers:
+        t.add_column(h, justify="left" if h == "stage" else "right")
+    for r in rows:
+        t.add_row(*r)
+    con.print(t)

@@ -53,6 +53,7 @@ RECORD_FIELDS: tuple[str, ...] = (
     "registers",
     "smem_bytes",
     "spill_bytes",
+    "occupancy_pct",
     "error",
 )
 

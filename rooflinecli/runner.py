@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rooflinecli import analysis, compiler
+from rooflinecli import analysis, compiler, occupancy
 from rooflinecli.errors import RooflineError
 from rooflinecli.specs import Spec
 from rooflinecli.stages import Stage
@@ -291,6 +291,7 @@ def _launcher(cp, stage: Stage, g: _Gemm, arch: str) -> tuple[Callable[[], None]
         "local_bytes": int(fn.local_size_bytes),
         "grid": list(grid),
         "block": list(block),
+        "params": dict(stage.params),
     }
     return launch, meta
 
@@ -411,6 +412,7 @@ def run_gemm(
             raise RooflineError(f"out of device memory at {m}x{n}x{k}") from None
         shape_records = []
         for stage in stages:
+            stage = stage.for_arch(arch)
             if progress:
                 progress(f"{stage.name} {m}x{n}x{k}")
             rec = analysis.model_record(stage, m, n, k, spec, alpha, beta, dtype)
@@ -425,6 +427,14 @@ def run_gemm(
             try:
                 launch, meta = _launcher(cp, stage, g, arch)
                 rec.update(meta)
+                if meta.get("registers"):
+                    occ = occupancy.theoretical(
+                        occupancy.SmLimits.from_spec(spec),
+                        meta["block"][0] * meta["block"][1],
+                        meta["registers"],
+                        meta["smem_bytes"],
+                    )
+                    rec.update(occupancy_pct=100.0 * occ.occupancy, blocks_per_sm=occ.blocks_per_sm)
                 g.reset_output()
                 launch()
                 cp.cuda.runtime.deviceSynchronize()

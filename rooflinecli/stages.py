@@ -12,8 +12,9 @@ row-major A (MxK), B (KxN), C (MxN); beta == 0 never reads C. Pure Python: no Cu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import itertools
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from rooflinecli.errors import RooflineError
@@ -40,6 +41,46 @@ class Stage:
     dtypes: tuple[str, ...] = ()  # every dtype the source builds for (-DELEM_BF16=1 for bf16)
     needs_multiple: int = 1  # M, N, K must be multiples of this (1: any shape); others refused
     b_layout: str = "kn"  # "kn": B row-major KxN (the contract); "nk": B given as its transpose
+    # per-architecture overrides of params (e.g. {"sm_80": {"BN": 128}}): data, not code
+    arch_params: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    # values `roofline tune` tries per parameter; combinations the kernel's static_asserts
+    # reject, or that spill, are skipped
+    tune_space: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    # rebuilds the entry from other params (tile, threads, intensities follow the params)
+    rebuild: Callable[[Mapping[str, int]], Stage] | None = field(default=None, compare=False)
+
+    def with_params(self, overrides: Mapping[str, int]) -> Stage:
+        """The same stage with some parameters changed; geometry recomputed."""
+        if not overrides:
+            return self
+        unknown = set(overrides) - set(self.params)
+        if unknown:
+            raise RooflineError(
+                f"stage {self.name} has no parameter(s) {', '.join(sorted(unknown))}"
+            )
+        merged = {**self.params, **overrides}
+        if self.rebuild is None:
+            return replace(self, params=MappingProxyType(merged))
+        new = self.rebuild(merged)
+        return replace(new, arch_params=self.arch_params, tune_space=self.tune_space)
+
+    def for_arch(self, arch: str) -> Stage:
+        """Parameters for an NVRTC target: sm_90a takes sm_90's entry when it has none."""
+        key = arch if arch in self.arch_params else arch.rstrip("a")
+        return self.with_params(self.arch_params.get(key, {}))
+
+    def variants(self) -> Iterator[Stage]:
+        """Every combination of tune_space values (the registry's params first)."""
+        yield self
+        keys = list(self.tune_space)
+        for combo in itertools.product(*(self.tune_space[k] for k in keys)):
+            change = dict(zip(keys, combo, strict=True))
+            if all(self.params.get(k) == v for k, v in change.items()):
+                continue
+            try:
+                yield self.with_params(change)
+            except (KeyError, ValueError, ZeroDivisionError, RooflineError):
+                continue  # a combination the geometry cannot express
 
     @property
     def all_dtypes(self) -> tuple[str, ...]:
@@ -119,9 +160,13 @@ def _simt(
 
 def _warptile(name: str, what: str, file: str, entry: str, p: dict[str, int]) -> Stage:
     """Stages 08-09: a warp's 32 lanes x WMITER x WNITER sub-tiles of TM x TN cover WM x WN."""
+    p = {**p, "NUM_THREADS": (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32}  # a warp per tile
     wmiter = (p["WM"] * p["WN"]) // (32 * p["TM"] * p["TN"] * p["WNITER"])
+    if wmiter < 1:
+        raise ValueError("a warp tile smaller than its 32 lanes' sub-tiles")
     per_thread = (wmiter * p["TM"], p["WNITER"] * p["TN"])
-    return _simt(name, what, file, entry, p, per_thread=per_thread)
+    stage = _simt(name, what, file, entry, p, per_thread=per_thread)
+    return replace(stage, rebuild=lambda q: _warptile(name, what, file, entry, dict(q)))
 
 
 STAGES: tuple[Stage, ...] = (
@@ -196,23 +241,29 @@ STAGES: tuple[Stage, ...] = (
             "NUM_THREADS": 128,
         },
     ),
-    _warptile(
-        "double_buffer",
-        "warp tiling + double-buffered shared memory fed by register-staged loads: 1 barrier/tile",
-        "09_double_buffer.cu",
-        "gemm_double_buffer",
-        {
-            "BM": 128,
-            "BN": 256,
-            "BK": 8,
-            "WM": 64,
-            "WN": 64,
-            "WNITER": 4,
-            "TM": 4,
-            "TN": 4,
-            "NUM_THREADS": 256,
-            "MIN_BLOCKS": 1,
-        },
+    replace(
+        _warptile(
+            "double_buffer",
+            "warp tiling + double-buffered shared memory fed by register-staged loads: 1 barrier/tile",
+            "09_double_buffer.cu",
+            "gemm_double_buffer",
+            {
+                "BM": 128,
+                "BN": 256,
+                "BK": 8,
+                "WM": 64,
+                "WN": 64,
+                "WNITER": 4,
+                "TM": 4,
+                "TN": 4,
+                "NUM_THREADS": 256,
+                "MIN_BLOCKS": 1,
+            },
+        ),
+        # `roofline tune gemm --stage double_buffer` tries these (NUM_THREADS follows)
+        tune_space=MappingProxyType(
+            {"BM": (64, 128), "BN": (128, 256), "BK": (8, 16), "WN": (32, 64)}
+        ),
     ),
     Stage(
         name="cublas",

@@ -81,7 +81,7 @@ def _sass_columns(records: list[dict[str, Any]]) -> list[report.Column]:
     cols += [
         ("ldg_ffma", "LDG:FFMA", _fmt_str),
         ("lds_ffma", "LDS:FFMA", _fmt_str),
-        ("loop_widths", "loop loads/stores (bits)", _fmt_str),
+        ("loop_widths", "loop memory ops (width in bits)", _fmt_str),
         ("kernel_instructions", "kernel instr", _fmt_num),
     ]
     return cols
@@ -98,6 +98,8 @@ def inspect_stage(
 ) -> dict[str, Any]:
     """One flat record: resources, occupancy on `spec`, SASS mix of the main loop per k step."""
     dtype = dtype or stage.dtype
+    if hasattr(stage, "for_arch"):  # the parameters the runner uses on this target
+        stage = stage.for_arch(arch)
     threads = stage.threads[0] * stage.threads[1]
     rec: dict[str, Any] = {
         "stage": stage.name,
@@ -106,6 +108,7 @@ def inspect_stage(
         "entry": stage.entry,
         "threads": threads,
         "tile": f"{stage.tile[0]}x{stage.tile[1]}",
+        "params": dict(stage.params),
         "error": None,
     }
     cc = compiler.cc_of_arch(arch)
@@ -155,7 +158,7 @@ def inspect_stage(
         k_per_iter=k_per_iter,
         ldg_ffma=ratio(loop["LDG"], loop["FFMA"]),
         lds_ffma=ratio(loop["LDS"], loop["FFMA"]),
-        loop_widths=" ".join(f"{k}x{v}" for k, v in sorted(rep.loop_widths.items())) or None,
+        loop_widths=", ".join(f"{v} {k}" for k, v in sorted(rep.loop_widths.items())) or None,
         kernel_instructions=rep.instructions,
     )
     for op in sass.MIX_KEYS:
@@ -173,9 +176,7 @@ def _pick(stage_args: tuple[str, ...], dtype: str | None) -> list[stages.Stage]:
         names += [n.strip() for n in arg.split(",") if n.strip()]
     if not names:
         return [
-            s
-            for s in stages.STAGES
-            if not s.reference and (dtype is None or dtype in s.all_dtypes)
+            s for s in stages.STAGES if not s.reference and (dtype is None or dtype in s.all_dtypes)
         ]
     known = [s.name for s in stages.STAGES if not s.reference]
     chosen = []
@@ -236,7 +237,13 @@ def inspect_gemm(
         "spec": spec.to_dict(),
         "records": records,
     }
-    flat = [{k: v for k, v in r.items() if k != "sass"} for r in records]
+    flat = [
+        {
+            **{k: v for k, v in r.items() if k != "sass"},
+            "params": " ".join(f"{k}={v}" for k, v in r.get("params", {}).items()) or None,
+        }
+        for r in records
+    ]
     if fmt == "json":
         click.echo(results.dumps(doc), nl=False)
         return

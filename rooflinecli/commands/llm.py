@@ -343,17 +343,17 @@ def model_llm(
 
 
 def _check_dtype(dtype: str, extra: Sequence[stages.Stage]) -> None:
-    own = stages.stage_names(dtype, include_reference=False)
+    """One line, before any GPU work, when the registry cannot time this dtype yet."""
+    have = sorted({d for s in stages.STAGES if not s.reference for d in s.all_dtypes})
+    hint = f"use --dtype {' or '.join(d for d in have if d != dtype) or 'fp32'}"
     try:
         stages.reference_for(dtype)
     except RooflineError:
-        own = []
-    if not own and not extra:
-        have = sorted({d for s in stages.STAGES if not s.reference for d in s.all_dtypes})
         raise RooflineError(
-            f"no {dtype} stages in the registry yet: use --dtype {' or '.join(have) or 'fp32'}"
-        )
-    stages.reference_for(dtype)  # a user stage alone still needs the dtype's reference
+            f"no {dtype} reference in the stage registry yet, nothing to check against: {hint}"
+        ) from None
+    if not stages.stage_names(dtype, include_reference=False) and not extra:
+        raise RooflineError(f"no {dtype} stages in the registry yet: {hint}")
 
 
 RUN_COLUMNS: list[Column] = [("workload", "workload", str)] + [

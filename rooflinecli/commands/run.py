@@ -99,6 +99,7 @@ def run() -> None:
     "--repeats", type=click.IntRange(1, 10000), default=None, help="Exact number of timed repeats."
 )
 @click.option("--no-flush", is_flag=True, help="Do not flush the L2 between repeats.")
+@click.option("--tuned", is_flag=True, help="Use tile parameters saved by `roofline tune`.")
 @click.option(
     "--extra-stage",
     "extra_stages",
@@ -129,6 +130,7 @@ def run_gemm(
     budget_ms: float,
     repeats: int | None,
     no_flush: bool,
+    tuned: bool,
     extra_stages: tuple[str, ...],
     chart: bool | None,
     quiet: bool,
@@ -152,6 +154,11 @@ def run_gemm(
                 why = stage.refuses(*shape)
                 if why:
                     raise RooflineError(why)
+    if tuned:
+        from rooflinecli.tune import load_tuned
+
+        winners = load_tuned(runner.device_info()["name"])
+        chosen = [s.with_params(winners[s.name]) if s.name in winners else s for s in chosen]
     timing = runner.Timing(budget_ms=budget_ms, flush_l2=not no_flush)
     if repeats is not None:
         timing.min_repeats = timing.max_repeats = repeats
@@ -200,6 +207,8 @@ def run_gemm(
         if fmt in ("json", "csv"):
             report.emit(doc, fmt, report.RUN_COLUMNS)
             break
+    if len(shapes) > 1 and fmt in ("table", "markdown"):
+        report.emit_scaling(doc["records"], fmt, out=con)
     failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
     if failed:
         raise GateFailure(f"verification failed: {', '.join(sorted(set(failed)))}")

@@ -1,0 +1,206 @@
+"""`roofline profile`: each stage's timed launch under Nsight Compute, on the measured roofline."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import click
+
+from rooflinecli import report, results, stages
+from rooflinecli.errors import RooflineError
+from rooflinecli.options import (
+    SIZE,
+    dtype_option,
+    format_option,
+    output_option,
+    resolve_shape,
+    spec_option,
+)
+
+
+def _num(digits: int):  # type: ignore[no-untyped-def]
+    def fmt(v: Any) -> str:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "-"
+        return f"{v:,.{digits}f}"
+
+    return fmt
+
+
+def _mb(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{v / 1e6:,.1f}"
+
+
+def _ai(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{v:,.2f}" if v < 100 else f"{v:,.1f}"
+
+
+def _ratio(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{v:.4f}"
+
+
+def _status(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "ok"
+    return str(v)
+
+
+PROFILE_COLUMNS: list[report.Column] = [
+    ("stage", "stage", str),
+    ("time_ms", "event ms", _num(3)),
+    ("ncu_time_ms", "ncu ms", _num(3)),
+    ("tflops_ncu", "TFLOP/s (ncu)", _num(2)),
+    ("flops_hw_ratio", "FLOPs hw/2MNK", _ratio),
+    ("bytes_dram", "DRAM MB", _mb),
+    ("bytes_l2", "L2 MB", _mb),
+    ("bytes_l1", "L1 MB", _mb),
+    ("ai_instruction", "AI instr", _ai),
+    ("ai_l1", "AI L1", _ai),
+    ("ai_l2", "AI L2", _ai),
+    ("ai_dram", "AI DRAM", _ai),
+    ("ai_ideal", "AI ideal", _ai),
+    ("counters_reason", "counters", _status),
+]
+
+
+def checks(records: list[dict[str, Any]]) -> list[str]:
+    """One line per record: hardware FLOPs against 2MNK, event time against ncu's."""
+    lines = []
+    for r in records:
+        name = r["stage"]
+        if r.get("counters") is None:
+            lines.append(f"{name}: no counters ({r.get('counters_reason')})")
+            continue
+        ratio = r.get("flops_hw_ratio")
+        if ratio is None:
+            flops = "no FLOP counters"
+        else:
+            verdict = "ok" if r.get("flops_check") else "MISMATCH"
+            flops = f"flops_hw = {ratio:.5f} x 2MNK ({verdict}, tolerance 0.1%)"
+            if not r.get("flops_check") and (abs(ratio - 0.5) < 0.01 or abs(ratio - 2) < 0.02):
+                flops += "; a factor of 2: Tensor Core ops may count one per multiply-add"
+        t, tn = r.get("time_ms"), r.get("ncu_time_ms")
+        times = f"event {t:.3f} ms vs ncu {tn:.3f} ms ({t / tn:.2f}x)" if t and tn else "no times"
+        lines.append(f"{name}: {flops}; {times}")
+    return lines
+
+
+@click.group()
+def profile() -> None:
+    """Hardware counters of each stage under Nsight Compute (ncu) on a GPU."""
+
+
+@profile.command("gemm")
+@click.option("--m", type=SIZE, required=True, help="Rows of C.")
+@click.option("--n", type=SIZE, default=None, help="Columns of C (default: M).")
+@click.option("--k", type=SIZE, default=None, help="Inner dimension (default: M).")
+@click.option(
+    "--stages",
+    "stage_list",
+    default=None,
+    metavar="LIST",
+    help="Comma-separated stages (default: all of the dtype). The reference always comes along.",
+)
+@dtype_option
+@spec_option
+@click.option(
+    "--launch-count",
+    type=click.IntRange(1, 1000),
+    default=None,
+    help="Passed to ncu: at most this many launches profiled per stage.",
+)
+@click.option(
+    "--reports",
+    "reports_dir",
+    type=click.Path(file_okay=False, writable=True),
+    default=None,
+    help="Keep ncu's .ncu-rep report of each stage in this folder.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
+@format_option
+@output_option
+def profile_gemm(
+    m: int,
+    n: int | None,
+    k: int | None,
+    stage_list: str | None,
+    dtype: str,
+    spec_arg: str | None,
+    launch_count: int | None,
+    reports_dir: str | None,
+    quiet: bool,
+    fmt: str,
+    output: str | None,
+) -> None:
+    """Run each stage under ncu: hardware FLOPs, bytes at DRAM/L2/L1, measured intensities.
+
+    Only the timed launch is profiled (its NVTX range, domain "roofline"); each record gets
+    flops_hw, bytes_dram/l2/l1, ai_dram/l2/l1 and ncu_time_ms. Without ncu, or without
+    permission to read counters, the stages still run and the records say why counters are
+    null; the command then exits 2.
+    """
+    from rooflinecli import profile as prof
+
+    shape = resolve_shape(m, n, k)
+    chosen = stages.select(stage_list, dtype)
+    for st in chosen:
+        why = st.refuses(*shape)
+        if why:
+            raise RooflineError(why)
+    err = report.console(stderr=True)
+
+    def tick(name: str) -> None:
+        if not quiet:
+            err.print(f"profiling {name} at {shape[0]}x{shape[1]}x{shape[2]} ...")
+
+    doc, records, info = prof.profile_gemm(
+        shape,
+        [s.name for s in chosen],
+        dtype,
+        spec_arg,
+        launch_count=launch_count,
+        reports_dir=Path(reports_dir) if reports_dir else None,
+        progress=tick,
+    )
+    out = results.new_document(
+        doc.get("spec") or {},
+        doc.get("device"),
+        records,
+        command="profile gemm",
+        environment=doc.get("environment"),
+        profiler=info,
+        checks=checks(records),
+    )
+    if output:
+        results.write_atomic(output, results.dumps(out))
+    title = (
+        f"GEMM {shape[0]}x{shape[1]}x{shape[2]} {dtype} under Nsight Compute "
+        f"({info.get('version') or 'no ncu'}) on {(doc.get('device') or {}).get('name', '?')}"
+    )
+    caption = (
+        "AI at each level = hardware FLOPs / bytes that level moved (ncu counters). AI instr is "
+        "what the load instructions alone would give; the gap to AI DRAM is what L1 and L2 "
+        "absorbed. event ms: CUDA events around the one profiled launch (inflated by ncu's "
+        "replays); ncu ms: gpu__time_duration."
+    )
+    report.emit(out, fmt, PROFILE_COLUMNS, title=title, caption=caption)
+    if fmt == "table":
+        con = report.console()
+        for line in out["checks"]:
+            con.print(f"check: {line}")
+        for note in [info.get("note")] + [
+            f"metric not available here, left out: {d}" for d in info["dropped_metrics"]
+        ]:
+            if note:
+                con.print(f"note: {note}")
+    if all(r.get("counters") is None for r in records):
+        reason = next((r["counters_reason"] for r in records if r.get("counters_reason")), "")
+        raise RooflineError(f"no hardware counters: {reason}")

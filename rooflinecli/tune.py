@@ -1,0 +1,78 @@
+"""`roofline tune`: try a stage's tune_space on the running GPU, keep the fastest verified one.
+
+Variants that do not compile (the kernel's static_asserts) or that spill are dropped on the
+CPU first. Winners are kept per device in the cache (tuned/<device>.json) and applied by
+`roofline run gemm --tuned`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from rooflinecli import compiler, paths, results
+from rooflinecli.errors import RooflineError
+from rooflinecli.stages import Stage
+
+
+def label(base: Stage, variant: Stage) -> str:
+    changed = {k: v for k, v in variant.params.items() if base.params.get(k) != v}
+    if not changed:
+        return base.name
+    return base.name + "@" + ",".join(f"{k}={v}" for k, v in changed.items())
+
+
+def candidates(stage: Stage, arch: str) -> tuple[list[Stage], list[dict[str, Any]]]:
+    """(variants that compile without spills, renamed; rejected ones with the reason)."""
+    if not stage.tune_space:
+        raise RooflineError(f"stage {stage.name} has no tune_space in the registry")
+    base = stage.for_arch(arch)
+    keep, dropped = [], []
+    for v in base.variants():
+        name = label(base, v)
+        try:
+            built = compiler.compile_stage(v, arch)
+        except RooflineError as exc:
+            dropped.append({"stage": name, "reason": exc.message})
+            continue
+        if built.resources.spill_bytes:
+            dropped.append({"stage": name, "reason": f"spills {built.resources.spill_bytes} bytes"})
+            continue
+        keep.append(replace(v, name=name))
+    return keep, dropped
+
+
+def _slug(device_name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
+
+
+def tuned_path(device_name: str) -> Path:
+    return paths.cache_dir() / "tuned" / f"{_slug(device_name)}.json"
+
+
+def load_tuned(device_name: str) -> dict[str, dict[str, int]]:
+    p = tuned_path(device_name)
+    if not p.is_file():
+        return {}
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, ValueError):
+        raise RooflineError(f"tuned parameters {p} are damaged: delete the file") from None
+    return {k: dict(v) for k, v in data.get("stages", {}).items()}
+
+
+def save_winner(device_name: str, stage: str, params: dict[str, int]) -> Path:
+    p = tuned_path(device_name)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    current = load_tuned(device_name)
+    current[stage] = params
+    results.write_atomic(p, json.dumps({"device": device_name, "stages": current}, indent=2))
+    return p
+
+
+def best(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    ok = [r for r in records if r.get("kind") == "stage" and r.get("verified") and r.get("tflops")]
+    return max(ok, key=lambda r: r["tflops"]) if ok else None
