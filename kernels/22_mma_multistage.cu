@@ -1,18 +1,25 @@
 // Stage 22: a cp.async multistage pipeline feeding mma.sync. Stage 21 stalls every warp on
 // global memory once per K step (load, barrier, compute, barrier). Here `cp.async.cg` copies
 // 16-byte chunks global -> shared without passing through registers, STAGES tiles deep: while
-// the warps multiply tile k, the copies of tiles k+1 .. k+STAGES-1 are in flight. One barrier
-// per K step: after it, tile k has landed for every thread and every warp is done with tile k-1,
-// whose buffer then takes tile k+STAGES-1.
+// the warps multiply tile k, the copies of tiles k+1 .. k+STAGES-1 are in flight.
 // Bigger tiles raise the intensity: 128 x 256 block tile, 8 warps of 64 x 64 (4 x 8 MMAs per 16
-// of K fed by 4 ldmatrix.x4 of A + 4 ldmatrix.x4.trans of B: 32 HMMA per 8 LDSM), BK = 32,
-// 4 stages (96 KiB of shared memory, one block per SM, 128 accumulators per thread). Fragments
-// for the next 16 of K are loaded before the MMAs of the current ones (register double buffer).
-// Shared tiles are swizzled as in stage 21 (A: chunk ^ ((row >> 1) & 3), B: chunk ^ (row & 7)).
+// of K fed by 4 ldmatrix.x4 of A + 4 ldmatrix.x4.trans of B: 32 HMMA per 8 LDSM), BK = 64,
+// STAGES = 3 (144 KiB of shared memory, one block per SM, 128 accumulators per thread).
+// The schedule inside a K step keeps the tensor cores fed (as CUTLASS's multistage mainloop):
+//   * fragments are double-buffered in registers: those of k16 step s+1 are loaded by ldmatrix
+//     before the MMAs of step s are issued;
+//   * one barrier per K step, placed before the last k16 step: after it tile k+1 has landed for
+//     every thread and every warp is done with tile k-1, so the first fragments of tile k+1 load
+//     while the last MMAs of tile k run, and tile k-1's buffer takes tile k+STAGES-1 (its copies
+//     are issued at the first k16 step);
+//   * per-thread global pointers and shared offsets are computed once, outside the loop.
+// Shared tiles are swizzled (16-byte chunk c of row r stored at chunk c ^ f(r)): A rows are
+// BK * 2 bytes (f = r & 7 for 128-byte rows, (r >> 1) & 3 for 64-byte rows), B rows BN * 2 bytes
+// (f = r & 7): ldmatrix's 8 rows per phase and the 16-byte copies hit 8 distinct bank groups.
 // Block order: blocks are renumbered in groups of GROUP_M block rows (column-major inside a
 // group), so the ~132 blocks in flight share a few A row panels and B column panels in L2.
 // Any M, N, K: chunks outside the matrices are zero-filled by cp.async (src-size 0); when K or
-// N is not a multiple of 8 the affected operand falls back to 2-byte loads + shared stores.
+// N is not a multiple of 8, a second copy of the main loop loads 2-byte elements instead.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -34,6 +41,9 @@
 #ifndef GROUP_M
 #define GROUP_M 8
 #endif
+#ifndef EARLY_MI
+#define EARLY_MI 0
+#endif
 #ifndef ELEM_BF16
 #define ELEM_BF16 0
 #endif
@@ -48,18 +58,24 @@ constexpr int NI = WN / 8;   // n8 MMA tiles per warp tile
 constexpr int KSTEPS = BK / 16;
 constexpr int A_CHUNKS = BK / 8;  // 16-byte chunks per A row
 constexpr int B_CHUNKS = BN / 8;  // 16-byte chunks per B row
+constexpr int A_ROW_STEP = NUM_THREADS / A_CHUNKS;  // A rows one pass of all threads covers
+constexpr int B_ROW_STEP = NUM_THREADS / B_CHUNKS;  // B rows one pass covers
+constexpr int A_PER_THREAD = BM / A_ROW_STEP;
+constexpr int B_PER_THREAD = BK / B_ROW_STEP;
 constexpr int A_BYTES = BM * BK * 2;
 constexpr int STAGE_BYTES = A_BYTES + BK * BN * 2;
-constexpr int A_PER_THREAD = BM * A_CHUNKS / NUM_THREADS;
-constexpr int B_PER_THREAD = BK * B_CHUNKS / NUM_THREADS;
 
-static_assert(BK == 32, "the A swizzle below is written for 64-byte rows (BK = 32)");
+static_assert(BK == 32 || BK == 64, "A rows are 64 or 128 bytes (the two swizzles below)");
 static_assert(BN % 64 == 0, "the B swizzle permutes groups of 8 chunks (128 bytes) of a row");
 static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must tile the block tile");
 static_assert(WM % 16 == 0 && WN % 16 == 0, "ldmatrix.x4 loads 16 x 16 of A, or 16 of K x 16 of N");
-static_assert(A_PER_THREAD * NUM_THREADS == BM * A_CHUNKS, "every thread copies as many A chunks");
-static_assert(B_PER_THREAD * NUM_THREADS == BK * B_CHUNKS, "every thread copies as many B chunks");
+static_assert(KSTEPS >= 2 && KSTEPS % 2 == 0, "fragment buffers alternate: an even number of k16 steps");
+static_assert(NUM_THREADS % A_CHUNKS == 0 && BM % A_ROW_STEP == 0, "A copies split evenly");
+static_assert(NUM_THREADS % B_CHUNKS == 0 && BK % B_ROW_STEP == 0, "B copies split evenly");
+static_assert(A_ROW_STEP % 8 == 0 && B_ROW_STEP % 8 == 0,
+              "rows a thread copies differ by multiples of 8: one swizzle pattern per thread");
 static_assert(STAGES >= 2, "a pipeline needs at least two buffers");
+static_assert(EARLY_MI >= 0 && EARLY_MI <= MI, "EARLY_MI rows of MMAs go before the barrier");
 static_assert(STAGES * STAGE_BYTES <= 227 * 1024, "the stages must fit in 227 KiB of shared memory");
 
 #if ELEM_BF16
@@ -96,6 +112,13 @@ __device__ __forceinline__ void mma16816(float (&d)[4], const u32 (&a)[4], u32 b
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// The same, kept in program order relative to the barrier (volatile).
+__device__ __forceinline__ void mma16816_ordered(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+    asm volatile(MMA_F16 " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
 __device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 smem_addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -124,16 +147,19 @@ __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+// Byte offset of logical 16-byte chunk c of row r in the swizzled A and B tiles.
 __device__ __forceinline__ u32 a_off(int r, int c) {
-    return static_cast<u32>(r * (BK * 2) + ((c ^ ((r >> 1) & 3)) * 16));
+    const int f = A_CHUNKS == 8 ? (r & 7) : ((r >> 1) & 3);
+    return static_cast<u32>(r * (BK * 2) + ((c ^ f) * 16));
 }
 __device__ __forceinline__ u32 b_off(int r, int c) {
     return static_cast<u32>(r * (BN * 2) + ((c ^ (r & 7)) * 16));
 }
 
-// The slow path for K or N not a multiple of 8: 8 elements from column c, zeros outside.
+// 8 elements from column c of row r, zeros outside the matrix: the path for K or N not a
+// multiple of 8, where 16-byte copies would be misaligned.
 __device__ __forceinline__ void store_chunk_scalar(u32 dst, const elem_t* __restrict__ p, int r,
-                                                int c, int rows, int cols) {
+                                                   int c, int rows, int cols) {
     u32 w[4] = {0u, 0u, 0u, 0u};
     if (r < rows) {
         const elem_t* src = p + static_cast<size_t>(r) * cols + c;
@@ -149,16 +175,122 @@ __device__ __forceinline__ void store_chunk_scalar(u32 dst, const elem_t* __rest
                  : "memory");
 }
 
-// Copy chunk (r, 8c..8c+7) of a rows x cols matrix to dst. vec: cols % 8 == 0, so a chunk is
-// wholly in or out of the matrix and 16-byte aligned.
-__device__ __forceinline__ void copy_chunk(u32 dst, const elem_t* __restrict__ p, int r, int c,
-                                           int rows, int cols, bool vec) {
-    if (vec) {
-        const bool in = r < rows && c < cols;
-        cp_async16(dst, in ? p + static_cast<size_t>(r) * cols + c : p, in ? 16u : 0u);
-    } else {
-        store_chunk_scalar(dst, p, r, c, rows, cols);
+// The main loop. VEC: K % 8 == 0 and N % 8 == 0, so every 16-byte chunk of A or B is wholly
+// inside or outside the matrix and aligned: cp.async. Otherwise 2-byte loads + shared stores.
+template <bool VEC>
+__device__ __forceinline__ void mainloop(float (&acc)[MI][NI][4], int M, int N, int K, int m0,
+                                         int n0, const elem_t* __restrict__ A,
+                                         const elem_t* __restrict__ B, u32 sbase) {
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+    const int ktiles = (K + BK - 1) / BK;
+
+    // This thread copies A chunks (a_row + i * A_ROW_STEP, a_c) and B chunks
+    // (b_row + i * B_ROW_STEP, b_c) of every tile; rows A_ROW_STEP apart share a swizzle.
+    const int a_row = tid / A_CHUNKS, a_c = tid % A_CHUNKS;
+    const int b_row = tid / B_CHUNKS, b_c = tid % B_CHUNKS;
+    const u32 a_dst = a_off(a_row, a_c), b_dst = b_off(b_row, b_c);
+    const elem_t* a_src = A + static_cast<size_t>(min(m0 + a_row, M - 1)) * K + 8 * a_c;
+    const elem_t* b_src = B + static_cast<size_t>(b_row) * N + n0 + 8 * b_c;
+    u32 a_rows_ok = 0;  // bit i: row a_row + i * A_ROW_STEP is inside A
+#pragma unroll
+    for (int i = 0; i < A_PER_THREAD; ++i)
+        a_rows_ok |= (m0 + a_row + i * A_ROW_STEP < M ? 1u : 0u) << i;
+    const bool b_col_ok = n0 + 8 * b_c < N;
+
+    auto load_tile = [&](int stage, int kt) {
+        const u32 sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
+        const int k0 = kt * BK;
+        if (VEC) {
+            const bool a_k_ok = k0 + 8 * a_c < K;
+#pragma unroll
+            for (int i = 0; i < A_PER_THREAD; ++i) {
+                const bool ok = a_k_ok && ((a_rows_ok >> i) & 1u);
+                const elem_t* src = a_src + static_cast<size_t>(i * A_ROW_STEP) * K + k0;
+                cp_async16(sa + a_dst + i * A_ROW_STEP * BK * 2, ok ? src : A, ok ? 16u : 0u);
+            }
+#pragma unroll
+            for (int i = 0; i < B_PER_THREAD; ++i) {
+                const bool ok = b_col_ok && k0 + b_row + i * B_ROW_STEP < K;
+                const elem_t* src = b_src + static_cast<size_t>(k0 + i * B_ROW_STEP) * N;
+                cp_async16(sb + b_dst + i * B_ROW_STEP * BN * 2, ok ? src : B, ok ? 16u : 0u);
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < A_PER_THREAD; ++i)
+                store_chunk_scalar(sa + a_dst + i * A_ROW_STEP * BK * 2, A,
+                                   m0 + a_row + i * A_ROW_STEP, k0 + 8 * a_c, M, K);
+#pragma unroll
+            for (int i = 0; i < B_PER_THREAD; ++i) {
+                const int r = k0 + b_row + i * B_ROW_STEP;  // rows past K: zeros (K tail)
+                store_chunk_scalar(sb + b_dst + i * B_ROW_STEP * BN * 2, B, r < K ? r : K,
+                                   n0 + 8 * b_c, K, N);
+            }
+        }
+    };
+
+    // ldmatrix addresses: lane l serves row (l & 15) of a 16-row block and chunk (l >> 4) of a
+    // 16-column block (lanes 0-7, 8-15, 16-23, 24-31 -> matrices 0..3 = fragment registers 0..3).
+    const int lrow = lane & 15, lchunk = lane >> 4;
+    u32 a[2][MI][4], b[2][NI / 2][4];
+    auto load_frags = [&](int buf, int stage, int ks) {
+        const u32 sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+            ldmatrix_x4(a[buf][i], sa + a_off(wm + 16 * i + lrow, 2 * ks + lchunk));
+#pragma unroll
+        for (int j = 0; j < NI / 2; ++j)  // b0,b1 of n-tile 2j, then b0,b1 of n-tile 2j+1
+            ldmatrix_x4_trans(b[buf][j], sb + b_off(16 * ks + lrow, (wn + 16 * j) / 8 + lchunk));
+    };
+
+    // Prologue: tiles 0 .. STAGES-2 in flight, one commit group each (empty past the end, so
+    // that the wait_group counts stay uniform); then the first fragments of tile 0.
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < ktiles) load_tile(s, s);
+        cp_async_commit();
     }
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    load_frags(0, 0, 0);
+
+    int read_stage = 0, write_stage = STAGES - 1;
+    for (int kt = 0; kt < ktiles; ++kt) {
+#pragma unroll
+        for (int ks = 0; ks < KSTEPS; ++ks) {
+            if (ks == KSTEPS - 1) {
+                // The first EARLY_MI rows of this step's MMAs go before the barrier, so the
+                // tensor cores have work queued while the warp waits at it.
+#pragma unroll
+                for (int i = 0; i < EARLY_MI; ++i)
+#pragma unroll
+                    for (int j = 0; j < NI; ++j)
+                        mma16816_ordered(acc[i][j], a[ks % 2][i], b[ks % 2][j / 2][2 * (j % 2)],
+                                         b[ks % 2][j / 2][2 * (j % 2) + 1]);
+                if (kt + 1 < ktiles) {
+                    cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt+1 landed
+                    __syncthreads();  // everyone's have; everyone is done reading tile kt-1
+                    const int next = read_stage + 1 == STAGES ? 0 : read_stage + 1;
+                    load_frags((ks + 1) % 2, next, 0);
+                }
+            } else {
+                load_frags((ks + 1) % 2, read_stage, ks + 1);
+            }
+            if (ks == 0) {  // tile kt-1's buffer is free since the last barrier
+                if (kt + STAGES - 1 < ktiles) load_tile(write_stage, kt + STAGES - 1);
+                cp_async_commit();
+            }
+#pragma unroll
+            for (int i = ks == KSTEPS - 1 ? EARLY_MI : 0; i < MI; ++i)
+#pragma unroll
+                for (int j = 0; j < NI; ++j)
+                    mma16816(acc[i][j], a[ks % 2][i], b[ks % 2][j / 2][2 * (j % 2)],
+                             b[ks % 2][j / 2][2 * (j % 2) + 1]);
+        }
+        read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
+        write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
+    }
+    cp_async_wait<0>();  // no copy may still target shared memory when the block exits
 }
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
@@ -166,10 +298,6 @@ gemm_mma_multistage(int M, int N, int K, float alpha, const elem_t* __restrict__
                     const elem_t* __restrict__ B, float beta, elem_t* __restrict__ C) {
     extern __shared__ __align__(128) unsigned char smem[];
     const u32 sbase = static_cast<u32>(__cvta_generic_to_shared(smem));
-
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const int g = lane / 4, t = lane % 4;
-    const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
 
     // Grouped block order (a bijection of the grid for any grid size).
     const int grid_m = gridDim.y, grid_n = gridDim.x;
@@ -180,25 +308,6 @@ gemm_mma_multistage(int M, int N, int K, float alpha, const elem_t* __restrict__
     const int m0 = (first_m + in_group % group_rows) * BM;
     const int n0 = (in_group / group_rows) * BN;
 
-    const bool vec_a = K % 8 == 0, vec_b = N % 8 == 0;
-    const int ktiles = (K + BK - 1) / BK;
-
-    auto load_tile = [&](int stage, int kt) {
-        const u32 sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
-        const int k0 = kt * BK;
-#pragma unroll
-        for (int i = 0; i < A_PER_THREAD; ++i) {
-            const int f = tid + i * NUM_THREADS, r = f / A_CHUNKS, c = f % A_CHUNKS;
-            copy_chunk(sa + a_off(r, c), A, m0 + r, k0 + 8 * c, M, K, vec_a);
-        }
-#pragma unroll
-        for (int i = 0; i < B_PER_THREAD; ++i) {
-            const int f = tid + i * NUM_THREADS, r = f / B_CHUNKS, c = f % B_CHUNKS;
-            // rows of B past K are zeros: the K tail adds nothing (A's columns there are 0 too)
-            copy_chunk(sb + b_off(r, c), B, k0 + r < K ? k0 + r : K, n0 + 8 * c, K, N, vec_b);
-        }
-    };
-
     float acc[MI][NI][4];
 #pragma unroll
     for (int i = 0; i < MI; ++i)
@@ -207,55 +316,14 @@ gemm_mma_multistage(int M, int N, int K, float alpha, const elem_t* __restrict__
 #pragma unroll
             for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
 
-    // Prologue: tiles 0 .. STAGES-2 in flight, one commit group each (empty past the end, so
-    // that wait_group counts stay uniform).
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < ktiles) load_tile(s, s);
-        cp_async_commit();
-    }
+    if (K % 8 == 0 && N % 8 == 0)
+        mainloop<true>(acc, M, N, K, m0, n0, A, B, sbase);
+    else
+        mainloop<false>(acc, M, N, K, m0, n0, A, B, sbase);
 
-    const int lrow = lane & 15, lchunk = lane >> 4;
-    int read_stage = 0, write_stage = STAGES - 1;
-    for (int kt = 0; kt < ktiles; ++kt) {
-        cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt have landed
-        __syncthreads();              // everyone's have; and everyone is done with tile kt-1
-        if (kt + STAGES - 1 < ktiles) load_tile(write_stage, kt + STAGES - 1);
-        cp_async_commit();
-
-        const u32 sa = sbase + read_stage * STAGE_BYTES, sb = sa + A_BYTES;
-        u32 a[2][MI][4], b[2][NI / 2][4];
-#pragma unroll
-        for (int i = 0; i < MI; ++i)
-            ldmatrix_x4(a[0][i], sa + a_off(wm + 16 * i + lrow, lchunk));
-#pragma unroll
-        for (int j = 0; j < NI / 2; ++j)
-            ldmatrix_x4_trans(b[0][j], sb + b_off(lrow, (wn + 16 * j) / 8 + lchunk));
-#pragma unroll
-        for (int ks = 0; ks < KSTEPS; ++ks) {
-            const int cur = ks % 2, nxt = (ks + 1) % 2;
-            if (ks + 1 < KSTEPS) {  // next fragments first: their latency hides under the MMAs
-                const int kk = 16 * (ks + 1);
-#pragma unroll
-                for (int i = 0; i < MI; ++i)
-                    ldmatrix_x4(a[nxt][i], sa + a_off(wm + 16 * i + lrow, kk / 8 + lchunk));
-#pragma unroll
-                for (int j = 0; j < NI / 2; ++j)
-                    ldmatrix_x4_trans(b[nxt][j],
-                                      sb + b_off(kk + lrow, (wn + 16 * j) / 8 + lchunk));
-            }
-#pragma unroll
-            for (int i = 0; i < MI; ++i)
-#pragma unroll
-                for (int j = 0; j < NI; ++j)
-                    mma16816(acc[i][j], a[cur][i], b[cur][j / 2][2 * (j % 2)],
-                             b[cur][j / 2][2 * (j % 2) + 1]);
-        }
-        read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
-        write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
-    }
-    cp_async_wait<0>();  // no copy may still target shared memory when the block exits
-
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
     const bool pairs = N % 2 == 0;
 #pragma unroll
     for (int i = 0; i < MI; ++i) {

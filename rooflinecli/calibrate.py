@@ -533,27 +533,37 @@ def measure(
         (np.float32(0.999), np.float32(1e-3), sentinel),
     )
     available = kernels_for(arch)
-    if "cal_mma_sync" in available:
-        tick("FP16 mma.sync")
-        meas["fp16_mma_sync_tflops"], details["fp16_mma_sync"] = compute(
-            "cal_mma_sync", 256, (256 // 32) * MMA_SYNC_NACC * MMA_FLOPS, (sentinel,)
-        )
-    else:
-        meas["fp16_mma_sync_tflops"] = None
-        notes.append(f"mma.sync: needs sm_80 or later ({arch})")
-    if "cal_wgmma" in available:
-        tick("FP16 wgmma")
+
+    def tensor(key: str, label: str, name: str, threads: int, flops_per_iter: int) -> None:
+        """A Tensor Core roof; a failure (an old driver, a faulting kernel) leaves it out with
+        a note instead of losing the roofs already measured."""
+        meas[key] = None
+        if name not in available:
+            need = "the sm_90a target" if KERNELS[name][4] else "sm_80 or later"
+            notes.append(f"{label} left out: it needs {need} (this GPU: {arch})")
+            return
+        tick(label)
         try:
-            meas["fp16_wgmma_tflops"], details["fp16_wgmma"] = compute(
-                "cal_wgmma", 128, WGMMA_KSTEPS * WGMMA_FLOPS, (sentinel,)
+            meas[key], details[key.removesuffix("_tflops")] = compute(
+                name, threads, flops_per_iter, (sentinel,)
             )
         except RooflineError as exc:
-            meas["fp16_wgmma_tflops"] = None
-            notes.append(f"wgmma left out: {exc.message}")
-    else:
-        meas["fp16_wgmma_tflops"] = None
-        notes.append(f"wgmma left out: it needs the sm_90a target ({arch})")
-    cp.cuda.runtime.deviceSynchronize()
+            notes.append(f"{label} left out: {exc.message}")
+        except Exception as exc:  # CUDA errors from CuPy: one line, keep the rest
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            notes.append(f"{label} left out: {type(exc).__name__}: {first}")
+
+    tensor(
+        "fp16_mma_sync_tflops", "FP16 mma.sync", "cal_mma_sync", 256,
+        (256 // 32) * MMA_SYNC_NACC * MMA_FLOPS,
+    )  # fmt: skip
+    tensor(
+        "fp16_wgmma_tflops", "FP16 wgmma", "cal_wgmma", 128, WGMMA_KSTEPS * WGMMA_FLOPS
+    )  # fmt: skip
+    try:
+        cp.cuda.runtime.deviceSynchronize()
+    except Exception as exc:  # a kernel above broke the context: the notes say which
+        notes.append(f"the CUDA context is broken after the tensor roofs: {exc}")
     smi_after = runner._smi("clocks.sm")
     dev["clock_sm_mhz_after"] = int(smi_after[0]) if smi_after and smi_after[0].isdigit() else None
     doc: dict[str, Any] = {

@@ -244,7 +244,7 @@ def weight_gemms(p: Preset) -> list[WeightGemm]:
         WeightGemm(
             "qkv", "Q, K and V projections (fused)", q_out + 2 * kv_out, p.d_model, p.layers
         ),
-        WeightGemm("o", "attention output projection", p.d_model, q_out, p.layers),
+        WeightGemm("o_proj", "attention output projection", p.d_model, q_out, p.layers),
         WeightGemm("ffn_gate", "FFN gate projection", p.ffn, p.d_model, p.layers),
         WeightGemm("ffn_up", "FFN up projection", p.ffn, p.d_model, p.layers),
         WeightGemm("ffn_down", "FFN down projection", p.d_model, p.ffn, p.layers),

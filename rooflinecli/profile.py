@@ -110,7 +110,10 @@ def ncu_version(ncu: Path) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     m = re.search(r"Version\s+([\w.]+)", out.stdout)
-    return m.group(1) if m else (out.stdout.strip().splitlines() or [None])[-1]
+    if m:
+        return m.group(1)
+    lines = out.stdout.strip().splitlines()
+    return lines[-1] if lines else None
 
 
 # --------------------------------------------------------------------------- parsing (pure)
@@ -209,7 +212,7 @@ def derive(counters: dict[str, float | None], flops_model: float) -> dict[str, A
 
     ffma, fadd, fmul = (get(m) for m in FP32_METRICS)
     fp32 = None if ffma is None else 2 * ffma + (fadd or 0.0) + (fmul or 0.0)
-    tensor_vals = [get(m) for m in TENSOR_METRICS if get(m) is not None]
+    tensor_vals = [v for v in (get(m) for m in TENSOR_METRICS) if v is not None]
     tensor = sum(tensor_vals) if tensor_vals else None
     flops_hw = None if fp32 is None and tensor is None else (fp32 or 0.0) + (tensor or 0.0)
     rd, wr = get("dram__bytes_read.sum"), get("dram__bytes_write.sum")
@@ -330,7 +333,10 @@ def _first_error(text: str) -> str | None:
 
 
 def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    # the child imports this very package, installed or not
+    root = str(Path(__file__).resolve().parent.parent)
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=path)
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
@@ -358,7 +364,8 @@ def query_available(ncu: Path) -> set[str] | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     names = parse_query_metrics(out.stdout)
-    return names or None
+    # a listing we misread must not silently drop metrics: it has to know the kernel time
+    return names if "gpu__time_duration" in names else None
 
 
 def profile_gemm(
@@ -415,9 +422,15 @@ def profile_gemm(
                 cmd = ncu_command(
                     ncu, metrics, report, target, name, stage.entry, use_nvtx, launch_count
                 )
-                proc = _run(cmd, timeout)
+                try:
+                    proc = _run(cmd, timeout)
+                    doc = _load_run(json_out, proc)
+                except RooflineError as exc:
+                    if not records:  # the first stage: likely no GPU at all; say so once
+                        raise
+                    records.append(_failed(name, dtype, shape, exc.message))
+                    continue
                 out = proc.stdout + proc.stderr
-                doc = _load_run(json_out, proc)
                 if _PERM_RE.search(out):
                     info["problem"] = reason = (
                         "ERR_NVGPUCTRPERM: no permission to read the GPU's performance "
@@ -439,8 +452,13 @@ def profile_gemm(
                         "(the verification launch), found by kernel name",
                     )
             else:
-                proc = _run(target, timeout)
-                doc = _load_run(json_out, proc)
+                try:
+                    doc = _load_run(json_out, _run(target, timeout))
+                except RooflineError as exc:
+                    if not records:
+                        raise
+                    records.append(_failed(name, dtype, shape, exc.message))
+                    continue
             rec = _record_for(doc, name, shape)
             attach(rec, rows, reason)
             records.append(rec)
@@ -459,6 +477,15 @@ def _import_rows(
         why = _first_error(proc.stdout + proc.stderr)
         return None, f"ncu --import gave no rows{': ' + why if why else ''}"
     return rows, None
+
+
+def _failed(name: str, dtype: str, shape: tuple[int, int, int], why: str) -> dict[str, Any]:
+    """A stage whose run broke (a crash, a timeout): a record that says so, no counters."""
+    m, n, k = shape
+    rec: dict[str, Any] = {"stage": name, "dtype": dtype, "m": m, "n": n, "k": k,
+                           "flops": 2 * m * n * k, "verified": False, "error": why}  # fmt: skip
+    attach(rec, None, f"the run failed: {why}")
+    return rec
 
 
 def _record_for(doc: dict[str, Any], stage: str, shape: tuple[int, int, int]) -> dict[str, Any]:

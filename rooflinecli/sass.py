@@ -35,7 +35,8 @@ _WIDTHS = {"8": 8, "U8": 8, "S8": 8, "16": 16, "U16": 16, "S16": 16, "32": 32, "
 
 # Columns shown for a mix, in order (every opcode is kept in the full counter).
 MIX_KEYS: tuple[str, ...] = (
-    "LDG", "LDS", "LDGSTS", "STS", "STG", "LDSM", "LDL", "STL", "FFMA", "HMMA", "HGMMA", "BAR",
+    "LDG", "LDS", "LDGSTS", "UTMALDG", "STS", "STG", "LDSM", "LDL", "STL", "FFMA", "HMMA",
+    "HGMMA", "BAR",
 )  # fmt: skip
 
 _INSTR_RE = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;")
@@ -234,6 +235,21 @@ def macs_per_thread(instrs: list[Instr]) -> float:
     return total
 
 
+def gmma_k_steps(instrs: list[Instr]) -> float | None:
+    """k steps a loop iteration covers, from its warpgroup MMAs alone: each HGMMA.64xNxK adds K
+    to the accumulator tile it writes (its first register), so k = sum of K / tiles. This
+    holds whatever the block's thread count (warp-specialized producers do no math)."""
+    total, tiles = 0, set()
+    for ins in instrs:
+        parts = ins.opcode.split(".")
+        if ins.base in ("HGMMA", "QGMMA", "IGMMA") and len(parts) > 1:
+            gm = _GMMA_SHAPE_RE.match(parts[1])
+            if gm:
+                total += int(gm.group(3))
+                tiles.add(ins.operands.split(",", 1)[0].strip())
+    return total / len(tiles) if tiles else None
+
+
 @dataclass
 class Report:
     """The SASS facts `inspect` shows for one kernel."""
@@ -248,6 +264,7 @@ class Report:
     loop_widths: Counter[str]
     loop_instructions: int
     loop_macs_per_thread: float
+    loop_gmma_k_steps: float | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -272,13 +289,26 @@ class Report:
         }
 
 
+def structured(found: list[Loop]) -> list[Loop]:
+    """Drop back-jumps that are not loops: real loops nest or are disjoint; when two regions
+    overlap only partly, the later-ending one is an out-of-line block (a barrier's slow path
+    placed after the epilogue, say) returning into the loop, and is dropped."""
+    drop = set()
+    for a in found:
+        for b in found:
+            if a.start < b.start <= a.end < b.end:
+                drop.add(b)
+    return [lp for lp in found if lp not in drop]
+
+
 def main_loop(fn: Function) -> Loop | None:
     """The innermost loop doing arithmetic with the most matrix (then FMA) instructions.
 
     Loops without any (spin-waits on a barrier, remainder loops of index math) are ignored,
-    also when deciding what is innermost: a main loop around an mbarrier wait still counts."""
+    also when deciding what is innermost: a main loop around an mbarrier wait still counts.
+    Partly overlapping regions are resolved first (see structured)."""
     scored = []
-    for lp in loops(fn):
+    for lp in structured(loops(fn)):
         tensor, math = math_count(mix(body(fn, lp)))
         if math:
             scored.append((lp, tensor, math))
@@ -309,6 +339,7 @@ def analyze(text: str, entry: str) -> Report:
         loop_widths=widths(inner),
         loop_instructions=len(inner),
         loop_macs_per_thread=macs_per_thread(inner),
+        loop_gmma_k_steps=gmma_k_steps(inner),
     )
 
 

@@ -155,6 +155,41 @@ def test_main_loop_skips_spin_waits_and_prefers_tensor_cores():
     assert rep.loops == 4
 
 
+OUT_OF_LINE = """
+        .section        .text.w,"ax",@progbits
+.L_x_0:
+        /*0000*/                   HGMMA.64x128x16.F32 R24, gdesc[UR4], R24 ;
+.L_x_1:
+        /*0010*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R1 ;
+        /*0020*/              @!P0 BRA `(.L_x_9) ;
+        /*0030*/                   HGMMA.64x128x16.F32 R24, gdesc[UR6], R24 ;
+        /*0040*/                   HGMMA.64x128x16.F32 R88, gdesc[UR6], R88 ;
+        /*0050*/                   HGMMA.64x128x16.F32 R88, gdesc[UR6], R88 ;
+        /*0060*/               @P1 BRA `(.L_x_0) ;
+        /*0070*/                   FFMA R1, R24, R2, R3 ;
+        /*0080*/                   FFMA R1, R25, R2, R3 ;
+        /*0090*/                   EXIT ;
+.L_x_9:
+        /*00a0*/                   SYNCS.PHASECHK.TRANS64 P0, [UR4], R1 ;
+        /*00b0*/               @!P0 BRA `(.L_x_9) ;
+        /*00c0*/                   BRA `(.L_x_1) ;
+"""
+
+
+def test_out_of_line_slow_path_is_not_the_main_loop():
+    # the barrier's slow path after EXIT jumps back into the loop: the region 0x10..0xc0 is
+    # not a loop (it overlaps the real one only partly) although it holds more math
+    fn = sass.parse(OUT_OF_LINE)["w"]
+    assert [(lp.start, lp.end) for lp in sass.loops(fn)] == [(0, 0x60), (0x10, 0xC0), (0xA0, 0xB0)]
+    assert [(lp.start, lp.end) for lp in sass.structured(sass.loops(fn))] == [
+        (0, 0x60), (0xA0, 0xB0),
+    ]  # fmt: skip
+    rep = sass.analyze(OUT_OF_LINE, "w")
+    assert rep.main_loop is not None and rep.main_loop.start == 0
+    # 4 HGMMAs of k=16 over 2 accumulator tiles (R24, R88): 32 k steps per iteration
+    assert rep.loop_gmma_k_steps == 32
+
+
 def test_analyze_unknown_function():
     with pytest.raises(RooflineError, match="no function nope"):
         sass.analyze(LISTING, "nope")
@@ -190,11 +225,13 @@ SPEC = resolve("h100-sxm5")
 
 
 @pytest.fixture(scope="module")
-def inspected():
-    return {
-        name: inspect_stage(stages.BY_NAME[name], "sm_90a", SPEC)
-        for name in ("naive_xcol", "thread_tile_4x4", "thread_tile_8x8")
-    }
+def inspected(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:  # the session's cache (conftest), not the user's
+        mp.setenv("ROOFLINE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+        return {
+            name: inspect_stage(stages.BY_NAME[name], "sm_90a", SPEC)
+            for name in ("naive_xcol", "thread_tile_4x4", "thread_tile_8x8")
+        }
 
 
 def test_naive_loop_has_two_ldg_per_ffma(inspected):

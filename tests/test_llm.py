@@ -92,7 +92,14 @@ def test_gqa_keeps_attention_flops_per_query_head_and_shrinks_kv():
 #   qkv      N=12288, K=4096:  0.00338587 - 0.00008138 - 0.00024414 = 0.00306035 -> 326.76 -> 327
 #   ffn_*    N=11008, K=4096:  0.00338587 - 0.00009084 - 0.00024414 = 0.00305089 -> 327.77 -> 328
 #   lm_head  N=32000, K=4096:  0.00338587 - 0.00003125 - 0.00024414 = 0.00311048 -> 321.49 -> 322
-CROSSING = {"qkv": 327, "o": 346, "ffn_gate": 328, "ffn_up": 328, "ffn_down": 328, "lm_head": 322}
+CROSSING = {
+    "qkv": 327,
+    "o_proj": 346,
+    "ffn_gate": 328,
+    "ffn_up": 328,
+    "ffn_down": 328,
+    "lm_head": 322,
+}
 
 
 @pytest.mark.parametrize(("name", "batch"), sorted(CROSSING.items()))
@@ -114,7 +121,7 @@ def test_a_gemm_that_never_reaches_the_ridge():
 
 
 def test_gemm_record_fields_at_batch_1():
-    g = next(x for x in llm.weight_gemms(_llama7b()) if x.name == "o")
+    g = next(x for x in llm.weight_gemms(_llama7b()) if x.name == "o_proj")
     r = llm.gemm_record(_llama7b(), g, 1, H100, "fp16")
     # 1x4096x4096: 33,554,432 FLOPs over 2 x (4096 + 16,777,216 + 4096) = 33,570,816 bytes
     assert (r["m"], r["n"], r["k"], r["flops"], r["bytes_ideal"]) == (
@@ -128,8 +135,8 @@ def test_gemm_record_fields_at_batch_1():
     assert r["attainable_tflops"] == pytest.approx(r["ai_ideal"] * 3.35)
     # memory time 33,570,816 B / 3350 GB/s = 10.0212 us per call, 32 calls per token
     assert r["time_us_per_token"] == pytest.approx(32 * 33_570_816 / 3350e9 * 1e6)
-    assert r["workload"] == "llama-7b:o:b1"
-    assert (r["kind"], r["stage"], r["count"]) == ("llm", "o", 32)
+    assert r["workload"] == "llama-7b:o_proj:b1"
+    assert (r["kind"], r["stage"], r["count"]) == ("llm", "o_proj", 32)
 
 
 def test_time_shares_at_batch_1_follow_bytes():
@@ -265,7 +272,7 @@ def test_model_llm_batch_tables_exact_lines(runner):
         "| ridge at b | us/token |"
     )
     for line in (
-        "| o | 1 | 32 | 1 x 4096 x 4096 | 0.034 | 33.6 | 1.00 | memory | 3.3 | 346 | 320.7 |",
+        "| o_proj | 1 | 32 | 1 x 4096 x 4096 | 0.034 | 33.6 | 1.00 | memory | 3.3 | 346 | 320.7 |",
         "| ffn_up | 64 | 32 | 64 x 11008 x 4096 | 5.771 | 92.1 | 62.66 | memory | 209.9 | 328 "
         "| 13.7 |",
         "| qkv | 512 | 32 | 512 x 12288 x 4096 | 51.540 | 117.4 | 438.9 | compute | 989.4 | 327 "
@@ -367,5 +374,5 @@ def test_run_llm_without_stages_of_the_dtype_or_gpu_is_one_line(runner, monkeypa
     r = runner.invoke(cli, ["run", "llm", "--gemms", "ffn_up,mlp", "--dtype", "fp32"])
     assert r.exit_code == 2
     assert r.stderr.strip() == (
-        "error: unknown GEMM mlp; known: qkv, o, ffn_gate, ffn_up, ffn_down, lm_head"
+        "error: unknown GEMM mlp; known: qkv, o_proj, ffn_gate, ffn_up, ffn_down, lm_head"
     )

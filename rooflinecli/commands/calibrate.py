@@ -54,7 +54,7 @@ SET_COLUMNS: list[report.Column] = [
     ("bandwidth_gbs", "HBM GB/s", _num),
     ("ridge_fp32", "ridge FP32", _num),
     ("ridge_fp16_tensor", "ridge FP16 TC", _num),
-    ("source", "from", _str),
+    ("l2_gbs", "L2 GB/s", _num),
 ]
 
 
@@ -139,6 +139,15 @@ def calibrate(quick: bool, spec_arg: str | None, fmt: str) -> None:
         )
     )
     if len(sets):
-        con.print(report.table(sets, SET_COLUMNS, title="Roof sets (ridge points in FLOP/byte)"))
+        derived = (doc.get("roof_sets") or {}).get("derived", {})
+        con.print(
+            report.table(
+                sets,
+                SET_COLUMNS,
+                title="Roof sets for reports (ridge points in FLOP/byte)",
+                caption=f"derived: {derived.get('source', '-')}. measured: the best of wgmma "
+                "and mma.sync, the best of HBM read and copy.",
+            )
+        )
     for note in doc.get("notes", []):
         con.print(f"note: {note}")

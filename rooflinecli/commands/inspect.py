@@ -22,7 +22,7 @@ from rooflinecli.specs import Spec
 SCHEMA = "roofline.inspect/1"
 
 # Instructions shown per k step, in order; a column appears when some stage has it in its loop.
-PER_K = ("LDG", "LDS", "LDGSTS", "STS", "LDSM", "FFMA", "HMMA", "HGMMA")
+PER_K = ("LDG", "LDS", "LDGSTS", "UTMALDG", "STS", "LDSM", "FFMA", "HMMA", "HGMMA")
 
 
 def _fmt_num(v: Any) -> str:
@@ -144,6 +144,8 @@ def inspect_stage(
     rep = sass.analyze_cubin(built.cubin_path, stage.entry or "")
     per_thread = results_per_thread(stage)
     k_per_iter = rep.loop_macs_per_thread / per_thread if rep.main_loop else None
+    if rep.loop_gmma_k_steps:  # warpgroup MMA: from the accumulator tiles (see sass)
+        k_per_iter = rep.loop_gmma_k_steps
     if k_per_iter is not None and abs(k_per_iter - round(k_per_iter)) < 1e-9:
         k_per_iter = float(round(k_per_iter))
     loop, kern = rep.loop, rep.kernel
@@ -279,7 +281,8 @@ def inspect_gemm(
             title="SASS of the main loop (nvdisasm), per k step",
             caption="Main loop: the innermost backward-branch loop with the most FMA/matrix "
             "instructions. k/iter: k steps one iteration covers (its multiply-adds per thread "
-            "over the thread's elements of C); X/k = loop count / k/iter. LDG:FFMA in lowest "
-            "terms from the loop's counts.",
+            "over the thread's elements of C; with HGMMA, 16 x HGMMAs per accumulator tile); "
+            "X/k = loop count / k/iter. LDG:FFMA in lowest terms from the loop's counts. "
+            "Whole-kernel counts (kernel_*) and every opcode: --format json or csv.",
         )
     )

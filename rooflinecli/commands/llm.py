@@ -236,7 +236,7 @@ def _print(rows: list[dict[str, Any]], columns: list[Column], fmt: str, **titles
 )  # fmt: skip
 @click.option(
     "--dtype", type=click.Choice(DTYPES), default="fp16", show_default=True,
-    help="Element type of weights and activations; its Tensor Core roof.",
+    help="Element type of weights and activations; picks the roof (Tensor Cores for 16-bit).",
 )  # fmt: skip
 @spec_option
 @format_option
@@ -370,7 +370,7 @@ RUN_COLUMNS.insert(-1, ("time_us_per_token", "us/token", _fixed(1)))
 )  # fmt: skip
 @click.option(
     "--gemms", "gemm_arg", default=None, metavar="LIST",
-    help="Only these weight GEMMs: qkv, o, ffn_gate, ffn_up, ffn_down, lm_head (default: all).",
+    help="Only these weight GEMMs: qkv, o_proj, ffn_gate, ffn_up, ffn_down, lm_head (default all).",
 )  # fmt: skip
 @click.option(
     "--stages", "stage_list", default=None, metavar="LIST",

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from rooflinecli import report, results, stages
-from rooflinecli.errors import RooflineError
+from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
     SIZE,
     dtype_option,
@@ -48,9 +48,7 @@ def _ratio(v: Any) -> str:
 
 
 def _status(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "ok"
-    return str(v)
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
 
 
 PROFILE_COLUMNS: list[report.Column] = [
@@ -67,7 +65,7 @@ PROFILE_COLUMNS: list[report.Column] = [
     ("ai_l2", "AI L2", _ai),
     ("ai_dram", "AI DRAM", _ai),
     ("ai_ideal", "AI ideal", _ai),
-    ("counters_reason", "counters", _status),
+    ("counters_reason", "no counters because", _status),
 ]
 
 
@@ -188,8 +186,8 @@ def profile_gemm(
     caption = (
         "AI at each level = hardware FLOPs / bytes that level moved (ncu counters). AI instr is "
         "what the load instructions alone would give; the gap to AI DRAM is what L1 and L2 "
-        "absorbed. event ms: CUDA events around the one profiled launch (inflated by ncu's "
-        "replays); ncu ms: gpu__time_duration."
+        "absorbed. event ms: CUDA events around the one profiled launch, which ncu serializes "
+        "and replays; ncu ms: its gpu__time_duration.sum."
     )
     report.emit(out, fmt, PROFILE_COLUMNS, title=title, caption=caption)
     if fmt == "table":
@@ -204,3 +202,6 @@ def profile_gemm(
     if all(r.get("counters") is None for r in records):
         reason = next((r["counters_reason"] for r in records if r.get("counters_reason")), "")
         raise RooflineError(f"no hardware counters: {reason}")
+    failed = sorted({r["stage"] for r in records if r.get("verified") is False})
+    if failed:
+        raise GateFailure(f"verification failed: {', '.join(failed)}")

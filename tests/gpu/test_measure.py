@@ -81,7 +81,7 @@ def test_measure_a_torch_matmul():
 
 def test_run_llm_times_decode_gemms_and_the_example_stage(runner, tmp_path):
     out = tmp_path / "llm.json"
-    args = ["run", "llm", "--dtype", "fp32", "--batch", "1,16", "--gemms", "o,ffn_down"]
+    args = ["run", "llm", "--dtype", "fp32", "--batch", "1,16", "--gemms", "o_proj,ffn_down"]
     args += ["--stages", "smem_tile", "--extra-stage", str(EXAMPLE), "--budget-ms", "5"]
     r = runner.invoke(cli, [*args, "--quiet", "--format", "json", "--output", str(out)])
     assert r.exit_code == 0, r.stderr
@@ -89,15 +89,15 @@ def test_run_llm_times_decode_gemms_and_the_example_stage(runner, tmp_path):
     results.validate(doc)
     assert json.loads(out.read_text())["records"] == doc["records"]
     assert {rec["workload"] for rec in doc["records"]} == {
-        "llama-7b:o:b1", "llama-7b:ffn_down:b1", "llama-7b:o:b16", "llama-7b:ffn_down:b16",
-    }  # fmt: skip
+        f"llama-7b:{g}:b{b}" for g in ("o_proj", "ffn_down") for b in (1, 16)
+    }
     assert {rec["stage"] for rec in doc["records"]} == {"smem_tile", "my_gemm", "cublas"}
     for rec in doc["records"]:
         assert rec["verified"] is True, rec
         assert rec["time_us_per_token"] > 0 and rec["allowed_us_per_token"] > 0
         assert (rec["m"], rec["n"], rec["k"]) == (
             rec["batch"],
-            *{"o": (4096, 4096), "ffn_down": (4096, 11008)}[rec["gemm"]],
+            *{"o_proj": (4096, 4096), "ffn_down": (4096, 11008)}[rec["gemm"]],
         )
     mine = next(row for row in doc["per_token"] if row["stage"] == "my_gemm")
     assert mine["us_b1"] > 0 and mine["us_b16"] > 0
@@ -105,8 +105,8 @@ def test_run_llm_times_decode_gemms_and_the_example_stage(runner, tmp_path):
 
 def test_run_llm_fp16_table(runner):
     r = runner.invoke(
-        cli, ["run", "llm", "--batch", "16", "--gemms", "o", "--budget-ms", "5", "--quiet"]
+        cli, ["run", "llm", "--batch", "16", "--gemms", "o_proj", "--budget-ms", "5", "--quiet"]
     )
     assert r.exit_code == 0, r.stderr
-    assert "llama-7b:o:b16" in r.output
+    assert "llama-7b:o_proj:b16" in r.output
     assert "roofs allow" in r.output

@@ -1,0 +1,351 @@
+"""`roofline profile`: ncu's raw CSV parsed on the CPU, counters turned into the measured roofline,
+and the whole command driven through a stand-in `ncu` (a script) so the orchestration runs here."""
+
+import json
+import os
+import stat
+import sys
+import textwrap
+
+import pytest
+
+from rooflinecli import profile as prof
+from rooflinecli.errors import RooflineError
+
+N = 4096
+FFMA = N**3  # the naive kernel: one FFMA per multiply-add (68,719,476,736, as ncu saw on H200)
+FMUL = N * N  # the epilogue's alpha * acc, once per element of C
+
+# `ncu --import R --csv --page raw --print-units base`: a header of column names (the metrics
+# among them), a row of units (empty for the launch columns), one row per profiled kernel;
+# numbers with thousands separators. ncu's own lines start with ==PROF==.
+RAW_CSV = textwrap.dedent(
+    """\
+    ==PROF== Connected to process 4242 (/usr/bin/python3.12)
+    "ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","dram__bytes_read.sum","dram__bytes_write.sum","dram__sectors_read.sum","gpu__time_duration.sum","l1tex__t_bytes.sum","lts__t_bytes.sum","sm__ops_path_tensor_src_fp16_dst_fp32.sum","sm__sass_thread_inst_executed_op_fadd_pred_on.sum","sm__sass_thread_inst_executed_op_ffma_pred_on.sum","sm__sass_thread_inst_executed_op_fmul_pred_on.sum"
+    "","","","","","","","","","","","byte","byte","sector","nsecond","byte","byte","","inst","inst","inst"
+    "0","4242","python3.12","127.0.0.1","gemm_naive_xcol","1","7","(16, 16, 1)","(256, 256, 1)","0","9.0","1,073,741,824","67,108,864","33,554,432","25,812,345","1,099,511,627,776","274,877,906,944","0","0","68,719,476,736","16,777,216"
+    ==PROF== Disconnected from process 4242
+    """  # noqa: E501
+)
+
+
+def test_parse_raw_csv():
+    rows = prof.parse_raw_csv(RAW_CSV)
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["kernel"] == "gemm_naive_xcol" and row["id"] == "0"
+    assert row["block"] == "(16, 16, 1)" and row["grid"] == "(256, 256, 1)"
+    m = row["metrics"]
+    assert m["sm__sass_thread_inst_executed_op_ffma_pred_on.sum"] == FFMA
+    assert m["dram__bytes_read.sum"] == 2**30
+    assert m["gpu__time_duration.sum"] == pytest.approx(25.812345e-3)  # nanoseconds -> seconds
+    assert "Kernel Name" not in m and "CC" not in m
+
+
+def test_parse_raw_csv_with_program_output_and_no_kernels():
+    noisy = "run gemm says hello\n==WARNING== something\n" + RAW_CSV + "bye\n"
+    assert prof.parse_raw_csv(noisy)[0]["kernel"] == "gemm_naive_xcol"
+    assert prof.parse_raw_csv("==WARNING== No kernels were profiled.\n") == []
+
+
+@pytest.mark.parametrize(
+    ("value", "unit", "expected"),
+    [
+        ("68,719,476,736", "inst", 68719476736.0),
+        ("25.80", "msecond", 0.0258),
+        ("1.5", "Gbyte", 1.5e9),
+        ("4096", "byte", 4096.0),
+        ("n/a", "byte", None),
+        ("", "", None),
+    ],
+)
+def test_parse_number(value, unit, expected):
+    got = prof.parse_number(value, unit)
+    assert got == (pytest.approx(expected) if expected is not None else None)
+
+
+def test_derive_naive_4096():
+    counters = prof.sum_metrics(prof.parse_raw_csv(RAW_CSV))
+    flops = 2 * N**3
+    d = prof.derive(counters, flops)
+    # 2 x FFMA + FMUL + FADD (+ Tensor Core ops, 0 here)
+    assert d["flops_hw"] == 2 * FFMA + FMUL
+    assert d["flops_hw_ratio"] == pytest.approx(1 + 1 / (2 * N))  # the epilogue's FMULs
+    assert d["flops_check"] is True
+    assert d["bytes_dram"] == 2**30 + 2**26
+    assert d["bytes_dram_read_sectors"] == 33_554_432 * 32 == d["bytes_dram_read"]
+    assert d["bytes_l2"] == 2**38 and d["bytes_l1"] == 2**40
+    assert d["ai_dram"] == pytest.approx(d["flops_hw"] / (2**30 + 2**26))
+    assert d["ai_l1"] == pytest.approx(d["flops_hw"] / 2**40)  # ~0.125: below the seed's 0.25
+    assert d["ncu_time_ms"] == pytest.approx(25.812345)
+    assert d["tflops_ncu"] == pytest.approx(flops / 25.812345e-3 / 1e12)
+
+
+def test_flops_mismatch_and_multi_kernel_sum():
+    rows = prof.parse_raw_csv(RAW_CSV)
+    twice = rows + rows  # a library GEMM of two kernels: counters add up
+    total = prof.sum_metrics(twice)
+    assert total["dram__bytes_read.sum"] == 2 * 2**30
+    d = prof.derive(total, 2 * N**3)
+    assert d["flops_check"] is False and d["flops_hw_ratio"] == pytest.approx(2, rel=1e-3)
+
+
+def test_attach_without_counters():
+    rec = {"stage": "naive_xcol", "flops": 2 * N**3, "time_ms": 30.0}
+    prof.attach(rec, None, "ERR_NVGPUCTRPERM: no permission")
+    assert rec["counters"] is None and rec["counters_reason"].startswith("ERR_NVGPUCTRPERM")
+    assert all(rec[f] is None for f in prof.COUNTER_FIELDS)
+
+
+def test_attach_with_counters():
+    rec = {"stage": "naive_xcol", "flops": 2 * N**3, "time_ms": 51.6}
+    prof.attach(rec, prof.parse_raw_csv(RAW_CSV), None)
+    assert rec["counters_reason"] is None and rec["ncu_kernels"] == ["gemm_naive_xcol"]
+    assert rec["time_ratio_ncu"] == pytest.approx(51.6 / 25.812345)
+    assert rec["counters"]["lts__t_bytes.sum"] == 2**38
+
+
+QUERY = """\
+Device NVIDIA H200 (GH100)
+------------------------------------------------ -------------------------------------------
+Metric Name                                      Metric Description
+------------------------------------------------ -------------------------------------------
+dram__bytes_read                                 # of bytes read from DRAM
+gpu__time_duration                               total duration in nanoseconds
+sm__ops_path_tensor_src_fp16_dst_fp32            # of math ops executed in Tensor path
+"""
+
+
+def test_query_metrics_and_filter():
+    names = prof.parse_query_metrics(QUERY)
+    assert names == {
+        "dram__bytes_read",
+        "gpu__time_duration",
+        "sm__ops_path_tensor_src_fp16_dst_fp32",
+    }
+    kept, dropped = prof.usable_metrics(prof.METRICS, names)
+    assert kept == [
+        "gpu__time_duration.sum",
+        "sm__ops_path_tensor_src_fp16_dst_fp32.sum",
+        "dram__bytes_read.sum",
+    ]
+    assert "lts__t_bytes.sum" in dropped
+    assert prof.usable_metrics(prof.METRICS, None) == (list(prof.METRICS), [])
+
+
+def test_command_lines(tmp_path):
+    target = prof.run_command((4096, 4096, 4096), "naive_xcol", "fp32", None, tmp_path / "r.json")
+    assert target[:3] == [sys.executable, "-m", "rooflinecli"]
+    joined = " ".join(target)
+    assert "run gemm --m 4096 --n 4096 --k 4096 --dtype fp32 --stages naive_xcol" in joined
+    assert "--repeats 1 --no-flush --quiet --format json --output" in joined
+    cmd = prof.ncu_command(
+        tmp_path / "ncu", ["a.sum", "b.sum"], tmp_path / "x.ncu-rep", target, "naive_xcol",
+        "gemm_naive_xcol", use_nvtx=True,
+    )  # fmt: skip
+    assert cmd[1:3] == ["--clock-control", "none"]
+    i = cmd.index("--nvtx-include")
+    assert cmd[i - 1] == "--nvtx" and cmd[i + 1] == "roofline@naive_xcol/"
+    assert cmd[cmd.index("--metrics") + 1] == "a.sum,b.sum"
+    assert cmd[-len(target) :] == target
+    fallback = prof.ncu_command(
+        tmp_path / "ncu", ["a.sum"], tmp_path / "x.ncu-rep", target, "naive_xcol",
+        "gemm_naive_xcol", use_nvtx=False,
+    )  # fmt: skip
+    assert "--nvtx" not in fallback
+    assert fallback[fallback.index("--kernel-name") + 1] == "gemm_naive_xcol"
+
+
+def test_find_ncu_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("ROOFLINE_NCU", str(tmp_path / "nope"))
+    with pytest.raises(RooflineError, match="ROOFLINE_NCU"):
+        prof.find_ncu()
+
+
+def test_find_ncu_absent(monkeypatch, tmp_path):
+    monkeypatch.delenv("ROOFLINE_NCU", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(prof, "_candidates", lambda: [tmp_path / "ncu"])
+    with pytest.raises(RooflineError, match="ncu\\) not found"):
+        prof.find_ncu()
+
+
+# --------------------------------------------------------------------------- the whole command
+
+# Stand-ins: `ncu` answers --version and --query-metrics, runs the target like the real one and
+# writes a report (here: the kernel's name), and prints RAW_CSV for --import; the target is a
+# script standing in for `python -m rooflinecli run gemm` (which needs a GPU) that writes the
+# results document. FAKE_NCU_MODE=perm behaves like a GPU without counter permission. Every ncu
+# call is logged for the assertions.
+FAKE_NCU = r"""#!{python}
+import json, os, subprocess, sys
+args = sys.argv[1:]
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "calls.log"), "a") as fh:
+    fh.write(json.dumps(args) + "\n")
+if args == ["--version"]:
+    print("NVIDIA (R) Nsight Compute Command Line Profiler\nVersion 2025.3.1.0 (build 1)")
+    sys.exit(0)
+if args == ["--query-metrics"]:
+    print(open(os.path.join(here, "query.txt")).read())
+    sys.exit(0)
+if args[0] == "--import":
+    kernel = open(args[1]).read() or "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8"
+    print(open(os.path.join(here, "raw.csv")).read().replace("gemm_naive_xcol", kernel))
+    sys.exit(0)
+target = args[args.index(sys.executable):]
+rc = subprocess.run(target).returncode
+if os.environ.get("FAKE_NCU_MODE") == "perm":
+    print("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
+          "Performance Counters on the target device 0.")
+    sys.exit(rc)
+stage = target[target.index("--stages") + 1]
+with open(args[args.index("--export") + 1], "w") as fh:
+    fh.write("" if stage == "cublas" else "gemm_" + stage)
+print("==PROF== Disconnected from process 1")
+sys.exit(rc)
+"""
+
+FAKE_CHILD = r"""import json, os, sys
+args = sys.argv[1:]
+def opt(name):
+    return args[args.index(name) + 1]
+stage, m = opt("--stages"), int(opt("--m"))
+if os.environ.get("FAKE_CHILD_FAIL") == stage:
+    print("error: stage " + stage + " crashed the CUDA context", file=sys.stderr)
+    sys.exit(2)
+def rec(s, kind):
+    return {"stage": s, "kind": kind, "dtype": "fp32", "m": m, "n": m, "k": m,
+            "flops": 2 * m**3, "time_ms": 51.6, "ai_instruction": 0.25, "ai_ideal": 682.67,
+            "verified": True}
+recs = [rec("cublas", "reference")]
+if stage != "cublas":
+    recs.insert(0, rec(stage, "stage"))
+doc = {"schema": "roofline.results/1", "tool_version": "0", "created": "now",
+       "spec": {"name": "h200-sxm"}, "device": {"name": "FAKE H200"}, "records": recs}
+with open(opt("--output"), "w") as fh:
+    json.dump(doc, fh)
+"""
+
+
+@pytest.fixture
+def fake_ncu(tmp_path, monkeypatch):
+    folder = tmp_path / "ncu"
+    folder.mkdir()
+    exe = folder / "ncu"
+    exe.write_text(FAKE_NCU.format(python=sys.executable))
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    child = folder / "child.py"
+    child.write_text(FAKE_CHILD)
+    (folder / "raw.csv").write_text(RAW_CSV)
+    (folder / "query.txt").write_text(
+        QUERY + "".join(m.rsplit(".", 1)[0] + "   x\n" for m in prof.METRICS)
+    )
+    monkeypatch.setenv("ROOFLINE_NCU", str(exe))
+    monkeypatch.setattr(prof, "nvtx_available", lambda: True)
+
+    def run_command(shape, stage, dtype, spec_arg, json_out):
+        m = str(shape[0])
+        return [sys.executable, str(child), "--stages", stage, "--m", m, "--output", str(json_out)]
+
+    monkeypatch.setattr(prof, "run_command", run_command)
+    return folder
+
+
+def _calls(folder):
+    return [json.loads(ln) for ln in (folder / "calls.log").read_text().splitlines()]
+
+
+def test_profile_command_with_fake_ncu(runner, fake_ncu, tmp_path):
+    from rooflinecli.cli import cli
+
+    out = tmp_path / "profile.json"
+    res = runner.invoke(
+        cli,
+        ["profile", "gemm", "--m", "4096", "--stages", "naive_xcol", "--output", str(out),
+         "--reports", str(tmp_path / "reports")],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "check: naive_xcol: flops_hw = 1.00012 x 2MNK (ok" in res.output
+    assert "event 51.600 ms vs ncu 25.812 ms" in res.output
+    doc = json.loads(out.read_text())
+    assert doc["command"] == "profile gemm" and doc["device"]["name"] == "FAKE H200"
+    recs = {r["stage"]: r for r in doc["records"]}
+    assert set(recs) == {"naive_xcol", "cublas"}
+    naive = recs["naive_xcol"]
+    assert naive["flops_check"] is True and naive["counters_reason"] is None
+    assert naive["bytes_dram"] == 2**30 + 2**26 and naive["ai_dram"] > naive["ai_instruction"]
+    assert naive["ncu_kernels"] == ["gemm_naive_xcol"]
+    assert recs["cublas"]["ncu_kernels"][0].startswith("sm90_xmma")
+    assert doc["profiler"]["version"] == "2025.3.1.0" and doc["profiler"]["dropped_metrics"] == []
+    assert (tmp_path / "reports" / "naive_xcol.ncu-rep").is_file()
+    # one ncu run per stage, each filtered to its own NVTX range, clocks left alone
+    runs = [c for c in _calls(fake_ncu) if "--nvtx-include" in c]
+    includes = [c[c.index("--nvtx-include") + 1] for c in runs]
+    assert includes == ["roofline@naive_xcol/", "roofline@cublas/"]
+    assert all(c[c.index("--clock-control") + 1] == "none" for c in runs)
+    imports = [c for c in _calls(fake_ncu) if c[0] == "--import"]
+    assert all(c[2:] == ["--csv", "--page", "raw", "--print-units", "base"] for c in imports)
+
+
+def test_profile_command_json_format(runner, fake_ncu):
+    from rooflinecli.cli import cli
+
+    res = runner.invoke(
+        cli, ["profile", "gemm", "--m", "4096", "--stages", "naive_xcol", "-q", "--format", "json"]
+    )
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["schema"] == "roofline.results/1"
+    assert doc["records"][0]["ai_l2"] == pytest.approx((2 * FFMA + FMUL) / 2**38)
+
+
+def test_profile_without_counter_permission(runner, fake_ncu, monkeypatch):
+    from rooflinecli.cli import cli
+
+    monkeypatch.setenv("FAKE_NCU_MODE", "perm")
+    res = runner.invoke(cli, ["profile", "gemm", "--m", "4096", "--stages", "naive_xcol"])
+    assert res.exit_code == 2
+    assert "naive_xcol" in res.output  # the run's results are still shown
+    last = res.output.strip().splitlines()[-1]
+    assert last.startswith("error: no hardware counters: ERR_NVGPUCTRPERM")
+    assert "no counters (ERR_NVGPUCTRPERM" in res.output
+    # after the refusal the remaining stage (cublas) runs without ncu
+    runs = [c for c in _calls(fake_ncu) if "--nvtx-include" in c]
+    assert len(runs) == 1
+
+
+def test_profile_without_ncu_or_gpu(runner, monkeypatch, tmp_path):
+    from rooflinecli.cli import cli
+
+    monkeypatch.delenv("ROOFLINE_NCU", raising=False)
+    monkeypatch.setattr(prof, "_candidates", lambda: [])
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable))
+    res = runner.invoke(cli, ["profile", "gemm", "--m", "64", "--stages", "naive_xcol", "-q"])
+    assert res.exit_code == 2
+    assert res.output.strip().splitlines()[-1].startswith("error: run gemm failed: no CUDA device")
+
+
+def test_profile_keeps_going_when_a_later_stage_breaks(runner, fake_ncu, monkeypatch):
+    from rooflinecli.cli import cli
+
+    monkeypatch.setenv("FAKE_CHILD_FAIL", "cublas")
+    res = runner.invoke(
+        cli, ["profile", "gemm", "--m", "4096", "--stages", "naive_xcol", "--format", "json"]
+    )
+    assert res.exit_code == 1  # a stage that did not verify: a gate failure, as in `run`
+    doc = json.loads(res.stdout)
+    recs = {r["stage"]: r for r in doc["records"]}
+    assert recs["naive_xcol"]["flops_check"] is True
+    assert recs["cublas"]["verified"] is False and "crashed" in recs["cublas"]["error"]
+    assert recs["cublas"]["counters"] is None
+
+
+def test_profile_stops_when_the_first_stage_breaks(runner, fake_ncu, monkeypatch):
+    from rooflinecli.cli import cli
+
+    monkeypatch.setenv("FAKE_CHILD_FAIL", "naive_xcol")
+    res = runner.invoke(cli, ["profile", "gemm", "--m", "4096", "--stages", "naive_xcol", "-q"])
+    assert res.exit_code == 2
+    assert "error: run gemm failed: stage naive_xcol crashed" in res.output
