@@ -38,6 +38,20 @@ for step in "$@"; do
         --stages blocktile_2d,vectorized,warptile,double_buffer
       $R run gemm --sizes 1000,4097,127x333x65,1x4096x4096 --budget-ms 30 \
         --output "$OUT/gemm-fp32-odd.json" --format markdown ;;
+    tune) $R tune gemm --stage double_buffer --output "$OUT/tune-double_buffer-4096.json" --format markdown ;;
+    calibrate) $R calibrate --format markdown ;;
+    profile)
+      $R profile gemm --m 4096 --output "$OUT/profile-fp32-4096.json" --format markdown ;;
+    checktc) python3 benchmarks/check_tc.py 2>&1 | tail -60 ;;
+    tc)
+      for dt in fp16 bf16; do
+        $R run gemm --m 8192 --dtype $dt --output "$OUT/gemm-$dt-8192.json" --format markdown
+        $R run gemm --sizes 4096,1000 --dtype $dt --output "$OUT/gemm-$dt-4096.json" --format markdown
+      done ;;
+    llm)
+      $R run llm --preset llama-7b --batch 1,256 --output "$OUT/llm-llama-7b.json" --format markdown
+      $R run gemm --m 4096 --stages naive_xcol --extra-stage examples/my_gemm.toml \
+        --output "$OUT/gemm-extra-stage-4096.json" --format markdown ;;
     *) log "unknown step $step" ;;
   esac
 done
