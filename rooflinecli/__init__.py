@@ -2,7 +2,14 @@
 
 from typing import Any
 
+import os
+
 __version__ = "0.1.0"
+
+# NVRTC 13.0 and the driver keep a compute cache; an NVRTC cache hit returns an empty ptxas
+# log, and the resource report (registers, spills) is lost. We cache cubins ourselves, so turn
+# theirs off before either library loads.
+os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
 
 # The Python API for the user's own kernels, loaded on first use: importing rooflinecli stays
 # cheap and never imports CuPy (measure does, when it runs).

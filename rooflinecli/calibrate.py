@@ -456,7 +456,7 @@ def measure(
 
     def load(name: str):  # type: ignore[no-untyped-def]
         built = compile_kernel(name, arch)
-        if built.resources.spill_bytes:
+        if built.resources and built.resources.spill_bytes:
             notes.append(f"{name}: {built.resources.spill_bytes} bytes of spills")
         mod = cp.RawModule(path=built.cubin_path)
         return mod.get_function(KERNELS[name][1]), built
@@ -476,7 +476,7 @@ def measure(
         t = _summary(timer(lambda: fn((grid,), (256,), hbm_args)))
         meas["hbm_read_gbs"] = nbytes / (t["median_ms"] * 1e-3) / 1e9
         details["hbm_read"] = {**t, "bytes": nbytes, "grid": grid, "block": 256,
-                               "registers": built.resources.registers}  # fmt: skip
+                               "registers": built.resources.registers if built.resources else None}  # fmt: skip
 
         # ---- HBM copy: cudaMemcpy device to device, bytes read + written
         tick("HBM copy")
@@ -522,7 +522,7 @@ def measure(
         flops = flops_per_iter_per_block * grid * iters
         tflops = flops / (t["median_ms"] * 1e-3) / 1e12
         info = {**t, "flops": flops, "iters": iters, "grid": grid, "block": threads,
-                "blocks_per_sm": per_sm, "registers": built.resources.registers}  # fmt: skip
+                "blocks_per_sm": per_sm, "registers": built.resources.registers if built.resources else None}  # fmt: skip
         return tflops, info
 
     tick("FP32 FMA")

@@ -58,7 +58,8 @@ class Compiled:
     options: tuple[str, ...]
     cubin_path: str
     log: str
-    resources: Resources
+    # None when NVRTC gave no ptxas report (a compute-cache hit): read the loaded function then
+    resources: Resources | None
     nvrtc_version: str
 
 
@@ -86,6 +87,22 @@ def _check(nvrtc, result, what: str) -> None:  # type: ignore[no-untyped-def]
     err = result[0] if isinstance(result, tuple) else result
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise RooflineError(f"NVRTC {what} failed: {err}")
+
+
+def _program_log(nvrtc, prog) -> str:  # type: ignore[no-untyped-def]
+    _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+    if size <= 1:  # empty (just the NUL); never hand NVRTC a shared 1-byte bytes object
+        return ""
+    buf = b" " * size  # a fresh bytes object of this length: NVRTC writes into it
+    nvrtc.nvrtcGetProgramLog(prog, buf)
+    return buf.decode(errors="replace").rstrip("\x00").strip()
+
+
+def _program_cubin(nvrtc, prog) -> bytes:  # type: ignore[no-untyped-def]
+    _, size = nvrtc.nvrtcGetCUBINSize(prog)
+    buf = b"\0" * size
+    _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, buf), "cubin retrieval")
+    return buf
 
 
 def parse_ptxas(log: str, entry: str) -> Resources:
@@ -168,7 +185,7 @@ def compile_stage(
                 options=opts,
                 cubin_path=str(cubin_path),
                 log=meta["log"],
-                resources=Resources(**meta["resources"]),
+                resources=Resources(**meta["resources"]) if meta["resources"] else None,
                 nvrtc_version=version,
             )
         except (ValueError, KeyError, TypeError):
@@ -183,23 +200,17 @@ def compile_stage(
     try:
         enc = [o.encode() for o in opts]
         result = nvrtc.nvrtcCompileProgram(prog, len(enc), enc)
-        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        buf = bytearray(max(size, 1))  # a fresh buffer: NVRTC writes into it
-        nvrtc.nvrtcGetProgramLog(prog, buf)
-        log = bytes(buf).decode(errors="replace").rstrip("\x00").strip()
+        log = _program_log(nvrtc, prog)
         if result[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             first = next((ln for ln in log.splitlines() if "error" in ln), log[:300])
             raise RooflineError(f"{stage.file} does not compile for {arch}: {first.strip()}")
-        _, size = nvrtc.nvrtcGetCUBINSize(prog)
-        cubin_buf = bytearray(size)
-        _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, cubin_buf), "cubin retrieval")
-        cubin = bytes(cubin_buf)
+        cubin = _program_cubin(nvrtc, prog)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 
-    resources = parse_ptxas(log, stage.entry)
+    resources = parse_ptxas(log, stage.entry) if "registers" in log else None
     _atomic_write(cubin_path, cubin)
-    _atomic_write(meta_path, json.dumps({"log": log, "resources": asdict(resources)}).encode())
+    _atomic_write(meta_path, json.dumps({"log": log, "resources": asdict(resources) if resources else None}).encode())
     return Compiled(
         stage=stage.name,
         entry=stage.entry,
@@ -244,7 +255,7 @@ def compile_source(
                 options=opts,
                 cubin_path=str(cubin_path),
                 log=meta["log"],
-                resources=Resources(**meta["resources"]),
+                resources=Resources(**meta["resources"]) if meta["resources"] else None,
                 nvrtc_version=version,
             )
         except (ValueError, KeyError, TypeError):
@@ -259,23 +270,17 @@ def compile_source(
     try:
         enc = [o.encode() for o in opts]
         result = nvrtc.nvrtcCompileProgram(prog, len(enc), enc)
-        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        buf = bytearray(max(size, 1))  # a fresh buffer: NVRTC writes into it
-        nvrtc.nvrtcGetProgramLog(prog, buf)
-        log = bytes(buf).decode(errors="replace").rstrip("\x00").strip()
+        log = _program_log(nvrtc, prog)
         if result[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             first = next((ln for ln in log.splitlines() if "error" in ln), log[:300])
             raise RooflineError(f"{name} does not compile for {arch}: {first.strip()}")
-        _, size = nvrtc.nvrtcGetCUBINSize(prog)
-        cubin_buf = bytearray(size)
-        _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, cubin_buf), "cubin retrieval")
-        cubin = bytes(cubin_buf)
+        cubin = _program_cubin(nvrtc, prog)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 
-    resources = parse_ptxas(log, entry)
+    resources = parse_ptxas(log, entry) if "registers" in log else None
     _atomic_write(cubin_path, cubin)
-    _atomic_write(meta_path, json.dumps({"log": log, "resources": asdict(resources)}).encode())
+    _atomic_write(meta_path, json.dumps({"log": log, "resources": asdict(resources) if resources else None}).encode())
     return Compiled(
         stage=name,
         entry=entry,

@@ -278,17 +278,19 @@ def _launcher(cp, stage: Stage, g: _Gemm, arch: str) -> tuple[Callable[[], None]
     if stage.params.get("TMA"):  # tensor maps for the copy engine, after the contract's args
         from rooflinecli import tc_host
 
-        args = args + tuple(tc_host.extra_args(stage, g.A, b, g.C, g.m, g.n, g.k))
+        args = args + tuple(tc_host.extra_args(stage, g.A, b, g.C, g.m, g.n, g.k, g.dtype))
 
     def launch() -> None:
         fn(grid, block, args, shared_mem=smem)
 
     res = built.resources
+    local = int(fn.local_size_bytes)  # per-thread local memory: stack frame and spills
     meta = {
         "registers": int(fn.num_regs),
         "smem_bytes": int(fn.shared_size_bytes) + smem,
-        "spill_bytes": res.spill_bytes,
-        "local_bytes": int(fn.local_size_bytes),
+        # the ptxas report when NVRTC gave one; else local memory bounds the spills
+        "spill_bytes": res.spill_bytes if res is not None else local,
+        "local_bytes": local,
         "grid": list(grid),
         "block": list(block),
         "params": dict(stage.params),

@@ -38,8 +38,9 @@ def candidates(stage: Stage, arch: str) -> tuple[list[Stage], list[dict[str, Any
         except RooflineError as exc:
             dropped.append({"stage": name, "reason": exc.message})
             continue
-        if built.resources.spill_bytes:
-            dropped.append({"stage": name, "reason": f"spills {built.resources.spill_bytes} bytes"})
+        spill = built.resources.spill_bytes if built.resources else 0
+        if spill:
+            dropped.append({"stage": name, "reason": f"spills {spill} bytes"})
             continue
         keep.append(replace(v, name=name))
     return keep, dropped

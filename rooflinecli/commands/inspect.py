@@ -121,6 +121,9 @@ def inspect_stage(
         rec["error"] = exc.message
         return rec
     res = built.resources
+    if res is None:
+        rec["error"] = "NVRTC gave no ptxas report (set CUDA_CACHE_DISABLE=1 and retry)"
+        return rec
     smem = res.smem_static_bytes + stage.smem_bytes
     occ = occupancy.theoretical(occupancy.SmLimits.from_spec(spec), threads, res.registers, smem)
     rec.update(

@@ -188,27 +188,26 @@ def run_gemm(
         chart = fmt == "table" and con.is_terminal
     if chart and fmt in ("json", "csv"):
         raise RooflineError("--chart goes with --format table or markdown")
-    for shape in shapes:
-        recs = [r for r in doc["records"] if (r["m"], r["n"], r["k"]) == shape]
-        one = {**doc, "records": recs}
-        r0 = recs[0]
-        title = (
-            f"GEMM {shape[0]}x{shape[1]}x{shape[2]} {dtype} on {device['name']} "
-            f"(spec {spec.name}: {r0['peak_key']} peak {r0['peak_tflops']:g} TFLOP/s, "
-            f"{spec.memory_bandwidth_gbs:g} GB/s, ridge {r0['ridge_point']:.1f} FLOP/byte)"
-        )
-        if fmt == "table" or len(shapes) == 1 or fmt == "markdown":
+    if fmt in ("json", "csv"):  # one document (or one CSV) for the whole run
+        report.emit(doc, fmt, report.RUN_COLUMNS, out=con)
+    else:
+        for shape in shapes:
+            recs = [r for r in doc["records"] if (r["m"], r["n"], r["k"]) == shape]
+            one = {**doc, "records": recs}
+            r0 = recs[0]
+            title = (
+                f"GEMM {shape[0]}x{shape[1]}x{shape[2]} {dtype} on {device['name']} "
+                f"(spec {spec.name}: {r0['peak_key']} peak {r0['peak_tflops']:g} TFLOP/s, "
+                f"{spec.memory_bandwidth_gbs:g} GB/s, ridge {r0['ridge_point']:.1f} FLOP/byte)"
+            )
             report.emit(one, fmt, report.RUN_COLUMNS, title=title, out=con)
             if chart:
                 from rooflinecli import chart as roofchart
 
                 text = roofchart.render(one)
                 con.file.write(f"```text\n{text}```\n" if fmt == "markdown" else text)
-        if fmt in ("json", "csv"):
-            report.emit(doc, fmt, report.RUN_COLUMNS)
-            break
-    if len(shapes) > 1 and fmt in ("table", "markdown"):
-        report.emit_scaling(doc["records"], fmt, out=con)
+        if len(shapes) > 1:
+            report.emit_scaling(doc["records"], fmt, out=con)
     failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
     if failed:
         raise GateFailure(f"verification failed: {', '.join(sorted(set(failed)))}")
