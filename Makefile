@@ -10,7 +10,7 @@ EXTRAS := $(if $(filter 12 13,$(CUDA_MAJOR)),cuda$(CUDA_MAJOR),compile)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q --upgrade pip "setuptools>=68" wheel
 
 install: $(BIN)/python
 	$(BIN)/python -m pip install -q -e ".[$(EXTRAS),dev,plot]"

@@ -1,8 +1,7 @@
 """roofline: hand-written CUDA GEMM stages placed on the roofline of the GPU they run on."""
 
-from typing import Any
-
 import os
+from typing import Any
 
 __version__ = "0.1.0"
 

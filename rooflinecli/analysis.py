@@ -27,9 +27,9 @@ def model_record(
     flops = model.gemm_flops(m, n, k)
     nbytes = model.gemm_bytes_ideal(m, n, k, elem, beta_nonzero=beta != 0.0)
     # a user's stage may count its own work (rooflinecli.userstage: flops/bytes formulas)
-    if hasattr(stage, "flops_of"):
-        flops = stage.flops_of(m, n, k)
-        nbytes = stage.bytes_of(m, n, k)
+    flops_of, bytes_of = getattr(stage, "flops_of", None), getattr(stage, "bytes_of", None)
+    if flops_of is not None and bytes_of is not None:
+        flops, nbytes = flops_of(m, n, k), bytes_of(m, n, k)
     ai = model.intensity(flops, nbytes)
     peak = spec.peak(dtype)
     bw = spec.memory_bandwidth_gbs

@@ -475,8 +475,8 @@ def measure(
         hbm_args = (buf, np.int64(nbytes // 16), np.int32(1), sentinel, out)
         t = _summary(timer(lambda: fn((grid,), (256,), hbm_args)))
         meas["hbm_read_gbs"] = nbytes / (t["median_ms"] * 1e-3) / 1e9
-        details["hbm_read"] = {**t, "bytes": nbytes, "grid": grid, "block": 256,
-                               "registers": built.resources.registers if built.resources else None}  # fmt: skip
+        regs = built.resources.registers if built.resources else None
+        details["hbm_read"] = {**t, "bytes": nbytes, "grid": grid, "block": 256, "registers": regs}
 
         # ---- HBM copy: cudaMemcpy device to device, bytes read + written
         tick("HBM copy")
@@ -521,8 +521,9 @@ def measure(
         t = _summary(timer(launch))
         flops = flops_per_iter_per_block * grid * iters
         tflops = flops / (t["median_ms"] * 1e-3) / 1e12
+        regs = built.resources.registers if built.resources else None
         info = {**t, "flops": flops, "iters": iters, "grid": grid, "block": threads,
-                "blocks_per_sm": per_sm, "registers": built.resources.registers if built.resources else None}  # fmt: skip
+                "blocks_per_sm": per_sm, "registers": regs}  # fmt: skip
         return tflops, info
 
     tick("FP32 FMA")

@@ -143,7 +143,9 @@ def points(doc: dict[str, Any]) -> tuple[list[Point], list[Unplaced]]:
 
     for rec in recs:
         roof = roof_of[rec["dtype"]]
-        tf = rec.get("tflops")
+        # under Nsight Compute the event time covers ncu's replays: the kernel time it measured
+        # (tflops_ncu) is the speed to place
+        tf = rec.get("tflops_ncu") if _finite_pos(rec.get("tflops_ncu")) else rec.get("tflops")
         if not _finite_pos(tf):
             if rec.get("verified") is False:
                 why = "failed verification"

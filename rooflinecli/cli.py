@@ -27,11 +27,11 @@ from rooflinecli.commands.tune import tune
 class RooflineGroup(click.Group):
     """Errors become one line on stderr; exit 0 ok, 1 gate failure, 2 usage or environment."""
 
-    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:  # type: ignore[override]
         if not standalone_mode:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            return super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[call-overload]
         try:
-            rv = super().main(*args, standalone_mode=False, **kwargs)
+            rv = super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[call-overload]
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
         except click.exceptions.Abort:
@@ -47,7 +47,9 @@ class RooflineGroup(click.Group):
             if os.environ.get("ROOFLINE_DEBUG"):
                 raise
             line = (str(exc).strip().splitlines() or [""])[0][:300]
-            click.echo(f"error: {type(exc).__name__}: {line} (ROOFLINE_DEBUG=1 shows more)", err=True)
+            click.echo(
+                f"error: {type(exc).__name__}: {line} (ROOFLINE_DEBUG=1 shows more)", err=True
+            )
             sys.exit(2)
         sys.exit(rv if isinstance(rv, int) else 0)
 

@@ -79,7 +79,9 @@ def nvrtc_version() -> str:
     try:
         err, major, minor = nvrtc.nvrtcVersion()
     except Exception as exc:  # the bindings load libnvrtc lazily: a missing library shows here
-        raise RooflineError(f"NVRTC library not found: pip install nvidia-cuda-nvrtc ({exc})")
+        raise RooflineError(
+            f"NVRTC library not found: pip install nvidia-cuda-nvrtc ({exc})"
+        ) from None
     return f"{major}.{minor}"
 
 
@@ -160,66 +162,21 @@ def _atomic_write(path: Path, data: bytes) -> None:
 def compile_stage(
     stage: Stage, arch: str, dtype: str | None = None, use_cache: bool = True
 ) -> Compiled:
-    """Compile one stage for `arch` (e.g. sm_90a) and dtype to a cubin, or take it from the cache."""
+    """Compile a stage for `arch` (e.g. sm_90a) and dtype to a cubin, or take it from the cache."""
     if stage.entry is None:
         raise RooflineError(f"stage {stage.name} is a library call: nothing to compile")
     dtype = dtype or stage.dtype
     if dtype not in stage.all_dtypes:
         raise RooflineError(f"stage {stage.name} does not build for {dtype}")
-    src = source_of(stage)
-    opts = options_for(stage, arch, dtype)
-    version = nvrtc_version()
-    key = hashlib.sha256(
-        json.dumps([src, opts, version, stage.file, stage.entry]).encode()
-    ).hexdigest()[:24]
-    folder = cache_dir() / "kernels"
-    cubin_path = folder / f"{stage.name}-{dtype}-{arch}-{key}.cubin"
-    meta_path = cubin_path.with_suffix(".json")
-    if use_cache and cubin_path.is_file() and meta_path.is_file():
-        try:
-            meta = json.loads(meta_path.read_text())
-            return Compiled(
-                stage=stage.name,
-                entry=stage.entry,
-                arch=arch,
-                options=opts,
-                cubin_path=str(cubin_path),
-                log=meta["log"],
-                resources=Resources(**meta["resources"]) if meta["resources"] else None,
-                nvrtc_version=version,
-            )
-        except (ValueError, KeyError, TypeError):
-            pass  # a damaged cache entry is rebuilt below
-
-    nvrtc = _nvrtc()
-    # NVRTC 13.0 keeps its own compute cache; a cache hit returns an empty ptxas log and we
-    # would lose the resource report. Our cache above makes NVRTC's unnecessary.
-    os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
-    err, prog = nvrtc.nvrtcCreateProgram(src.encode(), str(stage.file).encode(), 0, [], [])
-    _check(nvrtc, err, "program creation")
-    try:
-        enc = [o.encode() for o in opts]
-        result = nvrtc.nvrtcCompileProgram(prog, len(enc), enc)
-        log = _program_log(nvrtc, prog)
-        if result[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            first = next((ln for ln in log.splitlines() if "error" in ln), log[:300])
-            raise RooflineError(f"{stage.file} does not compile for {arch}: {first.strip()}")
-        cubin = _program_cubin(nvrtc, prog)
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
-
-    resources = parse_ptxas(log, stage.entry) if "registers" in log else None
-    _atomic_write(cubin_path, cubin)
-    _atomic_write(meta_path, json.dumps({"log": log, "resources": asdict(resources) if resources else None}).encode())
-    return Compiled(
-        stage=stage.name,
+    return _build(
+        source_of(stage),
+        filename=str(stage.file),
+        label=f"{stage.name}-{dtype}",
+        name=stage.name,
         entry=stage.entry,
         arch=arch,
-        options=opts,
-        cubin_path=str(cubin_path),
-        log=log,
-        resources=resources,
-        nvrtc_version=version,
+        opts=options_for(stage, arch, dtype),
+        use_cache=use_cache,
     )
 
 
@@ -234,30 +191,35 @@ def compile_source(
     """Compile CUDA source that is not a stage (calibration kernels) to a cubin, cached like a
     stage: `name` labels the cache file, `entry` is the kernel whose resources are parsed."""
     cc_of_arch(arch)
-    opts = (
-        f"-arch={arch}",
-        "-std=c++17",
-        "-Xptxas=-v",
-        "-lineinfo",
-        *(f"-D{k}={v}" for k, v in (defines or {}).items()),
-    )
+    defs = tuple(f"-D{k}={v}" for k, v in (defines or {}).items())
+    opts = (f"-arch={arch}", "-std=c++17", "-Xptxas=-v", "-lineinfo", *defs)
+    return _build(src, f"{name}.cu", name, name, entry, arch, opts, use_cache)
+
+
+def _build(
+    src: str,
+    filename: str,
+    label: str,
+    name: str,
+    entry: str,
+    arch: str,
+    opts: tuple[str, ...],
+    use_cache: bool,
+) -> Compiled:
+    """NVRTC to a cubin in the cache (keyed by source, options and NVRTC version)."""
     version = nvrtc_version()
-    key = hashlib.sha256(json.dumps([src, opts, version, name, entry]).encode()).hexdigest()[:24]
-    cubin_path = cache_dir() / "kernels" / f"{name}-{arch}-{key}.cubin"
+    key = hashlib.sha256(json.dumps([src, opts, version, filename, entry]).encode()).hexdigest()
+    cubin_path = cache_dir() / "kernels" / f"{label}-{arch}-{key[:24]}.cubin"
     meta_path = cubin_path.with_suffix(".json")
+
+    def compiled(log: str, resources: Resources | None) -> Compiled:
+        return Compiled(name, entry, arch, opts, str(cubin_path), log, resources, version)
+
     if use_cache and cubin_path.is_file() and meta_path.is_file():
         try:
             meta = json.loads(meta_path.read_text())
-            return Compiled(
-                stage=name,
-                entry=entry,
-                arch=arch,
-                options=opts,
-                cubin_path=str(cubin_path),
-                log=meta["log"],
-                resources=Resources(**meta["resources"]) if meta["resources"] else None,
-                nvrtc_version=version,
-            )
+            res = meta["resources"]
+            return compiled(meta["log"], Resources(**res) if res else None)
         except (ValueError, KeyError, TypeError):
             pass  # a damaged cache entry is rebuilt below
 
@@ -265,7 +227,7 @@ def compile_source(
     # NVRTC 13.0 keeps its own compute cache; a cache hit returns an empty ptxas log and we
     # would lose the resource report. Our cache above makes NVRTC's unnecessary.
     os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
-    err, prog = nvrtc.nvrtcCreateProgram(src.encode(), f"{name}.cu".encode(), 0, [], [])
+    err, prog = nvrtc.nvrtcCreateProgram(src.encode(), filename.encode(), 0, [], [])
     _check(nvrtc, err, "program creation")
     try:
         enc = [o.encode() for o in opts]
@@ -273,21 +235,13 @@ def compile_source(
         log = _program_log(nvrtc, prog)
         if result[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             first = next((ln for ln in log.splitlines() if "error" in ln), log[:300])
-            raise RooflineError(f"{name} does not compile for {arch}: {first.strip()}")
+            raise RooflineError(f"{filename} does not compile for {arch}: {first.strip()}")
         cubin = _program_cubin(nvrtc, prog)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 
     resources = parse_ptxas(log, entry) if "registers" in log else None
     _atomic_write(cubin_path, cubin)
-    _atomic_write(meta_path, json.dumps({"log": log, "resources": asdict(resources) if resources else None}).encode())
-    return Compiled(
-        stage=name,
-        entry=entry,
-        arch=arch,
-        options=opts,
-        cubin_path=str(cubin_path),
-        log=log,
-        resources=resources,
-        nvrtc_version=version,
-    )
+    meta = {"log": log, "resources": asdict(resources) if resources else None}
+    _atomic_write(meta_path, json.dumps(meta).encode())
+    return compiled(log, resources)

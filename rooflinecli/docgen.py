@@ -1,7 +1,7 @@
 """Generate docs/cli.md from the commands' --help, so the reference never drifts (checked in tests).
 
-    python -m rooflinecli.docgen docs/cli.md          # write
-    python -m rooflinecli.docgen --check docs/cli.md  # exit 1 if stale
+python -m rooflinecli.docgen docs/cli.md          # write
+python -m rooflinecli.docgen --check docs/cli.md  # exit 1 if stale
 """
 
 from __future__ import annotations
@@ -43,13 +43,15 @@ def stages_table() -> str:
     """The README's stage table, derived from the registry."""
     from rooflinecli.stages import STAGES
 
-    rows = ["| stage | file | dtype | ch. | tile params | what it shows |", "|---|---|---|---|---|---|"]
+    rows = [
+        "| stage | file | dtype | ch. | tile params | what it shows |",
+        "|---|---|---|---|---|---|",
+    ]
     for s in STAGES:
         params = ", ".join(f"{k}={v}" for k, v in s.params.items()) or "-"
         file = f"`kernels/{s.file}`" if s.file else "(library)"
-        rows.append(
-            f"| `{s.name}` | {file} | {'/'.join(s.all_dtypes)} | {s.chapter} | {params} | {s.what} |"
-        )
+        dtypes = "/".join(s.all_dtypes)
+        rows.append(f"| `{s.name}` | {file} | {dtypes} | {s.chapter} | {params} | {s.what} |")
     return "\n".join(rows) + "\n"
 
 

@@ -77,7 +77,11 @@ def output_option(f: F) -> F:
 
 def dtype_option(f: F) -> F:
     return click.option(
-        "--dtype", type=click.Choice(DTYPES), default="fp32", show_default=True, help="Element type."
+        "--dtype",
+        type=click.Choice(DTYPES),
+        default="fp32",
+        show_default=True,
+        help="Element type.",
     )(f)
 
 

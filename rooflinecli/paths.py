@@ -1,4 +1,4 @@
-"""Where the data shipped with the tool lives: in the wheel (rooflinecli/kernels) or the checkout."""
+"""Where the data shipped with the tool lives: in the wheel (rooflinecli/kernels) or checkout."""
 
 from pathlib import Path
 

@@ -152,9 +152,23 @@ def emit(
 
 
 def notes(records: list[dict[str, Any]]) -> list[str]:
-    """One line per record that failed or was skipped, so a table row is never unexplained."""
+    """One line per record that failed or was skipped, or is slower than the stage before it,
+    so a table row is never unexplained."""
+    from rooflinecli.stages import BY_NAME
+
     out = []
+    prev: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in records:
+        key = (r.get("dtype"), r.get("m"), r.get("n"), r.get("k"))
+        before = prev.get(key)
+        if r.get("kind") == "stage" and r.get("tflops"):
+            if before and r["tflops"] < before["tflops"]:
+                stage = BY_NAME.get(r["stage"])
+                why = (
+                    stage.slower_because if stage and stage.slower_because else "no reason recorded"
+                )
+                out.append(f"  {r['stage']} is slower than {before['stage']}: {why}")
+            prev[key] = r
         if r.get("error"):
             out.append(f"  {r['stage']} {r['m']}x{r['n']}x{r['k']}: {r['error']}")
         elif r.get("verified") is False:

@@ -54,7 +54,9 @@ def _cupy():  # type: ignore[no-untyped-def]
             "(pip install 'roofline[cuda13]' or 'roofline[cuda12]' on a GPU machine)"
         ) from None
     except Exception as exc:  # a CuPy that cannot find its CUDA libraries
-        raise RooflineError(f"no CUDA device found: CuPy failed to load ({_first_line(exc)})")
+        raise RooflineError(
+            f"no CUDA device found: CuPy failed to load ({_first_line(exc)})"
+        ) from None
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:
@@ -187,7 +189,9 @@ def _from_bf16_bits(cp, b):  # type: ignore[no-untyped-def]
 class _Gemm:
     """Device buffers for one shape and dtype, fresh random inputs, the float64 reference."""
 
-    def __init__(self, cp, m: int, n: int, k: int, alpha: float, beta: float, seed: int, dtype: str = "fp32"):  # type: ignore[no-untyped-def]  # noqa: E501
+    def __init__(
+        self, cp, m: int, n: int, k: int, alpha: float, beta: float, seed: int, dtype: str = "fp32"
+    ):  # type: ignore[no-untyped-def]  # noqa: E501
         self.cp, self.m, self.n, self.k, self.alpha, self.beta = cp, m, n, k, alpha, beta
         self.dtype = dtype
         rng = cp.random.default_rng(seed)
@@ -256,8 +260,8 @@ def _launcher(cp, stage: Stage, g: _Gemm, arch: str) -> tuple[Callable[[], None]
     import numpy as np
 
     if stage.reference:
-        launch = _cublas_sgemm(cp, g) if g.dtype == "fp32" else _cublas_gemm_ex(cp, g)
-        return launch, {"registers": None, "smem_bytes": None, "spill_bytes": None}
+        library = _cublas_sgemm(cp, g) if g.dtype == "fp32" else _cublas_gemm_ex(cp, g)
+        return library, {"registers": None, "smem_bytes": None, "spill_bytes": None}
     built = compiler.compile_stage(stage, arch, g.dtype)
     module = cp.RawModule(path=built.cubin_path)
     fn = module.get_function(stage.entry)

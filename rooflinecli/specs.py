@@ -114,7 +114,7 @@ def _check(path: Path, raw: dict[str, Any]) -> Spec:
             if required:
                 raise RooflineError(f"spec {where}: missing key {key}")
             continue
-        val = raw[key]
+        val: Any = raw[key]
         if typ is float and isinstance(val, int) and not isinstance(val, bool):
             val = float(val)
         if not isinstance(val, typ) or isinstance(val, bool):

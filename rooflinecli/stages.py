@@ -38,6 +38,8 @@ class Stage:
     ai_global: float | None = None  # FLOP per byte requested from global memory, by construction
     ai_shared: float | None = None  # FLOP per byte requested from shared memory, by construction
     reference: bool = False  # the vendor library: the yardstick, not a stage of ours
+    # why this stage can be slower than the one listed before it (shown under the table)
+    slower_because: str = ""
     dtypes: tuple[str, ...] = ()  # every dtype the source builds for (-DELEM_BF16=1 for bf16)
     needs_multiple: int = 1  # M, N, K must be multiples of this (1: any shape); others refused
     b_layout: str = "kn"  # "kn": B row-major KxN (the contract); "nk": B given as its transpose
@@ -112,7 +114,7 @@ class Stage:
         return None
 
 
-def _thread_tile(tm: int, tn: int) -> Stage:
+def _thread_tile(tm: int, tn: int, slower_because: str = "") -> Stage:
     return Stage(
         name=f"thread_tile_{tm}x{tn}",
         what=f"each thread computes a {tm}x{tn} tile of C: {tm + tn} loads feed {tm * tn} FMAs",
@@ -123,6 +125,7 @@ def _thread_tile(tm: int, tn: int) -> Stage:
         params=MappingProxyType({"TM": tm, "TN": tn}),
         tile=(16 * tm, 16 * tn),
         ai_global=thread_tile_intensity(tm, tn, DTYPE_BYTES["fp32"]),
+        slower_because=slower_because,
     )
 
 
@@ -137,6 +140,7 @@ def _simt(
     params: dict[str, int],
     per_thread: tuple[int, int],
     threads: tuple[int, int] | None = None,
+    slower_because: str = "",
 ) -> Stage:
     """A chapter-11 SIMT SGEMM stage: BM x BN block tile, per_thread = results per thread (rows,
     columns); threads defaults to (NUM_THREADS, 1). By construction, per k the block loads
@@ -155,6 +159,7 @@ def _simt(
         tile=(bm, bn),
         ai_global=thread_tile_intensity(bm, bn, _FP32),
         ai_shared=thread_tile_intensity(per_thread[0], per_thread[1], _FP32),
+        slower_because=slower_because,
     )
 
 
@@ -188,9 +193,16 @@ STAGES: tuple[Stage, ...] = (
         entry="gemm_naive_xrow",
         x_is_row=True,
         ai_global=thread_tile_intensity(1, 1, DTYPE_BYTES["fp32"]),
+        slower_because="the seed's point: a warp's 32 A addresses are K*4 bytes apart, so each "
+        "load touches 32 sectors instead of 2; same instructions, ~8x the memory traffic",
     ),
     _thread_tile(4, 4),
-    _thread_tile(8, 8),
+    _thread_tile(
+        8,
+        8,
+        slower_because="64 accumulators + 16 operands need ~140 registers: one block of 256 "
+        "threads per SM (12.5% occupancy), too few warps to hide global loads (exercise 3)",
+    ),
     _simt(
         "smem_tile",
         "32x32 block tile in shared memory, one thread per C element: global loads reused 32x",
@@ -199,6 +211,9 @@ STAGES: tuple[Stage, ...] = (
         {"BM": 32, "BN": 32, "BK": 32},
         threads=(32, 32),
         per_thread=(1, 1),
+        slower_because="one result per thread: every FMA still loads 2 floats, now from shared "
+        "memory (0.25 FLOP/B there) plus barriers; the register tile of the stage before reuses "
+        "each load 4x. Chapter 11 restarts the ladder from here with register tiles on top",
     ),
     _simt(
         "blocktile_1d",
@@ -244,7 +259,8 @@ STAGES: tuple[Stage, ...] = (
     replace(
         _warptile(
             "double_buffer",
-            "warp tiling + double-buffered shared memory fed by register-staged loads: 1 barrier/tile",
+            "warp tiling + double-buffered shared memory fed by register-staged loads: "
+            "1 barrier/tile",
             "09_double_buffer.cu",
             "gemm_double_buffer",
             {
@@ -365,6 +381,8 @@ STAGES: tuple[Stage, ...] = (
         ai_shared=thread_tile_intensity(64, 256, DTYPE_BYTES["fp16"]),
         needs_multiple=8,
         b_layout="nk",
+        slower_because="on small shapes its 128x256 tiles are too few to fill 132 SMs "
+        "(1000^3: 32 tiles); a persistent grid or smaller tiles would fix it",
     ),
     Stage(
         name="cublas_hgemm",

@@ -10,28 +10,80 @@ from rooflinecli.cli import cli
 
 
 def test_model_gemm_markdown_rows_exact(runner):
-    r = runner.invoke(cli, ["model", "gemm", "--m", "4096", "--spec", "h100-sxm5", "--format", "markdown"])
+    r = runner.invoke(
+        cli, ["model", "gemm", "--m", "4096", "--spec", "h100-sxm5", "--format", "markdown"]
+    )
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     assert lines[0] == (
-        "| stage | FLOPs | bytes ideal | AI ideal | AI instr | ridge | roof | attain TF/s | attain@instr |"
+        "| stage | FLOPs | bytes ideal | AI ideal | AI instr | ridge | roof | attain TF/s "
+        "| attain@instr |"
     )
-    assert "| naive_xcol | 1.374e+11 | 2.013e+08 | 682.7 | 0.25 | 20.00 | compute | 67.0 | 0.84 |" in lines
-    assert "| thread_tile_4x4 | 1.374e+11 | 2.013e+08 | 682.7 | 1.00 | 20.00 | compute | 67.0 | 3.35 |" in lines
-    assert "| thread_tile_8x8 | 1.374e+11 | 2.013e+08 | 682.7 | 2.00 | 20.00 | compute | 67.0 | 6.70 |" in lines
-    assert lines[-1] == "| cublas | 1.374e+11 | 2.013e+08 | 682.7 | - | 20.00 | compute | 67.0 | - |"
+    assert (
+        "| naive_xcol | 1.374e+11 | 2.013e+08 | 682.7 | 0.25 | 20.00 | compute | 67.0 | 0.84 |"
+        in lines
+    )
+    assert (
+        "| thread_tile_4x4 | 1.374e+11 | 2.013e+08 | 682.7 | 1.00 | 20.00 | compute | 67.0 | 3.35 |"
+        in lines
+    )
+    assert (
+        "| thread_tile_8x8 | 1.374e+11 | 2.013e+08 | 682.7 | 2.00 | 20.00 | compute | 67.0 | 6.70 |"
+        in lines
+    )
+    assert (
+        lines[-1] == "| cublas | 1.374e+11 | 2.013e+08 | 682.7 | - | 20.00 | compute | 67.0 | - |"
+    )
 
 
 def test_model_gemm_small_shape_is_memory_bound(runner):
     # 127x333x65 on the H200: AI = 5,497,830 / 288,764 = 19.0392 FLOP/B, ridge 67/4.8 = 13.96
-    r = runner.invoke(cli, ["model", "gemm", "--m", "127", "--n", "333", "--k", "65", "--spec", "h200-sxm", "--format", "json"])
+    r = runner.invoke(
+        cli,
+        [
+            "model",
+            "gemm",
+            "--m",
+            "127",
+            "--n",
+            "333",
+            "--k",
+            "65",
+            "--spec",
+            "h200-sxm",
+            "--format",
+            "json",
+        ],
+    )
     assert r.exit_code == 0
     doc = json.loads(r.output)
     rec = doc["records"][0]
-    assert (rec["m"], rec["n"], rec["k"], rec["flops"], rec["bytes_ideal"]) == (127, 333, 65, 5_497_830, 288_764)
+    assert (rec["m"], rec["n"], rec["k"], rec["flops"], rec["bytes_ideal"]) == (
+        127,
+        333,
+        65,
+        5_497_830,
+        288_764,
+    )
     assert rec["ai_ideal"] == pytest.approx(19.03918, abs=1e-5)
     assert rec["roof"] == "compute" and rec["attainable_tflops"] == 67.0
-    r = runner.invoke(cli, ["model", "gemm", "--m", "127", "--n", "333", "--k", "65", "--spec", "h100-sxm5", "--format", "json"])
+    r = runner.invoke(
+        cli,
+        [
+            "model",
+            "gemm",
+            "--m",
+            "127",
+            "--n",
+            "333",
+            "--k",
+            "65",
+            "--spec",
+            "h100-sxm5",
+            "--format",
+            "json",
+        ],
+    )
     rec = json.loads(r.output)["records"][0]
     # on the H100 SXM5 the ridge is 20.0: 19.04 is left of it, memory-bound at 19.04 x 3.35
     assert rec["roof"] == "memory"
@@ -40,7 +92,21 @@ def test_model_gemm_small_shape_is_memory_bound(runner):
 
 def test_model_document_shape(runner, tmp_path):
     out = tmp_path / "m.json"
-    r = runner.invoke(cli, ["model", "gemm", "--m", "64", "--spec", "h100-sxm5", "--output", str(out), "--format", "csv"])
+    r = runner.invoke(
+        cli,
+        [
+            "model",
+            "gemm",
+            "--m",
+            "64",
+            "--spec",
+            "h100-sxm5",
+            "--output",
+            str(out),
+            "--format",
+            "csv",
+        ],
+    )
     assert r.exit_code == 0
     doc = json.loads(out.read_text())
     assert doc["schema"] == "roofline.results/1"
@@ -48,9 +114,28 @@ def test_model_document_shape(runner, tmp_path):
     assert doc["spec"]["name"] == "h100-sxm5"
     for key in ("tool_version", "created", "records"):
         assert key in doc
-    for field in ("stage", "dtype", "m", "n", "k", "flops", "bytes_ideal", "ai_ideal", "ai_instruction",
-                  "time_ms", "tflops", "roof", "attainable_tflops", "pct_of_roof", "pct_of_peak",
-                  "pct_of_reference", "verified", "rel_error", "registers", "spill_bytes"):
+    for field in (
+        "stage",
+        "dtype",
+        "m",
+        "n",
+        "k",
+        "flops",
+        "bytes_ideal",
+        "ai_ideal",
+        "ai_instruction",
+        "time_ms",
+        "tflops",
+        "roof",
+        "attainable_tflops",
+        "pct_of_roof",
+        "pct_of_peak",
+        "pct_of_reference",
+        "verified",
+        "rel_error",
+        "registers",
+        "spill_bytes",
+    ):
         assert field in doc["records"][0]
     assert r.output.splitlines()[0].startswith("stage,kind,dtype,m,n,k,")
 
@@ -60,12 +145,16 @@ def test_specs_list_and_show(runner):
     assert r.exit_code == 0
     row = next(line for line in r.output.splitlines() if line.startswith("| h100-sxm5 |"))
     assert row == (
-        "| h100-sxm5 | NVIDIA H100 SXM5 80GB | 132 | 3,350 | 50 | 34 (10.1) | 67 (20.0) | 67 (20.0) "
+        "| h100-sxm5 | NVIDIA H100 SXM5 80GB | 132 | 3,350 | 50 | 34 (10.1) | 67 (20.0) "
+        "| 67 (20.0) "
         "| 494.7 (147.7) | 989.4 (295.3) | 989.4 (295.3) | 1978.9 (590.7) | 1978.9 (590.7) |"
     )
     r = runner.invoke(cli, ["specs", "show", "h200-sxm", "--format", "markdown"])
     assert r.exit_code == 0
-    assert "| tflops.fp16_tensor_dense | 989.4 TFLOP/s (ridge 206.1 FLOP/byte) |" in r.output.splitlines()
+    assert (
+        "| tflops.fp16_tensor_dense | 989.4 TFLOP/s (ridge 206.1 FLOP/byte) |"
+        in r.output.splitlines()
+    )
     assert "| memory_bandwidth_gbs | 4800.0 |" in r.output.splitlines()
 
 
@@ -74,9 +163,18 @@ def test_specs_list_and_show(runner):
     [
         (["run", "gemm", "--m", "0"], "error: Invalid value for '--m': 0 must be at least 1"),
         (["run", "gemm", "--m", "-5"], "error: Invalid value for '--m': -5 must be at least 1"),
-        (["run", "gemm", "--m", "abc"], "error: Invalid value for '--m': 'abc' is not a whole number"),
-        (["model", "gemm", "--m", "64", "--k", "0"], "error: Invalid value for '--k': 0 must be at least 1"),
-        (["run", "gemm", "--m", "64", "--stages", "nope"], "error: unknown stage 'nope'; known: naive_xcol,"),
+        (
+            ["run", "gemm", "--m", "abc"],
+            "error: Invalid value for '--m': 'abc' is not a whole number",
+        ),
+        (
+            ["model", "gemm", "--m", "64", "--k", "0"],
+            "error: Invalid value for '--k': 0 must be at least 1",
+        ),
+        (
+            ["run", "gemm", "--m", "64", "--stages", "nope"],
+            "error: unknown stage 'nope'; known: naive_xcol,",
+        ),
         (["model", "gemm", "--m", "64", "--spec", "b300"], "error: unknown spec 'b300'; known: "),
         (["specs", "show", "b300"], "error: unknown spec 'b300'"),
         (["run", "gemm"], "error: give a size: --m M"),
@@ -104,21 +202,40 @@ def test_malformed_spec_file_is_one_line(runner, tmp_path):
 
 
 def test_output_into_missing_folder_is_refused_cleanly(runner, tmp_path):
-    r = runner.invoke(cli, ["model", "gemm", "--m", "64", "--spec", "h100-sxm5", "--output", str(tmp_path / "no" / "x.json")])
+    r = runner.invoke(
+        cli,
+        [
+            "model",
+            "gemm",
+            "--m",
+            "64",
+            "--spec",
+            "h100-sxm5",
+            "--output",
+            str(tmp_path / "no" / "x.json"),
+        ],
+    )
     assert r.exit_code == 2
     assert "does not exist" in r.stderr
 
 
 def test_help_does_not_import_cupy():
-    code = "import sys; from rooflinecli.cli import cli; cli.main(['--help'], standalone_mode=False); " \
-           "assert 'cupy' not in sys.modules, 'cupy imported'; print('clean')"
+    code = (
+        "import sys; from rooflinecli.cli import cli; cli.main(['--help'], standalone_mode=False); "
+        "assert 'cupy' not in sys.modules, 'cupy imported'; print('clean')"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().endswith("clean")
 
 
 def test_python_dash_m_entry_point():
-    out = subprocess.run([sys.executable, "-m", "rooflinecli", "--version"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "rooflinecli", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0
     assert out.stdout.strip() == "roofline, version 0.1.0"
 

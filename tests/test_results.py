@@ -10,7 +10,11 @@ from rooflinecli.errors import RooflineError
 
 
 def _doc():
-    return results.new_document({"name": "x"}, None, [{"stage": "s", "dtype": "fp32", "m": 1, "n": 2, "k": 3, "tflops": float("nan")}])
+    return results.new_document(
+        {"name": "x"},
+        None,
+        [{"stage": "s", "dtype": "fp32", "m": 1, "n": 2, "k": 3, "tflops": float("nan")}],
+    )
 
 
 def test_every_record_field_present_and_nan_is_null(tmp_path):
@@ -43,8 +47,16 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
         ("{", "is not JSON"),
         ("[]", "not a results document"),
         ('{"schema": "other/1"}', "not a roofline results document"),
-        ('{"schema": "roofline.results/9", "tool_version": "x", "created": "x", "spec": {}, "records": []}', "schema roofline.results/9 is not supported"),
-        ('{"schema": "roofline.results/1", "tool_version": "x", "created": "x", "spec": {}, "records": [{"stage": "a"}]}', "record 0 lacks 'dtype'"),
+        (
+            '{"schema": "roofline.results/9", "tool_version": "x", "created": "x", '
+            '"spec": {}, "records": []}',
+            "schema roofline.results/9 is not supported",
+        ),
+        (
+            '{"schema": "roofline.results/1", "tool_version": "x", "created": "x", '
+            '"spec": {}, "records": [{"stage": "a"}]}',
+            "record 0 lacks 'dtype'",
+        ),
     ],
 )
 def test_malformed_documents(tmp_path, text, message):

@@ -22,7 +22,9 @@ def test_every_spec_is_sane(name):
     if "fp16_tensor_dense" in s.tflops:
         assert 3 < s.tflops["fp16_tensor_dense"] / s.tflops["fp32"] <= 16
         assert s.tflops["bf16_tensor_dense"] == s.tflops["fp16_tensor_dense"]
-        assert s.tflops["tf32_tensor_dense"] == pytest.approx(s.tflops["fp16_tensor_dense"] / 2, rel=0.02)
+        assert s.tflops["tf32_tensor_dense"] == pytest.approx(
+            s.tflops["fp16_tensor_dense"] / 2, rel=0.02
+        )
     # FP32 peak is SMs x lanes x 2 x clock within a few percent
     derived = s.sm_count * s.fp32_lanes_per_sm * 2 * s.boost_clock_mhz * 1e6 / 1e12
     assert derived == pytest.approx(s.tflops["fp32"], rel=0.03)
@@ -60,7 +62,7 @@ def _write(tmp_path, text):
     return p
 
 
-GOOD = (specs.registry()["h100-sxm5"].path)
+GOOD = specs.registry()["h100-sxm5"].path
 
 
 def test_spec_file_path_loads(tmp_path):
@@ -75,7 +77,10 @@ def test_spec_file_path_loads(tmp_path):
         (("sm_count = 132\n", ""), "missing key sm_count"),
         (("sm_count = 132", 'sm_count = "132"'), "sm_count must be int"),
         (("sm_count = 132", "sm_count = 0"), "sm_count = 0 is outside"),
-        (("fp32 = 67", "fp32 = 67\nfp16_tensor_sparse = 1979"), "unknown peak(s) fp16_tensor_sparse"),
+        (
+            ("fp32 = 67", "fp32 = 67\nfp16_tensor_sparse = 1979"),
+            "unknown peak(s) fp16_tensor_sparse",
+        ),
         (("fp32 = 67", "fp32 = 67\nfp32 = 68"), "not valid TOML"),
         (('compute_capability = "9.0"', 'compute_capability = "9"'), "compute_capability"),
     ],

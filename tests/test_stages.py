@@ -15,7 +15,9 @@ KERNEL_STAGES = [s for s in stages.STAGES if not s.reference]
 def test_every_kernel_file_has_an_entry_and_back():
     files = {p.name for p in KERNELS.glob("*.cu")}
     used = {s.file for s in KERNEL_STAGES}
-    assert files == used, f"files without entries: {files - used}; entries without files: {used - files}"
+    assert files == used, (
+        f"files without entries: {files - used}; entries without files: {used - files}"
+    )
 
 
 def test_files_are_numbered_worklog_style():

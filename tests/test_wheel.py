@@ -14,8 +14,21 @@ ROOT = Path(__file__).resolve().parent.parent
 def wheel(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert build.returncode == 0, build.stderr
     (whl,) = out.glob("roofline-*.whl")
@@ -23,8 +36,9 @@ def wheel(tmp_path_factory):
 
 
 def test_wheel_holds_every_cu_and_toml(wheel):
+    # the kernels, GPU specs and LLM presets the tool reads at run time
     names = set(wheel.namelist())
-    for folder, pattern in (("kernels", "*.cu"), ("specs", "*.toml")):
+    for folder, pattern in (("kernels", "*.cu"), ("specs", "*.toml"), ("presets", "*.toml")):
         files = sorted(p.name for p in (ROOT / folder).glob(pattern))
         assert files
         for name in files:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import click
@@ -49,7 +49,7 @@ def parse_shapes(
 
 
 @contextmanager
-def _progress(enabled: bool) -> Iterator[object]:
+def _progress(enabled: bool) -> Iterator[Callable[[str], None]]:
     if not enabled:
         yield lambda _label: None
         return
@@ -146,7 +146,9 @@ def run_gemm(
     for path in extra_stages:
         user = load_user_stage(path)
         if dtype not in user.all_dtypes:
-            raise RooflineError(f"{path}: stage {user.name} is {user.dtype}; run with --dtype {user.dtype}")
+            raise RooflineError(
+                f"{path}: stage {user.name} is {user.dtype}; run with --dtype {user.dtype}"
+            )
         chosen.insert(len(chosen) - 1, user)  # before the reference
     if stage_list:  # stages asked for by name must be able to run every shape asked for
         for stage in chosen:
@@ -164,7 +166,15 @@ def run_gemm(
         timing.min_repeats = timing.max_repeats = repeats
     with _progress(not quiet and fmt == "table") as tick:
         device, spec, records = runner.run_gemm(
-            shapes, chosen, spec_arg, alpha, beta, seed, timing, progress=tick, dtype=dtype  # type: ignore[arg-type]
+            shapes,
+            chosen,
+            spec_arg,
+            alpha,
+            beta,
+            seed,
+            timing,
+            progress=tick,
+            dtype=dtype,  # type: ignore[arg-type]
         )
     doc = results.new_document(
         spec.to_dict(),

@@ -93,14 +93,16 @@ def show(name: str, fmt: str) -> None:
     if fmt == "json":
         import json
 
-        ridges = {k: model.ridge_point(v, spec.memory_bandwidth_gbs) for k, v in spec.tflops.items()}
+        ridges = {
+            k: model.ridge_point(v, spec.memory_bandwidth_gbs) for k, v in spec.tflops.items()
+        }
         out.file.write(json.dumps({**data, "ridge_points": ridges}, indent=2) + "\n")
         return
-    rows = [(k, str(v)) for k, v in data.items() if k != "tflops"]
-    for k, v in spec.tflops.items():
-        ridge = model.ridge_point(v, spec.memory_bandwidth_gbs)
-        unit = "TOP/s" if k.startswith("int8") else "TFLOP/s"
-        rows.append((f"tflops.{k}", f"{v:g} {unit} (ridge {ridge:.1f} FLOP/byte)"))
+    rows: list[tuple[str, str]] = [(k, str(v)) for k, v in data.items() if k != "tflops"]
+    for key, peak in spec.tflops.items():
+        ridge = model.ridge_point(peak, spec.memory_bandwidth_gbs)
+        unit = "TOP/s" if key.startswith("int8") else "TFLOP/s"
+        rows.append((f"tflops.{key}", f"{peak:g} {unit} (ridge {ridge:.1f} FLOP/byte)"))
     if fmt == "csv":
         import csv
 

@@ -25,7 +25,8 @@ def tune_gemm(
     stage_name: str, m: int, spec_arg: str | None, budget_ms: float, fmt: str, output: str | None
 ) -> None:
     """Compile every variant (dropping those that fail or spill), verify and time the rest."""
-    from rooflinecli import runner, tune as core
+    from rooflinecli import runner
+    from rooflinecli import tune as core
 
     if stage_name not in stages.BY_NAME:
         raise RooflineError(f"unknown stage {stage_name!r}; known: {', '.join(stages.BY_NAME)}")
@@ -45,7 +46,9 @@ def tune_gemm(
     )  # fmt: skip
     if output:
         results.write_atomic(output, results.dumps(doc))
-    report.emit(doc, fmt, report.RUN_COLUMNS, title=f"tune {stage_name} at {m}^3 on {device['name']}")
+    report.emit(
+        doc, fmt, report.RUN_COLUMNS, title=f"tune {stage_name} at {m}^3 on {device['name']}"
+    )
     if fmt == "table":
         con = report.console()
         for d in dropped:

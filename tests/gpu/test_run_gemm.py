@@ -1,4 +1,4 @@
-"""On a GPU: every stage verifies at odd shapes, failures are reported as failures, OOM is one line."""
+"""On a GPU: every stage verifies at odd shapes, a failure is reported as one, OOM is one line."""
 
 import json
 
@@ -11,7 +11,9 @@ pytestmark = pytest.mark.gpu
 
 
 def _run(runner, *args):
-    return runner.invoke(cli, ["run", "gemm", "--format", "json", "--quiet", "--budget-ms", "5", *args])
+    return runner.invoke(
+        cli, ["run", "gemm", "--format", "json", "--quiet", "--budget-ms", "5", *args]
+    )
 
 
 @pytest.mark.parametrize("sizes", ["127x333x65", "1000", "1x257x129,67x1x300"])
@@ -40,14 +42,18 @@ def test_a_wrong_kernel_is_reported_failed_never_fast(tmp_path, monkeypatch):
     src.write_text(
         'extern "C" __global__ void gemm_bad(int M, int N, int K, float alpha, const float* A,\n'
         "    const float* B, float beta, float* C) {\n"
-        "  int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;\n"
+        "  int col = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  int row = blockIdx.y * blockDim.y + threadIdx.y;\n"
         "  if (row >= M - 1 || col >= N) return;  // misses the last row: it stays NaN\n"
         "  float acc = 0.f; for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];\n"
         "  C[row * N + col] = alpha * acc; }\n"
     )
-    bad = stages.Stage(name="bad", what="test", dtype="fp32", chapter=0, file=str(src), entry="gemm_bad")
-    _, _, recs = runner.run_gemm([(64, 64, 64)], [bad, stages.reference_for("fp32")], None,
-                                 timing=runner.Timing(budget_ms=2))
+    bad = stages.Stage(
+        name="bad", what="test", dtype="fp32", chapter=0, file=str(src), entry="gemm_bad"
+    )
+    _, _, recs = runner.run_gemm(
+        [(64, 64, 64)], [bad, stages.reference_for("fp32")], None, timing=runner.Timing(budget_ms=2)
+    )
     assert recs[0]["verified"] is False
     assert recs[0]["tflops"] is None
     assert recs[1]["verified"] is True

@@ -1,0 +1,29 @@
+"""The committed H200 results documents: valid, from the GPU, and every stage verified."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from rooflinecli import results
+
+DOCS = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "results").glob("*.json"))
+
+
+def test_there_are_results():
+    assert DOCS
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
+def test_document_is_a_verified_gpu_run(path):
+    doc = results.load(path)
+    dev = doc["device"]
+    assert dev["name"] == "NVIDIA H200" and dev["compute_capability"] == "9.0"
+    assert dev["driver"] and dev["cuda_runtime"] and dev["cupy"]
+    assert re.fullmatch(r"[0-9a-f]{40}(-dirty)?", doc["environment"]["commit"])
+    for rec in doc["records"]:
+        if rec["verified"] is None:  # a shape this stage refuses: skipped with its reason
+            assert rec["error"].startswith("skipped:"), rec
+            continue
+        assert rec["verified"] is True, (rec["stage"], rec["m"], rec["n"], rec["k"])
+        assert rec["tflops"] > 0 and rec["time_ms"] > 0
