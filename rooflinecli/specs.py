@@ -8,7 +8,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import data_dir
@@ -119,7 +119,7 @@ def _check(path: Path, raw: dict[str, Any]) -> Spec:
             val = float(val)
         if not isinstance(val, typ) or isinstance(val, bool):
             raise RooflineError(f"spec {where}: {key} must be {typ.__name__}, got {val!r}")
-        if bounds is not None and not (bounds[0] <= val <= bounds[1]):
+        if bounds is not None and not (bounds[0] <= cast(float, val) <= bounds[1]):
             raise RooflineError(f"spec {where}: {key} = {val} is outside {bounds[0]}..{bounds[1]}")
         values[key] = val
     names = values["device_names"]
