@@ -256,7 +256,9 @@ class _Gemm:
         return rel <= self.rel_tol and mx <= self.max_tol, rel, mx
 
 
-def _launcher(cp, stage: Stage, g: _Gemm, arch: str) -> tuple[Callable[[], None], dict[str, Any]]:  # type: ignore[no-untyped-def]
+def _launcher(  # type: ignore[no-untyped-def]
+    cp, stage: Stage, g: _Gemm, arch: str, sm_count: int | None = None
+) -> tuple[Callable[[], None], dict[str, Any]]:
     import numpy as np
 
     if stage.reference:
@@ -265,7 +267,7 @@ def _launcher(cp, stage: Stage, g: _Gemm, arch: str) -> tuple[Callable[[], None]
     built = compiler.compile_stage(stage, arch, g.dtype)
     module = cp.RawModule(path=built.cubin_path)
     fn = module.get_function(stage.entry)
-    grid, block, smem = stage.launch(g.m, g.n)
+    grid, block, smem = stage.launch(g.m, g.n, sm_count)
     if smem > 48 * 1024:
         fn.max_dynamic_shared_size_bytes = smem
     b = g.b_for(stage.b_layout)
@@ -431,7 +433,7 @@ def run_gemm(
                 shape_records.append(rec)
                 continue
             try:
-                launch, meta = _launcher(cp, stage, g, arch)
+                launch, meta = _launcher(cp, stage, g, arch, dev["sm_count"])
                 rec.update(meta)
                 if meta.get("registers"):
                     occ = occupancy.theoretical(

@@ -43,6 +43,8 @@ class Stage:
     dtypes: tuple[str, ...] = ()  # every dtype the source builds for (-DELEM_BF16=1 for bf16)
     needs_multiple: int = 1  # M, N, K must be multiples of this (1: any shape); others refused
     b_layout: str = "kn"  # "kn": B row-major KxN (the contract); "nk": B given as its transpose
+    # persistent kernels launch at most this many blocks per SM and loop over the output tiles
+    persistent_blocks_per_sm: int = 0
     # per-architecture overrides of params (e.g. {"sm_80": {"BN": 128}}): data, not code
     arch_params: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     # values `roofline tune` tries per parameter; combinations the kernel's static_asserts
@@ -93,10 +95,18 @@ class Stage:
         """Intensity by load instruction at the level nearest the registers (the seed's 0.25)."""
         return self.ai_shared if self.ai_shared is not None else self.ai_global
 
-    def launch(self, m: int, n: int) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
-        """(grid, block, dynamic shared bytes) for an MxN output."""
+    def launch(
+        self, m: int, n: int, sm_count: int | None = None
+    ) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+        """(grid, block, dynamic shared bytes) for an MxN output. A persistent stage gets
+        min(tiles, blocks per SM x SMs) blocks along x and walks the tiles itself."""
         rows, cols = self.tile
         gm, gn = -(-m // rows), -(-n // cols)
+        if self.persistent_blocks_per_sm:
+            if not sm_count:
+                raise RooflineError(f"stage {self.name} is persistent: it needs the SM count")
+            blocks = min(gm * gn, self.persistent_blocks_per_sm * sm_count)
+            return (blocks, 1, 1), (self.threads[0], self.threads[1], 1), self.smem_bytes
         grid = (gm, gn, 1) if self.x_is_row else (gn, gm, 1)
         if grid[1] > 65535:
             raise RooflineError(f"stage {self.name}: output too large for its grid ({m}x{n})")
