@@ -52,6 +52,7 @@ def model_record(
         "roof_set": "datasheet",
         "peak_key": DTYPE_PEAK[dtype],
         "peak_tflops": peak,
+        "bandwidth_gbs": bw,
         "ridge_point": model.ridge_point(peak, bw),
         "attainable_tflops": model.attainable(ai, peak, bw),
         # what the by-instruction intensity alone would allow from DRAM (no cache reuse)
@@ -86,3 +87,42 @@ def add_reference_ratios(records: list[dict[str, Any]]) -> None:
         ref = refs.get((r["dtype"], r["m"], r["n"], r["k"]))
         mine = r.get("tflops")
         r["pct_of_reference"] = 100.0 * mine / ref if ref and mine else None
+
+
+# which roof of a roof set (rooflinecli.calibrate.roof_sets) places each peak key: the sets
+# carry FP32 and the FP16 Tensor Core rate; BF16 runs at the FP16 rate on these parts
+_SET_KEY = {
+    "fp32": "fp32",
+    "fp16_tensor_dense": "fp16_tensor_dense",
+    "bf16_tensor_dense": "fp16_tensor_dense",
+}
+
+
+def apply_roof_set(doc: dict[str, Any], name: str, roofs: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `doc` with every timed record placed against another roof set (datasheet,
+    derived from the SM clock, or measured by `roofline calibrate`). Records say which."""
+    from rooflinecli.errors import RooflineError
+
+    bw = roofs.get("bandwidth_gbs")
+    if not bw:
+        raise RooflineError(f"roof set {name} has no memory bandwidth")
+    out = []
+    for rec in doc["records"]:
+        rec = dict(rec)
+        key = _SET_KEY.get(rec.get("peak_key") or "")
+        peak = roofs.get(key) if key else None
+        if not peak:
+            raise RooflineError(f"roof set {name} has no roof for {rec.get('peak_key')}")
+        ai = rec["ai_ideal"]
+        rec.update(
+            roof_set=name,
+            peak_tflops=peak,
+            bandwidth_gbs=bw,
+            ridge_point=model.ridge_point(peak, bw),
+            roof=model.binding_roof(ai, peak, bw),
+            attainable_tflops=model.attainable(ai, peak, bw),
+        )
+        place(rec, rec.get("time_ms") if rec.get("tflops") else None)
+        out.append(rec)
+    add_reference_ratios(out)
+    return {**doc, "records": out, "roof_set": {"name": name, **roofs}}

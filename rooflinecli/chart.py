@@ -104,7 +104,8 @@ def roofs(doc: dict[str, Any]) -> dict[str, Roof]:
             peak = (spec.get("tflops") or {}).get(key)
         if not _finite_pos(peak):
             raise RooflineError(f"the document's spec gives no {key} peak: nothing to chart")
-        out[dtype] = Roof(key, float(peak), float(bw))
+        rec_bw = rec.get("bandwidth_gbs")  # a record placed against another roof set
+        out[dtype] = Roof(key, float(peak), float(rec_bw) if _finite_pos(rec_bw) else float(bw))
     return out
 
 

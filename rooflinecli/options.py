@@ -87,3 +87,52 @@ def dtype_option(f: F) -> F:
 
 def resolve_shape(m: int, n: int | None, k: int | None) -> tuple[int, int, int]:
     return m, n if n is not None else m, k if k is not None else m
+
+
+ROOF_SETS = ("datasheet", "derived", "measured")
+
+
+def roofs_option(f: F) -> F:
+    f = click.option(
+        "--calibration",
+        type=click.Path(dir_okay=False, exists=True),
+        default=None,
+        help="A calibration file from `roofline calibrate` (default: the cached one).",
+    )(f)
+    return click.option(
+        "--roofs",
+        type=click.Choice(ROOF_SETS),
+        default="datasheet",
+        show_default=True,
+        help="Roofs to place against: the spec's datasheet, derived from the SM clock "
+        "(SMs x clock x FLOP/clk/SM), or measured by `roofline calibrate`.",
+    )(f)
+
+
+def place_on_roofs(doc: dict[str, Any], roofs: str, calibration: str | None) -> dict[str, Any]:
+    """The document placed against the chosen roof set (unchanged for datasheet)."""
+    if roofs == "datasheet":
+        return doc
+    import json
+
+    from rooflinecli import analysis, calibrate, specs
+    from rooflinecli.errors import RooflineError
+
+    device = doc.get("device") or {}
+    cal = None
+    if calibration:
+        try:
+            cal = json.loads(open(calibration).read())
+        except (OSError, ValueError) as exc:
+            raise RooflineError(f"cannot read calibration {calibration}: {exc}") from None
+    elif device:
+        cal = calibrate.load_calibration(
+            device["name"], device.get("driver"), device.get("clock_sm_max_mhz")
+        )
+    if roofs == "measured" and not cal:
+        raise RooflineError(
+            "no calibration of this device: run `roofline calibrate` on it, or pass --calibration"
+        )
+    spec = specs.from_dict(doc["spec"])
+    sets = calibrate.roof_sets(spec, cal, device.get("clock_sm_max_mhz"))
+    return analysis.apply_roof_set(doc, roofs, sets[roofs])

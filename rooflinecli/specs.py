@@ -151,6 +151,11 @@ def _check(path: Path, raw: dict[str, Any]) -> Spec:
     return Spec(**values, path=str(path))
 
 
+def from_dict(raw: dict[str, Any], where: str = "results document") -> Spec:
+    """The spec a results document carries (validated like a file)."""
+    return _check(Path(where), {k: v for k, v in raw.items() if k in _FIELDS})
+
+
 def load_spec_file(path: str | Path) -> Spec:
     p = Path(path)
     try:

@@ -87,6 +87,14 @@ class Stage:
                 continue  # a combination the geometry cannot express
 
     @property
+    def sass_claims(self) -> tuple[str, ...]:
+        """The math instruction its SASS must hold: FFMA for SIMT (chapters 10-11), HMMA for
+        mma.sync (12), HGMMA for WGMMA (13). A test checks the compiled cubin."""
+        if self.reference:
+            return ()
+        return {12: ("HMMA",), 13: ("HGMMA",)}.get(self.chapter, ("FFMA",))
+
+    @property
     def all_dtypes(self) -> tuple[str, ...]:
         return self.dtypes or (self.dtype,)
 

@@ -62,7 +62,7 @@ def test_show_run_document_table_and_chart(tmp_path: Path) -> None:
     title = " ".join(lines[:top])  # rich wraps a title to the table's width
     assert title == (
         "GEMM 64x64x64 fp32 on Test GPU (spec testgpu): fp32 peak 10 TFLOP/s, 1000 GB/s, "
-        "ridge 10.0 FLOP/byte"
+        "ridge 10.0 FLOP/byte; datasheet roofs"
     )
     header = [c.strip() for c in lines[top + 1].split("┃")[1:-1]]
     assert header[:3] == ["stage", "time ms", "TFLOP/s"]

@@ -126,3 +126,22 @@ def test_compile_is_cached(tmp_path, monkeypatch):
     assert first.cubin_path == second.cubin_path
     assert sorted(p.name for p in (tmp_path / "kernels").iterdir()) == files
     assert (tmp_path / "kernels").stat().st_mtime_ns == stamp
+
+
+SASS_CASES = [(s, d) for s in KERNEL_STAGES for d in s.all_dtypes]
+
+
+@pytest.mark.parametrize("stage, dtype", SASS_CASES, ids=lambda v: getattr(v, "name", v))
+def test_sass_holds_the_math_the_stage_claims(stage, dtype):
+    """mma.sync stages show HMMA, WGMMA stages HGMMA, SIMT stages FFMA, in their main loop;
+    and no stage falls back to a slower path (a WGMMA stage without HMMA, SIMT without either)."""
+    from rooflinecli import sass
+
+    built = compiler.compile_stage(stage, "sm_90a", dtype)
+    rep = sass.analyze_cubin(built.cubin_path, stage.entry)
+    for opcode in stage.sass_claims:
+        assert rep.loop[opcode] > 0, (stage.name, dict(rep.loop))
+    if "HGMMA" in stage.sass_claims:
+        assert rep.kernel["HMMA"] == 0
+    if stage.sass_claims == ("FFMA",):
+        assert rep.kernel["HMMA"] == 0 and rep.kernel["HGMMA"] == 0

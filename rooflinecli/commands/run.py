@@ -14,6 +14,8 @@ from rooflinecli.options import (
     dtype_option,
     format_option,
     output_option,
+    place_on_roofs,
+    roofs_option,
     spec_option,
 )
 
@@ -114,6 +116,7 @@ def run() -> None:
     help="Roofline chart under the table (default: on when the output is a terminal).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
+@roofs_option
 @format_option
 @output_option
 def run_gemm(
@@ -134,6 +137,8 @@ def run_gemm(
     extra_stages: tuple[str, ...],
     chart: bool | None,
     quiet: bool,
+    roofs: str,
+    calibration: str | None,
     fmt: str,
     output: str | None,
 ) -> None:
@@ -191,6 +196,7 @@ def run_gemm(
             "reference_check": "float64 product of the same inputs (cuBLAS DGEMM via cupy.matmul)",
         },
     )
+    doc = place_on_roofs(doc, roofs, calibration)
     if output:
         results.write_atomic(output, results.dumps(doc))
     con = report.console()
@@ -208,7 +214,8 @@ def run_gemm(
             title = (
                 f"GEMM {shape[0]}x{shape[1]}x{shape[2]} {dtype} on {device['name']} "
                 f"(spec {spec.name}: {r0['peak_key']} peak {r0['peak_tflops']:g} TFLOP/s, "
-                f"{spec.memory_bandwidth_gbs:g} GB/s, ridge {r0['ridge_point']:.1f} FLOP/byte)"
+                f"{r0['bandwidth_gbs']:g} GB/s, ridge {r0['ridge_point']:.1f} FLOP/byte; "
+                f"{r0['roof_set']} roofs)"
             )
             report.emit(one, fmt, report.RUN_COLUMNS, title=title, out=con)
             if chart:

@@ -9,7 +9,7 @@ import click
 
 from rooflinecli import chart, report, results
 from rooflinecli.errors import RooflineError
-from rooflinecli.options import format_option
+from rooflinecli.options import format_option, place_on_roofs, roofs_option
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,6 +37,8 @@ def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
         text += f": {r0.get('peak_key') or r0['dtype']} peak {peak:g} TFLOP/s"
         text += f", {bw:g} GB/s" if bw else ""
         text += f", ridge {ridge:.1f} FLOP/byte" if ridge else ""
+        if device is not None:  # a run can be placed against another roof set
+            text += f"; {r0.get('roof_set') or 'datasheet'} roofs"
     return text
 
 
@@ -44,13 +46,16 @@ def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
 @click.argument("path", metavar="RESULTS.json", type=click.Path(dir_okay=False))
 @format_option
 @chart_option
-def show(path: str, fmt: str, chart_flag: bool | None) -> None:
+@roofs_option
+def show(path: str, fmt: str, chart_flag: bool | None, roofs: str, calibration: str | None) -> None:
     """Re-render a results document: table, chart.
 
     Any results document, run or model (device null), as `run`/`model` show it, and its
     roofline chart in the terminal.
     """
     doc = results.load(path)
+    if doc.get("device") is not None:
+        doc = place_on_roofs(doc, roofs, calibration)
     if chart_flag and fmt in ("json", "csv"):
         raise RooflineError(f"--chart goes with --format table or markdown, not {fmt}")
     want_chart = fmt == "table" if chart_flag is None else chart_flag

@@ -1,0 +1,54 @@
+"""Three roof sets side by side: datasheet, derived from the SM clock, measured by calibrate."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rooflinecli.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = str(ROOT / "benchmarks" / "results" / "gemm-fp32-4096.json")
+CAL = str(ROOT / "benchmarks" / "calibration" / "h200-full.json")
+
+
+def _records(runner, *args):
+    r = runner.invoke(cli, ["show", RUN, "--format", "json", *args])
+    assert r.exit_code == 0, r.stderr
+    return {rec["stage"]: rec for rec in json.loads(r.output)["records"]}
+
+
+def test_datasheet_is_the_default(runner):
+    rec = _records(runner)["cublas"]
+    assert rec["roof_set"] == "datasheet"
+    assert rec["peak_tflops"] == 67.0 and rec["attainable_tflops"] == 67.0
+
+
+def test_measured_roofs_come_from_the_calibration(runner):
+    cal = json.loads(Path(CAL).read_text())["measurements"]
+    recs = _records(runner, "--roofs", "measured", "--calibration", CAL)
+    cublas = recs["cublas"]
+    assert cublas["roof_set"] == "measured"
+    assert cublas["peak_tflops"] == cal["fp32_fma_tflops"]
+    # the best of the HBM read and copy figures is the measured memory roof
+    assert cublas["bandwidth_gbs"] == max(cal["hbm_read_gbs"], cal["hbm_copy_gbs"])
+    assert cublas["pct_of_roof"] == pytest.approx(100 * cublas["tflops"] / cal["fp32_fma_tflops"])
+    # ratios between stages of one run do not depend on the roofs
+    assert recs["double_buffer"]["pct_of_reference"] == pytest.approx(87.56, abs=0.01)
+
+
+def test_derived_roofs_follow_the_clock(runner):
+    # 132 SMs x 1980 MHz (the device's maximum SM clock) x 128 lanes x 2 = 66.9 TFLOP/s
+    rec = _records(runner, "--roofs", "derived")["naive_xcol"]
+    assert rec["roof_set"] == "derived"
+    assert rec["peak_tflops"] == pytest.approx(132 * 1980e6 * 256 / 1e12)
+
+
+def test_measured_without_calibration_is_one_line(runner, tmp_path, monkeypatch):
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    r = runner.invoke(cli, ["show", RUN, "--roofs", "measured"])
+    assert r.exit_code == 2
+    assert r.stderr.strip() == (
+        "error: no calibration of this device: run `roofline calibrate` on it, "
+        "or pass --calibration"
+    )
