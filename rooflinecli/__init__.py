@@ -12,7 +12,7 @@ os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
 
 # The Python API for the user's own kernels, loaded on first use: importing rooflinecli stays
 # cheap and never imports CuPy (measure does, when it runs).
-_LAZY = {"measure": "rooflinecli.measure", "document": "rooflinecli.measure"}
+_LAZY = {"measure": "rooflinecli.api", "document": "rooflinecli.api"}
 
 
 def __getattr__(name: str) -> Any:

@@ -16,8 +16,6 @@ when `measure` runs, so importing this module costs nothing. See docs/measure.md
 from __future__ import annotations
 
 import statistics
-import sys
-import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -168,14 +166,3 @@ def document(
     device = _device(names)
     extra.setdefault("command", "measure")
     return results.new_document(chosen.to_dict(), device, placed, **extra)
-
-
-class _CallableModule(types.ModuleType):
-    """`import rooflinecli.measure` binds this module where `rooflinecli.measure` (the function)
-    is expected once the submodule is loaded; calling the module calls the function."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        return measure(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
