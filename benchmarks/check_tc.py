@@ -148,7 +148,8 @@ def check_dtype(cp, np, stage: Stage, dtype: str, arch: str, rng, do_time: bool)
         func.max_dynamic_shared_size_bytes = stage.smem_bytes
 
     def launch(m, n, k, alpha, a, b_arg, beta, c, extra):  # type: ignore[no-untyped-def]
-        grid, block, smem = stage.launch(m, n)
+        sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+        grid, block, smem = stage.launch(m, n, sms)
         args = (np.int32(m), np.int32(n), np.int32(k), np.float32(alpha), a, b_arg,
                 np.float32(beta), c) + extra  # fmt: skip
         func(grid, block, args, shared_mem=smem)

@@ -48,8 +48,14 @@ def test_parameters_are_consistent(stage):
     assert rows >= 1 and cols >= 1
     for key, val in stage.params.items():
         assert re.fullmatch(r"[A-Z][A-Z0-9_]*", key) and isinstance(val, int)
-    grid, block, smem = stage.launch(1000, 333)
+    grid, block, smem = stage.launch(1000, 333, sm_count=132)
     assert smem == stage.smem_bytes
+    tiles = -(-1000 // rows) * -(-333 // cols)
+    if stage.persistent_blocks_per_sm:  # one block per SM at most, each walking the tiles
+        assert grid == (min(tiles, stage.persistent_blocks_per_sm * 132), 1, 1)
+        with pytest.raises(RooflineError, match="needs the SM count"):
+            stage.launch(1000, 333)
+        return
     # the grid covers the output: blocks x tile >= shape, along the right axes
     along_m, along_n = (grid[0], grid[1]) if stage.x_is_row else (grid[1], grid[0])
     assert along_m * rows >= 1000 and along_n * cols >= 333
