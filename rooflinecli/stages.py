@@ -192,6 +192,21 @@ def _warptile(name: str, what: str, file: str, entry: str, p: dict[str, int]) ->
     return replace(stage, rebuild=lambda q: _warptile(name, what, file, entry, dict(q)))
 
 
+def _multistage(p: dict[str, int]) -> Stage:
+    """Stage 10: stage 09's warp tiling fed by a STAGES-deep cp.async pipeline in dynamic shared
+    memory: per slot a transposed A tile (BK x (BM + 4) floats) and a B tile (BK x BN)."""
+    stage = _warptile(
+        "multistage",
+        "warp tiling fed by a cp.async pipeline: STAGES K tiles in flight in dynamic shared "
+        "memory, double-buffered fragments, 1 barrier/tile",
+        "10_multistage.cu",
+        "gemm_multistage",
+        p,
+    )
+    smem = p["STAGES"] * p["BK"] * (p["BM"] + 4 + p["BN"]) * _FP32
+    return replace(stage, smem_bytes=smem, min_cc=80, rebuild=lambda q: _multistage(dict(q)))
+
+
 STAGES: tuple[Stage, ...] = (
     Stage(
         name="naive_xcol",
@@ -299,6 +314,24 @@ STAGES: tuple[Stage, ...] = (
             {"BM": (64, 128), "BN": (128, 256), "BK": (8, 16), "WN": (32, 64)}
         ),
     ),
+    replace(
+        _multistage(
+            {
+                "BM": 128,
+                "BN": 256,
+                "BK": 16,
+                "WM": 64,
+                "WN": 64,
+                "WNITER": 4,
+                "TM": 4,
+                "TN": 4,
+                "NUM_THREADS": 256,
+                "STAGES": 3,
+            }
+        ),
+        # `roofline tune gemm --stage multistage` tries these (NUM_THREADS, smem_bytes follow)
+        tune_space=MappingProxyType({"BN": (128, 256), "BK": (8, 16), "STAGES": (3, 4)}),
+    ),
     Stage(
         name="cublas",
         what="cuBLAS SGEMM (cublasSgemm, FP32 compute, no TF32): the reference",
@@ -401,6 +434,31 @@ STAGES: tuple[Stage, ...] = (
         b_layout="nk",
         slower_because="on small shapes its 128x256 tiles are too few to fill 132 SMs "
         "(1000^3: 32 tiles); a persistent grid or smaller tiles would fix it",
+    ),
+    Stage(
+        name="wgmma_persistent",
+        what="persistent: one block per SM walks the 128x256 tiles, the ring runs on across "
+        "tiles, TMA-store epilogue",
+        dtype="fp16",
+        dtypes=("fp16", "bf16"),
+        chapter=13,
+        file="25_wgmma_persistent.cu",
+        entry="gemm_wgmma_persistent",
+        params=MappingProxyType(
+            {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16, "TMA": 1, "TMA_C": 1}
+        ),
+        threads=(3 * 128, 1),  # producer + 2 consumer warpgroups
+        tile=(128, 256),
+        min_cc=90,
+        # the ring, two 64x64 staging buffers per consumer for the TMA store, 1 KiB alignment
+        smem_bytes=4 * (128 * 64 + 256 * 64) * 2 + 2 * 2 * 64 * 64 * 2 + 1024,
+        ai_global=thread_tile_intensity(128, 256, DTYPE_BYTES["fp16"]),
+        ai_shared=thread_tile_intensity(64, 256, DTYPE_BYTES["fp16"]),
+        needs_multiple=8,
+        b_layout="nk",
+        persistent_blocks_per_sm=1,
+        tune_space=MappingProxyType({"GROUP_M": (8, 16), "TMA_C": (0, 1)}),
+        slower_because="",
     ),
     Stage(
         name="cublas_hgemm",

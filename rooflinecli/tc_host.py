@@ -14,7 +14,11 @@ stage's b_layout "nk"). Boxes are BK x BM (A) and BK x BN (B) elements, 128-byte
 kernels handle M, N and K tails). The 128 bytes of a map travel as a NumPy structured scalar
 of dtype [("b", np.uint64, 16)] (align=True), which CuPy copies into the parameter buffer.
 
-The maps hold the device addresses: rebuild them whenever A or B is reallocated.
+With TMA_C=1 as well (25_wgmma_persistent.cu) a third map follows, over C (M x N row-major):
+the kernel stores its results through the copy engine in boxes of C_BOX_ROWS x C_BOX_COLS,
+128-byte swizzled, and the engine skips elements outside C (the M and N tails).
+
+The maps hold the device addresses: rebuild them whenever A, B or C is reallocated.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from rooflinecli.errors import RooflineError
 from rooflinecli.stages import Stage
 
 TMA_SWIZZLE_BYTES = 128  # the kernels' WGMMA descriptors assume 128-byte swizzled tiles
+# the TMA-store epilogue's box: a consumer warpgroup's 64 rows x one 128-byte swizzle row
+C_BOX_ROWS, C_BOX_COLS = 64, 64
 
 
 def needs_tensor_maps(stage: Stage) -> bool:
@@ -114,4 +120,6 @@ def extra_args(
     bm, bn, bk = int(p["BM"]), int(p["BN"]), int(p["BK"])
     tma_a = encode_tensor_map(A, M, K, bm, bk, dtype)
     tma_b = encode_tensor_map(B, N, K, bn, bk, dtype)
+    if int(p.get("TMA_C", 0)) == 1:  # the TMA-store epilogue: a map over C too
+        return (tma_a, tma_b, encode_tensor_map(C, M, N, C_BOX_ROWS, C_BOX_COLS, dtype))
     return (tma_a, tma_b)
