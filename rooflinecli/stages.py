@@ -16,6 +16,7 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import Any
 
 from rooflinecli.errors import RooflineError
 from rooflinecli.model import DTYPE_BYTES, thread_tile_intensity
@@ -207,6 +208,43 @@ def _multistage(p: dict[str, int]) -> Stage:
     return replace(stage, smem_bytes=smem, min_cc=80, rebuild=lambda q: _multistage(dict(q)))
 
 
+def _tensor_core(
+    name: str,
+    what: str,
+    file: str,
+    params: dict[str, int],
+    threads: tuple[int, int],
+    shared_tile: tuple[int, int],
+    **extra: Any,
+) -> Stage:
+    """A chapter-12/13 Tensor Core stage: FP16 and BF16 from one source, a BM x BN block tile,
+    mma.sync (HMMA, sm_80+) or, with TMA in params, WGMMA (HGMMA, sm_90a) with tensor maps
+    and B given K-major. Per k a block loads BM + BN 2-byte elements for BM*BN MACs;
+    `shared_tile` is the warp's (or warpgroup's) tile fed from shared memory."""
+    wgmma = "TMA" in params
+    fields: dict[str, Any] = {
+        "dtype": "fp16",
+        "dtypes": ("fp16", "bf16"),
+        "chapter": 13 if wgmma else 12,
+        "min_cc": 90 if wgmma else 80,
+        "needs_multiple": 8 if wgmma else 1,  # TMA rows are whole 16-byte units (K % 8)
+        "b_layout": "nk" if wgmma else "kn",
+        **extra,
+    }
+    return Stage(
+        name=name,
+        what=what,
+        file=file,
+        entry=f"gemm_{name}",
+        params=MappingProxyType(dict(params)),
+        threads=threads,
+        tile=(params["BM"], params["BN"]),
+        ai_global=thread_tile_intensity(params["BM"], params["BN"], DTYPE_BYTES["fp16"]),
+        ai_shared=thread_tile_intensity(*shared_tile, DTYPE_BYTES["fp16"]),
+        **fields,
+    )
+
+
 STAGES: tuple[Stage, ...] = (
     Stage(
         name="naive_xcol",
@@ -342,123 +380,66 @@ STAGES: tuple[Stage, ...] = (
     # Chapter 12-13: Tensor Cores. FP16/BF16 in, FP32 accumulate, C in the input type. ai_global:
     # per k a BM x BN block loads BM + BN 2-byte elements for BM*BN MACs; ai_shared: the same
     # for the warp tile (mma.sync: WM + WN elements through ldmatrix/LDS for WM*WN MACs).
-    Stage(
-        name="mma_sync",
-        what="mma.sync m16n8k16 (HMMA) from shared memory: 64x64 block, 4 warps of 32x32",
-        dtype="fp16",
-        dtypes=("fp16", "bf16"),
-        chapter=12,
-        file="20_mma_sync.cu",
-        entry="gemm_mma_sync",
-        params=MappingProxyType({"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32}),
+    _tensor_core(
+        "mma_sync",
+        "mma.sync m16n8k16 (HMMA) from shared memory: 64x64 block, 4 warps of 32x32",
+        "20_mma_sync.cu",
+        {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32},
         threads=(4 * 32, 1),  # 4 warps
-        tile=(64, 64),
-        min_cc=80,
-        ai_global=thread_tile_intensity(64, 64, DTYPE_BYTES["fp16"]),
-        ai_shared=thread_tile_intensity(32, 32, DTYPE_BYTES["fp16"]),
+        shared_tile=(32, 32),
     ),
-    Stage(
-        name="mma_ldmatrix",
-        what="ldmatrix (.trans for B) from XOR-swizzled shared tiles: 128x128 block, 8 warps",
-        dtype="fp16",
-        dtypes=("fp16", "bf16"),
-        chapter=12,
-        file="21_mma_ldmatrix.cu",
-        entry="gemm_mma_ldmatrix",
-        params=MappingProxyType({"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32}),
+    _tensor_core(
+        "mma_ldmatrix",
+        "ldmatrix (.trans for B) from XOR-swizzled shared tiles: 128x128 block, 8 warps",
+        "21_mma_ldmatrix.cu",
+        {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32},
         threads=(8 * 32, 1),  # 8 warps
-        tile=(128, 128),
-        min_cc=80,
-        ai_global=thread_tile_intensity(128, 128, DTYPE_BYTES["fp16"]),
-        ai_shared=thread_tile_intensity(64, 32, DTYPE_BYTES["fp16"]),
+        shared_tile=(64, 32),
     ),
-    Stage(
-        name="mma_multistage",
-        what="cp.async 4-stage pipeline, 128x256 block, 8 warps of 64x64, grouped block order",
-        dtype="fp16",
-        dtypes=("fp16", "bf16"),
-        chapter=12,
-        file="22_mma_multistage.cu",
-        entry="gemm_mma_multistage",
-        params=MappingProxyType(
-            {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 8}
-        ),
+    _tensor_core(
+        "mma_multistage",
+        "cp.async 4-stage pipeline, 128x256 block, 8 warps of 64x64, grouped block order",
+        "22_mma_multistage.cu",
+        {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 8},
         threads=(8 * 32, 1),  # 8 warps
-        tile=(128, 256),
-        min_cc=80,
+        shared_tile=(64, 64),
         smem_bytes=4 * (128 * 32 + 32 * 256) * 2,
-        ai_global=thread_tile_intensity(128, 256, DTYPE_BYTES["fp16"]),
-        ai_shared=thread_tile_intensity(64, 64, DTYPE_BYTES["fp16"]),
     ),
     # WGMMA stages read both operands from shared memory in the tensor cores (ai_shared: per k a
     # warpgroup's 64 rows of A and BN rows of B for 64*BN MACs); TMA loads need tensor maps
     # (params TMA=1: rooflinecli/tc_host.extra_args) and B given K-major (b_layout "nk").
-    Stage(
-        name="wgmma_tma",
-        what="WGMMA m64n128k16 (HGMMA) on 128B-swizzled tiles loaded by TMA onto mbarriers",
-        dtype="fp16",
-        dtypes=("fp16", "bf16"),
-        chapter=13,
-        file="23_wgmma_tma.cu",
-        entry="gemm_wgmma_tma",
-        params=MappingProxyType(
-            {"BM": 128, "BN": 128, "BK": 64, "STAGES": 4, "GROUP_M": 8, "TMA": 1}
-        ),
+    _tensor_core(
+        "wgmma_tma",
+        "WGMMA m64n128k16 (HGMMA) on 128B-swizzled tiles loaded by TMA onto mbarriers",
+        "23_wgmma_tma.cu",
+        {"BM": 128, "BN": 128, "BK": 64, "STAGES": 4, "GROUP_M": 8, "TMA": 1},
         threads=(2 * 128, 1),  # 2 warpgroups
-        tile=(128, 128),
-        min_cc=90,
+        shared_tile=(64, 128),
         smem_bytes=4 * (128 * 64 + 128 * 64) * 2 + 1024,
-        ai_global=thread_tile_intensity(128, 128, DTYPE_BYTES["fp16"]),
-        ai_shared=thread_tile_intensity(64, 128, DTYPE_BYTES["fp16"]),
-        needs_multiple=8,
-        b_layout="nk",
     ),
-    Stage(
-        name="wgmma_ws",
-        what="warp-specialized: TMA producer + 2 WGMMA consumer warpgroups, setmaxnreg, 128x256",
-        dtype="fp16",
-        dtypes=("fp16", "bf16"),
-        chapter=13,
-        file="24_wgmma_ws.cu",
-        entry="gemm_wgmma_ws",
-        params=MappingProxyType(
-            {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 8, "TMA": 1}
-        ),
+    _tensor_core(
+        "wgmma_ws",
+        "warp-specialized: TMA producer + 2 WGMMA consumer warpgroups, setmaxnreg, 128x256",
+        "24_wgmma_ws.cu",
+        {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 8, "TMA": 1},
         threads=(3 * 128, 1),  # producer + 2 consumer warpgroups
-        tile=(128, 256),
-        min_cc=90,
+        shared_tile=(64, 256),
         smem_bytes=4 * (128 * 64 + 256 * 64) * 2 + 1024,
-        ai_global=thread_tile_intensity(128, 256, DTYPE_BYTES["fp16"]),
-        ai_shared=thread_tile_intensity(64, 256, DTYPE_BYTES["fp16"]),
-        needs_multiple=8,
-        b_layout="nk",
         slower_because="on small shapes its 128x256 tiles are too few to fill 132 SMs "
         "(1000^3: 32 tiles); a persistent grid or smaller tiles would fix it",
     ),
-    Stage(
-        name="wgmma_persistent",
-        what="persistent: one block per SM walks the 128x256 tiles, the ring runs on across "
+    _tensor_core(
+        "wgmma_persistent",
+        "persistent: one block per SM walks the 128x256 tiles, the ring runs on across "
         "tiles, TMA-store epilogue",
-        dtype="fp16",
-        dtypes=("fp16", "bf16"),
-        chapter=13,
-        file="25_wgmma_persistent.cu",
-        entry="gemm_wgmma_persistent",
-        params=MappingProxyType(
-            {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16, "TMA": 1, "TMA_C": 1}
-        ),
+        "25_wgmma_persistent.cu",
+        {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16, "TMA": 1, "TMA_C": 1},
         threads=(3 * 128, 1),  # producer + 2 consumer warpgroups
-        tile=(128, 256),
-        min_cc=90,
+        shared_tile=(64, 256),
         # the ring, two 64x64 staging buffers per consumer for the TMA store, 1 KiB alignment
         smem_bytes=4 * (128 * 64 + 256 * 64) * 2 + 2 * 2 * 64 * 64 * 2 + 1024,
-        ai_global=thread_tile_intensity(128, 256, DTYPE_BYTES["fp16"]),
-        ai_shared=thread_tile_intensity(64, 256, DTYPE_BYTES["fp16"]),
-        needs_multiple=8,
-        b_layout="nk",
         persistent_blocks_per_sm=1,
         tune_space=MappingProxyType({"GROUP_M": (8, 16), "TMA_C": (0, 1)}),
-        slower_because="",
     ),
     Stage(
         name="cublas_hgemm",
