@@ -40,6 +40,9 @@ class RooflineGroup(click.Group):
         except click.ClickException as exc:
             click.echo(f"error: {exc.format_message()}", err=True)
             sys.exit(exc.exit_code)
+        except BrokenPipeError:  # `roofline ... | head`: the reader left; stop quietly
+            _quiet_stdout()
+            sys.exit(0)
         except KeyboardInterrupt:
             click.echo("error: interrupted", err=True)
             sys.exit(130)
@@ -51,7 +54,17 @@ class RooflineGroup(click.Group):
                 f"error: {type(exc).__name__}: {line} (ROOFLINE_DEBUG=1 shows more)", err=True
             )
             sys.exit(2)
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _quiet_stdout()
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 @click.group(cls=RooflineGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -87,11 +87,20 @@ MODEL_COLUMNS: list[Column] = [
 ]
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """`roofline ... | head`: the reader left, which is no failure (rich exits 1 here)."""
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise SystemExit(0)
+
+
 def console(stderr: bool = False) -> Console:
     """One place that makes consoles. NO_COLOR is honoured by rich; pipes get a wide table."""
     stream = sys.stderr if stderr else sys.stdout
     wide = None if stream.isatty() else int(os.environ.get("COLUMNS", "200"))
-    return Console(file=stream, width=wide, highlight=False, soft_wrap=False)
+    return _Console(file=stream, width=wide, highlight=False, soft_wrap=False, emoji=False)
 
 
 def frame(records: list[dict[str, Any]]) -> pd.DataFrame:

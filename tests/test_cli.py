@@ -257,3 +257,22 @@ def test_readme_stage_table_is_current():
     readme = Path(__file__).resolve().parent.parent / "README.md"
     text = readme.read_text()
     assert docgen.readme_with_table(text) == text, "README stage table is stale: run `make docs`"
+
+
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_a_reader_that_leaves_early_is_no_failure(fmt):
+    # `roofline show BIG.json | head -1`: more output than a pipe holds, reader gone after a line
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parent.parent / "benchmarks/results/llm-llama-7b-fp16.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rooflinecli", "show", str(doc), "--format", fmt],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**__import__("os").environ, "COLUMNS": "200"},
+    )
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 0
+    assert proc.stderr is not None and proc.stderr.read() == b""
