@@ -11,10 +11,9 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
+from rooflinecli import results
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import cache_dir, data_dir
 from rooflinecli.stages import Stage
@@ -147,18 +146,6 @@ def options_for(stage: Stage, arch: str, dtype: str | None = None) -> tuple[str,
     return (f"-arch={arch}", "-std=c++17", "-Xptxas=-v", "-lineinfo", *stage.defines(dtype))
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def compile_stage(
     stage: Stage, arch: str, dtype: str | None = None, use_cache: bool = True
 ) -> Compiled:
@@ -241,7 +228,8 @@ def _build(
         nvrtc.nvrtcDestroyProgram(prog)
 
     resources = parse_ptxas(log, entry) if "registers" in log else None
-    _atomic_write(cubin_path, cubin)
+    cubin_path.parent.mkdir(parents=True, exist_ok=True)
+    results.write_atomic(cubin_path, cubin)
     meta = {"log": log, "resources": asdict(resources) if resources else None}
-    _atomic_write(meta_path, json.dumps(meta).encode())
+    results.write_atomic(meta_path, json.dumps(meta))
     return compiled(log, resources)

@@ -13,6 +13,21 @@ def data_dir(name: str) -> Path:
     raise FileNotFoundError(f"the tool's {name}/ folder is missing (broken install?)")
 
 
+def executable_from_env(var: str) -> Path | None:
+    """The executable a variable like ROOFLINE_NCU names, None when unset; a bad one is an error."""
+    import os
+
+    from rooflinecli.errors import RooflineError
+
+    value = os.environ.get(var)
+    if not value:
+        return None
+    p = Path(value)
+    if p.is_file() and os.access(p, os.X_OK):
+        return p
+    raise RooflineError(f"{var}={value} is not an executable file")
+
+
 def cache_dir() -> Path:
     """Per-user cache for compiled kernels and calibrations (ROOFLINE_CACHE_DIR overrides)."""
     import os

@@ -9,12 +9,10 @@ from __future__ import annotations
 import html
 import io
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from rooflinecli import chart
+from rooflinecli import chart, results
 from rooflinecli.errors import RooflineError
 
 KINDS = ("png", "svg", "html")
@@ -170,33 +168,11 @@ def render(doc: dict[str, Any], kind: str) -> bytes:
     return page.encode("utf-8")
 
 
-def write_bytes_atomic(path: str | Path, data: bytes) -> None:
-    """Bytes to a temporary file beside `path`, then rename (results.write_atomic, for bytes)."""
-    p = Path(path)
-    folder = p.parent if str(p.parent) else Path(".")
-    if not folder.is_dir():
-        raise RooflineError(f"cannot write {p}: folder {folder} does not exist")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{p.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise RooflineError(f"cannot write {p}: {exc.strerror}") from None
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes it private; an image is for sharing
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, p)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise RooflineError(f"cannot write {p}: {exc.strerror}") from None
-
-
 def save(doc: dict[str, Any], path: str | Path) -> str:
     """Draw the document's roofline into `path` (format from its suffix); returns the format."""
     kind = kind_of(path)
     if not doc.get("records"):
         raise RooflineError("nothing to plot: the document has no records")
     data = render(doc, kind)
-    write_bytes_atomic(path, data)
+    results.write_atomic(path, data)
     return kind

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from rooflinecli.errors import RooflineError
+from rooflinecli.paths import executable_from_env
 
 ENV_VAR = "ROOFLINE_NCU"
 NVTX_DOMAIN = "roofline"
@@ -89,12 +90,9 @@ def _candidates() -> list[Path]:
 
 def find_ncu() -> Path:
     """$ROOFLINE_NCU, then PATH, /usr/local/cuda/bin, /opt/nvidia/nsight-compute/*, cuda-*."""
-    env = os.environ.get(ENV_VAR)
-    if env:
-        p = Path(env)
-        if p.is_file() and os.access(p, os.X_OK):
-            return p
-        raise RooflineError(f"{ENV_VAR}={env} is not an executable file")
+    named = executable_from_env(ENV_VAR)
+    if named is not None:
+        return named
     for p in _candidates():
         if p.is_file() and os.access(p, os.X_OK):
             return p

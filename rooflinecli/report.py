@@ -20,37 +20,33 @@ from rooflinecli import results
 FORMATS = ("table", "json", "csv", "markdown")
 
 
-def _num(digits: int) -> Callable[[Any], str]:
+def missing(v: Any) -> bool:
+    """None or NaN: a field that does not apply, shown as '-'."""
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def cell(render: Callable[[Any], str]) -> Callable[[Any], str]:
+    """A column formatter: '-' for a missing value, `render(v)` otherwise."""
+
     def fmt(v: Any) -> str:
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            return "-"
-        return f"{v:,.{digits}f}"
+        return "-" if missing(v) else render(v)
 
     return fmt
 
 
-def _int(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return f"{int(v):,}"
+def fixed(digits: int) -> Callable[[Any], str]:
+    return cell(lambda v: f"{v:,.{digits}f}")
 
 
-def _sci(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return f"{float(v):.3e}"
+def pct(digits: int = 1) -> Callable[[Any], str]:
+    return cell(lambda v: f"{v:.{digits}f}%")
 
 
-def _verified(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return "yes" if bool(v) else "FAILED"
-
-
-def _ai(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return f"{v:,.2f}" if v < 100 else f"{v:,.1f}"
+integer = cell(lambda v: f"{int(v):,}")
+sci = cell(lambda v: f"{float(v):.3e}")
+text = cell(str)
+ai = cell(lambda v: f"{v:,.2f}" if v < 100 else f"{v:,.1f}")  # FLOP/byte
+_verified = cell(lambda v: "yes" if bool(v) else "FAILED")
 
 
 # (field, header, formatter)
@@ -58,32 +54,32 @@ Column = tuple[str, str, Callable[[Any], str]]
 
 RUN_COLUMNS: list[Column] = [
     ("stage", "stage", str),
-    ("time_ms", "time ms", _num(3)),
-    ("tflops", "TFLOP/s", _num(2)),
-    ("pct_of_reference", "% ref", _num(1)),
-    ("pct_of_peak", "% peak", _num(1)),
-    ("ai_ideal", "AI ideal", _ai),
-    ("ai_instruction", "AI instr", _ai),
+    ("time_ms", "time ms", fixed(3)),
+    ("tflops", "TFLOP/s", fixed(2)),
+    ("pct_of_reference", "% ref", fixed(1)),
+    ("pct_of_peak", "% peak", fixed(1)),
+    ("ai_ideal", "AI ideal", ai),
+    ("ai_instruction", "AI instr", ai),
     ("roof", "roof", str),
-    ("attainable_tflops", "attain TF/s", _num(1)),
-    ("pct_of_roof", "% roof", _num(1)),
-    ("registers", "regs", _int),
-    ("smem_bytes", "smem B", _int),
-    ("spill_bytes", "spill B", _int),
-    ("occupancy_pct", "occ %", _num(0)),
+    ("attainable_tflops", "attain TF/s", fixed(1)),
+    ("pct_of_roof", "% roof", fixed(1)),
+    ("registers", "regs", integer),
+    ("smem_bytes", "smem B", integer),
+    ("spill_bytes", "spill B", integer),
+    ("occupancy_pct", "occ %", fixed(0)),
     ("verified", "verified", _verified),
 ]
 
 MODEL_COLUMNS: list[Column] = [
     ("stage", "stage", str),
-    ("flops", "FLOPs", _sci),
-    ("bytes_ideal", "bytes ideal", _sci),
-    ("ai_ideal", "AI ideal", _ai),
-    ("ai_instruction", "AI instr", _ai),
-    ("ridge_point", "ridge", _ai),
+    ("flops", "FLOPs", sci),
+    ("bytes_ideal", "bytes ideal", sci),
+    ("ai_ideal", "AI ideal", ai),
+    ("ai_instruction", "AI instr", ai),
+    ("ridge_point", "ridge", ai),
     ("roof", "roof", str),
-    ("attainable_tflops", "attain TF/s", _num(1)),
-    ("attainable_instruction_tflops", "attain@instr", _num(2)),
+    ("attainable_tflops", "attain TF/s", fixed(1)),
+    ("attainable_instruction_tflops", "attain@instr", fixed(2)),
 ]
 
 
@@ -109,7 +105,7 @@ def frame(records: list[dict[str, Any]]) -> pd.DataFrame:
 
 def _cell(row: pd.Series, field: str, fmt: Callable[[Any], str]) -> str:
     v = row.get(field)
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    if missing(v):
         return "-" if field != "stage" else ""
     return fmt(v)
 
@@ -191,33 +187,20 @@ def notes(records: list[dict[str, Any]]) -> list[str]:
 # Comparisons and gate verdicts (`roofline compare`, `roofline gate`): rows, not result records.
 
 
-def _ratio(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return f"{v:.3f}x"
-
-
-def _change(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return f"{v:+.1f}%"
-
-
-def _band(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return f"±{v:.1f}%"
+_ratio = cell(lambda v: f"{v:.3f}x")
+_change = cell(lambda v: f"{v:+.1f}%")
+_band = cell(lambda v: f"±{v:.1f}%")
 
 
 COMPARE_COLUMNS: list[Column] = [
     ("stage", "stage", str),
     ("shape", "shape", str),
     ("dtype", "dtype", str),
-    ("a_tflops", "A TFLOP/s", _num(2)),
-    ("b_tflops", "B TFLOP/s", _num(2)),
+    ("a_tflops", "A TFLOP/s", fixed(2)),
+    ("b_tflops", "B TFLOP/s", fixed(2)),
     ("tflops_ratio", "B/A TFLOP/s", _ratio),
-    ("a_time_ms", "A ms", _num(3)),
-    ("b_time_ms", "B ms", _num(3)),
+    ("a_time_ms", "A ms", fixed(3)),
+    ("b_time_ms", "B ms", fixed(3)),
     ("time_ratio", "B/A time", _ratio),
 ]
 
@@ -225,8 +208,8 @@ GATE_COLUMNS: list[Column] = [
     ("stage", "stage", str),
     ("shape", "shape", str),
     ("dtype", "dtype", str),
-    ("baseline_tflops", "baseline TFLOP/s", _num(2)),
-    ("tflops", "current TFLOP/s", _num(2)),
+    ("baseline_tflops", "baseline TFLOP/s", fixed(2)),
+    ("tflops", "current TFLOP/s", fixed(2)),
     ("change_pct", "change", _change),
     ("noise_pct", "noise band", _band),
     ("verdict", "verdict", str),
@@ -297,7 +280,7 @@ def scaling(records: list[dict[str, Any]]) -> pd.DataFrame:
 def emit_scaling(records: list[dict[str, Any]], fmt: str, out: Console | None = None) -> None:
     pivot = scaling(records)
     con = out or console()
-    fmt_cell = _num(2)
+    fmt_cell = fixed(2)
     headers = ["stage", *[str(c) for c in pivot.columns]]
     rows = [[str(idx), *[fmt_cell(v) for v in row]] for idx, row in pivot.iterrows()]
     if fmt == "markdown":

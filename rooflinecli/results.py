@@ -99,7 +99,7 @@ def dumps(doc: dict[str, Any]) -> str:
     return json.dumps(_clean(doc), indent=2) + "\n"
 
 
-def write_atomic(path: str | Path, text: str) -> None:
+def write_atomic(path: str | Path, data: str | bytes) -> None:
     """Write to a temporary file beside `path`, then rename: never a half-written file."""
     p = Path(path)
     folder = p.parent if str(p.parent) else Path(".")
@@ -112,9 +112,9 @@ def write_atomic(path: str | Path, text: str) -> None:
     try:
         umask = os.umask(0)
         os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; a results file is an ordinary file
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; our files are ordinary files
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode() if isinstance(data, str) else data)
         os.replace(tmp, p)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)

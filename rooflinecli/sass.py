@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rooflinecli.errors import RooflineError
+from rooflinecli.paths import executable_from_env
 
 ENV_VAR = "ROOFLINE_NVDISASM"
 
@@ -51,12 +52,9 @@ _GMMA_SHAPE_RE = re.compile(r"^(\d+)x(\d+)x(\d+)$")
 
 def find_nvdisasm() -> Path:
     """$ROOFLINE_NVDISASM, else the nvidia-cuda-nvdisasm wheel's bin folder, else PATH."""
-    env = os.environ.get(ENV_VAR)
-    if env:
-        p = Path(env)
-        if p.is_file() and os.access(p, os.X_OK):
-            return p
-        raise RooflineError(f"{ENV_VAR}={env} is not an executable file")
+    named = executable_from_env(ENV_VAR)
+    if named is not None:
+        return named
     for folder in _wheel_bin_folders():
         p = folder / "nvdisasm"
         if p.is_file() and os.access(p, os.X_OK):

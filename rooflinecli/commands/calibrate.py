@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import click
@@ -21,20 +20,9 @@ ROOFS: tuple[tuple[str, str, str, str | None], ...] = (
 )
 
 
-def _num(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return f"{v:,.1f}"
-
-
-def _pct(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return f"{v:.1f}%"
-
-
-def _str(v: Any) -> str:
-    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+_num = report.fixed(1)
+_pct = report.pct(1)
+_str = report.text
 
 
 ROOF_COLUMNS: list[report.Column] = [

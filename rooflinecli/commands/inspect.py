@@ -8,7 +8,6 @@ register counts and occupancy side by side.
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from typing import Any
 
@@ -25,24 +24,15 @@ SCHEMA = "roofline.inspect/1"
 PER_K = ("LDG", "LDS", "LDGSTS", "UTMALDG", "STS", "LDSM", "FFMA", "HMMA", "HGMMA")
 
 
-def _fmt_num(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
+def _whole_or_short(v: Any) -> str:
     if isinstance(v, float) and not v.is_integer():
         return f"{v:.3f}".rstrip("0").rstrip(".")
     return f"{int(v):,}"
 
 
-def _fmt_pct(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return f"{v:.1f}%"
-
-
-def _fmt_str(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return str(v)
+_fmt_num = report.cell(_whole_or_short)
+_fmt_pct = report.pct(1)
+_fmt_str = report.text
 
 
 RESOURCE_COLUMNS: list[report.Column] = [

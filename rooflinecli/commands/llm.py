@@ -6,7 +6,6 @@ weight GEMM sits on the roofline at a batch. `run llm` times those exact GEMM sh
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -21,23 +20,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 Column = tuple[str, str, Callable[[Any], str]]
 
 
-def _missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
-
-
-def _fixed(digits: int) -> Callable[[Any], str]:
-    def fmt(v: Any) -> str:
-        return "-" if _missing(v) else f"{v:,.{digits}f}"
-
-    return fmt
-
-
-def _whole(v: Any) -> str:
-    return "-" if _missing(v) else f"{int(v):,}"
-
-
-def _ai(v: Any) -> str:
-    return "-" if _missing(v) else (f"{v:,.2f}" if v < 100 else f"{v:,.1f}")
+_missing = report.missing
+_fixed = report.fixed
+_whole = report.integer
+_ai = report.ai
 
 
 def _never(v: Any) -> str:

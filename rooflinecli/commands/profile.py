@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -19,36 +18,11 @@ from rooflinecli.options import (
     spec_option,
 )
 
-
-def _num(digits: int):  # type: ignore[no-untyped-def]
-    def fmt(v: Any) -> str:
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            return "-"
-        return f"{v:,.{digits}f}"
-
-    return fmt
-
-
-def _mb(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return f"{v / 1e6:,.1f}"
-
-
-def _ai(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return f"{v:,.2f}" if v < 100 else f"{v:,.1f}"
-
-
-def _ratio(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return f"{v:.4f}"
-
-
-def _status(v: Any) -> str:
-    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+_num = report.fixed
+_mb = report.cell(lambda v: f"{v / 1e6:,.1f}")
+_ai = report.ai
+_ratio = report.cell(lambda v: f"{v:.4f}")
+_status = report.text
 
 
 PROFILE_COLUMNS: list[report.Column] = [
