@@ -52,6 +52,27 @@ for step in "$@"; do
       $R run llm --preset llama-7b --batch 1,256 --output "$OUT/llm-llama-7b.json" --format markdown
       $R run gemm --m 4096 --stages naive_xcol --extra-stage examples/my_gemm.toml \
         --output "$OUT/gemm-extra-stage-4096.json" --format markdown ;;
+    ladder8192)  # every FP32 stage at 8192^3, the naive ones included (issue 3)
+      $R run gemm --m 8192 --output "$OUT/gemm-fp32-8192-all.json" --format markdown ;;
+    ncutc)  # where the mma.sync and WGMMA stages stall: ncu's own sections, one launch each
+      for st in mma_multistage wgmma_persistent; do
+        ncu --clock-control none --target-processes all --nvtx --nvtx-include "roofline@$st/" \
+          --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
+          --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
+          --section SchedulerStats --section WarpStateStats --section Occupancy \
+          --section LaunchStats -o "/tmp/ncu-$st" -f \
+          $R run gemm --m 4096 --dtype fp16 --stages $st --budget-ms 5 --format markdown > /dev/null 2>&1
+        ncu --import "/tmp/ncu-$st.ncu-rep" --page details >> "$OUT/ncu-tc-4096.txt" 2>&1
+      done
+      tail -c 3000 "$OUT/ncu-tc-4096.txt" ;;
+    tunetc)
+      $R tune gemm --stage mma_multistage --m 8192 --output "$OUT/tune-mma_multistage-8192.json" --format markdown
+      $R tune gemm --stage wgmma_persistent --m 4096 --output "$OUT/tune-wgmma_persistent-4096.json" --format markdown
+      for i in 1 2; do
+        $R run gemm --m 4096 --dtype fp16 --stages wgmma_persistent --format markdown --no-chart
+      done ;;
+    profile10)
+      $R profile gemm --m 4096 --stages multistage --output "$OUT/profile-fp32-4096-multistage.json" --format markdown ;;
     *) log "unknown step $step" ;;
   esac
 done

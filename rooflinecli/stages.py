@@ -245,6 +245,26 @@ def _tensor_core(
     )
 
 
+def _mma_multistage(p: dict[str, int]) -> Stage:
+    """Stage 22: a warp per WM x WN tile, STAGES K tiles of BM x BK (A) and BK x BN (B) in
+    dynamic shared memory; threads and shared memory follow the params (`roofline tune`)."""
+    warps = (p["BM"] // p["WM"]) * (p["BN"] // p["WN"])
+    stage = _tensor_core(
+        "mma_multistage",
+        f"cp.async {p['STAGES']}-stage pipeline, {p['BM']}x{p['BN']} block, {warps} warps of "
+        f"{p['WM']}x{p['WN']}, grouped block order",
+        "22_mma_multistage.cu",
+        p,
+        threads=(warps * 32, 1),
+        shared_tile=(p["WM"], p["WN"]),
+        smem_bytes=p["STAGES"] * (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * 2,
+        tune_space=MappingProxyType(
+            {"BM": (128, 256), "BN": (128, 256), "BK": (32, 64), "STAGES": (3, 4, 5)}
+        ),
+    )
+    return replace(stage, rebuild=lambda q: _mma_multistage(dict(q)))
+
+
 STAGES: tuple[Stage, ...] = (
     Stage(
         name="naive_xcol",
@@ -396,14 +416,8 @@ STAGES: tuple[Stage, ...] = (
         threads=(8 * 32, 1),  # 8 warps
         shared_tile=(64, 32),
     ),
-    _tensor_core(
-        "mma_multistage",
-        "cp.async 4-stage pipeline, 128x256 block, 8 warps of 64x64, grouped block order",
-        "22_mma_multistage.cu",
-        {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 8},
-        threads=(8 * 32, 1),  # 8 warps
-        shared_tile=(64, 64),
-        smem_bytes=4 * (128 * 32 + 32 * 256) * 2,
+    _mma_multistage(
+        {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 8}
     ),
     # WGMMA stages read both operands from shared memory in the tensor cores (ai_shared: per k a
     # warpgroup's 64 rows of A and BN rows of B for 64*BN MACs); TMA loads need tensor maps
