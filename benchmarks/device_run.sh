@@ -71,6 +71,8 @@ for step in "$@"; do
       for i in 1 2; do
         $R run gemm --m 4096 --dtype fp16 --stages wgmma_persistent --format markdown --no-chart
       done ;;
+    tunetma)
+      $R tune gemm --stage mma_tma_ws --m 8192 --output "$OUT/tune-mma_tma_ws-8192.json" --format markdown ;;
     profile10)
       $R profile gemm --m 4096 --stages multistage --output "$OUT/profile-fp32-4096-multistage.json" --format markdown ;;
     *) log "unknown step $step" ;;

@@ -419,13 +419,25 @@ STAGES: tuple[Stage, ...] = (
     _mma_multistage(
         {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 8}
     ),
+    _tensor_core(
+        "mma_tma_ws",
+        "mma.sync fed by TMA: a producer warpgroup, 8 consumer warps of 64x64, an mbarrier ring, "
+        "no block barrier",
+        "23_mma_tma_ws.cu",
+        {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 8, "TMA": 1},
+        threads=(3 * 128, 1),  # producer warpgroup + 2 consumer warpgroups (8 warps)
+        shared_tile=(64, 64),
+        smem_bytes=4 * (128 * 64 + 256 * 64) * 2 + 1024,
+        chapter=12,  # mma.sync (HMMA) math; TMA makes it sm_90 only
+        tune_space=MappingProxyType({"STAGES": (3, 4), "GROUP_M": (8, 16)}),
+    ),
     # WGMMA stages read both operands from shared memory in the tensor cores (ai_shared: per k a
     # warpgroup's 64 rows of A and BN rows of B for 64*BN MACs); TMA loads need tensor maps
     # (params TMA=1: rooflinecli/tc_host.extra_args) and B given K-major (b_layout "nk").
     _tensor_core(
         "wgmma_tma",
         "WGMMA m64n128k16 (HGMMA) on 128B-swizzled tiles loaded by TMA onto mbarriers",
-        "23_wgmma_tma.cu",
+        "24_wgmma_tma.cu",
         {"BM": 128, "BN": 128, "BK": 64, "STAGES": 4, "GROUP_M": 8, "TMA": 1},
         threads=(2 * 128, 1),  # 2 warpgroups
         shared_tile=(64, 128),
@@ -434,7 +446,7 @@ STAGES: tuple[Stage, ...] = (
     _tensor_core(
         "wgmma_ws",
         "warp-specialized: TMA producer + 2 WGMMA consumer warpgroups, setmaxnreg, 128x256",
-        "24_wgmma_ws.cu",
+        "25_wgmma_ws.cu",
         {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 8, "TMA": 1},
         threads=(3 * 128, 1),  # producer + 2 consumer warpgroups
         shared_tile=(64, 256),
@@ -446,7 +458,7 @@ STAGES: tuple[Stage, ...] = (
         "wgmma_persistent",
         "persistent: one block per SM walks the 128x256 tiles, the ring runs on across "
         "tiles, TMA-store epilogue",
-        "25_wgmma_persistent.cu",
+        "26_wgmma_persistent.cu",
         {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16, "TMA": 1, "TMA_C": 1},
         threads=(3 * 128, 1),  # producer + 2 consumer warpgroups
         shared_tile=(64, 256),

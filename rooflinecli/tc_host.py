@@ -1,6 +1,6 @@
 """Host-side extras for the Tensor Core stages: TMA tensor maps.
 
-Stages whose params hold TMA=1 (23_wgmma_tma.cu, 24_wgmma_ws.cu) load their tiles with the
+Stages whose params hold TMA=1 (23_mma_tma_ws.cu, 24_wgmma_tma.cu, 25_wgmma_ws.cu) load their tiles with the
 copy engine, which needs a CUtensorMap per operand, encoded on the host and passed by value
 as extra kernel parameters after the 8 of the contract:
 
@@ -14,7 +14,7 @@ stage's b_layout "nk"). Boxes are BK x BM (A) and BK x BN (B) elements, 128-byte
 kernels handle M, N and K tails). The 128 bytes of a map travel as a NumPy structured scalar
 of dtype [("b", np.uint64, 16)] (align=True), which CuPy copies into the parameter buffer.
 
-With TMA_C=1 as well (25_wgmma_persistent.cu) a third map follows, over C (M x N row-major):
+With TMA_C=1 as well (26_wgmma_persistent.cu) a third map follows, over C (M x N row-major):
 the kernel stores its results through the copy engine in boxes of C_BOX_ROWS x C_BOX_COLS,
 128-byte swizzled, and the engine skips elements outside C (the M and N tails).
 

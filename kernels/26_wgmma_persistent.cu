@@ -1,20 +1,20 @@
-// Stage 25: a persistent grid. Stage 24 launches one block per 128 x 256 tile, so every tile pays
+// Stage 26: a persistent grid. Stage 25 launches one block per 128 x 256 tile, so every tile pays
 // for a block start (barrier init, an empty ring, the first TMA round trip from memory) and ends
 // with an epilogue that runs while its SM's tensor cores idle and no copy is in flight. Here the
 // grid is one block per SM (Stage.launch: min(tiles, SMs)) and each block walks the tiles
 // tile = blockIdx.x, blockIdx.x + gridDim.x, ... in grouped order (GROUP_M tile rows at a time,
 // so the ~132 tiles in flight together share few rows of A and columns of B in L2).
-// The roles are stage 24's: warpgroup 0 produces (one thread issues the TMA copies), warpgroups 1
+// The roles are stage 25's: warpgroup 0 produces (one thread issues the TMA copies), warpgroups 1
 // and 2 consume (64 rows x 256 each, m64n256k16), setmaxnreg moves registers to the consumers.
 // New is only the tile loop around them:
 //   * The ring's slot and phase come from one k-slice counter `it` that runs on across tiles in
 //     every role (never reset): slot it % STAGES, use n = it / STAGES of that slot. full[s]
 //     completes phase n when use n has landed; empty[s] completes phase n when the consumers'
 //     8 warps have released use n. The producer waits for empty phase n-1 before use n
-//     (parity (n-1) & 1), consumers wait for full phase n (parity n & 1), as in stage 24 with kt.
+//     (parity (n-1) & 1), consumers wait for full phase n (parity n & 1), as in stage 25 with kt.
 //   * So the producer runs ahead into the next tile's K-slices while the consumers still do the
 //     epilogue of this one: the next tile starts with up to STAGES slices already in shared memory.
-//   * Consumers release the last slice of a tile after wgmma.wait_group 0 (stage 24 never had to),
+//   * Consumers release the last slice of a tile after wgmma.wait_group 0 (stage 25 never had to),
 //     and the first WGMMA of each tile runs with scale-d = 0, which clears the accumulators.
 //   * Epilogue (TMA_C=1): each consumer converts its 64 x 256 block in 4 chunks of 64 x 64, writes
 //     a chunk into one of two 8 KiB staging buffers in the 128-byte swizzled layout (conflict-free
@@ -22,9 +22,9 @@
 //     store engine (cp.async.bulk.tensor ... bulk_group): global writes are full lines, clipped to
 //     M x N by the copy engine, and they drain while the next tile's mainloop runs. A buffer is
 //     reused only after cp.async.bulk.wait_group.read 1 (the store before the last has read it).
-//     TMA_C=0 keeps stage 24's bounds-checked register-to-global stores.
+//     TMA_C=0 keeps stage 25's bounds-checked register-to-global stores.
 // Shared memory: 4 stages x 48 KiB + 2 x 2 x 8 KiB staging + 1 KiB alignment = 225 KiB.
-// Shape rules as in stages 23/24: TMA zero-fills loads outside A and B (M, N, K tails); the TMA
+// Shape rules as in stages 24/25: TMA zero-fills loads outside A and B (M, N, K tails); the TMA
 // store skips elements outside C; K, N multiples of 8 (16-byte TMA row strides).
 // Tensor maps: parameters 9, 10 (A box BK x BM, B box BK x BN) and, with TMA_C=1, 11 (C box
 // 64 x 64, 128-byte swizzled), from tc_host.extra_args.

@@ -1,15 +1,20 @@
-// Stage 24: warp specialization. Stage 23's warpgroups both compute and wait together at a
-// block barrier every K step, and thread 0 issues the TMA copies in between. Here roles split:
-// warpgroup 0 is the producer (one thread issues the TMA copies, STAGES tiles ahead), warpgroups
-// 1 and 2 are consumers (each issues WGMMAs for 64 rows x BN). They talk only through mbarriers:
-//   full[s]:  the producer's arrive.expect_tx + the TMA bytes -> "stage s holds tile k"
-//   empty[s]: one arrival per consumer warp once its WGMMAs on stage s completed -> "refill s"
-// so no block-wide barrier remains in the main loop. `setmaxnreg` moves registers from the
-// producer (dec to 40) to the consumers (inc to 232): a 64 x 256 FP32 accumulator is 128
-// registers per thread, more than the 168 that 384 threads get at launch.
-// 128 x 256 block tile, BK = 64, m64n256k16 (HGMMA.64x256x16), 4-stage ring of 48 KiB stages
-// (192 KiB). Consumers keep one WGMMA batch in flight (wait_group 1) and release the stage of
-// the batch before. Grouped block order, TMA zero-fill and shape rules as in stage 23.
+// Stage 24: WGMMA fed by TMA (sm_90a). Hopper's warpgroup MMA: 4 warps (128 threads) issue one
+// asynchronous `wgmma.mma_async.m64n128k16` (SASS: HGMMA.64x128x16.F32) that reads both operands
+// straight from shared memory through 64-bit matrix descriptors and accumulates 64 x 128 FP32
+// results in the warpgroup's registers (64 per thread): no ldmatrix, no fragment shuffling.
+// The tiles get there by TMA: one thread issues `cp.async.bulk.tensor.2d` per operand and tile,
+// the copy engine writes the box 128-byte swizzled (the layout WGMMA's descriptors name) and
+// counts the bytes on an mbarrier; consumers wait on the mbarrier's phase parity.
+// B is given K-major (b_layout "nk": N x K row-major, the runner transposes it outside the timing),
+// so both operands are K-major and no transposition is needed anywhere.
+// 128 x 128 block tile, BK = 64 (one 128-byte swizzle row per tile row), 2 warpgroups of 64 rows,
+// STAGES-deep ring of shared tiles. No warp specialization yet: every warpgroup computes, and
+// thread 0 also refills the stage that the barrier at the end of each step has freed. One
+// WGMMA batch (4 x k16) stays in flight across that barrier (wait_group 1).
+// Grouped block order as in stage 22. M and N need not divide the tile (TMA zero-fills rows
+// outside the tensor, the epilogue is bounds-checked), nor K (zero-filled too); K must be a
+// multiple of 8 (TMA row strides are multiples of 16 bytes): the registry asks multiples of 8.
+// Tensor maps: kernel parameters 9 and 10 (A box BK x BM, B box BK x BN), from tc_host.extra_args.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -125,22 +130,18 @@ __device__ __forceinline__ void wgmma_wait() {
 // D (64 x N, f32) += A (64 x 16, K-major in shared) * B (16 x N, K-major: N rows of K in shared).
 // d[i] of a thread (warp w of the warpgroup, lane = 4g + t) holds D[16w + g + 8*((i>>1)&1)]
 // [8*(i>>2) + 2t + (i&1)]: the m16n8 accumulator layout, repeated over N in steps of 8.
-__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], unsigned long long desc_a,
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], unsigned long long desc_a,
                                         unsigned long long desc_b) {
     asm volatile(
         "{\n"
         ".reg .pred p;\n"
-        "setp.ne.b32 p, %130, 0;\n"
-        WGMMA_F16_N256 " {"
+        "setp.ne.b32 p, %66, 0;\n"
+        WGMMA_F16_N128 " {"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
         "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-        "}, %128, %129, p, 1, 1, 0, 0;\n"
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1, 0, 0;\n"
         "}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -149,15 +150,7 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], unsigned long 
           "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
           "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
           "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
         : "l"(desc_a), "l"(desc_b), "r"(1));
 }
 
@@ -197,32 +190,27 @@ __device__ __forceinline__ void store_block(const float (&d)[NACC], elem_t* __re
     }
 }
 
-constexpr int CONSUMERS = BM / 64;               // consumer warpgroups, 64 rows each
-constexpr int NUM_THREADS = 128 * (1 + CONSUMERS);  // + the producer warpgroup
-constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+constexpr int NUM_THREADS = 128 * (BM / 64);  // one warpgroup per 64 rows
 constexpr int A_BYTES = BM * BK * 2;
 constexpr int STAGE_BYTES = A_BYTES + BN * BK * 2;
 
 static_assert(BK == 64, "one tile row is one 128-byte swizzle row: 64 two-byte elements");
-static_assert(BN == 256, "the WGMMA below is m64n256k16: the block is BN = 256 wide");
+static_assert(BN == 128, "the WGMMA below is m64n128k16: the block is BN = 128 wide");
 static_assert(BM % 64 == 0 && BM <= 256 && BN <= 256, "TMA boxes are at most 256 rows");
 static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0, "tiles stay 1024-byte aligned");
 static_assert(STAGES * STAGE_BYTES + 1024 <= 227 * 1024, "the ring must fit in 227 KiB");
-static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536,
-              "setmaxnreg: the warpgroups' registers must fit in the SM's 64K");
 
-#define WGMMA wgmma_m64n256k16
+#define WGMMA wgmma_m64n128k16
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
-gemm_wgmma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
-              const elem_t* __restrict__ B, float beta, elem_t* __restrict__ C,
-              const __grid_constant__ TmaMap tma_a, const __grid_constant__ TmaMap tma_b) {
+gemm_wgmma_tma(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
+               const elem_t* __restrict__ B, float beta, elem_t* __restrict__ C,
+               const __grid_constant__ TmaMap tma_a, const __grid_constant__ TmaMap tma_b) {
     extern __shared__ __align__(128) unsigned char smem[];
-    __shared__ __align__(8) u64 full_bar[STAGES], empty_bar[STAGES];
+    __shared__ __align__(8) u64 full_bar[STAGES];
     // 128-byte swizzle repeats every 1024 bytes: tiles start on a 1024-byte boundary
     const u32 base = (static_cast<u32>(__cvta_generic_to_shared(smem)) + 1023u) & ~1023u;
-    const u32 full0 = static_cast<u32>(__cvta_generic_to_shared(full_bar));
-    const u32 empty0 = static_cast<u32>(__cvta_generic_to_shared(empty_bar));
+    const u32 bar0 = static_cast<u32>(__cvta_generic_to_shared(full_bar));
     const int tid = threadIdx.x, wg = tid / 128;
 
     const int grid_m = gridDim.y, grid_n = gridDim.x;
@@ -238,50 +226,38 @@ gemm_wgmma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
         asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(&tma_a)) : "memory");
         asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(&tma_b)) : "memory");
 #pragma unroll
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full0 + 8 * s, 1);                   // the producer's arrive.expect_tx
-            mbar_init(empty0 + 8 * s, CONSUMERS * 4);      // one arrival per consumer warp
-        }
+        for (int s = 0; s < STAGES; ++s) mbar_init(bar0 + 8 * s, 1);  // the producer's arrival
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to TMA
     }
     __syncthreads();
 
-    if (wg == 0) {
-        // Producer warpgroup: give registers away, then one thread runs the copy loop.
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
-        if (tid == 0) {
-            for (int kt = 0; kt < ktiles; ++kt) {
-                const int s = kt % STAGES;
-                if (kt >= STAGES) mbar_wait(empty0 + 8 * s, ((kt / STAGES) - 1) & 1);
-                const u32 sa = base + s * STAGE_BYTES, bar = full0 + 8 * s;
-                mbar_arrive_expect_tx(bar, STAGE_BYTES);
-                tma_load_2d(sa, &tma_a, bar, kt * BK, m0);
-                tma_load_2d(sa + A_BYTES, &tma_b, bar, kt * BK, n0);
-            }
-        }
-    } else {
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
-        const int c = wg - 1;  // consumer c computes rows 64c .. 64c+63 of the block tile
-        const bool lane0 = tid % 32 == 0;
-        float d[BN / 2];
-#pragma unroll
-        for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
+    auto issue = [&](int s, int kt) {  // thread 0 only
+        const u32 sa = base + s * STAGE_BYTES, bar = bar0 + 8 * s;
+        mbar_arrive_expect_tx(bar, STAGE_BYTES);
+        tma_load_2d(sa, &tma_a, bar, kt * BK, m0);
+        tma_load_2d(sa + A_BYTES, &tma_b, bar, kt * BK, n0);
+    };
+    if (tid == 0)
+        for (int s = 0; s < STAGES && s < ktiles; ++s) issue(s, s);
 
-        for (int kt = 0; kt < ktiles; ++kt) {
-            const int s = kt % STAGES;
-            mbar_wait(full0 + 8 * s, (kt / STAGES) & 1);
-            const u32 sa = base + s * STAGE_BYTES + c * (64 * BK * 2);
-            const u32 sb = base + s * STAGE_BYTES + A_BYTES;
-            wgmma_fence();
+    float d[BN / 2];
 #pragma unroll
-            for (int kk = 0; kk < BK / 16; ++kk)  // +32 bytes per 16 of K inside swizzled rows
-                WGMMA(d, smem_desc(sa + 32 * kk), smem_desc(sb + 32 * kk));
-            wgmma_commit();
-            wgmma_wait<1>();  // the batch of step kt-1 has completed: its stage may be refilled
-            if (kt >= 1 && lane0) mbar_arrive(empty0 + 8 * ((kt - 1) % STAGES));
-        }
-        wgmma_wait<0>();
+    for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
 
-        store_block(d, C, M, N, m0 + 64 * c, n0, alpha, beta);
+    for (int kt = 0; kt < ktiles; ++kt) {
+        const int s = kt % STAGES;
+        mbar_wait(bar0 + 8 * s, (kt / STAGES) & 1);
+        const u32 sa = base + s * STAGE_BYTES + wg * (64 * BK * 2), sb = base + s * STAGE_BYTES + A_BYTES;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk)  // +32 bytes per 16 of K inside the swizzled rows
+            WGMMA(d, smem_desc(sa + 32 * kk), smem_desc(sb + 32 * kk));
+        wgmma_commit();
+        wgmma_wait<1>();  // this step's batch may run on; the previous one has finished
+        __syncthreads();  // ... in both warpgroups: its stage is free
+        if (tid == 0 && kt >= 1 && kt - 1 + STAGES < ktiles) issue((kt - 1) % STAGES, kt - 1 + STAGES);
     }
+    wgmma_wait<0>();
+
+    store_block(d, C, M, N, m0 + 64 * wg, n0, alpha, beta);
 }

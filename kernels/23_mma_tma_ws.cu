@@ -1,0 +1,294 @@
+// Stage 23: mma.sync fed by TMA, warp-specialized. Stage 22 spends most of its issue slots on
+// things other than HMMA: every thread computes addresses and predicates for its cp.async
+// copies, and all eight warps meet at a block barrier once per K step. With two warps per
+// scheduler (128 accumulators each, one block per SM) every extra instruction is a cycle the
+// tensor pipe waits (ncu: 6.1 cycles between a warp's instructions, tensor pipe 58% busy).
+// Here the copies leave the math warps entirely:
+//   * warpgroup 0 is the producer: one lane issues two TMA box copies per K step (A: BM x BK,
+//     B: BN x BK, B given K-major as stages 24-26 take it), STAGES tiles ahead, each completing
+//     on the stage's `full` mbarrier; the TMA writes the 128-byte swizzle itself;
+//   * warpgroups 1-2 hold the 8 consumer warps (64 x 64 each, 2 x 4 over the 128 x 256 tile): wait
+//     on `full`, ldmatrix + mma.sync as in stage 22, then one arrival per warp on `empty` so the
+//     producer may refill the stage. No block-wide barrier is left in the main loop, and warps
+//     may drift apart by up to STAGES tiles. `setmaxnreg` moves registers from the producer
+//     (40) to the consumers (232): 128 accumulators plus two sets of fragments need them.
+// Both operands are K-major with 128-byte rows (BK = 64): chunk c of row r sits at chunk
+// c ^ (r & 7), so each ldmatrix phase (8 rows, one chunk) hits 8 distinct bank groups, and B
+// needs no .trans (its rows are n, as the .col operand of m16n8k16 wants).
+// Any M; N and K multiples of 8 (TMA row strides are whole 16-byte units; the registry says so).
+// Out-of-range rows and K columns arrive as zeros from the TMA.
+#ifndef BM
+#error "BM (rows of the C tile) must be given as -DBM=..."
+#endif
+#ifndef BN
+#error "BN (columns of the C tile) must be given as -DBN=..."
+#endif
+#ifndef BK
+#error "BK (depth of one K step) must be given as -DBK=..."
+#endif
+#ifndef WM
+#error "WM (rows of the warp tile) must be given as -DWM=..."
+#endif
+#ifndef WN
+#error "WN (columns of the warp tile) must be given as -DWN=..."
+#endif
+#ifndef STAGES
+#error "STAGES (shared-memory tiles in the ring) must be given as -DSTAGES=..."
+#endif
+#ifndef GROUP_M
+#define GROUP_M 8
+#endif
+#ifndef ELEM_BF16
+#define ELEM_BF16 0
+#endif
+
+typedef unsigned short elem_t;  // fp16 or bf16 bits (NVRTC from PyPI has no cuda_fp16.h)
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+constexpr int CONSUMER_WARPS = (BM / WM) * (BN / WN);
+constexpr int NUM_THREADS = 32 * CONSUMER_WARPS + 128;  // + the producer warpgroup
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+constexpr int WARPS_N = BN / WN;
+constexpr int MI = WM / 16;  // m16 MMA tiles per warp tile
+constexpr int NI = WN / 8;   // n8 MMA tiles per warp tile
+constexpr int KSTEPS = BK / 16;
+constexpr int A_BYTES = BM * BK * 2;
+constexpr int STAGE_BYTES = A_BYTES + BN * BK * 2;
+
+static_assert(BK == 64, "one tile row is one 128-byte swizzle row: 64 two-byte elements");
+static_assert(BM <= 256 && BN <= 256, "a TMA box has at most 256 rows");
+static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must tile the block tile");
+static_assert(WM % 16 == 0 && WN % 16 == 0, "ldmatrix.x4 loads 16 rows x 16 of K");
+static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0, "tiles stay 1024-byte aligned");
+static_assert(STAGES >= 2, "a ring needs at least two slots");
+static_assert(STAGES * STAGE_BYTES + 1024 <= 227 * 1024, "the ring must fit in 227 KiB");
+static_assert(CONSUMER_WARPS % 4 == 0, "consumers come in whole warpgroups (setmaxnreg)");
+static_assert(128 * PRODUCER_REGS + 32 * CONSUMER_WARPS * CONSUMER_REGS <= 65536,
+              "setmaxnreg: the warpgroups' registers must fit in the SM's 64K");
+
+// A CUtensorMap, encoded on the host (rooflinecli/tc_host.py) and passed by value.
+struct __align__(64) TmaMap {
+    u64 opaque[16];
+};
+
+#if ELEM_BF16
+#define MMA_F16 "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+#else
+#define MMA_F16 "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+#endif
+
+__device__ __forceinline__ u32 pack2(float lo, float hi) {
+    u32 r;
+#if ELEM_BF16
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+    return r;
+}
+
+__device__ __forceinline__ float to_float(elem_t x) {
+#if ELEM_BF16
+    return __uint_as_float(static_cast<u32>(x) << 16);
+#else
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
+    return f;
+#endif
+}
+
+__device__ __forceinline__ void mma16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+    asm(MMA_F16 " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 smem_addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr)
+                 : "memory");
+}
+
+// The lane index, read afresh where it is used (volatile: not kept live across the main loop,
+// where all 232 registers are spoken for).
+__device__ __forceinline__ int lane_id() {
+    int l;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(l));
+    return l;
+}
+
+// ---- mbarriers (shared::cta addresses) ----
+__device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(u32 bar, u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(u32 bar) {
+    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}" ::"r"(bar)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
+    u32 done;
+    do {
+        asm volatile(
+            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            "selp.u32 %0, 1, 0, p;\n}"
+            : "=r"(done)
+            : "r"(bar), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+
+// One box of the tensor map at (c0 = K index, c1 = row) into shared memory, 128-byte swizzled.
+__device__ __forceinline__ void tma_load_2d(u32 dst, const TmaMap* map, u32 bar, int c0, int c1) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+        "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar)
+        : "memory");
+}
+
+extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
+gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
+                const elem_t* __restrict__ B, float beta, elem_t* __restrict__ C,
+                const __grid_constant__ TmaMap tma_a, const __grid_constant__ TmaMap tma_b) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    __shared__ __align__(8) u64 full_bar[STAGES], empty_bar[STAGES];
+    // the 128-byte swizzle repeats every 1024 bytes: tiles start on a 1024-byte boundary
+    const u32 base = (static_cast<u32>(__cvta_generic_to_shared(smem)) + 1023u) & ~1023u;
+    const u32 full0 = static_cast<u32>(__cvta_generic_to_shared(full_bar));
+    const u32 empty0 = static_cast<u32>(__cvta_generic_to_shared(empty_bar));
+    const int tid = threadIdx.x, warp = tid / 32;
+
+    // Grouped block order (a bijection of the grid for any grid size), as stage 22.
+    const int grid_m = gridDim.y, grid_n = gridDim.x;
+    const int pid = blockIdx.y * grid_n + blockIdx.x;
+    const int group = pid / (GROUP_M * grid_n), first_m = group * GROUP_M;
+    const int group_rows = min(grid_m - first_m, GROUP_M);
+    const int in_group = pid % (GROUP_M * grid_n);
+    const int m0 = (first_m + in_group % group_rows) * BM;
+    const int n0 = (in_group / group_rows) * BN;
+    const int ktiles = (K + BK - 1) / BK;
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full0 + 8 * s, 1);                // the producer's arrive.expect_tx
+            mbar_init(empty0 + 8 * s, CONSUMER_WARPS);  // one arrival per consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to TMA
+    }
+    __syncthreads();
+
+    if (warp < 4) {  // the producer warpgroup: registers given away, one thread runs the copies
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
+        if (tid == 0) {
+            asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(&tma_a)) : "memory");
+            asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(&tma_b)) : "memory");
+            for (int kt = 0; kt < ktiles; ++kt) {
+                const int s = kt % STAGES;
+                if (kt >= STAGES) mbar_wait(empty0 + 8 * s, ((kt / STAGES) - 1) & 1);
+                const u32 sa = base + s * STAGE_BYTES, bar = full0 + 8 * s;
+                mbar_arrive_expect_tx(bar, STAGE_BYTES);
+                tma_load_2d(sa, &tma_a, bar, kt * BK, m0);
+                tma_load_2d(sa + A_BYTES, &tma_b, bar, kt * BK, n0);
+            }
+        }
+        return;  // no barrier follows: the consumers never wait for these warps again
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
+
+    const int cw = warp - 4;  // consumer warp 0 .. CONSUMER_WARPS-1
+    const int lane = lane_id();
+    const int wm = (cw / WARPS_N) * WM, wn = (cw % WARPS_N) * WN;
+    // ldmatrix lanes: A rows (l & 15), chunk (l >> 4) -> a0..a3 of m16n8k16; B rows (n)
+    // (l & 7) + 8 (l >> 4), chunk (l >> 3) & 1 -> b0, b1 of n-tile 2j, then of n-tile 2j+1.
+    // Chunk 2 ks + x of row r is stored at ((2 ks) ^ x ^ (r & 7)) * 16 bytes, and r & 7 = l & 7
+    // for every row a lane reads, so (x ^ (l & 7)) * 16 is this lane's fixed XOR term.
+    const u32 a_row = static_cast<u32>((wm + (lane & 15)) * 128);
+    const u32 b_row = static_cast<u32>(A_BYTES + (wn + (lane & 7) + 8 * (lane >> 4)) * 128);
+    const u32 a_xor = static_cast<u32>(((lane >> 4) ^ (lane & 7)) * 16);
+    const u32 b_xor = static_cast<u32>((((lane >> 3) & 1) ^ (lane & 7)) * 16);
+
+    float acc[MI][NI][4];
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+
+    u32 a[2][MI][4], b[2][NI / 2][4];
+    auto load_frags = [&](int buf, u32 stage_base, int ks) {
+        const u32 sa = stage_base + a_row + ((32u * ks) ^ a_xor);
+        const u32 sb = stage_base + b_row + ((32u * ks) ^ b_xor);
+#pragma unroll
+        for (int i = 0; i < MI; ++i) ldmatrix_x4(a[buf][i], sa + i * 16 * 128);
+#pragma unroll
+        for (int j = 0; j < NI / 2; ++j) ldmatrix_x4(b[buf][j], sb + j * 16 * 128);
+    };
+
+    if (ktiles > 0) {
+        mbar_wait(full0, 0);
+        load_frags(0, base, 0);
+    }
+    for (int kt = 0; kt < ktiles; ++kt) {
+        const int s = kt % STAGES;
+        const u32 stage_base = base + s * STAGE_BYTES;
+#pragma unroll
+        for (int ks = 0; ks < KSTEPS; ++ks) {
+            if (ks + 1 < KSTEPS) {
+                load_frags((ks + 1) % 2, stage_base, ks + 1);
+            } else if (kt + 1 < ktiles) {  // the first fragments of the next tile
+                const int s1 = (kt + 1) % STAGES;
+                mbar_wait(full0 + 8 * s1, ((kt + 1) / STAGES) & 1);
+                load_frags((ks + 1) % 2, base + s1 * STAGE_BYTES, 0);
+            }
+#pragma unroll
+            for (int i = 0; i < MI; ++i)
+#pragma unroll
+                for (int j = 0; j < NI; ++j)
+                    mma16816(acc[i][j], a[ks % 2][i], b[ks % 2][j / 2][2 * (j % 2)],
+                             b[ks % 2][j / 2][2 * (j % 2) + 1]);
+        }
+        // The MMAs above consumed every fragment read from stage s: the producer may refill it.
+        __syncwarp();
+        if (lane_id() == 0) mbar_arrive(empty0 + 8 * s);
+    }
+
+    const int g = lane_id() / 4, t = lane_id() % 4;
+    const bool pairs = N % 2 == 0;
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+#pragma unroll
+        for (int j = 0; j < NI; ++j) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = m0 + wm + i * 16 + g + 8 * h;
+                const int col = n0 + wn + j * 8 + 2 * t;
+                if (row >= M || col >= N) continue;
+                const size_t idx = static_cast<size_t>(row) * N + col;
+                float v0 = alpha * acc[i][j][2 * h], v1 = alpha * acc[i][j][2 * h + 1];
+                if (pairs) {
+                    if (beta != 0.0f) {  // beta == 0: C is never read
+                        const u32 old = *reinterpret_cast<const u32*>(C + idx);
+                        v0 = fmaf(beta, to_float(static_cast<elem_t>(old & 0xffffu)), v0);
+                        v1 = fmaf(beta, to_float(static_cast<elem_t>(old >> 16)), v1);
+                    }
+                    *reinterpret_cast<u32*>(C + idx) = pack2(v0, v1);
+                } else {
+                    if (beta != 0.0f) v0 = fmaf(beta, to_float(C[idx]), v0);
+                    C[idx] = static_cast<elem_t>(pack2(v0, 0.0f) & 0xffffu);
+                    if (col + 1 < N) {
+                        if (beta != 0.0f) v1 = fmaf(beta, to_float(C[idx + 1]), v1);
+                        C[idx + 1] = static_cast<elem_t>(pack2(v1, 0.0f) & 0xffffu);
+                    }
+                }
+            }
+        }
+    }
+}
