@@ -71,6 +71,23 @@ for step in "$@"; do
       for i in 1 2; do
         $R run gemm --m 4096 --dtype fp16 --stages wgmma_persistent --format markdown --no-chart
       done ;;
+    ncu23)  # stall reasons, pipes and shared-memory traffic of the mma.sync stages, per instruction
+      for st in mma_tma_ws mma_multistage; do
+        ncu --clock-control none --target-processes all --nvtx --nvtx-include "roofline@$st/" \
+          --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
+          --section MemoryWorkloadAnalysis_Tables --section WarpStateStats --section SchedulerStats \
+          --section SourceCounters --section InstructionStats \
+          --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
+          --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__inst_executed.sum,sm__cycles_active.avg,l1tex__throughput.avg.pct_of_peak_sustained_active \
+          -o "/tmp/ncu-$st" -f \
+          $R run gemm --m 4096 --dtype fp16 --stages $st --budget-ms 5 --format markdown > "/tmp/ncu-$st.log" 2>&1 \
+          || tail -5 "/tmp/ncu-$st.log"
+        ncu --import "/tmp/ncu-$st.ncu-rep" --page details > "$OUT/ncu-$st-details.txt" 2>&1
+        ncu --import "/tmp/ncu-$st.ncu-rep" --page raw --csv > "$OUT/ncu-$st-raw.csv" 2>&1
+        ncu --import "/tmp/ncu-$st.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu-$st-source.csv" 2>&1 \
+          || head -3 "$OUT/ncu-$st-source.csv"
+      done
+      grep -i "stalled\|hmma\|bank\|wavefront" "$OUT/ncu-mma_tma_ws-details.txt" | head -40 ;;
     tunetma)
       $R tune gemm --stage mma_tma_ws --m 8192 --output "$OUT/tune-mma_tma_ws-8192.json" --format markdown ;;
     profile10)

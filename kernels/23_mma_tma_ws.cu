@@ -41,6 +41,9 @@
 #ifndef ELEM_BF16
 #define ELEM_BF16 0
 #endif
+#ifndef SERP
+#define SERP 0  // 1: walk the n-tiles backwards on odd m-tiles (B fragments reused across the turn)
+#endif
 
 typedef unsigned short elem_t;  // fp16 or bf16 bits (NVRTC from PyPI has no cuda_fp16.h)
 typedef unsigned int u32;
@@ -251,9 +254,11 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
 #pragma unroll
             for (int i = 0; i < MI; ++i)
 #pragma unroll
-                for (int j = 0; j < NI; ++j)
+                for (int jj = 0; jj < NI; ++jj) {
+                    const int j = (SERP && (i % 2)) ? NI - 1 - jj : jj;
                     mma16816(acc[i][j], a[ks % 2][i], b[ks % 2][j / 2][2 * (j % 2)],
                              b[ks % 2][j / 2][2 * (j % 2) + 1]);
+                }
         }
         // The MMAs above consumed every fragment read from stage s: the producer may refill it.
         __syncwarp();

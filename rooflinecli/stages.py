@@ -424,12 +424,13 @@ STAGES: tuple[Stage, ...] = (
         "mma.sync fed by TMA: a producer warpgroup, 8 consumer warps of 64x64, an mbarrier ring, "
         "no block barrier",
         "23_mma_tma_ws.cu",
-        {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 8, "TMA": 1},
+        {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 8, "SERP": 0,
+         "TMA": 1},
         threads=(3 * 128, 1),  # producer warpgroup + 2 consumer warpgroups (8 warps)
         shared_tile=(64, 64),
         smem_bytes=4 * (128 * 64 + 256 * 64) * 2 + 1024,
         chapter=12,  # mma.sync (HMMA) math; TMA makes it sm_90 only
-        tune_space=MappingProxyType({"STAGES": (3, 4), "GROUP_M": (8, 16)}),
+        tune_space=MappingProxyType({"STAGES": (3, 4), "GROUP_M": (8, 16), "SERP": (0, 1)}),
     ),
     # WGMMA stages read both operands from shared memory in the tensor cores (ai_shared: per k a
     # warpgroup's 64 rows of A and BN rows of B for 64*BN MACs); TMA loads need tensor maps
