@@ -77,8 +77,7 @@ for step in "$@"; do
           --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
           --section MemoryWorkloadAnalysis_Tables --section WarpStateStats --section SchedulerStats \
           --section SourceCounters --section InstructionStats \
-          --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
-          --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__inst_executed.sum,sm__cycles_active.avg,l1tex__throughput.avg.pct_of_peak_sustained_active \
+          --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__inst_executed.sum,sm__cycles_active.avg,l1tex__throughput.avg.pct_of_peak_sustained_active" \
           -o "/tmp/ncu-$st" -f \
           $R run gemm --m 4096 --dtype fp16 --stages $st --budget-ms 5 --format markdown > "/tmp/ncu-$st.log" 2>&1 \
           || tail -5 "/tmp/ncu-$st.log"
