@@ -89,6 +89,18 @@ for step in "$@"; do
       grep -i "stalled\|hmma\|bank\|wavefront" "$OUT/ncu-mma_tma_ws-details.txt" | head -40 ;;
     tunetma)
       $R tune gemm --stage mma_tma_ws --m 8192 --output "$OUT/tune-mma_tma_ws-8192.json" --format markdown ;;
+    tcfinal)  # the Tensor Core ladder with the SM clock sampled alongside (power capping shows)
+      nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+        --format=csv -lms 200 > "$OUT/smi.csv" 2>&1 &
+      smi=$!
+      for dt in fp16 bf16; do
+        $R run gemm --m 8192 --dtype $dt --output "$OUT/gemm-$dt-8192.json" --format markdown
+        $R run gemm --sizes 4096,1000 --dtype $dt --output "$OUT/gemm-$dt-4096.json" --format markdown
+      done
+      $R run gemm --m 4096 --dtype fp16 --output "$OUT/gemm-fp16-4096-rerun.json" --format markdown
+      kill $smi
+      python3 benchmarks/check_identical.py
+      python3 benchmarks/check_tc.py --stages mma_tma_ws 2>&1 | tail -30 ;;
     profile10)
       $R profile gemm --m 4096 --stages multistage --output "$OUT/profile-fp32-4096-multistage.json" --format markdown ;;
     *) log "unknown step $step" ;;

@@ -67,8 +67,21 @@ RUN_COLUMNS: list[Column] = [
     ("smem_bytes", "smem B", integer),
     ("spill_bytes", "spill B", integer),
     ("occupancy_pct", "occ %", fixed(0)),
+    ("sm_clock_mhz", "SM MHz", integer),
     ("verified", "verified", _verified),
 ]
+# shown only when some record has a value (older documents, and runs without nvidia-smi, lack it)
+OPTIONAL_FIELDS = frozenset({"sm_clock_mhz"})
+
+
+def present(columns: list[Column], df: pd.DataFrame) -> list[Column]:
+    """The columns minus optional ones that no row fills."""
+    return [
+        c
+        for c in columns
+        if c[0] not in OPTIONAL_FIELDS or (c[0] in df.columns and df[c[0]].notna().any())
+    ]
+
 
 MODEL_COLUMNS: list[Column] = [
     ("stage", "stage", str),
@@ -143,6 +156,7 @@ def emit(
 ) -> None:
     """Print a results document in one of FORMATS."""
     df = frame(doc["records"])
+    columns = present(columns, df)
     con = out or console()
     if fmt == "json":
         con.file.write(results.dumps(doc))

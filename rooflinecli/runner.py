@@ -41,7 +41,8 @@ class Timing:
     warmup_ms: float = 25.0  # warm-up time per stage (at least 1 launch)
     budget_ms: float = 400.0  # timed launches fill about this much GPU time per stage
     min_repeats: int = 5
-    max_repeats: int = 200
+    # enough that short kernels also fill the budget (so the clock sample lands mid-run)
+    max_repeats: int = 1000
     flush_l2: bool = True
 
 
@@ -349,7 +350,26 @@ def _cublas_gemm_ex(cp, g: _Gemm) -> Callable[[], None]:  # type: ignore[no-unty
     return launch
 
 
-def _time(cp, launch: Callable[[], None], name: str, timing: Timing, flush) -> list[float]:  # type: ignore[no-untyped-def]
+def _clock_while_busy(cp, pending) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """The SM clock and board power nvidia-smi reports while the timed launches still run:
+    datasheet peaks assume the boost clock, and a power-capped card runs below it. Empty when
+    nvidia-smi is missing or the launches were done before the sample came back (an idle
+    clock says nothing about the run)."""
+    got = _smi("clocks.sm,power.draw")
+    if not got or pending.done:
+        return {}
+    out: dict[str, Any] = {}
+    try:
+        out["sm_clock_mhz"] = int(float(got[0]))
+        out["power_w"] = round(float(got[1]), 1)
+    except (ValueError, IndexError):
+        pass
+    return out
+
+
+def _time(  # type: ignore[no-untyped-def]
+    cp, launch: Callable[[], None], name: str, timing: Timing, flush, probe=None
+) -> list[float]:
     ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
     ev0.record()
     launch()
@@ -368,6 +388,8 @@ def _time(cp, launch: Callable[[], None], name: str, timing: Timing, flush) -> l
         with _nvtx_range(name):
             launch()
         ends[i].record()
+    if probe is not None:
+        probe.update(_clock_while_busy(cp, ends[-1]))
     ends[-1].synchronize()
     return [cp.cuda.get_elapsed_time(s, e) for s, e in zip(starts, ends, strict=True)]
 
@@ -448,7 +470,9 @@ def run_gemm(
                 cp.cuda.runtime.deviceSynchronize()
                 ok, rel, mx = g.check()
                 rec.update(verified=ok, rel_error=rel, max_rel_error=mx)
-                times = _time(cp, launch, stage.name, timing, flush_call)
+                probe: dict[str, Any] = {}
+                times = _time(cp, launch, stage.name, timing, flush_call, probe)
+                rec.update(probe)
             except RooflineError as exc:
                 rec.update(verified=False, error=exc.message)
                 analysis.place(rec, None)

@@ -424,8 +424,17 @@ STAGES: tuple[Stage, ...] = (
         "mma.sync fed by TMA: a producer warpgroup, 8 consumer warps of 64x64, an mbarrier ring, "
         "no block barrier",
         "23_mma_tma_ws.cu",
-        {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 8, "SERP": 0,
-         "TMA": 1},
+        {
+            "BM": 128,
+            "BN": 256,
+            "BK": 64,
+            "WM": 64,
+            "WN": 64,
+            "STAGES": 4,
+            "GROUP_M": 16,  # `roofline tune` on the H200: +1% over 8 at 8192^3
+            "SERP": 0,
+            "TMA": 1,
+        },
         threads=(3 * 128, 1),  # producer warpgroup + 2 consumer warpgroups (8 warps)
         shared_tile=(64, 64),
         smem_bytes=4 * (128 * 64 + 256 * 64) * 2 + 1024,

@@ -1,8 +1,8 @@
 """Host-side extras for the Tensor Core stages: TMA tensor maps.
 
-Stages whose params hold TMA=1 (23_mma_tma_ws.cu, 24_wgmma_tma.cu, 25_wgmma_ws.cu) load their tiles with the
-copy engine, which needs a CUtensorMap per operand, encoded on the host and passed by value
-as extra kernel parameters after the 8 of the contract:
+Stages whose params hold TMA=1 (23_mma_tma_ws.cu, 24_wgmma_tma.cu, 25_wgmma_ws.cu) load their
+tiles with the copy engine, which needs a CUtensorMap per operand, encoded on the host and
+passed by value as extra kernel parameters after the 8 of the contract:
 
     ENTRY(M, N, K, alpha, A, B, beta, C, const __grid_constant__ TmaMap tma_a, ... tma_b)
 

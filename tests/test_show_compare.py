@@ -177,3 +177,21 @@ def test_compare_duplicate_record_is_an_error(tmp_path: Path) -> None:
     r = invoke("compare", a, a)
     assert r.exit_code == 2
     assert r.stderr == f"error: {a}: naive 64x64x64 fp32 appears twice\n"
+
+
+def test_sm_clock_column_only_when_a_record_has_one(tmp_path: Path) -> None:
+    plain = write(tmp_path / "plain.json", [rec("tiled", 5.0, 0.5)])
+    clocked = write(
+        tmp_path / "clocked.json",
+        [rec("tiled", 5.0, 0.5, sm_clock_mhz=1590, power_w=699.8), rec("naive", 1.0, 2.5)],
+    )
+    r = invoke("show", plain, "--format", "markdown")
+    assert r.exit_code == 0, r.stderr
+    assert "SM MHz" not in r.stdout
+    r = invoke("show", clocked, "--format", "markdown")
+    assert r.exit_code == 0, r.stderr
+    header, _rule, tiled, naive = r.stdout.strip().splitlines()
+    cols = [c.strip() for c in header.strip("|").split("|")]
+    at = cols.index("SM MHz")
+    assert [c.strip() for c in tiled.strip("|").split("|")][at] == "1,590"
+    assert [c.strip() for c in naive.strip("|").split("|")][at] == "-"
