@@ -195,6 +195,14 @@ def notes(records: list[dict[str, Any]]) -> list[str]:
                 f"  {r['stage']} {r['m']}x{r['n']}x{r['k']}: FAILED verification "
                 f"(relative error {r.get('rel_error')!s}); its speed is not reported"
             )
+    held = [r for r in records if r.get("clock_limited_by")]
+    if held:
+        limits = sorted({x.strip() for r in held for x in str(r["clock_limited_by"]).split(",")})
+        out.append(
+            f"  SM clock held down while timing ({', '.join(limits)}) in {len(held)} of "
+            f"{len(records)} rows: the SM MHz column is its mean; % peak is against the "
+            "datasheet's boost-clock peak"
+        )
     return out
 
 

@@ -350,21 +350,15 @@ def _cublas_gemm_ex(cp, g: _Gemm) -> Callable[[], None]:  # type: ignore[no-unty
     return launch
 
 
-def _clock_while_busy(cp, pending) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    """The SM clock and board power nvidia-smi reports while the timed launches still run:
-    datasheet peaks assume the boost clock, and a power-capped card runs below it. Empty when
-    nvidia-smi is missing or the launches were done before the sample came back (an idle
-    clock says nothing about the run)."""
-    got = _smi("clocks.sm,power.draw")
-    if not got or pending.done:
-        return {}
-    out: dict[str, Any] = {}
+def _clock_sampler(cp):  # type: ignore[no-untyped-def]
+    """NVML for the current device (rooflinecli.nvml), or None where there is none."""
+    from rooflinecli import nvml
+
     try:
-        out["sm_clock_mhz"] = int(float(got[0]))
-        out["power_w"] = round(float(got[1]), 1)
-    except (ValueError, IndexError):
-        pass
-    return out
+        bus = cp.cuda.Device().pci_bus_id
+    except Exception:
+        return None
+    return nvml.open_device(str(bus))
 
 
 def _time(  # type: ignore[no-untyped-def]
@@ -388,8 +382,9 @@ def _time(  # type: ignore[no-untyped-def]
         with _nvtx_range(name):
             launch()
         ends[i].record()
-    if probe is not None:
-        probe.update(_clock_while_busy(cp, ends[-1]))
+    sampler = _clock_sampler(cp) if probe is not None else None
+    if sampler is not None and probe is not None:  # the clock while the timed launches run
+        probe.update(sampler.sample_until(lambda: bool(ends[-1].done)).summary())
     ends[-1].synchronize()
     return [cp.cuda.get_elapsed_time(s, e) for s, e in zip(starts, ends, strict=True)]
 

@@ -195,3 +195,20 @@ def test_sm_clock_column_only_when_a_record_has_one(tmp_path: Path) -> None:
     at = cols.index("SM MHz")
     assert [c.strip() for c in tiled.strip("|").split("|")][at] == "1,590"
     assert [c.strip() for c in naive.strip("|").split("|")][at] == "-"
+
+
+def test_a_held_down_clock_gets_one_note(tmp_path: Path) -> None:
+    doc = write(
+        tmp_path / "held.json",
+        [
+            rec("tiled", 5.0, 0.5, sm_clock_mhz=1560, clock_limited_by="power cap"),
+            rec("naive", 1.0, 2.5, sm_clock_mhz=1980, clock_limited_by=None),
+        ],
+    )
+    r = invoke("show", doc, "--no-chart")
+    assert r.exit_code == 0, r.stderr
+    held = [line.strip() for line in r.stdout.splitlines() if "held down" in line]
+    assert held == [
+        "SM clock held down while timing (power cap) in 1 of 2 rows: the SM MHz column is its "
+        "mean; % peak is against the datasheet's boost-clock peak"
+    ]

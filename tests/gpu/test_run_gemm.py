@@ -64,3 +64,20 @@ def test_out_of_memory_is_one_line(runner):
     assert r.exit_code == 2
     assert r.stderr.startswith("error: out of device memory")
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_records_carry_the_clock_they_ran_at(runner):
+    import cupy as cp
+
+    from rooflinecli import nvml
+
+    if nvml.open_device(str(cp.cuda.Device().pci_bus_id)) is None:
+        pytest.skip("no NVML on this machine")
+    r = runner.invoke(
+        cli, ["run", "gemm", "--format", "json", "--quiet", "--m", "2048", "--stages", "multistage"]
+    )
+    assert r.exit_code == 0, r.stderr
+    for rec in json.loads(r.output)["records"]:  # multistage and cuBLAS, 400 ms each
+        assert rec["clock_samples"] >= 3, rec
+        assert rec["sm_clock_mhz_min"] <= rec["sm_clock_mhz"] <= rec["sm_clock_mhz_max"]
+        assert 100 <= rec["sm_clock_mhz_min"] and rec["sm_clock_mhz_max"] <= 5000
