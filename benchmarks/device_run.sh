@@ -98,7 +98,8 @@ for step in "$@"; do
         $R run gemm --sizes 4096,1000 --dtype $dt --output "$OUT/gemm-$dt-4096.json" --format markdown
       done
       $R run gemm --m 4096 --dtype fp16 --output "$OUT/gemm-fp16-4096-rerun.json" --format markdown
-      kill $smi
+      kill $smi ;;
+    checks)  # bitwise-equal outputs across stages; stage 23 at alpha/beta and odd shapes
       python3 benchmarks/check_identical.py
       python3 benchmarks/check_tc.py --stages mma_tma_ws 2>&1 | tail -30 ;;
     profile10)
