@@ -63,13 +63,15 @@ def retile(base: Stage, assigns: str) -> Stage:
     for item in filter(None, assigns.split(",")):
         key, _, value = item.partition("=")
         params[key.strip()] = int(value)
+    if base.rebuild is not None:  # the registry derives threads and shared memory itself
+        return dataclasses.replace(base.with_params(params), name=f"{base.name}[{assigns}]")
     bm, bn, bk = params["BM"], params["BN"], params["BK"]
     smem = base.smem_bytes
     if base.file.startswith(("20_", "21_", "22_")):
         threads = 32 * (bm // params["WM"]) * (bn // params["WN"])
         if "STAGES" in params:
             smem = params["STAGES"] * (bm * bk + bk * bn) * 2
-    elif base.file.startswith("23_"):
+    elif base.file.startswith("24_"):  # WGMMA, no producer warpgroup
         threads = 128 * (bm // 64)
         smem = params["STAGES"] * (bm + bn) * bk * 2 + 1024
     else:  # warp-specialized: + one producer warpgroup
@@ -147,8 +149,9 @@ def check_dtype(cp, np, stage: Stage, dtype: str, arch: str, rng, do_time: bool)
     if stage.smem_bytes > 48 * 1024:
         func.max_dynamic_shared_size_bytes = stage.smem_bytes
 
+    sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]  # once: not in the timing
+
     def launch(m, n, k, alpha, a, b_arg, beta, c, extra):  # type: ignore[no-untyped-def]
-        sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
         grid, block, smem = stage.launch(m, n, sms)
         args = (np.int32(m), np.int32(n), np.int32(k), np.float32(alpha), a, b_arg,
                 np.float32(beta), c) + extra  # fmt: skip

@@ -102,6 +102,9 @@ for step in "$@"; do
     checks)  # bitwise-equal outputs across stages; stage 23 at alpha/beta and odd shapes
       python3 benchmarks/check_identical.py
       python3 benchmarks/check_tc.py --stages mma_tma_ws 2>&1 | tail -30 ;;
+    check23)  # stage 23's TMA-store epilogue and its 256x128 tiles: alpha/beta, odd shapes
+      python3 benchmarks/check_tc.py --stages none --variant mma_tma_ws:TMA_C=1 \
+        --variant mma_tma_ws:BM=256,BN=128,TMA_C=1 2>&1 | tail -40 ;;
     profile10)
       $R profile gemm --m 4096 --stages multistage --output "$OUT/profile-fp32-4096-multistage.json" --format markdown ;;
     *) log "unknown step $step" ;;

@@ -15,6 +15,10 @@
 // Both operands are K-major with 128-byte rows (BK = 64): chunk c of row r sits at chunk
 // c ^ (r & 7), so each ldmatrix phase (8 rows, one chunk) hits 8 distinct bank groups, and B
 // needs no .trans (its rows are n, as the .col operand of m16n8k16 wants).
+// Epilogue (TMA_C=1): after a barrier of the 8 consumer warps (no one reads the ring any more),
+// each warp writes its 64 x 64 block, converted to 16-bit, into 8 KiB of the ring in the TMA's
+// 128-byte swizzle and one lane hands it to the store engine: full-line global writes, clipped
+// at the matrix edge. TMA_C=0 stores from registers, bounds-checked, 4 bytes at a time.
 // Any M; N and K multiples of 8 (TMA row strides are whole 16-byte units; the registry says so).
 // Out-of-range rows and K columns arrive as zeros from the TMA.
 #ifndef BM
@@ -41,8 +45,8 @@
 #ifndef ELEM_BF16
 #define ELEM_BF16 0
 #endif
-#ifndef SERP
-#define SERP 0  // 1: walk the n-tiles backwards on odd m-tiles (B fragments reused across the turn)
+#ifndef TMA_C
+#define TMA_C 0  // 1: C leaves through the TMA store engine (a fourth kernel parameter, its map)
 #endif
 
 typedef unsigned short elem_t;  // fp16 or bf16 bits (NVRTC from PyPI has no cuda_fp16.h)
@@ -122,6 +126,15 @@ __device__ __forceinline__ int lane_id() {
     return l;
 }
 
+// ---- TMA store of a 128-byte-swizzled shared box to C at (c0 = column, c1 = row) ----
+__device__ __forceinline__ void tma_store_2d(const TmaMap* map, u32 src, int c0, int c1) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
+            reinterpret_cast<u64>(map)),
+        "r"(c0), "r"(c1), "r"(src)
+        : "memory");
+}
+
 // ---- mbarriers (shared::cta addresses) ----
 __device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
@@ -158,7 +171,11 @@ __device__ __forceinline__ void tma_load_2d(u32 dst, const TmaMap* map, u32 bar,
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
                 const elem_t* __restrict__ B, float beta, elem_t* __restrict__ C,
-                const __grid_constant__ TmaMap tma_a, const __grid_constant__ TmaMap tma_b) {
+                const __grid_constant__ TmaMap tma_a, const __grid_constant__ TmaMap tma_b
+#if TMA_C
+                , const __grid_constant__ TmaMap tma_c
+#endif
+) {
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ __align__(8) u64 full_bar[STAGES], empty_bar[STAGES];
     // the 128-byte swizzle repeats every 1024 bytes: tiles start on a 1024-byte boundary
@@ -254,11 +271,9 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
 #pragma unroll
             for (int i = 0; i < MI; ++i)
 #pragma unroll
-                for (int jj = 0; jj < NI; ++jj) {
-                    const int j = (SERP && (i % 2)) ? NI - 1 - jj : jj;
+                for (int j = 0; j < NI; ++j)
                     mma16816(acc[i][j], a[ks % 2][i], b[ks % 2][j / 2][2 * (j % 2)],
                              b[ks % 2][j / 2][2 * (j % 2) + 1]);
-                }
         }
         // The MMAs above consumed every fragment read from stage s: the producer may refill it.
         __syncwarp();
@@ -266,6 +281,48 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
     }
 
     const int g = lane_id() / 4, t = lane_id() % 4;
+#if TMA_C
+    // Every consumer is past its last ldmatrix (and every TMA load was waited for): the ring is
+    // free. Warp cw stages its block in bytes cw * 8 KiB ..: row r at r * 128, 16-byte piece j
+    // (columns 8j .. 8j+7) at piece j ^ (r % 8) = j ^ g, so a warp's 32 stores hit 32 banks.
+    asm volatile("bar.sync 1, %0;" ::"n"(32 * CONSUMER_WARPS) : "memory");
+    static_assert(CONSUMER_WARPS * WM * WN * 2 <= STAGES * STAGE_BYTES, "staging fits the ring");
+    static_assert(WN == 64, "one staged row is one 128-byte swizzle row: 64 two-byte elements");
+    const int row0 = m0 + wm, col0 = n0 + wn;
+    if (row0 >= M || col0 >= N) return;  // the whole block is outside C (uniform over the warp)
+    const u32 buf = base + static_cast<u32>(cw * WM * WN * 2);
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+#pragma unroll
+        for (int j = 0; j < NI; ++j) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int r = 16 * i + g + 8 * h;
+                float v0 = alpha * acc[i][j][2 * h], v1 = alpha * acc[i][j][2 * h + 1];
+                if (beta != 0.0f) {  // beta == 0: C is never read
+                    const int row = row0 + r, col = col0 + 8 * j + 2 * t;
+                    if (row < M && col < N) {  // N % 8 == 0: col + 1 < N too
+                        const u32 old = __ldcg(reinterpret_cast<const unsigned int*>(
+                            C + static_cast<size_t>(row) * N + col));
+                        v0 = fmaf(beta, to_float(static_cast<elem_t>(old & 0xffffu)), v0);
+                        v1 = fmaf(beta, to_float(static_cast<elem_t>(old >> 16)), v1);
+                    }
+                }
+                const u32 v = pack2(v0, v1);
+                asm volatile("st.shared.u32 [%0], %1;" ::"r"(buf + r * 128 + ((j ^ g) << 4) + 4 * t),
+                             "r"(v)
+                             : "memory");
+            }
+        }
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // visible to the copy engine
+    __syncwarp();
+    if (lane_id() == 0) {
+        tma_store_2d(&tma_c, buf, col0, row0);
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");  // done before the block exits
+    }
+#else
     const bool pairs = N % 2 == 0;
 #pragma unroll
     for (int i = 0; i < MI; ++i) {
@@ -296,4 +353,5 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
             }
         }
     }
+#endif
 }

@@ -265,6 +265,27 @@ def _mma_multistage(p: dict[str, int]) -> Stage:
     return replace(stage, rebuild=lambda q: _mma_multistage(dict(q)))
 
 
+def _mma_tma_ws(p: dict[str, int]) -> Stage:
+    """Stage 23: stage 22's warp tiles fed by TMA from a producer warpgroup; consumers come in
+    warpgroups of 4 warps; a ring of STAGES (BM + BN) x BK tiles, 1 KiB of alignment slack."""
+    consumers = (p["BM"] // p["WM"]) * (p["BN"] // p["WN"])
+    stage = _tensor_core(
+        "mma_tma_ws",
+        f"mma.sync fed by TMA: a producer warpgroup, {consumers} consumer warps of "
+        f"{p['WM']}x{p['WN']}, an mbarrier ring, no block barrier",
+        "23_mma_tma_ws.cu",
+        p,
+        threads=(32 * consumers + 128, 1),
+        shared_tile=(p["WM"], p["WN"]),
+        smem_bytes=p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] * 2 + 1024,
+        chapter=12,  # mma.sync (HMMA) math; TMA makes it sm_90 only
+        tune_space=MappingProxyType(
+            {"BM": (128, 256), "BN": (128, 256), "STAGES": (3, 4), "TMA_C": (0, 1)}
+        ),
+    )
+    return replace(stage, rebuild=lambda q: _mma_tma_ws(dict(q)))
+
+
 STAGES: tuple[Stage, ...] = (
     Stage(
         name="naive_xcol",
@@ -419,27 +440,9 @@ STAGES: tuple[Stage, ...] = (
     _mma_multistage(
         {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 8}
     ),
-    _tensor_core(
-        "mma_tma_ws",
-        "mma.sync fed by TMA: a producer warpgroup, 8 consumer warps of 64x64, an mbarrier ring, "
-        "no block barrier",
-        "23_mma_tma_ws.cu",
-        {
-            "BM": 128,
-            "BN": 256,
-            "BK": 64,
-            "WM": 64,
-            "WN": 64,
-            "STAGES": 4,
-            "GROUP_M": 16,  # `roofline tune` on the H200: +1% over 8 at 8192^3
-            "SERP": 0,
-            "TMA": 1,
-        },
-        threads=(3 * 128, 1),  # producer warpgroup + 2 consumer warpgroups (8 warps)
-        shared_tile=(64, 64),
-        smem_bytes=4 * (128 * 64 + 256 * 64) * 2 + 1024,
-        chapter=12,  # mma.sync (HMMA) math; TMA makes it sm_90 only
-        tune_space=MappingProxyType({"STAGES": (3, 4), "GROUP_M": (8, 16), "SERP": (0, 1)}),
+    _mma_tma_ws(
+        {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 16}
+        | {"TMA": 1, "TMA_C": 0}  # GROUP_M 16: `roofline tune` on the H200, +1% over 8 at 8192^3
     ),
     # WGMMA stages read both operands from shared memory in the tensor cores (ai_shared: per k a
     # warpgroup's 64 rows of A and BN rows of B for 64*BN MACs); TMA loads need tensor maps
