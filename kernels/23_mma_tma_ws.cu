@@ -192,7 +192,6 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
     const int in_group = pid % (GROUP_M * grid_n);
     const int m0 = (first_m + in_group % group_rows) * BM;
     const int n0 = (in_group / group_rows) * BN;
-    const int ktiles = (K + BK - 1) / BK;
 
     if (tid == 0) {
 #pragma unroll
@@ -209,7 +208,7 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
         if (tid == 0) {
             asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(&tma_a)) : "memory");
             asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(&tma_b)) : "memory");
-            for (int kt = 0; kt < ktiles; ++kt) {
+            for (int kt = 0; kt * BK < K; ++kt) {
                 const int s = kt % STAGES;
                 if (kt >= STAGES) mbar_wait(empty0 + 8 * s, ((kt / STAGES) - 1) & 1);
                 const u32 sa = base + s * STAGE_BYTES, bar = full0 + 8 * s;
@@ -252,18 +251,20 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
         for (int j = 0; j < NI / 2; ++j) ldmatrix_x4(b[buf][j], sb + j * 16 * 128);
     };
 
-    if (ktiles > 0) {
+    // Loop bounds compare with K itself (a kernel parameter, read from the constant bank) rather
+    // than a tile count held in a register across the loop: every register is spoken for.
+    if (K > 0) {
         mbar_wait(full0, 0);
         load_frags(0, base, 0);
     }
-    for (int kt = 0; kt < ktiles; ++kt) {
+    for (int kt = 0; kt * BK < K; ++kt) {
         const int s = kt % STAGES;
         const u32 stage_base = base + s * STAGE_BYTES;
 #pragma unroll
         for (int ks = 0; ks < KSTEPS; ++ks) {
             if (ks + 1 < KSTEPS) {
                 load_frags((ks + 1) % 2, stage_base, ks + 1);
-            } else if (kt + 1 < ktiles) {  // the first fragments of the next tile
+            } else if ((kt + 1) * BK < K) {  // the first fragments of the next tile
                 const int s1 = (kt + 1) % STAGES;
                 mbar_wait(full0 + 8 * s1, ((kt + 1) / STAGES) & 1);
                 load_frags((ks + 1) % 2, base + s1 * STAGE_BYTES, 0);
