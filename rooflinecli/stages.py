@@ -441,8 +441,11 @@ STAGES: tuple[Stage, ...] = (
         {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 8}
     ),
     _mma_tma_ws(
-        {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 16}
-        | {"TMA": 1, "TMA_C": 0}  # GROUP_M 16: `roofline tune` on the H200, +1% over 8 at 8192^3
+        # `roofline tune` on the H200 at 8192^3 (benchmarks/results/tune-mma_tma_ws-8192.json):
+        # GROUP_M 16 (+1% over 8), 3 stages and the TMA-store epilogue (+2% over 4 stages and
+        # register stores); 256x128 tiles and 128x128 (one consumer warpgroup) were slower
+        {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "WN": 64, "STAGES": 3, "GROUP_M": 16}
+        | {"TMA": 1, "TMA_C": 1}
     ),
     # WGMMA stages read both operands from shared memory in the tensor cores (ai_shared: per k a
     # warpgroup's 64 rows of A and BN rows of B for 64*BN MACs); TMA loads need tensor maps
