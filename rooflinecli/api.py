@@ -70,7 +70,8 @@ def measure(
     _positive("budget_ms", budget_ms)
 
     timing = runner.Timing(warmup_ms=warmup_ms, budget_ms=budget_ms, flush_l2=flush_l2)
-    times = runner.time_callable(fn, name, timing)
+    clock: dict[str, Any] = {}  # the SM clock while the timed calls ran (NVML), if there is one
+    times = runner.time_callable(fn, name, timing, clock)
     cp = runner._cupy()
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     raw_name = props["name"]
@@ -97,6 +98,7 @@ def measure(
         "spread": (max(times) - min(times)) / median,
         "flush_l2": flush_l2,
         "device_name": device,
+        **clock,
     }
     return results.complete_record(record)
 

@@ -41,7 +41,8 @@ class Timing:
     warmup_ms: float = 25.0  # warm-up time per stage (at least 1 launch)
     budget_ms: float = 400.0  # timed launches fill about this much GPU time per stage
     min_repeats: int = 5
-    # enough that short kernels also fill the budget (so the clock sample lands mid-run)
+    # enough that short kernels fill the budget too: at 200, a 0.2 ms kernel was timed over 40 ms,
+    # too short for the power-capped clock to settle (and for the clock readings to mean much)
     max_repeats: int = 1000
     flush_l2: bool = True
 
@@ -503,11 +504,15 @@ def run_gemm(
 
 
 def time_callable(
-    launch: Callable[[], Any], name: str = "callable", timing: Timing | None = None
+    launch: Callable[[], Any],
+    name: str = "callable",
+    timing: Timing | None = None,
+    probe: dict[str, Any] | None = None,
 ) -> list[float]:
     """Time any callable that launches work on the current CUDA stream, the way run_gemm times
     a stage: one launch to size the run, warm-up, then repeats filling the time budget, each
-    between CUDA events and inside an NVTX range, the L2 flushed before each. Milliseconds."""
+    between CUDA events and inside an NVTX range, the L2 flushed before each. Milliseconds;
+    `probe`, if given, receives the SM clock readings (rooflinecli.nvml) taken meanwhile."""
     import functools
 
     timing = timing or Timing()
@@ -520,4 +525,4 @@ def time_callable(
         except cp.cuda.memory.OutOfMemoryError:
             raise RooflineError("out of device memory allocating the L2 flush buffer") from None
         flush_call = functools.partial(flush_buf.fill, 0)
-    return _time(cp, launch, name, timing, flush_call)
+    return _time(cp, launch, name, timing, flush_call, probe)
