@@ -2,9 +2,9 @@
 
 Datasheet peaks assume the boost clock; a card at its power cap runs well below it, and the
 clock moves on a scale of tens of milliseconds (on the lent H200 it swung between 1,300 and
-1,980 MHz within a second of 8192^3 GEMMs). One reading says little, so the runner polls NVML
-about every millisecond while a stage's timed repeats execute and records the mean, the range
-and every reason NVML gave for holding the clock down.
+1,980 MHz within a second of 8192^3 GEMMs). One reading says little, so the runner reads NVML
+about every millisecond while a stage's timed repeats are queued and run, and records the mean,
+the range and every reason NVML gave for holding the clock down.
 
 No NVML (no driver, a CPU machine, a sandbox without the library): `open_device` returns None and
 records simply lack the clock fields.
@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import ctypes
 import statistics
-import time
-from collections.abc import Callable
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,16 +78,26 @@ class Device:
         if self._reasons is not None and self._reasons(self._handle, ctypes.byref(mask)) == 0:
             into.reasons |= int(mask.value)
 
-    def sample_until(
-        self, done: Callable[[], bool], period_s: float = 0.001, limit_s: float = 120.0
-    ) -> Samples:
-        """Read about every `period_s` until `done()` (the last timed launch has finished)."""
+    @contextmanager
+    def sampling(self, period_s: float = 0.001) -> Iterator[Samples]:
+        """Readings about every `period_s` from a background thread for as long as the block
+        runs (NVML calls through ctypes let go of the GIL, so the thread keeps up while the
+        main thread queues launches or sleeps waiting for them)."""
         got = Samples()
-        end = time.monotonic() + limit_s
-        while not done() and time.monotonic() < end:
-            self.read(got)
-            time.sleep(period_s)
-        return got
+        stop = threading.Event()
+
+        def loop() -> None:
+            while not stop.is_set():
+                self.read(got)
+                stop.wait(period_s)
+
+        thread = threading.Thread(target=loop, name="roofline-nvml", daemon=True)
+        thread.start()
+        try:
+            yield got
+        finally:
+            stop.set()
+            thread.join()
 
 
 _opened: dict[str, Device | None] = {}

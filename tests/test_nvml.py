@@ -34,15 +34,24 @@ def test_no_nvml_is_none_not_an_error(monkeypatch) -> None:
     assert nvml.open_device("0000:19:00.0") is None
 
 
-def test_sampling_stops_when_done() -> None:
+def test_sampling_reads_until_the_block_ends() -> None:
+    import threading
+
     class Fake(nvml.Device):
         def __init__(self) -> None:
             self.calls = 0
+            self.five = threading.Event()
 
         def read(self, into: nvml.Samples) -> None:
             self.calls += 1
             into.clocks_mhz.append(1500 + self.calls)
+            if self.calls == 5:
+                self.five.set()
 
     fake = Fake()
-    got = fake.sample_until(lambda: fake.calls >= 5, period_s=0.0)
-    assert got.clocks_mhz == [1501, 1502, 1503, 1504, 1505]
+    with fake.sampling(period_s=0.0) as got:
+        assert fake.five.wait(10)
+    calls = fake.calls
+    assert got.clocks_mhz[:5] == [1501, 1502, 1503, 1504, 1505]
+    assert len(got.clocks_mhz) == calls  # the thread has stopped: nothing is added afterwards
+    assert fake.calls == calls
