@@ -515,7 +515,7 @@ def time_callable(
     probe: dict[str, Any] | None = None,
 ) -> list[float]:
     """Time any callable that launches work on the current CUDA stream, the way run_gemm times
-    a stage: one launch to size the run, warm-up, then repeats filling the time budget, each
+    a stage: one untimed call, one to size the run, warm-up, then repeats filling the budget, each
     between CUDA events and inside an NVTX range, the L2 flushed before each. Milliseconds;
     `probe`, if given, receives the SM clock readings (rooflinecli.nvml) taken meanwhile."""
     import functools
@@ -530,4 +530,8 @@ def time_callable(
         except cp.cuda.memory.OutOfMemoryError:
             raise RooflineError("out of device memory allocating the L2 flush buffer") from None
         flush_call = functools.partial(flush_buf.fill, 0)
+    # a first call may create library handles or load modules: it must not size the run
+    # (run_gemm's stages have had their verification launch by then)
+    launch()
+    cp.cuda.get_current_stream().synchronize()
     return _time(cp, launch, name, timing, flush_call, probe)
