@@ -89,8 +89,9 @@ for step in "$@"; do
       grep -i "stalled\|hmma\|bank\|wavefront" "$OUT/ncu-mma_tma_ws-details.txt" | head -40 ;;
     tunetma)
       $R tune gemm --stage mma_tma_ws --m 8192 --output "$OUT/tune-mma_tma_ws-8192.json" --format markdown ;;
-    tcfinal)  # the ladders whose documents README quotes (FP32 at 4096; FP16, BF16 at 8192, 4096)
-      $R run gemm --m 4096 --output "$OUT/gemm-fp32-4096.json" --format markdown
+    fp32final)  # the FP32 ladder document README quotes
+      $R run gemm --m 4096 --output "$OUT/gemm-fp32-4096.json" --format markdown ;;
+    tcfinal)  # the Tensor Core ladder documents README quotes (FP16, BF16 at 8192, 4096, 1000)
       for dt in fp16 bf16; do
         $R run gemm --m 8192 --dtype $dt --output "$OUT/gemm-$dt-8192.json" --format markdown
         $R run gemm --sizes 4096,1000 --dtype $dt --output "$OUT/gemm-$dt-4096.json" --format markdown

@@ -2,9 +2,10 @@
 // global memory once per K step (load, barrier, compute, barrier). Here `cp.async.cg` copies
 // 16-byte chunks global -> shared without passing through registers, STAGES tiles deep: while
 // the warps multiply tile k, the copies of tiles k+1 .. k+STAGES-1 are in flight.
-// Bigger tiles raise the intensity: 128 x 256 block tile, 8 warps of 64 x 64 (4 x 8 MMAs per 16
-// of K fed by 4 ldmatrix.x4 of A + 4 ldmatrix.x4.trans of B: 32 HMMA per 8 LDSM), BK = 32,
-// STAGES = 4 (96 KiB of shared memory, one block per SM, 128 accumulators per thread).
+// Bigger tiles raise the intensity: 256 x 128 block tile (the registry's; 128 x 256 works too),
+// 8 warps of 64 x 64 (4 x 8 MMAs per 16 of K fed by 4 ldmatrix.x4 of A + 4 ldmatrix.x4.trans of
+// B: 32 HMMA per 8 LDSM), BK = 32, STAGES = 4 (96 KiB of shared memory, one block per SM, 128
+// accumulators per thread).
 // The schedule inside a K step keeps the tensor cores fed (as CUTLASS's multistage mainloop):
 //   * fragments are double-buffered in registers: those of k16 step s+1 are loaded by ldmatrix
 //     before the MMAs of step s are issued;
@@ -20,10 +21,12 @@
 // group), so the ~132 blocks in flight share a few A row panels and B column panels in L2.
 // Any M, N, K: chunks outside the matrices are zero-filled by cp.async (src-size 0); when K or
 // N is not a multiple of 8, a second copy of the main loop loads 2-byte elements instead.
-// Measured on the H200 (NVRTC 13.0): about 400 TFLOP/s at 8192^3 (fp16 and bf16), 40% of the
-// 989 dense peak; 128 x 128 tiles with BK = 64 and 3 stages (2 blocks per SM) measured the
-// same within noise. The ceiling here is mma.sync itself: a register-only loop of independent
-// HMMA.16816.F32 reached 650 TFLOP/s on that chip (66% of peak); only WGMMA goes past it.
+// Measured on the H200 (NVRTC 13.0): 375-390 TFLOP/s at 8192^3 (fp16, bf16) with 128 x 256
+// tiles, 38-39% of the 989 dense peak; of the 13 other tile shapes, depths and ring lengths
+// `roofline tune` tried, 256 x 128 tiles were 5-6% faster, the rest within 2% or slower
+// (tune-mma_multistage-8192.json). ncu says why no shape helps much: the tensor pipe is 58%
+// busy and a warp issues every 6.1 cycles, two warps per scheduler, half its instructions
+// copy addressing and predicates. Stage 23 takes the copies off the math warps.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
