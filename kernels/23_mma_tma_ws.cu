@@ -21,11 +21,11 @@
 // at the matrix edge. TMA_C=0 stores from registers, bounds-checked, 4 bytes at a time.
 // Any M; N and K multiples of 8 (TMA row strides are whole 16-byte units; the registry says so).
 // Out-of-range rows and K columns arrive as zeros from the TMA.
-// Measured on the H200 (benchmarks/results/gemm-{fp16,bf16}-8192.json): 484 / 499 TFLOP/s at
-// 8192^3, 49% / 50% of the 989 dense peak, against stage 22's 375 / 388. mma.sync issues at
+// Measured on the H200 (benchmarks/results/gemm-{fp16,bf16}-8192.json): 478 / 493 TFLOP/s at
+// 8192^3, 48% / 50% of the 989 dense peak, against stage 22's 390 / 404. mma.sync issues at
 // 2/3 of WGMMA's rate per clock (ncu: tensor pipe 83% busy here at 483 TFLOP/s and 1.71 GHz),
 // and the power cap holds the SM clock near 1.8 GHz in this kernel, so its ceiling is about
-// 650 TFLOP/s; this stage reaches 77% of it (bf16). Tuned on the chip: 3 stages, the TMA-store
+// 650 TFLOP/s; this stage reaches 75% of it. Tuned on the chip: 3 stages, the TMA-store
 // epilogue, GROUP_M 16 (tune-mma_tma_ws-8192.json).
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
