@@ -5,6 +5,7 @@ Pure Python (no CuPy): `roofline model` uses it alone, `roofline run` adds times
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rooflinecli import model
@@ -98,24 +99,32 @@ _SET_KEY = {
 }
 
 
-def apply_roof_set(doc: dict[str, Any], name: str, roofs: dict[str, Any]) -> dict[str, Any]:
+def apply_roof_set(
+    doc: dict[str, Any],
+    name: str,
+    roofs: dict[str, Any],
+    per_record: Callable[[dict[str, Any]], tuple[str, dict[str, Any]]] | None = None,
+) -> dict[str, Any]:
     """A copy of `doc` with every timed record placed against another roof set (datasheet,
-    derived from the SM clock, or measured by `roofline calibrate`). Records say which."""
+    derived from the SM clock, or measured by `roofline calibrate`). Records say which.
+    `per_record`, if given, names and gives each record's own roofs (those at the clock it ran
+    at), in place of `name` and `roofs`."""
     from rooflinecli.errors import RooflineError
 
-    bw = roofs.get("bandwidth_gbs")
-    if not bw:
-        raise RooflineError(f"roof set {name} has no memory bandwidth")
     out = []
     for rec in doc["records"]:
         rec = dict(rec)
+        set_name, rec_roofs = per_record(rec) if per_record else (name, roofs)
+        bw = rec_roofs.get("bandwidth_gbs")
+        if not bw:
+            raise RooflineError(f"roof set {name} has no memory bandwidth")
         key = _SET_KEY.get(rec.get("peak_key") or "")
-        peak = roofs.get(key) if key else None
+        peak = rec_roofs.get(key) if key else None
         if not peak:
             raise RooflineError(f"roof set {name} has no roof for {rec.get('peak_key')}")
         ai = rec["ai_ideal"]
         rec.update(
-            roof_set=name,
+            roof_set=set_name,
             peak_tflops=peak,
             bandwidth_gbs=bw,
             ridge_point=model.ridge_point(peak, bw),

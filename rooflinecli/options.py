@@ -89,7 +89,7 @@ def resolve_shape(m: int, n: int | None, k: int | None) -> tuple[int, int, int]:
     return m, n if n is not None else m, k if k is not None else m
 
 
-ROOF_SETS = ("datasheet", "derived", "measured")
+ROOF_SETS = ("datasheet", "derived", "measured", "clock")
 
 
 def roofs_option(f: F) -> F:
@@ -105,7 +105,8 @@ def roofs_option(f: F) -> F:
         default="datasheet",
         show_default=True,
         help="Roofs to place against: the spec's datasheet, derived from the SM clock "
-        "(SMs x clock x FLOP/clk/SM), or measured by `roofline calibrate`.",
+        "(SMs x clock x FLOP/clk/SM), measured by `roofline calibrate`, or derived at the "
+        "clock each row ran at (its sm_clock_mhz; rows without one keep derived).",
     )(f)
 
 
@@ -135,4 +136,13 @@ def place_on_roofs(doc: dict[str, Any], roofs: str, calibration: str | None) -> 
         )
     spec = specs.from_dict(doc["spec"])
     sets = calibrate.roof_sets(spec, cal, device.get("clock_sm_max_mhz"))
+    if roofs == "clock":  # the power cap's clock, not the boost clock the datasheet assumes
+
+        def at_its_clock(rec: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+            mhz = rec.get("sm_clock_mhz")
+            if not mhz:
+                return "derived", sets["derived"]
+            return f"clock {mhz:,} MHz", calibrate.roof_sets(spec, cal, mhz)["derived"]
+
+        return analysis.apply_roof_set(doc, roofs, sets["derived"], per_record=at_its_clock)
     return analysis.apply_roof_set(doc, roofs, sets[roofs])

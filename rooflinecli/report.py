@@ -198,10 +198,17 @@ def notes(records: list[dict[str, Any]]) -> list[str]:
     held = [r for r in records if r.get("clock_limited_by")]
     if held:
         limits = sorted({x.strip() for r in held for x in str(r["clock_limited_by"]).split(",")})
+        sets = {str(r.get("roof_set") or "datasheet") for r in records}
+        own = "(--roofs clock: at each row's)"
+        if any(x.startswith("clock ") for x in sets):
+            tail = "each row's roofs are taken at that clock"
+        elif sets == {"datasheet"}:
+            tail = f"% peak is against the datasheet's boost-clock peak {own}"
+        else:
+            tail = f"the roofs are taken at one clock for every row {own}"
         out.append(
             f"  SM clock held down while timing ({', '.join(limits)}) in {len(held)} of "
-            f"{len(records)} rows: the SM MHz column is its mean; % peak is against the "
-            "datasheet's boost-clock peak"
+            f"{len(records)} rows: the SM MHz column is its mean; {tail}"
         )
     return out
 

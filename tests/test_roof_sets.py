@@ -55,3 +55,43 @@ def test_measured_without_calibration_is_one_line(runner, tmp_path, monkeypatch)
         "error: no calibration of this device: run `roofline calibrate` on it, "
         "or pass --calibration"
     )
+
+
+TC = str(ROOT / "benchmarks" / "results" / "gemm-bf16-8192.json")
+
+
+def test_clock_roofs_are_derived_at_each_rows_own_clock(runner):
+    r = runner.invoke(cli, ["show", TC, "--format", "json", "--roofs", "clock"])
+    assert r.exit_code == 0, r.stderr
+    recs = {rec["stage"]: rec for rec in json.loads(r.output)["records"]}
+    plain = {rec["stage"]: rec for rec in json.loads(Path(TC).read_text())["records"]}
+    for name, rec in recs.items():
+        mhz = plain[name]["sm_clock_mhz"]
+        assert rec["roof_set"] == f"clock {mhz:,} MHz"
+        # 132 SMs x the clock x 4096 dense FP16/BF16 FLOP per clock per SM (Hopper)
+        assert rec["peak_tflops"] == pytest.approx(132 * mhz * 1e6 * 4096 / 1e12)
+        assert rec["pct_of_roof"] == pytest.approx(100 * rec["tflops"] / rec["peak_tflops"])
+        assert rec["pct_of_reference"] == pytest.approx(plain[name]["pct_of_reference"])
+
+
+def test_clock_roofs_fall_back_to_derived_without_a_recorded_clock(runner):
+    old = str(ROOT / "benchmarks" / "results" / "gemm-fp32-8192-all.json")  # made before clocks
+    r = runner.invoke(cli, ["show", old, "--format", "json", "--roofs", "clock"])
+    assert r.exit_code == 0, r.stderr
+    recs = json.loads(r.output)["records"]
+    assert {rec["roof_set"] for rec in recs} == {"derived"}
+    assert recs[0]["peak_tflops"] == pytest.approx(132 * 1980e6 * 256 / 1e12)
+
+
+def test_clock_roofs_title_says_one_roof_per_row(runner):
+    r = runner.invoke(cli, ["show", TC, "--roofs", "clock", "--no-chart"], env={"COLUMNS": "250"})
+    assert r.exit_code == 0, r.stderr
+    assert (
+        "GEMM 8192x8192x8192 bf16 on NVIDIA H200 (spec h200-sxm): roofs derived at the SM clock "
+        "each row ran at (attain TF/s, % roof)" in r.stdout
+    )
+    notes = [line.strip() for line in r.stdout.splitlines() if "held down" in line]
+    assert notes == [
+        "SM clock held down while timing (power cap) in 6 of 8 rows: the SM MHz column is its "
+        "mean; each row's roofs are taken at that clock"
+    ]

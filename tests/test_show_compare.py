@@ -210,5 +210,5 @@ def test_a_held_down_clock_gets_one_note(tmp_path: Path) -> None:
     held = [line.strip() for line in r.stdout.splitlines() if "held down" in line]
     assert held == [
         "SM clock held down while timing (power cap) in 1 of 2 rows: the SM MHz column is its "
-        "mean; % peak is against the datasheet's boost-clock peak"
+        "mean; % peak is against the datasheet's boost-clock peak (--roofs clock: at each row's)"
     ]
