@@ -217,18 +217,20 @@ def _tensor_core(
     shared_tile: tuple[int, int],
     **extra: Any,
 ) -> Stage:
-    """A chapter-12/13 Tensor Core stage: FP16 and BF16 from one source, a BM x BN block tile,
-    mma.sync (HMMA, sm_80+) or, with TMA in params, WGMMA (HGMMA, sm_90a) with tensor maps
-    and B given K-major. Per k a block loads BM + BN 2-byte elements for BM*BN MACs;
-    `shared_tile` is the warp's (or warpgroup's) tile fed from shared memory."""
-    wgmma = "TMA" in params
+    """A chapter-12/13 Tensor Core stage: FP16 and BF16 from one source, a BM x BN block tile.
+    Without TMA in params: mma.sync (HMMA, sm_80+), cp.async loads, B as the contract gives it.
+    With TMA: tiles come through tensor maps (sm_90), B given K-major, and the stage is a
+    chapter-13 WGMMA one (HGMMA, sm_90a) unless `extra` says chapter=12 (stage 23: TMA feeding
+    mma.sync). Per k a block loads BM + BN 2-byte elements for BM*BN MACs; `shared_tile` is the
+    warp's (or warpgroup's) tile fed from shared memory."""
+    tma = "TMA" in params
     fields: dict[str, Any] = {
         "dtype": "fp16",
         "dtypes": ("fp16", "bf16"),
-        "chapter": 13 if wgmma else 12,
-        "min_cc": 90 if wgmma else 80,
-        "needs_multiple": 8 if wgmma else 1,  # TMA rows are whole 16-byte units (K % 8)
-        "b_layout": "nk" if wgmma else "kn",
+        "chapter": 13 if tma else 12,
+        "min_cc": 90 if tma else 80,
+        "needs_multiple": 8 if tma else 1,  # TMA rows are whole 16-byte units (K % 8)
+        "b_layout": "nk" if tma else "kn",
         **extra,
     }
     return Stage(
