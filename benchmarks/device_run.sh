@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call on the lent GPU machine: install offline, run the GPU tests and the benchmark runs,
 # and leave logs and results documents under $OUT. Usage: bash benchmarks/device_run.sh STEP...
-# Steps: setup, gputests, issue2, simt, tc, calibrate, profile, llm (in the order given).
+# Steps: setup, gputests, issue2, simt, tc, calibrate, profile, llm, probe, ncusrc, ... (the
+# case list below; run in the order given).
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
@@ -105,6 +106,20 @@ for step in "$@"; do
         --variant mma_tma_ws:BM=256,BN=128,TMA_C=1 2>&1 | tail -40 ;;
     profile10)
       $R profile gemm --m 4096 --stages multistage --output "$OUT/profile-fp32-4096-multistage.json" --format markdown ;;
+    probe)  # mma.sync's rate with stage 23's warp shape, fragment stream and barriers, no memory
+      python3 benchmarks/probe_mma.py 2>&1 | tee "$OUT/probe-mma.md" ;;
+    ncusrc)  # stage 23 per SASS instruction: where its warps stall (ncu's source page)
+      st=mma_tma_ws
+      ncu --clock-control none --target-processes all --nvtx --nvtx-include "roofline@$st/" \
+        --launch-count 1 --section SpeedOfLight --section WarpStateStats --section SourceCounters \
+        --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__cycles_active.avg \
+        -o /tmp/ncusrc -f $R run gemm --m 4096 --dtype fp16 --stages $st --budget-ms 5 \
+        --format markdown > /tmp/ncusrc.log 2>&1 || tail -5 /tmp/ncusrc.log
+      ncu --import /tmp/ncusrc.ncu-rep --page source --csv --print-source sass > "$OUT/ncu-23-source.csv" 2>&1 \
+        || head -3 "$OUT/ncu-23-source.csv"
+      ncu --import /tmp/ncusrc.ncu-rep --page details > "$OUT/ncu-23-details.txt" 2>&1
+      cp /tmp/ncusrc.ncu-rep "$OUT/ncu-23.ncu-rep"
+      grep -i "hmma\|cycles_active\|Duration\|SM Freq" "$OUT/ncu-23-details.txt" ;;
     *) log "unknown step $step" ;;
   esac
 done
