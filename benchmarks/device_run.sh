@@ -107,7 +107,17 @@ for step in "$@"; do
     profile10)
       $R profile gemm --m 4096 --stages multistage --output "$OUT/profile-fp32-4096-multistage.json" --format markdown ;;
     probe)  # mma.sync's rate with stage 23's warp shape, fragment stream and barriers, no memory
-      python3 benchmarks/probe_mma.py 2>&1 | tee "$OUT/probe-mma.md" ;;
+      python3 benchmarks/probe_mma.py --output "$OUT/probe-mma-h200.json" 2>&1 | tee "$OUT/probe-mma.md"
+      for cfg in 0:8:4:8:fp16 2:8:4:8:fp16; do  # the HMMA pipe's own counter on the same loops
+        ncu --clock-control none -k probe --launch-skip 1 --launch-count 1 \
+          --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__cycles_elapsed.avg.per_second,gpu__time_duration.sum \
+          python3 benchmarks/probe_mma.py --configs $cfg --launches 1 2>&1 | grep -E "hmma|per_second|duration|^\|" ;
+      done ;;
+    run23)  # stage 23 and cuBLAS at 8192^3 in the call that measured the probe (one-run ratios)
+      for dt in fp16 bf16; do
+        $R run gemm --m 8192 --dtype $dt --stages mma_tma_ws,cublas_hgemm \
+          --output "$OUT/gemm-$dt-8192-mma.json" --format markdown --no-chart
+      done ;;
     ncusrc)  # stage 23 per SASS instruction: where its warps stall (ncu's source page)
       st=mma_tma_ws
       ncu --clock-control none --target-processes all --nvtx --nvtx-include "roofline@$st/" \

@@ -51,7 +51,7 @@ __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
 }
 
 extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
-probe(const uint4* __restrict__ src, int iters, float* __restrict__ out) {
+probe(const uint4* __restrict__ src, int iters, float* __restrict__ out, u64* __restrict__ ticks) {
     extern __shared__ __align__(1024) unsigned char smem[];
     __shared__ __align__(8) u64 bars[2];
     const u32 base = (static_cast<u32>(__cvta_generic_to_shared(smem)) + 1023u) & ~1023u;
@@ -69,6 +69,9 @@ probe(const uint4* __restrict__ src, int iters, float* __restrict__ out) {
                      :: "r"(bar0) : "memory");
     }
     __syncthreads();
+    u64 c0, g0;  // this SM's cycle counter and the global nanosecond timer: the clock it ran at
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c0));
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int wm = ((warp / 4) % 2) * 64, wn = (warp % 4) * 64;
     const u32 a_row = static_cast<u32>((wm + (lane & 15)) * 128);
@@ -138,6 +141,14 @@ probe(const uint4* __restrict__ src, int iters, float* __restrict__ out) {
 #pragma unroll
             for (int r = 0; r < 4; ++r) s += acc[i][j][r];
     out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u64 c1, g1;
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(c1));
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+        ticks[2 * blockIdx.x] = c1 - c0;
+        ticks[2 * blockIdx.x + 1] = g1 - g0;
+    }
 }
 """
 
@@ -157,10 +168,29 @@ CONFIGS = [
 ]
 
 
+def parse_configs(text: str) -> list[tuple[int, int, int, int, str]]:
+    """'2:8:4:8:fp16,0:8:4:8:bf16' -> [(mode, warps, MI, NI, dtype), ...]"""
+    out = []
+    for item in filter(None, text.split(",")):
+        mode, warps, mi, ni, dtype = item.split(":")
+        out.append((int(mode), int(warps), int(mi), int(ni), dtype))
+    return out
+
+
 def main() -> int:
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--configs", help="mode:warps:MI:NI:dtype,... (default: the list above)")
+    ap.add_argument("--launches", type=int, default=10, help="timed launches per configuration")
+    ap.add_argument("--output", help="write the measurements here as JSON")
+    opts = ap.parse_args()
+    configs = parse_configs(opts.configs) if opts.configs else CONFIGS
+
     import cupy as cp
 
-    from rooflinecli import compiler, nvml
+    from rooflinecli import compiler, nvml, results, runner
 
     dev = cp.cuda.Device()
     sms = dev.attributes["MultiProcessorCount"]
@@ -173,9 +203,14 @@ def main() -> int:
             cp.uint16
         ),
     }
-    print("| mode | warps | warp tile | dtype | TFLOP/s | SM MHz (min-max) | W | FLOP/clk/SM |")
-    print("|---:|---:|---|---|---:|---|---:|---:|")
-    for mode, warps, mi, ni, dtype in CONFIGS:
+    ticks = cp.zeros(2 * sms, dtype=cp.uint64)
+    rows = []
+    print(
+        "| mode | warps | warp tile | dtype | TFLOP/s | % of 989.4 | NVML SM MHz (min-max) "
+        "| SM MHz by clock64 | FLOP/clk/SM | regs |"
+    )
+    print("|---:|---:|---|---|---:|---:|---|---:|---:|---:|")
+    for mode, warps, mi, ni, dtype in configs:
         defines = {
             "MODE": mode,
             "WARPS": warps,
@@ -191,11 +226,10 @@ def main() -> int:
         fn.max_dynamic_shared_size_bytes = smem
         out = cp.empty(sms * warps * 32, dtype=cp.float32)
         flops_per_iter = sms * warps * 4 * mi * ni * 4096
-
         args = (src[dtype], out)
 
         def launch(iters: int, fn=fn, threads=warps * 32, args=args) -> None:  # type: ignore[no-untyped-def]
-            fn((sms,), (threads,), (args[0], cp.int32(iters), args[1]), shared_mem=smem)
+            fn((sms,), (threads,), (args[0], cp.int32(iters), args[1], ticks), shared_mem=smem)
 
         launch(100)
         start, stop = cp.cuda.Event(), cp.cuda.Event()
@@ -206,29 +240,59 @@ def main() -> int:
         iters = max(100, int(2000 * 30.0 / cp.cuda.get_elapsed_time(start, stop)))
         for _ in range(3):
             launch(iters)
-        times = []
+        times, eff = [], []
         ctx = probe_nvml.sampling() if probe_nvml else None
         samples = ctx.__enter__() if ctx else None
-        for _ in range(10):
+        for _ in range(opts.launches):
             start.record()
             launch(iters)
             stop.record()
             stop.synchronize()
             times.append(cp.cuda.get_elapsed_time(start, stop))
+            t = ticks.get().reshape(-1, 2).astype(float)
+            eff.append(statistics.median(t[:, 0] / t[:, 1]) * 1000.0)  # cycles per ns -> MHz
         if ctx:
             ctx.__exit__(None, None, None)
         ms = statistics.median(times)
         tflops = flops_per_iter * iters / ms / 1e9
         summ = samples.summary() if samples else {}
         mhz = summ.get("sm_clock_mhz")
-        per_clk = f"{tflops * 1e12 / (sms * mhz * 1e6):,.0f}" if mhz else "-"
+        eff_mhz = statistics.median(eff)
+        per_clk = tflops * 1e12 / (sms * eff_mhz * 1e6)
         clock = f"{mhz} ({summ['sm_clock_mhz_min']}-{summ['sm_clock_mhz_max']})" if mhz else "-"
         print(
-            f"| {mode} | {warps} | {16 * mi}x{8 * ni} | {dtype} | {tflops:,.1f} | {clock} | "
-            f"{summ.get('power_w', '-')} | {per_clk} |"
-            + (f" regs {res.registers} spill {res.spill_bytes}" if res else ""),
+            f"| {mode} | {warps} | {16 * mi}x{8 * ni} | {dtype} | {tflops:,.1f} | "
+            f"{100 * tflops / 989.4:.1f}% | {clock} | {eff_mhz:,.0f} | {per_clk:,.0f} | "
+            f"{res.registers if res else '-'} |",
             flush=True,
         )
+        rows.append(
+            {
+                "mode": mode,
+                "warps": warps,
+                "warp_tile": [16 * mi, 8 * ni],
+                "dtype": dtype,
+                "tflops": tflops,
+                "median_ms": ms,
+                "iters": iters,
+                "launches": opts.launches,
+                "sm_clock_mhz_by_clock64": eff_mhz,
+                "flops_per_clk_sm": per_clk,
+                "registers": res.registers if res else None,
+                "spill_bytes": res.spill_bytes if res else None,
+                **summ,
+            }
+        )
+    if opts.output:
+        doc = {
+            "schema": "roofline.probe-mma/1",
+            "what": __doc__.split("\n\n")[1].replace("\n", " "),
+            "created": results.new_document({}, None, [])["created"],
+            "device": runner.device_info(),
+            "environment": runner.environment(),
+            "records": rows,
+        }
+        results.write_atomic(opts.output, json.dumps(doc, indent=1) + "\n")
     return 0
 
 

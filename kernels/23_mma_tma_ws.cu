@@ -327,7 +327,9 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
     if (lane_id() == 0) {
         tma_store_2d(&tma_c, buf, col0, row0);
         asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-        asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");  // done before the block exits
+        // Only the read of shared memory must finish before the block exits; the global write
+        // completes on its own (ncu: waiting for it too was 2% of stall samples at 4096^3).
+        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
     }
 #else
     const bool pairs = N % 2 == 0;
