@@ -130,6 +130,7 @@ for step in "$@"; do
       ncu --import /tmp/ncusrc.ncu-rep --page details > "$OUT/ncu-23-details.txt" 2>&1
       cp /tmp/ncusrc.ncu-rep "$OUT/ncu-23.ncu-rep"
       grep -i "hmma\|cycles_active\|Duration\|SM Freq" "$OUT/ncu-23-details.txt" ;;
+    flushab) python3 benchmarks/flush_ab.py 2>&1 | tee "$OUT/flush-ab.md" ;;
     *) log "unknown step $step" ;;
   esac
 done

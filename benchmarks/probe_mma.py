@@ -190,7 +190,7 @@ def main() -> int:
 
     import cupy as cp
 
-    from rooflinecli import compiler, nvml, results, runner
+    from rooflinecli import compiler, nvml, results, runner, smclock
 
     dev = cp.cuda.Device()
     sms = dev.attributes["MultiProcessorCount"]
@@ -204,12 +204,17 @@ def main() -> int:
         ),
     }
     ticks = cp.zeros(2 * sms, dtype=cp.uint64)
+    # the runner's way of reading the clock (rooflinecli.smclock), checked here against the
+    # probe's own count: a sentinel beside the timed launches (the probe leaves room on each SM)
+    # and one right behind them on the same stream
+    beside, behind = (smclock.Counter(cp, "sm_90a", sms) for _ in range(2))
+    side_stream = cp.cuda.Stream(non_blocking=True)
     rows = []
     print(
         "| mode | warps | warp tile | dtype | TFLOP/s | % of 989.4 | NVML SM MHz (min-max) "
-        "| SM MHz by clock64 | FLOP/clk/SM | regs |"
+        "| SM MHz by clock64 | sentinel beside | sentinel behind | FLOP/clk/SM | regs |"
     )
-    print("|---:|---:|---|---|---:|---:|---|---:|---:|---:|")
+    print("|---:|---:|---|---|---:|---:|---|---:|---:|---:|---:|---:|")
     for mode, warps, mi, ni, dtype in configs:
         defines = {
             "MODE": mode,
@@ -243,6 +248,7 @@ def main() -> int:
         times, eff = [], []
         ctx = probe_nvml.sampling() if probe_nvml else None
         samples = ctx.__enter__() if ctx else None
+        beside.launch(0.8 * opts.launches * 30_000.0, stream=side_stream)
         for _ in range(opts.launches):
             start.record()
             launch(iters)
@@ -251,6 +257,13 @@ def main() -> int:
             times.append(cp.cuda.get_elapsed_time(start, stop))
             t = ticks.get().reshape(-1, 2).astype(float)
             eff.append(statistics.median(t[:, 0] / t[:, 1]) * 1000.0)  # cycles per ns -> MHz
+        start.record()
+        launch(iters)
+        behind.launch()
+        stop.record()
+        stop.synchronize()
+        side_stream.synchronize()
+        beside_mhz, behind_mhz = beside.read(), behind.read()
         if ctx:
             ctx.__exit__(None, None, None)
         ms = statistics.median(times)
@@ -262,8 +275,8 @@ def main() -> int:
         clock = f"{mhz} ({summ['sm_clock_mhz_min']}-{summ['sm_clock_mhz_max']})" if mhz else "-"
         print(
             f"| {mode} | {warps} | {16 * mi}x{8 * ni} | {dtype} | {tflops:,.1f} | "
-            f"{100 * tflops / 989.4:.1f}% | {clock} | {eff_mhz:,.0f} | {per_clk:,.0f} | "
-            f"{res.registers if res else '-'} |",
+            f"{100 * tflops / 989.4:.1f}% | {clock} | {eff_mhz:,.0f} | {beside_mhz or 0:,.0f} | "
+            f"{behind_mhz or 0:,.0f} | {per_clk:,.0f} | {res.registers if res else '-'} |",
             flush=True,
         )
         rows.append(
@@ -277,6 +290,8 @@ def main() -> int:
                 "iters": iters,
                 "launches": opts.launches,
                 "sm_clock_mhz_by_clock64": eff_mhz,
+                "sm_clock_mhz_sentinel_beside": beside_mhz,
+                "sm_clock_mhz_sentinel_behind": behind_mhz,
                 "flops_per_clk_sm": per_clk,
                 "registers": res.registers if res else None,
                 "spill_bytes": res.spill_bytes if res else None,

@@ -47,6 +47,9 @@ class Timing:
     # too short for the power-capped clock to settle (and for the clock readings to mean much)
     max_repeats: int = 1000
     flush_l2: bool = True
+    # how the L2 is flushed: "write" fills a buffer twice its size (the lines it leaves are dirty:
+    # the next kernel pays for writing them back), "read" sums one (clean lines)
+    flush_kind: str = "write"
 
 
 def _cupy():  # type: ignore[no-untyped-def]
@@ -364,6 +367,25 @@ def _clock_sampler(cp):  # type: ignore[no-untyped-def]
     return nvml.open_device(str(bus))
 
 
+_counters: dict[int, Any] = {}
+
+
+def _clock_counter(cp):  # type: ignore[no-untyped-def]
+    """The counted-clock sentinel (rooflinecli.smclock) for the current device, or None."""
+    from rooflinecli import smclock
+
+    dev = cp.cuda.Device()
+    if dev.id not in _counters:
+        try:
+            cc = dev.compute_capability  # "90"
+            arch = compiler.arch_for_cc((int(cc[:-1]), int(cc[-1])))
+            sms = int(dev.attributes["MultiProcessorCount"])
+            _counters[dev.id] = smclock.Counter(cp, arch, sms)
+        except Exception:
+            _counters[dev.id] = None
+    return _counters[dev.id]
+
+
 def _time(  # type: ignore[no-untyped-def]
     cp, launch: Callable[[], None], name: str, timing: Timing, flush, probe=None
 ) -> list[float]:
@@ -387,12 +409,43 @@ def _time(  # type: ignore[no-untyped-def]
             with _nvtx_range(name):
                 launch()
             ends[i].record()
+        counter = _clock_counter(cp) if probe is not None else None
+        if counter is not None:
+            counter.launch()  # right behind the last timed launch, outside its events
         while not ends[-1].done:  # sleep, not a blocking sync: the clock readings go on meanwhile
             time.sleep(0.0002)
     ends[-1].synchronize()
     if readings is not None and probe is not None:
         probe.update(readings.summary())
+    if counter is not None and probe is not None:
+        cp.cuda.get_current_stream().synchronize()
+        counted = counter.read()
+        if counted:
+            probe["sm_clock_mhz_counted"] = round(counted)
     return [cp.cuda.get_elapsed_time(s, e) for s, e in zip(starts, ends, strict=True)]
+
+
+def _flusher(cp, l2_bytes: int, timing: Timing) -> Callable[[], None] | None:  # type: ignore[no-untyped-def]
+    """A call that evicts the L2 before a timed launch, or None when timing says not to."""
+    if not timing.flush_l2:
+        return None
+    try:
+        buf = cp.empty(max(2 * l2_bytes, 256 << 20) // 4, dtype=cp.float32)
+    except cp.cuda.memory.OutOfMemoryError:
+        raise RooflineError("out of device memory allocating the L2 flush buffer") from None
+    if timing.flush_kind == "read":
+        buf.fill(1.0)
+        out = cp.empty((), dtype=cp.float32)
+
+        def read() -> None:
+            cp.sum(buf, out=out)
+
+        return read
+
+    def write() -> None:
+        buf.fill(0)
+
+    return write
 
 
 def memory_needed(m: int, n: int, k: int, beta: float) -> int:
@@ -423,12 +476,7 @@ def run_gemm(
     arch = dev["arch"]
     cc = int(dev["compute_capability"].replace(".", ""))
     records: list[dict[str, Any]] = []
-    try:
-        flush_buf = cp.empty(max(2 * dev["l2_bytes"], 256 << 20) // 4, dtype=cp.float32)
-    except cp.cuda.memory.OutOfMemoryError:
-        raise RooflineError("out of device memory allocating the L2 flush buffer") from None
-    flush = flush_buf.fill if timing.flush_l2 else None
-    flush_call = (lambda: flush(0)) if flush else None
+    flush_call = _flusher(cp, dev["l2_bytes"], timing)
     for m, n, k in shapes:
         free, _total = cp.cuda.runtime.memGetInfo()
         need = memory_needed(m, n, k, beta)
@@ -518,18 +566,10 @@ def time_callable(
     a stage: one untimed call, one to size the run, warm-up, then repeats filling the budget, each
     between CUDA events and inside an NVTX range, the L2 flushed before each. Milliseconds;
     `probe`, if given, receives the SM clock readings (rooflinecli.nvml) taken meanwhile."""
-    import functools
-
     timing = timing or Timing()
     cp = _cupy()
-    flush_call: Callable[[], None] | None = None
-    if timing.flush_l2:
-        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-        try:
-            flush_buf = cp.empty(max(2 * int(props["l2CacheSize"]), 256 << 20) // 4, cp.float32)
-        except cp.cuda.memory.OutOfMemoryError:
-            raise RooflineError("out of device memory allocating the L2 flush buffer") from None
-        flush_call = functools.partial(flush_buf.fill, 0)
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    flush_call = _flusher(cp, int(props["l2CacheSize"]), timing)
     # a first call may create library handles or load modules: it must not size the run
     # (run_gemm's stages have had their verification launch by then)
     launch()
