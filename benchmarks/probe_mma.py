@@ -152,6 +152,47 @@ probe(const uint4* __restrict__ src, int iters, float* __restrict__ out, u64* __
 }
 """
 
+# A sentinel: one warp per SM reading %clock64 against %globaltimer for span_ns.
+SENTINEL = r"""
+extern "C" __global__ void sm_clock(long long span_ns, unsigned long long* __restrict__ out) {
+    unsigned long long c0, c1, g0, g1;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c0));
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+    } while (static_cast<long long>(g1 - g0) < span_ns);
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c1));
+    if (threadIdx.x == 0) {
+        out[2 * blockIdx.x] = c1 - c0;
+        out[2 * blockIdx.x + 1] = g1 - g0;
+    }
+}
+"""
+
+
+class Sentinel:
+    """The sentinel compiled and loaded, with its output buffer."""
+
+    def __init__(self, cp, sms: int) -> None:  # type: ignore[no-untyped-def]
+        from rooflinecli import compiler
+
+        built = compiler.compile_source(SENTINEL, "sm_clock", "sm_clock", "sm_90a")
+        self.cp, self.sms = cp, sms
+        self.fn = cp.RawModule(path=built.cubin_path).get_function("sm_clock")
+        self.out = cp.zeros(2 * sms, dtype=cp.uint64)
+
+    def launch(self, span_us: float = 200.0, stream=None) -> None:  # type: ignore[no-untyped-def]
+        args = (self.cp.int64(int(span_us * 1000)), self.out)
+        with stream if stream is not None else self.cp.cuda.get_current_stream():
+            self.fn((self.sms,), (32,), args)
+
+    def read(self) -> float | None:
+        """Median over the blocks of cycles per microsecond (MHz)."""
+        ticks = self.out.get().reshape(-1, 2).astype(float)
+        rates = [c / t * 1000.0 for c, t in ticks if t > 0]
+        return statistics.median(rates) if rates else None
+
+
 MMA = {
     "fp16": "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
     "bf16": "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
@@ -190,7 +231,7 @@ def main() -> int:
 
     import cupy as cp
 
-    from rooflinecli import compiler, nvml, results, runner, smclock
+    from rooflinecli import compiler, nvml, results, runner
 
     dev = cp.cuda.Device()
     sms = dev.attributes["MultiProcessorCount"]
@@ -204,10 +245,10 @@ def main() -> int:
         ),
     }
     ticks = cp.zeros(2 * sms, dtype=cp.uint64)
-    # the runner's way of reading the clock (rooflinecli.smclock), checked here against the
-    # probe's own count: a sentinel beside the timed launches (the probe leaves room on each SM)
-    # and one right behind them on the same stream
-    beside, behind = (smclock.Counter(cp, "sm_90a", sms) for _ in range(2))
+    # two ways to read the counted clock of a kernel that cannot count it itself, checked here
+    # against the probe's own count: a sentinel beside the timed launches (the probe leaves room
+    # on each SM) and one right behind them on the same stream
+    beside, behind = Sentinel(cp, sms), Sentinel(cp, sms)
     side_stream = cp.cuda.Stream(non_blocking=True)
     rows = []
     print(

@@ -47,9 +47,10 @@ class Timing:
     # too short for the power-capped clock to settle (and for the clock readings to mean much)
     max_repeats: int = 1000
     flush_l2: bool = True
-    # how the L2 is flushed: "write" fills a buffer twice its size (the lines it leaves are dirty:
-    # the next kernel pays for writing them back), "read" sums one (clean lines)
-    flush_kind: str = "write"
+    # how the L2 is flushed: "read" sums a buffer twice its size, leaving clean lines; "write"
+    # fills one, leaving dirty lines that the timed kernel then pays to write back (1-2% of
+    # stage 23 at 4096^3 and 8192^3 on the H200: benchmarks/logs/flush-ab-a028b1d.md)
+    flush_kind: str = "read"
 
 
 def _cupy():  # type: ignore[no-untyped-def]
@@ -367,25 +368,6 @@ def _clock_sampler(cp):  # type: ignore[no-untyped-def]
     return nvml.open_device(str(bus))
 
 
-_counters: dict[int, Any] = {}
-
-
-def _clock_counter(cp):  # type: ignore[no-untyped-def]
-    """The counted-clock sentinel (rooflinecli.smclock) for the current device, or None."""
-    from rooflinecli import smclock
-
-    dev = cp.cuda.Device()
-    if dev.id not in _counters:
-        try:
-            cc = dev.compute_capability  # "90"
-            arch = compiler.arch_for_cc((int(cc[:-1]), int(cc[-1])))
-            sms = int(dev.attributes["MultiProcessorCount"])
-            _counters[dev.id] = smclock.Counter(cp, arch, sms)
-        except Exception:
-            _counters[dev.id] = None
-    return _counters[dev.id]
-
-
 def _time(  # type: ignore[no-untyped-def]
     cp, launch: Callable[[], None], name: str, timing: Timing, flush, probe=None
 ) -> list[float]:
@@ -409,19 +391,12 @@ def _time(  # type: ignore[no-untyped-def]
             with _nvtx_range(name):
                 launch()
             ends[i].record()
-        counter = _clock_counter(cp) if probe is not None else None
-        if counter is not None:
-            counter.launch()  # right behind the last timed launch, outside its events
         while not ends[-1].done:  # sleep, not a blocking sync: the clock readings go on meanwhile
             time.sleep(0.0002)
     ends[-1].synchronize()
     if readings is not None and probe is not None:
         probe.update(readings.summary())
-    if counter is not None and probe is not None:
-        cp.cuda.get_current_stream().synchronize()
-        counted = counter.read()
-        if counted:
-            probe["sm_clock_mhz_counted"] = round(counted)
+
     return [cp.cuda.get_elapsed_time(s, e) for s, e in zip(starts, ends, strict=True)]
 
 
@@ -429,6 +404,8 @@ def _flusher(cp, l2_bytes: int, timing: Timing) -> Callable[[], None] | None:  #
     """A call that evicts the L2 before a timed launch, or None when timing says not to."""
     if not timing.flush_l2:
         return None
+    if timing.flush_kind not in ("read", "write"):
+        raise RooflineError(f"unknown L2 flush {timing.flush_kind!r}: read or write")
     try:
         buf = cp.empty(max(2 * l2_bytes, 256 << 20) // 4, dtype=cp.float32)
     except cp.cuda.memory.OutOfMemoryError:

@@ -27,3 +27,19 @@ def test_document_is_a_verified_gpu_run(path):
             continue
         assert rec["verified"] is True, (rec["stage"], rec["m"], rec["n"], rec["k"])
         assert rec["tflops"] > 0 and rec["time_ms"] > 0
+
+
+PROBES = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "probes").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", PROBES, ids=lambda p: p.name)
+def test_probe_document_is_a_gpu_run(path):
+    import json
+
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == "roofline.probe-mma/1"
+    assert doc["device"]["name"] == "NVIDIA H200"
+    assert re.fullmatch(r"[0-9a-f]{40}(-dirty)?", doc["environment"]["commit"])
+    for rec in doc["records"]:
+        assert rec["tflops"] > 0 and rec["sm_clock_mhz_by_clock64"] > 0
+        assert rec["spill_bytes"] == 0

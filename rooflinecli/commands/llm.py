@@ -467,6 +467,7 @@ def run_llm(
         gemms=[g.name for g in gemms], per_token=per_token, environment=runner.environment(),
         settings={
             "seed": seed, "budget_ms": budget_ms, "flush_l2": not no_flush,
+            "l2_flush_kind": timing.flush_kind if not no_flush else None,
             "extra_stages": [s.toml_path for s in extra],
         },
     )  # fmt: skip

@@ -192,6 +192,7 @@ def run_gemm(
             "budget_ms": budget_ms,
             "repeats": repeats,
             "flush_l2": not no_flush,
+            "l2_flush_kind": timing.flush_kind if not no_flush else None,
             "tolerance": {f"k={s[2]}": runner.tolerance(dtype, s[2]) for s in shapes},
             "reference_check": "float64 product of the same inputs (cuBLAS DGEMM via cupy.matmul)",
         },
