@@ -131,6 +131,12 @@ for step in "$@"; do
       cp /tmp/ncusrc.ncu-rep "$OUT/ncu-23.ncu-rep"
       grep -i "hmma\|cycles_active\|Duration\|SM Freq" "$OUT/ncu-23-details.txt" ;;
     flushab) python3 benchmarks/flush_ab.py 2>&1 | tee "$OUT/flush-ab.md" ;;
+    cluster23)  # stage 23 with B multicast to a pair of blocks: checked, then A/B against the registry
+      python3 benchmarks/check_tc.py --stages none --variant mma_tma_ws:CLUSTER_M=2 --no-time 2>&1 | tail -16
+      for dt in fp16 bf16; do
+        python3 benchmarks/ab_stage.py mma_tma_ws CLUSTER_M=2 --sizes 8192 --dtype $dt --rounds 2 \
+          --check-sizes 600x1016x1032,1000x1016x1032 2>&1 | tee -a "$OUT/ab-cluster23.md"
+      done ;;
     *) log "unknown step $step" ;;
   esac
 done

@@ -54,6 +54,9 @@
 #ifndef TMA_C
 #define TMA_C 0  // 1: C leaves through the TMA store engine (a fourth kernel parameter, its map)
 #endif
+#ifndef CLUSTER_M
+#define CLUSTER_M 1  // 2: pairs of blocks on consecutive row tiles share B through TMA multicast
+#endif
 
 typedef unsigned short elem_t;  // fp16 or bf16 bits (NVRTC from PyPI has no cuda_fp16.h)
 typedef unsigned int u32;
@@ -75,6 +78,8 @@ static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must tile the block tile
 static_assert(WM % 16 == 0 && WN % 16 == 0, "ldmatrix.x4 loads 16 rows x 16 of K");
 static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0, "tiles stay 1024-byte aligned");
 static_assert(STAGES >= 2, "a ring needs at least two slots");
+static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "a cluster is one block or a pair of row tiles");
+static_assert((BN / CLUSTER_M) % 8 == 0, "each block's share of B is whole 8-row swizzle atoms");
 static_assert(STAGES * STAGE_BYTES + 1024 <= 227 * 1024, "the ring must fit in 227 KiB");
 static_assert(CONSUMER_WARPS % 4 == 0, "consumers come in whole warpgroups (setmaxnreg)");
 static_assert(128 * PRODUCER_REGS + 32 * CONSUMER_WARPS * CONSUMER_REGS <= 65536,
@@ -153,6 +158,19 @@ __device__ __forceinline__ void mbar_arrive(u32 bar) {
     asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}" ::"r"(bar)
                  : "memory");
 }
+// One arrival on the mbarrier at the same offset in block `rank` of the cluster.
+__device__ __forceinline__ void mbar_arrive_cluster(u32 bar, u32 rank) {
+    asm volatile(
+        "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" ::"r"(bar),
+        "r"(rank)
+        : "memory");
+}
+// Every thread of every block in the cluster (release what it wrote, acquire what others did).
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;"
+                 ::: "memory");
+}
 __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
     u32 done;
     do {
@@ -165,6 +183,17 @@ __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
     } while (!done);
 }
 
+// The same box written into the shared memory of every block in `mask` at dst's offset, each
+// block's mbarrier at bar's offset told of the bytes it received.
+__device__ __forceinline__ void tma_load_2d_multicast(u32 dst, const TmaMap* map, u32 bar, int c0,
+                                                      int c1, unsigned short mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
+        "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
+        : "memory");
+}
+
 // One box of the tensor map at (c0 = K index, c1 = row) into shared memory, 128-byte swizzled.
 __device__ __forceinline__ void tma_load_2d(u32 dst, const TmaMap* map, u32 bar, int c0, int c1) {
     asm volatile(
@@ -174,7 +203,28 @@ __device__ __forceinline__ void tma_load_2d(u32 dst, const TmaMap* map, u32 bar,
         : "memory");
 }
 
-extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
+// The block's C tile (row, column of its corner). Grouped block order (a bijection of the grid
+// for any grid size), as stage 22; with clusters it orders the pairs, and a pair covers row
+// tiles 2i and 2i+1 of one column tile (the grid has an even number of rows of blocks: one past
+// M computes zeros and stores none). Called where the origin is used, not kept live across the
+// main loop, where every register is spoken for.
+__device__ __forceinline__ int2 tile_origin() {
+    const int rank = blockIdx.y % CLUSTER_M;
+    const int grid_m = gridDim.y / CLUSTER_M, grid_n = gridDim.x;
+    const int pid = (blockIdx.y / CLUSTER_M) * grid_n + blockIdx.x;
+    constexpr int GROUP = GROUP_M / CLUSTER_M > 0 ? GROUP_M / CLUSTER_M : 1;
+    const int group = pid / (GROUP * grid_n), first_m = group * GROUP;
+    const int group_rows = min(grid_m - first_m, GROUP);
+    const int in_group = pid % (GROUP * grid_n);
+    return make_int2(((first_m + in_group % group_rows) * CLUSTER_M + rank) * BM,
+                     (in_group / group_rows) * BN);
+}
+
+extern "C" __global__ void
+#if CLUSTER_M > 1
+__cluster_dims__(1, CLUSTER_M, 1)  // the pair: blockIdx.y 2j and 2j+1, the same blockIdx.x
+#endif
+__launch_bounds__(NUM_THREADS, 1)
 gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
                 const elem_t* __restrict__ B, float beta, elem_t* __restrict__ C,
                 const __grid_constant__ TmaMap tma_a, const __grid_constant__ TmaMap tma_b
@@ -190,40 +240,49 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
     const u32 empty0 = static_cast<u32>(__cvta_generic_to_shared(empty_bar));
     const int tid = threadIdx.x, warp = tid / 32;
 
-    // Grouped block order (a bijection of the grid for any grid size), as stage 22.
-    const int grid_m = gridDim.y, grid_n = gridDim.x;
-    const int pid = blockIdx.y * grid_n + blockIdx.x;
-    const int group = pid / (GROUP_M * grid_n), first_m = group * GROUP_M;
-    const int group_rows = min(grid_m - first_m, GROUP_M);
-    const int in_group = pid % (GROUP_M * grid_n);
-    const int m0 = (first_m + in_group % group_rows) * BM;
-    const int n0 = (in_group / group_rows) * BN;
+    const int rank = blockIdx.y % CLUSTER_M;  // the block's rank in its cluster
 
     if (tid == 0) {
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full0 + 8 * s, 1);                // the producer's arrive.expect_tx
-            mbar_init(empty0 + 8 * s, CONSUMER_WARPS);  // one arrival per consumer warp
+            // one arrival per consumer warp of every block the slot's B is multicast to
+            mbar_init(empty0 + 8 * s, CONSUMER_WARPS * CLUSTER_M);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to TMA
     }
-    __syncthreads();
+    if (CLUSTER_M > 1) {
+        cluster_sync();  // the peer's barriers exist before anything is multicast to them
+    } else {
+        __syncthreads();
+    }
 
     if (warp < 4) {  // the producer warpgroup: registers given away, one thread runs the copies
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
         if (tid == 0) {
             asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(&tma_a)) : "memory");
             asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(&tma_b)) : "memory");
+            const int2 origin = tile_origin();
+            const int m0 = origin.x, n0 = origin.y;
             for (int kt = 0; kt * BK < K; ++kt) {
                 const int s = kt % STAGES;
                 if (kt >= STAGES) mbar_wait(empty0 + 8 * s, ((kt / STAGES) - 1) & 1);
                 const u32 sa = base + s * STAGE_BYTES, bar = full0 + 8 * s;
-                mbar_arrive_expect_tx(bar, STAGE_BYTES);
+                mbar_arrive_expect_tx(bar, STAGE_BYTES);  // A, and all of B (both halves)
                 tma_load_2d(sa, &tma_a, bar, kt * BK, m0);
-                tma_load_2d(sa + A_BYTES, &tma_b, bar, kt * BK, n0);
+                if (CLUSTER_M == 1) {
+                    tma_load_2d(sa + A_BYTES, &tma_b, bar, kt * BK, n0);
+                } else {  // this block's half of the B tile, to both blocks of the pair
+                    constexpr int HALF = BN / CLUSTER_M;
+                    tma_load_2d_multicast(sa + A_BYTES + rank * HALF * 128, &tma_b, bar, kt * BK,
+                                          n0 + rank * HALF, (1u << CLUSTER_M) - 1);
+                }
             }
         }
-        return;  // no barrier follows: the consumers never wait for these warps again
+        // With a pair, the peer's consumers still arrive on this block's barriers: it may not
+        // exit before they are done. Alone, no barrier follows.
+        if (CLUSTER_M > 1) cluster_sync();
+        return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
 
@@ -282,12 +341,19 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
                     mma16816(acc[i][j], a[ks % 2][i], b[ks % 2][j / 2][2 * (j % 2)],
                              b[ks % 2][j / 2][2 * (j % 2) + 1]);
         }
-        // The MMAs above consumed every fragment read from stage s: the producer may refill it.
+        // The MMAs above consumed every fragment read from stage s: the producers (this block's
+        // and, with a pair, the peer's, which multicasts into this slot too) may refill it.
         __syncwarp();
-        if (lane_id() == 0) mbar_arrive(empty0 + 8 * s);
+        if (CLUSTER_M == 1) {
+            if (lane_id() == 0) mbar_arrive(empty0 + 8 * s);
+        } else if (lane_id() < CLUSTER_M) {
+            mbar_arrive_cluster(empty0 + 8 * s, lane_id());
+        }
     }
 
     const int g = lane_id() / 4, t = lane_id() % 4;
+    const int2 origin = tile_origin();
+    const int m0 = origin.x, n0 = origin.y;
 #if TMA_C
     // Every consumer is past its last ldmatrix (and every TMA load was waited for): the ring is
     // free. Warp cw stages its block in bytes cw * 8 KiB ..: row r at r * 128, 16-byte piece j
@@ -296,40 +362,41 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
     static_assert(CONSUMER_WARPS * WM * WN * 2 <= STAGES * STAGE_BYTES, "staging fits the ring");
     static_assert(WN == 64, "one staged row is one 128-byte swizzle row: 64 two-byte elements");
     const int row0 = m0 + wm, col0 = n0 + wn;
-    if (row0 >= M || col0 >= N) return;  // the whole block is outside C (uniform over the warp)
-    const u32 buf = base + static_cast<u32>(cw * WM * WN * 2);
-#pragma unroll
-    for (int i = 0; i < MI; ++i) {
-#pragma unroll
-        for (int j = 0; j < NI; ++j) {
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int r = 16 * i + g + 8 * h;
-                float v0 = alpha * acc[i][j][2 * h], v1 = alpha * acc[i][j][2 * h + 1];
-                if (beta != 0.0f) {  // beta == 0: C is never read
-                    const int row = row0 + r, col = col0 + 8 * j + 2 * t;
-                    if (row < M && col < N) {  // N % 8 == 0: col + 1 < N too
-                        const u32 old = __ldcg(reinterpret_cast<const unsigned int*>(
-                            C + static_cast<size_t>(row) * N + col));
-                        v0 = fmaf(beta, to_float(static_cast<elem_t>(old & 0xffffu)), v0);
-                        v1 = fmaf(beta, to_float(static_cast<elem_t>(old >> 16)), v1);
+    if (row0 < M && col0 < N) {  // else the whole block is outside C (uniform over the warp)
+        const u32 buf = base + static_cast<u32>(cw * WM * WN * 2);
+    #pragma unroll
+        for (int i = 0; i < MI; ++i) {
+    #pragma unroll
+            for (int j = 0; j < NI; ++j) {
+    #pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int r = 16 * i + g + 8 * h;
+                    float v0 = alpha * acc[i][j][2 * h], v1 = alpha * acc[i][j][2 * h + 1];
+                    if (beta != 0.0f) {  // beta == 0: C is never read
+                        const int row = row0 + r, col = col0 + 8 * j + 2 * t;
+                        if (row < M && col < N) {  // N % 8 == 0: col + 1 < N too
+                            const u32 old = __ldcg(reinterpret_cast<const unsigned int*>(
+                                C + static_cast<size_t>(row) * N + col));
+                            v0 = fmaf(beta, to_float(static_cast<elem_t>(old & 0xffffu)), v0);
+                            v1 = fmaf(beta, to_float(static_cast<elem_t>(old >> 16)), v1);
+                        }
                     }
+                    const u32 v = pack2(v0, v1);
+                    asm volatile("st.shared.u32 [%0], %1;" ::"r"(buf + r * 128 + ((j ^ g) << 4) + 4 * t),
+                                 "r"(v)
+                                 : "memory");
                 }
-                const u32 v = pack2(v0, v1);
-                asm volatile("st.shared.u32 [%0], %1;" ::"r"(buf + r * 128 + ((j ^ g) << 4) + 4 * t),
-                             "r"(v)
-                             : "memory");
             }
         }
-    }
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // visible to the copy engine
-    __syncwarp();
-    if (lane_id() == 0) {
-        tma_store_2d(&tma_c, buf, col0, row0);
-        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-        // Only the read of shared memory must finish before the block exits; the global write
-        // completes on its own (ncu: waiting for it too was 2% of stall samples at 4096^3).
-        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // visible to the copy engine
+        __syncwarp();
+        if (lane_id() == 0) {
+            tma_store_2d(&tma_c, buf, col0, row0);
+            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+            // Only the read of shared memory must finish before the block exits; the global write
+            // completes on its own (ncu: waiting for it too was 2% of stall samples at 4096^3).
+            asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+        }
     }
 #else
     const bool pairs = N % 2 == 0;
@@ -363,4 +430,5 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
         }
     }
 #endif
+    if (CLUSTER_M > 1) cluster_sync();  // the peer may still arrive on this block's barriers
 }

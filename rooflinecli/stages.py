@@ -46,6 +46,9 @@ class Stage:
     b_layout: str = "kn"  # "kn": B row-major KxN (the contract); "nk": B given as its transpose
     # persistent kernels launch at most this many blocks per SM and loop over the output tiles
     persistent_blocks_per_sm: int = 0
+    # blocks per thread-block cluster along grid y (rows of C): the grid's rows are rounded up
+    # to a multiple (the kernel's __cluster_dims__ needs whole clusters)
+    cluster_rows: int = 1
     # per-architecture overrides of params (e.g. {"sm_80": {"BN": 128}}): data, not code
     arch_params: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     # values `roofline tune` tries per parameter; combinations the kernel's static_asserts
@@ -116,6 +119,7 @@ class Stage:
                 raise RooflineError(f"stage {self.name} is persistent: it needs the SM count")
             blocks = min(gm * gn, self.persistent_blocks_per_sm * sm_count)
             return (blocks, 1, 1), (self.threads[0], self.threads[1], 1), self.smem_bytes
+        gm = -(-gm // self.cluster_rows) * self.cluster_rows
         grid = (gm, gn, 1) if self.x_is_row else (gn, gm, 1)
         if grid[1] > 65535:
             raise RooflineError(f"stage {self.name}: output too large for its grid ({m}x{n})")
@@ -282,10 +286,18 @@ def _mma_tma_ws(p: dict[str, int]) -> Stage:
         smem_bytes=p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] * 2 + 1024,
         chapter=12,  # mma.sync (HMMA) math; TMA makes it sm_90 only
         tune_space=MappingProxyType(
-            {"BM": (128, 256), "BN": (128, 256), "STAGES": (3, 4), "TMA_C": (0, 1)}
+            {
+                "BM": (128, 256),
+                "BN": (128, 256),
+                "STAGES": (3, 4),
+                "TMA_C": (0, 1),
+                "CLUSTER_M": (1, 2),
+            }
         ),
     )
-    return replace(stage, rebuild=lambda q: _mma_tma_ws(dict(q)))
+    return replace(
+        stage, rebuild=lambda q: _mma_tma_ws(dict(q)), cluster_rows=p.get("CLUSTER_M", 1)
+    )
 
 
 STAGES: tuple[Stage, ...] = (
@@ -449,7 +461,7 @@ STAGES: tuple[Stage, ...] = (
         # GROUP_M 16 (+1% over 8), 3 stages and the TMA-store epilogue (+2% over 4 stages and
         # register stores); 256x128 tiles and 128x128 (one consumer warpgroup) were slower
         {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "WN": 64, "STAGES": 3, "GROUP_M": 16}
-        | {"TMA": 1, "TMA_C": 1}
+        | {"TMA": 1, "TMA_C": 1, "CLUSTER_M": 1}
     ),
     # WGMMA stages read both operands from shared memory in the tensor cores (ai_shared: per k a
     # warpgroup's 64 rows of A and BN rows of B for 64*BN MACs); TMA loads need tensor maps

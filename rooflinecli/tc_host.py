@@ -119,7 +119,8 @@ def extra_args(
     p = stage.params
     bm, bn, bk = int(p["BM"]), int(p["BN"]), int(p["BK"])
     tma_a = encode_tensor_map(A, M, K, bm, bk, dtype)
-    tma_b = encode_tensor_map(B, N, K, bn, bk, dtype)
+    # with CLUSTER_M blocks sharing B (23_mma_tma_ws.cu), each loads 1/CLUSTER_M of its rows
+    tma_b = encode_tensor_map(B, N, K, bn // int(p.get("CLUSTER_M", 1)), bk, dtype)
     if int(p.get("TMA_C", 0)) == 1:  # the TMA-store epilogue: a map over C too
         return (tma_a, tma_b, encode_tensor_map(C, M, N, C_BOX_ROWS, C_BOX_COLS, dtype))
     return (tma_a, tma_b)
