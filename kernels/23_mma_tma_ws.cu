@@ -220,11 +220,13 @@ __device__ __forceinline__ int2 tile_origin() {
                      (in_group / group_rows) * BN);
 }
 
-extern "C" __global__ void
 #if CLUSTER_M > 1
-__cluster_dims__(1, CLUSTER_M, 1)  // the pair: blockIdx.y 2j and 2j+1, the same blockIdx.x
+#define CLUSTER_DIMS __cluster_dims__(1, CLUSTER_M, 1)  // blockIdx.y 2j, 2j+1, one blockIdx.x
+#else
+#define CLUSTER_DIMS
 #endif
-__launch_bounds__(NUM_THREADS, 1)
+
+extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(NUM_THREADS, 1)
 gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
                 const elem_t* __restrict__ B, float beta, elem_t* __restrict__ C,
                 const __grid_constant__ TmaMap tma_a, const __grid_constant__ TmaMap tma_b

@@ -30,7 +30,9 @@ def test_names_unique_and_entry_points_in_files():
     assert len(names) == len(set(names))
     for s in KERNEL_STAGES:
         src = (KERNELS / s.file).read_text()
-        pattern = rf'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s+)?{s.entry}\s*\('
+        # attributes may come first: __launch_bounds__(...), or a macro (CLUSTER_DIMS)
+        attrs = r"(?:[A-Z_]+\s+)?(?:__launch_bounds__\([^)]*\)\s+)?"
+        pattern = rf'extern "C" __global__ void\s+{attrs}{s.entry}\s*\('
         assert re.search(pattern, src), s.entry
 
 
