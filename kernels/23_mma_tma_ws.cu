@@ -19,6 +19,11 @@
 // each warp writes its 64 x 64 block, converted to 16-bit, into 8 KiB of the ring in the TMA's
 // 128-byte swizzle and one lane hands it to the store engine: full-line global writes, clipped
 // at the matrix edge. TMA_C=0 stores from registers, bounds-checked, 4 bytes at a time.
+// CLUSTER_M=2 (tried, not the default): blocks on row tiles 2i and 2i+1 of a column tile form a
+// cluster; each loads half of the B tile and the TMA multicasts it to both, so L2 sends each
+// block 32 KiB per K step instead of 48. A slot is refilled only when both blocks' consumers
+// have released it (remote mbarrier arrivals). Verified, but 3% slower at 8192^3 fp16 and bf16
+// (benchmarks/logs/ab-cluster23-730e251.md): the pair waits on its slower block.
 // Any M; N and K multiples of 8 (TMA row strides are whole 16-byte units; the registry says so).
 // Out-of-range rows and K columns arrive as zeros from the TMA.
 // Measured on the H200 (benchmarks/results/gemm-{fp16,bf16}-8192.json): 478 / 493 TFLOP/s at

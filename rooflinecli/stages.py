@@ -459,7 +459,8 @@ STAGES: tuple[Stage, ...] = (
     _mma_tma_ws(
         # `roofline tune` on the H200 at 8192^3 (benchmarks/results/tune-mma_tma_ws-8192.json):
         # GROUP_M 16 (+1% over 8), 3 stages and the TMA-store epilogue (+2% over 4 stages and
-        # register stores); 256x128 tiles and 128x128 (one consumer warpgroup) were slower
+        # register stores); 256x128 tiles and 128x128 (one consumer warpgroup) were slower;
+        # CLUSTER_M 2 (B multicast to a pair of blocks) 3% slower (logs/ab-cluster23-730e251.md)
         {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "WN": 64, "STAGES": 3, "GROUP_M": 16}
         | {"TMA": 1, "TMA_C": 1, "CLUSTER_M": 1}
     ),
