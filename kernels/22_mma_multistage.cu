@@ -21,7 +21,7 @@
 // group), so the ~132 blocks in flight share a few A row panels and B column panels in L2.
 // Any M, N, K: chunks outside the matrices are zero-filled by cp.async (src-size 0); when K or
 // N is not a multiple of 8, a second copy of the main loop loads 2-byte elements instead.
-// Measured on the H200 (NVRTC 13.0): 390 / 404 TFLOP/s at 8192^3 (fp16 / bf16), 39% / 41% of
+// Measured on the H200 (NVRTC 13.0): 394 / 407 TFLOP/s at 8192^3 (fp16 / bf16), 40% / 41% of
 // the 989 dense peak, with these 256 x 128 tiles; 128 x 256 gave 375 / 388. Of the 13 other
 // tile shapes, depths and ring lengths `roofline tune` tried, 256 x 128 tiles were 5-6% faster,
 // the rest within 2% or slower (tune-mma_multistage-8192.json). ncu says why no shape helps much: the tensor pipe is 58%

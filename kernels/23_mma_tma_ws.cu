@@ -23,15 +23,15 @@
 // cluster; each loads half of the B tile and the TMA multicasts it to both, so L2 sends each
 // block 32 KiB per K step instead of 48. A slot is refilled only when both blocks' consumers
 // have released it (remote mbarrier arrivals). Verified, but 3% slower at 8192^3 fp16 and bf16
-// (benchmarks/logs/ab-cluster23-730e251.md): the pair waits on its slower block.
+// (benchmarks/logs/ab-cluster23-730e251.md): each slot now waits for the slower block of the pair.
 // Any M; N and K multiples of 8 (TMA row strides are whole 16-byte units; the registry says so).
 // Out-of-range rows and K columns arrive as zeros from the TMA.
-// Measured on the H200 (benchmarks/results/gemm-{fp16,bf16}-8192.json): 478 / 493 TFLOP/s at
-// 8192^3, 48% / 50% of the 989 dense peak, against stage 22's 390 / 404. mma.sync issues at
-// 2/3 of WGMMA's rate per clock (ncu: tensor pipe 83% busy here at 483 TFLOP/s and 1.71 GHz),
-// and the power cap holds the SM clock near 1.8 GHz in this kernel, so its ceiling is about
-// 650 TFLOP/s; this stage reaches 75% of it. Tuned on the chip: 3 stages, the TMA-store
-// epilogue, GROUP_M 16 (tune-mma_tma_ws-8192.json).
+// Measured on the H200 (benchmarks/results/gemm-{fp16,bf16}-8192.json): 479 / 500 TFLOP/s at
+// 8192^3, 48% / 51% of the 989 dense peak, against stage 22's 394 / 407. mma.sync issues at
+// 2/3 of WGMMA's rate per clock, and the power cap holds the clock down: the same warp loop with
+// no global memory (benchmarks/probe_mma.py) ran 573 / 594 TFLOP/s in the call where this
+// stage ran 484 / 502: 84%. Tuned on the chip: 3 stages, the TMA-store epilogue,
+// GROUP_M 16 (tune-mma_tma_ws-8192.json).
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -389,9 +389,8 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
                         }
                     }
                     const u32 v = pack2(v0, v1);
-                    asm volatile("st.shared.u32 [%0], %1;" ::"r"(buf + r * 128 + ((j ^ g) << 4) + 4 * t),
-                                 "r"(v)
-                                 : "memory");
+                    const u32 at = buf + r * 128 + ((j ^ g) << 4) + 4 * t;
+                    asm volatile("st.shared.u32 [%0], %1;" ::"r"(at), "r"(v) : "memory");
                 }
             }
         }

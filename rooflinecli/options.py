@@ -106,7 +106,8 @@ def roofs_option(f: F) -> F:
         show_default=True,
         help="Roofs to place against: the spec's datasheet, derived from the SM clock "
         "(SMs x clock x FLOP/clk/SM), measured by `roofline calibrate`, or derived at the "
-        "clock each row ran at (its sm_clock_mhz; rows without one keep derived).",
+        "NVML clock each row ran at (its sm_clock_mhz, the clock the driver set: under a power "
+        "cap the SMs can count fewer cycles; rows without one keep derived).",
     )(f)
 
 
