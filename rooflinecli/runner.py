@@ -396,7 +396,6 @@ def _time(  # type: ignore[no-untyped-def]
     ends[-1].synchronize()
     if readings is not None and probe is not None:
         probe.update(readings.summary())
-
     return [cp.cuda.get_elapsed_time(s, e) for s, e in zip(starts, ends, strict=True)]
 
 

@@ -153,3 +153,23 @@ def test_sass_holds_the_math_the_stage_claims(stage, dtype):
         assert rep.kernel["HMMA"] == 0
     if stage.sass_claims == ("FFMA",):
         assert rep.kernel["HMMA"] == 0 and rep.kernel["HGMMA"] == 0
+
+
+def test_stage_23_pairs_of_blocks_share_b_by_multicast():
+    """CLUSTER_M=2 (in stage 23's tune space): the grid's rows come in pairs (an odd count is
+    rounded up), each block's B box is half the tile, and the SASS multicasts B and arrives on
+    the peer's barriers, still without spills."""
+    from rooflinecli import sass
+
+    base = stages.BY_NAME["mma_tma_ws"]
+    pair = base.with_params({"CLUSTER_M": 2})
+    assert (base.cluster_rows, pair.cluster_rows) == (1, 2)
+    assert base.launch(600, 1016, 132)[0] == (4, 5, 1)  # 600 / 128 -> 5 row tiles
+    assert pair.launch(600, 1016, 132)[0] == (4, 6, 1)  # a sixth, past M, completes the pair
+    assert pair.launch(8192, 8192, 132)[0] == (32, 64, 1)
+    built = compiler.compile_stage(pair, "sm_90a", "fp16")
+    assert built.resources.spill_bytes == 0 and built.resources.stack_frame_bytes == 0
+    fn = sass.parse(sass.disassemble(built.cubin_path))[pair.entry]
+    ops = [i.opcode for i in fn.instrs]
+    assert "UTMALDG.2D.MULTICAST" in ops and "UCGABAR_WAIT" in ops
+    assert ops.count("SYNCS.ARRIVE.TRANS64.RED.A1T0") >= 1  # the remote arrival on `empty`
