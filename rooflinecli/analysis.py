@@ -90,6 +90,9 @@ def add_reference_ratios(records: list[dict[str, Any]]) -> None:
         r["pct_of_reference"] = 100.0 * mine / ref if ref and mine else None
 
 
+# the measured roof set as placed under a stage whose math is mma.sync (options.by_instruction)
+MMA_SYNC_SET = "measured, mma.sync"
+
 # which roof of a roof set (rooflinecli.calibrate.roof_sets) places each peak key: the sets
 # carry FP32 and the FP16 Tensor Core rate; BF16 runs at the FP16 rate on these parts
 _SET_KEY = {

@@ -310,6 +310,8 @@ def roof_sets(
             max((t for t in tensor if t), default=None),
             max((b for b in hbm if b), default=None),
             l2_gbs=m.get("l2_read_gbs"),
+            # the ceiling of kernels whose math is mma.sync (place_on_roofs puts them under it)
+            fp16_mma_sync_tensor=m.get("fp16_mma_sync_tflops"),
             source=f"calibration of {dev.get('name', '?')} ({calibration.get('created', '?')}): "
             "best of wgmma/mma.sync, best of HBM read/copy",
         )

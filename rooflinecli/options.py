@@ -105,7 +105,8 @@ def roofs_option(f: F) -> F:
         default="datasheet",
         show_default=True,
         help="Roofs to place against: the spec's datasheet, derived from the SM clock "
-        "(SMs x clock x FLOP/clk/SM), measured by `roofline calibrate`, or derived at the "
+        "(SMs x clock x FLOP/clk/SM), measured by `roofline calibrate` (mma.sync stages under "
+        "mma.sync's own rate), or derived at the "
         "NVML clock each row ran at (its sm_clock_mhz, the clock the driver set: under a power "
         "cap the SMs can count fewer cycles; rows without one keep derived).",
     )(f)
@@ -146,4 +147,29 @@ def place_on_roofs(doc: dict[str, Any], roofs: str, calibration: str | None) -> 
             return f"clock {mhz:,} MHz", calibrate.roof_sets(spec, cal, mhz)["derived"]
 
         return analysis.apply_roof_set(doc, roofs, sets["derived"], per_record=at_its_clock)
+    if roofs == "measured" and sets["measured"].get("fp16_mma_sync_tensor"):
+        return analysis.apply_roof_set(
+            doc, roofs, sets["measured"], per_record=by_instruction(sets["measured"])
+        )
     return analysis.apply_roof_set(doc, roofs, sets[roofs])
+
+
+def by_instruction(measured: dict[str, Any]) -> Callable[[dict[str, Any]], tuple[str, Any]]:
+    """Per-record measured roofs: a stage whose math is mma.sync (HMMA) cannot pass mma.sync's
+    own measured rate, so its Tensor Core roof is that, not the best of wgmma and mma.sync."""
+    from rooflinecli import analysis, model, stages
+
+    mma = measured["fp16_mma_sync_tensor"]
+    mma_set = {
+        **measured,
+        "fp16_tensor_dense": mma,
+        "ridge_fp16_tensor": model.ridge_point(mma, measured["bandwidth_gbs"]),
+    }
+
+    def pick(rec: dict[str, Any]) -> tuple[str, Any]:
+        stage = stages.BY_NAME.get(str(rec.get("stage")))
+        if stage is not None and "HMMA" in stage.sass_claims and rec.get("dtype") != "fp32":
+            return analysis.MMA_SYNC_SET, mma_set
+        return "measured", measured
+
+    return pick

@@ -15,7 +15,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from rooflinecli import results
+from rooflinecli import analysis, results
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -324,3 +324,17 @@ def emit_scaling(records: list[dict[str, Any]], fmt: str, out: Console | None = 
     for r in rows:
         t.add_row(*r)
     con.print(t)
+
+
+def per_row_roofs(recs: list[dict[str, Any]]) -> str | None:
+    """What the title says when the rows of one table sit under different roofs, else None."""
+    sets = [str(r.get("roof_set") or "") for r in recs]
+    if any(s.startswith("clock ") for s in sets):
+        return "roofs derived at the SM clock each row ran at (attain TF/s, % roof)"
+    mma = [r for r in recs if r.get("roof_set") == analysis.MMA_SYNC_SET]
+    if mma and len(mma) < len(recs):
+        return (
+            f"measured roofs; mma.sync stages under mma.sync's own "
+            f"{mma[0]['peak_tflops']:.1f} TFLOP/s (attain TF/s, % roof)"
+        )
+    return None

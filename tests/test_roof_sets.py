@@ -95,3 +95,39 @@ def test_clock_roofs_title_says_one_roof_per_row(runner):
         "SM clock held down while timing (power cap) in 6 of 8 rows: the SM MHz column is its "
         "mean; each row's roofs are taken at that clock"
     ]
+
+
+def test_measured_roofs_put_mma_sync_stages_under_mma_sync(runner):
+    """A stage whose math is mma.sync cannot pass mma.sync's measured rate: under --roofs
+    measured its Tensor Core roof is that, the WGMMA stages' and cuBLAS's the best of both."""
+    cal = json.loads(Path(CAL).read_text())["measurements"]
+    r = runner.invoke(
+        cli, ["show", TC, "--format", "json", "--roofs", "measured", "--calibration", CAL]
+    )
+    assert r.exit_code == 0, r.stderr
+    recs = {rec["stage"]: rec for rec in json.loads(r.output)["records"]}
+    for name in ("mma_sync", "mma_ldmatrix", "mma_multistage", "mma_tma_ws"):
+        assert recs[name]["roof_set"] == "measured, mma.sync"
+        assert recs[name]["peak_tflops"] == cal["fp16_mma_sync_tflops"]
+        assert recs[name]["ridge_point"] == pytest.approx(
+            cal["fp16_mma_sync_tflops"] * 1e3 / max(cal["hbm_read_gbs"], cal["hbm_copy_gbs"])
+        )
+    for name in ("wgmma_tma", "wgmma_ws", "wgmma_persistent", "cublas_hgemm"):
+        assert recs[name]["roof_set"] == "measured"
+        assert recs[name]["peak_tflops"] == max(
+            cal["fp16_wgmma_tflops"], cal["fp16_mma_sync_tflops"]
+        )
+    tma_ws = recs["mma_tma_ws"]
+    assert tma_ws["pct_of_roof"] == pytest.approx(
+        100 * tma_ws["tflops"] / cal["fp16_mma_sync_tflops"]
+    )
+
+
+def test_measured_mma_sync_roof_title(runner):
+    args = ["show", TC, "--roofs", "measured", "--calibration", CAL, "--no-chart"]
+    r = runner.invoke(cli, args, env={"COLUMNS": "250"})
+    assert r.exit_code == 0, r.stderr
+    assert (
+        "GEMM 8192x8192x8192 bf16 on NVIDIA H200 (spec h200-sxm): measured roofs; mma.sync "
+        "stages under mma.sync's own 637.7 TFLOP/s (attain TF/s, % roof)" in r.stdout
+    )

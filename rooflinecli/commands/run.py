@@ -212,11 +212,14 @@ def run_gemm(
             recs = [r for r in doc["records"] if (r["m"], r["n"], r["k"]) == shape]
             one = {**doc, "records": recs}
             r0 = recs[0]
+            roofs_text = report.per_row_roofs(recs) or (
+                f"{r0['peak_key']} peak {r0['peak_tflops']:g} TFLOP/s, "
+                f"{r0['bandwidth_gbs']:g} GB/s, ridge {r0['ridge_point']:.1f} FLOP/byte; "
+                f"{r0['roof_set']} roofs"
+            )
             title = (
                 f"GEMM {shape[0]}x{shape[1]}x{shape[2]} {dtype} on {device['name']} "
-                f"(spec {spec.name}: {r0['peak_key']} peak {r0['peak_tflops']:g} TFLOP/s, "
-                f"{r0['bandwidth_gbs']:g} GB/s, ridge {r0['ridge_point']:.1f} FLOP/byte; "
-                f"{r0['roof_set']} roofs)"
+                f"(spec {spec.name}: {roofs_text})"
             )
             report.emit(one, fmt, report.RUN_COLUMNS, title=title, out=con)
             if chart:

@@ -33,8 +33,9 @@ def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
     )
     text = f"GEMM {r0['m']}x{r0['n']}x{r0['k']} {r0['dtype']} {where}"
     peak, ridge, bw = r0.get("peak_tflops"), r0.get("ridge_point"), spec.get("memory_bandwidth_gbs")
-    if any(str(r.get("roof_set") or "").startswith("clock ") for r in recs):  # one roof per row
-        return text + ": roofs derived at the SM clock each row ran at (attain TF/s, % roof)"
+    per_row = report.per_row_roofs(recs)
+    if per_row:
+        return f"{text}: {per_row}"
     if peak:
         text += f": {r0.get('peak_key') or r0['dtype']} peak {peak:g} TFLOP/s"
         text += f", {bw:g} GB/s" if bw else ""
