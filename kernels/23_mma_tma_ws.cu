@@ -371,11 +371,11 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
     const int row0 = m0 + wm, col0 = n0 + wn;
     if (row0 < M && col0 < N) {  // else the whole block is outside C (uniform over the warp)
         const u32 buf = base + static_cast<u32>(cw * WM * WN * 2);
-    #pragma unroll
+#pragma unroll
         for (int i = 0; i < MI; ++i) {
-    #pragma unroll
+#pragma unroll
             for (int j = 0; j < NI; ++j) {
-    #pragma unroll
+#pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     const int r = 16 * i + g + 8 * h;
                     float v0 = alpha * acc[i][j][2 * h], v1 = alpha * acc[i][j][2 * h + 1];
