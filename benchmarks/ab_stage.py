@@ -21,13 +21,8 @@ from rooflinecli import runner  # noqa: E402
 from rooflinecli.commands.run import parse_shapes  # noqa: E402
 from rooflinecli.stages import BY_NAME  # noqa: E402
 
-
-def variant(base, assigns: str):  # type: ignore[no-untyped-def]
-    params = {}
-    for item in filter(None, assigns.split(",")):
-        key, _, value = item.partition("=")
-        params[key.strip()] = int(value)
-    return base.with_params(params)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check_tc import retile  # noqa: E402  (the same NAME=V,... variants check_tc.py takes)
 
 
 def main() -> int:
@@ -41,7 +36,7 @@ def main() -> int:
     opts = ap.parse_args()
     base = BY_NAME[opts.stage]
     labels = ["registry"] + opts.variants
-    stages = [base] + [variant(base, v) for v in opts.variants]
+    stages = [base] + [retile(base, v) for v in opts.variants]
     failed = 0
     print("| variant | size | round | verified | rel err | time ms | TFLOP/s | NVML MHz |")
     print("|---|---|---:|---|---:|---:|---:|---:|")
