@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from rooflinecli import __version__
+from rooflinecli.errors import RooflineError
 from rooflinecli.commands.baseline import baseline
 from rooflinecli.commands.calibrate import calibrate
 from rooflinecli.commands.compare import compare
@@ -37,7 +38,7 @@ class RooflineGroup(click.Group):
         except click.exceptions.Abort:
             click.echo("error: aborted", err=True)
             sys.exit(130)
-        except click.ClickException as exc:
+        except (click.ClickException, RooflineError) as exc:
             click.echo(f"error: {exc.format_message()}", err=True)
             sys.exit(exc.exit_code)
         except BrokenPipeError:  # `roofline ... | head`: the reader left; stop quietly

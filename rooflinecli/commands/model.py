@@ -6,6 +6,7 @@ import click
 
 from rooflinecli import analysis, report, results, stages
 from rooflinecli import specs as specreg
+from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     dtype_option,
     format_option,
@@ -28,7 +29,7 @@ def default_spec(spec_arg: str | None) -> tuple[specreg.Spec, str]:
     if name:
         try:
             return specreg.for_device(name), f"detected {name}"
-        except click.ClickException:
+        except RooflineError:
             pass
     return specreg.resolve(DEFAULT_SPEC), "default: no GPU detected"
 
