@@ -15,7 +15,7 @@ poison the CUDA context of everything after it), for dtypes fp16 and bf16:
   * timed at 4096^3 and 8192^3 (CUDA events, 3 warm-ups, median of 20) next to cuBLAS
     (cublasGemmEx, FP32 compute, same dtype in and out; plus cupy.matmul for fp16).
 
-TMA stages get their tensor maps from rooflinecli.tc_host.extra_args.
+TMA stages get their tensor maps from rooflinecli.gpu.tma.extra_args.
 
     python benchmarks/check_tc.py                                # all chapter-12/13 stages
     python benchmarks/check_tc.py --stages wgmma_ws --dtypes bf16
@@ -43,7 +43,7 @@ os.environ.setdefault("CUPY_TF32", "0")  # the float32 reference must be true FP
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rooflinecli.stages import BY_NAME, STAGES, Stage  # noqa: E402
+from rooflinecli.build.stages import BY_NAME, STAGES, Stage  # noqa: E402
 
 TOL = {"fp16": 2e-3, "bf16": 1e-2}
 CHECK_SHAPES = [(256, 256, 256), (4096, 4096, 4096), (8192, 8192, 8192)]
@@ -94,7 +94,7 @@ def worker(spec: str, dtypes: list[str], seed: int, do_time: bool, arch: str | N
     import cupy as cp
     import numpy as np
 
-    from rooflinecli.compiler import arch_for_cc
+    from rooflinecli.build.compiler import arch_for_cc
 
     name, _, assigns = spec.partition(":")
     stage = retile(BY_NAME[name], assigns) if assigns else BY_NAME[name]
@@ -130,8 +130,8 @@ def from_elem(cp, x, dtype):  # type: ignore[no-untyped-def]
 
 
 def check_dtype(cp, np, stage: Stage, dtype: str, arch: str, rng, do_time: bool) -> int:  # type: ignore[no-untyped-def]
-    from rooflinecli import tc_host
-    from rooflinecli.compiler import compile_stage, nvrtc_version
+    from rooflinecli.gpu import tma as tc_host
+    from rooflinecli.build.compiler import compile_stage, nvrtc_version
 
     try:
         built = compile_stage(stage, arch, dtype)

@@ -174,7 +174,7 @@ class Sentinel:
     """The sentinel compiled and loaded, with its output buffer."""
 
     def __init__(self, cp, sms: int) -> None:  # type: ignore[no-untyped-def]
-        from rooflinecli import compiler
+        from rooflinecli.build import compiler
 
         built = compiler.compile_source(SENTINEL, "sm_clock", "sm_clock", "sm_90a")
         self.cp, self.sms = cp, sms
@@ -231,7 +231,9 @@ def main() -> int:
 
     import cupy as cp
 
-    from rooflinecli import compiler, nvml, results, runner
+    from rooflinecli.build import compiler
+    from rooflinecli.gpu import nvml, runner
+    from rooflinecli import results
 
     dev = cp.cuda.Device()
     sms = dev.attributes["MultiProcessorCount"]

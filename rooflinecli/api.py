@@ -19,9 +19,10 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rooflinecli import model, results
+from rooflinecli import results
+from rooflinecli.core import model
+from rooflinecli.core.specs import DTYPE_PEAK, Spec
 from rooflinecli.errors import RooflineError
-from rooflinecli.specs import DTYPE_PEAK, Spec
 
 
 def _positive(name: str, value: Any) -> float:
@@ -49,7 +50,7 @@ def measure(
     The record holds the median time (time_ms), its min, max and stdev, the number of repeats,
     tflops, achieved GB/s (with bytes) and spread = (max - min) / median.
     """
-    from rooflinecli import runner
+    from rooflinecli.gpu import runner
 
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
@@ -104,7 +105,7 @@ def measure(
 
 
 def _spec_for(spec: Spec | str | None, records: list[dict[str, Any]]) -> Spec:
-    from rooflinecli import specs as specreg
+    from rooflinecli.core import specs as specreg
 
     if isinstance(spec, Spec):
         return spec
@@ -122,7 +123,7 @@ def _spec_for(spec: Spec | str | None, records: list[dict[str, Any]]) -> Spec:
 def _device(names: list[str]) -> dict[str, Any] | None:
     """The GPU here (driver, CUDA, clocks: what `gate` compares) if the records were measured on
     it, else only the name the records carry."""
-    from rooflinecli import runner
+    from rooflinecli.gpu import runner
 
     try:
         info = runner.device_info()

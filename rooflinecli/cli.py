@@ -9,7 +9,6 @@ from typing import Any
 import click
 
 from rooflinecli import __version__
-from rooflinecli.errors import RooflineError
 from rooflinecli.commands.baseline import baseline
 from rooflinecli.commands.calibrate import calibrate
 from rooflinecli.commands.compare import compare
@@ -23,6 +22,7 @@ from rooflinecli.commands.run import run
 from rooflinecli.commands.show import show
 from rooflinecli.commands.specs import specs
 from rooflinecli.commands.tune import tune
+from rooflinecli.errors import RooflineError
 
 
 class RooflineGroup(click.Group):

@@ -41,7 +41,7 @@ BEGIN, END = "<!-- stages:begin (make docs) -->", "<!-- stages:end -->"
 
 def stages_table() -> str:
     """The README's stage table, derived from the registry."""
-    from rooflinecli.stages import STAGES
+    from rooflinecli.build.stages import STAGES
 
     rows = [
         "| stage | file | dtype | ch. | tile params | what it shows |",

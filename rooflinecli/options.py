@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
-from rooflinecli.report import FORMATS
+from rooflinecli.present.table import FORMATS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -118,8 +118,10 @@ def place_on_roofs(doc: dict[str, Any], roofs: str, calibration: str | None) -> 
         return doc
     import json
 
-    from rooflinecli import analysis, calibrate, specs
+    from rooflinecli.core import roofs as analysis
+    from rooflinecli.core import specs
     from rooflinecli.errors import RooflineError
+    from rooflinecli.gpu import calibrate
 
     device = doc.get("device") or {}
     cal = None
@@ -157,7 +159,9 @@ def place_on_roofs(doc: dict[str, Any], roofs: str, calibration: str | None) -> 
 def by_instruction(measured: dict[str, Any]) -> Callable[[dict[str, Any]], tuple[str, Any]]:
     """Per-record measured roofs: a stage whose math is mma.sync (HMMA) cannot pass mma.sync's
     own measured rate, so its Tensor Core roof is that, not the best of wgmma and mma.sync."""
-    from rooflinecli import analysis, model, stages
+    from rooflinecli.build import stages
+    from rooflinecli.core import model
+    from rooflinecli.core import roofs as analysis
 
     mma = measured["fp16_mma_sync_tensor"]
     mma_set = {

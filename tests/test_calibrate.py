@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from rooflinecli import calibrate as cal
-from rooflinecli import sass
-from rooflinecli.specs import resolve
+from rooflinecli.build import sass
+from rooflinecli.core.specs import resolve
+from rooflinecli.gpu import calibrate as cal
 
 H100 = resolve("h100-sxm5")
 
@@ -261,7 +261,7 @@ def test_measure_with_a_fake_gpu(monkeypatch, tmp_path):
 
     import numpy as np
 
-    from rooflinecli import runner
+    from rooflinecli.gpu import runner
 
     launches: list = []
     monkeypatch.setitem(sys.modules, "cupy", _FakeCuPy(np, launches))
@@ -304,8 +304,8 @@ def test_calibrate_command_with_a_fake_gpu(runner, monkeypatch, tmp_path):
 
     import numpy as np
 
-    from rooflinecli import runner as run_mod
     from rooflinecli.cli import cli
+    from rooflinecli.gpu import runner as run_mod
 
     monkeypatch.setitem(sys.modules, "cupy", _FakeCuPy(np, []))
     monkeypatch.setattr(run_mod, "_smi", lambda query: None)

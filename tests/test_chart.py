@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rooflinecli import chart, results
+from rooflinecli import results
 from rooflinecli.errors import RooflineError
+from rooflinecli.present import terminal_chart as chart
 
 SPEC = {
     "name": "testgpu",

@@ -4,8 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from rooflinecli import runner
 from rooflinecli.errors import RooflineError
+from rooflinecli.gpu import runner
 
 
 class FakeCupy:

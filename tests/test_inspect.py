@@ -9,10 +9,11 @@ import json
 
 import pytest
 
-from rooflinecli import occupancy, sass, stages
+from rooflinecli.build import sass, stages
 from rooflinecli.commands.inspect import inspect_stage, ratio
+from rooflinecli.core import occupancy
+from rooflinecli.core.specs import resolve
 from rooflinecli.errors import RooflineError
-from rooflinecli.specs import resolve
 
 H100 = occupancy.SmLimits.from_spec(resolve("h100-sxm5"))
 

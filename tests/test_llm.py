@@ -5,8 +5,9 @@ import re
 
 import pytest
 
-from rooflinecli import llm, model, results, specs
+from rooflinecli import results
 from rooflinecli.cli import cli
+from rooflinecli.core import llm, model, specs
 from rooflinecli.errors import RooflineError
 
 H100 = specs.resolve("h100-sxm5")
@@ -357,7 +358,7 @@ def test_model_llm_bad_arguments(runner, args, message):
 
 
 def test_run_llm_without_stages_of_the_dtype_or_gpu_is_one_line(runner, monkeypatch):
-    from rooflinecli import stages
+    from rooflinecli.build import stages
 
     real = stages.stage_names
     monkeypatch.setattr(

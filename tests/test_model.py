@@ -2,7 +2,7 @@
 
 import pytest
 
-from rooflinecli import model
+from rooflinecli.core import model
 
 
 def test_flops_4096():

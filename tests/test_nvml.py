@@ -1,6 +1,6 @@
-"""rooflinecli.nvml: the clock summary a run record gets, and no NVML on this machine."""
+"""rooflinecli.gpu.nvml: the clock summary a run record gets, and no NVML on this machine."""
 
-from rooflinecli import nvml
+from rooflinecli.gpu import nvml
 
 
 def test_summary_of_readings() -> None:

@@ -9,8 +9,8 @@ import textwrap
 
 import pytest
 
-from rooflinecli import profile as prof
 from rooflinecli.errors import RooflineError
+from rooflinecli.gpu import profile as prof
 
 N = 4096
 FFMA = N**3  # the naive kernel: one FFMA per multiply-add (68,719,476,736, as ncu saw on H200)

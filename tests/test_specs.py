@@ -2,7 +2,7 @@
 
 import pytest
 
-from rooflinecli import specs
+from rooflinecli.core import specs
 from rooflinecli.errors import RooflineError
 
 REQUIRED = {"h100-sxm5", "h100-pcie", "h100-nvl", "h200-sxm", "a100-sxm4-80gb", "rtx-a6000", "l40s"}

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from rooflinecli import compiler, stages
+from rooflinecli.build import compiler, stages
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import data_dir
 
@@ -143,7 +143,7 @@ SASS_CASES = [(s, d) for s in KERNEL_STAGES for d in s.all_dtypes]
 def test_sass_holds_the_math_the_stage_claims(stage, dtype):
     """mma.sync stages show HMMA, WGMMA stages HGMMA, SIMT stages FFMA, in their main loop;
     and no stage falls back to a slower path (a WGMMA stage without HMMA, SIMT without either)."""
-    from rooflinecli import sass
+    from rooflinecli.build import sass
 
     built = compiler.compile_stage(stage, "sm_90a", dtype)
     rep = sass.analyze_cubin(built.cubin_path, stage.entry)
@@ -159,7 +159,7 @@ def test_stage_23_pairs_of_blocks_share_b_by_multicast():
     """CLUSTER_M=2 (in stage 23's tune space): the grid's rows come in pairs (an odd count is
     rounded up), each block's B box is half the tile, and the SASS multicasts B and arrives on
     the peer's barriers, still without spills."""
-    from rooflinecli import sass
+    from rooflinecli.build import sass
 
     base = stages.BY_NAME["mma_tma_ws"]
     pair = base.with_params({"CLUSTER_M": 2})

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from rooflinecli import compiler, results
+from rooflinecli import results
+from rooflinecli.build import compiler
+from rooflinecli.build.userstage import Formula, FormulaError, UserStage, load_user_stage
 from rooflinecli.cli import cli
 from rooflinecli.errors import RooflineError
-from rooflinecli.userstage import Formula, FormulaError, UserStage, load_user_stage
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "my_gemm.toml"

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import click
 
-from rooflinecli import gate, results
+from rooflinecli import results
 from rooflinecli.errors import RooflineError
+from rooflinecli.present import gate
 
 
 @click.group()

@@ -6,8 +6,9 @@ from typing import Any
 
 import click
 
-from rooflinecli import report, results
+from rooflinecli import results
 from rooflinecli.options import format_option, spec_option
+from rooflinecli.present import table as report
 
 # measurement key -> (label, unit, datasheet/derived key in a roof set, or None)
 ROOFS: tuple[tuple[str, str, str, str | None], ...] = (
@@ -87,7 +88,7 @@ def calibrate(quick: bool, spec_arg: str | None, fmt: str) -> None:
     """
     import pandas as pd
 
-    from rooflinecli import calibrate as cal
+    from rooflinecli.gpu import calibrate as cal
 
     err = report.console(stderr=True)
     if err.is_terminal:

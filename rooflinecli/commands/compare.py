@@ -6,8 +6,10 @@ from typing import Any
 
 import click
 
-from rooflinecli import gate, report, results
+from rooflinecli import results
 from rooflinecli.options import format_option
+from rooflinecli.present import gate
+from rooflinecli.present import table as report
 
 
 def _who(doc: dict[str, Any], path: str) -> str:

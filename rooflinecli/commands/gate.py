@@ -6,10 +6,11 @@ from typing import Any
 
 import click
 
-from rooflinecli import gate as core
-from rooflinecli import report, results
+from rooflinecli import results
 from rooflinecli.errors import GateFailure
 from rooflinecli.options import format_option
+from rooflinecli.present import gate as core
+from rooflinecli.present import table as report
 
 
 def _floors(

@@ -13,10 +13,13 @@ from typing import Any
 
 import click
 
-from rooflinecli import compiler, occupancy, report, results, sass, stages
+from rooflinecli import results
+from rooflinecli.build import compiler, sass, stages
+from rooflinecli.core import occupancy
+from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import DTYPES, format_option, spec_option
-from rooflinecli.specs import Spec
+from rooflinecli.present import table as report
 
 SCHEMA = "roofline.inspect/1"
 

@@ -1,6 +1,6 @@
 """`roofline model llm` and `roofline run llm`: an LLM's decode step on the roofline.
 
-`model llm` is arithmetic (rooflinecli.llm): where the FLOPs of one token go, and where each
+`model llm` is arithmetic (rooflinecli.core.llm): where the FLOPs of one token go, and where each
 weight GEMM sits on the roofline at a batch. `run llm` times those exact GEMM shapes.
 """
 
@@ -11,10 +11,13 @@ from typing import Any, TypeVar
 
 import click
 
-from rooflinecli import llm, report, results, stages
+from rooflinecli import results
+from rooflinecli.build import stages
 from rooflinecli.commands.model import default_spec
+from rooflinecli.core import llm
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import DTYPES, SIZE, format_option, output_option, spec_option
+from rooflinecli.present import table as report
 
 F = TypeVar("F", bound=Callable[..., Any])
 Column = tuple[str, str, Callable[[Any], str]]
@@ -396,9 +399,9 @@ def run_llm(
     **sizes: int | None,
 ) -> None:
     """Time the weight GEMMs of one decode step at each batch, and place them on the roofline."""
-    from rooflinecli import runner
+    from rooflinecli.build.userstage import load_user_stage
     from rooflinecli.commands.run import _progress
-    from rooflinecli.userstage import load_user_stage
+    from rooflinecli.gpu import runner
 
     p = _preset(preset, sizes)
     batches = parse_list(batch_arg, "--batch")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import click
 
-from rooflinecli import analysis, report, results, stages
-from rooflinecli import specs as specreg
+from rooflinecli import results
+from rooflinecli.build import stages
+from rooflinecli.core import roofs as analysis
+from rooflinecli.core import specs as specreg
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     dtype_option,
@@ -15,6 +17,7 @@ from rooflinecli.options import (
     shape_options,
     spec_option,
 )
+from rooflinecli.present import table as report
 
 DEFAULT_SPEC = "h100-sxm5"  # the seed's GPU, when none is given and none is detected
 
@@ -23,7 +26,7 @@ def default_spec(spec_arg: str | None) -> tuple[specreg.Spec, str]:
     """--spec, else the GPU nvidia-smi reports, else the seed's H100 SXM5. Never imports CuPy."""
     if spec_arg:
         return specreg.resolve(spec_arg), "given"
-    from rooflinecli.runner import smi_device_name
+    from rooflinecli.gpu.runner import smi_device_name
 
     name = smi_device_name()
     if name:

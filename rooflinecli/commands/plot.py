@@ -23,7 +23,7 @@ def plot(path: str, output: str) -> None:
     PNG, SVG, or HTML (the SVG in a minimal page), chosen by the suffix of -o. Needs the
     `plot` extra (matplotlib).
     """
-    from rooflinecli import plot as core  # matplotlib is imported only when drawing
+    from rooflinecli.present import image as core  # matplotlib is imported only when drawing
 
     core.kind_of(output)
     doc = results.load(path)

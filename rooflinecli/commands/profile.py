@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from rooflinecli import report, results, stages
+from rooflinecli import results
+from rooflinecli.build import stages
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
     SIZE,
@@ -17,6 +18,7 @@ from rooflinecli.options import (
     resolve_shape,
     spec_option,
 )
+from rooflinecli.present import table as report
 
 _num = report.fixed
 _mb = report.cell(lambda v: f"{v / 1e6:,.1f}")
@@ -119,7 +121,7 @@ def profile_gemm(
     permission to read counters, the stages still run and the records say why counters are
     null; the command then exits 2.
     """
-    from rooflinecli import profile as prof
+    from rooflinecli.gpu import profile as prof
 
     shape = resolve_shape(m, n, k)
     chosen = stages.select(stage_list, dtype)

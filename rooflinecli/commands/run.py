@@ -7,7 +7,8 @@ from contextlib import contextmanager
 
 import click
 
-from rooflinecli import report, results, stages
+from rooflinecli import results
+from rooflinecli.build import stages
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
     SIZE,
@@ -18,6 +19,7 @@ from rooflinecli.options import (
     roofs_option,
     spec_option,
 )
+from rooflinecli.present import table as report
 
 
 def parse_shapes(
@@ -143,8 +145,8 @@ def run_gemm(
     output: str | None,
 ) -> None:
     """Verify each stage against a float64 product, time it, and place it on the roofline."""
-    from rooflinecli import runner
-    from rooflinecli.userstage import load_user_stage
+    from rooflinecli.build.userstage import load_user_stage
+    from rooflinecli.gpu import runner
 
     shapes = parse_shapes(m, n, k, sizes)
     chosen = stages.select(stage_list, dtype)
@@ -162,7 +164,7 @@ def run_gemm(
                 if why:
                     raise RooflineError(why)
     if tuned:
-        from rooflinecli.tune import load_tuned
+        from rooflinecli.gpu.tune import load_tuned
 
         winners = load_tuned(runner.device_info()["name"])
         chosen = [s.with_params(winners[s.name]) if s.name in winners else s for s in chosen]
@@ -223,7 +225,7 @@ def run_gemm(
             )
             report.emit(one, fmt, report.RUN_COLUMNS, title=title, out=con)
             if chart:
-                from rooflinecli import chart as roofchart
+                from rooflinecli.present import terminal_chart as roofchart
 
                 text = roofchart.render(one)
                 con.file.write(f"```text\n{text}```\n" if fmt == "markdown" else text)

@@ -7,9 +7,11 @@ from typing import Any, TypeVar
 
 import click
 
-from rooflinecli import chart, report, results
+from rooflinecli import results
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import format_option, place_on_roofs, roofs_option
+from rooflinecli.present import table as report
+from rooflinecli.present import terminal_chart as chart
 
 F = TypeVar("F", bound=Callable[..., Any])
 

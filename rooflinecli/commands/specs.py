@@ -6,9 +6,10 @@ import click
 import pandas as pd
 from rich.table import Table
 
-from rooflinecli import model, report
-from rooflinecli import specs as registry
+from rooflinecli.core import model
+from rooflinecli.core import specs as registry
 from rooflinecli.options import format_option
+from rooflinecli.present import table as report
 
 
 @click.group(invoke_without_command=True)

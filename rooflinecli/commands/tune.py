@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import click
 
-from rooflinecli import report, results, stages
+from rooflinecli import results
+from rooflinecli.build import stages
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import SIZE, format_option, output_option, spec_option
+from rooflinecli.present import table as report
 
 
 @click.group()
@@ -25,8 +27,8 @@ def tune_gemm(
     stage_name: str, m: int, spec_arg: str | None, budget_ms: float, fmt: str, output: str | None
 ) -> None:
     """Compile every variant (dropping those that fail or spill), verify and time the rest."""
-    from rooflinecli import runner
-    from rooflinecli import tune as core
+    from rooflinecli.gpu import runner
+    from rooflinecli.gpu import tune as core
 
     if stage_name not in stages.BY_NAME:
         raise RooflineError(f"unknown stage {stage_name!r}; known: {', '.join(stages.BY_NAME)}")

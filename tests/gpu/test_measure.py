@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from rooflinecli import results, specs
+from rooflinecli import results
 from rooflinecli.cli import cli
+from rooflinecli.core import specs
 
 pytestmark = pytest.mark.gpu
 
@@ -37,7 +38,7 @@ def test_measure_a_cupy_matmul_and_show_it(tmp_path, runner):
     assert rec["spread"] >= 0 and rec["time_ms_stdev"] >= 0
     assert rec["tflops"] == pytest.approx(2 * n**3 / (rec["time_ms"] * 1e-3) / 1e12)
     assert (rec["m"], rec["n"], rec["k"], rec["kind"]) == (n, n, n, "user")
-    from rooflinecli import nvml
+    from rooflinecli.gpu import nvml
 
     if nvml.open_device(str(cp.cuda.Device().pci_bus_id)) is not None:  # 50 ms: a few readings
         assert rec["sm_clock_mhz_min"] <= rec["sm_clock_mhz"] <= rec["sm_clock_mhz_max"]

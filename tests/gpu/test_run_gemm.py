@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from rooflinecli import stages
+from rooflinecli.build import stages
 from rooflinecli.cli import cli
 
 pytestmark = pytest.mark.gpu
@@ -36,7 +36,7 @@ def test_beta_reads_c(runner):
 
 
 def test_a_wrong_kernel_is_reported_failed_never_fast(tmp_path, monkeypatch):
-    from rooflinecli import runner
+    from rooflinecli.gpu import runner
 
     src = tmp_path / "99_skip_last_row.cu"
     src.write_text(
@@ -69,7 +69,7 @@ def test_out_of_memory_is_one_line(runner):
 def test_records_carry_the_clock_they_ran_at(runner):
     import cupy as cp
 
-    from rooflinecli import nvml
+    from rooflinecli.gpu import nvml
 
     if nvml.open_device(str(cp.cuda.Device().pci_bus_id)) is None:
         pytest.skip("no NVML on this machine")

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from rooflinecli import stages
+from rooflinecli.build import stages
 from rooflinecli.cli import cli
 
 pytestmark = pytest.mark.gpu

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from rooflinecli import model
+from rooflinecli.core import model
+from rooflinecli.core.specs import DTYPE_PEAK, Spec
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import data_dir
-from rooflinecli.specs import DTYPE_PEAK, Spec
 
 # FLOPs counted per element (or per score) for the operations that are not matrix products.
 RMSNORM_FLOPS_PER_ELEMENT = 4  # x*x, add to the sum, x * rsqrt(mean + eps), * gain

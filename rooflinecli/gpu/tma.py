@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from rooflinecli.build.stages import Stage
 from rooflinecli.errors import RooflineError
-from rooflinecli.stages import Stage
 
 TMA_SWIZZLE_BYTES = 128  # the kernels' WGMMA descriptors assume 128-byte swizzled tiles
 # the TMA-store epilogue's box: a consumer warpgroup's 64 rows x one 128-byte swizzle row

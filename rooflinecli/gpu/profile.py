@@ -378,7 +378,7 @@ def profile_gemm(
 ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
     """Profile each stage (reference last) in its own child run. Returns (the last child's
     results document, the records with counters attached, facts about the profiler)."""
-    from rooflinecli import stages as stagereg
+    from rooflinecli.build import stages as stagereg
 
     tick = progress or (lambda _label: None)
     info: dict[str, Any] = {

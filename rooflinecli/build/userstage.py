@@ -33,9 +33,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from rooflinecli.build.stages import BY_NAME, Stage
+from rooflinecli.core.model import DTYPE_BYTES
 from rooflinecli.errors import RooflineError
-from rooflinecli.model import DTYPE_BYTES
-from rooflinecli.stages import BY_NAME, Stage
 
 USER_DTYPES = ("fp32", "fp16", "bf16")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")

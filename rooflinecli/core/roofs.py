@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rooflinecli import model
-from rooflinecli.specs import DTYPE_PEAK, Spec
-from rooflinecli.stages import Stage
+from rooflinecli.build.stages import Stage
+from rooflinecli.core import model
+from rooflinecli.core.specs import DTYPE_PEAK, Spec
 
 
 def model_record(
@@ -27,7 +27,7 @@ def model_record(
     elem = model.DTYPE_BYTES[dtype]
     flops = model.gemm_flops(m, n, k)
     nbytes = model.gemm_bytes_ideal(m, n, k, elem, beta_nonzero=beta != 0.0)
-    # a user's stage may count its own work (rooflinecli.userstage: flops/bytes formulas)
+    # a user's stage may count its own work (rooflinecli.build.userstage: flops/bytes formulas)
     flops_of, bytes_of = getattr(stage, "flops_of", None), getattr(stage, "bytes_of", None)
     if flops_of is not None and bytes_of is not None:
         flops, nbytes = flops_of(m, n, k), bytes_of(m, n, k)
@@ -93,7 +93,7 @@ def add_reference_ratios(records: list[dict[str, Any]]) -> None:
 # the measured roof set as placed under a stage whose math is mma.sync (options.by_instruction)
 MMA_SYNC_SET = "measured, mma.sync"
 
-# which roof of a roof set (rooflinecli.calibrate.roof_sets) places each peak key: the sets
+# which roof of a roof set (rooflinecli.gpu.calibrate.roof_sets) places each peak key: the sets
 # carry FP32 and the FP16 Tensor Core rate; BF16 runs at the FP16 rate on these parts
 _SET_KEY = {
     "fp32": "fp32",

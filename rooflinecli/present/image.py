@@ -12,8 +12,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from rooflinecli import chart, results
+from rooflinecli import results
 from rooflinecli.errors import RooflineError
+from rooflinecli.present import terminal_chart as chart
 
 KINDS = ("png", "svg", "html")
 

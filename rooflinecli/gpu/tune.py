@@ -13,9 +13,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rooflinecli import compiler, paths, results
+from rooflinecli import paths, results
+from rooflinecli.build import compiler
+from rooflinecli.build.stages import Stage
 from rooflinecli.errors import RooflineError
-from rooflinecli.stages import Stage
 
 
 def label(base: Stage, variant: Stage) -> str:

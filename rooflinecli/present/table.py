@@ -15,7 +15,8 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from rooflinecli import analysis, results
+from rooflinecli import results
+from rooflinecli.core import roofs as analysis
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -173,7 +174,7 @@ def emit(
 def notes(records: list[dict[str, Any]]) -> list[str]:
     """One line per record that failed or was skipped, or is slower than the stage before it,
     so a table row is never unexplained."""
-    from rooflinecli.stages import BY_NAME
+    from rooflinecli.build.stages import BY_NAME
 
     out = []
     prev: dict[tuple[Any, ...], dict[str, Any]] = {}

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from rooflinecli.core.model import DTYPE_BYTES, thread_tile_intensity
 from rooflinecli.errors import RooflineError
-from rooflinecli.model import DTYPE_BYTES, thread_tile_intensity
 
 
 @dataclass(frozen=True)

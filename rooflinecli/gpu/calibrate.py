@@ -216,7 +216,7 @@ KERNELS: dict[str, tuple[str, str, dict[str, int | str], int, bool]] = {
 
 def compile_kernel(name: str, arch: str):  # type: ignore[no-untyped-def]
     """Compile one calibration kernel (NVRTC, cached). Returns compiler.Compiled."""
-    from rooflinecli import compiler
+    from rooflinecli.build import compiler
 
     src, entry, defines, _cc, _arch_a = KERNELS[name]
     return compiler.compile_source(src, name, entry, arch, defines)
@@ -224,7 +224,7 @@ def compile_kernel(name: str, arch: str):  # type: ignore[no-untyped-def]
 
 def kernels_for(arch: str) -> list[str]:
     """The calibration kernels that build for this target (wgmma needs exactly sm_90a)."""
-    from rooflinecli.compiler import cc_of_arch
+    from rooflinecli.build.compiler import cc_of_arch
 
     cc = cc_of_arch(arch)
     out = []
@@ -388,7 +388,7 @@ class _Timer:
 
 def _grid_for(fn, threads: int, limits, sm_count: int, waves: int) -> tuple[int, int]:  # type: ignore[no-untyped-def]
     """Blocks per SM the kernel's registers and shared memory allow, and a grid of whole waves."""
-    from rooflinecli import occupancy
+    from rooflinecli.core import occupancy
 
     occ = occupancy.theoretical(limits, threads, int(fn.num_regs), int(fn.shared_size_bytes))
     per_sm = max(1, occ.blocks_per_sm)
@@ -419,8 +419,9 @@ def measure(
     """Run every calibration kernel on GPU 0 and return the calibration document."""
     import numpy as np
 
-    from rooflinecli import occupancy, runner
-    from rooflinecli import specs as specreg
+    from rooflinecli.core import occupancy
+    from rooflinecli.core import specs as specreg
+    from rooflinecli.gpu import runner
 
     cp = runner._cupy()
     dev = runner.device_info()

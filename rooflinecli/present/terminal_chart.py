@@ -22,8 +22,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from rooflinecli.core.specs import DTYPE_PEAK
 from rooflinecli.errors import RooflineError
-from rooflinecli.specs import DTYPE_PEAK
 
 MARKERS = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 MANY = "*"  # a cell holding several points

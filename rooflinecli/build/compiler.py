@@ -14,9 +14,9 @@ import re
 from dataclasses import asdict, dataclass
 
 from rooflinecli import results
+from rooflinecli.build.stages import Stage
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import cache_dir, data_dir
-from rooflinecli.stages import Stage
 
 _ARCH_RE = re.compile(r"^sm_(\d{2,3})a?$")
 

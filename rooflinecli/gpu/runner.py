@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rooflinecli import analysis, compiler, occupancy
+from rooflinecli.build import compiler
+from rooflinecli.build.stages import Stage
+from rooflinecli.core import occupancy
+from rooflinecli.core import roofs as analysis
+from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
-from rooflinecli.specs import Spec
-from rooflinecli.stages import Stage
 
 # Relative Frobenius / largest-element error a stage must stay under, per dtype. The output's own
 # rounding sets the floor (FP16 2^-11, BF16 2^-8 per element); FP32 accumulation over K adds
@@ -290,7 +292,7 @@ def _launcher(  # type: ignore[no-untyped-def]
         g.C,
     )
     if stage.params.get("TMA"):  # tensor maps for the copy engine, after the contract's args
-        from rooflinecli import tc_host
+        from rooflinecli.gpu import tma as tc_host
 
         args = args + tuple(tc_host.extra_args(stage, g.A, b, g.C, g.m, g.n, g.k, g.dtype))
 
@@ -358,8 +360,8 @@ def _cublas_gemm_ex(cp, g: _Gemm) -> Callable[[], None]:  # type: ignore[no-unty
 
 
 def _clock_sampler(cp):  # type: ignore[no-untyped-def]
-    """NVML for the current device (rooflinecli.nvml), or None where there is none."""
-    from rooflinecli import nvml
+    """NVML for the current device (rooflinecli.gpu.nvml), or None where there is none."""
+    from rooflinecli.gpu import nvml
 
     try:
         bus = cp.cuda.Device().pci_bus_id
@@ -443,7 +445,7 @@ def run_gemm(
     dtype: str = "fp32",
 ) -> tuple[dict[str, Any], Spec, list[dict[str, Any]]]:
     """Verify and time every stage at every shape. Returns (device, spec, records)."""
-    from rooflinecli import specs as specreg
+    from rooflinecli.core import specs as specreg
 
     timing = timing or Timing()
     cp = _cupy()
@@ -541,7 +543,7 @@ def time_callable(
     """Time any callable that launches work on the current CUDA stream, the way run_gemm times
     a stage: one untimed call, one to size the run, warm-up, then repeats filling the budget, each
     between CUDA events and inside an NVTX range, the L2 flushed before each. Milliseconds;
-    `probe`, if given, receives the SM clock readings (rooflinecli.nvml) taken meanwhile."""
+    `probe`, if given, receives the SM clock readings (rooflinecli.gpu.nvml) taken meanwhile."""
     timing = timing or Timing()
     cp = _cupy()
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
