@@ -17,20 +17,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cupy as cp  # noqa: E402
 
-from rooflinecli.gpu import runner  # noqa: E402
+from rooflinecli.gpu import device, runner  # noqa: E402
 from rooflinecli.build.stages import BY_NAME, stage_names  # noqa: E402
 
 
 def outputs(dtype: str, shape: tuple[int, int, int]) -> None:
-    dev = runner.device_info()
+    dev = device.info()
     m, n, k = shape
-    g = runner._Gemm(cp, m, n, k, 1.0, 0.0, 0, dtype)
+    g = runner.Problem(cp, m, n, k, 1.0, 0.0, 0, dtype)
     first_name, first = None, None
     for name in stage_names(dtype):
         stage = BY_NAME[name].for_arch(dev["arch"])
         if stage.refuses(m, n, k):
             continue
-        launch, _meta = runner._launcher(cp, stage, g, dev["arch"], dev["sm_count"])
+        launch, _meta = runner.launcher(cp, stage, g, dev["arch"], dev["sm_count"])
         g.reset_output()
         launch()
         cp.cuda.runtime.deviceSynchronize()

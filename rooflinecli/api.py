@@ -9,7 +9,7 @@
 
 `measure` times a callable that launches work on the current CUDA stream (CuPy's current stream,
 which is the legacy default stream unless you change it; PyTorch launches there too by default)
-exactly the way `roofline run` times a stage (runner.time_callable). CuPy is imported only
+exactly the way `roofline run` times a stage (rooflinecli.gpu.timer). CuPy is imported only
 when `measure` runs, so importing this module costs nothing. See docs/measure.md.
 """
 
@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rooflinecli import results
-from rooflinecli.core import model
-from rooflinecli.core.specs import DTYPE_PEAK, Spec
+from rooflinecli.core import model, roofs
+from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
 
 
@@ -50,7 +50,7 @@ def measure(
     The record holds the median time (time_ms), its min, max and stdev, the number of repeats,
     tflops, achieved GB/s (with bytes) and spread = (max - min) / median.
     """
-    from rooflinecli.gpu import runner
+    from rooflinecli.gpu import device, timer
 
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
@@ -70,13 +70,11 @@ def measure(
     _positive("warmup_ms", warmup_ms)
     _positive("budget_ms", budget_ms)
 
-    timing = runner.Timing(warmup_ms=warmup_ms, budget_ms=budget_ms, flush_l2=flush_l2)
-    clock: dict[str, Any] = {}  # the SM clock while the timed calls ran (NVML), if there is one
-    times = runner.time_callable(fn, name, timing, clock)
-    cp = runner._cupy()
-    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-    raw_name = props["name"]
-    device = raw_name.decode() if hasattr(raw_name, "decode") else str(raw_name)
+    timing = timer.Timing(warmup_ms=warmup_ms, budget_ms=budget_ms, flush_l2=flush_l2)
+    timed = timer.time_callable(fn, name, timing)
+    times = timed.samples[0]
+    clock = timed.clock  # the SM clock while the timed calls ran (NVML), if there is one
+    gpu_name = device.info()["name"]
 
     median = statistics.median(times)
     record: dict[str, Any] = {
@@ -98,7 +96,8 @@ def measure(
         "gbs": bytes / (median * 1e-3) / 1e9 if bytes else None,
         "spread": (max(times) - min(times)) / median,
         "flush_l2": flush_l2,
-        "device_name": device,
+        "device_name": gpu_name,
+        "samples_ms": [round(x, 6) for x in times],
         **clock,
     }
     return results.complete_record(record)
@@ -123,10 +122,10 @@ def _spec_for(spec: Spec | str | None, records: list[dict[str, Any]]) -> Spec:
 def _device(names: list[str]) -> dict[str, Any] | None:
     """The GPU here (driver, CUDA, clocks: what `gate` compares) if the records were measured on
     it, else only the name the records carry."""
-    from rooflinecli.gpu import runner
+    from rooflinecli.gpu import device
 
     try:
-        info = runner.device_info()
+        info = device.info()
     except Exception:  # no CuPy, no GPU, no NVRTC: a document is still written
         info = None
     if info is not None and names == [info["name"]]:
@@ -146,26 +145,202 @@ def document(
     if not isinstance(records, list | tuple) or not records:
         raise ValueError("records must be a non-empty list of measure() records")
     chosen = _spec_for(spec, list(records))
-    bw = chosen.memory_bandwidth_gbs
     placed: list[dict[str, Any]] = []
     for rec in records:
         if not isinstance(rec, dict) or "stage" not in rec:
             raise ValueError("each record must be a dict returned by measure()")
         r = results.complete_record(rec)
-        peak = chosen.peak(r["dtype"])
-        r.update(peak_key=DTYPE_PEAK[r["dtype"]], peak_tflops=peak, roof_set="datasheet")
-        ai, achieved = r.get("ai_ideal"), r.get("tflops")
-        if ai:
-            attain = model.attainable(ai, peak, bw)
-            r.update(
-                roof=model.binding_roof(ai, peak, bw),
-                ridge_point=model.ridge_point(peak, bw),
-                attainable_tflops=attain,
-                pct_of_roof=100.0 * achieved / attain if achieved else None,
-            )
-        r["pct_of_peak"] = 100.0 * achieved / peak if achieved else None
+        roofs.put_under(
+            r,
+            roofs.datasheet_roof(chosen, r["dtype"]),
+            "datasheet",
+            chosen.peak_clock(r["dtype"]),
+        )
         placed.append(r)
     names = sorted({str(r["device_name"]) for r in placed if r.get("device_name")})
     device = _device(names)
     extra.setdefault("command", "measure")
     return results.new_document(chosen.to_dict(), device, placed, **extra)
+
+
+# --------------------------------------------------------------------------- runs and models
+# What the commands call: each returns a results document; the commands only parse options and
+# hand the document's rows to rooflinecli.present.
+
+DEFAULT_SPEC = "h100-sxm5"  # the seed's GPU, when none is given and none is detected
+
+
+def default_spec(spec_arg: str | None) -> tuple[Spec, str]:
+    """--spec, else the GPU nvidia-smi reports, else the seed's H100 SXM5. Never imports CuPy."""
+    from rooflinecli.core import specs as specreg
+    from rooflinecli.gpu.device import smi_device_name
+
+    if spec_arg:
+        return specreg.resolve(spec_arg), "given"
+    name = smi_device_name()
+    if name:
+        try:
+            return specreg.for_device(name), f"detected {name}"
+        except RooflineError:
+            pass
+    return specreg.resolve(DEFAULT_SPEC), "default: no GPU detected"
+
+
+def model_gemm(
+    m: int,
+    n: int,
+    k: int,
+    dtype: str,
+    spec: Spec,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    stages: Sequence[Any] | None = None,
+) -> dict[str, Any]:
+    """The analytic model document of every stage (or `stages`) of a dtype at one shape."""
+    from rooflinecli.build import stages as registry
+
+    chosen = list(stages) if stages is not None else registry.select(None, dtype)
+    records = [roofs.model_record(s, m, n, k, spec, alpha, beta, dtype) for s in chosen]
+    return results.new_document(spec.to_dict(), None, records, command="model gemm")
+
+
+def run_gemm(
+    shapes: list[tuple[int, int, int]],
+    stages: list[Any],
+    spec_arg: str | None = None,
+    *,
+    dtype: str = "fp32",
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    seed: int = 0,
+    timing: Any = None,
+    progress: Callable[[str], None] | None = None,
+    command: str = "run gemm",
+    **extra: Any,
+) -> dict[str, Any]:
+    """Verify, time (interleaved with the reference) and place every stage at every shape on
+    the GPU here: the results document (rooflinecli.gpu.runner does the work)."""
+    from rooflinecli.gpu import runner
+    from rooflinecli.gpu.timer import Timing
+
+    timing = timing or Timing()
+    device, spec, records = runner.run_gemm(
+        shapes, stages, spec_arg, alpha, beta, seed, timing, progress=progress, dtype=dtype
+    )
+    settings = {
+        "seed": seed,
+        "budget_ms": timing.budget_ms,
+        "repeats": timing.max_repeats if timing.min_repeats == timing.max_repeats else None,
+        "flush_l2": timing.flush_l2,
+        "l2_flush_kind": timing.flush_kind if timing.flush_l2 else None,
+        "timing": "each stage interleaved with the reference, round by round, alternating which "
+        "goes first; every repeat kept (samples_ms); the median reported",
+        "check": "float64 product of the same inputs (cuBLAS DGEMM via cupy.matmul), output "
+        "poisoned first; the first launch and the last timed launch checked",
+        "tolerance_rule": runner.tolerance_rule(dtype),
+        **extra.pop("settings", {}),
+    }
+    return results.new_document(
+        spec.to_dict(),
+        device,
+        records,
+        command=command,
+        environment=results.environment(),
+        settings=settings,
+        **extra,
+    )
+
+
+def tune_gemm(stage_name: str, m: int, spec_arg: str | None, budget_ms: float) -> dict[str, Any]:
+    """Every variant of a stage's tune_space that compiles without spills, verified and timed
+    beside the reference at m^3; the fastest verified one is saved for `run gemm --tuned`. The
+    document's `tune` says which won, which were dropped and where the winner went."""
+    from rooflinecli.build import stages as registry
+    from rooflinecli.gpu import device
+    from rooflinecli.gpu import tune as core
+    from rooflinecli.gpu.timer import Timing
+
+    if stage_name not in registry.BY_NAME:
+        known = ", ".join(registry.BY_NAME)
+        raise RooflineError(f"unknown stage {stage_name!r}; known: {known}")
+    stage = registry.BY_NAME[stage_name]
+    dev = device.info()
+    keep, dropped = core.candidates(stage, dev["arch"])
+    if not keep:
+        raise RooflineError(f"no variant of {stage_name} compiles without spills")
+    chosen = [*keep, registry.reference_for(stage.dtype)]
+    doc = run_gemm(
+        [(m, m, m)],
+        chosen,
+        spec_arg,
+        dtype=stage.dtype,
+        timing=Timing(budget_ms=budget_ms),
+        command="tune gemm",
+    )
+    win = core.best(doc["records"])
+    saved = core.save_winner(dev["name"], stage_name, win["params"]) if win else None
+    doc["tune"] = {
+        "stage": stage_name,
+        "dropped": dropped,
+        "winner": win and win["stage"],
+        "saved_to": str(saved) if saved else None,
+    }
+    return doc
+
+
+def run_llm(
+    preset: Any,
+    gemms: list[Any],
+    batches: list[int],
+    stages: list[Any],
+    spec_arg: str | None,
+    dtype: str,
+    seed: int = 0,
+    timing: Any = None,
+    progress: Callable[[str], None] | None = None,
+    settings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Time the weight GEMMs of one decode step at each batch: one record per stage, GEMM and
+    batch (keyed by its workload), and per stage the microseconds of a whole token."""
+    from rooflinecli.core import llm
+    from rooflinecli.core.specs import from_dict
+
+    by_shape: dict[tuple[int, int, int], list[tuple[Any, int]]] = {}
+    for b in batches:
+        for g in gemms:
+            by_shape.setdefault(g.shape(b), []).append((g, b))
+    measured_doc = run_gemm(
+        list(by_shape), stages, spec_arg, dtype=dtype, seed=seed, timing=timing, progress=progress
+    )
+    spec = from_dict(measured_doc["spec"])
+    records: list[dict[str, Any]] = []
+    for b in batches:
+        for g in gemms:
+            model_rec = llm.gemm_record(preset, g, b, spec, dtype)
+            for r in measured_doc["records"]:
+                if (r["m"], r["n"], r["k"]) != g.shape(b):
+                    continue
+                ok = r.get("verified") is True and r.get("time_ms")
+                records.append(
+                    {
+                        **r,
+                        "workload": model_rec["workload"],
+                        "gemm": g.name,
+                        "preset": preset.name,
+                        "batch": b,
+                        "count": g.count,
+                        "crossing_batch": model_rec["crossing_batch"],
+                        "time_us_per_token": g.count * r["time_ms"] * 1e3 / b if ok else None,
+                        "allowed_us_per_token": model_rec["time_us_per_token"],
+                    }
+                )
+    return {
+        **measured_doc,
+        "command": "run llm",
+        "preset": preset.to_dict(),
+        "batches": batches,
+        "gemms": [g.name for g in gemms],
+        "per_token": llm.per_token(records, [s.name for s in stages], len(gemms), batches),
+        "settings": {**measured_doc["settings"], **(settings or {})},
+        "records": records,
+    }

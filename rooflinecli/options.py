@@ -7,6 +7,8 @@ from typing import Any, TypeVar
 
 import click
 
+from rooflinecli.core import roofs as roofs_mod
+from rooflinecli.errors import RooflineError
 from rooflinecli.present.table import FORMATS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -89,9 +91,6 @@ def resolve_shape(m: int, n: int | None, k: int | None) -> tuple[int, int, int]:
     return m, n if n is not None else m, k if k is not None else m
 
 
-ROOF_SETS = ("datasheet", "derived", "measured", "clock")
-
-
 def roofs_option(f: F) -> F:
     f = click.option(
         "--calibration",
@@ -101,7 +100,7 @@ def roofs_option(f: F) -> F:
     )(f)
     return click.option(
         "--roofs",
-        type=click.Choice(ROOF_SETS),
+        type=click.Choice(roofs_mod.ROOF_SETS),
         default="datasheet",
         show_default=True,
         help="Roofs to place against: the spec's datasheet, derived from the SM clock "
@@ -113,14 +112,12 @@ def roofs_option(f: F) -> F:
 
 
 def place_on_roofs(doc: dict[str, Any], roofs: str, calibration: str | None) -> dict[str, Any]:
-    """The document placed against the chosen roof set (unchanged for datasheet)."""
+    """--roofs and --calibration applied to a document: the calibration file given, else the
+    one cached for the document's device (rooflinecli.gpu.calibrate), then core.roofs."""
     if roofs == "datasheet":
         return doc
     import json
 
-    from rooflinecli.core import roofs as analysis
-    from rooflinecli.core import specs
-    from rooflinecli.errors import RooflineError
     from rooflinecli.gpu import calibrate
 
     device = doc.get("device") or {}
@@ -134,46 +131,4 @@ def place_on_roofs(doc: dict[str, Any], roofs: str, calibration: str | None) -> 
         cal = calibrate.load_calibration(
             device["name"], device.get("driver"), device.get("clock_sm_max_mhz")
         )
-    if roofs == "measured" and not cal:
-        raise RooflineError(
-            "no calibration of this device: run `roofline calibrate` on it, or pass --calibration"
-        )
-    spec = specs.from_dict(doc["spec"])
-    sets = calibrate.roof_sets(spec, cal, device.get("clock_sm_max_mhz"))
-    if roofs == "clock":  # the power cap's clock, not the boost clock the datasheet assumes
-
-        def at_its_clock(rec: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-            mhz = rec.get("sm_clock_mhz")
-            if not mhz:
-                return "derived", sets["derived"]
-            return f"clock {mhz:,} MHz", calibrate.roof_sets(spec, cal, mhz)["derived"]
-
-        return analysis.apply_roof_set(doc, roofs, sets["derived"], per_record=at_its_clock)
-    if roofs == "measured" and sets["measured"].get("fp16_mma_sync_tensor"):
-        return analysis.apply_roof_set(
-            doc, roofs, sets["measured"], per_record=by_instruction(sets["measured"])
-        )
-    return analysis.apply_roof_set(doc, roofs, sets[roofs])
-
-
-def by_instruction(measured: dict[str, Any]) -> Callable[[dict[str, Any]], tuple[str, Any]]:
-    """Per-record measured roofs: a stage whose math is mma.sync (HMMA) cannot pass mma.sync's
-    own measured rate, so its Tensor Core roof is that, not the best of wgmma and mma.sync."""
-    from rooflinecli.build import stages
-    from rooflinecli.core import model
-    from rooflinecli.core import roofs as analysis
-
-    mma = measured["fp16_mma_sync_tensor"]
-    mma_set = {
-        **measured,
-        "fp16_tensor_dense": mma,
-        "ridge_fp16_tensor": model.ridge_point(mma, measured["bandwidth_gbs"]),
-    }
-
-    def pick(rec: dict[str, Any]) -> tuple[str, Any]:
-        stage = stages.BY_NAME.get(str(rec.get("stage")))
-        if stage is not None and "HMMA" in stage.sass_claims and rec.get("dtype") != "fp32":
-            return analysis.MMA_SYNC_SET, mma_set
-        return "measured", measured
-
-    return pick
+    return roofs_mod.place_on_roofs(doc, roofs, cal)

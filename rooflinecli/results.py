@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
+import subprocess
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -121,6 +123,78 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
         raise RooflineError(f"cannot write {p}: {exc.strerror}") from None
 
 
+# What records written before they described themselves (2026-11) leave out, by stage name as it
+# was then: the math instruction (which compute roof places them) and why a stage can be slower
+# than the one before it. Frozen data, not today's registry: a later rename changes nothing here.
+_LEGACY_MATH = {
+    **dict.fromkeys(
+        ("naive_xcol", "naive_xrow", "thread_tile_4x4", "thread_tile_8x8", "smem_tile",
+         "blocktile_1d", "blocktile_2d", "vectorized", "warptile", "double_buffer", "multistage"),
+        "FFMA",
+    ),
+    **dict.fromkeys(("mma_sync", "mma_ldmatrix", "mma_multistage", "mma_tma_ws"), "HMMA"),
+    **dict.fromkeys(("wgmma_tma", "wgmma_ws", "wgmma_persistent"), "HGMMA"),
+    **dict.fromkeys(("cublas", "cublas_hgemm"), "library"),
+}  # fmt: skip
+_LEGACY_SLOWER = {
+    "naive_xrow": "the seed's point: a warp's 32 A addresses are K*4 bytes apart, so each load "
+    "touches 32 sectors instead of 2; same instructions, ~8x the memory traffic",
+    "thread_tile_8x8": "64 accumulators + 16 operands need ~140 registers: one block of 256 "
+    "threads per SM (12.5% occupancy), too few warps to hide global loads (exercise 3)",
+    "smem_tile": "one result per thread: every FMA still loads 2 floats, now from shared memory "
+    "(0.25 FLOP/B there) plus barriers; the register tile of the stage before reuses each load "
+    "4x. Chapter 11 restarts the ladder from here with register tiles on top",
+    "wgmma_ws": "on small shapes its 128x256 tiles are too few to fill 132 SMs (1000^3: 32 "
+    "tiles); a persistent grid or smaller tiles would fix it",
+}
+
+
+def upgrade(doc: dict[str, Any]) -> dict[str, Any]:
+    """Fill in what older records did not say about themselves (in place): the math
+    instruction of a known stage (a tune variant `stage@P=V` is its stage's) and its why-note.
+    Records of unknown stages are left as they are."""
+    for rec in doc.get("records", []):
+        if not isinstance(rec, dict) or rec.get("kind") not in ("stage", "reference"):
+            continue
+        base = str(rec.get("stage", "")).split("@")[0]
+        if "math_instruction" not in rec and base in _LEGACY_MATH:
+            rec["math_instruction"] = _LEGACY_MATH[base]
+        if "slower_because" not in rec and base in _LEGACY_SLOWER:
+            rec["slower_because"] = _LEGACY_SLOWER[base]
+    return doc
+
+
+def git_commit() -> str | None:
+    """The tool's commit: ROOFLINE_COMMIT (set where the checkout has no .git), else git."""
+    if os.environ.get("ROOFLINE_COMMIT"):
+        return os.environ["ROOFLINE_COMMIT"]
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists() or not shutil.which("git"):
+        return None
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def environment() -> dict[str, Any]:
+    """Where a document was made: the tool's commit, Python, the host."""
+    import platform
+
+    return {"commit": git_commit(), "python": platform.python_version(), "host": platform.node()}
+
+
 def load(path: str | Path) -> dict[str, Any]:
     """Read and validate a results document; one-line RooflineError on anything malformed."""
     p = Path(path)
@@ -133,7 +207,7 @@ def load(path: str | Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise RooflineError(f"{p} is not JSON: {exc.msg} at line {exc.lineno}") from None
     validate(doc, str(p))
-    return doc
+    return upgrade(doc)
 
 
 def validate(doc: Any, where: str = "document") -> None:

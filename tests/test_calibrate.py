@@ -7,6 +7,7 @@ import json
 import pytest
 
 from rooflinecli.build import sass
+from rooflinecli.core import roofs
 from rooflinecli.core.specs import resolve
 from rooflinecli.gpu import calibrate as cal
 
@@ -83,7 +84,7 @@ def test_compile_source_is_cached(built):
 
 def test_seed_derivation_989():
     # 132 SMs x 1830 MHz x 4096 FLOP/clk/SM = 989.4 TFLOP/s (the clock the official peak implies)
-    sets = cal.roof_sets(H100, clock_mhz=1830)
+    sets = roofs.roof_sets(H100, clock_mhz=1830)
     assert sets["derived"]["fp16_tensor_dense"] == pytest.approx(989.4, abs=0.1)
     assert sets["derived"]["fp16_tensor_flops_per_clk_sm"] == 4096
     # FP32: 132 x 1830 MHz x 128 lanes x 2
@@ -92,7 +93,7 @@ def test_seed_derivation_989():
 
 
 def test_datasheet_set_and_ridges():
-    ds = cal.roof_sets(H100)["datasheet"]
+    ds = roofs.roof_sets(H100)["datasheet"]
     assert (ds["fp32"], ds["fp16_tensor_dense"], ds["bandwidth_gbs"]) == (67, 989.4, 3350)
     assert ds["ridge_fp32"] == pytest.approx(20.0, abs=0.01)  # the seed's 67 / 3.35 = 20
     assert ds["ridge_fp16_tensor"] == pytest.approx(295.3, abs=0.1)  # 989 / 3.35 = 295
@@ -100,7 +101,7 @@ def test_datasheet_set_and_ridges():
 
 def test_derived_at_boost_clock_and_from_the_memory_bus():
     # without a clock: the spec's boost clock (1980 MHz): 132 x 1980 x 256 = 66.9 TFLOP/s
-    sets = cal.roof_sets(H100)
+    sets = roofs.roof_sets(H100)
     assert sets["derived"]["fp32"] == pytest.approx(66.9, abs=0.05)
     assert sets["derived"]["bandwidth_gbs"] == 3350  # no memory clock known: the datasheet's
     calib = {
@@ -110,7 +111,7 @@ def test_derived_at_boost_clock_and_from_the_memory_bus():
                          "fp16_wgmma_tflops": 720.0, "hbm_read_gbs": 3000.0,
                          "hbm_copy_gbs": 2900.0, "l2_read_gbs": 9000.0},
     }  # fmt: skip
-    sets = cal.roof_sets(H100, calib)
+    sets = roofs.roof_sets(H100, calib)
     # 2 x 2619 MHz x 5120 bits / 8 = 3352.3 GB/s
     assert sets["derived"]["bandwidth_gbs"] == pytest.approx(3352.32)
     m = sets["measured"]
@@ -120,9 +121,9 @@ def test_derived_at_boost_clock_and_from_the_memory_bus():
 
 
 def test_tensor_rate_per_architecture():
-    assert cal.tc_fp16_flops_per_clk_sm(resolve("a100-sxm4-80gb"))[0] == 2048
+    assert roofs.tc_fp16_flops_per_clk_sm(resolve("a100-sxm4-80gb"))[0] == 2048
     # no table entry for 8.6: 154.8 TFLOP/s / (84 SMs x 1800 MHz) = 1024 (nearest power of 2)
-    assert cal.tc_fp16_flops_per_clk_sm(resolve("rtx-a6000"))[0] == 1024
+    assert roofs.tc_fp16_flops_per_clk_sm(resolve("rtx-a6000"))[0] == 1024
 
 
 # --------------------------------------------------------------------------- the cache
@@ -156,7 +157,7 @@ def test_roof_rows_of_a_calibration():
     doc = {
         "measurements": {"hbm_read_gbs": 4350.0, "fp32_fma_tflops": 64.6,
                          "fp16_wgmma_tflops": None},
-        "roof_sets": cal.roof_sets(resolve("h200-sxm")),
+        "roof_sets": roofs.roof_sets(resolve("h200-sxm")),
     }  # fmt: skip
     rows = {r["key"]: r for r in roof_rows(doc)}
     assert rows["hbm_read_gbs"]["pct_of_datasheet"] == pytest.approx(100 * 4350 / 4800)
@@ -231,7 +232,10 @@ class _FakeCuPy:
                 runtimeGetVersion=lambda: 13000,
                 deviceSynchronize=lambda: None,
             ),
-            Event=lambda: types.SimpleNamespace(record=lambda: None, synchronize=lambda: None),
+            Event=lambda: types.SimpleNamespace(
+                record=lambda: None, synchronize=lambda: None, done=True
+            ),
+            Device=lambda: types.SimpleNamespace(id=0),
             get_elapsed_time=lambda a, b: 2.0,
             get_current_stream=lambda: "stream",
             memory=types.SimpleNamespace(OutOfMemoryError=OutOfMemoryError),
@@ -261,11 +265,11 @@ def test_measure_with_a_fake_gpu(monkeypatch, tmp_path):
 
     import numpy as np
 
-    from rooflinecli.gpu import runner
+    from rooflinecli.gpu import device
 
     launches: list = []
     monkeypatch.setitem(sys.modules, "cupy", _FakeCuPy(np, launches))
-    monkeypatch.setattr(runner, "_smi", lambda query: None)  # no nvidia-smi here
+    monkeypatch.setattr(device, "smi", lambda query: None)  # no nvidia-smi here
     monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
     doc = cal.measure("h200-sxm", quick=True)
     m = doc["measurements"]
@@ -305,10 +309,10 @@ def test_calibrate_command_with_a_fake_gpu(runner, monkeypatch, tmp_path):
     import numpy as np
 
     from rooflinecli.cli import cli
-    from rooflinecli.gpu import runner as run_mod
+    from rooflinecli.gpu import device as gpu_device
 
     monkeypatch.setitem(sys.modules, "cupy", _FakeCuPy(np, []))
-    monkeypatch.setattr(run_mod, "_smi", lambda query: None)
+    monkeypatch.setattr(gpu_device, "smi", lambda query: None)
     monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
     res = runner.invoke(cli, ["calibrate", "--quick"])
     assert res.exit_code == 0, res.output

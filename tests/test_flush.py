@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 
 from rooflinecli.errors import RooflineError
-from rooflinecli.gpu import runner
+from rooflinecli.gpu import timer
 
 
 class FakeCupy:
@@ -25,7 +25,7 @@ class FakeCupy:
 
 def test_read_flush_sums_a_buffer_twice_the_l2_into_one_output():
     cp = FakeCupy()
-    flush = runner._flusher(cp, 200 << 20, runner.Timing())
+    flush = timer.flusher(cp, 200 << 20, timer.Timing())
     assert cp.calls == [
         ("empty", (400 << 20) // 4, "float32"),
         ("fill", 1.0),
@@ -38,12 +38,12 @@ def test_read_flush_sums_a_buffer_twice_the_l2_into_one_output():
 
 def test_write_flush_fills_at_least_256_mib():
     cp = FakeCupy()
-    flush = runner._flusher(cp, 4 << 20, runner.Timing(flush_kind="write"))
+    flush = timer.flusher(cp, 4 << 20, timer.Timing(flush_kind="write"))
     flush()
     assert cp.calls == [("empty", (256 << 20) // 4, "float32"), ("fill", 0)]
 
 
 def test_no_flush_and_unknown_flush():
-    assert runner._flusher(FakeCupy(), 1 << 20, runner.Timing(flush_l2=False)) is None
+    assert timer.flusher(FakeCupy(), 1 << 20, timer.Timing(flush_l2=False)) is None
     with pytest.raises(RooflineError, match="unknown L2 flush 'evict': read or write"):
-        runner._flusher(FakeCupy(), 1 << 20, runner.Timing(flush_kind="evict"))
+        timer.flusher(FakeCupy(), 1 << 20, timer.Timing(flush_kind="evict"))

@@ -2,7 +2,7 @@
 
 import pytest
 
-from rooflinecli.core import model
+from rooflinecli.core import model, roofs
 
 
 def test_flops_4096():
@@ -39,20 +39,20 @@ def test_by_instruction_intensity():
 
 
 def test_ridge_points_h100_sxm5():
-    assert model.ridge_point(67, 3350) == pytest.approx(20.0)
-    assert model.ridge_point(989.4, 3350) == pytest.approx(295.34, abs=0.01)
-    assert round(model.ridge_point(989.4, 3350)) == 295
+    assert roofs.ridge_point(67, 3350) == pytest.approx(20.0)
+    assert roofs.ridge_point(989.4, 3350) == pytest.approx(295.34, abs=0.01)
+    assert round(roofs.ridge_point(989.4, 3350)) == 295
 
 
 def test_attainable_and_binding_roof():
     # left of the ridge: 0.25 FLOP/B x 3350 GB/s = 0.8375 TFLOP/s, memory-bound
-    assert model.attainable(0.25, 67, 3350) == pytest.approx(0.8375)
-    assert model.binding_roof(0.25, 67, 3350) == "memory"
+    assert roofs.attainable(0.25, 67, 3350) == pytest.approx(0.8375)
+    assert roofs.binding_roof(0.25, 67, 3350) == "memory"
     # right of it: the compute roof
-    assert model.attainable(682.67, 67, 3350) == 67
-    assert model.binding_roof(682.67, 67, 3350) == "compute"
+    assert roofs.attainable(682.67, 67, 3350) == 67
+    assert roofs.binding_roof(682.67, 67, 3350) == "compute"
     # at the ridge exactly: both roofs meet, compute binds
-    assert model.binding_roof(20.0, 67, 3350) == "compute"
+    assert roofs.binding_roof(20.0, 67, 3350) == "compute"
 
 
 def test_tflops():

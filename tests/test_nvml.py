@@ -26,12 +26,38 @@ def test_reasons_text_names_every_bit_but_idle() -> None:
 
 
 def test_no_nvml_is_none_not_an_error(monkeypatch) -> None:
-    def missing(name: str) -> None:
-        raise OSError(f"{name}: cannot open shared object file")
+    import pynvml
 
-    monkeypatch.setattr(nvml.ctypes, "CDLL", missing)
+    def missing() -> None:
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+
+    monkeypatch.setattr(pynvml, "nvmlInit", missing)
     monkeypatch.setattr(nvml, "_opened", {})
     assert nvml.open_device("0000:19:00.0") is None
+
+
+def test_readings_through_the_binding() -> None:
+    """Device.read takes the clock, the power and the reasons from nvidia-ml-py's calls, and
+    skips a reading the GPU does not give (NVMLError) instead of failing."""
+    import pynvml
+
+    class FakeNvml:
+        NVML_CLOCK_SM = pynvml.NVML_CLOCK_SM
+        NVMLError = pynvml.NVMLError
+
+        def nvmlDeviceGetClockInfo(self, handle: object, kind: int) -> int:
+            assert kind == pynvml.NVML_CLOCK_SM
+            return 1755
+
+        def nvmlDeviceGetPowerUsage(self, handle: object) -> int:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+
+        def nvmlDeviceGetCurrentClocksEventReasons(self, handle: object) -> int:
+            return 0x4
+
+    got = nvml.Samples()
+    nvml.Device(FakeNvml(), object()).read(got)
+    assert got.clocks_mhz == [1755] and got.power_mw == [] and got.reasons == 0x4
 
 
 def test_sampling_reads_until_the_block_ends() -> None:

@@ -219,7 +219,7 @@ def inspect_gemm(
     fmt: str,
 ) -> None:  # fmt: skip
     """Registers, shared memory, spills, occupancy and the SASS mix of each stage's main loop."""
-    from rooflinecli.commands.model import default_spec
+    from rooflinecli.api import default_spec
 
     spec, why = default_spec(spec_arg)
     arch = arch or compiler.arch_for_cc(spec.compute_capability)

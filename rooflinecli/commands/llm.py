@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 import click
 
 from rooflinecli import results
+from rooflinecli.api import default_spec
 from rooflinecli.build import stages
-from rooflinecli.commands.model import default_spec
-from rooflinecli.core import llm
+from rooflinecli.core import llm, roofs
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import DTYPES, SIZE, format_option, output_option, spec_option
 from rooflinecli.present import table as report
@@ -302,8 +302,7 @@ def model_llm(
     ]
     title = (
         f"Weight GEMMs of {p.display_name}, {dtype} on {spec.display_name} ({spec.name}, {why}): "
-        f"{r0['peak_key']} peak {r0['peak_tflops']:g} TFLOP/s, {spec.memory_bandwidth_gbs:g} GB/s, "
-        f"ridge {r0['ridge_point']:.1f} FLOP/byte"
+        f"{roofs.title(r0)}"
     )
     caption = (
         "One call: M = batch (tokens decoded together), N = outputs, K = inputs; bytes: weights "
@@ -399,9 +398,10 @@ def run_llm(
     **sizes: int | None,
 ) -> None:
     """Time the weight GEMMs of one decode step at each batch, and place them on the roofline."""
+    from rooflinecli import api
     from rooflinecli.build.userstage import load_user_stage
-    from rooflinecli.commands.run import _progress
-    from rooflinecli.gpu import runner
+    from rooflinecli.gpu.timer import Timing
+    from rooflinecli.present.progress import progress
 
     p = _preset(preset, sizes)
     batches = parse_list(batch_arg, "--batch")
@@ -425,55 +425,13 @@ def run_llm(
     chosen = stages.select(stage_list, dtype)
     chosen = chosen[:-1] + extra + chosen[-1:]  # the reference stays last
 
-    by_shape: dict[tuple[int, int, int], list[tuple[llm.WeightGemm, int]]] = {}
-    for b in batches:
-        for g in gemms:
-            by_shape.setdefault(g.shape(b), []).append((g, b))
-    timing = runner.Timing(budget_ms=budget_ms, flush_l2=not no_flush)
-    with _progress(not quiet and fmt == "table") as tick:
-        device, spec, measured = runner.run_gemm(
-            list(by_shape),
-            chosen,
-            spec_arg,
-            1.0,
-            0.0,
-            seed,
-            timing,
-            progress=tick,  # type: ignore[arg-type]
-            dtype=dtype,
-        )
-
-    records: list[dict[str, Any]] = []
-    for b in batches:
-        for g in gemms:
-            model_rec = llm.gemm_record(p, g, b, spec, dtype)
-            for r in measured:
-                if (r["m"], r["n"], r["k"]) != g.shape(b):
-                    continue
-                ok = r.get("verified") is True and r.get("time_ms")
-                records.append(
-                    {
-                        **r,
-                        "workload": model_rec["workload"],
-                        "gemm": g.name,
-                        "preset": p.name,
-                        "batch": b,
-                        "count": g.count,
-                        "crossing_batch": model_rec["crossing_batch"],
-                        "time_us_per_token": g.count * r["time_ms"] * 1e3 / b if ok else None,
-                        "allowed_us_per_token": model_rec["time_us_per_token"],
-                    }
-                )
-    per_token = _per_token(records, chosen, gemms, batches)
-    doc = results.new_document(
-        spec.to_dict(), device, records, command="run llm", preset=p.to_dict(), batches=batches,
-        gemms=[g.name for g in gemms], per_token=per_token, environment=runner.environment(),
-        settings={
-            "seed": seed, "budget_ms": budget_ms, "flush_l2": not no_flush,
-            "l2_flush_kind": timing.flush_kind if not no_flush else None,
-            "extra_stages": [s.toml_path for s in extra],
-        },
-    )  # fmt: skip
+    timing = Timing(budget_ms=budget_ms, flush_l2=not no_flush)
+    with progress(not quiet and fmt == "table") as tick:
+        doc = api.run_llm(
+            p, gemms, batches, chosen, spec_arg, dtype, seed, timing, progress=tick,
+            settings={"extra_stages": [s.toml_path for s in extra]},
+        )  # fmt: skip
+    device, spec_name, per_token = doc["device"], doc["spec"]["name"], doc["per_token"]
     if output:
         results.write_atomic(output, results.dumps(doc))
     if fmt in ("json", "csv"):
@@ -490,8 +448,7 @@ def run_llm(
                 RUN_COLUMNS,
                 title=(
                     f"{p.display_name} weight GEMMs at batch {b}, {dtype} on {device['name']} "
-                    f"(spec {spec.name}: {r0['peak_key']} peak {r0['peak_tflops']:g} TFLOP/s, "
-                    f"{spec.memory_bandwidth_gbs:g} GB/s, ridge {r0['ridge_point']:.1f} FLOP/byte)"
+                    f"(spec {spec_name}: {roofs.title(r0)})"
                 ),
             )
         if fmt == "markdown":
@@ -508,30 +465,3 @@ def run_llm(
     failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
     if failed:
         raise GateFailure(f"verification failed: {', '.join(sorted(set(failed)))}")
-
-
-def _per_token(
-    records: list[dict[str, Any]],
-    chosen: list[stages.Stage],
-    gemms: list[llm.WeightGemm],
-    batches: list[int],
-) -> list[dict[str, Any]]:
-    """Per stage and batch, the measured time of all the weight GEMMs of one token (us)."""
-    rows: list[dict[str, Any]] = []
-    for stage in chosen:
-        row: dict[str, Any] = {"stage": stage.name}
-        for b in batches:
-            times = [
-                r["time_us_per_token"]
-                for r in records
-                if r["stage"] == stage.name and r["batch"] == b
-            ]
-            ok = len(times) == len(gemms) and all(t is not None for t in times)
-            row[f"us_b{b}"] = sum(times) if ok else None
-        rows.append(row)
-    allowed: dict[str, Any] = {"stage": "roofs allow"}
-    for b in batches:
-        seen = {r["gemm"]: r["allowed_us_per_token"] for r in records if r["batch"] == b}
-        allowed[f"us_b{b}"] = sum(seen.values()) if len(seen) == len(gemms) else None
-    rows.append(allowed)
-    return rows

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import click
 
-from rooflinecli import results
-from rooflinecli.build import stages
+from rooflinecli import api, results
 from rooflinecli.core import roofs as analysis
-from rooflinecli.core import specs as specreg
-from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     dtype_option,
     format_option,
@@ -18,23 +15,6 @@ from rooflinecli.options import (
     spec_option,
 )
 from rooflinecli.present import table as report
-
-DEFAULT_SPEC = "h100-sxm5"  # the seed's GPU, when none is given and none is detected
-
-
-def default_spec(spec_arg: str | None) -> tuple[specreg.Spec, str]:
-    """--spec, else the GPU nvidia-smi reports, else the seed's H100 SXM5. Never imports CuPy."""
-    if spec_arg:
-        return specreg.resolve(spec_arg), "given"
-    from rooflinecli.gpu.runner import smi_device_name
-
-    name = smi_device_name()
-    if name:
-        try:
-            return specreg.for_device(name), f"detected {name}"
-        except RooflineError:
-            pass
-    return specreg.resolve(DEFAULT_SPEC), "default: no GPU detected"
 
 
 @click.group()
@@ -63,17 +43,15 @@ def model_gemm(
 ) -> None:
     """FLOPs, ideal bytes and intensity, by-instruction intensity, roof and attainable per stage."""
     m, n, k = resolve_shape(m, n, k)
-    spec, why = default_spec(spec_arg)
-    chosen = stages.select(None, dtype)
-    records = [analysis.model_record(s, m, n, k, spec, alpha, beta, dtype) for s in chosen]
-    doc = results.new_document(spec.to_dict(), None, records, command="model gemm")
+    spec, why = api.default_spec(spec_arg)
+    doc = api.model_gemm(m, n, k, dtype, spec, alpha, beta)
+    records = doc["records"]
     if output:
         results.write_atomic(output, results.dumps(doc))
     first = records[0]
     title = (
         f"GEMM {m}x{n}x{k} {dtype}, model on {spec.display_name} ({spec.name}, {why}): "
-        f"peak {first['peak_tflops']:g} TFLOP/s, {spec.memory_bandwidth_gbs:g} GB/s, "
-        f"ridge {first['ridge_point']:.1f} FLOP/byte"
+        f"{analysis.title(first)}"
     )
     caption = (
         "AI ideal: every byte moved once (perfect caching). AI instr: what each load "

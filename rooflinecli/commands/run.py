@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-
 import click
 
 from rooflinecli import results
 from rooflinecli.build import stages
+from rooflinecli.core import roofs as roof_math
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
     SIZE,
@@ -20,6 +18,7 @@ from rooflinecli.options import (
     spec_option,
 )
 from rooflinecli.present import table as report
+from rooflinecli.present.progress import progress
 
 
 def parse_shapes(
@@ -50,26 +49,6 @@ def parse_shapes(
     if not shapes:
         raise RooflineError("--sizes is empty")
     return shapes  # type: ignore[return-value]
-
-
-@contextmanager
-def _progress(enabled: bool) -> Iterator[Callable[[str], None]]:
-    if not enabled:
-        yield lambda _label: None
-        return
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    con = report.console(stderr=True)
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("[progress.description]{task.description}"),
-        TimeElapsedColumn(),
-        console=con,
-        transient=True,
-        disable=not con.is_terminal,
-    ) as bar:
-        task = bar.add_task("starting", total=None)
-        yield lambda label: bar.update(task, description=f"verifying and timing {label}")
 
 
 @click.group()
@@ -145,8 +124,9 @@ def run_gemm(
     output: str | None,
 ) -> None:
     """Verify each stage against a float64 product, time it, and place it on the roofline."""
+    from rooflinecli import api
     from rooflinecli.build.userstage import load_user_stage
-    from rooflinecli.gpu import runner
+    from rooflinecli.gpu.timer import Timing
 
     shapes = parse_shapes(m, n, k, sizes)
     chosen = stages.select(stage_list, dtype)
@@ -164,41 +144,20 @@ def run_gemm(
                 if why:
                     raise RooflineError(why)
     if tuned:
+        from rooflinecli.gpu.device import info
         from rooflinecli.gpu.tune import load_tuned
 
-        winners = load_tuned(runner.device_info()["name"])
+        winners = load_tuned(info()["name"])
         chosen = [s.with_params(winners[s.name]) if s.name in winners else s for s in chosen]
-    timing = runner.Timing(budget_ms=budget_ms, flush_l2=not no_flush)
+    timing = Timing(budget_ms=budget_ms, flush_l2=not no_flush)
     if repeats is not None:
         timing.min_repeats = timing.max_repeats = repeats
-    with _progress(not quiet and fmt == "table") as tick:
-        device, spec, records = runner.run_gemm(
-            shapes,
-            chosen,
-            spec_arg,
-            alpha,
-            beta,
-            seed,
-            timing,
-            progress=tick,
-            dtype=dtype,  # type: ignore[arg-type]
-        )
-    doc = results.new_document(
-        spec.to_dict(),
-        device,
-        records,
-        command="run gemm",
-        environment=runner.environment(),
-        settings={
-            "seed": seed,
-            "budget_ms": budget_ms,
-            "repeats": repeats,
-            "flush_l2": not no_flush,
-            "l2_flush_kind": timing.flush_kind if not no_flush else None,
-            "tolerance": {f"k={s[2]}": runner.tolerance(dtype, s[2]) for s in shapes},
-            "reference_check": "float64 product of the same inputs (cuBLAS DGEMM via cupy.matmul)",
-        },
-    )
+    with progress(not quiet and fmt == "table") as tick:
+        doc = api.run_gemm(
+            shapes, chosen, spec_arg, dtype=dtype, alpha=alpha, beta=beta, seed=seed,
+            timing=timing, progress=tick,
+        )  # fmt: skip
+    device = doc["device"]
     doc = place_on_roofs(doc, roofs, calibration)
     if output:
         results.write_atomic(output, results.dumps(doc))
@@ -214,14 +173,10 @@ def run_gemm(
             recs = [r for r in doc["records"] if (r["m"], r["n"], r["k"]) == shape]
             one = {**doc, "records": recs}
             r0 = recs[0]
-            roofs_text = report.per_row_roofs(recs) or (
-                f"{r0['peak_key']} peak {r0['peak_tflops']:g} TFLOP/s, "
-                f"{r0['bandwidth_gbs']:g} GB/s, ridge {r0['ridge_point']:.1f} FLOP/byte; "
-                f"{r0['roof_set']} roofs"
-            )
+            roofs_text = roof_math.per_row_roofs(recs) or roof_math.title(r0)
             title = (
                 f"GEMM {shape[0]}x{shape[1]}x{shape[2]} {dtype} on {device['name']} "
-                f"(spec {spec.name}: {roofs_text})"
+                f"(spec {doc['spec']['name']}: {roofs_text})"
             )
             report.emit(one, fmt, report.RUN_COLUMNS, title=title, out=con)
             if chart:

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 import click
 
 from rooflinecli import results
+from rooflinecli.core import roofs
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import format_option, place_on_roofs, roofs_option
 from rooflinecli.present import table as report
@@ -34,16 +35,13 @@ def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
         else f"on {device.get('name', '?')} (spec {spec.get('name', '?')})"
     )
     text = f"GEMM {r0['m']}x{r0['n']}x{r0['k']} {r0['dtype']} {where}"
-    peak, ridge, bw = r0.get("peak_tflops"), r0.get("ridge_point"), spec.get("memory_bandwidth_gbs")
-    per_row = report.per_row_roofs(recs)
+    per_row = roofs.per_row_roofs(recs)
     if per_row:
         return f"{text}: {per_row}"
-    if peak:
-        text += f": {r0.get('peak_key') or r0['dtype']} peak {peak:g} TFLOP/s"
-        text += f", {bw:g} GB/s" if bw else ""
-        text += f", ridge {ridge:.1f} FLOP/byte" if ridge else ""
-        if device is not None:  # a run can be placed against another roof set
-            text += f"; {r0.get('roof_set') or 'datasheet'} roofs"
+    if r0.get("peak_tflops"):
+        # a run can be placed against another roof set; a model always stands under the spec's
+        shown = {**r0, "roof_set": (r0.get("roof_set") or "datasheet") if device else None}
+        text += ": " + roofs.title(shown, spec.get("memory_bandwidth_gbs"))
     return text
 
 

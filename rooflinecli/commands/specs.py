@@ -6,7 +6,7 @@ import click
 import pandas as pd
 from rich.table import Table
 
-from rooflinecli.core import model
+from rooflinecli.core import roofs
 from rooflinecli.core import specs as registry
 from rooflinecli.options import format_option
 from rooflinecli.present import table as report
@@ -38,7 +38,7 @@ def list_specs(fmt: str) -> None:
             if key in spec.tflops:
                 peak = spec.tflops[key]
                 row[f"{key}_tflops"] = peak
-                row[f"{key}_ridge"] = model.ridge_point(peak, spec.memory_bandwidth_gbs)
+                row[f"{key}_ridge"] = roofs.ridge_point(peak, spec.memory_bandwidth_gbs)
         rows.append(row)
     df = pd.DataFrame(rows)
     out = report.console()
@@ -95,13 +95,13 @@ def show(name: str, fmt: str) -> None:
         import json
 
         ridges = {
-            k: model.ridge_point(v, spec.memory_bandwidth_gbs) for k, v in spec.tflops.items()
+            k: roofs.ridge_point(v, spec.memory_bandwidth_gbs) for k, v in spec.tflops.items()
         }
         out.file.write(json.dumps({**data, "ridge_points": ridges}, indent=2) + "\n")
         return
     rows: list[tuple[str, str]] = [(k, str(v)) for k, v in data.items() if k != "tflops"]
     for key, peak in spec.tflops.items():
-        ridge = model.ridge_point(peak, spec.memory_bandwidth_gbs)
+        ridge = roofs.ridge_point(peak, spec.memory_bandwidth_gbs)
         unit = "TOP/s" if key.startswith("int8") else "TFLOP/s"
         rows.append((f"tflops.{key}", f"{peak:g} {unit} (ridge {ridge:.1f} FLOP/byte)"))
     if fmt == "csv":

@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from rooflinecli import results
-from rooflinecli.build import stages
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import SIZE, format_option, output_option, spec_option
 from rooflinecli.present import table as report
@@ -27,25 +26,12 @@ def tune_gemm(
     stage_name: str, m: int, spec_arg: str | None, budget_ms: float, fmt: str, output: str | None
 ) -> None:
     """Compile every variant (dropping those that fail or spill), verify and time the rest."""
-    from rooflinecli.gpu import runner
-    from rooflinecli.gpu import tune as core
+    from rooflinecli import api
 
-    if stage_name not in stages.BY_NAME:
-        raise RooflineError(f"unknown stage {stage_name!r}; known: {', '.join(stages.BY_NAME)}")
-    stage = stages.BY_NAME[stage_name]
-    dev = runner.device_info()
-    keep, dropped = core.candidates(stage, dev["arch"])
-    if not keep:
-        raise RooflineError(f"no variant of {stage_name} compiles without spills")
-    chosen = [*keep, stages.reference_for(stage.dtype)]
-    device, spec, records = runner.run_gemm(
-        [(m, m, m)], chosen, spec_arg, timing=runner.Timing(budget_ms=budget_ms), dtype=stage.dtype
-    )
-    win = core.best(records)
-    doc = results.new_document(
-        spec.to_dict(), device, records, command="tune gemm", environment=runner.environment(),
-        tune={"stage": stage_name, "dropped": dropped, "winner": win and win["stage"]},
-    )  # fmt: skip
+    doc = api.tune_gemm(stage_name, m, spec_arg, budget_ms)
+    device, info = doc["device"], doc["tune"]
+    dropped = info["dropped"]
+    win = next((r for r in doc["records"] if r["stage"] == info["winner"]), None)
     if output:
         results.write_atomic(output, results.dumps(doc))
     report.emit(
@@ -57,9 +43,8 @@ def tune_gemm(
             con.print(f"  dropped {d['stage']}: {d['reason']}")
     if win is None:
         raise RooflineError(f"no variant of {stage_name} verified")
-    path = core.save_winner(device["name"], stage_name, win["params"])
     if fmt == "table":
         report.console().print(
-            f"winner: {win['stage']} {win['tflops']:.2f} TFLOP/s; saved to {path} "
+            f"winner: {win['stage']} {win['tflops']:.2f} TFLOP/s; saved to {info['saved_to']} "
             "(used by `roofline run gemm --tuned`)"
         )

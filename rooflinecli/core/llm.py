@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from rooflinecli.core import model
-from rooflinecli.core.specs import DTYPE_PEAK, Spec
+from rooflinecli.core import model, roofs
+from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import data_dir
 
@@ -319,7 +319,7 @@ def crossing_batch(
     infinite batch gives 2NK / (e (N + K)) < r). The integer found from B* is then checked with
     the model's own intensity and ridge point, so it agrees with `roof` exactly.
     """
-    ridge = model.ridge_point(peak_tflops, bandwidth_gbs)
+    ridge = roofs.ridge_point(peak_tflops, bandwidth_gbs)
     room = 2.0 / (ridge * elem_bytes) - 1.0 / n - 1.0 / k
     if room <= 0:
         return None
@@ -348,10 +348,9 @@ def gemm_record(p: Preset, g: WeightGemm, batch: int, spec: Spec, dtype: str) ->
     flops = model.gemm_flops(m, n, k)
     nbytes = model.gemm_bytes_ideal(m, n, k, elem)
     ai = model.intensity(flops, nbytes)
-    peak = spec.peak(dtype)
-    bw = spec.memory_bandwidth_gbs
-    seconds = roof_seconds(flops, nbytes, peak, bw)
-    return {
+    roof = roofs.datasheet_roof(spec, dtype)
+    seconds = roof_seconds(flops, nbytes, roof.peak_tflops, roof.bandwidth_gbs)
+    rec: dict[str, Any] = {
         "stage": g.name,
         "kind": "llm",
         "dtype": dtype,
@@ -363,20 +362,20 @@ def gemm_record(p: Preset, g: WeightGemm, batch: int, spec: Spec, dtype: str) ->
         "flops": flops,
         "bytes_ideal": nbytes,
         "ai_ideal": ai,
-        "roof": model.binding_roof(ai, peak, bw),
-        "roof_set": "datasheet",
-        "peak_key": DTYPE_PEAK[dtype],
-        "peak_tflops": peak,
-        "ridge_point": model.ridge_point(peak, bw),
-        "attainable_tflops": model.attainable(ai, peak, bw),
-        "workload": f"{p.name}:{g.name}:b{batch}",
-        "preset": p.name,
-        "batch": batch,
-        "count": g.count,
-        "crossing_batch": crossing_batch(n, k, elem, peak, bw),
-        "time_us_call": seconds * 1e6,
-        "time_us_per_token": g.count * seconds / batch * 1e6,
     }
+    roofs.put_under(rec, roof, "datasheet", spec.peak_clock(roof.peak_key))
+    rec.update(
+        {
+            "workload": f"{p.name}:{g.name}:b{batch}",
+            "preset": p.name,
+            "batch": batch,
+            "count": g.count,
+            "crossing_batch": crossing_batch(n, k, elem, roof.peak_tflops, roof.bandwidth_gbs),
+            "time_us_call": seconds * 1e6,
+            "time_us_per_token": g.count * seconds / batch * 1e6,
+        }
+    )
+    return rec
 
 
 def time_split(p: Preset, context: int, batch: int, spec: Spec, dtype: str) -> list[dict[str, Any]]:
@@ -422,4 +421,27 @@ def time_split(p: Preset, context: int, batch: int, spec: Spec, dtype: str) -> l
     for r in rows:
         r["flop_share"] = 100.0 * r["flops_per_token"] / flops_total
         r["time_share"] = 100.0 * r["seconds_per_token"] / time_total
+    return rows
+
+
+def per_token(
+    records: list[dict[str, Any]], stage_names: list[str], n_gemms: int, batches: list[int]
+) -> list[dict[str, Any]]:
+    """Per stage and batch, the measured time of all the weight GEMMs of one token (us), and
+    what the roofs allow."""
+    rows: list[dict[str, Any]] = []
+    for name in stage_names:
+        row: dict[str, Any] = {"stage": name}
+        for b in batches:
+            times = [
+                r["time_us_per_token"] for r in records if r["stage"] == name and r["batch"] == b
+            ]
+            ok = len(times) == n_gemms and all(t is not None for t in times)
+            row[f"us_b{b}"] = sum(times) if ok else None
+        rows.append(row)
+    allowed: dict[str, Any] = {"stage": "roofs allow"}
+    for b in batches:
+        seen = {r["gemm"]: r["allowed_us_per_token"] for r in records if r["batch"] == b}
+        allowed[f"us_b{b}"] = sum(seen.values()) if len(seen) == n_gemms else None
+    rows.append(allowed)
     return rows

@@ -39,26 +39,6 @@ def thread_tile_intensity(tm: int, tn: int, elem_bytes: int) -> float:
     return (2 * tm * tn) / (elem_bytes * (tm + tn))
 
 
-def ridge_point(peak_tflops: float, bandwidth_gbs: float) -> float:
-    """Intensity (FLOP/byte) at which the memory roof meets the compute roof."""
-    return peak_tflops * 1e12 / (bandwidth_gbs * 1e9)
-
-
-def memory_roof(ai: float, bandwidth_gbs: float) -> float:
-    """TFLOP/s the memory system allows at intensity `ai`."""
-    return ai * bandwidth_gbs / 1000.0
-
-
-def attainable(ai: float, peak_tflops: float, bandwidth_gbs: float) -> float:
-    """min(peak, AI x bandwidth), in TFLOP/s."""
-    return min(peak_tflops, memory_roof(ai, bandwidth_gbs))
-
-
-def binding_roof(ai: float, peak_tflops: float, bandwidth_gbs: float) -> str:
-    """'memory' left of the ridge point, 'compute' at or right of it."""
-    return "memory" if ai < ridge_point(peak_tflops, bandwidth_gbs) else "compute"
-
-
 def tflops(flops: float, time_ms: float) -> float:
     """Achieved TFLOP/s for `flops` done in `time_ms` milliseconds."""
     if time_ms <= 0:

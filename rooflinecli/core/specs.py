@@ -47,6 +47,8 @@ _FIELDS: dict[str, tuple[type, bool, tuple[float, float] | None]] = {
     "max_threads_per_sm": (int, True, (256, 4096)),
     "max_blocks_per_sm": (int, True, (1, 64)),
     "tflops": (dict, True, None),
+    # the SM clock each peak assumes, per peak key (H100 SXM5: FP32 at 1,980, Tensor Core 1,830)
+    "peak_clock_mhz": (dict, False, None),
 }
 
 # dtype of a GEMM -> the peak key whose roof it is placed under (Tensor Core for 16-bit types).
@@ -83,6 +85,7 @@ class Spec:
     max_blocks_per_sm: int
     tflops: dict[str, float]
     notes: str = ""
+    peak_clock_mhz: dict[str, float] = field(default_factory=dict)
     path: str = field(default="", compare=False)
 
     @property
@@ -96,10 +99,20 @@ class Spec:
             raise RooflineError(f"spec {self.name} gives no {key} peak (the datasheet has none)")
         return self.tflops[key]
 
+    def peak_clock(self, key: str) -> float | None:
+        """The SM clock (MHz) a peak assumes, where the spec states it; None where it does not."""
+        return self.peak_clock_mhz.get(DTYPE_PEAK.get(key, key))
+
     def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in _FIELDS if k != "notes" or self.notes}
+        d = {
+            k: getattr(self, k)
+            for k in _FIELDS
+            if (k != "notes" or self.notes) and (k != "peak_clock_mhz" or self.peak_clock_mhz)
+        }
         d["device_names"] = list(self.device_names)
         d["tflops"] = dict(self.tflops)
+        if self.peak_clock_mhz:
+            d["peak_clock_mhz"] = dict(self.peak_clock_mhz)
         return d
 
 
@@ -142,6 +155,13 @@ def _check(path: Path, raw: dict[str, Any]) -> Spec:
                 raise RooflineError(f"spec {where}: tflops.{k} = {v!r} is not a peak in TFLOP/s")
             clean[k] = float(v)
     values["tflops"] = clean
+    clocks = values.get("peak_clock_mhz", {})
+    for k, v in clocks.items():
+        if k not in clean:
+            raise RooflineError(f"spec {where}: peak_clock_mhz.{k} names no peak in tflops")
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 100 <= v <= 5000:
+            raise RooflineError(f"spec {where}: peak_clock_mhz.{k} = {v!r} is not a clock in MHz")
+    values["peak_clock_mhz"] = {k: float(v) for k, v in clocks.items()}
     cc = values["compute_capability"]
     parts = cc.split(".")
     if len(parts) != 2 or not all(p.isdigit() for p in parts):

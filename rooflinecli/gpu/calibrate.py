@@ -1,6 +1,7 @@
 """Empirical ceilings (ERT-style): this GPU's own roofs, and the three roof sets reports can use.
 
-The pure part (kernel sources, roof_sets, the calibration cache) imports no CuPy. `measure()`
+The pure part (kernel sources, the calibration cache) imports no CuPy; the roof sets built from
+a calibration are computed in rooflinecli.core.roofs. `measure()`
 runs the kernels on the GPU: each is compiled by NVRTC (compiler.compile_source), loaded with
 cupy.RawModule and timed with CUDA events (warm-up, median of repeats).
 
@@ -14,14 +15,11 @@ Roofs measured:
 - FP16 Tensor Core, wgmma.mma_async m64n256k16 (f32 accumulate) from shared-memory descriptors
   (sm_90a only).
 
-Roof sets: "datasheet" (the spec), "derived" (SMs x clock x operations per clock per SM, the
-seed's 132 x 1830 MHz x 4096 = 989.4 TFLOP/s), "measured" (the calibration).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 import statistics
 from datetime import UTC, datetime
@@ -35,9 +33,6 @@ from rooflinecli.paths import cache_dir
 SCHEMA = "roofline.calibration/1"
 GIB = 1 << 30
 
-# Dense FP16 Tensor Core FLOPs per clock per SM (f32 accumulate), by compute capability.
-# Hopper: 4 Tensor Cores x 1024; A100: 4 x 512. Others: derived from the datasheet (below).
-TC_FP16_FLOPS_PER_CLK_SM: dict[int, int] = {90: 4096, 80: 2048}
 
 # --------------------------------------------------------------------------- kernels (CUDA C++)
 
@@ -235,89 +230,6 @@ def kernels_for(arch: str) -> list[str]:
     return out
 
 
-# --------------------------------------------------------------------------- roof sets (pure)
-
-
-def tc_fp16_flops_per_clk_sm(spec: Any) -> tuple[int | None, str]:
-    """Dense FP16 Tensor Core FLOPs per clock per SM and where the figure comes from."""
-    major, minor = (int(x) for x in spec.compute_capability.split("."))
-    cc = major * 10 + minor
-    if cc in TC_FP16_FLOPS_PER_CLK_SM:
-        return TC_FP16_FLOPS_PER_CLK_SM[cc], f"architecture (cc {spec.compute_capability})"
-    peak = spec.tflops.get("fp16_tensor_dense")
-    if not peak:
-        return None, "no FP16 Tensor Core peak in the spec"
-    per = peak * 1e6 / (spec.sm_count * spec.boost_clock_mhz)
-    return 2 ** round(math.log2(per)), "datasheet / (SMs x boost clock), nearest power of 2"
-
-
-def _set(fp32: float | None, fp16: float | None, bw: float | None, **extra: Any) -> dict[str, Any]:
-    def ridge(peak: float | None) -> float | None:
-        return peak * 1000.0 / bw if peak and bw else None
-
-    return {
-        "fp32": fp32,
-        "fp16_tensor_dense": fp16,
-        "bandwidth_gbs": bw,
-        "ridge_fp32": ridge(fp32),
-        "ridge_fp16_tensor": ridge(fp16),
-        **extra,
-    }
-
-
-def roof_sets(
-    spec: Any, calibration: dict[str, Any] | None = None, clock_mhz: float | None = None
-) -> dict[str, dict[str, Any]]:
-    """Roofs (TFLOP/s, GB/s, ridge points in FLOP/byte) by set: datasheet, derived, measured.
-
-    derived = SMs x clock x operations per clock per SM (FP32: 2 per lane; FP16 Tensor Core:
-    4096 on Hopper, 2048 on A100), at `clock_mhz`, else the calibrated device's maximum SM
-    clock, else the spec's boost clock; its bandwidth is 2 x memory clock x bus width when the
-    calibration recorded both, else the datasheet's. measured is present with a calibration."""
-    dev = (calibration or {}).get("device") or {}
-    sets: dict[str, dict[str, Any]] = {
-        "datasheet": _set(
-            spec.tflops.get("fp32"),
-            spec.tflops.get("fp16_tensor_dense"),
-            spec.memory_bandwidth_gbs,
-            source=f"spec {spec.name}",
-        )
-    }
-    clock = clock_mhz or dev.get("clock_sm_max_mhz") or spec.boost_clock_mhz
-    sms = dev.get("sm_count") or spec.sm_count
-    tc, tc_why = tc_fp16_flops_per_clk_sm(spec)
-    mem_clock, bus = dev.get("clock_mem_max_mhz"), dev.get("memory_bus_width_bits")
-    if mem_clock and bus:
-        bw, bw_why = 2 * mem_clock * bus / 8 / 1000.0, "2 x memory clock x bus width"
-    else:
-        bw, bw_why = spec.memory_bandwidth_gbs, "datasheet (memory clock or bus width unknown)"
-    sets["derived"] = _set(
-        sms * clock * spec.fp32_lanes_per_sm * 2 / 1e6,
-        sms * clock * tc / 1e6 if tc else None,
-        bw,
-        clock_mhz=clock,
-        sm_count=sms,
-        fp32_flops_per_clk_sm=spec.fp32_lanes_per_sm * 2,
-        fp16_tensor_flops_per_clk_sm=tc,
-        source=f"SMs x {clock:g} MHz x FLOP/clk/SM (tensor: {tc_why}); bandwidth: {bw_why}",
-    )
-    if calibration:
-        m = calibration.get("measurements", {})
-        tensor = [m.get("fp16_wgmma_tflops"), m.get("fp16_mma_sync_tflops")]
-        hbm = [m.get("hbm_read_gbs"), m.get("hbm_copy_gbs")]
-        sets["measured"] = _set(
-            m.get("fp32_fma_tflops"),
-            max((t for t in tensor if t), default=None),
-            max((b for b in hbm if b), default=None),
-            l2_gbs=m.get("l2_read_gbs"),
-            # the ceiling of kernels whose math is mma.sync (place_on_roofs puts them under it)
-            fp16_mma_sync_tensor=m.get("fp16_mma_sync_tflops"),
-            source=f"calibration of {dev.get('name', '?')} ({calibration.get('created', '?')}): "
-            "best of wgmma/mma.sync, best of HBM read/copy",
-        )
-    return sets
-
-
 # --------------------------------------------------------------------------- the cache (pure)
 
 
@@ -359,33 +271,6 @@ def save_calibration(doc: dict[str, Any]) -> Path:
 # --------------------------------------------------------------------------- measuring (GPU)
 
 
-class _Timer:
-    def __init__(self, cp, warmup: int, repeats: int):  # type: ignore[no-untyped-def]
-        self.cp, self.warmup, self.repeats = cp, warmup, repeats
-
-    def __call__(self, launch) -> list[float]:  # type: ignore[no-untyped-def]
-        cp = self.cp
-        for _ in range(self.warmup):
-            launch()
-        starts = [cp.cuda.Event() for _ in range(self.repeats)]
-        ends = [cp.cuda.Event() for _ in range(self.repeats)]
-        for s, e in zip(starts, ends, strict=True):
-            s.record()
-            launch()
-            e.record()
-        ends[-1].synchronize()
-        return [cp.cuda.get_elapsed_time(s, e) for s, e in zip(starts, ends, strict=True)]
-
-    def once(self, launch) -> float:  # type: ignore[no-untyped-def]
-        cp = self.cp
-        s, e = cp.cuda.Event(), cp.cuda.Event()
-        s.record()
-        launch()
-        e.record()
-        e.synchronize()
-        return max(cp.cuda.get_elapsed_time(s, e), 1e-3)
-
-
 def _grid_for(fn, threads: int, limits, sm_count: int, waves: int) -> tuple[int, int]:  # type: ignore[no-untyped-def]
     """Blocks per SM the kernel's registers and shared memory allow, and a grid of whole waves."""
     from rooflinecli.core import occupancy
@@ -393,13 +278,6 @@ def _grid_for(fn, threads: int, limits, sm_count: int, waves: int) -> tuple[int,
     occ = occupancy.theoretical(limits, threads, int(fn.num_regs), int(fn.shared_size_bytes))
     per_sm = max(1, occ.blocks_per_sm)
     return per_sm, sm_count * per_sm * waves
-
-
-def _attr(cp, num: int) -> int | None:  # type: ignore[no-untyped-def]
-    try:
-        return int(cp.cuda.runtime.deviceGetAttribute(num, 0)) or None
-    except Exception:
-        return None
 
 
 def _summary(times: list[float]) -> dict[str, Any]:
@@ -419,37 +297,44 @@ def measure(
     """Run every calibration kernel on GPU 0 and return the calibration document."""
     import numpy as np
 
-    from rooflinecli.core import occupancy
     from rooflinecli.core import specs as specreg
-    from rooflinecli.gpu import runner
+    from rooflinecli.gpu import device
+    from rooflinecli.gpu.timer import Launch, Timer, Timing
 
-    cp = runner._cupy()
-    dev = runner.device_info()
-    dev["memory_bus_width_bits"] = _attr(cp, 37)  # cudaDevAttrGlobalMemoryBusWidth
-    if not dev.get("clock_mem_max_mhz"):  # no nvidia-smi: cudaDevAttrMemoryClockRate (kHz)
-        khz = _attr(cp, 36)
-        dev["clock_mem_max_mhz"] = khz // 1000 if khz else None
+    cp = device.cupy()
+    dev = device.info()
     spec = None
     try:
         spec = specreg.resolve(spec_arg) if spec_arg else specreg.for_device(dev["name"])
     except RooflineError:
         if spec_arg:
             raise
-    props = cp.cuda.runtime.getDeviceProperties(0)
-    major, minor = int(props["major"]), int(props["minor"])
-    limits = occupancy.SmLimits(
-        cc=major * 10 + minor,
-        registers_per_sm=int(props.get("regsPerMultiprocessor", 65536)),
-        max_threads_per_sm=int(props.get("maxThreadsPerMultiProcessor", 2048)),
-        max_blocks_per_sm=int(props.get("maxBlocksPerMultiProcessor", 32)),
-        smem_per_sm_bytes=int(props.get("sharedMemPerMultiprocessor", 228 * 1024)),
-        smem_per_block_bytes=int(props.get("sharedMemPerBlockOptin", 227 * 1024)),
-    )
+    limits = device.sm_limits()
     sms = dev["sm_count"]
     arch = dev["arch"]
     repeats, warmup = (5, 1) if quick else (15, 3)
     target_ms = 4.0 if quick else 15.0
-    timer = _Timer(cp, warmup, repeats)
+    # the one timer, with fixed counts and no L2 flush (each kernel sizes its own buffers)
+    one_timer = Timer(
+        Timing(
+            warmup_ms=0.0,
+            warmup_min=warmup,
+            min_repeats=repeats,
+            max_repeats=repeats,
+            flush_l2=False,
+            sample_clock=False,
+        )
+    )
+
+    class _Counted:  # the calls measure() makes: timer(launch) -> samples, timer.once(launch)
+        @staticmethod
+        def once(launch) -> float:  # type: ignore[no-untyped-def]
+            return one_timer.once(launch)
+
+        def __call__(self, launch) -> list[float]:  # type: ignore[no-untyped-def]
+            return one_timer.time([Launch("calibrate", launch)]).samples[0]
+
+    timer = _Counted()
     tick = progress or (lambda _label: None)
     meas: dict[str, float | None] = {}
     details: dict[str, Any] = {}
@@ -568,8 +453,7 @@ def measure(
         cp.cuda.runtime.deviceSynchronize()
     except Exception as exc:  # a kernel above broke the context: the notes say which
         notes.append(f"the CUDA context is broken after the tensor roofs: {exc}")
-    smi_after = runner._smi("clocks.sm")
-    dev["clock_sm_mhz_after"] = int(smi_after[0]) if smi_after and smi_after[0].isdigit() else None
+    dev["clock_sm_mhz_after"] = device.smi_clock_mhz()
     doc: dict[str, Any] = {
         "schema": SCHEMA,
         "tool_version": __version__,
@@ -582,5 +466,7 @@ def measure(
         "notes": notes,
     }
     if spec is not None:
+        from rooflinecli.core.roofs import roof_sets
+
         doc["roof_sets"] = roof_sets(spec, doc)
     return doc

@@ -1,4 +1,7 @@
-"""The SM clock a stage really ran at, from NVML (libnvidia-ml, the driver's library, via ctypes).
+"""The SM clock while stages run, sampled through NVML (nvidia-ml-py, NVIDIA's own binding).
+
+This module keeps only what the tool adds to the binding: readings about every millisecond from a
+background thread while a stage's timed repeats run, summarised into record fields.
 
 Datasheet peaks assume the boost clock; a card at its power cap runs well below it, and the
 clock moves on a scale of tens of milliseconds (on the lent H200 it swung between 1,300 and
@@ -6,13 +9,12 @@ clock moves on a scale of tens of milliseconds (on the lent H200 it swung betwee
 about every millisecond while a stage's timed repeats are queued and run, and records the mean,
 the range and every reason NVML gave for holding the clock down.
 
-No NVML (no driver, a CPU machine, a sandbox without the library): `open_device` returns None and
-records simply lack the clock fields.
+No NVML (no nvidia-ml-py, no driver, a CPU machine): `open_device` returns None and records simply
+lack the clock fields.
 """
 
 from __future__ import annotations
 
-import ctypes
 import statistics
 import threading
 from collections.abc import Iterator
@@ -31,7 +33,6 @@ REASONS = {
     0x80: "power brake",
     0x100: "display clock",
 }
-_NVML_CLOCK_SM = 1
 
 
 def reasons_text(mask: int) -> str:
@@ -63,20 +64,31 @@ class Samples:
 class Device:
     """One GPU's NVML handle and the three readings the runner takes."""
 
-    def __init__(self, lib: Any, handle: Any) -> None:
-        self._lib, self._handle = lib, handle
-        self._reasons = getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
-            lib, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+    def __init__(self, nvml: Any, handle: Any) -> None:
+        self._nvml, self._handle = nvml, handle
+        self._reasons = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+            nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None
         )
 
     def read(self, into: Samples) -> None:
-        clock, power, mask = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_ulonglong()
-        if self._lib.nvmlDeviceGetClockInfo(self._handle, _NVML_CLOCK_SM, ctypes.byref(clock)) == 0:
-            into.clocks_mhz.append(int(clock.value))
-        if self._lib.nvmlDeviceGetPowerUsage(self._handle, ctypes.byref(power)) == 0:
-            into.power_mw.append(int(power.value))
-        if self._reasons is not None and self._reasons(self._handle, ctypes.byref(mask)) == 0:
-            into.reasons |= int(mask.value)
+        n, h = self._nvml, self._handle
+        for what, call in (
+            ("clock", lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM)),
+            ("power", lambda: n.nvmlDeviceGetPowerUsage(h)),
+            ("reasons", lambda: self._reasons(h) if self._reasons else None),
+        ):
+            try:
+                value = call()
+            except n.NVMLError:
+                continue  # a reading this GPU or driver does not give
+            if value is None:
+                continue
+            if what == "clock":
+                into.clocks_mhz.append(int(value))
+            elif what == "power":
+                into.power_mw.append(int(value))
+            else:
+                into.reasons |= int(value)
 
     @contextmanager
     def sampling(self, period_s: float = 0.001) -> Iterator[Samples]:
@@ -109,13 +121,11 @@ def open_device(pci_bus_id: str) -> Device | None:
         return _opened[pci_bus_id]
     dev: Device | None = None
     try:
-        lib = ctypes.CDLL("libnvidia-ml.so.1")
-        handle = ctypes.c_void_p()
-        if lib.nvmlInit_v2() == 0 and (
-            lib.nvmlDeviceGetHandleByPciBusId_v2(pci_bus_id.encode(), ctypes.byref(handle)) == 0
-        ):
-            dev = Device(lib, handle)
-    except (OSError, AttributeError):
+        import pynvml
+
+        pynvml.nvmlInit()
+        dev = Device(pynvml, pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id))
+    except Exception:  # no nvidia-ml-py, no libnvidia-ml, no such device: no clock fields
         dev = None
     _opened[pci_bus_id] = dev
     return dev

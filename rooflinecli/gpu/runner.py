@@ -1,189 +1,67 @@
-"""The only module that launches kernels. CuPy is imported lazily, inside functions.
+"""The GEMM runner: buffers, the float64 reference, launches, checks, and timing through the one
+timer (rooflinecli.gpu.timer). CuPy is imported lazily, inside functions (rooflinecli.gpu.device).
 
 Each stage is verified against a float64 product of the same random inputs (output poisoned
-with NaN first), then timed with CUDA events: warm-up, repeats chosen to fill a time budget,
-the L2 flushed before every timed launch, the median reported, the spread recorded.
+with NaN first), then timed interleaved with the reference (each round runs both, alternating
+which goes first, so the power-capped clock drifts under both alike), then the output of its
+last timed launch is checked too. A stage that reads B K-major (b_layout "nk") gets the
+contract's row-major B and a transpose queued inside each of its timed launches: the
+conversion is charged to it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-import platform
-import shutil
 import statistics
-import subprocess
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from rooflinecli.build import compiler
 from rooflinecli.build.stages import Stage
-from rooflinecli.core import occupancy
-from rooflinecli.core import roofs as analysis
+from rooflinecli.core import occupancy, roofs
 from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
+from rooflinecli.gpu import device
+from rooflinecli.gpu.timer import Launch, Timer, Timing, summary
 
-# Relative Frobenius / largest-element error a stage must stay under, per dtype. The output's own
-# rounding sets the floor (FP16 2^-11, BF16 2^-8 per element); FP32 accumulation over K adds
-# about sqrt(K) * 2^-24, so the bound grows with K.
-_BASE_TOL = {"fp32": (1e-4, 1e-3), "fp16": (2e-3, 4e-3), "bf16": (1e-2, 2e-2)}
+__all__ = ["Timing", "Problem", "launcher", "run_gemm", "tolerance", "memory_needed"]
 
-
-def tolerance(dtype: str, k: int) -> tuple[float, float]:
-    """(relative Frobenius, largest element / largest reference element) bounds."""
-    rel, mx = _BASE_TOL[dtype]
-    accum = 8 * math.sqrt(k) * 2.0**-24
-    return rel + accum, mx + 4 * accum
-
-
-@dataclass
-class Timing:
-    warmup_ms: float = 25.0  # warm-up time per stage (at least 1 launch)
-    budget_ms: float = 400.0  # timed launches fill about this much GPU time per stage
-    min_repeats: int = 5
-    # enough that short kernels fill the budget too: at 200, a 0.2 ms kernel was timed over 40 ms,
-    # too short for the power-capped clock to settle (and for the clock readings to mean much)
-    max_repeats: int = 1000
-    flush_l2: bool = True
-    # how the L2 is flushed: "read" sums a buffer twice its size, leaving clean lines; "write"
-    # fills one, leaving dirty lines that the timed kernel then pays to write back (1-2% of
-    # stage 23 at 4096^3 and 8192^3 on the H200: benchmarks/logs/flush-ab-a028b1d.md)
-    flush_kind: str = "read"
+# FP32 accumulation over K adds about sqrt(K) * 2^-24 of relative error per output; the rest of
+# the bound is the output type's own rounding: for FP32 a fixed floor, for FP16/BF16 twice the
+# error that rounding the exact (float64) product to the output type leaves on these very
+# inputs. A kernel that skips one k index is off by about 1/sqrt(K) (0.8% at K = 16,384), far
+# above BF16's rounding (0.1-0.2%), so it fails; every correct kernel sits at about 1x.
+_FP32_TOL = (1e-4, 1e-3)
+ROUNDING_FACTOR = 2.0
 
 
-def _cupy():  # type: ignore[no-untyped-def]
-    try:
-        import cupy
-    except ImportError:
-        raise RooflineError(
-            "no CUDA device found: CuPy is not installed "
-            "(pip install 'roofline[cuda13]' or 'roofline[cuda12]' on a GPU machine)"
-        ) from None
-    except Exception as exc:  # a CuPy that cannot find its CUDA libraries
-        raise RooflineError(
-            f"no CUDA device found: CuPy failed to load ({_first_line(exc)})"
-        ) from None
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as exc:
-        raise RooflineError(f"no CUDA device found ({_first_line(exc)})") from None
-    if count < 1:
-        raise RooflineError("no CUDA device found")
-    return cupy
+def accumulation_error(k: int) -> float:
+    return 8 * math.sqrt(k) * 2.0**-24
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:200]
+def tolerance(
+    dtype: str, k: int, rounding: tuple[float, float] | None = None
+) -> tuple[float, float]:
+    """(relative Frobenius, largest element / largest reference element) bounds. For FP16 and
+    BF16 `rounding` is what rounding the reference to the output type leaves, by the same two
+    measures (Problem measures it); without it, the type's unit roundoff stands in."""
+    acc = accumulation_error(k)
+    if dtype == "fp32":
+        return _FP32_TOL[0] + acc, _FP32_TOL[1] + 4 * acc
+    if rounding is None:
+        u = 2.0**-11 if dtype == "fp16" else 2.0**-8
+        rounding = (u, u)
+    return ROUNDING_FACTOR * rounding[0] + acc, ROUNDING_FACTOR * rounding[1] + 4 * acc
 
 
-def _smi(query: str) -> list[str] | None:
-    exe = shutil.which("nvidia-smi")
-    if not exe:
-        return None
-    try:
-        out = subprocess.run(
-            [exe, f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", "0"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if out.returncode != 0 or not out.stdout.strip():
-        return None
-    return [x.strip() for x in out.stdout.strip().splitlines()[0].split(",")]
-
-
-def smi_device_name() -> str | None:
-    """The GPU name from nvidia-smi, without CuPy (for `model`'s default spec)."""
-    got = _smi("name")
-    return got[0] if got else None
-
-
-def git_commit() -> str | None:
-    """The tool's commit: ROOFLINE_COMMIT (set where the checkout has no .git), else git."""
-    import os
-
-    if os.environ.get("ROOFLINE_COMMIT"):
-        return os.environ["ROOFLINE_COMMIT"]
-    root = Path(__file__).resolve().parent.parent
-    if not (root / ".git").exists() or not shutil.which("git"):
-        return None
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
-        )
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if head.returncode != 0:
-        return None
-    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
-
-
-def device_info() -> dict[str, Any]:
-    cp = _cupy()
-    rt = cp.cuda.runtime
-    props = rt.getDeviceProperties(0)
-    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-    cc = f"{props['major']}.{props['minor']}"
-
-    def attr(num: int) -> int | None:
-        try:
-            return int(rt.deviceGetAttribute(num, 0))
-        except Exception:
-            return None
-
-    drv = rt.driverGetVersion()
-    rtv = rt.runtimeGetVersion()
-    smi = _smi("driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem")
-    clock_khz = attr(13)  # cudaDevAttrClockRate
-    info: dict[str, Any] = {
-        "name": name,
-        "compute_capability": cc,
-        "sm_count": int(props["multiProcessorCount"]),
-        "l2_bytes": int(props["l2CacheSize"]),
-        "memory_bytes": int(props["totalGlobalMem"]),
-        "smem_per_block_optin_bytes": int(props.get("sharedMemPerBlockOptin", 0)) or None,
-        "clock_sm_max_mhz": int(smi[2]) if smi else (clock_khz // 1000 if clock_khz else None),
-        "clock_sm_mhz_at_start": int(smi[1]) if smi else None,
-        "clock_mem_max_mhz": int(smi[4]) if smi else None,
-        "driver": smi[0] if smi else None,
-        "cuda_driver": f"{drv // 1000}.{drv % 1000 // 10}",
-        "cuda_runtime": f"{rtv // 1000}.{rtv % 1000 // 10}",
-        "cupy": cp.__version__,
-        "nvrtc": compiler.nvrtc_version(),
-        "arch": compiler.arch_for_cc(cc),
-    }
-    return info
-
-
-def environment() -> dict[str, Any]:
-    return {"commit": git_commit(), "python": platform.python_version(), "host": platform.node()}
-
-
-@contextmanager
-def _nvtx_range(name: str) -> Iterator[None]:
-    try:
-        import nvtx
-    except ImportError:  # a real dependency; tolerate its absence rather than fail a run
-        yield
-        return
-    nvtx.push_range(message=name, domain="roofline")
-    try:
-        yield
-    finally:
-        nvtx.pop_range(domain="roofline")
+def tolerance_rule(dtype: str) -> str:
+    if dtype == "fp32":
+        return f"relative Frobenius <= {_FP32_TOL[0]:g} + 8*sqrt(K)*2^-24"
+    return (
+        f"relative Frobenius <= {ROUNDING_FACTOR:g} x the error of the float64 product rounded "
+        f"to {dtype} + 8*sqrt(K)*2^-24 (same rule for the largest element)"
+    )
 
 
 def _to_bf16_bits(cp, x):  # type: ignore[no-untyped-def]
@@ -196,8 +74,9 @@ def _from_bf16_bits(cp, b):  # type: ignore[no-untyped-def]
     return (b.astype(cp.uint32) << 16).view(cp.float32)
 
 
-class _Gemm:
-    """Device buffers for one shape and dtype, fresh random inputs, the float64 reference."""
+class Problem:
+    """Device buffers for one shape and dtype: fresh random inputs, the float64 reference, an
+    output for the stage under test and one for the reference, and the check."""
 
     def __init__(
         self, cp, m: int, n: int, k: int, alpha: float, beta: float, seed: int, dtype: str = "fp32"
@@ -211,8 +90,8 @@ class _Gemm:
         c0 = rng.random((m, n), dtype=cp.float32) * 2 - 1 if beta != 0.0 else None
         self.A, self.B = self._store(a), self._store(b)
         self.C0 = self._store(c0) if c0 is not None else None
-        self.C = cp.empty((m, n), dtype=self.A.dtype)
-        self._Bt = None
+        self.C = cp.empty((m, n), dtype=self.A.dtype)  # the stage's output
+        self.C_ref = cp.empty((m, n), dtype=self.A.dtype)  # the reference's, timed beside it
         # the reference sees exactly the inputs the kernels see (after rounding to dtype)
         ref = cp.matmul(self.as_f64(self.A), self.as_f64(self.B))
         ref *= alpha
@@ -221,7 +100,16 @@ class _Gemm:
         self.ref = ref
         self.ref_norm = float(cp.linalg.norm(ref))
         self.ref_max = float(cp.abs(ref).max())
-        self.rel_tol, self.max_tol = tolerance(dtype, k)
+        rounding = None
+        if dtype != "fp32":  # what storing the exact product in the output type costs
+            gap = self.as_f64(self._store(ref)) - ref
+            rounding = (
+                float(cp.linalg.norm(gap)) / self.ref_norm if self.ref_norm else 0.0,
+                float(cp.abs(gap).max()) / self.ref_max if self.ref_max else 0.0,
+            )
+            del gap
+        self.rounding = rounding
+        self.rel_tol, self.max_tol = tolerance(dtype, k, rounding)
 
     def _store(self, x):  # type: ignore[no-untyped-def]
         cp = self.cp
@@ -235,30 +123,25 @@ class _Gemm:
             return _from_bf16_bits(cp, x).astype(cp.float64)
         return x.astype(cp.float64)
 
-    def b_for(self, layout: str):  # type: ignore[no-untyped-def]
-        """B as the stage wants it: KxN (the contract) or its NxK transpose (made once)."""
-        if layout == "kn":
-            return self.B
-        if self._Bt is None:
-            self._Bt = self.cp.ascontiguousarray(self.B.T)
-        return self._Bt
+    def reset_output(self, out=None) -> None:  # type: ignore[no-untyped-def]
+        """Poison the output (NaN: any element a kernel misses stays NaN), or with beta != 0
+        restore C's initial values. Queued on the stream; synchronizes."""
+        self.restore(out)
+        self.cp.cuda.runtime.deviceSynchronize()
 
-    def reset_output(self) -> None:
-        cp = self.cp
-        if self.C0 is None:  # poison: any element the kernel misses stays NaN
-            if self.dtype == "bf16":
-                self.C.fill(0x7FC0)  # a bfloat16 quiet NaN
-            else:
-                self.C.fill(math.nan)
+    def restore(self, out=None) -> None:  # type: ignore[no-untyped-def]
+        """reset_output without the synchronization (queued before a last timed launch)."""
+        c = self.C if out is None else out
+        if self.C0 is None:
+            c.fill(0x7FC0 if self.dtype == "bf16" else math.nan)  # 0x7FC0: a bfloat16 NaN
         else:
-            self.C[...] = self.C0
-        cp.cuda.runtime.deviceSynchronize()
+            c[...] = self.C0
 
-    def check(self) -> tuple[bool, float, float]:
+    def check(self, out=None) -> tuple[bool, float, float]:  # type: ignore[no-untyped-def]
         cp = self.cp
-        out = self.as_f64(self.C)
-        finite = bool(cp.isfinite(out).all())
-        diff = out - self.ref
+        got = self.as_f64(self.C if out is None else out)
+        finite = bool(cp.isfinite(got).all())
+        diff = got - self.ref
         rel = float(cp.linalg.norm(diff)) / self.ref_norm if self.ref_norm else float("nan")
         mx = float(cp.abs(diff).max()) / self.ref_max if self.ref_max else float("nan")
         if not finite:
@@ -266,21 +149,56 @@ class _Gemm:
         return rel <= self.rel_tol and mx <= self.max_tol, rel, mx
 
 
-def _launcher(  # type: ignore[no-untyped-def]
-    cp, stage: Stage, g: _Gemm, arch: str, sm_count: int | None = None
+_transposers: dict[tuple[str, int], Any] = {}
+
+
+def _transposer(cp, arch: str, elem_bytes: int):  # type: ignore[no-untyped-def]
+    """The kernel of kernels/util/transpose.cu for this element size (compiled once)."""
+    key = (arch, elem_bytes)
+    if key not in _transposers:
+        from rooflinecli.paths import data_dir
+
+        src = (data_dir("kernels") / "util" / "transpose.cu").read_text()
+        built = compiler.compile_source(
+            src, f"transpose{elem_bytes * 8}", "transpose", arch, {"ELEM_BYTES": elem_bytes}
+        )
+        _transposers[key] = cp.RawModule(path=built.cubin_path).get_function("transpose")
+    return _transposers[key]
+
+
+def launcher(  # type: ignore[no-untyped-def]
+    cp, stage: Stage, g: Problem, arch: str, sm_count: int | None = None
 ) -> tuple[Callable[[], None], dict[str, Any]]:
+    """(a call that launches the stage on g's problem, the record fields it adds). The call
+    writes g.C, or g.C_ref for the reference. A stage with b_layout "nk" gets a transpose of
+    the contract's B queued before it, inside the call."""
     import numpy as np
 
     if stage.reference:
         library = _cublas_sgemm(cp, g) if g.dtype == "fp32" else _cublas_gemm_ex(cp, g)
-        return library, {"registers": None, "smem_bytes": None, "spill_bytes": None}
+        return library, {
+            "registers": None,
+            "smem_bytes": None,
+            "spill_bytes": None,
+            "b_layout": "kn",
+        }
     built = compiler.compile_stage(stage, arch, g.dtype)
     module = cp.RawModule(path=built.cubin_path)
     fn = module.get_function(stage.entry)
     grid, block, smem = stage.launch(g.m, g.n, sm_count)
     if smem > 48 * 1024:
         fn.max_dynamic_shared_size_bytes = smem
-    b = g.b_for(stage.b_layout)
+    convert: Callable[[], None] | None = None
+    b = g.B
+    if stage.b_layout == "nk":  # the stage reads B^T (N x K): made from B inside every launch
+        b = cp.empty((g.n, g.k), dtype=g.B.dtype)
+        tr = _transposer(cp, arch, g.B.dtype.itemsize)
+        tgrid = (-(-g.n // 32), -(-g.k // 32), 1)
+        targs = (np.int32(g.k), np.int32(g.n), g.B, b)
+
+        def convert() -> None:
+            tr(tgrid, (32, 8, 1), targs)
+
     args: tuple[Any, ...] = (
         np.int32(g.m),
         np.int32(g.n),
@@ -292,12 +210,17 @@ def _launcher(  # type: ignore[no-untyped-def]
         g.C,
     )
     if stage.params.get("TMA"):  # tensor maps for the copy engine, after the contract's args
-        from rooflinecli.gpu import tma as tc_host
+        from rooflinecli.gpu import tma
 
-        args = args + tuple(tc_host.extra_args(stage, g.A, b, g.C, g.m, g.n, g.k, g.dtype))
+        args = args + tuple(tma.extra_args(stage, g.A, b, g.C, g.m, g.n, g.k, g.dtype))
+
+    def kernel() -> None:
+        fn(grid, block, args, shared_mem=smem)
 
     def launch() -> None:
-        fn(grid, block, args, shared_mem=smem)
+        if convert is not None:
+            convert()
+        kernel()
 
     res = built.resources
     local = int(fn.local_size_bytes)  # per-thread local memory: stack frame and spills
@@ -310,11 +233,16 @@ def _launcher(  # type: ignore[no-untyped-def]
         "grid": list(grid),
         "block": list(block),
         "params": dict(stage.params),
+        "b_layout": "kn"
+        if convert is None
+        else "nk, transposed from the contract's B in every timed launch (charged)",
     }
+    if convert is not None:
+        meta["_convert"] = convert
     return launch, meta
 
 
-def _cublas_sgemm(cp, g: _Gemm) -> Callable[[], None]:  # type: ignore[no-untyped-def]
+def _cublas_sgemm(cp, g: Problem) -> Callable[[], None]:  # type: ignore[no-untyped-def]
     """cublasSgemm on row-major data: C^T = B^T A^T in cuBLAS's column-major view."""
     import numpy as np
     from cupy_backends.cuda.libs import cublas
@@ -330,13 +258,13 @@ def _cublas_sgemm(cp, g: _Gemm) -> Callable[[], None]:  # type: ignore[no-untype
     def launch() -> None:
         cublas.sgemm(
             handle, op_n, op_n, n, m, k, alpha.ctypes.data, g.B.data.ptr, n,
-            g.A.data.ptr, k, beta.ctypes.data, g.C.data.ptr, n,
+            g.A.data.ptr, k, beta.ctypes.data, g.C_ref.data.ptr, n,
         )  # fmt: skip
 
     return launch
 
 
-def _cublas_gemm_ex(cp, g: _Gemm) -> Callable[[], None]:  # type: ignore[no-untyped-def]
+def _cublas_gemm_ex(cp, g: Problem) -> Callable[[], None]:  # type: ignore[no-untyped-def]
     """cublasGemmEx, FP16/BF16 in and out, FP32 compute, default tensor-op algorithm."""
     import numpy as np
     from cupy_backends.cuda.libs import cublas
@@ -353,84 +281,55 @@ def _cublas_gemm_ex(cp, g: _Gemm) -> Callable[[], None]:  # type: ignore[no-unty
     def launch() -> None:
         cublas.gemmEx(
             handle, op_n, op_n, n, m, k, alpha.ctypes.data, g.B.data.ptr, elem, n,
-            g.A.data.ptr, elem, k, beta.ctypes.data, g.C.data.ptr, elem, n, compute_32f, algo,
+            g.A.data.ptr, elem, k, beta.ctypes.data, g.C_ref.data.ptr, elem, n, compute_32f, algo,
         )  # fmt: skip
 
     return launch
 
 
-def _clock_sampler(cp):  # type: ignore[no-untyped-def]
-    """NVML for the current device (rooflinecli.gpu.nvml), or None where there is none."""
-    from rooflinecli.gpu import nvml
-
-    try:
-        bus = cp.cuda.Device().pci_bus_id
-    except Exception:
-        return None
-    return nvml.open_device(str(bus))
-
-
-def _time(  # type: ignore[no-untyped-def]
-    cp, launch: Callable[[], None], name: str, timing: Timing, flush, probe=None
-) -> list[float]:
-    ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
-    ev0.record()
-    launch()
-    ev1.record()
-    ev1.synchronize()
-    one = max(cp.cuda.get_elapsed_time(ev0, ev1), 1e-3)
-    for _ in range(max(1, min(50, int(timing.warmup_ms / one)))):
-        launch()
-    reps = int(min(timing.max_repeats, max(timing.min_repeats, timing.budget_ms / one)))
-    starts = [cp.cuda.Event() for _ in range(reps)]
-    ends = [cp.cuda.Event() for _ in range(reps)]
-    sampler = _clock_sampler(cp) if probe is not None else None
-    with sampler.sampling() if sampler is not None else contextlib.nullcontext() as readings:
-        for i in range(reps):
-            if flush is not None:
-                flush()
-            starts[i].record()
-            with _nvtx_range(name):
-                launch()
-            ends[i].record()
-        while not ends[-1].done:  # sleep, not a blocking sync: the clock readings go on meanwhile
-            time.sleep(0.0002)
-    ends[-1].synchronize()
-    if readings is not None and probe is not None:
-        probe.update(readings.summary())
-    return [cp.cuda.get_elapsed_time(s, e) for s, e in zip(starts, ends, strict=True)]
-
-
-def _flusher(cp, l2_bytes: int, timing: Timing) -> Callable[[], None] | None:  # type: ignore[no-untyped-def]
-    """A call that evicts the L2 before a timed launch, or None when timing says not to."""
-    if not timing.flush_l2:
-        return None
-    if timing.flush_kind not in ("read", "write"):
-        raise RooflineError(f"unknown L2 flush {timing.flush_kind!r}: read or write")
-    try:
-        buf = cp.empty(max(2 * l2_bytes, 256 << 20) // 4, dtype=cp.float32)
-    except cp.cuda.memory.OutOfMemoryError:
-        raise RooflineError("out of device memory allocating the L2 flush buffer") from None
-    if timing.flush_kind == "read":
-        buf.fill(1.0)
-        out = cp.empty((), dtype=cp.float32)
-
-        def read() -> None:
-            cp.sum(buf, out=out)
-
-        return read
-
-    def write() -> None:
-        buf.fill(0)
-
-    return write
-
-
 def memory_needed(m: int, n: int, k: int, beta: float) -> int:
-    """Bytes one shape takes: operands (B twice at most), the float64 reference and the check."""
-    ops = 4 * (m * k + 2 * k * n + m * n + (m * n if beta else 0))
+    """Bytes one shape takes: operands (B twice at most, C three times), the float64 reference
+    and the check."""
+    ops = 4 * (m * k + 2 * k * n + 3 * m * n + (m * n if beta else 0))
     f64 = 8 * (m * k + k * n + 3 * m * n)  # upcast inputs, reference, upcast output + diff
     return ops + f64
+
+
+def _merge_clock(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One clock summary from several timed groups (the reference's, over every pairing)."""
+    parts = [p for p in parts if p.get("clock_samples")]
+    if not parts:
+        return {}
+    n = sum(p["clock_samples"] for p in parts)
+    reasons = sorted(
+        {
+            x.strip()
+            for p in parts
+            for x in str(p.get("clock_limited_by") or "").split(",")
+            if x.strip()
+        }
+    )
+    out: dict[str, Any] = {
+        "sm_clock_mhz": round(sum(p["sm_clock_mhz"] * p["clock_samples"] for p in parts) / n),
+        "sm_clock_mhz_min": min(p["sm_clock_mhz_min"] for p in parts),
+        "sm_clock_mhz_max": max(p["sm_clock_mhz_max"] for p in parts),
+        "clock_samples": n,
+        "clock_limited_by": ", ".join(reasons) or None,
+    }
+    power = [p for p in parts if p.get("power_w") is not None]
+    if power:
+        out["power_w"] = round(
+            sum(p["power_w"] * p["clock_samples"] for p in power)
+            / sum(p["clock_samples"] for p in power),
+            1,
+        )
+    return out
+
+
+def _fail(rec: dict[str, Any], why: str) -> dict[str, Any]:
+    rec.update(verified=False, error=why)
+    roofs.place(rec, None)
+    return rec
 
 
 def run_gemm(
@@ -444,17 +343,20 @@ def run_gemm(
     progress: Callable[[str], None] | None = None,
     dtype: str = "fp32",
 ) -> tuple[dict[str, Any], Spec, list[dict[str, Any]]]:
-    """Verify and time every stage at every shape. Returns (device, spec, records)."""
+    """Verify and time every stage at every shape, each interleaved with the reference.
+    Returns (device, spec, records)."""
     from rooflinecli.core import specs as specreg
 
     timing = timing or Timing()
-    cp = _cupy()
-    dev = device_info()
+    cp = device.cupy()
+    dev = device.info()
     spec = specreg.resolve(spec_arg) if spec_arg else specreg.for_device(dev["name"])
     arch = dev["arch"]
     cc = int(dev["compute_capability"].replace(".", ""))
+    limits = occupancy.SmLimits.from_spec(spec)
     records: list[dict[str, Any]] = []
-    flush_call = _flusher(cp, dev["l2_bytes"], timing)
+    timer = Timer(timing)
+    reference = next((s for s in stages if s.reference), None)
     for m, n, k in shapes:
         free, _total = cp.cuda.runtime.memGetInfo()
         need = memory_needed(m, n, k, beta)
@@ -464,29 +366,56 @@ def run_gemm(
                 f"{free / 2**30:.1f} GiB free"
             )
         try:
-            g = _Gemm(cp, m, n, k, alpha, beta, seed, dtype)
+            g = Problem(cp, m, n, k, alpha, beta, seed, dtype)
         except cp.cuda.memory.OutOfMemoryError:
             raise RooflineError(f"out of device memory at {m}x{n}x{k}") from None
-        shape_records = []
+        check_fields = {
+            "tolerance_rel": g.rel_tol,
+            "tolerance_max": g.max_tol,
+            "rounding_error": g.rounding[0] if g.rounding else None,
+        }
+        # the reference first: launched and checked once, then timed beside every stage
+        ref_call: Launch | None = None
+        ref_rec: dict[str, Any] | None = None
+        ref_samples: list[float] = []
+        ref_clocks: list[dict[str, Any]] = []
+        if reference is not None:
+            ref_rec = roofs.model_record(reference, m, n, k, spec, alpha, beta, dtype)
+            ref_rec.update(check_fields)
+            launch, meta = launcher(cp, reference, g, arch, dev["sm_count"])
+            ref_rec.update(meta)
+            g.reset_output(g.C_ref)
+            launch()
+            cp.cuda.runtime.deviceSynchronize()
+            ok, rel, mx = g.check(g.C_ref)
+            ref_rec.update(verified=ok, rel_error=rel, max_rel_error=mx)
+            ref_call = Launch(
+                reference.name, launch, partial(g.restore, g.C_ref) if g.C0 is not None else None
+            )
+        shape_records: list[dict[str, Any]] = []
         for stage in stages:
+            if stage.reference:
+                continue
             stage = stage.for_arch(arch)
             if progress:
                 progress(f"{stage.name} {m}x{n}x{k}")
-            rec = analysis.model_record(stage, m, n, k, spec, alpha, beta, dtype)
+            rec = roofs.model_record(stage, m, n, k, spec, alpha, beta, dtype)
+            rec.update(check_fields)
             skip = stage.refuses(m, n, k)
             if cc < stage.min_cc:
                 skip = f"{stage.name} needs compute capability {stage.min_cc / 10:.1f}"
             if skip:
                 rec.update(verified=None, error=f"skipped: {skip}")
-                analysis.place(rec, None)
+                roofs.place(rec, None)
                 shape_records.append(rec)
                 continue
             try:
-                launch, meta = _launcher(cp, stage, g, arch, dev["sm_count"])
+                launch, meta = launcher(cp, stage, g, arch, dev["sm_count"])
+                convert = meta.pop("_convert", None)
                 rec.update(meta)
                 if meta.get("registers"):
                     occ = occupancy.theoretical(
-                        occupancy.SmLimits.from_spec(spec),
+                        limits,
                         meta["block"][0] * meta["block"][1],
                         meta["registers"],
                         meta["smem_bytes"],
@@ -497,59 +426,73 @@ def run_gemm(
                 cp.cuda.runtime.deviceSynchronize()
                 ok, rel, mx = g.check()
                 rec.update(verified=ok, rel_error=rel, max_rel_error=mx)
-                probe: dict[str, Any] = {}
-                times = _time(cp, launch, stage.name, timing, flush_call, probe)
-                rec.update(probe)
+                if convert is not None:  # what the conversion alone costs, for the record
+                    rec["conversion_ms"] = statistics.median(timer.once(convert) for _ in range(5))
+                group = [Launch(stage.name, launch, g.restore if g.C0 is not None else None)]
+                if ref_call is not None:
+                    group.append(ref_call)
+                timed = timer.time(group)
+                rec.update(timed.clock)
+                cp.cuda.runtime.deviceSynchronize()
+                ok_last, rel_last, mx_last = g.check()  # the output of the last timed launch
+                rec.update(rel_error_last=rel_last, max_rel_error_last=mx_last)
+                if ok and not ok_last:
+                    rec.update(
+                        verified=False, error="the last timed launch's output failed its check"
+                    )
             except RooflineError as exc:
-                rec.update(verified=False, error=exc.message)
-                analysis.place(rec, None)
-                shape_records.append(rec)
+                shape_records.append(_fail(rec, exc.message))
                 continue
             except cp.cuda.memory.OutOfMemoryError:
                 raise RooflineError(f"out of device memory running {stage.name}") from None
             except Exception as exc:  # a launch failure: record it, do not report a speed
-                rec.update(verified=False, error=_first_line(exc))
-                analysis.place(rec, None)
-                shape_records.append(rec)
+                shape_records.append(_fail(rec, device.first_line(exc)))
                 if "illegal" in str(exc).lower() or "launch failure" in str(exc).lower():
                     raise RooflineError(
-                        f"stage {stage.name} crashed the CUDA context: {_first_line(exc)}"
+                        f"stage {stage.name} crashed the CUDA context: {device.first_line(exc)}"
                     ) from None
                 continue
-            median = statistics.median(times)
-            analysis.place(rec, median)
-            rec.update(
-                time_ms_min=min(times),
-                time_ms_max=max(times),
-                time_ms_stdev=statistics.stdev(times) if len(times) > 1 else 0.0,
-                repeats=len(times),
-            )
+            stats = summary(timed.samples[0])
+            rec.update({k2: v for k2, v in stats.items() if k2 != "time_ms"})
+            roofs.place(rec, stats["time_ms"])
+            if ref_call is not None and ref_rec is not None:
+                paired = timed.samples[1]
+                ref_samples += paired
+                ref_clocks.append(timed.clock)
+                rec.update(
+                    compared_with=reference.name if reference else None,
+                    reference_time_ms=statistics.median(paired)
+                    if ref_rec.get("verified")
+                    else None,
+                    reference_samples_ms=[round(x, 6) for x in paired],
+                    timing="interleaved with the reference, alternating order each round",
+                )
             if not rec["verified"]:  # a wrong result is never reported as fast
                 rec.update(tflops=None, pct_of_roof=None, pct_of_peak=None)
             shape_records.append(rec)
-        analysis.add_reference_ratios(shape_records)
+        if ref_rec is not None and ref_call is not None:
+            if not ref_samples:  # nothing to pair with: the reference is timed on its own
+                timed = timer.time([ref_call])
+                ref_samples, ref_clocks = timed.samples[0], [timed.clock]
+            cp.cuda.runtime.deviceSynchronize()
+            ok_last, rel_last, mx_last = g.check(g.C_ref)
+            ref_rec.update(
+                _merge_clock(ref_clocks), rel_error_last=rel_last, max_rel_error_last=mx_last
+            )
+            if ref_rec["verified"] and not ok_last:
+                ref_rec.update(
+                    verified=False, error="the last timed launch's output failed its check"
+                )
+            stats = summary(ref_samples)
+            ref_rec.update({k2: v for k2, v in stats.items() if k2 != "time_ms"})
+            ref_rec["timing"] = "every repeat it ran beside the stages of this shape"
+            roofs.place(ref_rec, stats["time_ms"])
+            if not ref_rec["verified"]:
+                ref_rec.update(tflops=None, pct_of_roof=None, pct_of_peak=None)
+            shape_records.append(ref_rec)
+        roofs.add_reference_ratios(shape_records)
         records.extend(shape_records)
         del g
+        ref_call = None
         cp.get_default_memory_pool().free_all_blocks()
     return dev, spec, records
-
-
-def time_callable(
-    launch: Callable[[], Any],
-    name: str = "callable",
-    timing: Timing | None = None,
-    probe: dict[str, Any] | None = None,
-) -> list[float]:
-    """Time any callable that launches work on the current CUDA stream, the way run_gemm times
-    a stage: one untimed call, one to size the run, warm-up, then repeats filling the budget, each
-    between CUDA events and inside an NVTX range, the L2 flushed before each. Milliseconds;
-    `probe`, if given, receives the SM clock readings (rooflinecli.gpu.nvml) taken meanwhile."""
-    timing = timing or Timing()
-    cp = _cupy()
-    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-    flush_call = _flusher(cp, int(props["l2CacheSize"]), timing)
-    # a first call may create library handles or load modules: it must not size the run
-    # (run_gemm's stages have had their verification launch by then)
-    launch()
-    cp.cuda.get_current_stream().synchronize()
-    return _time(cp, launch, name, timing, flush_call, probe)

@@ -16,7 +16,6 @@ from rich.console import Console
 from rich.table import Table
 
 from rooflinecli import results
-from rooflinecli.core import roofs as analysis
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -174,8 +173,6 @@ def emit(
 def notes(records: list[dict[str, Any]]) -> list[str]:
     """One line per record that failed or was skipped, or is slower than the stage before it,
     so a table row is never unexplained."""
-    from rooflinecli.build.stages import BY_NAME
-
     out = []
     prev: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in records:
@@ -183,10 +180,7 @@ def notes(records: list[dict[str, Any]]) -> list[str]:
         before = prev.get(key)
         if r.get("kind") == "stage" and r.get("tflops"):
             if before and r["tflops"] < before["tflops"]:
-                stage = BY_NAME.get(r["stage"])
-                why = (
-                    stage.slower_because if stage and stage.slower_because else "no reason recorded"
-                )
+                why = r.get("slower_because") or "no reason recorded"
                 out.append(f"  {r['stage']} is slower than {before['stage']}: {why}")
             prev[key] = r
         if r.get("error"):
@@ -325,17 +319,3 @@ def emit_scaling(records: list[dict[str, Any]], fmt: str, out: Console | None = 
     for r in rows:
         t.add_row(*r)
     con.print(t)
-
-
-def per_row_roofs(recs: list[dict[str, Any]]) -> str | None:
-    """What the title says when the rows of one table sit under different roofs, else None."""
-    sets = [str(r.get("roof_set") or "") for r in recs]
-    if any(s.startswith("clock ") for s in sets):
-        return "roofs derived at the SM clock each row ran at (attain TF/s, % roof)"
-    mma = [r for r in recs if r.get("roof_set") == analysis.MMA_SYNC_SET]
-    if mma and len(mma) < len(recs):
-        return (
-            f"measured roofs; mma.sync stages under mma.sync's own "
-            f"{mma[0]['peak_tflops']:.1f} TFLOP/s (attain TF/s, % roof)"
-        )
-    return None

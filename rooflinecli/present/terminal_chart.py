@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from rooflinecli.core.roofs import Roof
 from rooflinecli.core.specs import DTYPE_PEAK
 from rooflinecli.errors import RooflineError
 
@@ -30,26 +31,6 @@ MANY = "*"  # a cell holding several points
 LEVELS: tuple[tuple[str, str], ...] = (("ai_dram", "DRAM"), ("ai_l2", "L2"), ("ai_l1", "L1"))
 # Relative slack before a point counts as above its roof (float rounding only, not noise).
 ABOVE_ROOF_SLACK = 1e-9
-
-
-@dataclass(frozen=True)
-class Roof:
-    """One precision's roofline: min(peak, intensity x bandwidth)."""
-
-    peak_key: str
-    peak_tflops: float
-    bandwidth_gbs: float
-
-    @property
-    def ridge(self) -> float:
-        """FLOP/byte where the memory roof meets the compute roof."""
-        return self.peak_tflops * 1000.0 / self.bandwidth_gbs
-
-    def memory(self, ai: float) -> float:
-        return ai * self.bandwidth_gbs / 1000.0
-
-    def at(self, ai: float) -> float:
-        return min(self.peak_tflops, self.memory(ai))
 
 
 @dataclass(frozen=True)

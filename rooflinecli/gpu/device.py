@@ -1,0 +1,144 @@
+"""The one device probe: CuPy and its GPU, what a document records of them, nvidia-smi.
+
+Everything that needs to know which GPU it runs on asks here (the runner, calibrate, measure(),
+the probes under benchmarks/). CuPy is imported lazily, inside functions.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from typing import Any
+
+from rooflinecli.build import compiler
+from rooflinecli.core import occupancy
+from rooflinecli.errors import RooflineError
+
+
+def cupy():  # type: ignore[no-untyped-def]
+    """The CuPy module with a usable CUDA device, or RooflineError in one line (exit 2)."""
+    try:
+        import cupy as cp
+    except ImportError:
+        raise RooflineError(
+            "no CUDA device found: CuPy is not installed "
+            "(pip install 'roofline[cuda13]' or 'roofline[cuda12]' on a GPU machine)"
+        ) from None
+    except Exception as exc:  # a CuPy that cannot find its CUDA libraries
+        raise RooflineError(
+            f"no CUDA device found: CuPy failed to load ({first_line(exc)})"
+        ) from None
+    try:
+        count = cp.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        raise RooflineError(f"no CUDA device found ({first_line(exc)})") from None
+    if count < 1:
+        raise RooflineError("no CUDA device found")
+    return cp
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:200]
+
+
+def smi(query: str) -> list[str] | None:
+    """One row of `nvidia-smi --query-gpu=QUERY` for GPU 0, or None without nvidia-smi."""
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return None
+    try:
+        out = subprocess.run(
+            [exe, f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", "0"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0 or not out.stdout.strip():
+        return None
+    return [x.strip() for x in out.stdout.strip().splitlines()[0].split(",")]
+
+
+def smi_device_name() -> str | None:
+    """The GPU name from nvidia-smi, without CuPy (for `model`'s default spec)."""
+    got = smi("name")
+    return got[0] if got else None
+
+
+def smi_clock_mhz() -> int | None:
+    """The SM clock nvidia-smi reports now."""
+    got = smi("clocks.sm")
+    return int(got[0]) if got and got[0].isdigit() else None
+
+
+def _attr(cp, num: int) -> int | None:  # type: ignore[no-untyped-def]
+    try:
+        return int(cp.cuda.runtime.deviceGetAttribute(num, cp.cuda.Device().id)) or None
+    except Exception:
+        return None
+
+
+def info() -> dict[str, Any]:
+    """What a results document records of the current GPU: name, compute capability, SMs,
+    memory, clocks, driver, CUDA driver and runtime, CuPy, NVRTC, the NVRTC target."""
+    cp = cupy()
+    rt = cp.cuda.runtime
+    props = rt.getDeviceProperties(cp.cuda.Device().id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    cc = f"{props['major']}.{props['minor']}"
+    drv = rt.driverGetVersion()
+    rtv = rt.runtimeGetVersion()
+    got = smi("driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem")
+    clock_khz = _attr(cp, 13)  # cudaDevAttrClockRate
+    mem_khz = _attr(cp, 36)  # cudaDevAttrMemoryClockRate
+    return {
+        "name": name,
+        "compute_capability": cc,
+        "sm_count": int(props["multiProcessorCount"]),
+        "l2_bytes": int(props["l2CacheSize"]),
+        "memory_bytes": int(props["totalGlobalMem"]),
+        "smem_per_block_optin_bytes": int(props.get("sharedMemPerBlockOptin", 0)) or None,
+        "clock_sm_max_mhz": int(got[2]) if got else (clock_khz // 1000 if clock_khz else None),
+        "clock_sm_mhz_at_start": int(got[1]) if got else None,
+        "clock_mem_max_mhz": int(got[4]) if got else (mem_khz // 1000 if mem_khz else None),
+        "memory_bus_width_bits": _attr(cp, 37),  # cudaDevAttrGlobalMemoryBusWidth
+        "driver": got[0] if got else None,
+        "cuda_driver": f"{drv // 1000}.{drv % 1000 // 10}",
+        "cuda_runtime": f"{rtv // 1000}.{rtv % 1000 // 10}",
+        "cupy": cp.__version__,
+        "nvrtc": compiler.nvrtc_version(),
+        "arch": compiler.arch_for_cc(cc),
+    }
+
+
+def sm_limits() -> occupancy.SmLimits:
+    """The current GPU's per-SM limits, for occupancy and grid sizing."""
+    cp = cupy()
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    return occupancy.SmLimits(
+        cc=int(props["major"]) * 10 + int(props["minor"]),
+        registers_per_sm=int(props.get("regsPerMultiprocessor", 65536)),
+        max_threads_per_sm=int(props.get("maxThreadsPerMultiProcessor", 2048)),
+        max_blocks_per_sm=int(props.get("maxBlocksPerMultiProcessor", 32)),
+        smem_per_sm_bytes=int(props.get("sharedMemPerMultiprocessor", 228 * 1024)),
+        smem_per_block_bytes=int(props.get("sharedMemPerBlockOptin", 227 * 1024)),
+    )
+
+
+def l2_bytes() -> int:
+    cp = cupy()
+    return int(cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["l2CacheSize"])
+
+
+def clock_sampler():  # type: ignore[no-untyped-def]
+    """NVML for the current device (rooflinecli.gpu.nvml), or None where there is none."""
+    from rooflinecli.gpu import nvml
+
+    cp = cupy()
+    try:
+        bus = cp.cuda.Device().pci_bus_id
+    except Exception:
+        return None
+    return nvml.open_device(str(bus))

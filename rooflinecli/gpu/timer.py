@@ -1,0 +1,185 @@
+"""The one timer: warm-up, L2 flush, CUDA events, every repeat kept, the SM clock sampled.
+
+The runner, `roofline calibrate`, `measure()` and the probes under benchmarks/ all time through
+`Timer`. Several launches can be timed together, interleaved: round i runs each of them once
+(forward on even rounds, backward on odd ones), each after its own L2 flush and between its own
+pair of CUDA events. On a power-capped GPU whose clock drifts through a run, a stage and its
+reference timed this way see the same clocks; timed one after the other, the second would not.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+
+from rooflinecli.errors import RooflineError
+from rooflinecli.gpu import device
+
+
+@dataclass
+class Timing:
+    warmup_ms: float = 25.0  # warm-up time per launch (at least warmup_min calls)
+    budget_ms: float = 400.0  # the first launch's timed repeats fill about this much GPU time
+    min_repeats: int = 5
+    # enough that short kernels fill the budget too: at 200, a 0.2 ms kernel was timed over 40 ms,
+    # too short for the power-capped clock to settle (and for the clock readings to mean much)
+    max_repeats: int = 1000
+    flush_l2: bool = True
+    # how the L2 is flushed: "read" sums a buffer twice its size, leaving clean lines; "write"
+    # fills one, leaving dirty lines that the timed kernel then pays to write back (1-2% of
+    # stage 23 at 4096^3 and 8192^3 on the H200: benchmarks/logs/flush-ab-a028b1d.md)
+    flush_kind: str = "read"
+    warmup_min: int = 1
+    sample_clock: bool = True  # read the SM clock through NVML while the repeats run
+
+
+@dataclass
+class Launch:
+    """One thing to time: a name (the NVTX range), a call that queues the work on the current
+    stream, and optionally a call queued (untimed) before its last timed repeat, e.g. one that
+    restores an output that the repeats accumulate into, so that repeat can be checked."""
+
+    name: str
+    call: Callable[[], Any]
+    before_last: Callable[[], Any] | None = None
+
+
+@dataclass
+class Timed:
+    samples: list[list[float]]  # milliseconds, per launch, in the order given, repeat by repeat
+    clock: dict[str, Any] = field(default_factory=dict)  # NVML summary over the timed rounds
+
+
+@contextmanager
+def nvtx_range(name: str) -> Iterator[None]:
+    """An NVTX range in domain "roofline" (what `roofline profile` filters on)."""
+    try:
+        import nvtx
+    except ImportError:  # a real dependency; tolerate its absence rather than fail a run
+        yield
+        return
+    nvtx.push_range(message=name, domain="roofline")
+    try:
+        yield
+    finally:
+        nvtx.pop_range(domain="roofline")
+
+
+def flusher(cp, l2_bytes: int, timing: Timing) -> Callable[[], None] | None:  # type: ignore[no-untyped-def]
+    """A call that evicts the L2 before a timed launch, or None when timing says not to."""
+    if not timing.flush_l2:
+        return None
+    if timing.flush_kind not in ("read", "write"):
+        raise RooflineError(f"unknown L2 flush {timing.flush_kind!r}: read or write")
+    try:
+        buf = cp.empty(max(2 * l2_bytes, 256 << 20) // 4, dtype=cp.float32)
+    except cp.cuda.memory.OutOfMemoryError:
+        raise RooflineError("out of device memory allocating the L2 flush buffer") from None
+    if timing.flush_kind == "read":
+        buf.fill(1.0)
+        out = cp.empty((), dtype=cp.float32)
+
+        def read() -> None:
+            cp.sum(buf, out=out)
+
+        return read
+
+    def write() -> None:
+        buf.fill(0)
+
+    return write
+
+
+class Timer:
+    """Times launches on the current device and stream (see the module's docstring)."""
+
+    def __init__(self, timing: Timing | None = None) -> None:
+        self.timing = timing or Timing()
+        self.cp = device.cupy()
+        self.flush = flusher(self.cp, device.l2_bytes(), self.timing)
+
+    def once(self, call: Callable[[], Any]) -> float:
+        """One launch between events (ms, at least 1 us): to size loops."""
+        cp = self.cp
+        s, e = cp.cuda.Event(), cp.cuda.Event()
+        s.record()
+        call()
+        e.record()
+        e.synchronize()
+        return max(cp.cuda.get_elapsed_time(s, e), 1e-3)
+
+    def repeats_for(self, one_ms: float) -> int:
+        t = self.timing
+        return int(min(t.max_repeats, max(t.min_repeats, t.budget_ms / one_ms)))
+
+    def time(self, launches: Sequence[Launch]) -> Timed:
+        """Every launch timed in the same rounds; repeats sized by the first launch's time."""
+        if not launches:
+            raise ValueError("nothing to time")
+        cp, t = self.cp, self.timing
+        ones = [self.once(x.call) for x in launches]
+        for x, one in zip(launches, ones, strict=True):
+            for _ in range(max(t.warmup_min, min(50, int(t.warmup_ms / one)))):
+                x.call()
+        reps = self.repeats_for(ones[0])
+        starts = [[cp.cuda.Event() for _ in range(reps)] for _ in launches]
+        ends = [[cp.cuda.Event() for _ in range(reps)] for _ in launches]
+        sampler = device.clock_sampler() if t.sample_clock else None
+        order = list(range(len(launches)))
+        with sampler.sampling() if sampler is not None else nullcontext() as readings:
+            for i in range(reps):
+                for j in order if i % 2 == 0 else order[::-1]:
+                    x = launches[j]
+                    if i == reps - 1 and x.before_last is not None:
+                        x.before_last()
+                    if self.flush is not None:
+                        self.flush()
+                    starts[j][i].record()
+                    with nvtx_range(x.name):
+                        x.call()
+                    ends[j][i].record()
+            last = ends[order[-1] if (reps - 1) % 2 == 0 else order[0]][-1]
+            while not last.done:  # sleep, not a blocking sync: the clock readings go on
+                time.sleep(0.0002)
+        last.synchronize()
+        samples = [
+            [cp.cuda.get_elapsed_time(s, e) for s, e in zip(ss, es, strict=True)]
+            for ss, es in zip(starts, ends, strict=True)
+        ]
+        return Timed(samples, readings.summary() if readings is not None else {})
+
+
+def time_callable(
+    call: Callable[[], Any],
+    name: str = "callable",
+    timing: Timing | None = None,
+) -> Timed:
+    """Time any callable that launches work on the current CUDA stream the way a stage is timed:
+    one untimed call first (it may create library handles or load modules, and must not size
+    the run), then Timer.time."""
+    timer = Timer(timing)
+    call()
+    timer.cp.cuda.get_current_stream().synchronize()
+    return timer.time([Launch(name, call)])
+
+
+def summary(samples: list[float]) -> dict[str, Any]:
+    """The record fields of one launch's samples: median (the time reported), spread, all of
+    them (`samples_ms`, in launch order, what the gate decides from)."""
+    import statistics
+
+    return {
+        "time_ms": statistics.median(samples),
+        "time_ms_min": min(samples),
+        "time_ms_max": max(samples),
+        "time_ms_stdev": statistics.stdev(samples) if len(samples) > 1 else 0.0,
+        "repeats": len(samples),
+        "samples_ms": [round(x, 6) for x in samples],
+    }
+
+
+def no_clock() -> Any:
+    return nullcontext()
