@@ -222,17 +222,12 @@ def check_dtype(cp, np, stage: Stage, dtype: str, arch: str, rng, do_time: bool)
 
 
 def time_ms(cp, fn, warmup: int = 3, reps: int = 20) -> float:  # type: ignore[no-untyped-def]
-    for _ in range(warmup):
-        fn()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    times = []
-    for _ in range(reps):
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return statistics.median(times)
+    """Median of `reps` timed calls after `warmup`, through the tool's one timer (no flush)."""
+    from rooflinecli.gpu.timer import Launch, Timer, Timing
+
+    timing = Timing(warmup_ms=0.0, warmup_min=warmup, min_repeats=reps, max_repeats=reps,
+                    flush_l2=False, sample_clock=False)  # fmt: skip
+    return statistics.median(Timer(timing).time([Launch("check", fn)]).samples[0])
 
 
 def cublas_gemm(cp, np, dtype, a, b, c, m, n, k):  # type: ignore[no-untyped-def]

@@ -232,7 +232,11 @@ def main() -> int:
     import cupy as cp
 
     from rooflinecli.build import compiler
-    from rooflinecli.gpu import nvml, runner
+    from rooflinecli import results
+    from rooflinecli.gpu import device, nvml
+    from rooflinecli.gpu.timer import Timer, Timing
+
+    timer = Timer(Timing(flush_l2=False, sample_clock=False))  # the tool's one timer
     from rooflinecli import results
 
     dev = cp.cuda.Device()
@@ -280,31 +284,20 @@ def main() -> int:
             fn((sms,), (threads,), (args[0], cp.int32(iters), args[1], ticks), shared_mem=smem)
 
         launch(100)
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        launch(2000)
-        stop.record()
-        stop.synchronize()
-        iters = max(100, int(2000 * 30.0 / cp.cuda.get_elapsed_time(start, stop)))
+        iters = max(100, int(2000 * 30.0 / timer.once(lambda launch=launch: launch(2000))))
         for _ in range(3):
             launch(iters)
         times, eff = [], []
         ctx = probe_nvml.sampling() if probe_nvml else None
         samples = ctx.__enter__() if ctx else None
         beside.launch(0.8 * opts.launches * 30_000.0, stream=side_stream)
-        for _ in range(opts.launches):
-            start.record()
-            launch(iters)
-            stop.record()
-            stop.synchronize()
-            times.append(cp.cuda.get_elapsed_time(start, stop))
+        for _ in range(opts.launches):  # one at a time: each launch's own clock count is read
+            times.append(timer.once(lambda launch=launch, iters=iters: launch(iters)))
             t = ticks.get().reshape(-1, 2).astype(float)
             eff.append(statistics.median(t[:, 0] / t[:, 1]) * 1000.0)  # cycles per ns -> MHz
-        start.record()
         launch(iters)
         behind.launch()
-        stop.record()
-        stop.synchronize()
+        cp.cuda.get_current_stream().synchronize()
         side_stream.synchronize()
         beside_mhz, behind_mhz = beside.read(), behind.read()
         if ctx:
@@ -346,8 +339,8 @@ def main() -> int:
             "schema": "roofline.probe-mma/1",
             "what": __doc__.split("\n\n")[1].replace("\n", " "),
             "created": results.new_document({}, None, [])["created"],
-            "device": runner.device_info(),
-            "environment": runner.environment(),
+            "device": device.info(),
+            "environment": results.environment(),
             "records": rows,
         }
         results.write_atomic(opts.output, json.dumps(doc, indent=1) + "\n")

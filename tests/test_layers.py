@@ -64,7 +64,10 @@ def _modules() -> list[Path]:
 
 
 def test_every_part_has_a_layer() -> None:
-    parts = {_part("rooflinecli." + ".".join(p.relative_to(PKG).with_suffix("").parts)) for p in _modules()}
+    parts = {
+        _part("rooflinecli." + ".".join(p.relative_to(PKG).with_suffix("").parts))
+        for p in _modules()
+    }
     assert parts <= set(LAYERS), sorted(parts - set(LAYERS))
 
 

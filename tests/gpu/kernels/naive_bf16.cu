@@ -1,0 +1,34 @@
+// A naive BF16 GEMM for the checks' own tests: one thread per C element, FP32 accumulation.
+// SKIP_K >= 0 leaves out that one k index (a kernel with an off-by-one in its K loop), which
+// the BF16 bound must catch at K = 16,384 (1/sqrt(K) = 0.8% relative error against 0.1-0.2% of
+// output rounding). CORRUPT_AFTER_FIRST = 1 writes a wrong C[0] from the second launch on: right
+// the first time, wrong when timed, which only a check of a timed launch sees.
+#include <cuda_bf16.h>
+#ifndef SKIP_K
+#define SKIP_K -1
+#endif
+#ifndef CORRUPT_AFTER_FIRST
+#define CORRUPT_AFTER_FIRST 0
+#endif
+
+__device__ int launches_seen;
+
+extern "C" __global__ void naive_bf16(int M, int N, int K, float alpha,
+                                      const __nv_bfloat16* A, const __nv_bfloat16* B,
+                                      float beta, __nv_bfloat16* C) {
+    const int col = blockIdx.x * blockDim.x + threadIdx.x;
+    const int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row >= M || col >= N) return;
+    const int skip = SKIP_K >= 0 ? SKIP_K : (SKIP_K == -2 ? K / 2 : -1);
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) {
+        if (k == skip) continue;
+        acc += __bfloat162float(A[(long long)row * K + k]) * __bfloat162float(B[(long long)k * N + col]);
+    }
+    float out = alpha * acc;
+    if (beta != 0.0f) out += beta * __bfloat162float(C[(long long)row * N + col]);
+    if (CORRUPT_AFTER_FIRST && row == 0 && col == 0) {
+        if (atomicAdd(&launches_seen, 1) > 0) out += 1000.0f;
+    }
+    C[(long long)row * N + col] = __float2bfloat16(out);
+}
