@@ -17,9 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rooflinecli.gpu import runner  # noqa: E402
-from rooflinecli.commands.run import parse_shapes  # noqa: E402
 from rooflinecli.build.stages import BY_NAME  # noqa: E402
+from rooflinecli.commands.run import parse_shapes  # noqa: E402
+from rooflinecli.gpu import runner  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_tc import retile  # noqa: E402  (the same NAME=V,... variants check_tc.py takes)

@@ -130,8 +130,8 @@ def from_elem(cp, x, dtype):  # type: ignore[no-untyped-def]
 
 
 def check_dtype(cp, np, stage: Stage, dtype: str, arch: str, rng, do_time: bool) -> int:  # type: ignore[no-untyped-def]
-    from rooflinecli.gpu import tma as tc_host
     from rooflinecli.build.compiler import compile_stage, nvrtc_version
+    from rooflinecli.gpu import tma as tc_host
 
     try:
         built = compile_stage(stage, arch, dtype)

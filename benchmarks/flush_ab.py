@@ -17,8 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rooflinecli.gpu import runner  # noqa: E402
 from rooflinecli.build.stages import BY_NAME  # noqa: E402
+from rooflinecli.gpu import runner  # noqa: E402
 
 
 def main() -> int:

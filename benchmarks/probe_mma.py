@@ -231,13 +231,12 @@ def main() -> int:
 
     import cupy as cp
 
-    from rooflinecli.build import compiler
     from rooflinecli import results
+    from rooflinecli.build import compiler
     from rooflinecli.gpu import device, nvml
     from rooflinecli.gpu.timer import Timer, Timing
 
     timer = Timer(Timing(flush_l2=False, sample_clock=False))  # the tool's one timer
-    from rooflinecli import results
 
     dev = cp.cuda.Device()
     sms = dev.attributes["MultiProcessorCount"]

@@ -3,8 +3,8 @@
     errors < paths < core < results, build < gpu, present < api < options < commands < cli
 
 A module may import its own package and any layer below; `results` and `build` do not import
-each other, nor do `gpu` and `present`, nor one command module another. Imports inside functions count too (they are read from
-the syntax tree, not by importing).
+each other, nor do `gpu` and `present`, nor one command module another. Imports inside
+functions count too (they are read from the syntax tree, not by importing).
 """
 
 from __future__ import annotations
@@ -59,6 +59,10 @@ def _imports(path: Path) -> list[str]:
     return out
 
 
+def _name(path: Path) -> str:
+    return _part("rooflinecli." + ".".join(path.relative_to(PKG).with_suffix("").parts))
+
+
 def _modules() -> list[Path]:
     return sorted(p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
 
@@ -74,7 +78,7 @@ def test_every_part_has_a_layer() -> None:
 def test_layers_import_downward_only() -> None:
     bad = []
     for path in _modules():
-        me = _part("rooflinecli." + ".".join(path.relative_to(PKG).with_suffix("").parts))
+        me = _name(path)
         for mod in _imports(path):
             if not mod.startswith("rooflinecli.") or mod == "rooflinecli":
                 continue
@@ -92,7 +96,7 @@ def test_layers_import_downward_only() -> None:
 def test_library_modules_import_no_click() -> None:
     bad = []
     for path in _modules():
-        me = _part("rooflinecli." + ".".join(path.relative_to(PKG).with_suffix("").parts))
+        me = _name(path)
         if LAYERS[me] >= CLI_LAYER:
             continue
         for mod in _imports(path):
