@@ -193,7 +193,7 @@ def launcher(  # type: ignore[no-untyped-def]
     if stage.b_layout == "nk":  # the stage reads B^T (N x K): made from B inside every launch
         b = cp.empty((g.n, g.k), dtype=g.B.dtype)
         tr = _transposer(cp, arch, g.B.dtype.itemsize)
-        tgrid = (-(-g.n // 32), -(-g.k // 32), 1)
+        tgrid = (-(-g.n // 64), -(-g.k // 64), 1)  # 64 x 64 tiles (kernels/util/transpose.cu)
         targs = (np.int32(g.k), np.int32(g.n), g.B, b)
 
         def convert() -> None:

@@ -3,7 +3,13 @@
 // the BF16 bound must catch at K = 16,384 (1/sqrt(K) = 0.8% relative error against 0.1-0.2% of
 // output rounding). CORRUPT_AFTER_FIRST = 1 writes a wrong C[0] from the second launch on: right
 // the first time, wrong when timed, which only a check of a timed launch sees.
-#include <cuda_bf16.h>
+// NVRTC from PyPI ships no cuda_bf16.h: BF16 values travel as their 16 bits.
+typedef unsigned short bf16_bits;
+__device__ __forceinline__ float bf16_to_float(bf16_bits x) { return __uint_as_float((unsigned)x << 16); }
+__device__ __forceinline__ bf16_bits float_to_bf16(float f) {  // round to nearest even
+    const unsigned u = __float_as_uint(f);
+    return (bf16_bits)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
 #ifndef SKIP_K
 #define SKIP_K -1
 #endif
@@ -14,8 +20,8 @@
 __device__ int launches_seen;
 
 extern "C" __global__ void naive_bf16(int M, int N, int K, float alpha,
-                                      const __nv_bfloat16* A, const __nv_bfloat16* B,
-                                      float beta, __nv_bfloat16* C) {
+                                      const bf16_bits* A, const bf16_bits* B,
+                                      float beta, bf16_bits* C) {
     const int col = blockIdx.x * blockDim.x + threadIdx.x;
     const int row = blockIdx.y * blockDim.y + threadIdx.y;
     if (row >= M || col >= N) return;
@@ -23,12 +29,12 @@ extern "C" __global__ void naive_bf16(int M, int N, int K, float alpha,
     float acc = 0.0f;
     for (int k = 0; k < K; ++k) {
         if (k == skip) continue;
-        acc += __bfloat162float(A[(long long)row * K + k]) * __bfloat162float(B[(long long)k * N + col]);
+        acc += bf16_to_float(A[(long long)row * K + k]) * bf16_to_float(B[(long long)k * N + col]);
     }
     float out = alpha * acc;
-    if (beta != 0.0f) out += beta * __bfloat162float(C[(long long)row * N + col]);
+    if (beta != 0.0f) out += beta * bf16_to_float(C[(long long)row * N + col]);
     if (CORRUPT_AFTER_FIRST && row == 0 && col == 0) {
         if (atomicAdd(&launches_seen, 1) > 0) out += 1000.0f;
     }
-    C[(long long)row * N + col] = __float2bfloat16(out);
+    C[(long long)row * N + col] = float_to_bf16(out);
 }
