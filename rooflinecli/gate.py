@@ -2,8 +2,9 @@
 
 Rules (docs/gate.md explains them for CI users):
 
-- Records pair up by (stage, m, n, k, dtype). Every pair, and every record on one side only, is
-  one check.
+- Records pair up by their identity (results.identity: stage, dtype and shape; `run llm` records
+  also by workload; measure() records by name). Every pair, and every record on one side only,
+  is one check.
 - Regression: TFLOP/s fell by more than `tolerance_pct` percent of the baseline.
 - Noise: such a slowdown still passes when both sides recorded the spread of their repeats
   (time_ms_stdev) and the median time grew by no more than two combined standard deviations,
@@ -25,8 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rooflinecli.errors import RooflineError
-
-Key = tuple[str, int, int, int, str]
+from rooflinecli.results import Identity, identity
 
 # device fields that must agree between baseline and current run
 ENV_FIELDS: tuple[tuple[str, str], ...] = (
@@ -47,27 +47,23 @@ NOISE_SHORT = (
 PASS, NOISE, FAIL, SKIP = "pass", "pass (noise)", "FAIL", "skip"
 
 
-def key(rec: dict[str, Any]) -> Key:
-    return (str(rec["stage"]), int(rec["m"]), int(rec["n"]), int(rec["k"]), str(rec["dtype"]))
-
-
-def shape(k: Key) -> str:
-    return f"{k[1]}x{k[2]}x{k[3]}" if k[1] else "-"
-
-
 def _num(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
         return None
     return float(v)
 
 
-def index(doc: dict[str, Any], where: str) -> dict[Key, dict[str, Any]]:
-    """Records by key, in document order; a key seen twice is an error (which one to trust?)."""
-    out: dict[Key, dict[str, Any]] = {}
-    for rec in doc["records"]:
-        k = key(rec)
+def index(doc: dict[str, Any], where: str) -> dict[Identity, dict[str, Any]]:
+    """Records by identity, in document order; an identity seen twice is an error (which one to
+    trust?)."""
+    out: dict[Identity, dict[str, Any]] = {}
+    for i, rec in enumerate(doc["records"]):
+        try:
+            k = identity(rec)
+        except RooflineError as exc:
+            raise RooflineError(f"{where}: record {i}: {exc.message}") from None
         if k in out:
-            raise RooflineError(f"{where}: {k[0]} {shape(k)} {k[4]} appears twice")
+            raise RooflineError(f"{where}: {k.label} appears twice")
         out[k] = rec
     return out
 
@@ -106,7 +102,7 @@ def parse_floor(text: str) -> tuple[str, float]:
 
 @dataclass
 class Check:
-    key: Key
+    key: Identity
     baseline_tflops: float | None = None
     tflops: float | None = None
     change_pct: float | None = None
@@ -122,7 +118,7 @@ class Check:
 
     @property
     def name(self) -> str:
-        return f"{self.key[0]} {shape(self.key)} {self.key[4]}"
+        return self.key.label
 
     @property
     def reason(self) -> str:
@@ -130,9 +126,10 @@ class Check:
 
     def row(self) -> dict[str, Any]:
         return {
-            "stage": self.key[0],
-            "shape": shape(self.key),
-            "dtype": self.key[4],
+            "stage": self.key.stage,
+            **({"workload": self.key.workload} if self.key.workload else {}),
+            "shape": self.key.shape_text,
+            "dtype": self.key.dtype,
             "baseline_tflops": self.baseline_tflops,
             "tflops": self.tflops,
             "change_pct": self.change_pct,
@@ -162,7 +159,7 @@ class GateResult:
         n, bad = len(self.checks), self.failures
         if not bad:
             return f"gate passed: {n} check{'s' if n != 1 else ''}"
-        parts = [f"{c.key[0]} {shape(c.key)} ({c.reasons[0]})" for c in bad[:limit]]
+        parts = [f"{c.name} ({c.reasons[0]})" for c in bad[:limit]]
         more = f"; and {len(bad) - limit} more" if len(bad) > limit else ""
         return f"gate failed, {len(bad)} of {n} checks: {'; '.join(parts)}{more}"
 
@@ -222,7 +219,7 @@ def _compare(check: Check, base: dict[str, Any], cur: dict[str, Any], tol: float
 def _floors(
     check: Check, cur: dict[str, Any] | None, floors: dict[str, float], field_: str, label: str
 ) -> None:
-    floor = floors.get(check.key[0], floors.get("*"))
+    floor = floors.get(check.key.stage, floors.get("*"))
     if floor is None or cur is None:
         return
     value = _num(cur.get(field_))
@@ -256,7 +253,7 @@ def evaluate(
     require_run(current, where[0])
     cur = index(current, where[0])
     diffs: list[str] = []
-    checks: dict[Key, Check] = {}
+    checks: dict[Identity, Check] = {}
     if baseline is not None:
         require_run(baseline, where[1])
         diffs = mismatches(current, baseline)
@@ -281,7 +278,7 @@ def evaluate(
     else:
         floored = set(roof_floors) | set(ref_floors)
         for k, c in cur.items():
-            if k[0] in floored or "*" in floored:
+            if k.stage in floored or "*" in floored:
                 checks[k] = Check(k, tflops=_num(c.get("tflops")))
     for k, check in checks.items():
         c = cur.get(k)
@@ -289,10 +286,10 @@ def evaluate(
             check.fail("not verified", "unverified")
         _floors(check, c, roof_floors, "pct_of_roof", "% of roof")
         _floors(check, c, ref_floors, "pct_of_reference", "% of reference")
-    stages_seen = {k[0] for k in cur}
+    stages_seen = {k.stage for k in cur}
     for stage in dict.fromkeys([*roof_floors, *ref_floors]):
         if stage != "*" and stage not in stages_seen:
-            check = Check((stage, 0, 0, 0, "-"))
+            check = Check(Identity(stage, "-", None))
             check.fail(f"{where[0]} has no record of stage {stage} (a floor names it)", "missing")
             checks[check.key] = check
     return GateResult(list(checks.values()), tolerance_pct, baseline is not None, diffs)
@@ -319,7 +316,7 @@ def junit_xml(result: GateResult, suite: str = "roofline gate") -> str:
     for m in result.mismatches:
         ET.SubElement(props, "property", name="mismatch", value=m)
     for c in result.checks:
-        tc = ET.SubElement(ts, "testcase", classname=f"roofline.gate.{c.key[4]}", name=c.name)
+        tc = ET.SubElement(ts, "testcase", classname=f"roofline.gate.{c.key.dtype}", name=c.name)
         if c.verdict == FAIL:
             fail = ET.SubElement(tc, "failure", message=c.reason, type=c.failure_type or "failure")
             fail.text = json.dumps(c.row(), indent=2)
@@ -339,8 +336,7 @@ def benchmark_json(current: dict[str, Any]) -> str:
         tf = _num(rec.get("tflops"))
         if tf is None:
             continue
-        name = f"{rec['stage']} {shape(key(rec))} {rec['dtype']}"
-        entries.append({"name": name, "unit": "TFLOP/s", "value": tf})
+        entries.append({"name": identity(rec).label, "unit": "TFLOP/s", "value": tf})
     return json.dumps(entries, indent=2) + "\n"
 
 
@@ -357,7 +353,7 @@ def describe(doc: dict[str, Any]) -> str:
 def compare_rows(
     a: dict[str, Any], b: dict[str, Any], where: tuple[str, str] = ("A", "B")
 ) -> list[dict[str, Any]]:
-    """Two documents side by side per (stage, m, n, k, dtype), with B/A ratios."""
+    """Two documents side by side per record identity, with B/A ratios."""
     ia, ib = index(a, where[0]), index(b, where[1])
     rows = []
     for k in [*ia, *(k for k in ib if k not in ia)]:
@@ -366,9 +362,10 @@ def compare_rows(
         a_t, b_t = _num(ra.get("time_ms")), _num(rb.get("time_ms"))
         rows.append(
             {
-                "stage": k[0],
-                "shape": shape(k),
-                "dtype": k[4],
+                "stage": k.stage,
+                **({"workload": k.workload} if k.workload else {}),
+                "shape": k.shape_text,
+                "dtype": k.dtype,
                 "a_tflops": a_tf,
                 "b_tflops": b_tf,
                 "tflops_ratio": b_tf / a_tf if a_tf and b_tf is not None else None,

@@ -223,6 +223,7 @@ _band = cell(lambda v: f"±{v:.1f}%")
 
 COMPARE_COLUMNS: list[Column] = [
     ("stage", "stage", str),
+    ("workload", "workload", str),  # only `run llm` rows have one; the column shows only then
     ("shape", "shape", str),
     ("dtype", "dtype", str),
     ("a_tflops", "A TFLOP/s", fixed(2)),
@@ -235,6 +236,7 @@ COMPARE_COLUMNS: list[Column] = [
 
 GATE_COLUMNS: list[Column] = [
     ("stage", "stage", str),
+    ("workload", "workload", str),
     ("shape", "shape", str),
     ("dtype", "dtype", str),
     ("baseline_tflops", "baseline TFLOP/s", fixed(2)),
@@ -245,7 +247,7 @@ GATE_COLUMNS: list[Column] = [
     ("reason", "reason", str),
 ]
 
-TEXT_FIELDS = ("stage", "roof", "shape", "dtype", "verdict", "reason")
+TEXT_FIELDS = ("stage", "workload", "roof", "shape", "dtype", "verdict", "reason")
 
 
 def text_table(

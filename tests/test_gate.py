@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from rooflinecli import results
 from rooflinecli.cli import cli
+from rooflinecli.errors import RooflineError
 
 ENV = {"COLUMNS": "200", "NO_COLOR": "1"}
 SPEC = {
@@ -82,7 +83,7 @@ def test_ten_percent_regression_fails(tmp_path: Path, base: str) -> None:
     r = gate(cur, "--baseline", base)
     assert r.exit_code == 1
     assert one_line(r) == (
-        "error: gate failed, 1 of 2 checks: tiled 1024x1024x1024 (TFLOP/s -10.0%, beyond -5%)"
+        "error: gate failed, 1 of 2 checks: tiled 1024x1024x1024 fp32 (TFLOP/s -10.0%, beyond -5%)"
     )
     assert "FAIL" in r.stdout and "-10.0%" in r.stdout
 
@@ -124,7 +125,7 @@ def test_slowdown_outside_recorded_noise_fails(tmp_path: Path) -> None:
     c = write(tmp_path / "c.json", [rec("tiled", 1.1, stdev=0.01)])
     r = gate(c, "--baseline", b)
     assert r.exit_code == 1
-    assert "tiled 1024x1024x1024 (TFLOP/s -9.1%, beyond -5%)" in one_line(r)
+    assert "tiled 1024x1024x1024 fp32 (TFLOP/s -9.1%, beyond -5%)" in one_line(r)
 
 
 def test_foreign_gpu_baseline_is_refused(tmp_path: Path, base: str) -> None:
@@ -190,7 +191,7 @@ def test_missing_and_unverified_stages_fail(tmp_path: Path, base: str) -> None:
         "extra": ("FAIL", "missing from the baseline"),
         "naive": ("FAIL", "missing from the current run"),
     }
-    assert one_line(r).startswith("error: gate failed, 3 of 3 checks: tiled 1024x1024x1024 (")
+    assert one_line(r).startswith("error: gate failed, 3 of 3 checks: tiled 1024x1024x1024 fp32 (")
 
 
 def test_floors_need_no_baseline(tmp_path: Path) -> None:
@@ -212,7 +213,7 @@ def test_floors_need_no_baseline(tmp_path: Path) -> None:
     assert every.exit_code == 1
     assert one_line(every) == (
         "error: gate failed, 1 of 2 checks: naive 1024x1024x1024 "
-        "(% of reference 10.0% below the floor 50%)"
+        "fp32 (% of reference 10.0% below the floor 50%)"
     )
     missing = gate(cur, "--min-pct-of-roof", "nosuch=1")
     assert missing.exit_code == 1
@@ -280,7 +281,7 @@ def test_markdown_summary(tmp_path: Path, base: str) -> None:
         f"baseline: `{base}` (Test GPU, driver 570.1, CUDA 12.8)"
     )
     assert lines[4] == (
-        "gate failed, 1 of 2 checks: tiled 1024x1024x1024 (TFLOP/s -50.0%, beyond -5%)."
+        "gate failed, 1 of 2 checks: tiled 1024x1024x1024 fp32 (TFLOP/s -50.0%, beyond -5%)."
     )
     assert lines[6:10] == [
         "| stage | shape | dtype | baseline TFLOP/s | current TFLOP/s | change | noise band "
@@ -330,7 +331,7 @@ def test_baseline_save_refuses_unverified_and_models(tmp_path: Path) -> None:
     r = save(src, str(tmp_path / "b.json"))
     assert r.exit_code == 2
     assert one_line(r) == (
-        f"error: {src} is not a clean run: not verified or not timed: tiled 1024x1024x1024"
+        f"error: {src} is not a clean run: not verified or not timed: tiled 1024x1024x1024 fp32"
     )
     assert not (tmp_path / "b.json").exists()
     doc = json.loads(Path(src).read_text())
@@ -339,3 +340,99 @@ def test_baseline_save_refuses_unverified_and_models(tmp_path: Path) -> None:
     r = save(src, str(tmp_path / "b.json"))
     assert r.exit_code == 2
     assert "is a model document" in one_line(r)
+
+
+# -- every kind of document: records paired by results.identity ------------------------------
+
+RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+LLM_DOC = str(RESULTS / "llm-llama-7b-fp16.json")
+
+
+def measured(name: str, time_ms: float, **kw: Any) -> dict[str, Any]:
+    """A record as rooflinecli.api.measure() makes it: a name, no m, n, k, no verification."""
+    r = {
+        "stage": name,
+        "kind": "user",
+        "dtype": "fp16",
+        "m": None,
+        "n": None,
+        "k": None,
+        "flops": 1e12,
+        "time_ms": time_ms,
+        "time_ms_stdev": 0.01,
+        "repeats": 50,
+        "tflops": 1e12 / (time_ms * 1e-3) / 1e12,
+        "verified": None,
+        "device_name": "Test GPU",
+    }
+    r.update(kw)
+    return r
+
+
+def test_identity_of_each_kind_of_record() -> None:
+    doc = json.loads(Path(LLM_DOC).read_text())
+    a, b = (results.identity(r) for r in doc["records"][12:24:6])  # ffn_gate and ffn_up, b1
+    assert (a.stage, a.shape, b.shape) == ("mma_sync", (1, 11008, 4096), (1, 11008, 4096))
+    assert a != b and a.workload == "llama-7b:ffn_gate:b1" and b.workload == "llama-7b:ffn_up:b1"
+    assert a.label == "mma_sync 1x11008x4096 fp16 llama-7b:ffn_gate:b1"
+    user = results.identity(measured("torch.matmul", 1.0))
+    assert (user.stage, user.shape, user.workload) == ("torch.matmul", None, None)
+    assert user.label == "torch.matmul fp16"
+    gemm = results.identity(rec("tiled", 1.0))
+    assert gemm.label == "tiled 1024x1024x1024 fp32" and gemm.shape_text == "1024x1024x1024"
+    with pytest.raises(RooflineError, match="give all of m, n and k, or none"):
+        results.identity(rec("tiled", 1.0, k=None))
+    with pytest.raises(RooflineError, match="whole numbers"):
+        results.identity(rec("tiled", 1.0, k=1.5))
+
+
+def test_llm_document_gates_against_itself_and_can_be_a_baseline(tmp_path: Path) -> None:
+    r = gate(LLM_DOC, "--baseline", LLM_DOC, "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    checks = json.loads(r.stdout)["checks"]
+    assert len(checks) == 72
+    assert {c["verdict"] for c in checks} == {"pass", "skip"}
+    gate_up = [c for c in checks if c["stage"] == "mma_sync" and c["shape"] == "1x11008x4096"]
+    assert [c["workload"] for c in gate_up] == [f"llama-7b:{g}:b1" for g in ("ffn_gate", "ffn_up")]
+    dst = tmp_path / "llm-baseline.json"
+    saved = save(LLM_DOC, str(dst))
+    assert saved.exit_code == 0, saved.stderr
+    assert saved.stdout.startswith(f"saved {dst}: 72 records from {LLM_DOC} (NVIDIA H200")
+
+
+def test_measure_document_gates_against_itself_and_can_be_a_baseline(tmp_path: Path) -> None:
+    recs = [measured("torch.matmul", 1.0), measured("my_kernel", 2.0)]
+    doc = write(tmp_path / "measured.json", recs, device={"name": "Test GPU"})
+    r = gate(doc, "--baseline", doc, "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    names = [(c["stage"], c["shape"], c["verdict"]) for c in json.loads(r.stdout)["checks"]]
+    assert names == [("torch.matmul", "-", "pass"), ("my_kernel", "-", "pass")]
+    assert save(doc, str(tmp_path / "b.json")).exit_code == 0
+    slower = write(tmp_path / "slower.json", [measured("torch.matmul", 1.5), recs[1]])
+    r = gate(slower, "--baseline", doc, "--allow-mismatch")
+    assert r.exit_code == 1
+    assert "torch.matmul fp16 (TFLOP/s -33.3%" in one_line(r)
+
+
+def test_genuinely_duplicated_identities_exit_2(tmp_path: Path) -> None:
+    doc = json.loads(Path(LLM_DOC).read_text())
+    doc["records"][18]["workload"] = doc["records"][12]["workload"]  # ffn_up claims ffn_gate
+    dup = tmp_path / "dup.json"
+    dup.write_text(json.dumps(doc))
+    for r in (gate(str(dup), "--baseline", LLM_DOC), save(str(dup), str(tmp_path / "b.json"))):
+        assert r.exit_code == 2
+        assert one_line(r) == (
+            f"error: {dup}: mma_sync 1x11008x4096 fp16 llama-7b:ffn_gate:b1 appears twice"
+        )
+    users = write(tmp_path / "u.json", [measured("f", 1.0), measured("f", 2.0)])
+    r = gate(users, "--baseline", users)
+    assert r.exit_code == 2
+    assert one_line(r) == f"error: {users}: f fp16 appears twice"
+
+
+def test_compare_shows_the_workload_of_llm_rows() -> None:
+    r = CliRunner().invoke(cli, ["compare", LLM_DOC, LLM_DOC, "--format", "markdown"], env=ENV)
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("| stage | workload | shape | dtype |")
+    assert "| mma_sync | llama-7b:ffn_up:b1 | 1x11008x4096 | fp16 |" in r.stdout
