@@ -5,10 +5,15 @@ Rules (docs/gate.md explains them for CI users):
 - Records pair up by their identity (results.identity: stage, dtype and shape; `run llm` records
   also by workload; measure() records by name). Every pair, and every record on one side only,
   is one check.
-- Regression: TFLOP/s fell by more than `tolerance_pct` percent of the baseline.
-- Noise: such a slowdown still passes when both sides recorded the spread of their repeats
-  (time_ms_stdev) and the median time grew by no more than two combined standard deviations,
-  2 * sqrt(sd_baseline**2 + sd_current**2). One rule, stated in the verdict's reason.
+- Regression: TFLOP/s fell by more than `tolerance_pct` percent of the baseline. Which rule
+  decides is stated in each check (`rule`, and the end of its reason):
+  - "bootstrap": both records hold their repeats (samples_ms, at least stats.MIN_SAMPLES each).
+    The TFLOP/s change is median(baseline)/median(current) time - 1 (times a flops ratio for
+    measure() records), with the LEVEL bootstrap interval of stats.compare. FAIL when all of
+    the interval lies below -tolerance, pass when none of it does, "inconclusive" when it
+    straddles -tolerance (too noisy to tell either way);
+  - "medians": otherwise (today's documents hold no samples): the medians alone, no noise
+    allowance: FAIL when TFLOP/s fell by more than the tolerance.
 - A record missing from either side fails; so does a record with verified false on either side,
   or a current record without a speed. A stage skipped on both sides (verified null, e.g. the GPU
   is too old for it) is a skip.
@@ -25,6 +30,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from rooflinecli import stats
 from rooflinecli.errors import RooflineError
 from rooflinecli.results import Identity, identity
 
@@ -35,16 +43,26 @@ ENV_FIELDS: tuple[tuple[str, str], ...] = (
     ("cuda_driver", "CUDA driver"),
     ("cuda_runtime", "CUDA runtime"),
 )
-NOISE_SIGMAS = 2.0
-NOISE_RULE = (
-    "a slowdown beyond the tolerance passes as noise when the median time grew by no more than "
-    f"{NOISE_SIGMAS:g} combined standard deviations of the repeats, "
-    f"{NOISE_SIGMAS:g}*sqrt(sd_baseline^2 + sd_current^2)"
+LEVEL = f"{100 * stats.LEVEL:g}%"
+BOOTSTRAP, MEDIANS = "bootstrap", "medians"
+RULES: dict[str, str] = {
+    BOOTSTRAP: (
+        f"both runs recorded samples_ms (at least {stats.MIN_SAMPLES} each): the {LEVEL} "
+        "bootstrap interval of the TFLOP/s change, from median(current)/median(baseline) time, "
+        "decides: FAIL when all of it lies below -tolerance, pass when none of it does, "
+        "inconclusive when it straddles -tolerance"
+    ),
+    MEDIANS: (
+        "a run without samples_ms: the medians alone decide, with no noise allowance: FAIL when "
+        "TFLOP/s fell by more than the tolerance"
+    ),
+}
+RULES_SHORT = (
+    f"with samples, the {LEVEL} bootstrap interval of the change must clear the tolerance "
+    "(else inconclusive); without, the medians alone decide"
 )
-NOISE_SHORT = (
-    f"a slowdown within {NOISE_SIGMAS:g} combined standard deviations of the repeats is noise"
-)
-PASS, NOISE, FAIL, SKIP = "pass", "pass (noise)", "FAIL", "skip"
+PASS, FAIL, SKIP, INCONCLUSIVE = "pass", "FAIL", "skip", "inconclusive"
+EXIT_CODES = {"pass": 0, "fail": 1, "inconclusive": 3}
 
 
 def _num(v: Any) -> float | None:
@@ -105,15 +123,27 @@ class Check:
     key: Identity
     baseline_tflops: float | None = None
     tflops: float | None = None
-    change_pct: float | None = None
-    noise_pct: float | None = None  # the noise band as a percentage of the baseline time
+    change_pct: float | None = None  # TFLOP/s change, percent (negative: slower)
+    ci_low_pct: float | None = None  # its bootstrap interval (rule "bootstrap" only)
+    ci_high_pct: float | None = None
+    noise_pct: float | None = None  # stats.noise_pct of the current run's samples
+    baseline_noise_pct: float | None = None  # the same of the baseline's
+    rule: str | None = None  # BOOTSTRAP | MEDIANS: which rule judged the speed
+    time_s: float | None = None  # the current run's median time, seconds (JUnit's time)
     verdict: str = PASS
     reasons: list[str] = field(default_factory=list)
     failure_type: str | None = None  # regression | missing | unverified | floor
+    failed: list[str] = field(default_factory=list)  # the reasons that failed it
 
     def fail(self, why: str, kind: str) -> None:
         self.verdict = FAIL
         self.failure_type = self.failure_type or kind
+        self.reasons.append(why)
+        self.failed.append(why)
+
+    def undecided(self, why: str) -> None:
+        if self.verdict != FAIL:
+            self.verdict = INCONCLUSIVE
         self.reasons.append(why)
 
     @property
@@ -124,6 +154,11 @@ class Check:
     def reason(self) -> str:
         return "; ".join(self.reasons)
 
+    @property
+    def why(self) -> str:
+        """The reason behind the verdict: the first failure, else the first reason."""
+        return (self.failed or self.reasons or [""])[0]
+
     def row(self) -> dict[str, Any]:
         return {
             "stage": self.key.stage,
@@ -133,7 +168,11 @@ class Check:
             "baseline_tflops": self.baseline_tflops,
             "tflops": self.tflops,
             "change_pct": self.change_pct,
+            "ci_low_pct": self.ci_low_pct,
+            "ci_high_pct": self.ci_high_pct,
             "noise_pct": self.noise_pct,
+            "baseline_noise_pct": self.baseline_noise_pct,
+            "rule": self.rule,
             "verdict": self.verdict,
             "reason": self.reason,
         }
@@ -151,30 +190,87 @@ class GateResult:
         return [c for c in self.checks if c.verdict == FAIL]
 
     @property
+    def inconclusive(self) -> list[Check]:
+        return [c for c in self.checks if c.verdict == INCONCLUSIVE]
+
+    @property
+    def outcome(self) -> str:
+        """fail (any check failed) > inconclusive (any too noisy to tell) > pass."""
+        return "fail" if self.failures else "inconclusive" if self.inconclusive else "pass"
+
+    @property
     def passed(self) -> bool:
-        return not self.failures
+        return self.outcome == "pass"
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.outcome]
+
+    def rules_used(self) -> str:
+        """How many checks each rule judged, e.g. '6 by bootstrap, 2 by medians only'."""
+        n = {r: sum(c.rule == r for c in self.checks) for r in (BOOTSTRAP, MEDIANS)}
+        parts = [f"{n[BOOTSTRAP]} by bootstrap"] if n[BOOTSTRAP] else []
+        parts += [f"{n[MEDIANS]} by medians only"] if n[MEDIANS] else []
+        return ", ".join(parts)
 
     def summary(self, limit: int = 4) -> str:
-        """One line: how many checks failed and which, with the first reasons."""
-        n, bad = len(self.checks), self.failures
-        if not bad:
-            return f"gate passed: {n} check{'s' if n != 1 else ''}"
-        parts = [f"{c.name} ({c.reasons[0]})" for c in bad[:limit]]
-        more = f"; and {len(bad) - limit} more" if len(bad) > limit else ""
-        return f"gate failed, {len(bad)} of {n} checks: {'; '.join(parts)}{more}"
+        """One line: the outcome, and the checks behind it with their reasons."""
+        n, bad, unsure = len(self.checks), self.failures, self.inconclusive
+        if not bad and not unsure:
+            used = self.rules_used()
+            return f"gate passed: {n} check{'s' if n != 1 else ''}" + (f" ({used})" if used else "")
+        shown = bad or unsure
+        parts = [f"{c.name} ({c.why})" for c in shown[:limit]]
+        more = f"; and {len(shown) - limit} more" if len(shown) > limit else ""
+        if bad:
+            tail = f"; {len(unsure)} more inconclusive" if unsure else ""
+            return f"gate failed, {len(bad)} of {n} checks: {'; '.join(parts)}{more}{tail}"
+        return (
+            f"gate inconclusive, {len(unsure)} of {n} checks too noisy to tell: "
+            f"{'; '.join(parts)}{more}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "passed": self.passed,
+            "outcome": self.outcome,
             "summary": self.summary(),
             "tolerance_pct": self.tolerance_pct,
-            "noise_rule": NOISE_RULE,
+            "level": stats.LEVEL,
+            "rules": RULES,
             "mismatches": self.mismatches,
             "checks": [c.row() for c in self.checks],
         }
 
 
-def _compare(check: Check, base: dict[str, Any], cur: dict[str, Any], tol: float) -> None:
+def _samples(rec: dict[str, Any], where: str, k: Identity) -> np.ndarray | None:
+    """The record's repeats (samples_ms), sorted; None when it has none."""
+    raw = rec.get("samples_ms")
+    if raw is None:
+        return None
+    arr = stats.as_samples(raw)
+    if arr is None:
+        raise RooflineError(f"{where}: {k.label}: samples_ms must be a list of positive times (ms)")
+    return arr
+
+
+def _work(base: dict[str, Any], cur: dict[str, Any]) -> float:
+    """current flops / baseline flops: 1 for one shape; measure() names may change their work."""
+    b, c = _num(base.get("flops")), _num(cur.get("flops"))
+    return c / b if b and c else 1.0
+
+
+def _finite(v: float) -> float | None:
+    return v if math.isfinite(v) else None
+
+
+def _noise(x: np.ndarray | None) -> float | None:
+    return _finite(stats.noise_pct(x)) if x is not None else None
+
+
+def _compare(
+    check: Check, base: dict[str, Any], cur: dict[str, Any], tol: float, where: tuple[str, str]
+) -> None:
     if base.get("verified") is None and cur.get("verified") is None and cur.get("tflops") is None:
         check.verdict = SKIP
         check.reasons.append(f"not run on either side ({cur.get('error') or 'skipped'})")
@@ -192,28 +288,57 @@ def _compare(check: Check, base: dict[str, Any], cur: dict[str, Any], tol: float
     if c_tf is None:
         check.fail(f"no speed measured ({cur.get('error') or 'not timed'})", "missing")
         return
-    change = 100.0 * (c_tf - b_tf) / b_tf
-    check.change_pct = change
-    b_t, c_t = _num(base.get("time_ms")), _num(cur.get("time_ms"))
-    b_sd, c_sd = _num(base.get("time_ms_stdev")), _num(cur.get("time_ms_stdev"))
-    band = None
-    if b_t and c_t is not None and b_sd is not None and c_sd is not None:
-        band = NOISE_SIGMAS * math.sqrt(b_sd**2 + c_sd**2)
-        check.noise_pct = 100.0 * band / b_t
-    if change >= -tol:
-        if change > tol:
-            check.reasons.append(f"faster by {change:.1f}%: consider a new baseline")
+    c_t = _num(cur.get("time_ms"))
+    check.time_s = c_t / 1e3 if c_t is not None else None
+    b_s, c_s = _samples(base, where[1], check.key), _samples(cur, where[0], check.key)
+    if b_s is not None and c_s is not None:
+        both = stats.compare(b_s, c_s)  # the interval and each run's noise, from one set of draws
+        check.noise_pct = _finite(both.current_noise_pct)
+        check.baseline_noise_pct = _finite(both.baseline_noise_pct)
+        if min(b_s.size, c_s.size) >= stats.MIN_SAMPLES:
+            _by_bootstrap(check, both.ratio, _work(base, cur), tol)
+            return
+        why = f"fewer than {stats.MIN_SAMPLES} samples"
+    else:
+        check.noise_pct, check.baseline_noise_pct = _noise(c_s), _noise(b_s)
+        if b_s is None and c_s is None:
+            why = "no samples"
         else:
-            check.reasons.append(f"within {tol:g}%")
-        return
-    if band is not None and b_t is not None and c_t is not None and c_t - b_t <= band:
-        check.verdict = NOISE
-        check.reasons.append(
-            f"{change:.1f}% but the median time grew {c_t - b_t:.4g} ms, within "
-            f"{NOISE_SIGMAS:g} sigma = {band:.4g} ms"
-        )
-        return
-    check.fail(f"TFLOP/s {change:.1f}%, beyond -{tol:g}%", "regression")
+            why = f"no samples in the {'baseline' if b_s is None else 'current run'}"
+    _by_medians(check, b_tf, c_tf, tol, why)
+
+
+def _by_bootstrap(check: Check, iv: stats.Interval, work: float, tol: float) -> None:
+    """Rule "bootstrap": the interval of the TFLOP/s change against -tolerance. iv: the interval
+    of median(current) / median(baseline) time."""
+
+    def change_of(ratio: float) -> float:
+        return 100.0 * (work / ratio - 1.0)
+
+    change, low, high = change_of(iv.estimate), change_of(iv.high), change_of(iv.low)
+    check.rule, check.change_pct, check.ci_low_pct, check.ci_high_pct = BOOTSTRAP, change, low, high
+    ci = f"bootstrap {LEVEL} CI {low:+.1f}% to {high:+.1f}%"
+    if high < -tol:
+        check.fail(f"TFLOP/s {change:.1f}%, beyond -{tol:g}% ({ci})", "regression")
+    elif low < -tol:
+        check.undecided(f"TFLOP/s {change:.1f}%, too noisy to tell ({ci} straddles -{tol:g}%)")
+    elif low > tol:
+        check.reasons.append(f"faster by {change:.1f}%: consider a new baseline ({ci})")
+    else:
+        check.reasons.append(f"TFLOP/s {change:+.1f}%, within {tol:g}% ({ci})")
+
+
+def _by_medians(check: Check, b_tf: float, c_tf: float, tol: float, why: str) -> None:
+    """Rule "medians": the recorded speeds alone, no noise allowance."""
+    change = 100.0 * (c_tf - b_tf) / b_tf
+    check.rule, check.change_pct = MEDIANS, change
+    tag = f"(medians only: {why})"
+    if change < -tol:
+        check.fail(f"TFLOP/s {change:.1f}%, beyond -{tol:g}% {tag}", "regression")
+    elif change > tol:
+        check.reasons.append(f"faster by {change:.1f}%: consider a new baseline {tag}")
+    else:
+        check.reasons.append(f"within {tol:g}% {tag}")
 
 
 def _floors(
@@ -273,7 +398,7 @@ def evaluate(
             elif c is None:
                 check.fail("missing from the current run", "missing")
             else:
-                _compare(check, b, c, tolerance_pct)
+                _compare(check, b, c, tolerance_pct, where)
             checks[k] = check
     else:
         floored = set(roof_floors) | set(ref_floors)
@@ -312,7 +437,8 @@ def junit_xml(result: GateResult, suite: str = "roofline gate") -> str:
     )
     props = ET.SubElement(ts, "properties")
     ET.SubElement(props, "property", name="tolerance_pct", value=f"{result.tolerance_pct:g}")
-    ET.SubElement(props, "property", name="noise_rule", value=NOISE_RULE)
+    for rule, text in RULES.items():
+        ET.SubElement(props, "property", name=f"rule_{rule}", value=text)
     for m in result.mismatches:
         ET.SubElement(props, "property", name="mismatch", value=m)
     for c in result.checks:

@@ -242,7 +242,7 @@ GATE_COLUMNS: list[Column] = [
     ("baseline_tflops", "baseline TFLOP/s", fixed(2)),
     ("tflops", "current TFLOP/s", fixed(2)),
     ("change_pct", "change", _change),
-    ("noise_pct", "noise band", _band),
+    ("noise_pct", "noise", _band),
     ("verdict", "verdict", str),
     ("reason", "reason", str),
 ]
