@@ -17,10 +17,12 @@ Rules (docs/gate.md explains them for CI users):
 - A record missing from either side fails; so does a record with verified false on either side,
   or a current record without a speed. A stage skipped on both sides (verified null, e.g. the GPU
   is too old for it) is a skip.
-- Floors (pct_of_roof, pct_of_reference per stage, "*" for every stage) need no baseline.
+- Floors (pct_of_roof, pct_of_reference per stage, "*" for every stage) need no baseline. A
+  floor naming a stage the current run has no record of is a usage error (exit 2).
 - A baseline from another GPU (device name), driver, CUDA driver or CUDA runtime is refused
   (RooflineError, exit 2) unless mismatches are allowed; a document without a device (a model)
-  is refused always.
+  is refused always; so is a baseline whose records are of other dtypes than the run's (an fp32
+  run against a bf16 baseline), mismatches allowed or not.
 """
 
 from __future__ import annotations
@@ -101,6 +103,33 @@ def mismatches(current: dict[str, Any], baseline: dict[str, Any]) -> list[str]:
         for f, label in ENV_FIELDS
         if cur.get(f) != base.get(f)
     ]
+
+
+def dtypes(doc: dict[str, Any]) -> list[str]:
+    """The dtypes of a document's records, sorted."""
+    return sorted({str(r.get("dtype")) for r in doc["records"]})
+
+
+def _same_dtypes(current: dict[str, Any], baseline: dict[str, Any], where: tuple[str, str]) -> None:
+    cur, base = dtypes(current), dtypes(baseline)
+    if cur != base:
+        raise RooflineError(
+            f"{where[0]} is {'+'.join(cur) or 'empty'} but {where[1]} is "
+            f"{'+'.join(base) or 'empty'}: gate a run against a baseline of the same dtype"
+        )
+
+
+def _floored_stages_exist(
+    cur: dict[Identity, dict[str, Any]], floors: dict[str, float], option: str, where: str
+) -> None:
+    have = list(dict.fromkeys(k.stage for k in cur))
+    for stage in floors:
+        if stage != "*" and stage not in have:
+            known = ", ".join(have[:12]) + (", ..." if len(have) > 12 else "")
+            raise RooflineError(
+                f"{option} names stage {stage}, which {where} has no record of "
+                f"(its stages: {known or 'none'})"
+            )
 
 
 def parse_floor(text: str) -> tuple[str, float]:
@@ -377,10 +406,13 @@ def evaluate(
         raise RooflineError(f"tolerance {tolerance_pct:g}% must be at least 0")
     require_run(current, where[0])
     cur = index(current, where[0])
+    _floored_stages_exist(cur, roof_floors, "--min-pct-of-roof", where[0])
+    _floored_stages_exist(cur, ref_floors, "--min-pct-of-reference", where[0])
     diffs: list[str] = []
     checks: dict[Identity, Check] = {}
     if baseline is not None:
         require_run(baseline, where[1])
+        _same_dtypes(current, baseline, where)
         diffs = mismatches(current, baseline)
         if diffs and not allow_mismatch:
             raise RooflineError(
@@ -411,12 +443,6 @@ def evaluate(
             check.fail("not verified", "unverified")
         _floors(check, c, roof_floors, "pct_of_roof", "% of roof")
         _floors(check, c, ref_floors, "pct_of_reference", "% of reference")
-    stages_seen = {k.stage for k in cur}
-    for stage in dict.fromkeys([*roof_floors, *ref_floors]):
-        if stage != "*" and stage not in stages_seen:
-            check = Check(Identity(stage, "-", None))
-            check.fail(f"{where[0]} has no record of stage {stage} (a floor names it)", "missing")
-            checks[check.key] = check
     return GateResult(list(checks.values()), tolerance_pct, baseline is not None, diffs)
 
 

@@ -213,9 +213,38 @@ def test_floors_need_no_baseline(tmp_path: Path) -> None:
         "error: gate failed, 1 of 2 checks: naive 1024x1024x1024 "
         "fp32 (% of reference 10.0% below the floor 50%)"
     )
+    # a floor naming a stage the run lacks is a usage error (it failed as a check, exit 1, before)
     missing = gate(cur, "--min-pct-of-roof", "nosuch=1")
-    assert missing.exit_code == 1
-    assert "nosuch - (" in one_line(missing)
+    assert missing.exit_code == 2
+    assert one_line(missing) == (
+        f"error: --min-pct-of-roof names stage nosuch, which {cur} has no record of "
+        "(its stages: naive, tiled)"
+    )
+
+
+def test_unknown_floor_stage_exits_2_with_a_baseline_too(tmp_path: Path, base: str) -> None:
+    cur = write(tmp_path / "cur.json", [rec("naive", 10.0), rec("tiled", 1.0, pct_of_reference=50)])
+    r = gate(cur, "--baseline", base, "--min-pct-of-reference", "tiled=1")
+    assert r.exit_code == 0, r.stderr
+    r = gate(cur, "--baseline", base, "--min-pct-of-reference", "tiledd=1", "--format", "json")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert one_line(r).startswith("error: --min-pct-of-reference names stage tiledd, which ")
+
+
+def test_dtype_mismatch_exits_2(tmp_path: Path) -> None:
+    base = write(tmp_path / "bf16.json", [rec("mma_sync", 1.0, dtype="bf16")])
+    cur = write(tmp_path / "fp32.json", [rec("mma_sync", 1.0)])
+    for extra in ([], ["--allow-mismatch"]):
+        r = gate(cur, "--baseline", base, *extra)
+        assert r.exit_code == 2  # was exit 1: every check 'missing'
+        assert one_line(r) == (
+            f"error: {cur} is fp32 but {base} is bf16: "
+            "gate a run against a baseline of the same dtype"
+        )
+    both = write(tmp_path / "both.json", [rec("a", 1.0), rec("b", 1.0, dtype="bf16")])
+    r = gate(cur, "--baseline", both)
+    assert r.exit_code == 2
+    assert f"is fp32 but {both} is bf16+fp32:" in one_line(r)
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:

@@ -124,7 +124,8 @@ def gate(
       0  every check passed (or was skipped)
       1  a check failed (a failure wins over an inconclusive check)
       2  usage or input error: unreadable document, a baseline from another
-         environment, nothing to check
+         environment or of another dtype, a floor naming a stage the run lacks,
+         nothing to check
       3  nothing failed, but a check was inconclusive (rerun, or record more repeats)
 
     The rules: docs/gate.md.
