@@ -213,6 +213,8 @@ class GateResult:
     tolerance_pct: float
     has_baseline: bool
     mismatches: list[str] = field(default_factory=list)
+    timestamp: str | None = None  # when the current run was made (its `created`), for JUnit
+    hostname: str | None = None  # where (its environment's host), for JUnit
 
     @property
     def failures(self) -> list[Check]:
@@ -317,8 +319,6 @@ def _compare(
     if c_tf is None:
         check.fail(f"no speed measured ({cur.get('error') or 'not timed'})", "missing")
         return
-    c_t = _num(cur.get("time_ms"))
-    check.time_s = c_t / 1e3 if c_t is not None else None
     b_s, c_s = _samples(base, where[1], check.key), _samples(cur, where[0], check.key)
     if b_s is not None and c_s is not None:
         both = stats.compare(b_s, c_s)  # the interval and each run's noise, from one set of draws
@@ -439,44 +439,99 @@ def evaluate(
                 checks[k] = Check(k, tflops=_num(c.get("tflops")))
     for k, check in checks.items():
         c = cur.get(k)
+        c_t = _num(c.get("time_ms")) if c is not None else None
+        check.time_s = c_t / 1e3 if c_t is not None else None
         if baseline is None and c is not None and c.get("verified") is False:
             check.fail("not verified", "unverified")
         _floors(check, c, roof_floors, "pct_of_roof", "% of roof")
         _floors(check, c, ref_floors, "pct_of_reference", "% of reference")
-    return GateResult(list(checks.values()), tolerance_pct, baseline is not None, diffs)
+    host = (current.get("environment") or {}).get("host")
+    return GateResult(
+        list(checks.values()),
+        tolerance_pct,
+        baseline is not None,
+        diffs,
+        timestamp=current.get("created") if isinstance(current.get("created"), str) else None,
+        hostname=host if isinstance(host, str) and host.strip() else None,
+    )
+
+
+def _decimal(seconds: float | None) -> str:
+    """xs:decimal (no exponent): the time of a JUnit testcase or suite, in seconds."""
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return "0"
+    return f"{seconds:.9f}".rstrip("0").rstrip(".") or "0"
+
+
+def _junit_timestamp(created: str | None) -> str:
+    """ISO 8601 without a zone or fractions (YYYY-MM-DDTHH:MM:SS, in UTC), as JUnit.xsd wants."""
+    from datetime import UTC, datetime
+
+    when = datetime.now(UTC)
+    if created:
+        try:
+            parsed = datetime.fromisoformat(created)
+            when = parsed.astimezone(UTC) if parsed.tzinfo else parsed
+        except ValueError:
+            pass
+    return when.strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def junit_xml(result: GateResult, suite: str = "roofline gate") -> str:
-    """JUnit XML: one testcase per stage and shape, a <failure> for each failed check."""
+    """JUnit XML that strict consumers accept (the Windy Road JUnit.xsd).
+
+    A <testsuites> root holds one <testsuite> with name, package, id, timestamp, hostname,
+    tests, failures, errors, skipped and time; its <properties>; one <testcase> per check (name,
+    classname, time: the current run's median time in seconds) holding at most one of <failure>
+    (a failed check), <error type="inconclusive"> (too noisy to tell) or <skipped>; then
+    <system-out> (the summary and every check's reason) and <system-err>, at suite level.
+    """
     import xml.etree.ElementTree as ET
 
-    skipped = sum(c.verdict == SKIP for c in result.checks)
+    checks = result.checks
     root = ET.Element("testsuites")
     ts = ET.SubElement(
         root,
         "testsuite",
         name=suite,
-        tests=str(len(result.checks)),
-        failures=str(len(result.failures)),
-        errors="0",
-        skipped=str(skipped),
+        package="roofline",
+        id="0",
+        timestamp=_junit_timestamp(result.timestamp),
+        hostname=result.hostname or "localhost",
+        tests=str(len(checks)),
+        failures=str(sum(c.verdict == FAIL for c in checks)),
+        errors=str(sum(c.verdict == INCONCLUSIVE for c in checks)),
+        skipped=str(sum(c.verdict == SKIP for c in checks)),
+        time=_decimal(sum(c.time_s or 0.0 for c in checks)),
     )
     props = ET.SubElement(ts, "properties")
     ET.SubElement(props, "property", name="tolerance_pct", value=f"{result.tolerance_pct:g}")
+    ET.SubElement(props, "property", name="level", value=f"{stats.LEVEL:g}")
     for rule, text in RULES.items():
         ET.SubElement(props, "property", name=f"rule_{rule}", value=text)
     for m in result.mismatches:
         ET.SubElement(props, "property", name="mismatch", value=m)
-    for c in result.checks:
-        tc = ET.SubElement(ts, "testcase", classname=f"roofline.gate.{c.key.dtype}", name=c.name)
+    for c in checks:
+        tc = ET.SubElement(
+            ts,
+            "testcase",
+            name=c.name,
+            classname=f"roofline.gate.{c.key.dtype}",
+            time=_decimal(c.time_s),
+        )
         if c.verdict == FAIL:
             fail = ET.SubElement(tc, "failure", message=c.reason, type=c.failure_type or "failure")
             fail.text = json.dumps(c.row(), indent=2)
+        elif c.verdict == INCONCLUSIVE:
+            err = ET.SubElement(tc, "error", message=c.reason, type="inconclusive")
+            err.text = json.dumps(c.row(), indent=2)
         elif c.verdict == SKIP:
             ET.SubElement(tc, "skipped", message=c.reason)
-        else:
-            out = ET.SubElement(tc, "system-out")
-            out.text = c.reason
+    out = ET.SubElement(ts, "system-out")
+    out.text = "\n".join(
+        [result.summary(), *(f"{c.name}: {c.verdict}: {c.reason}" for c in checks)]
+    )
+    ET.SubElement(ts, "system-err").text = ""
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 

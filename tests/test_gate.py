@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -260,29 +262,155 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert "'lots' is not a number" in one_line(r)
 
 
-def test_junit_counts_failures(tmp_path: Path) -> None:
-    b = write(tmp_path / "b.json", [rec("a", 1.0), rec("b", 1.0), rec("c", 1.0)])
-    c = write(tmp_path / "c.json", [rec("a", 1.0), rec("b", 2.0), rec("c", 1.5)])
+# The rules of the Windy Road JUnit.xsd (what strict consumers validate against), as a check.
+JUNIT_DECIMAL = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)")  # xs:decimal: no exponent
+JUNIT_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")  # no zone, no fraction
+JUNIT_OUTCOMES = ("skipped", "error", "failure")
+
+
+def junit_violations(text: str) -> list[str]:
+    """Every way `text` breaks JUnit.xsd: required attributes, the order of a testsuite's
+    children (properties, testcase*, system-out, system-err), at most one outcome per testcase,
+    no system-out inside a testcase, and suite counts that match the testcases."""
+    bad: list[str] = []
+    root = ET.fromstring(text)
+    if root.tag not in ("testsuites", "testsuite"):
+        return [f"root element <{root.tag}>"]
+    suites = list(root) if root.tag == "testsuites" else [root]
+    for ts in suites:
+        if ts.tag != "testsuite":
+            bad.append(f"<{ts.tag}> in <testsuites>")
+            continue
+        needed = ["name", "timestamp", "hostname", "tests", "failures", "errors", "time"]
+        needed += ["package", "id"] if root.tag == "testsuites" else []
+        bad += [f"testsuite lacks {a}" for a in needed if not (ts.get(a) or "").strip()]
+        if not JUNIT_TIMESTAMP.fullmatch(ts.get("timestamp") or ""):
+            bad.append(f"testsuite timestamp {ts.get('timestamp')!r}")
+        if not JUNIT_DECIMAL.fullmatch(ts.get("time") or ""):
+            bad.append(f"testsuite time {ts.get('time')!r}")
+        tags = [child.tag for child in ts]
+        middle = tags[1:-2]
+        if (
+            tags[:1] != ["properties"]
+            or tags[-2:] != ["system-out", "system-err"]
+            or any(t != "testcase" for t in middle)
+        ):
+            bad.append(f"testsuite children {tags}")
+        for prop in ts.iter("property"):
+            if not prop.get("name") or prop.get("value") is None:
+                bad.append(f"property {prop.attrib}")
+        cases = ts.findall("testcase")
+        for tc in cases:
+            bad += [f"testcase lacks {a}" for a in ("name", "classname", "time") if not tc.get(a)]
+            if not JUNIT_DECIMAL.fullmatch(tc.get("time") or ""):
+                bad.append(f"testcase {tc.get('name')} time {tc.get('time')!r}")
+            kids = [k.tag for k in tc]
+            if len(kids) > 1 or any(k not in JUNIT_OUTCOMES for k in kids):
+                bad.append(f"testcase {tc.get('name')} holds {kids}")
+            bad += [
+                f"<{k.tag}> without a type"
+                for k in tc
+                if k.tag in ("error", "failure") and not k.get("type")
+            ]
+        counts = {
+            "tests": len(cases),
+            "failures": sum(tc.find("failure") is not None for tc in cases),
+            "errors": sum(tc.find("error") is not None for tc in cases),
+            "skipped": sum(tc.find("skipped") is not None for tc in cases),
+        }
+        for attr, n in counts.items():
+            if ts.get(attr) is not None and ts.get(attr) != str(n):
+                bad.append(f"testsuite {attr}={ts.get(attr)} but {n} testcases")
+    return bad
+
+
+def test_junit_rules_catch_the_old_output() -> None:
+    old = """<testsuites><testsuite name="roofline gate" tests="2" failures="0" errors="0"
+    skipped="0"><properties/><testcase classname="roofline.gate.fp32" name="a">
+    <system-out>within 5%</system-out></testcase></testsuite></testsuites>"""
+    assert set(junit_violations(old)) == {
+        "testsuite lacks timestamp",
+        "testsuite lacks hostname",
+        "testsuite lacks time",
+        "testsuite lacks package",
+        "testsuite lacks id",
+        "testsuite timestamp None",
+        "testsuite time None",
+        "testsuite children ['properties', 'testcase']",
+        "testcase lacks time",
+        "testcase a time None",
+        "testcase a holds ['system-out']",
+        "testsuite tests=2 but 1 testcases",
+    }
+
+
+def test_junit_is_valid_and_counts_each_outcome(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+
+    def noisy(factor: float) -> list[float]:  # 30 repeats of 8% spread: cannot tell 3% from 5%
+        return [float(t) * factor for t in rng.normal(1.0, 0.08, 30)]
+
+    gone = rec("gone", 1.0, verified=None, tflops=None, error="skipped: too old")
+    gone["time_ms"] = None
+    b = write(
+        tmp_path / "b.json",
+        [rec("a", 1.0), rec("b", 2.0), rec("c", 1.0, samples_ms=noisy(1.0)), gone, rec("x", 1.0)],
+    )
+    c = write(
+        tmp_path / "c.json",
+        [rec("a", 1.0), rec("b", 2.5), rec("c", 1.03, samples_ms=noisy(1.03)), gone],
+    )
     junit = tmp_path / "junit.xml"
     r = gate(c, "--baseline", b, "--junit", str(junit))
-    assert r.exit_code == 1
-    root = ET.parse(junit).getroot()
-    suite = root.find("testsuite")
+    assert r.exit_code == 1, r.stderr
+    text = junit.read_text()
+    assert junit_violations(text) == []
+    suite = ET.fromstring(text).find("testsuite")
     assert suite is not None
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "2", "0")
-    cases = suite.findall("testcase")
-    assert [tc.get("name") for tc in cases] == [
+    counts = [suite.get(a) for a in ("tests", "failures", "errors", "skipped")]
+    assert counts == ["5", "2", "1", "1"]
+    cases = {tc.get("name"): tc for tc in suite.findall("testcase")}
+    assert list(cases) == [
         "a 1024x1024x1024 fp32",
         "b 1024x1024x1024 fp32",
         "c 1024x1024x1024 fp32",
+        "gone 1024x1024x1024 fp32",
+        "x 1024x1024x1024 fp32",
     ]
-    failures = [tc.find("failure") for tc in cases]
-    assert failures[0] is None
-    assert [f.get("message") for f in failures[1:] if f is not None] == [
-        "TFLOP/s -50.0%, beyond -5% (medians only: no samples)",
-        "TFLOP/s -33.3%, beyond -5% (medians only: no samples)",
-    ]
-    assert {f.get("type") for f in failures[1:] if f is not None} == {"regression"}
+    assert [len(tc) for tc in cases.values()] == [0, 1, 1, 1, 1]
+    assert cases["a 1024x1024x1024 fp32"].get("time") == "0.001"  # the current median, seconds
+    assert cases["b 1024x1024x1024 fp32"].get("time") == "0.0025"
+    assert cases["c 1024x1024x1024 fp32"].get("time") == "0.00103"
+    assert cases["gone 1024x1024x1024 fp32"].get("time") == "0"  # not run
+    assert cases["x 1024x1024x1024 fp32"].get("time") == "0"  # not in the current run
+    fail = cases["b 1024x1024x1024 fp32"].find("failure")
+    assert fail is not None and fail.get("type") == "regression"
+    assert fail.get("message") == "TFLOP/s -20.0%, beyond -5% (medians only: no samples)"
+    err = cases["c 1024x1024x1024 fp32"].find("error")
+    assert err is not None and err.get("type") == "inconclusive"
+    assert "too noisy to tell (bootstrap 99% CI" in (err.get("message") or "")
+    missing = cases["x 1024x1024x1024 fp32"].find("failure")
+    assert missing is not None and missing.get("type") == "missing"
+    assert suite.get("time") == "0.00453"
+    out = suite.find("system-out")
+    assert out is not None and (out.text or "").startswith("gate failed, 2 of 5 checks: b ")
+    assert suite.get("hostname") == "localhost"  # the test documents name no host
+    assert JUNIT_TIMESTAMP.fullmatch(suite.get("timestamp") or "")
+
+
+def test_junit_of_a_passing_committed_run(tmp_path: Path) -> None:
+    path = str(RESULTS / "gemm-fp16-4096.json")
+    junit = tmp_path / "junit.xml"
+    assert gate(path, "--baseline", path, "--junit", str(junit)).exit_code == 0
+    text = junit.read_text()
+    assert junit_violations(text) == []
+    suite = ET.fromstring(text).find("testsuite")
+    assert suite is not None
+    doc = json.loads(Path(path).read_text())
+    assert suite.get("timestamp") == doc["created"][:19]  # written in UTC
+    assert suite.get("hostname") == doc["environment"]["host"]
+    times = [float(tc.get("time") or "nan") for tc in suite.findall("testcase")]
+    assert times == pytest.approx([r["time_ms"] / 1e3 for r in doc["records"]], rel=1e-6)
 
 
 def test_benchmark_json(tmp_path: Path, base: str) -> None:
