@@ -350,7 +350,7 @@ def _by_bootstrap(check: Check, iv: stats.Interval, work: float, tol: float) -> 
     if high < -tol:
         check.fail(f"TFLOP/s {change:.1f}%, beyond -{tol:g}% ({ci})", "regression")
     elif low < -tol:
-        check.undecided(f"TFLOP/s {change:.1f}%, too noisy to tell ({ci} straddles -{tol:g}%)")
+        check.undecided(f"TFLOP/s {change:+.1f}%, too noisy to tell ({ci} straddles -{tol:g}%)")
     elif low > tol:
         check.reasons.append(f"faster by {change:.1f}%: consider a new baseline ({ci})")
     else:
