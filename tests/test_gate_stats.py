@@ -189,6 +189,9 @@ def test_a_noisy_stage_is_inconclusive_exit_3(tmp_path: Path) -> None:
     )
     assert "too noisy to tell (bootstrap 99% CI " in lines[0]
     assert lines[0].endswith(" straddles -5%))")
+    md = invoke(cur, "--baseline", base, "--format", "markdown")
+    assert md.exit_code == 3 and md.stdout.startswith("## roofline gate: INCONCLUSIVE\n")
+    assert f"| {SLOW} | {M}x{N}x{K} | fp16 |" in md.stdout and "| inconclusive |" in md.stdout
 
 
 def test_a_failure_wins_over_an_inconclusive_check(tmp_path: Path) -> None:
