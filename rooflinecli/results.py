@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,57 @@ def complete_record(record: dict[str, Any]) -> dict[str, Any]:
         if key not in out:
             out[key] = val
     return out
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a record measures: the key that pairs records across documents (gate, compare,
+    baseline). Two records of one document must not share it."""
+
+    stage: str  # the stage, or the name given to measure()
+    dtype: str
+    shape: tuple[int, int, int] | None  # (M, N, K); None for a measure() record without one
+    workload: str | None = None  # `run llm`: preset:gemm:bBATCH (two weight GEMMs share shapes)
+
+    @property
+    def shape_text(self) -> str:
+        return "x".join(str(d) for d in self.shape) if self.shape else "-"
+
+    @property
+    def label(self) -> str:
+        """stage MxNxK dtype [workload]: how messages name the record."""
+        parts = [self.stage] + ([self.shape_text] if self.shape else []) + [self.dtype]
+        return " ".join(parts + ([self.workload] if self.workload else []))
+
+
+def _dim(value: Any) -> int | None:
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value != int(value)
+    ):
+        raise RooflineError(f"m, n and k must be whole numbers or null, got {value!r}")
+    return int(value)
+
+
+def identity(record: dict[str, Any]) -> Identity:
+    """The record's identity: GEMM stages by (stage, dtype, M, N, K); `run llm` records also by
+    their workload (preset, weight GEMM, batch); measure() records by name and dtype (and shape
+    when given). RooflineError for m, n, k that are not whole numbers."""
+    m, n, k = (_dim(record.get(d)) for d in ("m", "n", "k"))
+    shape: tuple[int, int, int] | None = None
+    if m is not None and n is not None and k is not None:
+        shape = (m, n, k)
+    elif (m, n, k) != (None, None, None):
+        raise RooflineError(f"record {record.get('stage')!r}: give all of m, n and k, or none")
+    workload = record.get("workload")
+    if not isinstance(workload, str) or not workload:
+        parts = [record.get(f) for f in ("preset", "gemm", "batch")]
+        workload = f"{parts[0]}:{parts[1]}:b{parts[2]}" if None not in parts else None
+    return Identity(str(record["stage"]), str(record.get("dtype")), shape, workload)
 
 
 def _clean(obj: Any) -> Any:

@@ -77,7 +77,8 @@ def test_committed_document_renders_as_before(path: Path) -> None:
     want = before[path.name]
     assert now["rest"] == want["rest"], "the document's top level renders differently"
     assert len(now["records"]) == len(want["records"])
-    changed = [i for i, (a, b) in enumerate(zip(now["records"], want["records"])) if a != b]
+    pairs = zip(now["records"], want["records"], strict=True)
+    changed = [i for i, (a, b) in enumerate(pairs) if a != b]
     assert not changed, f"records {changed} render differently"
 
 

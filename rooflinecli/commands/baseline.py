@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from rooflinecli import results
 from rooflinecli.errors import RooflineError
 from rooflinecli.present import gate
+
+
+def _clean(rec: dict[str, Any]) -> bool:
+    """Verified and timed; a measure() record timed; or a stage skipped (not run, with why)."""
+    timed = rec.get("tflops") is not None
+    if rec.get("verified") is True:
+        return timed
+    if rec.get("verified") is None:
+        return timed if rec.get("kind") == "user" else not timed and bool(rec.get("error"))
+    return False
 
 
 @click.group()
@@ -21,17 +32,17 @@ def baseline() -> None:
 @click.argument("dst", metavar="BASELINE.json", type=click.Path(dir_okay=False))
 @click.option("--force", is_flag=True, help="Replace an existing baseline.")
 def save(src: str, dst: str, force: bool) -> None:
-    """Save a run as the new baseline: it must be a GPU run with every stage verified."""
+    """Save a run as the new baseline: it must be a GPU run with every stage verified.
+
+    A stage skipped at a shape it refuses (not run, with its reason) may stay: the gate skips it
+    on both sides. measure() records carry no verification: timed is enough for them.
+    """
     doc = results.load(src)
     gate.require_run(doc, src)
     if not doc["records"]:
         raise RooflineError(f"{src} holds no records")
-    gate.index(doc, src)  # one record per stage and shape
-    bad = [
-        f"{r['stage']} {r['m']}x{r['n']}x{r['k']}"
-        for r in doc["records"]
-        if r.get("verified") is not True or r.get("tflops") is None
-    ]
+    records = gate.index(doc, src)  # one record per identity
+    bad = [k.label for k, r in records.items() if not _clean(r)]
     if bad:
         raise RooflineError(
             f"{src} is not a clean run: not verified or not timed: {', '.join(bad)}"

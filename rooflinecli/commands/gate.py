@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from rooflinecli import results
-from rooflinecli.errors import GateFailure
+from rooflinecli.errors import GateFailure, Inconclusive
 from rooflinecli.options import format_option
 from rooflinecli.present import gate as core
 from rooflinecli.present import table as report
@@ -27,7 +27,7 @@ def _floors(
 
 
 def _markdown(result: core.GateResult, rows: list[dict[str, Any]], heading: str) -> str:
-    state = "passed" if result.passed else "FAILED"
+    state = {"pass": "passed", "fail": "FAILED", "inconclusive": "INCONCLUSIVE"}[result.outcome]
     lines = [
         f"## roofline gate: {state}",
         "",
@@ -37,7 +37,9 @@ def _markdown(result: core.GateResult, rows: list[dict[str, Any]], heading: str)
         "",
         report.markdown_rows(rows, report.GATE_COLUMNS).rstrip("\n"),
         "",
-        f"Tolerance {result.tolerance_pct:g}% of TFLOP/s. Noise: {core.NOISE_RULE}.",
+        f"Tolerance {result.tolerance_pct:g}% of TFLOP/s. Rules: "
+        + "; ".join(f"{name}: {text}" for name, text in core.RULES.items())
+        + ".",
     ]
     if result.mismatches:
         diffs = "; ".join(result.mismatches)
@@ -112,10 +114,22 @@ def gate(
 ) -> None:
     """Fail when a stage regressed (CI gate).
 
-    Exit 1 when a stage lost more TFLOP/s than --tolerance against the baseline (a slowdown
-    within two combined standard deviations of the repeats is noise and passes), is missing or
-    unverified, or misses a floor; exit 2 for a baseline from another GPU, driver or CUDA. The
-    rules: docs/gate.md.
+    A stage fails when it lost more TFLOP/s than --tolerance against the baseline, is missing or
+    unverified, or misses a floor. With the repeats recorded (samples_ms) on both sides, the 99%
+    bootstrap interval of the change decides: all of it beyond the tolerance fails, none of it
+    passes, and an interval across the tolerance is inconclusive (too noisy to tell). Without
+    samples, the medians alone decide, with no noise allowance. Each check says its rule.
+
+    \b
+    Exit codes:
+      0  every check passed (or was skipped)
+      1  a check failed (a failure wins over an inconclusive check)
+      2  usage or input error: unreadable document, a baseline from another
+         environment or of another dtype, a floor naming a stage the run lacks,
+         nothing to check
+      3  nothing failed, but a check was inconclusive (rerun, or record more repeats)
+
+    The rules: docs/gate.md.
     """
     current = results.load(path)
     base = results.load(baseline_path) if baseline_path else None
@@ -143,11 +157,13 @@ def gate(
     else:
         title = f"Gate: {path}" + (f" against {baseline_path}" if base is not None else "")
         title += f" (tolerance {tolerance:g}%)" if base is not None else " (floors only)"
-        caption = f"{result.summary()}. Noise: {core.NOISE_SHORT}."
+        caption = f"{result.summary()}. Rules: {core.RULES_SHORT}."
         if result.mismatches:
             caption += f" Environments differ: {'; '.join(result.mismatches)}."
         report.emit_rows(
             rows, fmt, report.GATE_COLUMNS, title=title, caption=caption, payload=result.to_dict()
         )
-    if not result.passed:
+    if result.outcome == "fail":
         raise GateFailure(result.summary())
+    if result.outcome == "inconclusive":
+        raise Inconclusive(result.summary())

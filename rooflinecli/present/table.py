@@ -218,6 +218,7 @@ _band = cell(lambda v: f"±{v:.1f}%")
 
 COMPARE_COLUMNS: list[Column] = [
     ("stage", "stage", str),
+    ("workload", "workload", str),  # only `run llm` rows have one; the column shows only then
     ("shape", "shape", str),
     ("dtype", "dtype", str),
     ("a_tflops", "A TFLOP/s", fixed(2)),
@@ -230,17 +231,18 @@ COMPARE_COLUMNS: list[Column] = [
 
 GATE_COLUMNS: list[Column] = [
     ("stage", "stage", str),
+    ("workload", "workload", str),
     ("shape", "shape", str),
     ("dtype", "dtype", str),
     ("baseline_tflops", "baseline TFLOP/s", fixed(2)),
     ("tflops", "current TFLOP/s", fixed(2)),
     ("change_pct", "change", _change),
-    ("noise_pct", "noise band", _band),
+    ("noise_pct", "noise", _band),
     ("verdict", "verdict", str),
     ("reason", "reason", str),
 ]
 
-TEXT_FIELDS = ("stage", "roof", "shape", "dtype", "verdict", "reason")
+TEXT_FIELDS = ("stage", "workload", "roof", "shape", "dtype", "verdict", "reason")
 
 
 def text_table(
