@@ -35,12 +35,22 @@ def wheel(tmp_path_factory):
     return zipfile.ZipFile(whl)
 
 
-def test_wheel_holds_every_cu_and_toml(wheel):
-    # the kernels, GPU specs and LLM presets the tool reads at run time
+def test_wheel_holds_every_cu_cuh_and_toml(wheel):
+    # the kernels (stages, PTX headers in include/), GPU specs and LLM presets the tool reads at
+    # run time
     names = set(wheel.namelist())
-    for folder, pattern in (("kernels", "*.cu"), ("specs", "*.toml"), ("presets", "*.toml")):
-        files = sorted(p.name for p in (ROOT / folder).glob(pattern))
-        assert files
+    for folder, patterns in (
+        ("kernels", ("*.cu", "include/*.cuh")),
+        ("specs", ("*.toml",)),
+        ("presets", ("*.toml",)),
+    ):
+        for pattern in patterns:
+            assert sorted((ROOT / folder).glob(pattern)), pattern
+        files = sorted(
+            p.relative_to(ROOT / folder).as_posix()
+            for suffix in (".cu", ".cuh", ".toml")
+            for p in (ROOT / folder).rglob(f"*{suffix}")
+        )
         for name in files:
             assert f"rooflinecli/{folder}/{name}" in names, name
 
