@@ -36,11 +36,11 @@ def wheel(tmp_path_factory):
 
 
 def test_wheel_holds_every_cu_cuh_and_toml(wheel):
-    # the kernels (stages, PTX headers in include/), GPU specs and LLM presets the tool reads at
-    # run time
+    # the kernels (stages, PTX headers in include/, calibration kernels in calibrate/), GPU specs
+    # and LLM presets the tool reads at run time
     names = set(wheel.namelist())
     for folder, patterns in (
-        ("kernels", ("*.cu", "include/*.cuh")),
+        ("kernels", ("*.cu", "include/*.cuh", "calibrate/*.cu")),
         ("specs", ("*.toml",)),
         ("presets", ("*.toml",)),
     ):
