@@ -68,6 +68,8 @@
 #error "STAGES (K tiles in flight in shared memory) must be given as -DSTAGES=..."
 #endif
 
+#include "ptx_sm80.cuh"  // cp.async
+
 typedef unsigned int u32;
 
 constexpr int NUM_WARPS = NUM_THREADS / 32;
@@ -120,26 +122,6 @@ static_assert(RM * RN <= 128,
 
 __device__ __forceinline__ bool aligned16(const void* p) {
     return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
-}
-
-// 16 bytes global -> shared, bypassing L1; src_bytes = 0 writes zeros and reads nothing.
-__device__ __forceinline__ void cp_async16(u32 dst, const void* src, u32 src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
-                 "r"(src_bytes)
-                 : "memory");
-}
-// 4 bytes global -> shared (through L1: the cg variant takes 16 bytes only); 0 -> a zero.
-__device__ __forceinline__ void cp_async4(u32 dst, const void* src, u32 src_bytes) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src),
-                 "r"(src_bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-    asm volatile("cp.async.commit_group;" ::: "memory");
-}
-template <int N_PENDING>
-__device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;" ::"n"(N_PENDING) : "memory");
 }
 
 // One k-step's operands: as / bs point at this thread's first A / B operand of a slot's tiles.

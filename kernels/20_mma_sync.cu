@@ -11,7 +11,7 @@
 // Any M, N, K: rows, columns and the K tail outside the matrices are zero-filled in shared
 // memory; 16-byte global loads where K (for A) and N (for B) are multiples of 8, else 2-byte.
 // Elements are raw 16-bit patterns (unsigned short): NVRTC from PyPI has no cuda_fp16.h or
-// cuda_bf16.h, so conversions are written in PTX (cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32).
+// cuda_bf16.h, so conversions are PTX (cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32, in ptx_sm80.cuh).
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -27,11 +27,9 @@
 #ifndef WN
 #error "WN (columns of the warp tile) must be given as -DWN=..."
 #endif
-#ifndef ELEM_BF16
-#define ELEM_BF16 0
-#endif
 
-typedef unsigned short elem_t;  // fp16 or bf16 bits
+#include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float, mma_m16n8k16
+
 typedef unsigned int u32;
 
 constexpr int NUM_THREADS = 32 * (BM / WM) * (BN / WN);
@@ -46,40 +44,6 @@ static_assert(BK % 8 == 0 && BN % 8 == 0, "tiles are loaded in chunks of 8 eleme
 static_assert((BM * BK / 8) % NUM_THREADS == 0, "every thread loads the same number of A chunks");
 static_assert((BK * BN / 8) % NUM_THREADS == 0, "every thread loads the same number of B chunks");
 static_assert((BM * BK + BK * BN) * 2 <= 48 * 1024, "the static shared tiles must fit in 48 KiB");
-
-#if ELEM_BF16
-#define MMA_F16 "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
-#else
-#define MMA_F16 "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
-#endif
-
-// Two floats -> one packed pair, `lo` in the low half (the lower column index).
-__device__ __forceinline__ u32 pack2(float lo, float hi) {
-    u32 r;
-#if ELEM_BF16
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-    return r;
-}
-
-__device__ __forceinline__ float to_float(elem_t x) {
-#if ELEM_BF16
-    return __uint_as_float(static_cast<u32>(x) << 16);
-#else
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
-    return f;
-#endif
-}
-
-// D = A * B + D for one 16x8x16 tile; fragment layouts as in the PTX ISA (m16n8k16, .row.col).
-__device__ __forceinline__ void mma16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
-    asm volatile(MMA_F16 " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 // 8 consecutive elements of row `r` starting at column `c` (a multiple of 8) of a rows x cols
 // row-major matrix, zeros outside it. `vec`: cols % 8 == 0, so a chunk is wholly in or out and
@@ -160,7 +124,7 @@ gemm_mma_sync(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
 #pragma unroll
             for (int i = 0; i < MI; ++i)
 #pragma unroll
-                for (int j = 0; j < NI; ++j) mma16816(acc[i][j], a[i], b[j]);
+                for (int j = 0; j < NI; ++j) mma_m16n8k16(acc[i][j], a[i], b[j][0], b[j][1]);
         }
         __syncthreads();
     }

@@ -28,11 +28,9 @@
 #ifndef WN
 #error "WN (columns of the warp tile) must be given as -DWN=..."
 #endif
-#ifndef ELEM_BF16
-#define ELEM_BF16 0
-#endif
 
-typedef unsigned short elem_t;  // fp16 or bf16 bits (NVRTC from PyPI has no cuda_fp16.h)
+#include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float, ldmatrix, mma
+
 typedef unsigned int u32;
 
 constexpr int NUM_THREADS = 32 * (BM / WM) * (BN / WN);
@@ -49,50 +47,6 @@ static_assert(WM % 16 == 0 && WN % 16 == 0, "ldmatrix.x4 loads 16 x 16 of A, or 
 static_assert((BM * A_CHUNKS) % NUM_THREADS == 0, "every thread loads the same number of A chunks");
 static_assert((BK * B_CHUNKS) % NUM_THREADS == 0, "every thread loads the same number of B chunks");
 static_assert((BM * BK + BK * BN) * 2 <= 48 * 1024, "the static shared tiles must fit in 48 KiB");
-
-#if ELEM_BF16
-#define MMA_F16 "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
-#else
-#define MMA_F16 "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
-#endif
-
-__device__ __forceinline__ u32 pack2(float lo, float hi) {
-    u32 r;
-#if ELEM_BF16
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-    return r;
-}
-
-__device__ __forceinline__ float to_float(elem_t x) {
-#if ELEM_BF16
-    return __uint_as_float(static_cast<u32>(x) << 16);
-#else
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
-    return f;
-#endif
-}
-
-__device__ __forceinline__ void mma16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
-    asm volatile(MMA_F16 " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 smem_addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_addr));
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(u32 (&r)[4], u32 smem_addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_addr));
-}
 
 // Byte offsets of logical chunk c of row r in the swizzled tiles.
 __device__ __forceinline__ u32 a_off(int r, int c) {
@@ -153,16 +107,14 @@ gemm_mma_ldmatrix(int M, int N, int K, float alpha, const elem_t* __restrict__ A
         for (int i = 0; i < BM * A_CHUNKS / NUM_THREADS; ++i) {
             const int f = tid + i * NUM_THREADS, r = f / A_CHUNKS, c = f % A_CHUNKS;
             const uint4 v = load_chunk(A, m0 + r, k0 + 8 * c, M, K, vec_a);
-            asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(as + a_off(r, c)),
-                         "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
+            st_shared_v4_u32(as + a_off(r, c), v.x, v.y, v.z, v.w);
         }
 #pragma unroll
         for (int i = 0; i < BK * B_CHUNKS / NUM_THREADS; ++i) {
             const int f = tid + i * NUM_THREADS, r = f / B_CHUNKS, c = f % B_CHUNKS;
             const uint4 v = k0 + r < K ? load_chunk(B, k0 + r, n0 + 8 * c, K, N, vec_b)
                                        : make_uint4(0u, 0u, 0u, 0u);  // K tail: zero rows
-            asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(bs + b_off(r, c)),
-                         "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
+            st_shared_v4_u32(bs + b_off(r, c), v.x, v.y, v.z, v.w);
         }
         __syncthreads();
 
@@ -179,7 +131,7 @@ gemm_mma_ldmatrix(int M, int N, int K, float alpha, const elem_t* __restrict__ A
             for (int i = 0; i < MI; ++i)
 #pragma unroll
                 for (int j = 0; j < NI; ++j)
-                    mma16816(acc[i][j], a[i], b[j / 2][2 * (j % 2)], b[j / 2][2 * (j % 2) + 1]);
+                    mma_m16n8k16(acc[i][j], a[i], b[j / 2][2 * (j % 2)], b[j / 2][2 * (j % 2) + 1]);
         }
         __syncthreads();
     }

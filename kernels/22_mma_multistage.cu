@@ -48,11 +48,9 @@
 #ifndef GROUP_M
 #define GROUP_M 8
 #endif
-#ifndef ELEM_BF16
-#define ELEM_BF16 0
-#endif
 
-typedef unsigned short elem_t;  // fp16 or bf16 bits (NVRTC from PyPI has no cuda_fp16.h)
+#include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float, cp.async, ldmatrix, mma
+
 typedef unsigned int u32;
 
 constexpr int NUM_THREADS = 32 * (BM / WM) * (BN / WN);
@@ -81,68 +79,6 @@ static_assert(A_ROW_STEP % 8 == 0 && B_ROW_STEP % 8 == 0,
 static_assert(STAGES >= 2, "a pipeline needs at least two buffers");
 static_assert(STAGES * STAGE_BYTES <= 227 * 1024, "the stages must fit in 227 KiB of shared memory");
 
-#if ELEM_BF16
-#define MMA_F16 "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
-#else
-#define MMA_F16 "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
-#endif
-
-__device__ __forceinline__ u32 pack2(float lo, float hi) {
-    u32 r;
-#if ELEM_BF16
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-    return r;
-}
-
-__device__ __forceinline__ float to_float(elem_t x) {
-#if ELEM_BF16
-    return __uint_as_float(static_cast<u32>(x) << 16);
-#else
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
-    return f;
-#endif
-}
-
-// Not volatile: a pure function of its registers, so the compiler may interleave it with the
-// ldmatrix of the next fragments.
-__device__ __forceinline__ void mma16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
-    asm(MMA_F16 " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 smem_addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_addr)
-                 : "memory");
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(u32 (&r)[4], u32 smem_addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_addr)
-                 : "memory");
-}
-
-// 16 bytes global -> shared, bypassing L1; src_bytes = 0 writes zeros and reads nothing.
-__device__ __forceinline__ void cp_async16(u32 dst, const void* src, u32 src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
-                 "r"(src_bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-    asm volatile("cp.async.commit_group;" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
 // Byte offset of logical 16-byte chunk c of row r in the swizzled A and B tiles.
 __device__ __forceinline__ u32 a_off(int r, int c) {
     const int f = A_CHUNKS == 8 ? (r & 7) : ((r >> 1) & 3);
@@ -166,9 +102,7 @@ __device__ __forceinline__ void store_chunk_scalar(u32 dst, const elem_t* __rest
             w[i] = lo | (hi << 16);
         }
     }
-    asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(dst), "r"(w[0]), "r"(w[1]),
-                 "r"(w[2]), "r"(w[3])
-                 : "memory");
+    st_shared_v4_u32(dst, w[0], w[1], w[2], w[3]);
 }
 
 // The main loop. VEC: K % 8 == 0 and N % 8 == 0, so every 16-byte chunk of A or B is wholly
@@ -272,8 +206,8 @@ __device__ __forceinline__ void mainloop(float (&acc)[MI][NI][4], int M, int N, 
             for (int i = 0; i < MI; ++i)
 #pragma unroll
                 for (int j = 0; j < NI; ++j)
-                    mma16816(acc[i][j], a[ks % 2][i], b[ks % 2][j / 2][2 * (j % 2)],
-                             b[ks % 2][j / 2][2 * (j % 2) + 1]);
+                    mma_m16n8k16(acc[i][j], a[ks % 2][i], b[ks % 2][j / 2][2 * (j % 2)],
+                                 b[ks % 2][j / 2][2 * (j % 2) + 1]);
         }
         read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
         write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;

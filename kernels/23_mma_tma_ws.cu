@@ -53,9 +53,6 @@
 #ifndef GROUP_M
 #define GROUP_M 8
 #endif
-#ifndef ELEM_BF16
-#define ELEM_BF16 0
-#endif
 #ifndef TMA_C
 #define TMA_C 0  // 1: C leaves through the TMA store engine (a fourth kernel parameter, its map)
 #endif
@@ -63,7 +60,9 @@
 #define CLUSTER_M 1  // 2: pairs of blocks on consecutive row tiles share B through TMA multicast
 #endif
 
-typedef unsigned short elem_t;  // fp16 or bf16 bits (NVRTC from PyPI has no cuda_fp16.h)
+#include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float, ldmatrix, mma, lane_id
+#include "ptx_sm90.cuh"  // TmaMap, mbarriers, TMA loads (multicast) and stores, clusters, setmaxnreg
+
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
@@ -89,124 +88,6 @@ static_assert(STAGES * STAGE_BYTES + 1024 <= 227 * 1024, "the ring must fit in 2
 static_assert(CONSUMER_WARPS % 4 == 0, "consumers come in whole warpgroups (setmaxnreg)");
 static_assert(128 * PRODUCER_REGS + 32 * CONSUMER_WARPS * CONSUMER_REGS <= 65536,
               "setmaxnreg: the warpgroups' registers must fit in the SM's 64K");
-
-// A CUtensorMap, encoded on the host (rooflinecli/tc_host.py) and passed by value.
-struct __align__(64) TmaMap {
-    u64 opaque[16];
-};
-
-#if ELEM_BF16
-#define MMA_F16 "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
-#else
-#define MMA_F16 "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
-#endif
-
-__device__ __forceinline__ u32 pack2(float lo, float hi) {
-    u32 r;
-#if ELEM_BF16
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-    return r;
-}
-
-__device__ __forceinline__ float to_float(elem_t x) {
-#if ELEM_BF16
-    return __uint_as_float(static_cast<u32>(x) << 16);
-#else
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
-    return f;
-#endif
-}
-
-__device__ __forceinline__ void mma16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
-    asm(MMA_F16 " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 smem_addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_addr)
-                 : "memory");
-}
-
-// The lane index, read afresh where it is used (volatile: not kept live across the main loop,
-// where all 232 registers are spoken for).
-__device__ __forceinline__ int lane_id() {
-    int l;
-    asm volatile("mov.u32 %0, %%laneid;" : "=r"(l));
-    return l;
-}
-
-// ---- TMA store of a 128-byte-swizzled shared box to C at (c0 = column, c1 = row) ----
-__device__ __forceinline__ void tma_store_2d(const TmaMap* map, u32 src, int c0, int c1) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
-            reinterpret_cast<u64>(map)),
-        "r"(c0), "r"(c1), "r"(src)
-        : "memory");
-}
-
-// ---- mbarriers (shared::cta addresses) ----
-__device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(u32 bar, u32 bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(u32 bar) {
-    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}" ::"r"(bar)
-                 : "memory");
-}
-// One arrival on the mbarrier at the same offset in block `rank` of the cluster.
-__device__ __forceinline__ void mbar_arrive_cluster(u32 bar, u32 rank) {
-    asm volatile(
-        "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" ::"r"(bar),
-        "r"(rank)
-        : "memory");
-}
-// Every thread of every block in the cluster (release what it wrote, acquire what others did).
-__device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;"
-                 ::: "memory");
-}
-__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
-    u32 done;
-    do {
-        asm volatile(
-            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-            "selp.u32 %0, 1, 0, p;\n}"
-            : "=r"(done)
-            : "r"(bar), "r"(parity)
-            : "memory");
-    } while (!done);
-}
-
-// The same box written into the shared memory of every block in `mask` at dst's offset, each
-// block's mbarrier at bar's offset told of the bytes it received.
-__device__ __forceinline__ void tma_load_2d_multicast(u32 dst, const TmaMap* map, u32 bar, int c0,
-                                                      int c1, unsigned short mask) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-        ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
-        "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
-        : "memory");
-}
-
-// One box of the tensor map at (c0 = K index, c1 = row) into shared memory, 128-byte swizzled.
-__device__ __forceinline__ void tma_load_2d(u32 dst, const TmaMap* map, u32 bar, int c0, int c1) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-        " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
-        "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar)
-        : "memory");
-}
 
 // The block's C tile (row, column of its corner). Grouped block order (a bijection of the grid
 // for any grid size), as stage 22; with clusters it orders the pairs, and a pair covers row
@@ -256,7 +137,7 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
             // one arrival per consumer warp of every block the slot's B is multicast to
             mbar_init(empty0 + 8 * s, CONSUMER_WARPS * CLUSTER_M);
         }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to TMA
+        fence_mbarrier_init();  // visible to TMA
     }
     if (CLUSTER_M > 1) {
         cluster_sync();  // the peer's barriers exist before anything is multicast to them
@@ -265,10 +146,10 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
     }
 
     if (warp < 4) {  // the producer warpgroup: registers given away, one thread runs the copies
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
+        setmaxnreg_dec<PRODUCER_REGS>();
         if (tid == 0) {
-            asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(&tma_a)) : "memory");
-            asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(&tma_b)) : "memory");
+            prefetch_tensormap(&tma_a);
+            prefetch_tensormap(&tma_b);
             const int2 origin = tile_origin();
             const int m0 = origin.x, n0 = origin.y;
             for (int kt = 0; kt * BK < K; ++kt) {
@@ -291,7 +172,7 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
         if (CLUSTER_M > 1) cluster_sync();
         return;
     }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
+    setmaxnreg_inc<CONSUMER_REGS>();
 
     const int cw = warp - 4;  // consumer warp 0 .. CONSUMER_WARPS-1
     const int lane = lane_id();
@@ -345,8 +226,8 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
             for (int i = 0; i < MI; ++i)
 #pragma unroll
                 for (int j = 0; j < NI; ++j)
-                    mma16816(acc[i][j], a[ks % 2][i], b[ks % 2][j / 2][2 * (j % 2)],
-                             b[ks % 2][j / 2][2 * (j % 2) + 1]);
+                    mma_m16n8k16(acc[i][j], a[ks % 2][i], b[ks % 2][j / 2][2 * (j % 2)],
+                                 b[ks % 2][j / 2][2 * (j % 2) + 1]);
         }
         // The MMAs above consumed every fragment read from stage s: the producers (this block's
         // and, with a pair, the peer's, which multicasts into this slot too) may refill it.
@@ -365,7 +246,7 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
     // Every consumer is past its last ldmatrix (and every TMA load was waited for): the ring is
     // free. Warp cw stages its block in bytes cw * 8 KiB ..: row r at r * 128, 16-byte piece j
     // (columns 8j .. 8j+7) at piece j ^ (r % 8) = j ^ g, so a warp's 32 stores hit 32 banks.
-    asm volatile("bar.sync 1, %0;" ::"n"(32 * CONSUMER_WARPS) : "memory");
+    bar_sync(1, 32 * CONSUMER_WARPS);  // the consumer warps only
     static_assert(CONSUMER_WARPS * WM * WN * 2 <= STAGES * STAGE_BYTES, "staging fits the ring");
     static_assert(WN == 64, "one staged row is one 128-byte swizzle row: 64 two-byte elements");
     const int row0 = m0 + wm, col0 = n0 + wn;
@@ -390,18 +271,18 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
                     }
                     const u32 v = pack2(v0, v1);
                     const u32 at = buf + r * 128 + ((j ^ g) << 4) + 4 * t;
-                    asm volatile("st.shared.u32 [%0], %1;" ::"r"(at), "r"(v) : "memory");
+                    st_shared_u32(at, v);
                 }
             }
         }
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // visible to the copy engine
+        fence_proxy_async();  // visible to the copy engine
         __syncwarp();
         if (lane_id() == 0) {
             tma_store_2d(&tma_c, buf, col0, row0);
-            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+            bulk_commit();
             // Only the read of shared memory must finish before the block exits; the global write
             // completes on its own (ncu: waiting for it too was 2% of stall samples at 4096^3).
-            asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+            bulk_wait_read<0>();
         }
     }
 #else

@@ -173,3 +173,28 @@ def test_stage_23_pairs_of_blocks_share_b_by_multicast():
     ops = [i.opcode for i in fn.instrs]
     assert "UTMALDG.2D.MULTICAST" in ops and "UCGABAR_WAIT" in ops
     assert ops.count("SYNCS.ARRIVE.TRANS64.RED.A1T0") >= 1  # the remote arrival on `empty`
+
+
+def test_nvrtc_gets_the_ptx_headers():
+    """Stages, user stages and calibration kernels compile with -I kernels/include."""
+    inc = compiler.include_dir()
+    assert (inc / "ptx_sm80.cuh").is_file() and (inc / "ptx_sm90.cuh").is_file()
+    assert f"-I{inc}" in compiler.options_for(stages.BY_NAME["mma_tma_ws"], "sm_90a", "bf16")
+
+
+def test_a_header_edit_changes_the_cache_key(tmp_path, monkeypatch):
+    """Editing (or adding) a header in kernels/include recompiles: the key hashes their content."""
+    import shutil
+
+    inc = tmp_path / "include"
+    shutil.copytree(compiler.include_dir(), inc)
+    monkeypatch.setattr(compiler, "include_dir", lambda: inc)
+    args = ("src", ("-arch=sm_90a",), "13.0", "24_wgmma_tma.cu", "gemm_wgmma_tma")
+    key = compiler.cache_key(*args)
+    assert compiler.cache_key(*args) == key  # the same headers: the same key
+    header = inc / "ptx_sm90.cuh"
+    header.write_text(header.read_text().replace("wgmma.fence", "wgmma.fence "))
+    edited = compiler.cache_key(*args)
+    assert edited != key
+    (inc / "extra.cuh").write_text("// new\n")
+    assert compiler.cache_key(*args) not in (key, edited)

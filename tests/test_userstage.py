@@ -49,6 +49,27 @@ def test_the_example_compiles_for_hopper_without_spills():
     assert Path(built.cubin_path).is_file()
 
 
+def test_a_user_stage_may_include_the_ptx_headers(tmp_path):
+    """NVRTC finds kernels/include for user stages too: elem_t, to_float and pack2 for bf16."""
+    kernel = """\
+#include "ptx_sm80.cuh"
+#include "ptx_sm90.cuh"
+extern "C" __global__ void mine(int M, int N, int K, float alpha,
+                                const elem_t* __restrict__ A, const elem_t* __restrict__ B,
+                                float beta, elem_t* __restrict__ C) {
+    const int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+    if (row >= M || col >= N) return;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) acc += to_float(A[row * K + k]) * to_float(B[k * N + col]);
+    C[row * N + col] = static_cast<elem_t>(pack2(alpha * acc, 0.0f) & 0xffffu);
+}
+"""
+    s = load_user_stage(_write(tmp_path, STAGE.replace('"fp32"', '"bf16"'), kernel))
+    assert compiler.options_for(s, "sm_90a", "bf16")[-1] == "-DELEM_BF16=1"
+    built = compiler.compile_stage(s, "sm_90a", "bf16")
+    assert built.resources.spill_bytes == 0 and Path(built.cubin_path).is_file()
+
+
 @pytest.mark.parametrize(
     ("text", "value"),
     [

@@ -35,14 +35,30 @@ def wheel(tmp_path_factory):
     return zipfile.ZipFile(whl)
 
 
-def test_wheel_holds_every_cu_and_toml(wheel):
-    # the kernels, GPU specs and LLM presets the tool reads at run time
+def test_wheel_holds_every_cu_cuh_and_toml(wheel):
+    # the kernels (stages, PTX headers in include/, calibration kernels in calibrate/), GPU specs
+    # and LLM presets the tool reads at run time
     names = set(wheel.namelist())
-    for folder, pattern in (("kernels", "*.cu"), ("specs", "*.toml"), ("presets", "*.toml")):
-        files = sorted(p.name for p in (ROOT / folder).glob(pattern))
-        assert files
+    for folder, patterns in (
+        ("kernels", ("*.cu", "include/*.cuh", "calibrate/*.cu", "util/*.cu")),
+        ("specs", ("*.toml",)),
+        ("presets", ("*.toml",)),
+    ):
+        for pattern in patterns:
+            assert sorted((ROOT / folder).glob(pattern)), pattern
+        files = sorted(
+            p.relative_to(ROOT / folder).as_posix()
+            for suffix in (".cu", ".cuh", ".toml")
+            for p in (ROOT / folder).rglob(f"*{suffix}")
+        )
         for name in files:
             assert f"rooflinecli/{folder}/{name}" in names, name
+
+
+def test_wheel_holds_every_module(wheel):
+    names = set(wheel.namelist())
+    for path in sorted((ROOT / "rooflinecli").rglob("*.py")):
+        assert path.relative_to(ROOT).as_posix() in names, path
 
 
 def test_wheel_has_the_console_script(wheel):

@@ -1,8 +1,9 @@
 """Compile stages with NVRTC (from PyPI, through cuda-bindings): no GPU, no driver needed.
 
 One compile path for everything: the runner loads the very cubin whose resource report
-(registers, shared memory, spills) this module parses. Cubins are cached on disk, keyed by
-source, options and NVRTC version, so a stage is compiled once.
+(registers, shared memory, spills) this module parses. Every program gets -I kernels/include (the
+PTX headers ptx_sm80.cuh and ptx_sm90.cuh). Cubins are cached on disk, keyed by source, options,
+NVRTC version and the content of every header there, so a stage is compiled once.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import os
 import re
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from rooflinecli import results
 from rooflinecli.build.stages import Stage
@@ -141,9 +143,29 @@ def source_of(stage: Stage) -> str:
         raise RooflineError(f"cannot read kernel source {path}: {exc.strerror}") from None
 
 
-def options_for(stage: Stage, arch: str, dtype: str | None = None) -> tuple[str, ...]:
+def include_dir() -> Path:
+    """kernels/include: the PTX headers stages, user stages and calibration kernels include."""
+    return data_dir("kernels") / "include"
+
+
+def headers_digest() -> str:
+    """SHA-256 over the name and content of every file in include_dir(): a header edit
+    recompiles everything (the cache key holds it)."""
+    h = hashlib.sha256()
+    for p in sorted(include_dir().iterdir()):
+        if p.is_file():
+            h.update(f"{p.name}\0{p.stat().st_size}\0".encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _base_options(arch: str) -> tuple[str, ...]:
     cc_of_arch(arch)
-    return (f"-arch={arch}", "-std=c++17", "-Xptxas=-v", "-lineinfo", *stage.defines(dtype))
+    return (f"-arch={arch}", "-std=c++17", "-Xptxas=-v", "-lineinfo", f"-I{include_dir()}")
+
+
+def options_for(stage: Stage, arch: str, dtype: str | None = None) -> tuple[str, ...]:
+    return (*_base_options(arch), *stage.defines(dtype))
 
 
 def compile_stage(
@@ -177,10 +199,15 @@ def compile_source(
 ) -> Compiled:
     """Compile CUDA source that is not a stage (calibration kernels) to a cubin, cached like a
     stage: `name` labels the cache file, `entry` is the kernel whose resources are parsed."""
-    cc_of_arch(arch)
     defs = tuple(f"-D{k}={v}" for k, v in (defines or {}).items())
-    opts = (f"-arch={arch}", "-std=c++17", "-Xptxas=-v", "-lineinfo", *defs)
+    opts = (*_base_options(arch), *defs)
     return _build(src, f"{name}.cu", name, name, entry, arch, opts, use_cache)
+
+
+def cache_key(src: str, opts: tuple[str, ...], version: str, filename: str, entry: str) -> str:
+    """What a cached cubin depends on: source, options, NVRTC version, name, entry, headers."""
+    parts = [src, opts, version, filename, entry, headers_digest()]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
 def _build(
@@ -193,9 +220,9 @@ def _build(
     opts: tuple[str, ...],
     use_cache: bool,
 ) -> Compiled:
-    """NVRTC to a cubin in the cache (keyed by source, options and NVRTC version)."""
+    """NVRTC to a cubin in the cache (keyed by source, options, NVRTC version and headers)."""
     version = nvrtc_version()
-    key = hashlib.sha256(json.dumps([src, opts, version, filename, entry]).encode()).hexdigest()
+    key = cache_key(src, opts, version, filename, entry)
     cubin_path = cache_dir() / "kernels" / f"{label}-{arch}-{key[:24]}.cubin"
     meta_path = cubin_path.with_suffix(".json")
 

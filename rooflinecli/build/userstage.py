@@ -18,6 +18,8 @@ The kernel honours the stages' contract (see rooflinecli/stages.py):
     extern "C" __global__ void ENTRY(int M, int N, int K, float alpha,
                                      const T* A, const T* B, float beta, T* C)
 
+and may #include "ptx_sm80.cuh" / "ptx_sm90.cuh", the stages' PTX wrappers (kernels/include).
+
 Formulas are parsed with `ast` and evaluated by a small interpreter that knows numbers, M, N, K,
 + - * / // **, parentheses, min() and max(): nothing else can run.
 """

@@ -1,9 +1,9 @@
 """Empirical ceilings (ERT-style): this GPU's own roofs, and the three roof sets reports can use.
 
-The pure part (kernel sources, the calibration cache) imports no CuPy; the roof sets built from
-a calibration are computed in rooflinecli.core.roofs. `measure()`
-runs the kernels on the GPU: each is compiled by NVRTC (compiler.compile_source), loaded with
-cupy.RawModule and timed with CUDA events (warm-up, median of repeats).
+The pure part (the calibration cache) imports no CuPy; the roof sets built from a calibration
+are computed in rooflinecli.core.roofs. `measure()` runs the kernels (kernels/calibrate/*.cu) on
+the GPU: each is compiled by NVRTC (compiler.compile_source), loaded with cupy.RawModule and
+timed by the one timer (rooflinecli.gpu.timer).
 
 Roofs measured:
 - HBM read: a read-only reduction over >= 2 GiB, 16-byte loads; bytes read / time.
@@ -28,7 +28,7 @@ from typing import Any
 
 from rooflinecli import __version__
 from rooflinecli.errors import RooflineError
-from rooflinecli.paths import cache_dir
+from rooflinecli.paths import cache_dir, data_dir
 
 SCHEMA = "roofline.calibration/1"
 GIB = 1 << 30
@@ -36,185 +36,51 @@ GIB = 1 << 30
 
 # --------------------------------------------------------------------------- kernels (CUDA C++)
 
-# Read-only streaming reduction: each thread keeps 4 independent 16-byte loads in flight per
-# step. LOAD is __ldg (HBM: read-only path) or __ldcg (L2: cached in L2 only, not in L1).
-MEM_READ_SRC = r"""
-#ifndef LOAD
-#define LOAD __ldg
-#endif
-extern "C" __global__ void __launch_bounds__(256)
-mem_read(const float4* __restrict__ p, long long n4, int passes, float sentinel,
-         float* __restrict__ out) {
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    float acc0 = 0.0f, acc1 = 0.0f, acc2 = 0.0f, acc3 = 0.0f;
-    for (int pass = 0; pass < passes; ++pass) {
-        long long i = first;
-        for (; i + 3 * stride < n4; i += 4 * stride) {
-            const float4 a = LOAD(p + i), b = LOAD(p + i + stride);
-            const float4 c = LOAD(p + i + 2 * stride), d = LOAD(p + i + 3 * stride);
-            acc0 += (a.x + a.y) + (a.z + a.w);
-            acc1 += (b.x + b.y) + (b.z + b.w);
-            acc2 += (c.x + c.y) + (c.z + c.w);
-            acc3 += (d.x + d.y) + (d.z + d.w);
-        }
-        for (; i < n4; i += stride) {
-            const float4 a = LOAD(p + i);
-            acc0 += (a.x + a.y) + (a.z + a.w);
-        }
-    }
-    const float acc = (acc0 + acc1) + (acc2 + acc3);
-    if (acc == sentinel) out[first] = acc;  // never true: keeps every load alive
-}
-"""
-
-# SIMT FP32: CHAINS independent FMA chains per thread, UNROLL steps per loop iteration.
-FP32_FMA_SRC = r"""
-#define CHAINS 16
-#define UNROLL 8
-extern "C" __global__ void __launch_bounds__(256)
-fp32_fma(int iters, float b, float c, float sentinel, float* __restrict__ out) {
-    const int tid = blockIdx.x * blockDim.x + threadIdx.x;
-    float x[CHAINS];
-#pragma unroll
-    for (int j = 0; j < CHAINS; ++j) x[j] = (float)(tid & 1023) * 1e-3f + (float)j;
-    for (int it = 0; it < iters; ++it) {
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-            for (int j = 0; j < CHAINS; ++j) x[j] = fmaf(x[j], b, c);
-    }
-    float s = 0.0f;
-#pragma unroll
-    for (int j = 0; j < CHAINS; ++j) s += x[j];
-    if (s == sentinel) out[tid] = s;  // never true: keeps every chain alive
-}
-"""
-FP32_CHAINS, FP32_UNROLL = 16, 8
-
-# Operand bits for the Tensor Core kernels: halves of magnitude in [2^-7, 2^-6), mixed signs,
-# from a hash of the index: never zero (zeros run faster), sums stay far from overflow.
-_HALF_BITS = r"""
-__device__ __forceinline__ unsigned int half_bits(unsigned int i) {
-    const unsigned int h = i * 2654435761u;
-    return 0x2000u | ((h >> 12) & 0x3ffu) | ((h >> 6) & 0x8000u);
-}
-__device__ __forceinline__ unsigned int half2_bits(unsigned int i) {
-    return half_bits(2u * i) | (half_bits(2u * i + 1u) << 16);
-}
-"""
-
-# mma.sync.m16n8k16 f16 x f16 + f32: NACC independent accumulators per warp, register operands.
-MMA_SYNC_SRC = (
-    _HALF_BITS
-    + r"""
-#define NACC 8
-extern "C" __global__ void __launch_bounds__(256)
-tc_mma_sync(int iters, float sentinel, float* __restrict__ out) {
-    const unsigned int t = blockIdx.x * blockDim.x + threadIdx.x;
-    const unsigned int a0 = half2_bits(8u * t), a1 = half2_bits(8u * t + 1u),
-                       a2 = half2_bits(8u * t + 2u), a3 = half2_bits(8u * t + 3u),
-                       b0 = half2_bits(8u * t + 4u), b1 = half2_bits(8u * t + 5u);
-    float acc[NACC][4];
-#pragma unroll
-    for (int j = 0; j < NACC; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-    for (int it = 0; it < iters; ++it) {
-#pragma unroll
-        for (int j = 0; j < NACC; ++j)
-            asm volatile(
-                "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                : "+f"(acc[j][0]), "+f"(acc[j][1]), "+f"(acc[j][2]), "+f"(acc[j][3])
-                : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-    }
-    float s = 0.0f;
-#pragma unroll
-    for (int j = 0; j < NACC; ++j) s += (acc[j][0] + acc[j][1]) + (acc[j][2] + acc[j][3]);
-    if (s == sentinel) out[t] = s;
-}
-"""
-)
-MMA_SYNC_NACC = 8
+# The sources are kernels/calibrate/*.cu, compiled with the stages' include path (the PTX
+# headers); the parameters below reach them as -D defines.
+FP32_CHAINS, FP32_UNROLL = 16, 8  # independent FMA chains per thread, steps per loop iteration
+MMA_SYNC_NACC = 8  # independent mma.sync accumulators per warp
 MMA_FLOPS = 16 * 8 * 16 * 2  # one m16n8k16 for a warp
-
-
-def _wgmma_source(n: int = 256, ksteps: int = 16) -> str:
-    """wgmma.mma_async m64nNk16 f32 += f16 x f16, A and B from shared memory (no swizzle:
-    8x8 core matrices of 128 contiguous bytes; K-adjacent ones 128 bytes apart, M/N-adjacent
-    ones 256 bytes apart). One warpgroup per block issues KSTEPS wgmmas on the same
-    accumulators, commits, waits: the accumulators stay in registers throughout."""
-    regs = n // 2  # 64 x n f32 accumulators over 128 threads
-    outs = ", ".join(f"%{i}" for i in range(regs))
-    constraints = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
-    return (
-        _HALF_BITS
-        + f"""
-#define WG_N {n}
-#define KSTEPS {ksteps}
-#define A_BYTES (64 * 16 * 2)
-#define B_BYTES (WG_N * 16 * 2)
-__device__ __forceinline__ unsigned long long smem_desc(unsigned int addr) {{
-    // start address, leading-dimension byte offset 128 (K), stride byte offset 256 (M/N),
-    // all in 16-byte units; base offset 0, no swizzle
-    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (128ull >> 4) << 16
-           | (256ull >> 4) << 32;
-}}
-extern "C" __global__ void __launch_bounds__(128)
-tc_wgmma(int iters, float sentinel, float* __restrict__ out) {{
-    __shared__ __align__(1024) unsigned short tile[(A_BYTES + B_BYTES) / 2];
-    for (int i = threadIdx.x; i < (A_BYTES + B_BYTES) / 2; i += blockDim.x)
-        tile[i] = (unsigned short)half_bits((unsigned int)i + 977u * blockIdx.x);
-    // ordinary stores, read next by the tensor cores: the async proxy must see them
-    asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
-    __syncthreads();
-    const unsigned int base = (unsigned int)__cvta_generic_to_shared(tile);
-    const unsigned long long da = smem_desc(base), db = smem_desc(base + A_BYTES);
-    float d[{regs}];
-#pragma unroll
-    for (int i = 0; i < {regs}; ++i) d[i] = 0.0f;
-    for (int it = 0; it < iters; ++it) {{
-        asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
-#pragma unroll
-        for (int k = 0; k < KSTEPS; ++k)
-            asm volatile(
-                "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n"
-                "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16 "
-                "{{{outs}}}, %{regs}, %{regs + 1}, p, 1, 1, 0, 0;\\n}}\\n"
-                : {constraints}
-                : "l"(da), "l"(db), "r"(1));
-        asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
-    }}
-    float s = 0.0f;
-#pragma unroll
-    for (int i = 0; i < {regs}; ++i) s += d[i];
-    if (s == sentinel) out[blockIdx.x * blockDim.x + threadIdx.x] = s;
-}}
-"""
-    )
-
-
-WGMMA_N, WGMMA_KSTEPS = 256, 16
-WGMMA_SRC = _wgmma_source(WGMMA_N, WGMMA_KSTEPS)
+WGMMA_N, WGMMA_KSTEPS = 256, 16  # wgmma m64nNk16, wgmmas per commit
 WGMMA_FLOPS = 64 * WGMMA_N * 16 * 2  # one m64n256k16 for a warpgroup
 
-
-# name -> (source, entry, defines, lowest compute capability, needs the sm_90a target)
+# name -> (source file, entry, defines, lowest compute capability, needs the sm_90a target)
 KERNELS: dict[str, tuple[str, str, dict[str, int | str], int, bool]] = {
-    "cal_hbm_read": (MEM_READ_SRC, "mem_read", {"LOAD": "__ldg"}, 50, False),
-    "cal_l2_read": (MEM_READ_SRC, "mem_read", {"LOAD": "__ldcg"}, 50, False),
-    "cal_fp32_fma": (FP32_FMA_SRC, "fp32_fma", {}, 50, False),
-    "cal_mma_sync": (MMA_SYNC_SRC, "tc_mma_sync", {}, 80, False),
-    "cal_wgmma": (WGMMA_SRC, "tc_wgmma", {}, 90, True),
+    "cal_hbm_read": ("mem_read.cu", "mem_read", {"LOAD": "__ldg"}, 50, False),
+    "cal_l2_read": ("mem_read.cu", "mem_read", {"LOAD": "__ldcg"}, 50, False),
+    "cal_fp32_fma": (
+        "fp32_fma.cu",
+        "fp32_fma",
+        {"CHAINS": FP32_CHAINS, "UNROLL": FP32_UNROLL},
+        50,
+        False,
+    ),
+    "cal_mma_sync": ("tensor_core.cu", "tc_mma_sync", {"NACC": MMA_SYNC_NACC}, 80, False),
+    "cal_wgmma": (
+        "tensor_core.cu",
+        "tc_wgmma",
+        {"WG_N": WGMMA_N, "KSTEPS": WGMMA_KSTEPS},
+        90,
+        True,
+    ),
 }
+
+
+def kernel_source(name: str) -> str:
+    """The CUDA source of one calibration kernel (kernels/calibrate/)."""
+    path = data_dir("kernels") / "calibrate" / KERNELS[name][0]
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise RooflineError(f"cannot read kernel source {path}: {exc.strerror}") from None
 
 
 def compile_kernel(name: str, arch: str):  # type: ignore[no-untyped-def]
     """Compile one calibration kernel (NVRTC, cached). Returns compiler.Compiled."""
     from rooflinecli.build import compiler
 
-    src, entry, defines, _cc, _arch_a = KERNELS[name]
-    return compiler.compile_source(src, name, entry, arch, defines)
+    _file, entry, defines, _cc, _arch_a = KERNELS[name]
+    return compiler.compile_source(kernel_source(name), name, entry, arch, defines)
 
 
 def kernels_for(arch: str) -> list[str]:

@@ -1,0 +1,110 @@
+"""One home for each PTX wrapper: the stage files hold no inline asm and no copy of a helper.
+
+Every PTX instruction the kernels use is wrapped once, in kernels/include/ptx_sm80.cuh or
+ptx_sm90.cuh; stage files (kernels/NN_*.cu) and calibration kernels (kernels/calibrate/*.cu)
+include them. Read as text: nothing is compiled here.
+"""
+
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS = ROOT / "kernels"
+HEADERS = sorted((KERNELS / "include").glob("*.cuh"))
+STAGE_FILES = sorted(KERNELS.glob("[0-9][0-9]_*.cu"))
+CALIBRATION_FILES = sorted((KERNELS / "calibrate").glob("*.cu"))
+
+ASM_RE = re.compile(r"\basm\s*(?:volatile\s*)?\(")
+# a __device__ function definition or declaration: qualifiers, return type, then NAME(
+DEVICE_FN_RE = re.compile(
+    r"\b__device__\s+(?:(?:__forceinline__|__noinline__|inline|static|constexpr)\s+)*"
+    r"[\w:<>,*&\s]*?\b(\w+)\s*\("
+)
+
+# Tiling and epilogue code that later stages repeat on purpose: a stage file reads as its worklog
+# step, whole (only architecture primitives go in kernels/include). A new copy of a helper fails
+# the test below until it is listed here, or moved.
+WORKLOG_COPIES: dict[str, set[str]] = {
+    "aligned16": {"07", "08", "09", "10"},  # 16-byte alignment of a pointer (float4 paths)
+    "a_coords": {"08", "09"},  # stage 09 = stage 08's tiles, double-buffered
+    "load_a": {"08", "09"},
+    "load_b": {"08", "09"},
+    "store_a": {"08", "09"},
+    "store_b": {"08", "09"},
+    "load_chunk": {"20", "21"},  # guarded 8-element global load
+    "a_off": {"21", "22"},  # the swizzles (stage 22 generalises A to 128-byte rows)
+    "b_off": {"21", "22"},
+    "tile_origin": {"23", "26"},  # grouped tile order (23: per block; 26: per tile number)
+    "store_block": {"24", "25", "26"},  # the WGMMA accumulator layout's register epilogue
+}
+
+
+def code(path: Path) -> str:
+    """The file without comments (so that prose about `asm(` does not count)."""
+    text = re.sub(r"/\*.*?\*/", " ", path.read_text(), flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def device_functions(path: Path) -> set[str]:
+    return set(DEVICE_FN_RE.findall(code(path)))
+
+
+def test_the_files_are_there():
+    assert [h.name for h in HEADERS] == ["ptx_sm80.cuh", "ptx_sm90.cuh"]
+    assert len(STAGE_FILES) >= 17
+    assert CALIBRATION_FILES
+
+
+@pytest.mark.parametrize("path", STAGE_FILES + CALIBRATION_FILES, ids=lambda p: p.name)
+def test_no_inline_asm_outside_the_headers(path):
+    found = ASM_RE.findall(code(path))
+    assert not found, f"{path.name}: inline asm belongs in kernels/include/ptx_sm*.cuh"
+
+
+def test_the_headers_hold_the_asm():
+    # the pattern above finds what it looks for
+    for header in HEADERS:
+        assert len(ASM_RE.findall(code(header))) >= 10, header.name
+
+
+def test_each_asm_template_is_written_once():
+    """No wrapper is a copy of another: the same instruction text appears in one asm only."""
+    seen: dict[str, str] = {}
+    for header in HEADERS:
+        src = code(header)
+        for m in ASM_RE.finditer(src):
+            # the string literals (and macros naming instructions) up to the first operand list
+            head = re.match(r'((?:\s*(?:"(?:[^"\\]|\\.)*"|[A-Z_0-9]+))+)', src[m.end() :])
+            assert head, src[m.start() : m.start() + 80]
+            text = " ".join(head.group(1).split())
+            assert text not in seen, f"{header.name} wraps {text!r} twice (also {seen[text]})"
+            seen[text] = header.name
+
+
+def test_headers_define_each_function_once():
+    names: defaultdict[str, list[str]] = defaultdict(list)
+    for header in HEADERS:
+        for m in DEVICE_FN_RE.finditer(code(header)):
+            names[m.group(1)].append(header.name)
+    assert names["mma_m16n8k16"] and names["tma_load_2d"]  # the pattern finds definitions
+    assert {n: f for n, f in names.items() if len(f) > 1} == {}
+
+
+def test_no_source_redefines_a_header_primitive():
+    primitives = set().union(*(device_functions(h) for h in HEADERS))
+    for path in STAGE_FILES + CALIBRATION_FILES:
+        again = device_functions(path) & primitives
+        assert not again, f"{path.name} defines {sorted(again)}: ptx_sm*.cuh has them"
+
+
+def test_no_helper_is_defined_in_two_stage_files():
+    where: defaultdict[str, set[str]] = defaultdict(set)
+    for path in STAGE_FILES:
+        for name in device_functions(path):
+            where[name].add(path.name[:2])
+    assert "store_block" in where and "load_frags" in where  # the pattern finds definitions
+    copies = {name: files for name, files in where.items() if len(files) > 1}
+    assert copies == WORKLOG_COPIES
