@@ -19,7 +19,11 @@ from typing import Any
 from rooflinecli import __version__
 from rooflinecli.errors import RooflineError
 
-SCHEMA = "roofline.results/1"
+SCHEMA = "roofline.results/2"
+# /2: records keep every repeat (samples_ms), name the reference they were timed beside
+# (compared_with, reference_time_ms) and the roof they stand under (math_instruction, roof_key,
+# peak_clock_mhz). /1 documents are read too: results.upgrade fills in what it can.
+READABLE = ("roofline.results/1", SCHEMA)
 
 # Fields every record carries (null where a field does not apply), in table order.
 RECORD_FIELDS: tuple[str, ...] = (
@@ -268,8 +272,10 @@ def validate(doc: Any, where: str = "document") -> None:
     schema = doc.get("schema")
     if not isinstance(schema, str) or not schema.startswith("roofline.results/"):
         raise RooflineError(f"{where}: not a roofline results document (schema {schema!r})")
-    if schema != SCHEMA:
-        raise RooflineError(f"{where}: schema {schema} is not supported (this tool reads {SCHEMA})")
+    if schema not in READABLE:
+        raise RooflineError(
+            f"{where}: schema {schema} is not supported (this tool reads {', '.join(READABLE)})"
+        )
     for key in ("tool_version", "created", "spec", "records"):
         if key not in doc:
             raise RooflineError(f"{where}: missing {key!r}")

@@ -109,7 +109,7 @@ def test_model_document_shape(runner, tmp_path):
     )
     assert r.exit_code == 0
     doc = json.loads(out.read_text())
-    assert doc["schema"] == "roofline.results/1"
+    assert doc["schema"] == "roofline.results/2"
     assert doc["device"] is None
     assert doc["spec"]["name"] == "h100-sxm5"
     for key in ("tool_version", "created", "records"):

@@ -297,7 +297,7 @@ def test_profile_command_json_format(runner, fake_ncu):
     )
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
-    assert doc["schema"] == "roofline.results/1"
+    assert doc["schema"] == "roofline.results/2"
     assert doc["records"][0]["ai_l2"] == pytest.approx((2 * FFMA + FMUL) / 2**38)
 
 

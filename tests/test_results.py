@@ -24,7 +24,7 @@ def test_every_record_field_present_and_nan_is_null(tmp_path):
     results.write_atomic(p, results.dumps(doc))
     back = results.load(p)
     assert back["records"][0]["tflops"] is None
-    assert back["schema"] == "roofline.results/1"
+    assert back["schema"] == "roofline.results/2"
 
 
 def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
