@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
+from rooflinecli import results
 from rooflinecli.report import FORMATS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -65,13 +66,39 @@ def format_option(f: F) -> F:
     )(f)
 
 
+def force_option(f: F) -> F:
+    # eager: its value is known when --output is checked, before the command does any work
+    return click.option(
+        "--force",
+        "-f",
+        is_flag=True,
+        is_eager=True,
+        help="Replace an existing file (without it, a results document never overwrites one).",
+    )(f)
+
+
+def _check_output(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse a bad --output before any work (a GPU run can take minutes); `-` keeps standard
+    output for the document, and the command's other output goes to standard error."""
+    if value is None:
+        return None
+    results.check_output(value, force=bool(ctx.params.get("force")))
+    if value == results.STDOUT:
+        ctx.call_on_close(results.claim_stdout())
+    return value
+
+
 def output_option(f: F) -> F:
+    """--output FILE|- and --force; write with results.write_output(output, ..., force=force)."""
+    f = force_option(f)
     return click.option(
         "--output",
         "-o",
-        type=click.Path(dir_okay=False, writable=True),
+        metavar="FILE|-",
         default=None,
-        help="Also write the results document (JSON) here, atomically.",
+        callback=_check_output,
+        help="Also write the results document (JSON) here, atomically; - for standard output "
+        "(the rest then goes to standard error).",
     )(f)
 
 

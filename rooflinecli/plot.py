@@ -174,5 +174,5 @@ def save(doc: dict[str, Any], path: str | Path) -> str:
     if not doc.get("records"):
         raise RooflineError("nothing to plot: the document has no records")
     data = render(doc, kind)
-    results.write_atomic(path, data)
+    results.write_output(path, data, document=False)
     return kind

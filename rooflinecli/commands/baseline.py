@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from rooflinecli import gate, results
 from rooflinecli.errors import RooflineError
+from rooflinecli.options import force_option
 
 
 @click.group()
@@ -18,9 +17,10 @@ def baseline() -> None:
 @baseline.command("save")
 @click.argument("src", metavar="RESULTS.json", type=click.Path(dir_okay=False))
 @click.argument("dst", metavar="BASELINE.json", type=click.Path(dir_okay=False))
-@click.option("--force", is_flag=True, help="Replace an existing baseline.")
+@force_option
 def save(src: str, dst: str, force: bool) -> None:
     """Save a run as the new baseline: it must be a GPU run with every stage verified."""
+    results.check_output(dst, force=force, make_folder=True)
     doc = results.load(src)
     gate.require_run(doc, src)
     if not doc["records"]:
@@ -35,13 +35,6 @@ def save(src: str, dst: str, force: bool) -> None:
         raise RooflineError(
             f"{src} is not a clean run: not verified or not timed: {', '.join(bad)}"
         )
-    target = Path(dst)
-    if target.exists() and not force:
-        raise RooflineError(f"{dst} exists: pass --force to replace it")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise RooflineError(f"cannot create {target.parent}: {exc.strerror}") from None
-    results.write_atomic(target, results.dumps(doc))
+    results.write_output(dst, results.dumps(doc), force=force, make_folder=True)
     n = len(doc["records"])
     click.echo(f"saved {dst}: {n} record{'s' if n != 1 else ''} from {src} ({gate.describe(doc)})")

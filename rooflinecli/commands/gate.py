@@ -116,6 +116,9 @@ def gate(
     unverified, or misses a floor; exit 2 for a baseline from another GPU, driver or CUDA. The
     rules: docs/gate.md.
     """
+    for target in (junit, markdown_path, benchmark_json):
+        if target:  # refused now, before any work, not after the verdict
+            results.check_output(target, document=False)
     current = results.load(path)
     base = results.load(baseline_path) if baseline_path else None
     result = core.evaluate(
@@ -132,11 +135,11 @@ def gate(
     if base is not None:
         heading += f"; baseline: `{baseline_path}` ({core.describe(base)})"
     if junit:
-        results.write_atomic(junit, core.junit_xml(result))
+        results.write_output(junit, core.junit_xml(result), document=False)
     if markdown_path:
-        results.write_atomic(markdown_path, _markdown(result, rows, heading))
+        results.write_output(markdown_path, _markdown(result, rows, heading), document=False)
     if benchmark_json:
-        results.write_atomic(benchmark_json, core.benchmark_json(current))
+        results.write_output(benchmark_json, core.benchmark_json(current), document=False)
     if fmt == "markdown":
         report.console().file.write(_markdown(result, rows, heading))
     else:

@@ -235,6 +235,7 @@ def model_llm(
     spec_arg: str | None,
     fmt: str,
     output: str | None,
+    force: bool,
     **sizes: int | None,
 ) -> None:
     """Where the FLOPs of one decoded token go; with --batch, each weight GEMM on the roofline.
@@ -258,7 +259,7 @@ def model_llm(
             },
         )  # fmt: skip
         if output:
-            results.write_atomic(output, results.dumps(doc))
+            results.write_output(output, results.dumps(doc), force=force)
         if fmt in ("json", "csv"):
             report.emit(doc, fmt, columns)
             return
@@ -283,7 +284,7 @@ def model_llm(
         contexts=contexts, batches=batches, shares=[row for s in shares for row in s[2]],
     )  # fmt: skip
     if output:
-        results.write_atomic(output, results.dumps(doc))
+        results.write_output(output, results.dumps(doc), force=force)
     if fmt in ("json", "csv"):
         report.emit(doc, fmt, GEMM_COLUMNS)
         return
@@ -393,6 +394,7 @@ def run_llm(
     quiet: bool,
     fmt: str,
     output: str | None,
+    force: bool,
     **sizes: int | None,
 ) -> None:
     """Time the weight GEMMs of one decode step at each batch, and place them on the roofline."""
@@ -472,7 +474,7 @@ def run_llm(
         },
     )  # fmt: skip
     if output:
-        results.write_atomic(output, results.dumps(doc))
+        results.write_output(output, results.dumps(doc), force=force)
     if fmt in ("json", "csv"):
         report.emit(doc, fmt, RUN_COLUMNS)
     else:

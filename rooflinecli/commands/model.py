@@ -57,6 +57,7 @@ def model_gemm(
     beta: float,
     fmt: str,
     output: str | None,
+    force: bool,
 ) -> None:
     """FLOPs, ideal bytes and intensity, by-instruction intensity, roof and attainable per stage."""
     m, n, k = resolve_shape(m, n, k)
@@ -65,7 +66,7 @@ def model_gemm(
     records = [analysis.model_record(s, m, n, k, spec, alpha, beta, dtype) for s in chosen]
     doc = results.new_document(spec.to_dict(), None, records, command="model gemm")
     if output:
-        results.write_atomic(output, results.dumps(doc))
+        results.write_output(output, results.dumps(doc), force=force)
     first = records[0]
     title = (
         f"GEMM {m}x{n}x{k} {dtype}, model on {spec.display_name} ({spec.name}, {why}): "

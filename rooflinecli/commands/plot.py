@@ -13,7 +13,6 @@ from rooflinecli import results
     "--output",
     "-o",
     required=True,
-    type=click.Path(dir_okay=False),
     metavar="FILE.png|svg|html",
     help="Image to write (format from the suffix), atomically.",
 )
@@ -26,6 +25,7 @@ def plot(path: str, output: str) -> None:
     from rooflinecli import plot as core  # matplotlib is imported only when drawing
 
     core.kind_of(output)
+    results.check_output(output, document=False)
     doc = results.load(path)
     kind = core.save(doc, output)
     click.echo(f"wrote {output} ({kind}): {core.chart.title(doc)}")

@@ -111,6 +111,7 @@ def profile_gemm(
     quiet: bool,
     fmt: str,
     output: str | None,
+    force: bool,
 ) -> None:
     """Run each stage under ncu: hardware FLOPs, bytes at DRAM/L2/L1, measured intensities.
 
@@ -152,7 +153,7 @@ def profile_gemm(
         checks=checks(records),
     )
     if output:
-        results.write_atomic(output, results.dumps(out))
+        results.write_output(output, results.dumps(out), force=force)
     title = (
         f"GEMM {shape[0]}x{shape[1]}x{shape[2]} {dtype} under Nsight Compute "
         f"({info.get('version') or 'no ncu'}) on {(doc.get('device') or {}).get('name', '?')}"

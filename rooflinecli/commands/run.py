@@ -141,6 +141,7 @@ def run_gemm(
     calibration: str | None,
     fmt: str,
     output: str | None,
+    force: bool,
 ) -> None:
     """Verify each stage against a float64 product, time it, and place it on the roofline."""
     from rooflinecli import runner
@@ -199,7 +200,7 @@ def run_gemm(
     )
     doc = place_on_roofs(doc, roofs, calibration)
     if output:
-        results.write_atomic(output, results.dumps(doc))
+        results.write_output(output, results.dumps(doc), force=force)
     con = report.console()
     if chart is None:
         chart = fmt == "table" and con.is_terminal

@@ -22,7 +22,13 @@ def tune() -> None:
 @format_option
 @output_option
 def tune_gemm(
-    stage_name: str, m: int, spec_arg: str | None, budget_ms: float, fmt: str, output: str | None
+    stage_name: str,
+    m: int,
+    spec_arg: str | None,
+    budget_ms: float,
+    fmt: str,
+    output: str | None,
+    force: bool,
 ) -> None:
     """Compile every variant (dropping those that fail or spill), verify and time the rest."""
     from rooflinecli import runner
@@ -45,7 +51,7 @@ def tune_gemm(
         tune={"stage": stage_name, "dropped": dropped, "winner": win and win["stage"]},
     )  # fmt: skip
     if output:
-        results.write_atomic(output, results.dumps(doc))
+        results.write_output(output, results.dumps(doc), force=force)
     report.emit(
         doc, fmt, report.RUN_COLUMNS, title=f"tune {stage_name} at {m}^3 on {device['name']}"
     )
