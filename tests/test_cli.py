@@ -276,3 +276,21 @@ def test_a_reader_that_leaves_early_is_no_failure(fmt):
     proc.stdout.close()
     assert proc.wait(timeout=60) == 0
     assert proc.stderr is not None and proc.stderr.read() == b""
+
+
+@pytest.mark.parametrize("reader", ["head -1", "true"])
+@pytest.mark.parametrize("fmt", ["markdown", "csv", "json", "table"])
+def test_a_broken_pipe_exits_0(fmt, reader, tmp_path):
+    # `roofline show X --format markdown | head -1`: the reader leaves (`true`: before the first
+    # write) and the writer gets EPIPE, which is no failure; nothing is said on stderr
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    err = tmp_path / "err.txt"
+    cmd = (
+        f"set -o pipefail; {sys.executable} -m rooflinecli show "
+        f"benchmarks/results/gemm-fp32-4096.json --format {fmt} 2>{err} | {reader} >/dev/null"
+    )
+    out = subprocess.run(["bash", "-c", cmd], cwd=root, capture_output=True, timeout=60)
+    assert out.returncode == 0, err.read_text()
+    assert err.read_text() == ""
