@@ -165,6 +165,20 @@ def inspect_stage(
     return rec
 
 
+def check_arch(arch: str) -> None:
+    """A target NVRTC cannot build for is bad input: one line now, not an error row per stage."""
+    cc = compiler.cc_of_arch(arch)
+    try:
+        _, archs = compiler._nvrtc().nvrtcGetSupportedArchs()
+    except Exception:  # no NVRTC, or one without the query: each stage's build says it
+        return
+    if archs and cc not in archs:
+        known = ", ".join(f"sm_{a}" for a in archs)
+        raise RooflineError(
+            f"bad --arch {arch}: NVRTC {compiler.nvrtc_version()} builds for {known}"
+        )
+
+
 def _pick(stage_args: tuple[str, ...], dtype: str | None) -> list[stages.Stage]:
     names: list[str] = []
     for arg in stage_args:
@@ -220,7 +234,7 @@ def inspect_gemm(
 
     spec, why = default_spec(spec_arg)
     arch = arch or compiler.arch_for_cc(spec.compute_capability)
-    compiler.cc_of_arch(arch)  # a bad --arch fails here, in one line
+    check_arch(arch)  # a bad --arch fails here, in one line
     chosen = _pick(stage_args, dtype)
     sass.find_nvdisasm()  # absent: one line now, not one per stage
     records = [inspect_stage(s, arch, spec, dtype) for s in chosen]
