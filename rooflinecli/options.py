@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from rooflinecli import results
 from rooflinecli.report import FORMATS
@@ -55,6 +56,20 @@ def spec_option(f: F) -> F:
     )(f)
 
 
+def _format_of_group(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """--format given to a group holds for its subcommand (`specs --format json show X`),
+    unless the subcommand is given its own."""
+    parent = ctx.parent
+    if (
+        ctx.get_parameter_source("fmt") is ParameterSource.DEFAULT
+        and parent is not None
+        and parent.params.get("fmt") is not None
+        and parent.get_parameter_source("fmt") is not ParameterSource.DEFAULT
+    ):
+        return str(parent.params["fmt"])
+    return value
+
+
 def format_option(f: F) -> F:
     return click.option(
         "--format",
@@ -62,6 +77,7 @@ def format_option(f: F) -> F:
         type=click.Choice(FORMATS),
         default="table",
         show_default=True,
+        callback=_format_of_group,
         help="Output format.",
     )(f)
 

@@ -294,3 +294,25 @@ def test_a_broken_pipe_exits_0(fmt, reader, tmp_path):
     out = subprocess.run(["bash", "-c", cmd], cwd=root, capture_output=True, timeout=60)
     assert out.returncode == 0, err.read_text()
     assert err.read_text() == ""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["specs", "show", "h200-sxm", "--format", "json"],
+        ["specs", "--format", "json", "show", "h200-sxm"],
+        ["specs", "--format", "csv", "show", "h200-sxm", "--format", "json"],  # the nearer wins
+    ],
+)
+def test_specs_format_on_the_group_or_the_subcommand(runner, args):
+    r = runner.invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["name"] == "h200-sxm" and doc["ridge_points"]["fp32"] == pytest.approx(67 / 4.8)
+
+
+def test_specs_list_format_on_the_group(runner):
+    for args in (["specs", "--format", "csv"], ["specs", "--format", "csv", "list"]):
+        r = runner.invoke(cli, args)
+        assert r.exit_code == 0, r.output
+        assert r.output.startswith("name,gpu,sms,bandwidth_gbs,")
