@@ -196,6 +196,11 @@ def resolve(name_or_path: str) -> Spec:
     key = name_or_path.lower()
     if key in specs:
         return specs[key]
+    starting = [name for name in specs if name.startswith(key)]
+    if len(starting) == 1:  # a unique start names it: h200 is h200-sxm
+        return specs[starting[0]]
+    if starting:
+        raise RooflineError(f"spec {name_or_path!r} is ambiguous: {', '.join(starting)}")
     raise RooflineError(
         f"unknown spec {name_or_path!r}; known: {', '.join(specs)} (or pass a .toml file path)"
     )

@@ -299,9 +299,9 @@ def test_a_broken_pipe_exits_0(fmt, reader, tmp_path):
 @pytest.mark.parametrize(
     "args",
     [
-        ["specs", "show", "h200-sxm", "--format", "json"],
+        ["specs", "show", "h200", "--format", "json"],
         ["specs", "--format", "json", "show", "h200-sxm"],
-        ["specs", "--format", "csv", "show", "h200-sxm", "--format", "json"],  # the nearer wins
+        ["specs", "--format", "csv", "show", "h200", "--format", "json"],  # the nearer wins
     ],
 )
 def test_specs_format_on_the_group_or_the_subcommand(runner, args):
@@ -316,3 +316,9 @@ def test_specs_list_format_on_the_group(runner):
         r = runner.invoke(cli, args)
         assert r.exit_code == 0, r.output
         assert r.output.startswith("name,gpu,sms,bandwidth_gbs,")
+
+
+def test_spec_by_a_unique_start_of_its_name(runner):
+    r = runner.invoke(cli, ["specs", "show", "h100"])
+    assert r.exit_code == 2
+    assert r.stderr == "error: spec 'h100' is ambiguous: h100-nvl, h100-pcie, h100-sxm5\n"
