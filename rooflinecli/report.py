@@ -245,7 +245,10 @@ GATE_COLUMNS: list[Column] = [
     ("reason", "reason", str),
 ]
 
-TEXT_FIELDS = ("stage", "roof", "shape", "dtype", "verdict", "reason")
+TEXT_FIELDS = (
+    "stage", "roof", "shape", "dtype", "verdict", "reason",
+    "path", "format", "source", "device", "title",
+)  # fmt: skip
 
 
 def text_table(
@@ -281,6 +284,16 @@ def emit_rows(
         con.file.write(markdown_rows(rows, columns))
     else:
         con.print(text_table(df, columns, title=title, caption=caption))
+
+
+def emit_written(
+    row: dict[str, Any], fmt: str, columns: list[Column], line: str, title: str
+) -> None:
+    """What a command says about a file it wrote: `line` as the table format, else `row`."""
+    if fmt == "table":
+        console().file.write(f"{line}\n")
+    else:
+        emit_rows([row], fmt, columns, title=title, payload=row)
 
 
 def markdown_rows(rows: list[dict[str, Any]], columns: list[Column]) -> str:

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import click
 
-from rooflinecli import gate, results
+from rooflinecli import gate, report, results
 from rooflinecli.errors import RooflineError
-from rooflinecli.options import force_option
+from rooflinecli.options import force_option, format_option
+
+SAVED_COLUMNS: list[report.Column] = [
+    ("path", "baseline", str),
+    ("source", "from", str),
+    ("records", "records", report.integer),
+    ("device", "device", str),
+]
 
 
 @click.group()
@@ -18,7 +25,8 @@ def baseline() -> None:
 @click.argument("src", metavar="RESULTS.json", type=click.Path(dir_okay=False))
 @click.argument("dst", metavar="BASELINE.json", type=click.Path(dir_okay=False))
 @force_option
-def save(src: str, dst: str, force: bool) -> None:
+@format_option
+def save(src: str, dst: str, force: bool, fmt: str) -> None:
     """Save a run as the new baseline: it must be a GPU run with every stage verified."""
     results.check_output(dst, force=force, make_folder=True)
     doc = results.load(src)
@@ -36,5 +44,7 @@ def save(src: str, dst: str, force: bool) -> None:
             f"{src} is not a clean run: not verified or not timed: {', '.join(bad)}"
         )
     results.write_output(dst, results.dumps(doc), force=force, make_folder=True)
-    n = len(doc["records"])
-    click.echo(f"saved {dst}: {n} record{'s' if n != 1 else ''} from {src} ({gate.describe(doc)})")
+    n, device = len(doc["records"]), gate.describe(doc)
+    row = {"path": dst, "source": src, "records": n, "device": device}
+    line = f"saved {dst}: {n} record{'s' if n != 1 else ''} from {src} ({device})"
+    report.emit_written(row, fmt, SAVED_COLUMNS, line, title=f"baseline saved: {dst}")

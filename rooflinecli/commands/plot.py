@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from rooflinecli import results
+from rooflinecli import report, results
+from rooflinecli.options import format_option
+
+WROTE_COLUMNS: list[report.Column] = [
+    ("path", "file", str),
+    ("format", "format", str),
+    ("records", "records", report.integer),
+    ("title", "chart", str),
+]
 
 
 @click.command()
@@ -16,7 +24,8 @@ from rooflinecli import results
     metavar="FILE.png|svg|html",
     help="Image to write (format from the suffix), atomically.",
 )
-def plot(path: str, output: str) -> None:
+@format_option
+def plot(path: str, output: str, fmt: str) -> None:
     """Roofline of a results document as an image.
 
     PNG, SVG, or HTML (the SVG in a minimal page), chosen by the suffix of -o. Needs the
@@ -28,4 +37,7 @@ def plot(path: str, output: str) -> None:
     results.check_output(output, document=False)
     doc = results.load(path)
     kind = core.save(doc, output)
-    click.echo(f"wrote {output} ({kind}): {core.chart.title(doc)}")
+    title = core.chart.title(doc)
+    row = {"path": output, "format": kind, "records": len(doc["records"]), "title": title}
+    line = f"wrote {output} ({kind}): {title}"
+    report.emit_written(row, fmt, WROTE_COLUMNS, line, title=f"roofline plot {path}")

@@ -1,0 +1,63 @@
+"""--format everywhere README promises it: what plot and baseline save say about the file they
+wrote; a title over every Markdown table; tidy CSV."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rooflinecli.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = str(ROOT / "benchmarks/results/gemm-fp32-4096.json")
+DEVICE = "NVIDIA H200, driver 580.159.04, CUDA 13.0"
+
+
+def test_baseline_save_formats(runner, tmp_path):
+    dst = tmp_path / "b.json"
+    r = runner.invoke(cli, ["baseline", "save", RUN, str(dst), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    said = json.loads(r.stdout)
+    assert said == {"path": str(dst), "source": RUN, "records": 12, "device": said["device"]}
+    assert said["device"].startswith("NVIDIA H200")
+    r = runner.invoke(cli, ["baseline", "save", RUN, str(dst), "--force", "--format", "csv"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines() == [
+        "path,source,records,device",
+        f'{dst},{RUN},12,"{said["device"]}"',
+    ]
+    r = runner.invoke(cli, ["baseline", "save", RUN, str(dst), "--force"])
+    assert r.stdout == f"saved {dst}: 12 records from {RUN} ({said['device']})\n"
+
+
+def test_plot_formats(runner, tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "r.svg"
+    r = runner.invoke(cli, ["plot", RUN, "-o", str(out), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout) == {
+        "path": str(out),
+        "format": "svg",
+        "records": 12,
+        "title": "Roofline: GEMM 4096x4096x4096 fp32 on NVIDIA H200 (spec h200-sxm)",
+    }
+    r = runner.invoke(cli, ["plot", RUN, "-o", str(out), "--format", "csv"])
+    assert r.stdout.splitlines()[0] == "path,format,records,title"
+
+
+def test_every_command_takes_format():
+    import click
+
+    def leaves(cmd, path):
+        if isinstance(cmd, click.Group):
+            for name, sub in cmd.commands.items():
+                yield from leaves(sub, [*path, name])
+        else:
+            yield " ".join(path), cmd
+
+    lacking = [
+        path
+        for path, cmd in leaves(cli, ["roofline"])
+        if not any(p.name == "fmt" and "--format" in p.opts for p in cmd.params)
+    ]
+    assert lacking == []
