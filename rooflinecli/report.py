@@ -135,15 +135,26 @@ def table(
     return t
 
 
-def markdown(df: pd.DataFrame, columns: list[Column]) -> str:
+def markdown_table(
+    title: str | None, headers: list[str], left: list[bool], rows: list[list[str]]
+) -> str:
+    """The one writer of Markdown tables: a `### title` line, then the table (cells escaped).
+    No title only where the caller writes its own heading right above (the gate summary)."""
+    head = "| " + " | ".join(headers) + " |"
+    sep = "|" + "|".join("---" if x else "---:" for x in left) + "|"
+    body = ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    lines = [f"### {title}", ""] if title else []
+    return "\n".join([*lines, head, sep, *body]) + "\n"
+
+
+def markdown(df: pd.DataFrame, columns: list[Column], title: str | None = None) -> str:
     present = [c for c in columns if c[0] in df.columns]
-    head = "| " + " | ".join(h for _, h, _ in present) + " |"
-    sep = "|" + "|".join("---" if f in ("stage", "roof") else "---:" for f, _, _ in present) + "|"
-    rows = [
-        "| " + " | ".join(_cell(row, f, fmt) for f, _, fmt in present) + " |"
-        for _, row in df.iterrows()
-    ]
-    return "\n".join([head, sep, *rows]) + "\n"
+    return markdown_table(
+        title,
+        [h for _, h, _ in present],
+        [f in ("stage", "roof") for f, _, _ in present],
+        [[_cell(row, f, fmt) for f, _, fmt in present] for _, row in df.iterrows()],
+    )
 
 
 def emit(
@@ -163,7 +174,7 @@ def emit(
     elif fmt == "csv":
         con.file.write(df.to_csv(index=False))
     elif fmt == "markdown":
-        con.file.write(markdown(df, columns))
+        con.file.write(markdown(df, columns, title=title))
     else:
         con.print(table(df, columns, title=title, caption=caption))
         for note in notes(doc["records"]):
@@ -281,7 +292,7 @@ def emit_rows(
     elif fmt == "csv":
         con.file.write(df.to_csv(index=False))
     elif fmt == "markdown":
-        con.file.write(markdown_rows(rows, columns))
+        con.file.write(markdown_rows(rows, columns, title=title))
     else:
         con.print(text_table(df, columns, title=title, caption=caption))
 
@@ -296,17 +307,18 @@ def emit_written(
         emit_rows([row], fmt, columns, title=title, payload=row)
 
 
-def markdown_rows(rows: list[dict[str, Any]], columns: list[Column]) -> str:
+def markdown_rows(
+    rows: list[dict[str, Any]], columns: list[Column], title: str | None = None
+) -> str:
     """markdown() for rows that are not result records: text columns (TEXT_FIELDS) left."""
     df = pd.DataFrame(rows, columns=[c[0] for c in columns] if not rows else None)
     present = [c for c in columns if c[0] in df.columns]
-    head = "| " + " | ".join(h for _, h, _ in present) + " |"
-    sep = "|" + "|".join("---" if f in TEXT_FIELDS else "---:" for f, _, _ in present) + "|"
-    body = [
-        "| " + " | ".join(_cell(row, f, fmt).replace("|", "\\|") for f, _, fmt in present) + " |"
-        for _, row in df.iterrows()
-    ]
-    return "\n".join([head, sep, *body]) + "\n"
+    return markdown_table(
+        title,
+        [h for _, h, _ in present],
+        [f in TEXT_FIELDS for f, _, _ in present],
+        [[_cell(row, f, fmt) for f, _, fmt in present] for _, row in df.iterrows()],
+    )
 
 
 def scaling(records: list[dict[str, Any]]) -> pd.DataFrame:
@@ -325,13 +337,11 @@ def emit_scaling(records: list[dict[str, Any]], fmt: str, out: Console | None = 
     fmt_cell = fixed(2)
     headers = ["stage", *[str(c) for c in pivot.columns]]
     rows = [[str(idx), *[fmt_cell(v) for v in row]] for idx, row in pivot.iterrows()]
+    title = "TFLOP/s per stage and shape"
     if fmt == "markdown":
-        con.file.write("| " + " | ".join(headers) + " |\n")
-        con.file.write("|---|" + "|".join("---:" for _ in headers[1:]) + "|\n")
-        for r in rows:
-            con.file.write("| " + " | ".join(r) + " |\n")
+        con.file.write(markdown_table(title, headers, [h == "stage" for h in headers], rows))
         return
-    t = Table(title="TFLOP/s per stage and shape", title_justify="left")
+    t = Table(title=title, title_justify="left")
     for h in headers:
         t.add_column(h, justify="left" if h == "stage" else "right")
     for r in rows:

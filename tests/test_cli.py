@@ -16,6 +16,11 @@ def test_model_gemm_markdown_rows_exact(runner):
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     assert lines[0] == (
+        "### GEMM 4096x4096x4096 fp32, model on NVIDIA H100 SXM5 80GB (h100-sxm5, given): "
+        "peak 67 TFLOP/s, 3350 GB/s, ridge 20.0 FLOP/byte"
+    )
+    assert lines[1] == ""
+    assert lines[2] == (
         "| stage | FLOPs | bytes ideal | AI ideal | AI instr | ridge | roof | attain TF/s "
         "| attain@instr |"
     )

@@ -61,3 +61,48 @@ def test_every_command_takes_format():
         if not any(p.name == "fmt" and "--format" in p.opts for p in cmd.params)
     ]
     assert lacking == []
+
+
+def untitled(text):
+    """Markdown tables without a `### title` line (and a blank line) right above them, and
+    headings run into what comes before them."""
+    lines = text.splitlines()
+    bad = []
+    for i, line in enumerate(lines):
+        starts_table = line.startswith("|") and (i == 0 or not lines[i - 1].startswith("|"))
+        if starts_table and not (i >= 2 and lines[i - 1] == "" and lines[i - 2].startswith("### ")):
+            bad.append(line)
+        if line.startswith("### ") and i and lines[i - 1] != "":
+            bad.append(line)
+    return bad
+
+
+MARKDOWN_COMMANDS = [
+    ["model", "gemm", "--m", "64", "--spec", "h100-sxm5"],
+    ["model", "llm", "--preset", "llama-7b", "--context", "512,2048"],
+    ["model", "llm", "--batch", "1,8", "--context", "512,2048", "--spec", "h100-sxm5"],
+    ["specs"],
+    ["specs", "show", "h200"],
+    ["show", str(ROOT / "benchmarks/results/gemm-fp32-odd.json"), "--chart"],
+    ["show", str(ROOT / "benchmarks/results/llm-llama-7b-fp16.json")],
+    ["show", str(ROOT / "benchmarks/results/profile-fp32-4096.json")],
+    ["compare", RUN, str(ROOT / "benchmarks/results/gemm-fp32-8192.json")],
+    ["inspect", "gemm", "--stage", "naive_xcol", "--spec", "h100-sxm5"],
+]
+
+
+@pytest.mark.parametrize("args", MARKDOWN_COMMANDS, ids=lambda a: " ".join(a[:3]))
+def test_every_markdown_table_has_a_title(runner, args):
+    r = runner.invoke(cli, [*args, "--format", "markdown"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.count("\n|---") >= 1
+    assert untitled(r.stdout) == []
+
+
+def test_written_file_markdown_has_a_title(runner, tmp_path):
+    r = runner.invoke(
+        cli, ["baseline", "save", RUN, str(tmp_path / "b.json"), "--format", "markdown"]
+    )
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[0] == f"### baseline saved: {tmp_path / 'b.json'}"
+    assert untitled(r.stdout) == []

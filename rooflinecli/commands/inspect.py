@@ -265,17 +265,21 @@ def inspect_gemm(
     res_cols = [c for c in RESOURCE_COLUMNS if c[0] != "error" or df["error"].notna().any()]
     ok = df[df["error"].isna()] if "error" in df else df
     sass_cols = _sass_columns([r for r in flat if not r.get("error")])
+    res_title = (
+        f"Resources and theoretical occupancy: {arch} (NVRTC {doc['nvrtc']}), "
+        f"occupancy on {spec.display_name} ({spec.name}, {why})"
+    )
+    sass_title = "SASS of the main loop (nvdisasm), per k step"
     if fmt == "markdown":
-        click.echo(report.markdown(df, res_cols))
-        click.echo(report.markdown(ok, sass_cols), nl=False)
+        click.echo(report.markdown(df, res_cols, title=res_title))
+        click.echo(report.markdown(ok, sass_cols, title=sass_title), nl=False)
         return
     con = report.console()
     con.print(
         report.table(
             df,
             res_cols,
-            title=f"Resources and theoretical occupancy: {arch} (NVRTC {doc['nvrtc']}), "
-            f"occupancy on {spec.display_name} ({spec.name}, {why})",
+            title=res_title,
             caption="smem: static + dynamic per block. Occupancy by CUDA's rules: registers "
             "in 256-register warp units over 4 sub-partitions, shared memory + 1 KiB reserved "
             "per block in 128-byte units, warp and block slots.",
@@ -285,7 +289,7 @@ def inspect_gemm(
         report.table(
             ok,
             sass_cols,
-            title="SASS of the main loop (nvdisasm), per k step",
+            title=sass_title,
             caption="Main loop: the innermost backward-branch loop with the most FMA/matrix "
             "instructions. k/iter: k steps one iteration covers (its multiply-adds per thread "
             "over the thread's elements of C; with HGMMA, 16 x HGMMAs per accumulator tile); "

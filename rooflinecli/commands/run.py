@@ -222,6 +222,8 @@ def run_gemm(
                 f"GEMM {shape[0]}x{shape[1]}x{shape[2]} {dtype} on {device['name']} "
                 f"(spec {spec.name}: {roofs_text})"
             )
+            if fmt == "markdown" and shape != shapes[0]:
+                con.file.write("\n")
             report.emit(one, fmt, report.RUN_COLUMNS, title=title, out=con)
             if chart:
                 from rooflinecli import chart as roofchart
@@ -229,6 +231,8 @@ def run_gemm(
                 text = roofchart.render(one)
                 con.file.write(f"```text\n{text}```\n" if fmt == "markdown" else text)
         if len(shapes) > 1:
+            if fmt == "markdown":
+                con.file.write("\n")
             report.emit_scaling(doc["records"], fmt, out=con)
     failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
     if failed:

@@ -70,8 +70,10 @@ def show(path: str, fmt: str, chart_flag: bool | None, roofs: str, calibration: 
     if not doc["records"]:
         raise RooflineError(f"{path} holds no records")
     shapes = list(dict.fromkeys((r["m"], r["n"], r["k"]) for r in doc["records"]))
-    for shape in shapes:
+    for i, shape in enumerate(shapes):
         recs = [r for r in doc["records"] if (r["m"], r["n"], r["k"]) == shape]
+        if fmt == "markdown" and i:
+            out.file.write("\n")
         report.emit({**doc, "records": recs}, fmt, columns, title=title(doc, recs), out=out)
     if want_chart:
         text = chart.render(doc)

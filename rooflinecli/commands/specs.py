@@ -63,14 +63,12 @@ def list_specs(fmt: str) -> None:
             v = r.get(f"{k}_tflops")
             line.append("-" if pd.isna(v) else f"{v:g} ({r[f'{k}_ridge']:.1f})")
         cells.append(line)
+    title = "GPU specs: dense peak TFLOP/s (ridge point in FLOP/byte = peak / bandwidth)"
     if fmt == "markdown":
-        out.file.write("| " + " | ".join(headers) + " |\n")
-        out.file.write("|" + "|".join(["---"] * len(headers)) + "|\n")
-        for line in cells:
-            out.file.write("| " + " | ".join(line) + " |\n")
+        out.file.write(report.markdown_table(title, headers, [True] * len(headers), cells))
         return
     t = Table(
-        title="GPU specs: dense peak TFLOP/s (ridge point in FLOP/byte = peak / bandwidth)",
+        title=title,
         caption="TC: Tensor Core, dense (sparsity figures are never used). int8 in TOP/s.",
         caption_justify="left",
         title_justify="left",
@@ -110,12 +108,12 @@ def show(name: str, fmt: str) -> None:
         writer.writerow(["key", "value"])
         writer.writerows(rows)
         return
+    title = f"{spec.display_name} ({spec.name})"
     if fmt == "markdown":
-        out.file.write("| key | value |\n|---|---|\n")
-        for k, v in rows:
-            out.file.write(f"| {k} | {v} |\n")
+        table_rows = [[k, v] for k, v in rows]
+        out.file.write(report.markdown_table(title, ["key", "value"], [True, True], table_rows))
         return
-    t = Table(title=f"{spec.display_name} ({spec.name})", title_justify="left", show_header=False)
+    t = Table(title=title, title_justify="left", show_header=False)
     t.add_column("key")
     t.add_column("value")
     for k, v in rows:
