@@ -112,6 +112,42 @@ def console(stderr: bool = False) -> Console:
     return _Console(file=stream, width=wide, highlight=False, soft_wrap=False, emoji=False)
 
 
+# A nested object in a CSV row becomes one column per key, named prefix_key (params -> param_BM).
+FLAT_PREFIX = {"params": "param", "counters": "counter"}
+
+
+def plain(v: Any) -> str:
+    """A value as plain text: lists joined with ', ', objects as k=v; never a Python repr."""
+    if isinstance(v, dict):
+        return " ".join(f"{k}={plain(x)}" for k, x in v.items())
+    if isinstance(v, list | tuple):
+        return ", ".join(plain(x) for x in v)
+    return "" if missing(v) else str(v)
+
+
+def tidy(row: dict[str, Any]) -> dict[str, Any]:
+    """One CSV row: a nested object becomes columns of its own (params -> param_BM, ...),
+    a list is joined plainly; JSON output keeps the nesting."""
+    out: dict[str, Any] = {}
+    for key, v in row.items():
+        if isinstance(v, dict):
+            prefix = FLAT_PREFIX.get(key, key)
+            for sub, x in tidy(v).items():
+                out[f"{prefix}_{sub}"] = x
+        elif isinstance(v, list | tuple):
+            out[key] = plain(v)
+        else:
+            out[key] = v
+    return out
+
+
+def csv_text(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
+    """The one writer of CSV: tidy rows (no dict or list reprs), whole numbers stay whole."""
+    tidied = [tidy(r) for r in rows]
+    df = pd.DataFrame(tidied, columns=None if tidied else columns, dtype=object)
+    return str(df.to_csv(index=False))
+
+
 def frame(records: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame([results.complete_record(r) for r in records])
 
@@ -172,7 +208,7 @@ def emit(
     if fmt == "json":
         con.file.write(results.dumps(doc))
     elif fmt == "csv":
-        con.file.write(df.to_csv(index=False))
+        con.file.write(csv_text([results.complete_record(r) for r in doc["records"]]))
     elif fmt == "markdown":
         con.file.write(markdown(df, columns, title=title))
     else:
@@ -290,7 +326,7 @@ def emit_rows(
         data: Any = rows if payload is None else payload
         con.file.write(results.dumps(data))
     elif fmt == "csv":
-        con.file.write(df.to_csv(index=False))
+        con.file.write(csv_text(rows, [c[0] for c in columns]))
     elif fmt == "markdown":
         con.file.write(markdown_rows(rows, columns, title=title))
     else:

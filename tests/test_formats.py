@@ -106,3 +106,67 @@ def test_written_file_markdown_has_a_title(runner, tmp_path):
     assert r.exit_code == 0, r.output
     assert r.stdout.splitlines()[0] == f"### baseline saved: {tmp_path / 'b.json'}"
     assert untitled(r.stdout) == []
+
+
+def _no_reprs(csv_text):
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(csv_text)))
+    assert rows
+    for row in rows:
+        for key, cell in row.items():
+            assert not (cell or "").startswith(("{", "[", "(")), (key, cell)
+            assert "'" not in (cell or "") or key == "notes", (key, cell)
+    return rows
+
+
+@pytest.mark.parametrize(
+    "name", ["gemm-fp32-4096.json", "profile-fp32-4096.json", "llm-llama-7b-fp16.json"]
+)
+def test_csv_is_tidy_and_json_keeps_the_nesting(runner, name):
+    path = str(ROOT / "benchmarks/results" / name)
+    r = runner.invoke(cli, ["show", path, "--format", "csv"])
+    assert r.exit_code == 0, r.output
+    rows = _no_reprs(r.stdout)
+    doc = json.loads(runner.invoke(cli, ["show", path, "--format", "json"]).stdout)
+    by_stage = {(x["stage"], x["m"], x["n"], x["k"]): x for x in doc["records"]}
+    for row in rows:
+        rec = by_stage[(row["stage"], int(row["m"]), int(row["n"]), int(row["k"]))]
+        params = rec.get("params") or {}
+        assert isinstance(params, dict)  # JSON: still an object
+        for key, value in params.items():
+            assert row[f"param_{key}"] == str(value)
+        if rec.get("grid"):
+            assert isinstance(rec["grid"], list)
+            assert row["grid"] == ", ".join(str(x) for x in rec["grid"])
+        if rec.get("counters"):
+            assert (
+                float(row["counter_dram__bytes_read.sum"])
+                == rec["counters"]["dram__bytes_read.sum"]
+            )
+
+
+def test_csv_params_of_a_tuned_stage(runner):
+    r = runner.invoke(cli, ["show", RUN, "--format", "csv"])
+    rows = {row["stage"]: row for row in _no_reprs(r.stdout)}
+    assert rows["double_buffer"]["param_BM"] == "128"
+    assert rows["double_buffer"]["param_BN"] == "256"
+    assert rows["naive_xcol"]["param_BM"] == ""
+    assert rows["naive_xcol"]["registers"] == "32"  # whole numbers stay whole
+    assert rows["cublas"]["registers"] == ""
+
+
+def test_inspect_and_specs_csv_are_tidy(runner):
+    r = runner.invoke(
+        cli,
+        ["inspect", "gemm", "--stage", "thread_tile_4x4", "--spec", "h100-sxm5", "--format", "csv"],
+    )
+    assert r.exit_code == 0, r.output
+    (row,) = _no_reprs(r.stdout)
+    assert (row["param_TM"], row["param_TN"]) == ("4", "4")
+    r = runner.invoke(cli, ["specs", "show", "h200", "--format", "csv"])
+    rows = {row["key"]: row["value"] for row in _no_reprs(r.stdout)}
+    assert rows["device_names"] == "NVIDIA H200, NVIDIA H200 SXM, NVIDIA H200 141GB HBM3e"
+    r = runner.invoke(cli, ["specs", "show", "h200"])
+    assert "['NVIDIA H200'" not in r.stdout and "NVIDIA H200, NVIDIA H200 SXM" in r.stdout

@@ -105,7 +105,7 @@ def calibrate(quick: bool, spec_arg: str | None, fmt: str) -> None:
     roofs = pd.DataFrame(roof_rows(doc))
     sets = pd.DataFrame(set_rows(doc))
     if fmt == "csv":
-        click.echo(roofs.to_csv(index=False), nl=False)
+        click.echo(report.csv_text(roof_rows(doc)), nl=False)
         return
     dev = doc["device"]
     title = (

@@ -259,8 +259,9 @@ def inspect_gemm(
     import pandas as pd
 
     df = pd.DataFrame(flat)
-    if fmt == "csv":
-        click.echo(df.to_csv(index=False), nl=False)
+    if fmt == "csv":  # params as param_* columns, sass left to JSON
+        tidy = [{k: v for k, v in r.items() if k != "sass"} for r in records]
+        click.echo(report.csv_text(tidy), nl=False)
         return
     res_cols = [c for c in RESOURCE_COLUMNS if c[0] != "error" or df["error"].notna().any()]
     ok = df[df["error"].isna()] if "error" in df else df

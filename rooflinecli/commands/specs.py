@@ -45,7 +45,7 @@ def list_specs(fmt: str) -> None:
         out.file.write(df.to_json(orient="records", indent=2) + "\n")
         return
     if fmt == "csv":
-        out.file.write(df.to_csv(index=False))
+        out.file.write(report.csv_text(rows))
         return
     keys = [k for k in registry.PEAK_KEYS if f"{k}_tflops" in df.columns]
     short = {k: k.replace("_tensor_dense", " TC") for k in keys}
@@ -96,7 +96,7 @@ def show(name: str, fmt: str) -> None:
         }
         out.file.write(json.dumps({**data, "ridge_points": ridges}, indent=2) + "\n")
         return
-    rows: list[tuple[str, str]] = [(k, str(v)) for k, v in data.items() if k != "tflops"]
+    rows: list[tuple[str, str]] = [(k, report.plain(v)) for k, v in data.items() if k != "tflops"]
     for key, peak in spec.tflops.items():
         ridge = model.ridge_point(peak, spec.memory_bandwidth_gbs)
         unit = "TOP/s" if key.startswith("int8") else "TFLOP/s"
