@@ -9,6 +9,7 @@ import click
 from click.core import ParameterSource
 
 from rooflinecli import results
+from rooflinecli.errors import RooflineError
 from rooflinecli.report import FORMATS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -37,6 +38,17 @@ class Size(click.ParamType):
 
 
 SIZE = Size()
+
+
+def split_list(text: str, option: str) -> list[str]:
+    """'a, b,c' -> ['a', 'b', 'c'] for a LIST option; an empty item (a,,b or a trailing comma)
+    is an error, never skipped silently."""
+    if not text.strip():
+        raise RooflineError(f"{option} is empty")
+    items = [t.strip() for t in text.split(",")]
+    if not all(items):
+        raise RooflineError(f"{option}: empty item in {text!r}")
+    return items
 
 
 def shape_options(f: F) -> F:

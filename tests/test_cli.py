@@ -327,3 +327,26 @@ def test_spec_by_a_unique_start_of_its_name(runner):
     r = runner.invoke(cli, ["specs", "show", "h100"])
     assert r.exit_code == 2
     assert r.stderr == "error: spec 'h100' is ambiguous: h100-nvl, h100-pcie, h100-sxm5\n"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "gemm", "--sizes", "1024,,4096"], "--sizes: empty item in '1024,,4096'"),
+        (["run", "gemm", "--sizes", "1024,"], "--sizes: empty item in '1024,'"),
+        (["run", "gemm", "--sizes", " "], "--sizes is empty"),
+        (["run", "gemm", "--m", "64", "--stages", "naive_xcol,"], "--stages: empty item in"),
+        (["run", "llm", "--batch", "1,,8"], "--batch: empty item in '1,,8'"),
+        (["run", "llm", "--gemms", "qkv,,o_proj"], "--gemms: empty item in 'qkv,,o_proj'"),
+        (["model", "llm", "--context", ",2048"], "--context: empty item in ',2048'"),
+        (["model", "llm", "--batch", "1,8,", "--spec", "h200"], "--batch: empty item in '1,8,'"),
+        (["inspect", "gemm", "--stage", "naive_xcol,,smem_tile"], "--stage: empty item in"),
+        (["profile", "gemm", "--m", "64", "--stages", ",naive_xcol"], "--stages: empty item in"),
+    ],
+)
+def test_an_empty_list_item_is_an_error(runner, args, message, monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # caught before any GPU work
+    r = runner.invoke(cli, args)
+    assert r.exit_code == 2, r.output
+    (line,) = r.stderr.splitlines()
+    assert line.startswith(f"error: {message}"), line

@@ -352,7 +352,7 @@ def test_model_llm_split_json_and_csv(runner):
     [
         (["--context", "0"], "error: --context: 0 is outside 1..16777216"),
         (["--context", "2k"], "error: --context: '2k' is not a whole number"),
-        (["--batch", ","], "error: --batch is empty"),
+        (["--batch", ","], "error: --batch: empty item in ','"),
         (["--batch", "8", "--spec", "nope"], "error: unknown spec 'nope'"),
     ],
 )

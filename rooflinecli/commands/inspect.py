@@ -15,7 +15,7 @@ import click
 
 from rooflinecli import compiler, occupancy, report, results, sass, stages
 from rooflinecli.errors import RooflineError
-from rooflinecli.options import DTYPES, format_option, spec_option
+from rooflinecli.options import DTYPES, format_option, spec_option, split_list
 from rooflinecli.specs import Spec
 
 SCHEMA = "roofline.inspect/1"
@@ -182,7 +182,7 @@ def check_arch(arch: str) -> None:
 def _pick(stage_args: tuple[str, ...], dtype: str | None) -> list[stages.Stage]:
     names: list[str] = []
     for arg in stage_args:
-        names += [n.strip() for n in arg.split(",") if n.strip()]
+        names += split_list(arg, "--stage")
     if not names:
         return [
             s for s in stages.STAGES if not s.reference and (dtype is None or dtype in s.all_dtypes)

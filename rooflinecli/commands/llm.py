@@ -14,7 +14,14 @@ import click
 from rooflinecli import llm, report, results, stages
 from rooflinecli.commands.model import default_spec
 from rooflinecli.errors import GateFailure, RooflineError
-from rooflinecli.options import DTYPES, SIZE, format_option, output_option, spec_option
+from rooflinecli.options import (
+    DTYPES,
+    SIZE,
+    format_option,
+    output_option,
+    spec_option,
+    split_list,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 Column = tuple[str, str, Callable[[Any], str]]
@@ -61,10 +68,7 @@ def _preset(name: str, sizes: dict[str, int | None]) -> llm.Preset:
 def parse_list(text: str, option: str, limit: int = 1 << 20) -> list[int]:
     """'512,2048,4096' -> [512, 2048, 4096]: positive whole numbers, duplicates dropped."""
     values: list[int] = []
-    for token in text.split(","):
-        token = token.strip()
-        if not token:
-            continue
+    for token in split_list(text, option):
         try:
             v = int(token)
         except ValueError:
@@ -73,8 +77,6 @@ def parse_list(text: str, option: str, limit: int = 1 << 20) -> list[int]:
             raise RooflineError(f"{option}: {v} is outside 1..{limit}")
         if v not in values:
             values.append(v)
-    if not values:
-        raise RooflineError(f"{option} is empty")
     return values
 
 
@@ -406,7 +408,7 @@ def run_llm(
     batches = parse_list(batch_arg, "--batch")
     gemms = llm.weight_gemms(p)
     if gemm_arg:
-        wanted = [g.strip() for g in gemm_arg.split(",") if g.strip()]
+        wanted = split_list(gemm_arg, "--gemms")
         known = [g.name for g in gemms]
         bad = [g for g in wanted if g not in known]
         if bad or not wanted:

@@ -17,6 +17,7 @@ from rooflinecli.options import (
     place_on_roofs,
     roofs_option,
     spec_option,
+    split_list,
 )
 
 
@@ -33,10 +34,8 @@ def parse_shapes(
     if n is not None or k is not None:
         raise RooflineError("--n/--k go with --m; with --sizes write MxNxK")
     shapes = []
-    for token in sizes.split(","):
-        token = token.strip().lower()
-        if not token:
-            continue
+    for token in split_list(sizes, "--sizes"):
+        token = token.lower()
         parts = token.split("x")
         if len(parts) not in (1, 3):
             raise RooflineError(f"bad size {token!r}: write N or MxNxK")
@@ -45,8 +44,6 @@ def parse_shapes(
         except click.BadParameter as exc:
             raise RooflineError(f"bad size {token!r}: {exc.format_message()}") from None
         shapes.append((dims[0], dims[0], dims[0]) if len(dims) == 1 else tuple(dims))  # type: ignore[arg-type]
-    if not shapes:
-        raise RooflineError("--sizes is empty")
     return shapes  # type: ignore[return-value]
 
 
