@@ -26,10 +26,16 @@ def missing(v: Any) -> bool:
 
 
 def cell(render: Callable[[Any], str]) -> Callable[[Any], str]:
-    """A column formatter: '-' for a missing value, `render(v)` otherwise."""
+    """A column formatter: '-' for a missing value, `render(v)` otherwise, and the value as
+    text when it is not of the kind `render` expects (load() refuses such documents)."""
 
     def fmt(v: Any) -> str:
-        return "-" if missing(v) else render(v)
+        if missing(v):
+            return "-"
+        try:
+            return render(v)
+        except (TypeError, ValueError):
+            return str(v)
 
     return fmt
 
