@@ -165,6 +165,8 @@ def load_spec_file(path: str | Path) -> Spec:
         raise RooflineError(f"spec file {p} not found") from None
     except tomllib.TOMLDecodeError as exc:
         raise RooflineError(f"spec file {p} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise RooflineError(f"spec file {p} is not valid TOML: not UTF-8 text") from None
     except OSError as exc:
         raise RooflineError(f"cannot read spec file {p}: {exc.strerror}") from None
     return _check(p, raw)

@@ -350,3 +350,21 @@ def test_an_empty_list_item_is_an_error(runner, args, message, monkeypatch):
     assert r.exit_code == 2, r.output
     (line,) = r.stderr.splitlines()
     assert line.startswith(f"error: {message}"), line
+
+
+@pytest.mark.parametrize(
+    "args, what",
+    [
+        (["model", "gemm", "--m", "64", "--spec", "{path}"], "spec file"),
+        (["specs", "show", "{path}"], "spec file"),
+        (["model", "llm", "--preset", "{path}"], "preset file"),
+        (["run", "gemm", "--m", "64", "--extra-stage", "{path}"], "stage file"),
+    ],
+)
+@pytest.mark.parametrize("name", ["some.bin", "some.toml"])
+def test_a_binary_toml_file_is_one_line_naming_it(runner, tmp_path, args, what, name):
+    path = tmp_path / name
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00binary")
+    r = runner.invoke(cli, [a.replace("{path}", str(path)) for a in args])
+    assert r.exit_code == 2, r.output
+    assert r.stderr == f"error: {what} {path} is not valid TOML: not UTF-8 text\n"
