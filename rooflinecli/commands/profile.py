@@ -116,9 +116,9 @@ def profile_gemm(
     """Run each stage under ncu: hardware FLOPs, bytes at DRAM/L2/L1, measured intensities.
 
     Only the timed launch is profiled (its NVTX range, domain "roofline"); each record gets
-    flops_hw, bytes_dram/l2/l1, ai_dram/l2/l1 and ncu_time_ms. Without ncu, or without
-    permission to read counters, the stages still run and the records say why counters are
-    null; the command then exits 2.
+    flops_hw, bytes_dram/l2/l1, ai_dram/l2/l1 and ncu_time_ms. Without ncu it stops before
+    any stage runs (exit 2). Without permission to read counters the stages still run and the
+    records say why counters are null; the command then exits 2.
     """
     from rooflinecli import profile as prof
 
@@ -128,6 +128,7 @@ def profile_gemm(
         why = st.refuses(*shape)
         if why:
             raise RooflineError(why)
+    prof.find_ncu()  # no ncu: one line now, before any stage runs
     err = report.console(stderr=True)
 
     def tick(name: str) -> None:
