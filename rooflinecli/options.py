@@ -130,6 +130,23 @@ def output_option(f: F) -> F:
     )(f)
 
 
+def chart_option(f: F) -> F:
+    return click.option(
+        "--chart/--no-chart",
+        "chart_flag",
+        default=None,
+        help="Draw the roofline chart under the table (default: with --format table; for a run, "
+        "only on a terminal).",
+    )(f)
+
+
+def want_chart(flag: bool | None, fmt: str, default: bool = True) -> bool:
+    """--chart/--no-chart against --format: a chart goes with a table or Markdown only."""
+    if flag and fmt in ("json", "csv"):
+        raise RooflineError(f"--chart goes with --format table or markdown, not {fmt}")
+    return fmt == "table" and default if flag is None else flag
+
+
 def dtype_option(f: F) -> F:
     return click.option(
         "--dtype",

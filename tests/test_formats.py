@@ -170,3 +170,58 @@ def test_inspect_and_specs_csv_are_tidy(runner):
     assert rows["device_names"] == "NVIDIA H200, NVIDIA H200 SXM, NVIDIA H200 141GB HBM3e"
     r = runner.invoke(cli, ["specs", "show", "h200"])
     assert "['NVIDIA H200'" not in r.stdout and "NVIDIA H200, NVIDIA H200 SXM" in r.stdout
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """runner.run_gemm without a GPU: every stage at half its roof, verified."""
+    from rooflinecli import analysis, runner, specs
+
+    def run_gemm(shapes, chosen, spec_arg, alpha=1.0, beta=0.0, seed=0, timing=None,
+                 progress=None, dtype="fp32"):  # fmt: skip
+        spec = specs.resolve("h200-sxm")
+        recs = []
+        for m, n, k in shapes:
+            for stage in chosen:
+                r = analysis.model_record(stage, m, n, k, spec, alpha, beta, dtype)
+                tflops = r["attainable_tflops"] / 2
+                r.update(tflops=tflops, time_ms=r["flops"] / tflops / 1e9, verified=True)
+                recs.append(r)
+        return {"name": "FAKE H200"}, spec, recs
+
+    monkeypatch.setattr(runner, "run_gemm", run_gemm)
+    monkeypatch.setattr(runner, "device_info", lambda: {"name": "FAKE H200", "arch": "sm_90a"})
+
+
+RUN_LLM = ["run", "llm", "--batch", "1,16", "--gemms", "qkv,o_proj", "--stages", "mma_sync"]
+
+
+def test_run_llm_chart(runner, fake_gpu):
+    r = runner.invoke(cli, [*RUN_LLM, "--chart"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.count("Roofline: ") == 2  # one chart per batch, under its table
+    r = runner.invoke(cli, RUN_LLM)  # not a terminal: no chart unless asked
+    assert r.exit_code == 0, r.output
+    assert "Roofline: " not in r.stdout
+    r = runner.invoke(cli, [*RUN_LLM, "--chart", "--format", "markdown"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.count("```text\nRoofline: ") == 2
+    assert untitled(r.stdout) == []
+
+
+@pytest.mark.parametrize("cmd", [RUN_LLM, ["run", "gemm", "--m", "64"]])
+def test_chart_with_json_is_refused_before_any_run(runner, monkeypatch, cmd):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    r = runner.invoke(cli, [*cmd, "--chart", "--format", "json"])
+    assert r.exit_code == 2
+    assert r.stderr == "error: --chart goes with --format table or markdown, not json\n"
+
+
+def test_run_gemm_chart_and_markdown(runner, fake_gpu):
+    r = runner.invoke(cli, ["run", "gemm", "--sizes", "64,128", "--format", "markdown", "--chart"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.count("```text\nRoofline: ") == 2
+    assert "### TFLOP/s per stage and shape" in r.stdout
+    assert untitled(r.stdout) == []

@@ -17,10 +17,12 @@ from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
     DTYPES,
     SIZE,
+    chart_option,
     format_option,
     output_option,
     spec_option,
     split_list,
+    want_chart,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -379,6 +381,7 @@ RUN_COLUMNS.insert(-1, ("time_us_per_token", "us/token", _fixed(1)))
     help="GPU time of timed repeats per stage and shape.",
 )  # fmt: skip
 @click.option("--no-flush", is_flag=True, help="Do not flush the L2 between repeats.")
+@chart_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @format_option
 @output_option
@@ -393,6 +396,7 @@ def run_llm(
     seed: int,
     budget_ms: float,
     no_flush: bool,
+    chart_flag: bool | None,
     quiet: bool,
     fmt: str,
     output: str | None,
@@ -401,11 +405,12 @@ def run_llm(
 ) -> None:
     """Time the weight GEMMs of one decode step at each batch, and place them on the roofline."""
     from rooflinecli import runner
-    from rooflinecli.commands.run import _progress
+    from rooflinecli.commands.run import _progress, draw_chart
     from rooflinecli.userstage import load_user_stage
 
     p = _preset(preset, sizes)
     batches = parse_list(batch_arg, "--batch")
+    draw = want_chart(chart_flag, fmt, report.console().is_terminal)
     gemms = llm.weight_gemms(p)
     if gemm_arg:
         wanted = split_list(gemm_arg, "--gemms")
@@ -495,6 +500,8 @@ def run_llm(
                     f"{spec.memory_bandwidth_gbs:g} GB/s, ridge {r0['ridge_point']:.1f} FLOP/byte)"
                 ),
             )
+            if draw:
+                draw_chart({**doc, "records": recs}, fmt, report.console())
         if fmt == "markdown":
             click.echo("")
         columns: list[Column] = [("stage", "stage", str)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import click
 
@@ -11,6 +12,7 @@ from rooflinecli import report, results, stages
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
     SIZE,
+    chart_option,
     dtype_option,
     format_option,
     output_option,
@@ -18,6 +20,7 @@ from rooflinecli.options import (
     roofs_option,
     spec_option,
     split_list,
+    want_chart,
 )
 
 
@@ -45,6 +48,14 @@ def parse_shapes(
             raise RooflineError(f"bad size {token!r}: {exc.format_message()}") from None
         shapes.append((dims[0], dims[0], dims[0]) if len(dims) == 1 else tuple(dims))  # type: ignore[arg-type]
     return shapes  # type: ignore[return-value]
+
+
+def draw_chart(doc: dict[str, Any], fmt: str, con: Any) -> None:
+    """The roofline chart of these records under their table (a code block in Markdown)."""
+    from rooflinecli import chart
+
+    text = chart.render(doc)
+    con.file.write(f"\n```text\n{text}```\n" if fmt == "markdown" else text)
 
 
 @contextmanager
@@ -107,11 +118,7 @@ def run() -> None:
     metavar="FILE.toml",
     help="Your own kernel, described by a small TOML file, run and verified beside ours.",
 )
-@click.option(
-    "--chart/--no-chart",
-    default=None,
-    help="Roofline chart under the table (default: on when the output is a terminal).",
-)
+@chart_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @roofs_option
 @format_option
@@ -132,7 +139,7 @@ def run_gemm(
     no_flush: bool,
     tuned: bool,
     extra_stages: tuple[str, ...],
-    chart: bool | None,
+    chart_flag: bool | None,
     quiet: bool,
     roofs: str,
     calibration: str | None,
@@ -145,6 +152,7 @@ def run_gemm(
     from rooflinecli.userstage import load_user_stage
 
     shapes = parse_shapes(m, n, k, sizes)
+    draw = want_chart(chart_flag, fmt, report.console().is_terminal)
     chosen = stages.select(stage_list, dtype)
     for path in extra_stages:
         user = load_user_stage(path)
@@ -199,10 +207,6 @@ def run_gemm(
     if output:
         results.write_output(output, results.dumps(doc), force=force)
     con = report.console()
-    if chart is None:
-        chart = fmt == "table" and con.is_terminal
-    if chart and fmt in ("json", "csv"):
-        raise RooflineError("--chart goes with --format table or markdown")
     if fmt in ("json", "csv"):  # one document (or one CSV) for the whole run
         report.emit(doc, fmt, report.RUN_COLUMNS, out=con)
     else:
@@ -222,11 +226,8 @@ def run_gemm(
             if fmt == "markdown" and shape != shapes[0]:
                 con.file.write("\n")
             report.emit(one, fmt, report.RUN_COLUMNS, title=title, out=con)
-            if chart:
-                from rooflinecli import chart as roofchart
-
-                text = roofchart.render(one)
-                con.file.write(f"```text\n{text}```\n" if fmt == "markdown" else text)
+            if draw:
+                draw_chart(one, fmt, con)
         if len(shapes) > 1:
             if fmt == "markdown":
                 con.file.write("\n")

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from rooflinecli import chart, report, results
 from rooflinecli.errors import RooflineError
-from rooflinecli.options import format_option, place_on_roofs, roofs_option
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def chart_option(f: F) -> F:
-    return click.option(
-        "--chart/--no-chart",
-        "chart_flag",
-        default=None,
-        help="Draw the roofline chart after the table (default: with --format table only).",
-    )(f)
+from rooflinecli.options import (
+    chart_option,
+    format_option,
+    place_on_roofs,
+    roofs_option,
+    want_chart,
+)
 
 
 def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
@@ -59,9 +53,7 @@ def show(path: str, fmt: str, chart_flag: bool | None, roofs: str, calibration: 
     doc = results.load(path)
     if doc.get("device") is not None:
         doc = place_on_roofs(doc, roofs, calibration)
-    if chart_flag and fmt in ("json", "csv"):
-        raise RooflineError(f"--chart goes with --format table or markdown, not {fmt}")
-    want_chart = fmt == "table" if chart_flag is None else chart_flag
+    draw = want_chart(chart_flag, fmt)
     columns = report.MODEL_COLUMNS if doc.get("device") is None else report.RUN_COLUMNS
     out = report.console()
     if fmt in ("json", "csv"):
@@ -75,6 +67,6 @@ def show(path: str, fmt: str, chart_flag: bool | None, roofs: str, calibration: 
         if fmt == "markdown" and i:
             out.file.write("\n")
         report.emit({**doc, "records": recs}, fmt, columns, title=title(doc, recs), out=out)
-    if want_chart:
+    if draw:
         text = chart.render(doc)
         out.file.write(f"\n```text\n{text}```\n" if fmt == "markdown" else f"\n{text}")
