@@ -231,7 +231,7 @@ def main() -> int:
 
     import cupy as cp
 
-    from rooflinecli import results
+    from rooflinecli import files, results
     from rooflinecli.build import compiler
     from rooflinecli.gpu import device, nvml
     from rooflinecli.gpu.timer import Timer, Timing
@@ -342,7 +342,7 @@ def main() -> int:
             "environment": results.environment(),
             "records": rows,
         }
-        results.write_atomic(opts.output, json.dumps(doc, indent=1) + "\n")
+        files.write_atomic(opts.output, json.dumps(doc, indent=1) + "\n")
     return 0
 
 

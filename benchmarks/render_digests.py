@@ -21,7 +21,9 @@ def main() -> None:
     out: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp:
         wt = Path(tmp) / "before"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", str(wt), BEFORE], check=True)
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "-q", str(wt), BEFORE], check=True
+        )
         try:
             for path in sorted((ROOT / "benchmarks" / "results").glob("*.json")):
                 if not (wt / "benchmarks" / "results" / path.name).exists():
@@ -31,10 +33,14 @@ def main() -> None:
                     f" sys.argv = ['roofline', 'show', {str(wt / 'benchmarks' / 'results' / path.name)!r},"
                     " '--format', 'json']; main()"
                 )
-                res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+                res = subprocess.run(
+                    [sys.executable, "-c", code], capture_output=True, text=True, check=True
+                )
                 out[path.name] = normalize(path.name, json.loads(res.stdout))
         finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(wt)], check=True)
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(wt)], check=True
+            )
     target = ROOT / "tests" / "fixtures" / "render-before.json"
     target.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
     print(f"{len(out)} documents -> {target}")

@@ -139,7 +139,7 @@ def document(
     """A results document of measured records, each placed on the spec's roofline.
 
     spec: a Spec, a registry name or a TOML path; None: the spec of the GPU the records were
-    measured on. Write it with `results.write_atomic(path, results.dumps(doc))`, then
+    measured on. Write it with `files.write_atomic(path, results.dumps(doc))`, then
     `roofline show/plot/gate path`.
     """
     if not isinstance(records, list | tuple) or not records:

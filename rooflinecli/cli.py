@@ -61,6 +61,13 @@ class RooflineGroup(click.Group):
             _quiet_stdout()
         sys.exit(rv if isinstance(rv, int) else 0)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:  # in a command: click's own handler would exit 1 (it has EPIPE)
+            _quiet_stdout()
+            raise click.exceptions.Exit(0) from None
+
 
 def _quiet_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""

@@ -75,8 +75,10 @@ def main(argv: list[str]) -> int:
             print(f"{', '.join(stale)} stale: run `make docs`", file=sys.stderr)
             return 1
         return 0
+    from rooflinecli.files import write_atomic
+
     for p, text in wanted.items():
-        p.write_text(text)
+        write_atomic(p, text)  # through a symlink, keeping the file's mode
     return 0
 
 

@@ -6,10 +6,12 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
+from rooflinecli import files
 from rooflinecli.core import roofs as roofs_mod
 from rooflinecli.errors import RooflineError
-from rooflinecli.present.table import FORMATS
+from rooflinecli.present import FORMATS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,6 +41,17 @@ class Size(click.ParamType):
 SIZE = Size()
 
 
+def split_list(text: str, option: str) -> list[str]:
+    """'a, b,c' -> ['a', 'b', 'c'] for a LIST option; an empty item (a,,b or a trailing comma)
+    is an error, never skipped silently."""
+    if not text.strip():
+        raise RooflineError(f"{option} is empty")
+    items = [t.strip() for t in text.split(",")]
+    if not all(items):
+        raise RooflineError(f"{option}: empty item in {text!r}")
+    return items
+
+
 def shape_options(f: F) -> F:
     f = click.option("--k", type=SIZE, default=None, help="Inner dimension (default: M).")(f)
     f = click.option("--n", type=SIZE, default=None, help="Columns of C (default: M).")(f)
@@ -56,6 +69,20 @@ def spec_option(f: F) -> F:
     )(f)
 
 
+def _format_of_group(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """--format given to a group holds for its subcommand (`specs --format json show X`),
+    unless the subcommand is given its own."""
+    parent = ctx.parent
+    if (
+        ctx.get_parameter_source("fmt") is ParameterSource.DEFAULT
+        and parent is not None
+        and parent.params.get("fmt") is not None
+        and parent.get_parameter_source("fmt") is not ParameterSource.DEFAULT
+    ):
+        return str(parent.params["fmt"])
+    return value
+
+
 def format_option(f: F) -> F:
     return click.option(
         "--format",
@@ -63,18 +90,62 @@ def format_option(f: F) -> F:
         type=click.Choice(FORMATS),
         default="table",
         show_default=True,
+        callback=_format_of_group,
         help="Output format.",
     )(f)
 
 
+def force_option(f: F) -> F:
+    # eager: its value is known when --output is checked, before the command does any work
+    return click.option(
+        "--force",
+        "-f",
+        is_flag=True,
+        is_eager=True,
+        help="Replace an existing file (without it, a results document never overwrites one).",
+    )(f)
+
+
+def _check_output(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse a bad --output before any work (a GPU run can take minutes); `-` keeps standard
+    output for the document, and the command's other output goes to standard error."""
+    if value is None:
+        return None
+    files.check_output(value, force=bool(ctx.params.get("force")))
+    if value == files.STDOUT:
+        ctx.call_on_close(files.claim_stdout())
+    return value
+
+
 def output_option(f: F) -> F:
+    """--output FILE|- and --force; write with files.write_output(output, ..., force=force)."""
+    f = force_option(f)
     return click.option(
         "--output",
         "-o",
-        type=click.Path(dir_okay=False, writable=True),
+        metavar="FILE|-",
         default=None,
-        help="Also write the results document (JSON) here, atomically.",
+        callback=_check_output,
+        help="Also write the results document (JSON) here, atomically; - for standard output "
+        "(the rest then goes to standard error).",
     )(f)
+
+
+def chart_option(f: F) -> F:
+    return click.option(
+        "--chart/--no-chart",
+        "chart_flag",
+        default=None,
+        help="Draw the roofline chart under the table (default: with --format table; for a run, "
+        "only on a terminal).",
+    )(f)
+
+
+def want_chart(flag: bool | None, fmt: str, default: bool = True) -> bool:
+    """--chart/--no-chart against --format: a chart goes with a table or Markdown only."""
+    if flag and fmt in ("json", "csv"):
+        raise RooflineError(f"--chart goes with --format table or markdown, not {fmt}")
+    return fmt == "table" and default if flag is None else flag
 
 
 def dtype_option(f: F) -> F:

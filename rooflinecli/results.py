@@ -10,7 +10,6 @@ import math
 import os
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -63,6 +62,22 @@ RECORD_FIELDS: tuple[str, ...] = (
     "occupancy_pct",
     "error",
 )
+
+
+# Types of the record fields the renderers compute with, checked on load (null is always
+# allowed: a field that does not apply). Numbers are int or float, never bool.
+TEXT_FIELDS = frozenset({"kind", "roof", "roof_set", "peak_key", "error", "workload", "gemm"})
+NUMBER_FIELDS = frozenset(
+    {f for f in RECORD_FIELDS if f not in {"stage", "dtype", "verified"} | TEXT_FIELDS}
+    | {
+        "sm_clock_mhz", "sm_clock_mhz_min", "sm_clock_mhz_max", "clock_samples", "power_w",
+        "bandwidth_gbs", "ridge_point", "attainable_instruction_tflops", "time_us_per_token",
+        "allowed_us_per_token", "batch", "count", "crossing_batch", "local_bytes", "blocks_per_sm",
+        "ncu_time_ms", "tflops_ncu", "flops_hw", "flops_hw_ratio", "bytes_dram", "bytes_l2",
+        "bytes_l1", "ai_dram", "ai_l2", "ai_l1",
+    }
+)  # fmt: skip
+SHAPE_FIELDS = ("m", "n", "k")
 
 
 def new_document(
@@ -155,28 +170,6 @@ def _clean(obj: Any) -> Any:
 
 def dumps(doc: dict[str, Any]) -> str:
     return json.dumps(_clean(doc), indent=2) + "\n"
-
-
-def write_atomic(path: str | Path, data: str | bytes) -> None:
-    """Write to a temporary file beside `path`, then rename: never a half-written file."""
-    p = Path(path)
-    folder = p.parent if str(p.parent) else Path(".")
-    if not folder.is_dir():
-        raise RooflineError(f"cannot write {p}: folder {folder} does not exist")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{p.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise RooflineError(f"cannot write {p}: {exc.strerror}") from None
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; our files are ordinary files
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode() if isinstance(data, str) else data)
-        os.replace(tmp, p)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise RooflineError(f"cannot write {p}: {exc.strerror}") from None
 
 
 # What records written before they described themselves (2026-11) leave out, by stage name as it
@@ -283,9 +276,41 @@ def validate(doc: Any, where: str = "document") -> None:
         raise RooflineError(f"{where}: 'records' must be a list")
     if doc.get("device") is not None and not isinstance(doc["device"], dict):
         raise RooflineError(f"{where}: 'device' must be an object or null")
+    if not isinstance(doc["spec"], dict):
+        raise RooflineError(f"{where}: 'spec' must be an object")
     for i, rec in enumerate(doc["records"]):
         if not isinstance(rec, dict):
             raise RooflineError(f"{where}: record {i} is not an object")
         for key in ("stage", "dtype", "m", "n", "k"):
             if key not in rec:
                 raise RooflineError(f"{where}: record {i} lacks {key!r}")
+        _check_types(rec, f"{where}: record {i}")
+
+
+def _check_types(rec: dict[str, Any], where: str) -> None:
+    """Wrongly typed fields are one line naming the file, the record and the field."""
+    name = rec.get("stage")
+    if isinstance(name, str):
+        where = f"{where} ({name})"
+
+    def bad(key: str, want: str) -> RooflineError:
+        got = repr(rec[key])
+        got = got if len(got) <= 40 else got[:37] + "..."
+        return RooflineError(f"{where}: {key!r} must be {want}, got {got}")
+
+    for key in ("stage", "dtype"):
+        if not isinstance(rec[key], str):
+            raise bad(key, "a string")
+    for key in SHAPE_FIELDS:
+        v = rec[key]
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise bad(key, "a whole number of at least 1 or null")
+    for key, v in rec.items():
+        if v is None:
+            continue
+        if key in NUMBER_FIELDS and (isinstance(v, bool) or not isinstance(v, int | float)):
+            raise bad(key, "a number or null")
+        if key in TEXT_FIELDS and not isinstance(v, str):
+            raise bad(key, "a string or null")
+        if key == "verified" and not isinstance(v, bool):
+            raise bad(key, "true, false or null")

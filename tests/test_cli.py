@@ -16,6 +16,11 @@ def test_model_gemm_markdown_rows_exact(runner):
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     assert lines[0] == (
+        "### GEMM 4096x4096x4096 fp32, model on NVIDIA H100 SXM5 80GB (h100-sxm5, given): "
+        "fp32 peak 67 TFLOP/s at 1,980 MHz, 3350 GB/s, ridge 20.0 FLOP/byte; datasheet roofs"
+    )
+    assert lines[1] == ""
+    assert lines[2] == (
         "| stage | FLOPs | bytes ideal | AI ideal | AI instr | ridge | roof | attain TF/s "
         "| attain@instr |"
     )
@@ -276,3 +281,90 @@ def test_a_reader_that_leaves_early_is_no_failure(fmt):
     proc.stdout.close()
     assert proc.wait(timeout=60) == 0
     assert proc.stderr is not None and proc.stderr.read() == b""
+
+
+@pytest.mark.parametrize("reader", ["head -1", "true"])
+@pytest.mark.parametrize("fmt", ["markdown", "csv", "json", "table"])
+def test_a_broken_pipe_exits_0(fmt, reader, tmp_path):
+    # `roofline show X --format markdown | head -1`: the reader leaves (`true`: before the first
+    # write) and the writer gets EPIPE, which is no failure; nothing is said on stderr
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    err = tmp_path / "err.txt"
+    cmd = (
+        f"set -o pipefail; {sys.executable} -m rooflinecli show "
+        f"benchmarks/results/gemm-fp32-4096.json --format {fmt} 2>{err} | {reader} >/dev/null"
+    )
+    out = subprocess.run(["bash", "-c", cmd], cwd=root, capture_output=True, timeout=60)
+    assert out.returncode == 0, err.read_text()
+    assert err.read_text() == ""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["specs", "show", "h200", "--format", "json"],
+        ["specs", "--format", "json", "show", "h200-sxm"],
+        ["specs", "--format", "csv", "show", "h200", "--format", "json"],  # the nearer wins
+    ],
+)
+def test_specs_format_on_the_group_or_the_subcommand(runner, args):
+    r = runner.invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["name"] == "h200-sxm" and doc["ridge_points"]["fp32"] == pytest.approx(67 / 4.8)
+
+
+def test_specs_list_format_on_the_group(runner):
+    for args in (["specs", "--format", "csv"], ["specs", "--format", "csv", "list"]):
+        r = runner.invoke(cli, args)
+        assert r.exit_code == 0, r.output
+        assert r.output.startswith("name,gpu,sms,bandwidth_gbs,")
+
+
+def test_spec_by_a_unique_start_of_its_name(runner):
+    r = runner.invoke(cli, ["specs", "show", "h100"])
+    assert r.exit_code == 2
+    assert r.stderr == "error: spec 'h100' is ambiguous: h100-nvl, h100-pcie, h100-sxm5\n"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "gemm", "--sizes", "1024,,4096"], "--sizes: empty item in '1024,,4096'"),
+        (["run", "gemm", "--sizes", "1024,"], "--sizes: empty item in '1024,'"),
+        (["run", "gemm", "--sizes", " "], "--sizes is empty"),
+        (["run", "gemm", "--m", "64", "--stages", "naive_xcol,"], "--stages: empty item in"),
+        (["run", "llm", "--batch", "1,,8"], "--batch: empty item in '1,,8'"),
+        (["run", "llm", "--gemms", "qkv,,o_proj"], "--gemms: empty item in 'qkv,,o_proj'"),
+        (["model", "llm", "--context", ",2048"], "--context: empty item in ',2048'"),
+        (["model", "llm", "--batch", "1,8,", "--spec", "h200"], "--batch: empty item in '1,8,'"),
+        (["inspect", "gemm", "--stage", "naive_xcol,,smem_tile"], "--stage: empty item in"),
+        (["profile", "gemm", "--m", "64", "--stages", ",naive_xcol"], "--stages: empty item in"),
+    ],
+)
+def test_an_empty_list_item_is_an_error(runner, args, message, monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # caught before any GPU work
+    r = runner.invoke(cli, args)
+    assert r.exit_code == 2, r.output
+    (line,) = r.stderr.splitlines()
+    assert line.startswith(f"error: {message}"), line
+
+
+@pytest.mark.parametrize(
+    "args, what",
+    [
+        (["model", "gemm", "--m", "64", "--spec", "{path}"], "spec file"),
+        (["specs", "show", "{path}"], "spec file"),
+        (["model", "llm", "--preset", "{path}"], "preset file"),
+        (["run", "gemm", "--m", "64", "--extra-stage", "{path}"], "stage file"),
+    ],
+)
+@pytest.mark.parametrize("name", ["some.bin", "some.toml"])
+def test_a_binary_toml_file_is_one_line_naming_it(runner, tmp_path, args, what, name):
+    path = tmp_path / name
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00binary")
+    r = runner.invoke(cli, [a.replace("{path}", str(path)) for a in args])
+    assert r.exit_code == 2, r.output
+    assert r.stderr == f"error: {what} {path} is not valid TOML: not UTF-8 text\n"

@@ -325,6 +325,7 @@ def test_cli_inspect_csv_and_markdown(runner):
         (["--stage", "nope"], "stage 'nope' is unknown"),
         (["--stage", "cublas"], "library call"),
         (["--arch", "sm_9x"], "bad --arch"),
+        (["--arch", "sm_999"], "bad --arch sm_999: NVRTC 1"),
     ],
 )
 def test_cli_inspect_errors(runner, args, message):
@@ -333,3 +334,4 @@ def test_cli_inspect_errors(runner, args, message):
     res = runner.invoke(cli, ["inspect", "gemm", "--spec", "h100-sxm5", *args])
     assert res.exit_code == 2
     assert message in res.output
+    assert len(res.stderr.strip().splitlines()) == 1 and res.stdout == ""

@@ -18,6 +18,7 @@ PKG = Path(__file__).resolve().parent.parent / "rooflinecli"
 LAYERS = {
     "errors": 0,
     "paths": 1,
+    "files": 1,
     "core": 2,
     "results": 3,
     "build": 3,

@@ -254,6 +254,12 @@ def test_model_llm_split_markdown_exact(runner):
     r = runner.invoke(cli, ["model", "llm", "--format", "markdown"])
     assert r.exit_code == 0, r.stderr
     lines = r.output.splitlines()
+    assert lines[0] == (
+        "### FLOPs of one decoded token: LLaMA-7B (llama-7b): d_model 4096, 32 layers, 32 heads "
+        "(32 K/V), head dim 128, FFN 11008 SwiGLU, vocab 32000"
+    )
+    assert lines[1] == ""
+    lines = lines[2:]
     assert lines[0] == "| part | count | M x N x K | GFLOP ctx=2048 | % ctx=2048 |"
     assert lines[2] == "| qkv | 32 | 1 x 12288 x 4096 | 3.2212 | 22.52 |"
     assert "| attn_pv | 1,024 | 1 x 128 x 2048 | 0.5369 | 3.75 |" in lines
@@ -268,7 +274,8 @@ def test_model_llm_batch_tables_exact_lines(runner):
     )
     assert r.exit_code == 0, r.stderr
     lines = r.output.splitlines()
-    assert lines[0] == (
+    assert lines[0].startswith("### Weight GEMMs of LLaMA-7B, fp16 on NVIDIA H100 SXM5 80GB")
+    assert lines[2] == (
         "| gemm | batch | count | M x N x K | GFLOP | MB | AI | roof | attain TF/s "
         "| ridge at b | us/token |"
     )
@@ -346,7 +353,7 @@ def test_model_llm_split_json_and_csv(runner):
     [
         (["--context", "0"], "error: --context: 0 is outside 1..16777216"),
         (["--context", "2k"], "error: --context: '2k' is not a whole number"),
-        (["--batch", ","], "error: --batch is empty"),
+        (["--batch", ","], "error: --batch: empty item in ','"),
         (["--batch", "8", "--spec", "nope"], "error: unknown spec 'nope'"),
     ],
 )

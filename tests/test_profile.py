@@ -322,9 +322,15 @@ def test_profile_without_ncu_or_gpu(runner, monkeypatch, tmp_path):
     monkeypatch.delenv("ROOFLINE_NCU", raising=False)
     monkeypatch.setattr(prof, "_candidates", lambda: [])
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable))
+    ran = []
+    monkeypatch.setattr(prof, "run_command", lambda *a: ran.append(a) or ["false"])
     res = runner.invoke(cli, ["profile", "gemm", "--m", "64", "--stages", "naive_xcol", "-q"])
     assert res.exit_code == 2
-    assert res.output.strip().splitlines()[-1].startswith("error: run gemm failed: no CUDA device")
+    assert res.output.strip().splitlines() == [
+        "error: Nsight Compute (ncu) not found on PATH, in /usr/local/cuda/bin or "
+        "/opt/nvidia/nsight-compute: install it or set ROOFLINE_NCU"
+    ]
+    assert ran == []  # checked before any stage ran
 
 
 def test_profile_keeps_going_when_a_later_stage_breaks(runner, fake_ncu, monkeypatch):

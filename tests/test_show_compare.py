@@ -101,7 +101,9 @@ def test_show_json_csv_markdown(tmp_path: Path) -> None:
     assert csv.stdout.splitlines()[0].startswith("stage,kind,dtype,m,n,k,")
     md = invoke("show", path, "--format", "markdown", "--chart")
     assert md.exit_code == 0
-    assert md.stdout.splitlines()[0].startswith("| stage | time ms | TFLOP/s |")
+    assert md.stdout.splitlines()[0].startswith("### GEMM 64x64x64 fp32 on Test GPU (spec testgpu)")
+    assert md.stdout.splitlines()[1] == ""
+    assert md.stdout.splitlines()[2].startswith("| stage | time ms | TFLOP/s |")
     assert "```text\nRoofline: GEMM 64x64x64 fp32 on Test GPU (spec testgpu)\n" in md.stdout
     bad = invoke("show", path, "--format", "csv", "--chart")
     assert bad.exit_code == 2
@@ -163,6 +165,9 @@ def test_compare_table_and_markdown(tmp_path: Path) -> None:
     assert naive == "naive 64x64x64 fp32 1.00 1.25 1.250x 0.500 0.400 0.800x".split()
     md = invoke("compare", a, b, "--format", "markdown")
     assert md.stdout.splitlines() == [
+        f"### A: {a} (Test GPU, driver 570.1, CUDA 12.8); B: {b} (Test GPU, driver 570.1, "
+        "CUDA 12.8)",
+        "",
         "| stage | shape | dtype | A TFLOP/s | B TFLOP/s | B/A TFLOP/s | A ms | B ms | B/A time |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|",
         "| naive | 64x64x64 | fp32 | 1.00 | 1.25 | 1.250x | 0.500 | 0.400 | 0.800x |",
@@ -190,7 +195,8 @@ def test_sm_clock_column_only_when_a_record_has_one(tmp_path: Path) -> None:
     assert "SM MHz" not in r.stdout
     r = invoke("show", clocked, "--format", "markdown")
     assert r.exit_code == 0, r.stderr
-    header, _rule, tiled, naive = r.stdout.strip().splitlines()
+    title, _blank, header, _rule, tiled, naive = r.stdout.strip().splitlines()
+    assert title.startswith("### GEMM 64x64x64 fp32 on Test GPU")
     cols = [c.strip() for c in header.strip("|").split("|")]
     at = cols.index("SM MHz")
     assert [c.strip() for c in tiled.strip("|").split("|")][at] == "1,590"

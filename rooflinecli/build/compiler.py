@@ -15,7 +15,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from rooflinecli import results
+from rooflinecli import files
 from rooflinecli.build.stages import Stage
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import cache_dir, data_dir
@@ -256,7 +256,7 @@ def _build(
 
     resources = parse_ptxas(log, entry) if "registers" in log else None
     cubin_path.parent.mkdir(parents=True, exist_ok=True)
-    results.write_atomic(cubin_path, cubin)
+    files.write_atomic(cubin_path, cubin)
     meta = {"log": log, "resources": asdict(resources) if resources else None}
-    results.write_atomic(meta_path, json.dumps(meta))
+    files.write_atomic(meta_path, json.dumps(meta))
     return compiled(log, resources)

@@ -537,8 +537,8 @@ def select(names: str | None, dtype: str) -> list[Stage]:
         chosen = []
         for raw in names.split(","):
             name = raw.strip()
-            if not name:
-                continue
+            if not name:  # as options.split_list says it (stages cannot import the CLI)
+                raise RooflineError(f"--stages: empty item in {names!r}")
             if name not in BY_NAME:
                 raise RooflineError(
                     f"unknown stage {name!r}; known: {', '.join(stage_names(dtype))}"

@@ -227,6 +227,8 @@ def load_user_stage(path: str | Path) -> UserStage:
         raise RooflineError(f"stage file {p} not found") from None
     except tomllib.TOMLDecodeError as exc:
         raise RooflineError(f"stage file {p} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise RooflineError(f"stage file {p} is not valid TOML: not UTF-8 text") from None
     except OSError as exc:
         raise RooflineError(f"cannot read stage file {p}: {exc.strerror}") from None
 

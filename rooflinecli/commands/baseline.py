@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
 
-from rooflinecli import results
+from rooflinecli import files, results
 from rooflinecli.errors import RooflineError
+from rooflinecli.options import force_option, format_option
 from rooflinecli.present import gate
+from rooflinecli.present import table as report
+
+SAVED_COLUMNS: list[report.Column] = [
+    ("path", "baseline", str),
+    ("source", "from", str),
+    ("records", "records", report.integer),
+    ("device", "device", str),
+]
 
 
 def _clean(rec: dict[str, Any]) -> bool:
@@ -30,13 +38,15 @@ def baseline() -> None:
 @baseline.command("save")
 @click.argument("src", metavar="RESULTS.json", type=click.Path(dir_okay=False))
 @click.argument("dst", metavar="BASELINE.json", type=click.Path(dir_okay=False))
-@click.option("--force", is_flag=True, help="Replace an existing baseline.")
-def save(src: str, dst: str, force: bool) -> None:
+@force_option
+@format_option
+def save(src: str, dst: str, force: bool, fmt: str) -> None:
     """Save a run as the new baseline: it must be a GPU run with every stage verified.
 
     A stage skipped at a shape it refuses (not run, with its reason) may stay: the gate skips it
     on both sides. measure() records carry no verification: timed is enough for them.
     """
+    files.check_output(dst, force=force, make_folder=True)
     doc = results.load(src)
     gate.require_run(doc, src)
     if not doc["records"]:
@@ -47,13 +57,8 @@ def save(src: str, dst: str, force: bool) -> None:
         raise RooflineError(
             f"{src} is not a clean run: not verified or not timed: {', '.join(bad)}"
         )
-    target = Path(dst)
-    if target.exists() and not force:
-        raise RooflineError(f"{dst} exists: pass --force to replace it")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise RooflineError(f"cannot create {target.parent}: {exc.strerror}") from None
-    results.write_atomic(target, results.dumps(doc))
-    n = len(doc["records"])
-    click.echo(f"saved {dst}: {n} record{'s' if n != 1 else ''} from {src} ({gate.describe(doc)})")
+    files.write_output(dst, results.dumps(doc), force=force, make_folder=True)
+    n, device = len(doc["records"]), gate.describe(doc)
+    row = {"path": dst, "source": src, "records": n, "device": device}
+    line = f"saved {dst}: {n} record{'s' if n != 1 else ''} from {src} ({device})"
+    report.emit_written(row, fmt, SAVED_COLUMNS, line, title=f"baseline saved: {dst}")

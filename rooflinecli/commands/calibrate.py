@@ -106,22 +106,26 @@ def calibrate(quick: bool, spec_arg: str | None, fmt: str) -> None:
     roofs = pd.DataFrame(roof_rows(doc))
     sets = pd.DataFrame(set_rows(doc))
     if fmt == "csv":
-        click.echo(roofs.to_csv(index=False), nl=False)
-        return
-    if fmt == "markdown":
-        click.echo(report.markdown(roofs, ROOF_COLUMNS))
-        if len(sets):
-            click.echo(report.markdown(sets, SET_COLUMNS), nl=False)
+        click.echo(report.csv_text(roof_rows(doc)), nl=False)
         return
     dev = doc["device"]
+    title = (
+        f"Roofs of {dev['name']} (driver {dev.get('driver') or '?'}, max SM clock "
+        f"{dev.get('clock_sm_max_mhz') or '?'} MHz, spec {doc.get('spec') or 'none'})"
+        + (" -- quick" if quick else "")
+    )
+    sets_title = "Roof sets for reports (ridge points in FLOP/byte)"
+    if fmt == "markdown":
+        click.echo(report.markdown(roofs, ROOF_COLUMNS, title=title))
+        if len(sets):
+            click.echo(report.markdown(sets, SET_COLUMNS, title=sets_title), nl=False)
+        return
     con = report.console()
     con.print(
         report.table(
             roofs,
             ROOF_COLUMNS,
-            title=f"Roofs of {dev['name']} (driver {dev.get('driver') or '?'}, max SM clock "
-            f"{dev.get('clock_sm_max_mhz') or '?'} MHz, spec {doc.get('spec') or 'none'})"
-            + (" -- quick" if quick else ""),
+            title=title,
             caption="derived = SMs x max SM clock x FLOP/clk/SM (FP32: 2 per lane; FP16 Tensor "
             "Core: 4096 Hopper, 2048 A100); bandwidth: 2 x memory clock x bus width. "
             f"Cached in {path}",
@@ -133,7 +137,7 @@ def calibrate(quick: bool, spec_arg: str | None, fmt: str) -> None:
             report.table(
                 sets,
                 SET_COLUMNS,
-                title="Roof sets for reports (ridge points in FLOP/byte)",
+                title=sets_title,
                 caption=f"derived: {derived.get('source', '-')}. measured: the best of wgmma "
                 "and mma.sync, the best of HBM read and copy.",
             )

@@ -39,6 +39,7 @@ def compare(a_path: str, b_path: str, fmt: str) -> None:
         fmt,
         report.COMPARE_COLUMNS,
         out=out,
+        title=None if fmt == "table" else f"A: {_who(a, a_path)}; B: {_who(b, b_path)}",
         caption="B/A TFLOP/s above 1: B is faster. B/A time below 1: B is faster.",
         payload={"a": a_path, "b": b_path, "rows": rows},
     )

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from rooflinecli import results
+from rooflinecli import files, results
 from rooflinecli.errors import GateFailure, Inconclusive
 from rooflinecli.options import format_option
 from rooflinecli.present import gate as core
@@ -131,6 +131,9 @@ def gate(
 
     The rules: docs/gate.md.
     """
+    for target in (junit, markdown_path, benchmark_json):
+        if target:  # refused now, before any work, not after the verdict
+            files.check_output(target, document=False)
     current = results.load(path)
     base = results.load(baseline_path) if baseline_path else None
     result = core.evaluate(
@@ -147,11 +150,11 @@ def gate(
     if base is not None:
         heading += f"; baseline: `{baseline_path}` ({core.describe(base)})"
     if junit:
-        results.write_atomic(junit, core.junit_xml(result))
+        files.write_output(junit, core.junit_xml(result), document=False)
     if markdown_path:
-        results.write_atomic(markdown_path, _markdown(result, rows, heading))
+        files.write_output(markdown_path, _markdown(result, rows, heading), document=False)
     if benchmark_json:
-        results.write_atomic(benchmark_json, core.benchmark_json(current))
+        files.write_output(benchmark_json, core.benchmark_json(current), document=False)
     if fmt == "markdown":
         report.console().file.write(_markdown(result, rows, heading))
     else:

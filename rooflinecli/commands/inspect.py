@@ -18,7 +18,7 @@ from rooflinecli.build import compiler, sass, stages
 from rooflinecli.core import occupancy
 from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
-from rooflinecli.options import DTYPES, format_option, spec_option
+from rooflinecli.options import DTYPES, format_option, spec_option, split_list
 from rooflinecli.present import table as report
 
 SCHEMA = "roofline.inspect/1"
@@ -168,10 +168,24 @@ def inspect_stage(
     return rec
 
 
+def check_arch(arch: str) -> None:
+    """A target NVRTC cannot build for is bad input: one line now, not an error row per stage."""
+    cc = compiler.cc_of_arch(arch)
+    try:
+        _, archs = compiler._nvrtc().nvrtcGetSupportedArchs()
+    except Exception:  # no NVRTC, or one without the query: each stage's build says it
+        return
+    if archs and cc not in archs:
+        known = ", ".join(f"sm_{a}" for a in archs)
+        raise RooflineError(
+            f"bad --arch {arch}: NVRTC {compiler.nvrtc_version()} builds for {known}"
+        )
+
+
 def _pick(stage_args: tuple[str, ...], dtype: str | None) -> list[stages.Stage]:
     names: list[str] = []
     for arg in stage_args:
-        names += [n.strip() for n in arg.split(",") if n.strip()]
+        names += split_list(arg, "--stage")
     if not names:
         return [
             s for s in stages.STAGES if not s.reference and (dtype is None or dtype in s.all_dtypes)
@@ -223,7 +237,7 @@ def inspect_gemm(
 
     spec, why = default_spec(spec_arg)
     arch = arch or compiler.arch_for_cc(spec.compute_capability)
-    compiler.cc_of_arch(arch)  # a bad --arch fails here, in one line
+    check_arch(arch)  # a bad --arch fails here, in one line
     chosen = _pick(stage_args, dtype)
     sass.find_nvdisasm()  # absent: one line now, not one per stage
     records = [inspect_stage(s, arch, spec, dtype) for s in chosen]
@@ -248,23 +262,28 @@ def inspect_gemm(
     import pandas as pd
 
     df = pd.DataFrame(flat)
-    if fmt == "csv":
-        click.echo(df.to_csv(index=False), nl=False)
+    if fmt == "csv":  # params as param_* columns, sass left to JSON
+        tidy = [{k: v for k, v in r.items() if k != "sass"} for r in records]
+        click.echo(report.csv_text(tidy), nl=False)
         return
     res_cols = [c for c in RESOURCE_COLUMNS if c[0] != "error" or df["error"].notna().any()]
     ok = df[df["error"].isna()] if "error" in df else df
     sass_cols = _sass_columns([r for r in flat if not r.get("error")])
+    res_title = (
+        f"Resources and theoretical occupancy: {arch} (NVRTC {doc['nvrtc']}), "
+        f"occupancy on {spec.display_name} ({spec.name}, {why})"
+    )
+    sass_title = "SASS of the main loop (nvdisasm), per k step"
     if fmt == "markdown":
-        click.echo(report.markdown(df, res_cols))
-        click.echo(report.markdown(ok, sass_cols), nl=False)
+        click.echo(report.markdown(df, res_cols, title=res_title))
+        click.echo(report.markdown(ok, sass_cols, title=sass_title), nl=False)
         return
     con = report.console()
     con.print(
         report.table(
             df,
             res_cols,
-            title=f"Resources and theoretical occupancy: {arch} (NVRTC {doc['nvrtc']}), "
-            f"occupancy on {spec.display_name} ({spec.name}, {why})",
+            title=res_title,
             caption="smem: static + dynamic per block. Occupancy by CUDA's rules: registers "
             "in 256-register warp units over 4 sub-partitions, shared memory + 1 KiB reserved "
             "per block in 128-byte units, warp and block slots.",
@@ -274,7 +293,7 @@ def inspect_gemm(
         report.table(
             ok,
             sass_cols,
-            title="SASS of the main loop (nvdisasm), per k step",
+            title=sass_title,
             caption="Main loop: the innermost backward-branch loop with the most FMA/matrix "
             "instructions. k/iter: k steps one iteration covers (its multiply-adds per thread "
             "over the thread's elements of C; with HGMMA, 16 x HGMMAs per accumulator tile); "

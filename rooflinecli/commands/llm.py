@@ -11,13 +11,23 @@ from typing import Any, TypeVar
 
 import click
 
-from rooflinecli import results
+from rooflinecli import files, results
 from rooflinecli.api import default_spec
 from rooflinecli.build import stages
 from rooflinecli.core import llm, roofs
 from rooflinecli.errors import GateFailure, RooflineError
-from rooflinecli.options import DTYPES, SIZE, format_option, output_option, spec_option
+from rooflinecli.options import (
+    DTYPES,
+    SIZE,
+    chart_option,
+    format_option,
+    output_option,
+    spec_option,
+    split_list,
+    want_chart,
+)
 from rooflinecli.present import table as report
+from rooflinecli.present.terminal_chart import draw as draw_chart
 
 F = TypeVar("F", bound=Callable[..., Any])
 Column = tuple[str, str, Callable[[Any], str]]
@@ -64,10 +74,7 @@ def _preset(name: str, sizes: dict[str, int | None]) -> llm.Preset:
 def parse_list(text: str, option: str, limit: int = 1 << 20) -> list[int]:
     """'512,2048,4096' -> [512, 2048, 4096]: positive whole numbers, duplicates dropped."""
     values: list[int] = []
-    for token in text.split(","):
-        token = token.strip()
-        if not token:
-            continue
+    for token in split_list(text, option):
         try:
             v = int(token)
         except ValueError:
@@ -76,8 +83,6 @@ def parse_list(text: str, option: str, limit: int = 1 << 20) -> list[int]:
             raise RooflineError(f"{option}: {v} is outside 1..{limit}")
         if v not in values:
             values.append(v)
-    if not values:
-        raise RooflineError(f"{option} is empty")
     return values
 
 
@@ -238,6 +243,7 @@ def model_llm(
     spec_arg: str | None,
     fmt: str,
     output: str | None,
+    force: bool,
     **sizes: int | None,
 ) -> None:
     """Where the FLOPs of one decoded token go; with --batch, each weight GEMM on the roofline.
@@ -261,7 +267,7 @@ def model_llm(
             },
         )  # fmt: skip
         if output:
-            results.write_atomic(output, results.dumps(doc))
+            files.write_output(output, results.dumps(doc), force=force)
         if fmt in ("json", "csv"):
             report.emit(doc, fmt, columns)
             return
@@ -286,7 +292,7 @@ def model_llm(
         contexts=contexts, batches=batches, shares=[row for s in shares for row in s[2]],
     )  # fmt: skip
     if output:
-        results.write_atomic(output, results.dumps(doc))
+        files.write_output(output, results.dumps(doc), force=force)
     if fmt in ("json", "csv"):
         report.emit(doc, fmt, GEMM_COLUMNS)
         return
@@ -378,6 +384,7 @@ RUN_COLUMNS.insert(-1, ("time_us_per_token", "us/token", _fixed(1)))
     help="GPU time of timed repeats per stage and shape.",
 )  # fmt: skip
 @click.option("--no-flush", is_flag=True, help="Do not flush the L2 between repeats.")
+@chart_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @format_option
 @output_option
@@ -392,9 +399,11 @@ def run_llm(
     seed: int,
     budget_ms: float,
     no_flush: bool,
+    chart_flag: bool | None,
     quiet: bool,
     fmt: str,
     output: str | None,
+    force: bool,
     **sizes: int | None,
 ) -> None:
     """Time the weight GEMMs of one decode step at each batch, and place them on the roofline."""
@@ -405,9 +414,10 @@ def run_llm(
 
     p = _preset(preset, sizes)
     batches = parse_list(batch_arg, "--batch")
+    draw = want_chart(chart_flag, fmt, report.console().is_terminal)
     gemms = llm.weight_gemms(p)
     if gemm_arg:
-        wanted = [g.strip() for g in gemm_arg.split(",") if g.strip()]
+        wanted = split_list(gemm_arg, "--gemms")
         known = [g.name for g in gemms]
         bad = [g for g in wanted if g not in known]
         if bad or not wanted:
@@ -433,7 +443,7 @@ def run_llm(
         )  # fmt: skip
     device, spec_name, per_token = doc["device"], doc["spec"]["name"], doc["per_token"]
     if output:
-        results.write_atomic(output, results.dumps(doc))
+        files.write_output(output, results.dumps(doc), force=force)
     if fmt in ("json", "csv"):
         report.emit(doc, fmt, RUN_COLUMNS)
     else:
@@ -451,6 +461,8 @@ def run_llm(
                     f"(spec {spec_name}: {roofs.title(r0)})"
                 ),
             )
+            if draw:
+                draw_chart({**doc, "records": recs}, fmt, report.console())
         if fmt == "markdown":
             click.echo("")
         columns: list[Column] = [("stage", "stage", str)]

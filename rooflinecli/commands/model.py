@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rooflinecli import api, results
+from rooflinecli import api, files, results
 from rooflinecli.core import roofs as analysis
 from rooflinecli.options import (
     dtype_option,
@@ -40,6 +40,7 @@ def model_gemm(
     beta: float,
     fmt: str,
     output: str | None,
+    force: bool,
 ) -> None:
     """FLOPs, ideal bytes and intensity, by-instruction intensity, roof and attainable per stage."""
     m, n, k = resolve_shape(m, n, k)
@@ -47,7 +48,7 @@ def model_gemm(
     doc = api.model_gemm(m, n, k, dtype, spec, alpha, beta)
     records = doc["records"]
     if output:
-        results.write_atomic(output, results.dumps(doc))
+        files.write_output(output, results.dumps(doc), force=force)
     first = records[0]
     title = (
         f"GEMM {m}x{n}x{k} {dtype}, model on {spec.display_name} ({spec.name}, {why}): "

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import click
 
-from rooflinecli import results
+from rooflinecli import files, results
+from rooflinecli.options import format_option
+from rooflinecli.present import table as report
+
+WROTE_COLUMNS: list[report.Column] = [
+    ("path", "file", str),
+    ("format", "format", str),
+    ("records", "records", report.integer),
+    ("title", "chart", str),
+]
 
 
 @click.command()
@@ -13,11 +22,11 @@ from rooflinecli import results
     "--output",
     "-o",
     required=True,
-    type=click.Path(dir_okay=False),
     metavar="FILE.png|svg|html",
     help="Image to write (format from the suffix), atomically.",
 )
-def plot(path: str, output: str) -> None:
+@format_option
+def plot(path: str, output: str, fmt: str) -> None:
     """Roofline of a results document as an image.
 
     PNG, SVG, or HTML (the SVG in a minimal page), chosen by the suffix of -o. Needs the
@@ -26,6 +35,10 @@ def plot(path: str, output: str) -> None:
     from rooflinecli.present import image as core  # matplotlib is imported only when drawing
 
     core.kind_of(output)
+    files.check_output(output, document=False)
     doc = results.load(path)
     kind = core.save(doc, output)
-    click.echo(f"wrote {output} ({kind}): {core.chart.title(doc)}")
+    title = core.chart.title(doc)
+    row = {"path": output, "format": kind, "records": len(doc["records"]), "title": title}
+    line = f"wrote {output} ({kind}): {title}"
+    report.emit_written(row, fmt, WROTE_COLUMNS, line, title=f"roofline plot {path}")

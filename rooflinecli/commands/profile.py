@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from rooflinecli import results
+from rooflinecli import files, results
 from rooflinecli.build import stages
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
@@ -113,13 +113,14 @@ def profile_gemm(
     quiet: bool,
     fmt: str,
     output: str | None,
+    force: bool,
 ) -> None:
     """Run each stage under ncu: hardware FLOPs, bytes at DRAM/L2/L1, measured intensities.
 
     Only the timed launch is profiled (its NVTX range, domain "roofline"); each record gets
-    flops_hw, bytes_dram/l2/l1, ai_dram/l2/l1 and ncu_time_ms. Without ncu, or without
-    permission to read counters, the stages still run and the records say why counters are
-    null; the command then exits 2.
+    flops_hw, bytes_dram/l2/l1, ai_dram/l2/l1 and ncu_time_ms. Without ncu it stops before
+    any stage runs (exit 2). Without permission to read counters the stages still run and the
+    records say why counters are null; the command then exits 2.
     """
     from rooflinecli.gpu import profile as prof
 
@@ -129,6 +130,7 @@ def profile_gemm(
         why = st.refuses(*shape)
         if why:
             raise RooflineError(why)
+    prof.find_ncu()  # no ncu: one line now, before any stage runs
     err = report.console(stderr=True)
 
     def tick(name: str) -> None:
@@ -154,7 +156,7 @@ def profile_gemm(
         checks=checks(records),
     )
     if output:
-        results.write_atomic(output, results.dumps(out))
+        files.write_output(output, results.dumps(out), force=force)
     title = (
         f"GEMM {shape[0]}x{shape[1]}x{shape[2]} {dtype} under Nsight Compute "
         f"({info.get('version') or 'no ncu'}) on {(doc.get('device') or {}).get('name', '?')}"

@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import click
 
-from rooflinecli import results
+from rooflinecli import files, results
 from rooflinecli.build import stages
 from rooflinecli.core import roofs as roof_math
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
     SIZE,
+    chart_option,
     dtype_option,
     format_option,
     output_option,
     place_on_roofs,
     roofs_option,
     spec_option,
+    split_list,
+    want_chart,
 )
 from rooflinecli.present import table as report
 from rooflinecli.present.progress import progress
+from rooflinecli.present.terminal_chart import draw as draw_chart
 
 
 def parse_shapes(
@@ -34,10 +38,8 @@ def parse_shapes(
     if n is not None or k is not None:
         raise RooflineError("--n/--k go with --m; with --sizes write MxNxK")
     shapes = []
-    for token in sizes.split(","):
-        token = token.strip().lower()
-        if not token:
-            continue
+    for token in split_list(sizes, "--sizes"):
+        token = token.lower()
         parts = token.split("x")
         if len(parts) not in (1, 3):
             raise RooflineError(f"bad size {token!r}: write N or MxNxK")
@@ -46,8 +48,6 @@ def parse_shapes(
         except click.BadParameter as exc:
             raise RooflineError(f"bad size {token!r}: {exc.format_message()}") from None
         shapes.append((dims[0], dims[0], dims[0]) if len(dims) == 1 else tuple(dims))  # type: ignore[arg-type]
-    if not shapes:
-        raise RooflineError("--sizes is empty")
     return shapes  # type: ignore[return-value]
 
 
@@ -91,11 +91,7 @@ def run() -> None:
     metavar="FILE.toml",
     help="Your own kernel, described by a small TOML file, run and verified beside ours.",
 )
-@click.option(
-    "--chart/--no-chart",
-    default=None,
-    help="Roofline chart under the table (default: on when the output is a terminal).",
-)
+@chart_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @roofs_option
 @format_option
@@ -116,12 +112,13 @@ def run_gemm(
     no_flush: bool,
     tuned: bool,
     extra_stages: tuple[str, ...],
-    chart: bool | None,
+    chart_flag: bool | None,
     quiet: bool,
     roofs: str,
     calibration: str | None,
     fmt: str,
     output: str | None,
+    force: bool,
 ) -> None:
     """Verify each stage against a float64 product, time it, and place it on the roofline."""
     from rooflinecli import api
@@ -129,6 +126,7 @@ def run_gemm(
     from rooflinecli.gpu.timer import Timing
 
     shapes = parse_shapes(m, n, k, sizes)
+    draw = want_chart(chart_flag, fmt, report.console().is_terminal)
     chosen = stages.select(stage_list, dtype)
     for path in extra_stages:
         user = load_user_stage(path)
@@ -160,12 +158,8 @@ def run_gemm(
     device = doc["device"]
     doc = place_on_roofs(doc, roofs, calibration)
     if output:
-        results.write_atomic(output, results.dumps(doc))
+        files.write_output(output, results.dumps(doc), force=force)
     con = report.console()
-    if chart is None:
-        chart = fmt == "table" and con.is_terminal
-    if chart and fmt in ("json", "csv"):
-        raise RooflineError("--chart goes with --format table or markdown")
     if fmt in ("json", "csv"):  # one document (or one CSV) for the whole run
         report.emit(doc, fmt, report.RUN_COLUMNS, out=con)
     else:
@@ -178,13 +172,14 @@ def run_gemm(
                 f"GEMM {shape[0]}x{shape[1]}x{shape[2]} {dtype} on {device['name']} "
                 f"(spec {doc['spec']['name']}: {roofs_text})"
             )
+            if fmt == "markdown" and shape != shapes[0]:
+                con.file.write("\n")
             report.emit(one, fmt, report.RUN_COLUMNS, title=title, out=con)
-            if chart:
-                from rooflinecli.present import terminal_chart as roofchart
-
-                text = roofchart.render(one)
-                con.file.write(f"```text\n{text}```\n" if fmt == "markdown" else text)
+            if draw:
+                draw_chart(one, fmt, con)
         if len(shapes) > 1:
+            if fmt == "markdown":
+                con.file.write("\n")
             report.emit_scaling(doc["records"], fmt, out=con)
     failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
     if failed:

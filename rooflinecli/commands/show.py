@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from rooflinecli import results
 from rooflinecli.core import roofs
 from rooflinecli.errors import RooflineError
-from rooflinecli.options import format_option, place_on_roofs, roofs_option
+from rooflinecli.options import (
+    chart_option,
+    format_option,
+    place_on_roofs,
+    roofs_option,
+    want_chart,
+)
 from rooflinecli.present import table as report
 from rooflinecli.present import terminal_chart as chart
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def chart_option(f: F) -> F:
-    return click.option(
-        "--chart/--no-chart",
-        "chart_flag",
-        default=None,
-        help="Draw the roofline chart after the table (default: with --format table only).",
-    )(f)
 
 
 def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
@@ -59,9 +53,7 @@ def show(path: str, fmt: str, chart_flag: bool | None, roofs: str, calibration: 
     doc = results.load(path)
     if doc.get("device") is not None:
         doc = place_on_roofs(doc, roofs, calibration)
-    if chart_flag and fmt in ("json", "csv"):
-        raise RooflineError(f"--chart goes with --format table or markdown, not {fmt}")
-    want_chart = fmt == "table" if chart_flag is None else chart_flag
+    draw = want_chart(chart_flag, fmt)
     columns = report.MODEL_COLUMNS if doc.get("device") is None else report.RUN_COLUMNS
     out = report.console()
     if fmt in ("json", "csv"):
@@ -70,9 +62,11 @@ def show(path: str, fmt: str, chart_flag: bool | None, roofs: str, calibration: 
     if not doc["records"]:
         raise RooflineError(f"{path} holds no records")
     shapes = list(dict.fromkeys((r["m"], r["n"], r["k"]) for r in doc["records"]))
-    for shape in shapes:
+    for i, shape in enumerate(shapes):
         recs = [r for r in doc["records"] if (r["m"], r["n"], r["k"]) == shape]
+        if fmt == "markdown" and i:
+            out.file.write("\n")
         report.emit({**doc, "records": recs}, fmt, columns, title=title(doc, recs), out=out)
-    if want_chart:
+    if draw:
         text = chart.render(doc)
         out.file.write(f"\n```text\n{text}```\n" if fmt == "markdown" else f"\n{text}")

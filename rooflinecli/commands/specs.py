@@ -46,7 +46,7 @@ def list_specs(fmt: str) -> None:
         out.file.write(df.to_json(orient="records", indent=2) + "\n")
         return
     if fmt == "csv":
-        out.file.write(df.to_csv(index=False))
+        out.file.write(report.csv_text(rows))
         return
     keys = [k for k in registry.PEAK_KEYS if f"{k}_tflops" in df.columns]
     short = {k: k.replace("_tensor_dense", " TC") for k in keys}
@@ -64,14 +64,12 @@ def list_specs(fmt: str) -> None:
             v = r.get(f"{k}_tflops")
             line.append("-" if pd.isna(v) else f"{v:g} ({r[f'{k}_ridge']:.1f})")
         cells.append(line)
+    title = "GPU specs: dense peak TFLOP/s (ridge point in FLOP/byte = peak / bandwidth)"
     if fmt == "markdown":
-        out.file.write("| " + " | ".join(headers) + " |\n")
-        out.file.write("|" + "|".join(["---"] * len(headers)) + "|\n")
-        for line in cells:
-            out.file.write("| " + " | ".join(line) + " |\n")
+        out.file.write(report.markdown_table(title, headers, [True] * len(headers), cells))
         return
     t = Table(
-        title="GPU specs: dense peak TFLOP/s (ridge point in FLOP/byte = peak / bandwidth)",
+        title=title,
         caption="TC: Tensor Core, dense (sparsity figures are never used). int8 in TOP/s.",
         caption_justify="left",
         title_justify="left",
@@ -99,7 +97,7 @@ def show(name: str, fmt: str) -> None:
         }
         out.file.write(json.dumps({**data, "ridge_points": ridges}, indent=2) + "\n")
         return
-    rows: list[tuple[str, str]] = [(k, str(v)) for k, v in data.items() if k != "tflops"]
+    rows: list[tuple[str, str]] = [(k, report.plain(v)) for k, v in data.items() if k != "tflops"]
     for key, peak in spec.tflops.items():
         ridge = roofs.ridge_point(peak, spec.memory_bandwidth_gbs)
         unit = "TOP/s" if key.startswith("int8") else "TFLOP/s"
@@ -111,12 +109,12 @@ def show(name: str, fmt: str) -> None:
         writer.writerow(["key", "value"])
         writer.writerows(rows)
         return
+    title = f"{spec.display_name} ({spec.name})"
     if fmt == "markdown":
-        out.file.write("| key | value |\n|---|---|\n")
-        for k, v in rows:
-            out.file.write(f"| {k} | {v} |\n")
+        table_rows = [[k, v] for k, v in rows]
+        out.file.write(report.markdown_table(title, ["key", "value"], [True, True], table_rows))
         return
-    t = Table(title=f"{spec.display_name} ({spec.name})", title_justify="left", show_header=False)
+    t = Table(title=title, title_justify="left", show_header=False)
     t.add_column("key")
     t.add_column("value")
     for k, v in rows:

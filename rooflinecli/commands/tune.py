@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rooflinecli import results
+from rooflinecli import files, results
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import SIZE, format_option, output_option, spec_option
 from rooflinecli.present import table as report
@@ -23,7 +23,13 @@ def tune() -> None:
 @format_option
 @output_option
 def tune_gemm(
-    stage_name: str, m: int, spec_arg: str | None, budget_ms: float, fmt: str, output: str | None
+    stage_name: str,
+    m: int,
+    spec_arg: str | None,
+    budget_ms: float,
+    fmt: str,
+    output: str | None,
+    force: bool,
 ) -> None:
     """Compile every variant (dropping those that fail or spill), verify and time the rest."""
     from rooflinecli import api
@@ -33,7 +39,7 @@ def tune_gemm(
     dropped = info["dropped"]
     win = next((r for r in doc["records"] if r["stage"] == info["winner"]), None)
     if output:
-        results.write_atomic(output, results.dumps(doc))
+        files.write_output(output, results.dumps(doc), force=force)
     report.emit(
         doc, fmt, report.RUN_COLUMNS, title=f"tune {stage_name} at {m}^3 on {device['name']}"
     )

@@ -171,6 +171,8 @@ def load_preset_file(path: str | Path) -> Preset:
         raise RooflineError(f"preset file {p} not found") from None
     except tomllib.TOMLDecodeError as exc:
         raise RooflineError(f"preset file {p} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise RooflineError(f"preset file {p} is not valid TOML: not UTF-8 text") from None
     except OSError as exc:
         raise RooflineError(f"cannot read preset file {p}: {exc.strerror}") from None
     return _check(p.name, raw, str(p))

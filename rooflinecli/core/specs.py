@@ -185,6 +185,8 @@ def load_spec_file(path: str | Path) -> Spec:
         raise RooflineError(f"spec file {p} not found") from None
     except tomllib.TOMLDecodeError as exc:
         raise RooflineError(f"spec file {p} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise RooflineError(f"spec file {p} is not valid TOML: not UTF-8 text") from None
     except OSError as exc:
         raise RooflineError(f"cannot read spec file {p}: {exc.strerror}") from None
     return _check(p, raw)
@@ -216,6 +218,11 @@ def resolve(name_or_path: str) -> Spec:
     key = name_or_path.lower()
     if key in specs:
         return specs[key]
+    starting = [name for name in specs if name.startswith(key)]
+    if len(starting) == 1:  # a unique start names it: h200 is h200-sxm
+        return specs[starting[0]]
+    if starting:
+        raise RooflineError(f"spec {name_or_path!r} is ambiguous: {', '.join(starting)}")
     raise RooflineError(
         f"unknown spec {name_or_path!r}; known: {', '.join(specs)} (or pass a .toml file path)"
     )

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rooflinecli import __version__
+from rooflinecli import __version__, files
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import cache_dir, data_dir
 
@@ -130,7 +130,7 @@ def save_calibration(doc: dict[str, Any]) -> Path:
     dev = doc["device"]
     path = calibration_path(dev["name"], dev.get("driver"), dev.get("clock_sm_max_mhz"))
     path.parent.mkdir(parents=True, exist_ok=True)
-    results.write_atomic(path, results.dumps(doc))
+    files.write_atomic(path, results.dumps(doc))
     return path
 
 

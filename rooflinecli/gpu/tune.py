@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rooflinecli import paths, results
+from rooflinecli import files, paths
 from rooflinecli.build import compiler
 from rooflinecli.build.stages import Stage
 from rooflinecli.errors import RooflineError
@@ -71,7 +71,7 @@ def save_winner(device_name: str, stage: str, params: dict[str, int]) -> Path:
     p.parent.mkdir(parents=True, exist_ok=True)
     current = load_tuned(device_name)
     current[stage] = params
-    results.write_atomic(p, json.dumps({"device": device_name, "stages": current}, indent=2))
+    files.write_atomic(p, json.dumps({"device": device_name, "stages": current}, indent=2))
     return p
 
 

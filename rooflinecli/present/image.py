@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from rooflinecli import results
+from rooflinecli import files
 from rooflinecli.errors import RooflineError
 from rooflinecli.present import terminal_chart as chart
 
@@ -175,5 +175,5 @@ def save(doc: dict[str, Any], path: str | Path) -> str:
     if not doc.get("records"):
         raise RooflineError("nothing to plot: the document has no records")
     data = render(doc, kind)
-    results.write_atomic(path, data)
+    files.write_output(path, data, document=False)
     return kind

@@ -16,8 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rooflinecli import results
-
-FORMATS = ("table", "json", "csv", "markdown")
+from rooflinecli.present import FORMATS  # noqa: F401  (the one list, re-exported)
 
 
 def missing(v: Any) -> bool:
@@ -26,10 +25,16 @@ def missing(v: Any) -> bool:
 
 
 def cell(render: Callable[[Any], str]) -> Callable[[Any], str]:
-    """A column formatter: '-' for a missing value, `render(v)` otherwise."""
+    """A column formatter: '-' for a missing value, `render(v)` otherwise, and the value as
+    text when it is not of the kind `render` expects (load() refuses such documents)."""
 
     def fmt(v: Any) -> str:
-        return "-" if missing(v) else render(v)
+        if missing(v):
+            return "-"
+        try:
+            return render(v)
+        except (TypeError, ValueError):
+            return str(v)
 
     return fmt
 
@@ -112,6 +117,42 @@ def console(stderr: bool = False) -> Console:
     return _Console(file=stream, width=wide, highlight=False, soft_wrap=False, emoji=False)
 
 
+# A nested object in a CSV row becomes one column per key, named prefix_key (params -> param_BM).
+FLAT_PREFIX = {"params": "param", "counters": "counter"}
+
+
+def plain(v: Any) -> str:
+    """A value as plain text: lists joined with ', ', objects as k=v; never a Python repr."""
+    if isinstance(v, dict):
+        return " ".join(f"{k}={plain(x)}" for k, x in v.items())
+    if isinstance(v, list | tuple):
+        return ", ".join(plain(x) for x in v)
+    return "" if missing(v) else str(v)
+
+
+def tidy(row: dict[str, Any]) -> dict[str, Any]:
+    """One CSV row: a nested object becomes columns of its own (params -> param_BM, ...),
+    a list is joined plainly; JSON output keeps the nesting."""
+    out: dict[str, Any] = {}
+    for key, v in row.items():
+        if isinstance(v, dict):
+            prefix = FLAT_PREFIX.get(key, key)
+            for sub, x in tidy(v).items():
+                out[f"{prefix}_{sub}"] = x
+        elif isinstance(v, list | tuple):
+            out[key] = plain(v)
+        else:
+            out[key] = v
+    return out
+
+
+def csv_text(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
+    """The one writer of CSV: tidy rows (no dict or list reprs), whole numbers stay whole."""
+    tidied = [tidy(r) for r in rows]
+    df = pd.DataFrame(tidied, columns=None if tidied else columns, dtype=object)
+    return str(df.to_csv(index=False))
+
+
 def frame(records: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame([results.complete_record(r) for r in records])
 
@@ -135,15 +176,26 @@ def table(
     return t
 
 
-def markdown(df: pd.DataFrame, columns: list[Column]) -> str:
+def markdown_table(
+    title: str | None, headers: list[str], left: list[bool], rows: list[list[str]]
+) -> str:
+    """The one writer of Markdown tables: a `### title` line, then the table (cells escaped).
+    No title only where the caller writes its own heading right above (the gate summary)."""
+    head = "| " + " | ".join(headers) + " |"
+    sep = "|" + "|".join("---" if x else "---:" for x in left) + "|"
+    body = ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    lines = [f"### {title}", ""] if title else []
+    return "\n".join([*lines, head, sep, *body]) + "\n"
+
+
+def markdown(df: pd.DataFrame, columns: list[Column], title: str | None = None) -> str:
     present = [c for c in columns if c[0] in df.columns]
-    head = "| " + " | ".join(h for _, h, _ in present) + " |"
-    sep = "|" + "|".join("---" if f in ("stage", "roof") else "---:" for f, _, _ in present) + "|"
-    rows = [
-        "| " + " | ".join(_cell(row, f, fmt) for f, _, fmt in present) + " |"
-        for _, row in df.iterrows()
-    ]
-    return "\n".join([head, sep, *rows]) + "\n"
+    return markdown_table(
+        title,
+        [h for _, h, _ in present],
+        [f in ("stage", "roof") for f, _, _ in present],
+        [[_cell(row, f, fmt) for f, _, fmt in present] for _, row in df.iterrows()],
+    )
 
 
 def emit(
@@ -161,9 +213,9 @@ def emit(
     if fmt == "json":
         con.file.write(results.dumps(doc))
     elif fmt == "csv":
-        con.file.write(df.to_csv(index=False))
+        con.file.write(csv_text([results.complete_record(r) for r in doc["records"]]))
     elif fmt == "markdown":
-        con.file.write(markdown(df, columns))
+        con.file.write(markdown(df, columns, title=title))
     else:
         con.print(table(df, columns, title=title, caption=caption))
         for note in notes(doc["records"]):
@@ -242,7 +294,10 @@ GATE_COLUMNS: list[Column] = [
     ("reason", "reason", str),
 ]
 
-TEXT_FIELDS = ("stage", "workload", "roof", "shape", "dtype", "verdict", "reason")
+TEXT_FIELDS = (
+    "stage", "workload", "roof", "shape", "dtype", "verdict", "reason",
+    "path", "format", "source", "device", "title",
+)  # fmt: skip
 
 
 def text_table(
@@ -273,24 +328,35 @@ def emit_rows(
         data: Any = rows if payload is None else payload
         con.file.write(results.dumps(data))
     elif fmt == "csv":
-        con.file.write(df.to_csv(index=False))
+        con.file.write(csv_text(rows, [c[0] for c in columns]))
     elif fmt == "markdown":
-        con.file.write(markdown_rows(rows, columns))
+        con.file.write(markdown_rows(rows, columns, title=title))
     else:
         con.print(text_table(df, columns, title=title, caption=caption))
 
 
-def markdown_rows(rows: list[dict[str, Any]], columns: list[Column]) -> str:
+def emit_written(
+    row: dict[str, Any], fmt: str, columns: list[Column], line: str, title: str
+) -> None:
+    """What a command says about a file it wrote: `line` as the table format, else `row`."""
+    if fmt == "table":
+        console().file.write(f"{line}\n")
+    else:
+        emit_rows([row], fmt, columns, title=title, payload=row)
+
+
+def markdown_rows(
+    rows: list[dict[str, Any]], columns: list[Column], title: str | None = None
+) -> str:
     """markdown() for rows that are not result records: text columns (TEXT_FIELDS) left."""
     df = pd.DataFrame(rows, columns=[c[0] for c in columns] if not rows else None)
     present = [c for c in columns if c[0] in df.columns]
-    head = "| " + " | ".join(h for _, h, _ in present) + " |"
-    sep = "|" + "|".join("---" if f in TEXT_FIELDS else "---:" for f, _, _ in present) + "|"
-    body = [
-        "| " + " | ".join(_cell(row, f, fmt).replace("|", "\\|") for f, _, fmt in present) + " |"
-        for _, row in df.iterrows()
-    ]
-    return "\n".join([head, sep, *body]) + "\n"
+    return markdown_table(
+        title,
+        [h for _, h, _ in present],
+        [f in TEXT_FIELDS for f, _, _ in present],
+        [[_cell(row, f, fmt) for f, _, fmt in present] for _, row in df.iterrows()],
+    )
 
 
 def scaling(records: list[dict[str, Any]]) -> pd.DataFrame:
@@ -309,13 +375,11 @@ def emit_scaling(records: list[dict[str, Any]], fmt: str, out: Console | None = 
     fmt_cell = fixed(2)
     headers = ["stage", *[str(c) for c in pivot.columns]]
     rows = [[str(idx), *[fmt_cell(v) for v in row]] for idx, row in pivot.iterrows()]
+    title = "TFLOP/s per stage and shape"
     if fmt == "markdown":
-        con.file.write("| " + " | ".join(headers) + " |\n")
-        con.file.write("|---|" + "|".join("---:" for _ in headers[1:]) + "|\n")
-        for r in rows:
-            con.file.write("| " + " | ".join(r) + " |\n")
+        con.file.write(markdown_table(title, headers, [h == "stage" for h in headers], rows))
         return
-    t = Table(title="TFLOP/s per stage and shape", title_justify="left")
+    t = Table(title=title, title_justify="left")
     for h in headers:
         t.add_column(h, justify="left" if h == "stage" else "right")
     for r in rows:

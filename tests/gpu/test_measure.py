@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflinecli import results
+from rooflinecli import files, results
 from rooflinecli.cli import cli
 from rooflinecli.core import specs
 
@@ -50,7 +50,7 @@ def test_measure_a_cupy_matmul_and_show_it(tmp_path, runner):
     placed = doc["records"][0]
     assert placed["roof"] == "compute" and 0 < placed["pct_of_roof"] < 105
     path = tmp_path / "mine.json"
-    results.write_atomic(path, results.dumps(doc))
+    files.write_atomic(path, results.dumps(doc))
     r = runner.invoke(cli, ["show", str(path)])
     assert r.exit_code == 0, r.stderr
     assert "cupy.matmul" in r.output

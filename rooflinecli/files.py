@@ -1,0 +1,197 @@
+"""Writing the tool's files: results documents, plots, caches. One writer for all of them.
+
+A file is written to a temporary file beside its target and renamed over it, so a reader never
+sees it half-written; a symlink stays a link (its target is replaced); an existing file keeps its
+mode (and owner where permitted); `-` means standard output; a device node, FIFO, socket or
+folder at the path is refused in one line and never touched; an existing file is replaced only
+when asked (`--force`).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from rooflinecli.errors import RooflineError
+
+STDOUT = "-"  # -o -: the document goes to standard output
+
+# While a command writes a document to standard output (-o -), everything else it prints goes to
+# standard error; this is the standard output the document is written to.
+_claimed_stdout: TextIO | None = None
+
+
+def claim_stdout() -> Callable[[], None]:
+    """Keep standard output for the document (-o -): until the returned function is called,
+    sys.stdout is standard error, so tables and messages do not mix into the document."""
+    global _claimed_stdout
+    if _claimed_stdout is not None:
+        raise RooflineError("only one output can be - (standard output)")
+    _claimed_stdout, sys.stdout = sys.stdout, sys.stderr
+
+    def release() -> None:
+        global _claimed_stdout
+        if _claimed_stdout is not None:
+            sys.stdout, _claimed_stdout = _claimed_stdout, None
+
+    return release
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _resolved(path: str | Path) -> tuple[Path, os.stat_result | None]:
+    """The file a write to `path` replaces (symlinks followed: the link itself stays) and its
+    status, None when there is none yet."""
+    p = Path(path)
+    target = Path(os.path.realpath(p))
+    try:
+        return target, os.stat(target)
+    except FileNotFoundError:
+        return target, None
+    except OSError as exc:
+        raise RooflineError(f"cannot write {p}: {exc.strerror}") from None
+
+
+def check_output(
+    path: str | Path, *, force: bool = False, document: bool = True, make_folder: bool = False
+) -> None:
+    """Refuse, before any work, what write_output would refuse: anything but a regular file at
+    the path (a device, FIFO, socket or folder is never touched), an existing file without
+    --force (documents only), a file or folder we may not write."""
+    if str(path) == STDOUT:
+        return
+    p = Path(path)
+    target, st = _resolved(p)
+    if st is not None:
+        kind = next((what for test, what in _KINDS if test(st.st_mode)), None)
+        if kind is not None or not stat.S_ISREG(st.st_mode):
+            stream = document and not stat.S_ISDIR(st.st_mode)
+            hint = f" (-o {STDOUT} writes to standard output)" if stream else ""
+            raise RooflineError(f"cannot write {p}: it is {kind or 'not a regular file'}{hint}")
+        if document and not force:
+            raise RooflineError(f"{p} exists: pass --force to replace it")
+        if not os.access(target, os.W_OK):
+            raise RooflineError(f"cannot write {p}: permission denied")
+    if make_folder:
+        return
+    folder = target.parent
+    shown = p.parent if os.path.abspath(p) == str(target) else folder
+    if not folder.is_dir():
+        raise RooflineError(f"cannot write {p}: folder {shown} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise RooflineError(f"cannot write {p}: folder {shown} is not writable")
+
+
+def write_output(
+    path: str | Path,
+    data: str | bytes,
+    *,
+    force: bool = False,
+    document: bool = True,
+    make_folder: bool = False,
+) -> None:
+    """The one writer of every file a command writes (-o, baseline save, plot, gate reports).
+
+    `-` writes to standard output. Otherwise the data goes to a temporary file beside the
+    target, then is renamed onto it: never a half-written file. A symlink is written through
+    (the link stays, its target is replaced); an existing file keeps its mode and, where
+    permitted, its owner. Refused in one line (RooflineError), with nothing touched: a device,
+    FIFO, socket or folder at the path, and, for a results document (`document`), an existing
+    file without `force`.
+    """
+    if str(path) == STDOUT:
+        out = _claimed_stdout or sys.stdout
+        if isinstance(data, bytes):
+            out.flush()
+            out.buffer.write(data)
+        else:
+            out.write(data)
+        out.flush()
+        return
+    check_output(path, force=force, document=document, make_folder=make_folder)
+    p = Path(path)
+    target, st = _resolved(p)
+    if make_folder:
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RooflineError(f"cannot create {target.parent}: {exc.strerror}") from None
+    _replace(p, target, st, data, no_clobber=document and not force, sync=True)
+
+
+def write_atomic(path: str | Path, data: str | bytes) -> None:
+    """Replace the file at `path` (through a symlink, keeping its mode) with `data`, atomically:
+    for caches and tools; commands write through write_output."""
+    p = Path(path)
+    target, st = _resolved(p)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise RooflineError(f"cannot write {p}: not a regular file")
+    if not target.parent.is_dir():
+        raise RooflineError(f"cannot write {p}: folder {target.parent} does not exist")
+    _replace(p, target, st, data, no_clobber=False, sync=False)
+
+
+def _replace(
+    p: Path,
+    target: Path,
+    st: os.stat_result | None,
+    data: str | bytes,
+    no_clobber: bool,
+    sync: bool,
+) -> None:
+    """Temp file beside `target`, same mode (and owner where permitted) as the file it
+    replaces, flushed to disk (`sync`), then renamed onto it (with `no_clobber`, linked: never
+    over a file that appeared meanwhile)."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise RooflineError(f"cannot write {p}: {exc.strerror}") from None
+    try:
+        if st is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask  # mkstemp makes 0600; a new file is an ordinary file
+        else:
+            mode = stat.S_IMODE(st.st_mode)
+            _chown(fd, st)
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode() if isinstance(data, str) else data)
+            if sync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        if no_clobber:
+            try:
+                os.link(tmp, target)
+            except FileExistsError:
+                raise RooflineError(f"{p} exists: pass --force to replace it") from None
+            except OSError:  # no hard links on this file system: the check above stands
+                os.replace(tmp, target)
+        else:
+            os.replace(tmp, target)
+    except OSError as exc:
+        raise RooflineError(f"cannot write {p}: {exc.strerror}") from None
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _chown(fd: int, st: os.stat_result) -> None:
+    """Give the new file the old one's owner and group, or just its group, where permitted."""
+    for uid in (st.st_uid, -1):
+        try:
+            os.fchown(fd, uid, st.st_gid)
+            return
+        except OSError:
+            continue

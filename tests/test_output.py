@@ -1,0 +1,195 @@
+"""Files a command writes: through symlinks, keeping mode and owner, `-o -`, never over a device,
+FIFO, socket or folder, never over a results document without --force, and refused before any
+GPU work."""
+
+import json
+import os
+import socket
+import stat
+import sys
+
+import pytest
+
+from rooflinecli import files, results
+from rooflinecli.cli import cli
+from rooflinecli.errors import RooflineError
+
+MODEL = ["model", "gemm", "--m", "64", "--spec", "h100-sxm5", "--format", "csv"]
+
+
+def _one_line(r, exit_code=2):
+    assert r.exit_code == exit_code, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert "Traceback" not in r.output
+    return lines[0]
+
+
+def _doc_m(path):
+    return json.loads(path.read_text())["records"][0]["m"]
+
+
+def test_new_document_is_an_ordinary_file(runner, tmp_path):
+    out = tmp_path / "m.json"
+    r = runner.invoke(cli, [*MODEL, "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
+    assert _doc_m(out) == 64
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]  # no temp file left
+
+
+def test_existing_document_needs_force(runner, tmp_path):
+    out = tmp_path / "m.json"
+    out.write_text("precious")
+    line = _one_line(runner.invoke(cli, [*MODEL, "-o", str(out)]))
+    assert line == f"error: {out} exists: pass --force to replace it"
+    assert out.read_text() == "precious"
+    r = runner.invoke(cli, [*MODEL, "-o", str(out), "--force"])
+    assert r.exit_code == 0, r.output
+    assert _doc_m(out) == 64
+    r = runner.invoke(cli, [*MODEL, "--m", "32", "-o", str(out), "-f"])
+    assert r.exit_code == 0, r.output
+    assert _doc_m(out) == 32
+
+
+def test_symlink_is_written_through_and_mode_kept(runner, tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    target = real / "m.json"
+    target.write_text("old")
+    target.chmod(0o600)
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    r = runner.invoke(cli, [*MODEL, "-o", str(link), "--force"])
+    assert r.exit_code == 0, r.output
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert _doc_m(target) == 64
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert sorted(p.name for p in real.iterdir()) == ["m.json"]
+
+
+def test_dangling_symlink_creates_its_target(runner, tmp_path):
+    link = tmp_path / "link.json"
+    link.symlink_to(tmp_path / "new.json")
+    r = runner.invoke(cli, [*MODEL, "-o", str(link)])
+    assert r.exit_code == 0, r.output
+    assert link.is_symlink() and _doc_m(tmp_path / "new.json") == 64
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file away needs root")
+def test_owner_is_kept(runner, tmp_path):
+    out = tmp_path / "m.json"
+    out.write_text("old")
+    os.chown(out, 12345, 23456)
+    r = runner.invoke(cli, [*MODEL, "-o", str(out), "--force"])
+    assert r.exit_code == 0, r.output
+    st = out.stat()
+    assert (st.st_uid, st.st_gid) == (12345, 23456)
+
+
+def test_read_only_file_is_refused(runner, tmp_path, monkeypatch):
+    out = tmp_path / "m.json"
+    out.write_text("old")
+    monkeypatch.setattr(os, "access", lambda path, mode: str(path) != str(out))
+    line = _one_line(runner.invoke(cli, [*MODEL, "-o", str(out), "--force"]))
+    assert line == f"error: cannot write {out}: permission denied"
+    assert out.read_text() == "old"
+
+
+def test_dash_writes_the_document_to_stdout(runner):
+    r = runner.invoke(cli, ["model", "gemm", "--m", "64", "--spec", "h100-sxm5", "-o", "-"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)  # the document alone: the table went to standard error
+    assert doc["schema"] == results.SCHEMA and doc["records"][0]["m"] == 64
+    assert "GEMM 64x64x64 fp32, model on NVIDIA H100 SXM5" in r.stderr
+    assert sys.stdout is not None and files._claimed_stdout is None  # released
+
+
+def _special(kind, tmp_path):
+    if kind == "character device":
+        return "/dev/null"
+    path = tmp_path / kind.replace(" ", "_")
+    if kind == "FIFO":
+        os.mkfifo(path)
+    elif kind == "socket":
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+        sock.close()
+    elif kind == "folder":
+        path.mkdir()
+    return str(path)
+
+
+@pytest.mark.parametrize("kind", ["character device", "FIFO", "socket", "folder"])
+@pytest.mark.parametrize("force", [[], ["--force"]])
+def test_special_files_are_refused_and_never_touched(runner, tmp_path, kind, force):
+    path = _special(kind, tmp_path)
+    before = os.stat(path)
+    line = _one_line(runner.invoke(cli, [*MODEL, "-o", path, *force]))
+    assert line.startswith(f"error: cannot write {path}: it is a {kind}")
+    after = os.stat(path)
+    assert (after.st_ino, after.st_mode, after.st_mtime_ns) == (
+        before.st_ino,
+        before.st_mode,
+        before.st_mtime_ns,
+    )
+
+
+def test_symlink_to_a_device_is_refused(runner, tmp_path):
+    link = tmp_path / "full.json"
+    link.symlink_to("/dev/full")
+    line = _one_line(runner.invoke(cli, [*MODEL, "-o", str(link), "--force"]))
+    assert line == (
+        f"error: cannot write {link}: it is a character device (-o - writes to standard output)"
+    )
+    assert link.is_symlink()
+
+
+NO_GPU_COMMANDS = [
+    ["run", "gemm", "--m", "64"],
+    ["run", "llm", "--batch", "1"],
+    ["tune", "gemm", "--stage", "double_buffer"],
+    ["profile", "gemm", "--m", "64"],
+    ["model", "gemm", "--m", "64"],
+    ["model", "llm"],
+]
+
+
+@pytest.mark.parametrize("args", NO_GPU_COMMANDS, ids=lambda a: " ".join(a[:2]))
+def test_output_is_checked_before_any_work(runner, tmp_path, monkeypatch, args):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # a GPU run would fail: no CUDA device
+    out = tmp_path / "r.json"
+    out.write_text("precious")
+    line = _one_line(runner.invoke(cli, [*args, "-o", str(out)]))
+    assert line == f"error: {out} exists: pass --force to replace it"
+    line = _one_line(runner.invoke(cli, [*args, "-o", "/dev/full", "--force"]))
+    assert line.startswith("error: cannot write /dev/full: it is a character device")
+    assert out.read_text() == "precious"
+
+
+def test_plot_and_gate_outputs_refuse_devices_first(runner, tmp_path):
+    folder = tmp_path / "r.png"
+    folder.mkdir()
+    line = _one_line(runner.invoke(cli, ["plot", "missing.json", "-o", str(folder)]))
+    assert line == f"error: cannot write {folder}: it is a folder"
+    fifo = tmp_path / "junit.xml"
+    os.mkfifo(fifo)
+    line = _one_line(runner.invoke(cli, ["gate", "missing.json", "--junit", str(fifo)]))
+    assert line == f"error: cannot write {fifo}: it is a FIFO"
+
+
+def test_no_clobber_even_when_a_file_appears_after_the_check(tmp_path, monkeypatch):
+    out = tmp_path / "r.json"
+    out.write_text("appeared meanwhile")
+    monkeypatch.setattr(files, "check_output", lambda *a, **k: None)
+    with pytest.raises(RooflineError, match="exists: pass --force"):
+        files.write_output(out, "new")
+    assert out.read_text() == "appeared meanwhile"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_write_atomic_refuses_a_device(tmp_path):
+    with pytest.raises(RooflineError, match="not a regular file"):
+        files.write_atomic("/dev/null", "x")
