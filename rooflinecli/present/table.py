@@ -5,18 +5,22 @@ Commands hand their records here; nothing else prints results.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-from rich.console import Console
-from rich.table import Table
-
-from rooflinecli import results
+from rooflinecli import lazy, results
 from rooflinecli.present import FORMATS  # noqa: F401  (the one list, re-exported)
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from rich.console import Console
+    from rich.table import Table
+else:
+    pd = lazy.Module("pandas")  # imported on first use: `roofline --help` never pays for it
 
 
 def missing(v: Any) -> bool:
@@ -101,20 +105,26 @@ MODEL_COLUMNS: list[Column] = [
 ]
 
 
-class _Console(Console):
-    def on_broken_pipe(self) -> None:
-        """`roofline ... | head`: the reader left, which is no failure (rich exits 1 here)."""
-        self.quiet = True
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        raise SystemExit(0)
+@functools.cache
+def _console_class() -> type[Console]:
+    from rich.console import Console  # rich loads when something is printed, not at start-up
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            """`roofline ... | head`: the reader left, which is no failure (rich exits 1 here)."""
+            self.quiet = True
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise SystemExit(0)
+
+    return _Console
 
 
 def console(stderr: bool = False) -> Console:
     """One place that makes consoles. NO_COLOR is honoured by rich; pipes get a wide table."""
     stream = sys.stderr if stderr else sys.stdout
     wide = None if stream.isatty() else int(os.environ.get("COLUMNS", "200"))
-    return _Console(file=stream, width=wide, highlight=False, soft_wrap=False, emoji=False)
+    return _console_class()(file=stream, width=wide, highlight=False, soft_wrap=False, emoji=False)
 
 
 # A nested object in a CSV row becomes one column per key, named prefix_key (params -> param_BM).
@@ -167,6 +177,8 @@ def _cell(row: pd.Series, field: str, fmt: Callable[[Any], str]) -> str:
 def table(
     df: pd.DataFrame, columns: list[Column], title: str | None = None, caption: str | None = None
 ) -> Table:
+    from rich.table import Table
+
     t = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     present = [c for c in columns if c[0] in df.columns]
     for field, header, _ in present:
@@ -379,6 +391,8 @@ def emit_scaling(records: list[dict[str, Any]], fmt: str, out: Console | None = 
     if fmt == "markdown":
         con.file.write(markdown_table(title, headers, [h == "stage" for h in headers], rows))
         return
+    from rich.table import Table
+
     t = Table(title=title, title_justify="left")
     for h in headers:
         t.add_column(h, justify="left" if h == "stage" else "right")
