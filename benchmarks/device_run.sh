@@ -27,7 +27,12 @@ for step in "$@"; do
   log "$step"
   case "$step" in
     setup) setup ;;
-    gputests) python3 -m pytest -q tests/gpu 2>&1 | tail -15 ;;
+    gputests) python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tee "$OUT/gputests.log" | tail -15 ;;
+    trust)  # the documents of the trust issue: samples kept, the reference interleaved, last launch checked
+      $R run gemm --m 4096 --output "$OUT/gemm-fp32-4096.json" --format markdown --no-chart
+      for dt in bf16 fp16; do
+        $R run gemm --m 8192 --dtype $dt --output "$OUT/gemm-$dt-8192.json" --format markdown --no-chart
+      done ;;
     issue2)
       $R run gemm --m 4096 --stages naive_xcol,naive_xrow,thread_tile_4x4,thread_tile_8x8 \
         --output "$OUT/gemm-fp32-4096-seed.json" --format markdown
