@@ -13,6 +13,10 @@ launch; cuBLAS's kernels are found the same way. The report is then printed with
 (2 x FFMA + FADD + FMUL thread instructions, plus Tensor Core ops), bytes at DRAM, L2 and L1,
 the intensity at each level, and the kernel time ncu saw.
 
+Speed comes from ncu's kernel time (gpu__time_duration.sum): the CUDA-event time of the profiled
+launch covers ncu's replays of it (52-353x the kernel time on the H200) and is kept only as
+time_ms_under_ncu, never used for speed.
+
 Parsing and arithmetic are pure Python (tested on the CPU); only profile_gemm() runs anything.
 """
 
@@ -252,13 +256,40 @@ COUNTER_FIELDS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def attach(record: dict[str, Any], rows: list[dict[str, Any]] | None, reason: str | None) -> None:
+def speed_from_ncu(record: dict[str, Any], ncu_ms: float | None, under_ncu: bool) -> None:
+    """time_ms, tflops and the percentages from ncu's kernel time, in place.
+
+    The CUDA-event time of a launch ncu profiled covers ncu's replays of it: it moves to
+    time_ms_under_ncu and is never used for speed. Without ncu's time, a record that ran under
+    ncu has no time at all; one that did not keeps its event time."""
+    from rooflinecli import analysis
+
+    if not under_ncu:
+        record.setdefault("time_ms_under_ncu", None)
+        return
+    record["time_ms_under_ncu"] = record.get("time_ms")
+    timed = record.get("tflops") is not None  # verified and timed by the run
+    record.update(time_ms=ncu_ms, time_ms_min=ncu_ms, time_ms_max=ncu_ms, time_ms_stdev=None)
+    if ncu_ms and timed and record.get("attainable_tflops") and record.get("peak_tflops"):
+        analysis.place(record, ncu_ms)
+    else:
+        record.update(tflops=None, pct_of_roof=None, pct_of_peak=None)
+
+
+def attach(
+    record: dict[str, Any],
+    rows: list[dict[str, Any]] | None,
+    reason: str | None,
+    under_ncu: bool = True,
+) -> None:
     """Add the counters of `rows` (ncu's kernels for this record) to a run record, in place;
-    without rows: every counter field null and counters_reason says why."""
+    without rows: every counter field null and counters_reason says why. under_ncu: the record's
+    launch ran under ncu (its event time covers the replays), so its speed comes from ncu."""
     if not rows:
         record.update(dict.fromkeys(COUNTER_FIELDS))
         record.update(counters=None, counters_reason=reason or "ncu profiled no kernel")
         record["time_ratio_ncu"] = None
+        speed_from_ncu(record, None, under_ncu)
         return
     counters = sum_metrics(rows)
     record.update(derive(counters, float(record["flops"])))
@@ -267,6 +298,7 @@ def attach(record: dict[str, Any], rows: list[dict[str, Any]] | None, reason: st
     record["ncu_kernels"] = [r["kernel"] for r in rows]
     t, tn = record.get("time_ms"), record.get("ncu_time_ms")
     record["time_ratio_ncu"] = t / tn if t and tn else None
+    speed_from_ncu(record, tn, under_ncu)
 
 
 # --------------------------------------------------------------------------- running (GPU)
@@ -378,6 +410,7 @@ def profile_gemm(
 ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
     """Profile each stage (reference last) in its own child run. Returns (the last child's
     results document, the records with counters attached, facts about the profiler)."""
+    from rooflinecli import analysis
     from rooflinecli import stages as stagereg
 
     tick = progress or (lambda _label: None)
@@ -415,7 +448,9 @@ def profile_gemm(
                     "its NVTX range (pip install nvtx)"
                 )
             rows = None
-            if ncu is not None and info["problem"] is None and reason is None:
+            under_ncu = ncu is not None and info["problem"] is None and reason is None
+            if under_ncu:
+                assert ncu is not None
                 report = folder / f"{name}.ncu-rep"
                 cmd = ncu_command(
                     ncu, metrics, report, target, name, stage.entry, use_nvtx, launch_count
@@ -458,8 +493,9 @@ def profile_gemm(
                     records.append(_failed(name, dtype, shape, exc.message))
                     continue
             rec = _record_for(doc, name, shape)
-            attach(rec, rows, reason)
+            attach(rec, rows, reason, under_ncu)
             records.append(rec)
+    analysis.add_reference_ratios(records)  # both sides at ncu's kernel time
     return doc, records, info
 
 
@@ -491,3 +527,45 @@ def _record_for(doc: dict[str, Any], stage: str, shape: tuple[int, int, int]) ->
         if rec.get("stage") == stage and (rec.get("m"), rec.get("n"), rec.get("k")) == shape:
             return dict(rec)
     raise RooflineError(f"run gemm wrote no record for {stage} at {shape[0]}x{shape[1]}x{shape[2]}")
+
+
+# --------------------------------------------------------------------------- old documents
+
+MIGRATION_NCU_TIME = "profile-speed-from-ncu-time"
+
+
+def migrate_times(doc: dict[str, Any], by: str = "rooflinecli.profile.migrate_times") -> bool:
+    """A `profile gemm` document written before speed came from ncu's kernel time: its time_ms,
+    tflops and percentages came from the CUDA-event time of the launch ncu replayed. Recompute
+    them from the ncu_time_ms each record already holds (the event time moves to
+    time_ms_under_ncu), keep everything else, and list the change under `migrations`. In place;
+    False when there was nothing to do (not a profile document, or migrated already)."""
+    from datetime import UTC, datetime
+
+    from rooflinecli import analysis
+
+    if doc.get("command") != "profile gemm":
+        return False
+    done = doc.get("migrations") or []
+    if any(m.get("id") == MIGRATION_NCU_TIME for m in done):
+        return False
+    records = doc["records"]
+    for rec in records:
+        if "time_ms_under_ncu" in rec:
+            continue
+        # counters were read: the record's launch ran under ncu, its event time covers replays
+        speed_from_ncu(rec, rec.get("ncu_time_ms"), rec.get("counters") is not None)
+    analysis.add_reference_ratios(records)
+    doc["migrations"] = [
+        *done,
+        {
+            "id": MIGRATION_NCU_TIME,
+            "date": datetime.now(UTC).date().isoformat(),
+            "by": by,
+            "what": "time_ms, tflops, pct_of_roof, pct_of_peak and pct_of_reference recomputed "
+            "from ncu's kernel time (ncu_time_ms, gpu__time_duration.sum); the CUDA-event time "
+            "measured under ncu's replays moved to time_ms_under_ncu; time_ms_min/max set to "
+            "ncu's time, time_ms_stdev null (one profiled launch)",
+        },
+    ]
+    return True

@@ -215,10 +215,13 @@ stage, m = opt("--stages"), int(opt("--m"))
 if os.environ.get("FAKE_CHILD_FAIL") == stage:
     print("error: stage " + stage + " crashed the CUDA context", file=sys.stderr)
     sys.exit(2)
+# the event time of the one timed launch: under ncu it covers the replays (51.6 ms, not 25.8)
 def rec(s, kind):
     return {"stage": s, "kind": kind, "dtype": "fp32", "m": m, "n": m, "k": m,
-            "flops": 2 * m**3, "time_ms": 51.6, "ai_instruction": 0.25, "ai_ideal": 682.67,
-            "verified": True}
+            "flops": 2 * m**3, "time_ms": 51.6, "time_ms_min": 51.6, "time_ms_max": 51.6,
+            "time_ms_stdev": 0.0, "repeats": 1, "tflops": 2 * m**3 / 51.6e9,
+            "ai_instruction": 0.25, "ai_ideal": 682.67, "peak_tflops": 67.0,
+            "attainable_tflops": 67.0, "verified": True}
 recs = [rec("cublas", "reference")]
 if stage != "cublas":
     recs.insert(0, rec(stage, "stage"))
@@ -277,6 +280,12 @@ def test_profile_command_with_fake_ncu(runner, fake_ncu, tmp_path):
     assert naive["flops_check"] is True and naive["counters_reason"] is None
     assert naive["bytes_dram"] == 2**30 + 2**26 and naive["ai_dram"] > naive["ai_instruction"]
     assert naive["ncu_kernels"] == ["gemm_naive_xcol"]
+    # speed from ncu's kernel time; the event time under ncu's replays only under its own name
+    assert naive["time_ms"] == pytest.approx(25.812345) and naive["time_ms_under_ncu"] == 51.6
+    assert naive["tflops"] == pytest.approx(2 * N**3 / 25.812345e-3 / 1e12)
+    assert naive["pct_of_peak"] == pytest.approx(100 * naive["tflops"] / 67.0)
+    assert naive["pct_of_reference"] == pytest.approx(100.0)  # cuBLAS at ncu's time too
+    assert naive["time_ms_stdev"] is None  # one profiled launch: no spread
     assert recs["cublas"]["ncu_kernels"][0].startswith("sm90_xmma")
     assert doc["profiler"]["version"] == "2025.3.1.0" and doc["profiler"]["dropped_metrics"] == []
     assert (tmp_path / "reports" / "naive_xcol.ncu-rep").is_file()
@@ -349,3 +358,57 @@ def test_profile_stops_when_the_first_stage_breaks(runner, fake_ncu, monkeypatch
     res = runner.invoke(cli, ["profile", "gemm", "--m", "4096", "--stages", "naive_xcol", "-q"])
     assert res.exit_code == 2
     assert "error: run gemm failed: stage naive_xcol crashed" in res.output
+
+
+# --------------------------------------------------------------------------- committed documents
+
+RESULTS = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "results")
+PROFILE_DOCS = sorted(
+    os.path.join(RESULTS, f) for f in os.listdir(RESULTS) if f.startswith("profile-")
+)
+
+
+@pytest.mark.parametrize("path", PROFILE_DOCS, ids=os.path.basename)
+def test_committed_profile_documents_take_speed_from_ncu(path):
+    from rooflinecli import results
+
+    doc = results.load(path)
+    assert [m["id"] for m in doc["migrations"]] == [prof.MIGRATION_NCU_TIME]
+    for rec in doc["records"]:
+        assert rec["time_ms"] == rec["ncu_time_ms"]
+        assert rec["tflops"] == pytest.approx(rec["flops"] / (rec["ncu_time_ms"] * 1e9))
+        assert rec["pct_of_peak"] == pytest.approx(100 * rec["tflops"] / rec["peak_tflops"])
+        assert rec["time_ms_under_ncu"] > 10 * rec["time_ms"]  # replays: never a speed
+    assert not prof.migrate_times(doc)  # migrated once: re-running changes nothing
+
+
+def test_migration_recomputes_from_the_stored_ncu_time():
+    import copy
+
+    from rooflinecli import results
+
+    done = results.load(os.path.join(RESULTS, "profile-fp32-4096-multistage.json"))
+    old = copy.deepcopy(done)
+    del old["migrations"]
+    for rec in old["records"]:  # as it was committed: speed from the event time under ncu
+        rec["time_ms"] = rec.pop("time_ms_under_ncu")
+        rec.update(tflops=rec["flops"] / (rec["time_ms"] * 1e9), pct_of_reference=0.3)
+    assert prof.migrate_times(old)
+    for a, b in zip(old["records"], done["records"], strict=True):
+        for key in ("time_ms", "tflops", "pct_of_roof", "pct_of_peak", "pct_of_reference"):
+            assert a[key] == pytest.approx(b[key]), key
+        assert a["time_ms_under_ncu"] == b["time_ms_under_ncu"]
+    multistage = old["records"][0]
+    assert multistage["tflops"] == pytest.approx(46.62, abs=0.01)
+    assert multistage["pct_of_reference"] == pytest.approx(91.08, abs=0.01)
+
+
+def test_show_prints_the_committed_profile_at_ncu_speed(runner):
+    from rooflinecli.cli import cli
+
+    res = runner.invoke(
+        cli, ["show", os.path.join(RESULTS, "profile-fp32-4096.json"), "--no-chart"]
+    )
+    assert res.exit_code == 0, res.output
+    row = next(ln for ln in res.output.splitlines() if "naive_xcol" in ln)
+    assert "25.332" in row and "5.43" in row  # not 1,341.881 ms and 0.10 TFLOP/s

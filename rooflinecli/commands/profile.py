@@ -27,9 +27,9 @@ _status = report.text
 
 PROFILE_COLUMNS: list[report.Column] = [
     ("stage", "stage", str),
-    ("time_ms", "event ms", _num(3)),
-    ("ncu_time_ms", "ncu ms", _num(3)),
-    ("tflops_ncu", "TFLOP/s (ncu)", _num(2)),
+    ("time_ms", "ncu ms", _num(3)),
+    ("tflops", "TFLOP/s", _num(2)),
+    ("time_ms_under_ncu", "event ms under ncu", _num(3)),
     ("flops_hw_ratio", "FLOPs hw/2MNK", _ratio),
     ("bytes_dram", "DRAM MB", _mb),
     ("bytes_l2", "L2 MB", _mb),
@@ -59,7 +59,7 @@ def checks(records: list[dict[str, Any]]) -> list[str]:
             flops = f"flops_hw = {ratio:.5f} x 2MNK ({verdict}, tolerance 0.1%)"
             if not r.get("flops_check") and (abs(ratio - 0.5) < 0.01 or abs(ratio - 2) < 0.02):
                 flops += "; a factor of 2: Tensor Core ops may count one per multiply-add"
-        t, tn = r.get("time_ms"), r.get("ncu_time_ms")
+        t, tn = r.get("time_ms_under_ncu"), r.get("ncu_time_ms")
         times = f"event {t:.3f} ms vs ncu {tn:.3f} ms ({t / tn:.2f}x)" if t and tn else "no times"
         lines.append(f"{name}: {flops}; {times}")
     return lines
@@ -115,9 +115,10 @@ def profile_gemm(
     """Run each stage under ncu: hardware FLOPs, bytes at DRAM/L2/L1, measured intensities.
 
     Only the timed launch is profiled (its NVTX range, domain "roofline"); each record gets
-    flops_hw, bytes_dram/l2/l1, ai_dram/l2/l1 and ncu_time_ms. Without ncu, or without
-    permission to read counters, the stages still run and the records say why counters are
-    null; the command then exits 2.
+    flops_hw, bytes_dram/l2/l1, ai_dram/l2/l1 and ncu_time_ms; time_ms, TFLOP/s and the
+    percentages come from ncu's kernel time. Without ncu, or without permission to read
+    counters, the stages still run and the records say why counters are null; the command
+    then exits 2.
     """
     from rooflinecli import profile as prof
 
@@ -160,8 +161,9 @@ def profile_gemm(
     caption = (
         "AI at each level = hardware FLOPs / bytes that level moved (ncu counters). AI instr is "
         "what the load instructions alone would give; the gap to AI DRAM is what L1 and L2 "
-        "absorbed. event ms: CUDA events around the one profiled launch, which ncu serializes "
-        "and replays; ncu ms: its gpu__time_duration.sum."
+        "absorbed. ncu ms: gpu__time_duration.sum, the time TFLOP/s and every percentage come "
+        "from; event ms under ncu: CUDA events around the profiled launch, which ncu replays "
+        "(never a speed)."
     )
     report.emit(out, fmt, PROFILE_COLUMNS, title=title, caption=caption)
     if fmt == "table":
