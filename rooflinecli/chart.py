@@ -6,7 +6,8 @@ point per record at (intensity, TFLOP/s), with a legend below. The same points a
 `roofline plot` (rooflinecli/plot.py), so the two pictures never disagree.
 
 - Run documents: each record at (ai_ideal, tflops). A record that carries measured hierarchical
-  intensities (ai_dram, ai_l2, ai_l1 from Nsight Compute) is drawn once per level instead.
+  intensities (ai_dram, ai_l2, ai_l1, ai_smem from Nsight Compute) is drawn once per level
+  instead.
 - Model documents (device null): each stage at its by-instruction intensity and the speed the
   roof allows there; one "ideal" point per shape (every byte moved once) marks the best case.
 - A point above its roof cannot be a real speed (wrong timing, or a wrong spec): it is listed in
@@ -27,7 +28,12 @@ from rooflinecli.specs import DTYPE_PEAK
 
 MARKERS = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 MANY = "*"  # a cell holding several points
-LEVELS: tuple[tuple[str, str], ...] = (("ai_dram", "DRAM"), ("ai_l2", "L2"), ("ai_l1", "L1"))
+LEVELS: tuple[tuple[str, str], ...] = (
+    ("ai_dram", "DRAM"),
+    ("ai_l2", "L2"),
+    ("ai_l1", "L1"),
+    ("ai_smem", "SMEM"),
+)
 # Relative slack before a point counts as above its roof (float rounding only, not noise).
 ABOVE_ROOF_SLACK = 1e-9
 

@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 
+from rooflinecli import ncu
 from rooflinecli import profile as prof
 from rooflinecli.errors import RooflineError
 
@@ -117,21 +118,23 @@ sm__ops_path_tensor_src_fp16_dst_fp32            # of math ops executed in Tenso
 """
 
 
-def test_query_metrics_and_filter():
+def test_query_metrics_and_the_plan():
     names = prof.parse_query_metrics(QUERY)
     assert names == {
         "dram__bytes_read",
         "gpu__time_duration",
         "sm__ops_path_tensor_src_fp16_dst_fp32",
     }
-    kept, dropped = prof.usable_metrics(prof.METRICS, names)
-    assert kept == [
-        "gpu__time_duration.sum",
-        "sm__ops_path_tensor_src_fp16_dst_fp32.sum",
-        "dram__bytes_read.sum",
-    ]
-    assert "lts__t_bytes.sum" in dropped
-    assert prof.usable_metrics(prof.METRICS, None) == (list(prof.METRICS), [])
+    p = ncu.plan(prof.COUNTS, names)
+    # only what the GPU lists is asked for: ncu refuses a whole run over one unknown metric
+    assert p.metrics == ["gpu__time_duration.sum", "dram__bytes_read.sum"]
+    # FP16 Tensor Core ops need both halves (dst fp16 + dst fp32) or Hopper's src_fp16
+    assert "tensor_fp16" in p.missing and "lts__t_bytes.sum" in p.dropped(prof.COUNTS)
+    assert "tma_load" not in p.missing  # optional: a GPU without TMA moves nothing by TMA
+    everything = ncu.plan(prof.COUNTS, None)  # no listing: the first alternative of each
+    assert "sm__ops_path_tensor_src_fp16.sum" in everything.metrics
+    assert "sm__ops_path_tensor_src_fp16_dst_fp32.sum" not in everything.metrics
+    assert not any("tma" in m for m in everything.metrics)  # optional ones are not risked
 
 
 def test_command_lines(tmp_path):

@@ -34,7 +34,9 @@ PROFILE_COLUMNS: list[report.Column] = [
     ("bytes_dram", "DRAM MB", _mb),
     ("bytes_l2", "L2 MB", _mb),
     ("bytes_l1", "L1 MB", _mb),
+    ("bytes_smem", "smem MB", _mb),
     ("ai_instruction", "AI instr", _ai),
+    ("ai_smem", "AI smem", _ai),
     ("ai_l1", "AI L1", _ai),
     ("ai_l2", "AI L2", _ai),
     ("ai_dram", "AI DRAM", _ai),
@@ -63,6 +65,27 @@ def checks(records: list[dict[str, Any]]) -> list[str]:
         times = f"event {t:.3f} ms vs ncu {tn:.3f} ms ({t / tn:.2f}x)" if t and tn else "no times"
         lines.append(f"{name}: {flops}; {times}")
     return lines
+
+
+def notes(records: list[dict[str, Any]]) -> list[str]:
+    """Why a level has no intensity, what could not be counted: one line per distinct reason,
+    naming the stages it applies to."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for r in records:
+        for key, what in (
+            ("flops_note", "FLOPs"),
+            ("ai_dram_note", "AI DRAM"),
+            ("ai_l2_note", "AI L2"),
+            ("ai_l1_note", "AI L1"),
+            ("ai_smem_note", "AI smem"),
+        ):
+            if r.get(key):
+                seen.setdefault((what, str(r[key])), []).append(str(r["stage"]))
+    every = len(records)
+    return [
+        f"{what} of {'every stage' if len(who) == every > 1 else ', '.join(who)}: {text}"
+        for (what, text), who in seen.items()
+    ]
 
 
 @click.group()
@@ -115,8 +138,8 @@ def profile_gemm(
     """Run each stage under ncu: hardware FLOPs, bytes at DRAM/L2/L1, measured intensities.
 
     Only the timed launch is profiled (its NVTX range, domain "roofline"); each record gets
-    flops_hw, bytes_dram/l2/l1, ai_dram/l2/l1 and ncu_time_ms; time_ms, TFLOP/s and the
-    percentages come from ncu's kernel time. Without ncu, or without permission to read
+    flops_hw, bytes_dram/l2/l1/smem, ai_dram/l2/l1/smem and ncu_time_ms; time_ms, TFLOP/s and
+    the percentages come from ncu's kernel time. Without ncu, or without permission to read
     counters, the stages still run and the records say why counters are null; the command
     then exits 2.
     """
@@ -159,17 +182,20 @@ def profile_gemm(
         f"({info.get('version') or 'no ncu'}) on {(doc.get('device') or {}).get('name', '?')}"
     )
     caption = (
-        "AI at each level = hardware FLOPs / bytes that level moved (ncu counters). AI instr is "
-        "what the load instructions alone would give; the gap to AI DRAM is what L1 and L2 "
-        "absorbed. ncu ms: gpu__time_duration.sum, the time TFLOP/s and every percentage come "
-        "from; event ms under ncu: CUDA events around the profiled launch, which ncu replays "
-        "(never a speed)."
+        "AI at each level = hardware FLOPs / bytes that level moved (ncu counters; smem: shared "
+        "memory, TMA included). A level that moved under 1% of the bytes of the levels outside "
+        "it has no AI (the notes say why). AI instr is what the load instructions alone would "
+        "give; the gap to AI DRAM is what L1 and L2 absorbed. ncu ms: gpu__time_duration.sum, "
+        "the time TFLOP/s and every percentage come from; event ms under ncu: CUDA events "
+        "around the profiled launch, which ncu replays (never a speed)."
     )
     report.emit(out, fmt, PROFILE_COLUMNS, title=title, caption=caption)
     if fmt == "table":
         con = report.console()
         for line in out["checks"]:
             con.print(f"check: {line}")
+        for line in notes(out["records"]):
+            con.print(f"note: {line}")
         for note in [info.get("note")] + [
             f"metric not available here, left out: {d}" for d in info["dropped_metrics"]
         ]:
