@@ -1,14 +1,15 @@
 """The measured roofline: Nsight Compute counters for each stage's timed launch.
 
-The tool runs itself under `ncu` as a subprocess, one stage at a time:
+The tool runs a small library entry point under `ncu` as a subprocess, one stage at a time:
 
     ncu --clock-control none --nvtx --nvtx-include "roofline@STAGE/" --metrics ... \
-        --export REPORT python -m rooflinecli run gemm ... --stages STAGE --repeats 1 \
-        --no-flush --quiet --format json --output RUN.json
+        --export REPORT python -m rooflinecli.profile_target --stage STAGE --m M --n N --k K \
+        --dtype DT --output RUN.json
 
-runner._nvtx_range pushes a range named after the stage, in domain "roofline", around each timed
-launch (the verification and warm-up launches are outside it), so ncu profiles exactly that
-launch; cuBLAS's kernels are found the same way. The report is then printed with
+profile_target calls the runner directly (one timed launch, no L2 flush). runner._nvtx_range
+pushes a range named after the stage, in domain "roofline", around each timed launch (the
+verification and warm-up launches are outside it), so ncu profiles exactly that launch; cuBLAS's
+kernels are found the same way. The report is then printed with
 `ncu --import REPORT --csv --page raw --print-units base` and parsed here: hardware FLOPs
 (rooflinecli.ncu: SIMT instructions and Tensor Core operations), bytes at DRAM, L2, L1 and shared
 memory, the intensity at each level, and the kernel time ncu saw.
@@ -315,13 +316,12 @@ def run_command(
     spec_arg: str | None,
     json_out: Path,
 ) -> list[str]:
-    """The `roofline run gemm` command line that profiles one stage (its timed launch)."""
+    """The process that profiles one stage (its timed launch): the library entry point
+    rooflinecli.profile_target, which calls the runner directly (no CLI in between)."""
     m, n, k = shape
     cmd = [
-        sys.executable, "-m", "rooflinecli", "run", "gemm",
-        "--m", str(m), "--n", str(n), "--k", str(k), "--dtype", dtype,
-        "--stages", stage, "--repeats", "1", "--no-flush", "--quiet",
-        "--format", "json", "--output", str(json_out),
+        sys.executable, "-m", "rooflinecli.profile_target", "--stage", stage,
+        "--m", str(m), "--n", str(n), "--k", str(k), "--dtype", dtype, "--output", str(json_out),
     ]  # fmt: skip
     if spec_arg:
         cmd += ["--spec", spec_arg]

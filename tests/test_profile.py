@@ -139,10 +139,10 @@ def test_query_metrics_and_the_plan():
 
 def test_command_lines(tmp_path):
     target = prof.run_command((4096, 4096, 4096), "naive_xcol", "fp32", None, tmp_path / "r.json")
-    assert target[:3] == [sys.executable, "-m", "rooflinecli"]
+    # a library entry point that calls the runner, not the CLI
+    assert target[:3] == [sys.executable, "-m", "rooflinecli.profile_target"]
     joined = " ".join(target)
-    assert "run gemm --m 4096 --n 4096 --k 4096 --dtype fp32 --stages naive_xcol" in joined
-    assert "--repeats 1 --no-flush --quiet --format json --output" in joined
+    assert "--stage naive_xcol --m 4096 --n 4096 --k 4096 --dtype fp32 --output" in joined
     cmd = prof.ncu_command(
         tmp_path / "ncu", ["a.sum", "b.sum"], tmp_path / "x.ncu-rep", target, "naive_xcol",
         "gemm_naive_xcol", use_nvtx=True,
@@ -203,7 +203,7 @@ if os.environ.get("FAKE_NCU_MODE") == "perm":
     print("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
           "Performance Counters on the target device 0.")
     sys.exit(rc)
-stage = target[target.index("--stages") + 1]
+stage = target[target.index("--stage") + 1]
 with open(args[args.index("--export") + 1], "w") as fh:
     fh.write("" if stage == "cublas" else "gemm_" + stage)
 print("==PROF== Disconnected from process 1")
@@ -214,22 +214,18 @@ FAKE_CHILD = r"""import json, os, sys
 args = sys.argv[1:]
 def opt(name):
     return args[args.index(name) + 1]
-stage, m = opt("--stages"), int(opt("--m"))
+stage, m = opt("--stage"), int(opt("--m"))
 if os.environ.get("FAKE_CHILD_FAIL") == stage:
     print("error: stage " + stage + " crashed the CUDA context", file=sys.stderr)
     sys.exit(2)
 # the event time of the one timed launch: under ncu it covers the replays (51.6 ms, not 25.8)
-def rec(s, kind):
-    return {"stage": s, "kind": kind, "dtype": "fp32", "m": m, "n": m, "k": m,
-            "flops": 2 * m**3, "time_ms": 51.6, "time_ms_min": 51.6, "time_ms_max": 51.6,
-            "time_ms_stdev": 0.0, "repeats": 1, "tflops": 2 * m**3 / 51.6e9,
-            "ai_instruction": 0.25, "ai_ideal": 682.67, "peak_tflops": 67.0,
-            "attainable_tflops": 67.0, "verified": True}
-recs = [rec("cublas", "reference")]
-if stage != "cublas":
-    recs.insert(0, rec(stage, "stage"))
+rec = {"stage": stage, "kind": "reference" if stage == "cublas" else "stage", "dtype": "fp32",
+       "m": m, "n": m, "k": m, "flops": 2 * m**3, "time_ms": 51.6, "time_ms_min": 51.6,
+       "time_ms_max": 51.6, "time_ms_stdev": 0.0, "repeats": 1, "tflops": 2 * m**3 / 51.6e9,
+       "ai_instruction": 0.25, "ai_ideal": 682.67, "bytes_ideal": 12 * m * m,
+       "peak_tflops": 67.0, "attainable_tflops": 67.0, "verified": True}
 doc = {"schema": "roofline.results/1", "tool_version": "0", "created": "now",
-       "spec": {"name": "h200-sxm"}, "device": {"name": "FAKE H200"}, "records": recs}
+       "spec": {"name": "h200-sxm"}, "device": {"name": "FAKE H200"}, "records": [rec]}
 with open(opt("--output"), "w") as fh:
     json.dump(doc, fh)
 """
@@ -253,7 +249,7 @@ def fake_ncu(tmp_path, monkeypatch):
 
     def run_command(shape, stage, dtype, spec_arg, json_out):
         m = str(shape[0])
-        return [sys.executable, str(child), "--stages", stage, "--m", m, "--output", str(json_out)]
+        return [sys.executable, str(child), "--stage", stage, "--m", m, "--output", str(json_out)]
 
     monkeypatch.setattr(prof, "run_command", run_command)
     return folder
@@ -415,3 +411,23 @@ def test_show_prints_the_committed_profile_at_ncu_speed(runner):
     assert res.exit_code == 0, res.output
     row = next(ln for ln in res.output.splitlines() if "naive_xcol" in ln)
     assert "25.332" in row and "5.43" in row  # not 1,341.881 ms and 0.10 TFLOP/s
+
+
+def test_profile_target_is_a_library_entry_point(capsys, tmp_path):
+    """The process ncu runs calls the runner itself: no CLI, no click, its own one-line errors."""
+    import subprocess
+
+    from rooflinecli import profile_target
+
+    out = str(tmp_path / "run.json")
+    shape = ["--m", "64", "--n", "64", "--k", "64"]
+    assert profile_target.main(["--stage", "nope", *shape, "--output", out]) == 2
+    assert "error: unknown stage 'nope'" in capsys.readouterr().err
+    assert profile_target.main(["--stage", "naive_xcol", *shape, "--output", out]) == 2
+    assert capsys.readouterr().err.startswith("error: no CUDA device found")  # no GPU here
+    code = (
+        "import sys, rooflinecli.profile_target as t, rooflinecli.runner;"
+        "assert 'click' not in sys.modules and 'rooflinecli.cli' not in sys.modules"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
