@@ -175,8 +175,8 @@ def sum_metrics(rows: list[dict[str, Any]]) -> dict[str, float | None]:
     total: dict[str, float | None] = {}
     for row in rows:
         for name, val in row["metrics"].items():
-            if val is None:
-                total.setdefault(name, None)
+            if val is None or (name in total and total[name] is None):
+                total[name] = None  # a launch ncu gave no value for: the sum is unknown
             else:
                 total[name] = (total.get(name) or 0.0) + val
     return total

@@ -92,6 +92,14 @@ def test_flops_mismatch_and_multi_kernel_sum():
     assert d["flops_check"] is False and d["flops_hw_ratio"] == pytest.approx(2, rel=1e-3)
 
 
+def test_a_launch_without_a_value_makes_the_sum_unknown():
+    rows = prof.parse_raw_csv(RAW_CSV)
+    blank = {**rows[0], "metrics": {**rows[0]["metrics"], "lts__t_bytes.sum": None}}
+    for pair in ([blank, rows[0]], [rows[0], blank]):  # whichever comes first
+        total = prof.sum_metrics(pair)
+        assert total["lts__t_bytes.sum"] is None and total["dram__bytes_read.sum"] == 2**31
+
+
 def test_attach_without_counters():
     rec = {"stage": "naive_xcol", "flops": 2 * N**3, "time_ms": 30.0}
     prof.attach(rec, None, "ERR_NVGPUCTRPERM: no permission")
