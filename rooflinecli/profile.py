@@ -134,8 +134,9 @@ def parse_raw_csv(text: str) -> list[dict[str, Any]]:
     a row of units, then one row per profiled kernel. Lines ncu or the application printed
     around it (==PROF==, ==WARNING==, program output) are skipped.
 
-    Returns one dict per kernel: id, kernel, block, grid, and metrics {name: value in base
-    units (bytes, seconds, counts)}."""
+    Returns one dict per kernel: id, kernel, block, grid, process, stream, cc, metrics
+    {name: value in base units (bytes, seconds, counts)} and text {name: a value that is not a
+    number}."""
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID",')), None)
     if start is None:
@@ -158,13 +159,23 @@ def parse_raw_csv(text: str) -> list[dict[str, Any]]:
         def cell(name: str, row: list[str] = row) -> str | None:
             return row[col[name]] if name in col else None
 
+        metrics = {name: parse_number(row[i], units[i]) for i, name in metric_cols}
         out.append(
             {
                 "id": cell("ID"),
                 "kernel": cell("Kernel Name"),
                 "block": cell("Block Size"),
                 "grid": cell("Grid Size"),
-                "metrics": {name: parse_number(row[i], units[i]) for i, name in metric_cols},
+                "process": cell("Process ID"),
+                "stream": cell("Stream"),
+                "cc": cell("CC"),
+                "metrics": metrics,
+                # values that are not numbers (device__attribute_display_name, ...)
+                "text": {
+                    name: row[i]
+                    for i, name in metric_cols
+                    if metrics[name] is None and row[i].strip() not in ("", "n/a")
+                },
             }
         )
     return out

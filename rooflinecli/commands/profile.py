@@ -207,3 +207,102 @@ def profile_gemm(
     failed = sorted({r["stage"] for r in records if r.get("verified") is False})
     if failed:
         raise GateFailure(f"verification failed: {', '.join(failed)}")
+
+
+@profile.command(
+    "app", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
+)
+@click.option(
+    "--kernel", metavar="REGEX", default=None, help="Only kernels whose name matches (a regex)."
+)
+@click.option(
+    "--nvtx",
+    "nvtx_range",
+    metavar="RANGE",
+    default=None,
+    help='Only kernels inside this NVTX range, in ncu\'s syntax: "NAME/" (push/pop range), '
+    '"DOMAIN@NAME/" (in a domain), "NAME" (start/end range).',
+)
+@click.option(
+    "--launch-skip", type=click.IntRange(0), default=None, help="Skip this many matching launches."
+)
+@click.option(
+    "--launch-count", type=click.IntRange(1), default=None, help="Profile at most this many."
+)
+@spec_option
+@click.option(
+    "--calibration",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="A calibration file from `roofline calibrate` (default: the one cached for this GPU).",
+)
+@click.option(
+    "--reports",
+    "reports_dir",
+    type=click.Path(file_okay=False, writable=True),
+    default=None,
+    help="Keep ncu's .ncu-rep report in this folder.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(1),
+    default=3600.0,
+    show_default=True,
+    help="Seconds the program may run under ncu.",
+)
+@format_option
+@output_option
+@click.argument(
+    "program", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARGS]..."
+)
+def profile_app(
+    kernel: str | None,
+    nvtx_range: str | None,
+    launch_skip: int | None,
+    launch_count: int | None,
+    spec_arg: str | None,
+    calibration: str | None,
+    reports_dir: str | None,
+    timeout: float,
+    fmt: str,
+    output: str | None,
+    program: tuple[str, ...],
+) -> None:
+    """Run any program under ncu: each kernel's time, FLOPs, bytes, intensities and roof.
+
+    Runs CMD once under Nsight Compute (--clock-control none, child processes followed) and
+    profiles the kernels asked for (default: every launch; ncu replays each one, so a long
+    program takes long: narrow it with --kernel, --nvtx, --launch-skip, --launch-count).
+    Launches of one kernel with one grid are one row: launches, median and total time, FLOPs
+    counted by instruction (SIMT FP64/FP32/FP16, Tensor Core operations per precision), bytes
+    and intensity at DRAM, L2, L1 and shared memory, and its place under this GPU's calibrated
+    roofs (the datasheet's where a roof is not calibrated; the notes say which) with the level
+    that binds. What ncu cannot count is null, with the reason. --output writes a results
+    document that show, plot, compare and gate read. Exit 1 when the program failed.
+    """
+    from rooflinecli import profile_app as app
+
+    filters = app.Filters(kernel, nvtx_range, launch_skip, launch_count)
+    argv = list(program)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    doc = app.profile_app(
+        argv,
+        filters,
+        spec_arg,
+        calibration,
+        Path(reports_dir) if reports_dir else None,
+        timeout,
+    )
+    if output:
+        results.write_atomic(output, results.dumps(doc))
+    con = report.console()
+    if fmt in ("json", "csv"):
+        report.emit(doc, fmt, report.APP_COLUMNS, out=con)
+    else:
+        report.emit(doc, fmt, report.APP_COLUMNS, title=report.app_title(doc), out=con)
+        for line in report.app_notes(doc):
+            con.file.write(line + "\n")
+    code = (doc.get("program") or {}).get("exit_code")
+    if code:
+        raise GateFailure(f"the program exited with {code} (its kernels are shown above)")
