@@ -48,6 +48,16 @@ for step in "$@"; do
     calibrate) $R calibrate --format markdown ;;
     profile)
       $R profile gemm --m 4096 --output "$OUT/profile-fp32-4096.json" --format markdown ;;
+    profiletc)  # Tensor Core FLOPs against 2MNK, no L1 intensity where TMA bypasses L1
+      for dt in fp16 bf16; do
+        $R profile gemm --m 4096 --dtype $dt --output "$OUT/profile-$dt-4096.json" --format markdown
+      done ;;
+    profileapp)  # any program on the measured roofline (calibrate first: measured roofs)
+      python3 -m pytest -q tests/gpu/test_profile_app_gpu.py 2>&1 | tail -15
+      $R profile app --output "$OUT/profile-app-cupy.json" --format markdown \
+        -- python3 examples/cupy_app.py
+      $R profile app --output "$OUT/profile-app-torch.json" --format markdown \
+        -- python3 examples/torch_app.py ;;
     checktc) python3 benchmarks/check_tc.py 2>&1 | tail -60 ;;
     tc)
       for dt in fp16 bf16; do

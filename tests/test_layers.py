@@ -32,6 +32,7 @@ LAYERS = {
     "docgen": 9,
     "__main__": 9,
     "__init__": 9,
+    "pytest_plugin": 6,
 }
 CLI_LAYER = 6
 

@@ -92,6 +92,69 @@ def present(columns: list[Column], df: pd.DataFrame) -> list[Column]:
     ]
 
 
+# `roofline profile app`: one row per kernel and grid (rooflinecli/profile_app.py)
+APP_COLUMNS: list[Column] = [
+    ("label", "kernel [grid]", str),
+    ("launches", "launches", integer),
+    ("time_ms", "median ms", fixed(3)),
+    ("time_ms_total", "total ms", fixed(3)),
+    ("work", "work", str),
+    ("tflops", "TFLOP/s", fixed(2)),
+    ("gbs_dram", "DRAM GB/s", fixed(0)),
+    ("ai_dram", "AI DRAM", ai),
+    ("ai_l2", "AI L2", ai),
+    ("ai_l1", "AI L1", ai),
+    ("ai_smem", "AI smem", ai),
+    ("binding_level", "bound by", str),
+    ("attainable_tflops", "attain TF/s", fixed(1)),
+    ("pct_of_roof", "% roof", fixed(1)),
+]
+LEFT_FIELDS = ("stage", "roof", "label", "work", "binding_level")
+
+
+def is_app(doc: dict[str, Any]) -> bool:
+    """A `roofline profile app` document (records are kernels, not GEMM stages)."""
+    return doc.get("command") == "profile app"
+
+
+def app_title(doc: dict[str, Any]) -> str:
+    argv = " ".join((doc.get("program") or {}).get("argv") or ["?"])
+    if len(argv) > 80:
+        argv = argv[:77] + "..."
+    device = (doc.get("device") or {}).get("name", "?")
+    roofs = doc.get("roofs") or {}
+    return (
+        f"Kernels of `{argv}` under Nsight Compute on {device} "
+        f"(spec {(doc.get('spec') or {}).get('name', '?')}, {roofs.get('name', '?')} roofs)"
+    )
+
+
+def app_notes(doc: dict[str, Any]) -> list[str]:
+    """What the table cannot say: roofs not calibrated, counts ncu could not make, levels
+    without an intensity. One line each, distinct reasons once."""
+    out = [f"  {n}" for n in (doc.get("roofs") or {}).get("notes") or []]
+    code = (doc.get("program") or {}).get("exit_code")
+    if code:
+        out.append(f"  the program exited with {code}")
+    seen: dict[tuple[str, str], list[str]] = {}
+    for r in doc["records"]:
+        for key, what in (
+            ("flops_note", "FLOPs"),
+            ("roof_note", "roof"),
+            ("ai_dram_note", "AI DRAM"),
+            ("ai_l2_note", "AI L2"),
+            ("ai_l1_note", "AI L1"),
+            ("ai_smem_note", "AI smem"),
+        ):
+            text = r.get(key)
+            if text and not (key.startswith("ai_") and text == "no FLOPs counted"):
+                seen.setdefault((what, str(text)), []).append(str(r.get("label") or r["stage"]))
+    for (what, text), who in seen.items():
+        names = ", ".join(who) if len(who) <= 3 else f"{', '.join(who[:3])} and {len(who) - 3} more"
+        out.append(f"  {names}: {what}: {text}")
+    return out
+
+
 MODEL_COLUMNS: list[Column] = [
     ("stage", "stage", str),
     ("flops", "FLOPs", sci),
@@ -182,7 +245,7 @@ def table(
     t = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     present = [c for c in columns if c[0] in df.columns]
     for field, header, _ in present:
-        t.add_column(header, justify="left" if field in ("stage", "roof") else "right")
+        t.add_column(header, justify="left" if field in LEFT_FIELDS else "right")
     for _, row in df.iterrows():
         t.add_row(*[_cell(row, f, fmt) for f, _, fmt in present])
     return t
@@ -205,7 +268,7 @@ def markdown(df: pd.DataFrame, columns: list[Column], title: str | None = None) 
     return markdown_table(
         title,
         [h for _, h, _ in present],
-        [f in ("stage", "roof") for f, _, _ in present],
+        [f in LEFT_FIELDS for f, _, _ in present],
         [[_cell(row, f, fmt) for f, _, fmt in present] for _, row in df.iterrows()],
     )
 
