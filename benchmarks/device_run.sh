@@ -67,6 +67,15 @@ for step in "$@"; do
         -- python3 examples/cupy_app.py
       $R profile app --output "$OUT/profile-app-torch.json" --format markdown \
         -- python3 examples/torch_app.py ;;
+    profileapps)  # one document per program: CuPy (matmuls fp16/fp32 at 4096 and 8192, elementwise), Triton
+      $R profile app --nvtx "app@matmul/" --output "$OUT/profile-app-cupy-matmul-fp16.json" \
+        --format markdown -- python3 examples/cupy_app.py --n 8192 --gib 0
+      $R profile app --nvtx "app@matmul/" --output "$OUT/profile-app-cupy-matmul-fp32.json" \
+        --format markdown -- python3 examples/cupy_app.py --n 8192 --gib 0 --dtype fp32
+      $R profile app --nvtx "app@elementwise/" --output "$OUT/profile-app-cupy-elementwise.json" \
+        --format markdown -- python3 examples/cupy_app.py --n 0 --gib 1
+      $R profile app --output "$OUT/profile-app-triton.json" --format markdown \
+        -- python3 examples/triton_app.py --gib 1 ;;
     checktc) python3 benchmarks/check_tc.py 2>&1 | tail -60 ;;
     tc)
       for dt in fp16 bf16; do

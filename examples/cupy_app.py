@@ -6,8 +6,9 @@
 
 Two parts, each inside an NVTX push/pop range in domain "app":
 
-- "matmul": C = A @ B in FP16 (cuBLAS, Tensor Cores), N x N x N with N a multiple of every tile
-  size (default 4096), --repeats times: each launch must count 2*N^3 FLOPs.
+- "matmul": C = A @ B in FP16 (cuBLAS, Tensor Cores) or FP32 (--dtype fp32: cuBLAS SGEMM, CUDA
+  cores), N x N x N with N a multiple of every tile size (default 4096), --repeats times: each
+  launch must count 2*N^3 FLOPs.
 - "elementwise": a chain over float32 arrays of --gib GiB each (default 1, far larger than any
   L2): y = x * 2 (cupy.multiply), z = y + 1 (cupy.add), w = 3 * z + 1 (one ElementwiseKernel,
   `axpb`: one FMA per element). Each kernel reads one array and writes one: it must move twice the
@@ -30,14 +31,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=4096, help="matmul size (0: no matmul)")
     ap.add_argument("--repeats", type=int, default=2, help="matmuls")
+    ap.add_argument("--dtype", choices=("fp16", "fp32"), default="fp16", help="matmul type")
     ap.add_argument("--gib", type=float, default=1.0, help="GiB per elementwise array (0: none)")
     args = ap.parse_args()
 
     if args.n:
         rng = cp.random.default_rng(0)
-        a = rng.standard_normal((args.n, args.n), dtype=cp.float32).astype(cp.float16)
-        b = rng.standard_normal((args.n, args.n), dtype=cp.float32).astype(cp.float16)
-        c = cp.empty((args.n, args.n), dtype=cp.float16)
+        dt = cp.float16 if args.dtype == "fp16" else cp.float32
+        a = rng.standard_normal((args.n, args.n), dtype=cp.float32).astype(dt)
+        b = rng.standard_normal((args.n, args.n), dtype=cp.float32).astype(dt)
+        c = cp.empty((args.n, args.n), dtype=dt)
         cp.matmul(a, b, out=c)  # cuBLAS handles and its first-call kernels: outside the range
         cp.cuda.get_current_stream().synchronize()
         with nvtx.annotate("matmul", domain=DOMAIN):

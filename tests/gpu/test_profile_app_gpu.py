@@ -46,11 +46,14 @@ def _profile(runner, tmp_path, *args):
     return doc
 
 
-def test_matmul_flops_within_half_a_percent_of_2mnk(runner, tmp_path):
-    n, repeats = 4096, 2  # a multiple of every tile size cuBLAS uses
+@pytest.mark.parametrize("n", [4096, 8192])  # multiples of every tile size cuBLAS uses
+@pytest.mark.parametrize("dtype", ["fp16", "fp32"])
+def test_matmul_flops_within_half_a_percent_of_2mnk(runner, tmp_path, n, dtype):
+    repeats = 2
     doc = _profile(
         runner, tmp_path, "--nvtx", "app@matmul/", "--",
         sys.executable, EXAMPLE, "--n", str(n), "--repeats", str(repeats), "--gib", "0",
+        "--dtype", dtype,
     )  # fmt: skip
     recs = doc["records"]
     launches = sum(r["launches"] for r in recs)
@@ -58,7 +61,8 @@ def test_matmul_flops_within_half_a_percent_of_2mnk(runner, tmp_path):
     counted = sum(r["flops"] * r["launches"] for r in recs) / repeats
     assert counted == pytest.approx(2 * n**3, rel=0.005), [r["flops_by"] for r in recs]
     main = max(recs, key=lambda r: r["flops"] or 0)
-    assert (main["dtype"], main["pipe"]) == ("fp16", "tensor"), main["flops_by"]
+    want = ("fp16", "tensor") if dtype == "fp16" else ("fp32", "simt")
+    assert (main["dtype"], main["pipe"]) == want, main["flops_by"]
     assert main["flops_complete"] is True and main["tflops"] > 50
     assert main["time_ms"] > 0 and main["binding_level"] in ("compute", "DRAM", "L2")
     assert main["pct_of_roof"] < 110  # a speed above its roof would be a counting error
@@ -81,6 +85,18 @@ def test_elementwise_dram_bytes_within_5_percent_of_what_it_must_move(runner, tm
     assert 0.3 * bandwidth < rec["gbs_dram"] < 1.05 * bandwidth
     r = runner.invoke(cli, ["show", str(tmp_path / "app.json")])
     assert r.exit_code == 0 and "axpb [" in r.output
+
+
+def test_a_triton_kernel_lands_left_of_the_ridge(runner, tmp_path):
+    pytest.importorskip("triton")
+    doc = _profile(
+        runner, tmp_path, "--kernel", "scale_shift", "--",
+        sys.executable, str(ROOT / "examples" / "triton_app.py"), "--gib", "1",
+    )  # fmt: skip
+    (rec,) = doc["records"]
+    assert rec["bytes_dram"] == pytest.approx(2 * GIB, rel=0.05)  # 1 GiB read, 1 GiB written
+    assert rec["flops_by"] == {"fp32 simt": 2 * (GIB // 4)}  # one FMA per element
+    assert rec["roof"] == "memory" and rec["binding_level"] == "DRAM"
 
 
 def test_every_kernel_of_the_example_is_placed_or_says_why(runner, tmp_path):
