@@ -487,8 +487,9 @@ def figure(
         ax.plot([x0, end], [x0 * c.value / 1000.0, top], color=c.color, lw=2, ls=style, zorder=1)
         handles.append(Line2D([], [], color=c.color, lw=2, ls=style))
         labels.append(c.label)
+    dashes: list[Any] = ["--", "-.", (0, (1, 1.5))]  # measured compute ceilings told apart
     for c in computes:  # each ceiling from where the fastest slope meets it
-        style = "--" if c.measured else "-"
+        style = dashes.pop(0) if c.measured and dashes else ("--" if c.measured else "-")
         start = c.value * 1000.0 / fastest
         ax.plot([start, x1], [c.value, c.value], color=c.color, lw=2, ls=style, zorder=1)
         handles.append(Line2D([], [], color=c.color, lw=2, ls=style))
@@ -558,7 +559,7 @@ def figure(
         labels,
         loc="outside right upper",
         fontsize=LEGEND_SIZE,
-        title="roofs: solid datasheet, dashed measured",
+        title="roofs: solid datasheet, broken measured",
         title_fontsize=LEGEND_SIZE,
         frameon=False,
     )
