@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9]*\)\..*/\1/p' | head -n 1)
 EXTRAS := $(if $(filter 12 13,$(CUDA_MAJOR)),cuda$(CUDA_MAJOR),compile)
 
-.PHONY: install run test lint bench docs docs-check clean
+.PHONY: install run test lint bench docs docs-check plots clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,13 @@ docs: install
 
 docs-check: install
 	$(BIN)/python -m rooflinecli.docgen --check docs/cli.md
+
+# The README's pictures, from the committed H200 documents and calibration (no GPU needed).
+CAL := benchmarks/calibration/h200-full.json
+plots: install
+	$(BIN)/roofline plot benchmarks/results/gemm-fp32-4096.json --calibration $(CAL) -o docs/roofline-h200-fp32-4096.png
+	$(BIN)/roofline plot benchmarks/results/profile-fp32-4096.json --calibration $(CAL) -o docs/roofline-h200-fp32-measured.png
+	$(BIN)/roofline plot benchmarks/results/gemm-bf16-8192.json --calibration $(CAL) -o docs/roofline-h200-bf16-8192.png
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
