@@ -161,6 +161,7 @@ KINDS = {
     "profile": "profile-fp32-4096.json",
     "llm": "llm-llama-7b-fp16.json",
     "tune": "tune-double_buffer-4096.json",
+    "profile app": "profile-app-torch.json",
 }
 
 
@@ -312,3 +313,28 @@ def test_plot_refuses_a_calibration_of_another_gpu(tmp_path: Path) -> None:
     assert r.exit_code == 2
     assert r.stderr == f"error: {path} is not a calibration document (roofline.calibration/1)\n"
     assert not (tmp_path / "p.png").exists()
+
+
+def test_kernels_of_a_program_are_named_by_their_function() -> None:
+    """`profile app` labels two kernels `at::<...> [4096x1x1]`: the legend names each by its own
+    function and grid, and gives each its colour."""
+    from rooflinecli.present import image
+
+    doc = results.load(RESULTS / "profile-app-torch.json")
+    series, unplaced = image.series(doc)
+    assert [s.name for s in series] == [
+        "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT [2x66x1] fp16",
+        "cunn_SoftMaxForwardReg [4096x1x1] fp32",
+        "vectorized_layer_norm_kernel [4096x1x1] fp32",
+        "distribution_elementwise_grid_stride_kernel [1056x1x1] fp32",
+    ]
+    assert len({s.key for s in series}) == 4
+    assert [u.label for u in unplaced] == ["vectorized_elementwise_kernel [4x1x1]"]
+    got = [c.label for c in image.ceilings(doc, chart_roofs(doc)) if c.kind == "memory"]
+    assert got == ["DRAM 4,517 GB/s (measured)", "L2 8,082 GB/s (measured)"]
+
+
+def chart_roofs(doc: dict[str, Any]) -> Any:
+    from rooflinecli.present import terminal_chart
+
+    return terminal_chart.roofs(doc)

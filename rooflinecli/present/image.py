@@ -169,10 +169,27 @@ class Series:
         return max(self.points, key=lambda p: p.ai)
 
 
+def _kernel_name(rec: dict[str, Any]) -> str:
+    """A kernel of `profile app` by its function's own name and grid: `void at::<unnamed>::
+    cunn_SoftMaxForwardReg<...>(...)` is cunn_SoftMaxForwardReg [4096x1x1] (the record's
+    label, `at::<...>`, can be the same for two kernels)."""
+    full = re.sub(r"^void\s+", "", str(rec["kernel"]))
+    cut = len(full)
+    for i, ch in enumerate(full):  # the name ends at its first template or parameter list
+        if ch in "<(" and not full[:i].endswith("::"):
+            cut = i
+            break
+    base = full[:cut].split("::")[-1] or str(rec.get("label") or rec["stage"])
+    grid = re.search(r"\[[^\]]*\]\s*$", str(rec["stage"]))
+    return f"{base} {grid.group(0).strip()}" if grid else base
+
+
 def _name(doc: dict[str, Any]) -> Any:
     name = chart.namer(doc)
 
     def of(rec: dict[str, Any]) -> str:
+        if rec.get("kind") == "kernel" and rec.get("kernel"):
+            return str(name(rec, _kernel_name(rec))).removesuffix(" -")  # "-": no dtype
         work = str(rec.get("workload") or "")
         if work.count(":") == 2:  # run llm: preset:gemm:bN names the GEMM better than its shape
             _, gemm, batch = work.split(":")
@@ -235,6 +252,7 @@ def series(
             pts.append(
                 chart.Point(f"{label} by instruction", float(ai_i), tf, peak, "instr", False)
             )
+        # a stage keeps its colour across shapes; kernels of a program are told apart by name
         add(label, f"{chart.fmt_value(pts[0].tflops)} TFLOP/s", str(rec["stage"]), pts)
     return out, unplaced
 
