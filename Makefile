@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9]*\)\..*/\1/p' | head -n 1)
 EXTRAS := $(if $(filter 12 13,$(CUDA_MAJOR)),cuda$(CUDA_MAJOR),compile)
 
-.PHONY: install run test lint bench docs docs-check clean
+.PHONY: install run test lint bench docs docs-check plots clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,12 +15,13 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(BIN)/python -m pip install -q -e ".[$(EXTRAS),dev,plot]"
 
-# The main job. Without a GPU, `run` says so in one line (exit 2) and the model is shown instead.
+# The main job. Without a GPU, `run` says so in one line (exit 2) and the model of the same GEMM
+# is shown instead, on the H200 SXM: the GPU the README's results were measured on.
 run: install
 	@$(BIN)/roofline run gemm --m 4096; rc=$$?; \
 	if [ $$rc -eq 2 ]; then \
-	  echo "No GPU run here; the analytic model of the same GEMM:"; \
-	  $(BIN)/roofline model gemm --m 4096; \
+	  echo "No GPU run here; the analytic model of the same GEMM on the H200 SXM (the README's GPU):"; \
+	  $(BIN)/roofline model gemm --m 4096 --spec h200-sxm; \
 	else exit $$rc; fi
 
 test: install
@@ -40,6 +41,13 @@ docs: install
 
 docs-check: install
 	$(BIN)/python -m rooflinecli.docgen --check docs/cli.md
+
+# The README's pictures, from the committed H200 documents and calibration (no GPU needed).
+CAL := benchmarks/calibration/h200-full.json
+plots: install
+	$(BIN)/roofline plot benchmarks/results/gemm-fp32-4096.json --calibration $(CAL) -o docs/roofline-h200-fp32-4096.png
+	$(BIN)/roofline plot benchmarks/results/profile-fp32-4096.json --calibration $(CAL) -o docs/roofline-h200-fp32-measured.png
+	$(BIN)/roofline plot benchmarks/results/gemm-bf16-8192.json --calibration $(CAL) -o docs/roofline-h200-bf16-8192.png
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

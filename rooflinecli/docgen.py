@@ -1,13 +1,30 @@
-"""Generate docs/cli.md from the commands' --help, so the reference never drifts (checked in tests).
+"""Generate docs/cli.md from the commands' --help, and the README's generated parts, so neither
+drifts (checked in tests).
 
 python -m rooflinecli.docgen docs/cli.md          # write
 python -m rooflinecli.docgen --check docs/cli.md  # exit 1 if stale
+
+README parts, each between a begin and an end marker:
+- the stage table, from the registry (`<!-- stages:begin (make docs) -->`);
+- a sample of the output, `roofline show NAME --format markdown` of a committed document
+  (`<!-- show:NAME:begin (make docs) -->` ... `<!-- show:NAME:end -->`);
+- results tables, from named committed documents (`<!-- results:A.json,B.json:begin (make
+  docs) -->` ... `<!-- results:A.json,B.json:end -->`): a names without a folder is under
+  benchmarks/results/, one with a folder is from the repository root. The documents decide the
+  table: a calibration gives measured against datasheet roofs; profile documents the
+  intensities Nsight Compute measured at each level; several runs of one shape in different
+  precisions a table side by side; one run its ladder.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -63,12 +80,193 @@ def readme_with_table(text: str) -> str:
     return f"{head}{BEGIN}\n{stages_table()}{END}{tail}"
 
 
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path("benchmarks") / "results"
+BLOCK = re.compile(
+    r"<!-- (?P<kind>show|results):(?P<names>[^\s:]+):begin \(make docs\) -->\n"
+    r".*?<!-- (?P=kind):(?P=names):end -->",
+    re.S,
+)
+
+
+def _path(name: str) -> Path:
+    return ROOT / (name if "/" in name else RESULTS / name)
+
+
+def _md(header: list[str], align: str, rows: list[list[str]]) -> str:
+    """A Markdown table; `align` has one letter per column: l (left) or r (right)."""
+    rule = "|" + "|".join("---" if a == "l" else "---:" for a in align) + "|"
+    lines = ["| " + " | ".join(header) + " |", rule]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _num(digits: int) -> Callable[[Any], str]:
+    def fmt(v: Any) -> str:
+        ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        return f"{v:,.{digits}f}" if ok else "-"
+
+    return fmt
+
+
+def _ai(v: Any) -> str:
+    """Intensities: one decimal, two below 1 (0.25, 0.50, 18.8)."""
+    return _num(2)(v) if isinstance(v, int | float) and v < 1 else _num(1)(v)
+
+
+def _stage(rec: dict[str, Any]) -> str:
+    """The stage, and for the reference the library call (from the registry's description)."""
+    from rooflinecli.build.stages import STAGES
+
+    name = str(rec["stage"])
+    if rec.get("kind") != "reference":
+        return name
+    what = next((s.what for s in STAGES if s.name == name), "") or str(rec.get("what") or "")
+    call = re.search(r"\((cublas\w+)", what)
+    return f"{name} ({call.group(1)})" if call else name
+
+
+def _ladder(doc: dict[str, Any]) -> str:
+    header = ["stage", "time ms", "TFLOP/s", "% cuBLAS", "% of roof", "regs", "spill B",
+              "occupancy %"]  # fmt: skip
+    rows = [
+        [
+            _stage(r),
+            _num(3)(r.get("time_ms")),
+            _num(2)(r.get("tflops")),
+            _num(1)(r.get("pct_of_reference")),
+            _num(1)(r.get("pct_of_roof")),
+            _num(0)(r.get("registers")),
+            _num(0)(r.get("spill_bytes")),
+            _num(0)(r.get("occupancy_pct")),
+        ]
+        for r in doc["records"]
+    ]
+    return _md(header, "lrrrrrrr", rows)
+
+
+def _side_by_side(docs: list[dict[str, Any]]) -> str:
+    """One row per stage, each document's precision in its own columns."""
+    header, stages = ["stage"], list[str]()
+    by: list[dict[str, dict[str, Any]]] = []
+    for doc in docs:
+        dtype = doc["records"][0]["dtype"]
+        header += [f"{dtype} TFLOP/s", "% cuBLAS", "% peak", "SM MHz"]
+        by.append({str(r["stage"]): r for r in doc["records"]})
+        stages += [str(r["stage"]) for r in doc["records"] if str(r["stage"]) not in stages]
+    rows = []
+    for st in stages:
+        first = next(d[st] for d in by if st in d)
+        row = [_stage(first)]
+        for d in by:
+            r = d.get(st, {})
+            row += [
+                _num(2)(r.get("tflops")),
+                _num(1)(r.get("pct_of_reference")),
+                _num(1)(r.get("pct_of_peak")),
+                _num(0)(r.get("sm_clock_mhz")),
+            ]
+        rows.append(row)
+    return _md(header, "l" + "r" * (len(header) - 1), rows)
+
+
+def _profile(docs: list[dict[str, Any]]) -> str:
+    """The intensities Nsight Compute measured, a stage once (the first document that has it),
+    in the registry's order."""
+    from rooflinecli.build.stages import STAGES
+
+    order = {s.name: i for i, s in enumerate(STAGES)}
+    seen: dict[str, dict[str, Any]] = {}
+    for doc in docs:
+        for r in doc["records"]:
+            seen.setdefault(str(r["stage"]), r)
+    header = ["stage", "ncu ms", "DRAM bytes", "AI DRAM", "AI L2", "AI L1", "AI by instruction"]
+    rows = []
+    for name in sorted(seen, key=lambda n: order.get(n, len(order))):
+        r = seen[name]
+        instr = _num(2)(r.get("ai_instruction")) if r.get("ai_instruction") else "-"
+        if r.get("ai_shared") and r.get("ai_shared") == r.get("ai_instruction"):
+            instr += " (from SMEM)"
+        dram = r.get("bytes_dram")
+        rows.append(
+            [
+                name,
+                _num(2)(r.get("ncu_time_ms")),
+                f"{dram / 1e9:.2f} GB" if dram else "-",
+                _ai(r.get("ai_dram")),
+                _ai(r.get("ai_l2")),
+                _ai(r.get("ai_l1")),
+                instr,
+            ]
+        )
+    return _md(header, "lrrrrrr", rows)
+
+
+def _calibration(doc: dict[str, Any]) -> str:
+    """What `roofline calibrate` measured against the datasheet (its own labels)."""
+    from rooflinecli.commands.calibrate import ROOFS
+
+    sheet = (doc.get("roof_sets") or {}).get("datasheet") or {}
+    rows = []
+    for key, label, unit, set_key in ROOFS:
+        digits = 0 if unit == "GB/s" else 1
+
+        def fmt(v: Any, unit: str = unit, digits: int = digits) -> str:
+            return f"{_num(digits)(v)} {unit}" if isinstance(v, int | float) else "-"
+
+        measured = (doc.get("measurements") or {}).get(key)
+        rows.append([label, fmt(measured), fmt(sheet.get(set_key) if set_key else None)])
+    return _md(["roof", "measured", "datasheet"], "lrr", rows)
+
+
+def results_table(names: str) -> str:
+    """The table of the named documents (comma-separated), as the module docstring says."""
+    from rooflinecli import results
+
+    docs = []
+    for name in names.split(","):
+        raw = json.loads(_path(name).read_text())
+        docs.append(raw if str(raw.get("schema", "")).startswith("roofline.calibration/")
+                    else results.load(_path(name)))  # fmt: skip
+    if "measurements" in docs[0]:
+        return _calibration(docs[0])
+    if str(docs[0].get("command", "")).startswith("profile"):
+        return _profile(docs)
+    if len(docs) > 1:
+        return _side_by_side(docs)
+    return _ladder(docs[0])
+
+
+def show_markdown(name: str) -> str:
+    """`roofline show NAME --format markdown`, as a user would see it."""
+    from click.testing import CliRunner
+
+    from rooflinecli.cli import cli
+
+    path = _path(name)
+    res = CliRunner().invoke(cli, ["show", str(path), "--format", "markdown"])
+    if res.exit_code != 0:
+        raise SystemExit(f"roofline show {name} failed: {res.output}")
+    return res.output.rstrip("\n") + "\n"
+
+
+def readme_generated(text: str) -> str:
+    """README with every generated part (stage table, samples, results tables) made anew."""
+
+    def block(m: re.Match[str]) -> str:
+        kind, names = m["kind"], m["names"]
+        body = show_markdown(names) if kind == "show" else results_table(names)
+        return f"<!-- {kind}:{names}:begin (make docs) -->\n{body}<!-- {kind}:{names}:end -->"
+
+    return BLOCK.sub(block, readme_with_table(text))
+
+
 def main(argv: list[str]) -> int:
     check = "--check" in argv
     args = [a for a in argv if a != "--check"]
     target = Path(args[0] if args else "docs/cli.md")
     readme = Path("README.md")
-    wanted = {target: render(), readme: readme_with_table(readme.read_text())}
+    wanted = {target: render(), readme: readme_generated(readme.read_text())}
     if check:
         stale = [str(p) for p, text in wanted.items() if p.read_text() != text]
         if stale:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import click
 
 from rooflinecli import files, results
+from rooflinecli.errors import RooflineError
 from rooflinecli.options import format_option
 from rooflinecli.present import table as report
 
@@ -14,6 +18,36 @@ WROTE_COLUMNS: list[report.Column] = [
     ("records", "records", report.integer),
     ("title", "chart", str),
 ]
+CALIBRATION_SCHEMA = "roofline.calibration/1"
+
+
+def load_calibration(path: str | None, doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The calibration named by --calibration, else the one cached for the document's device
+    (`roofline calibrate` on it), else None. One of another GPU is refused."""
+    from rooflinecli.gpu import calibrate  # the calibration cache: pure, no CuPy
+
+    device = doc.get("device") or {}
+    if path is None:
+        if not device.get("name"):
+            return None
+        return calibrate.load_calibration(
+            device["name"], device.get("driver"), device.get("clock_sm_max_mhz")
+        )
+    try:
+        cal = json.loads(open(path, encoding="utf-8").read())
+    except (OSError, ValueError) as exc:
+        raise RooflineError(f"cannot read calibration {path}: {exc}") from None
+    if not isinstance(cal, dict) or cal.get("schema") != CALIBRATION_SCHEMA:
+        raise RooflineError(f"{path} is not a calibration document ({CALIBRATION_SCHEMA})")
+    if not isinstance(cal.get("measurements"), dict):
+        raise RooflineError(f"{path} has no measurements")
+    theirs = (cal.get("device") or {}).get("name")
+    if device.get("name") and theirs != device["name"]:
+        raise RooflineError(f"{path} calibrates {theirs}, the document ran on {device['name']}")
+    spec = (doc.get("spec") or {}).get("name")
+    if not device and cal.get("spec") and spec and cal["spec"] != spec:
+        raise RooflineError(f"{path} calibrates spec {cal['spec']}, the document models {spec}")
+    return cal
 
 
 @click.command()
@@ -25,20 +59,36 @@ WROTE_COLUMNS: list[report.Column] = [
     metavar="FILE.png|svg|html",
     help="Image to write (format from the suffix), atomically.",
 )
+@click.option(
+    "--calibration",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="A calibration file from `roofline calibrate`: its measured ceilings (HBM, L2, FP32, "
+    "mma.sync, WGMMA) are drawn dashed beside the datasheet's (default: the one cached for "
+    "the document's GPU, if any).",
+)
+@click.option(
+    "--by-instruction/--no-by-instruction",
+    default=True,
+    show_default=True,
+    help="Draw each measured record also at its by-instruction intensity (hollow marker).",
+)
 @format_option
-def plot(path: str, output: str, fmt: str) -> None:
+def plot(path: str, output: str, calibration: str | None, by_instruction: bool, fmt: str) -> None:
     """Roofline of a results document as an image.
 
-    PNG, SVG, or HTML (the SVG in a minimal page), chosen by the suffix of -o. Needs the
-    `plot` extra (matplotlib).
+    PNG, SVG, or HTML (the SVG in a minimal page), chosen by the suffix of -o. Each record has
+    a short id beside its point, explained in the legend below the chart. Needs the `plot`
+    extra (matplotlib).
     """
     from rooflinecli.present import image as core  # matplotlib is imported only when drawing
 
     core.kind_of(output)
     files.check_output(output, document=False)
     doc = results.load(path)
-    kind = core.save(doc, output)
-    title = core.chart.title(doc)
+    cal = load_calibration(calibration, doc)
+    kind = core.save(doc, output, cal, by_instruction)
+    title = core.title(doc)
     row = {"path": output, "format": kind, "records": len(doc["records"]), "title": title}
     line = f"wrote {output} ({kind}): {title}"
     report.emit_written(row, fmt, WROTE_COLUMNS, line, title=f"roofline plot {path}")

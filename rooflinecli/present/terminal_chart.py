@@ -21,6 +21,7 @@ Plain text, deterministic for a given document and size (tests compare it exactl
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,17 +111,7 @@ def points(doc: dict[str, Any]) -> tuple[list[Point], list[Unplaced]]:
     """Every point to draw (or flag), in record order, and the records that have none."""
     recs = doc["records"]
     roof_of = roofs(doc)
-    many_shapes = len({shape_of(r) for r in recs}) > 1
-    many_dtypes = len({r["dtype"] for r in recs}) > 1
-
-    def name(rec: dict[str, Any], what: str = "") -> str:
-        parts = [str(rec.get("label") or rec["stage"]) if not what else what]
-        if many_shapes:
-            parts.append(shape_of(rec))
-        if many_dtypes:
-            parts.append(str(rec["dtype"]))
-        return " ".join(parts)
-
+    name = namer(doc)
     placed: list[Point] = []
     unplaced: list[Unplaced] = []
     if doc.get("device") is None:  # a model document
@@ -140,32 +131,68 @@ def points(doc: dict[str, Any]) -> tuple[list[Point], list[Unplaced]]:
         return placed, unplaced
 
     for rec in recs:
-        if not _rooted(rec):
-            unplaced.append(Unplaced(name(rec), str(rec.get("roof_note") or "no roof")))
-            continue
-        roof = roof_of[rec["dtype"]]
-        # under Nsight Compute the event time covers ncu's replays: the kernel time it measured
-        # (tflops_ncu) is the speed to place
-        tf = rec.get("tflops_ncu") if _finite_pos(rec.get("tflops_ncu")) else rec.get("tflops")
-        if not _finite_pos(tf):
-            if rec.get("verified") is False:
-                why = "failed verification"
-            else:
-                why = str(rec.get("error") or "not timed")
-            unplaced.append(Unplaced(name(rec), why))
-            continue
-        levels = [(lvl, float(rec[key])) for key, lvl in LEVELS if _finite_pos(rec.get(key))]
-        if levels:
-            for lvl, ai in levels:
-                # the spec knows DRAM bandwidth only: cache-level points answer to the peak alone
-                ceiling = roof.at(ai) if lvl == "DRAM" else roof.peak_tflops
-                placed.append(Point(f"{name(rec)} {lvl}", ai, float(tf), ceiling, lvl, False))
-        elif _finite_pos(rec.get("ai_ideal")):
-            ai = float(rec["ai_ideal"])
-            placed.append(Point(name(rec), ai, float(tf), roof.at(ai), None, False))
+        got = run_points(rec, roof_of, name(rec))
+        if isinstance(got, Unplaced):
+            unplaced.append(got)
         else:
-            unplaced.append(Unplaced(name(rec), "no intensity recorded"))
+            placed.extend(got)
     return placed, unplaced
+
+
+def namer(doc: dict[str, Any]) -> Callable[..., str]:
+    """name(rec, what="") for the records of `doc`: the stage (or its label, or `what`), plus
+    the shape and dtype where the document holds several."""
+    recs = doc["records"]
+    many_shapes = len({shape_of(r) for r in recs}) > 1
+    many_dtypes = len({r["dtype"] for r in recs}) > 1
+
+    def name(rec: dict[str, Any], what: str = "") -> str:
+        parts = [str(rec.get("label") or rec["stage"]) if not what else what]
+        if many_shapes:
+            parts.append(shape_of(rec))
+        if many_dtypes:
+            parts.append(str(rec["dtype"]))
+        return " ".join(parts)
+
+    return name
+
+
+def speed(rec: dict[str, Any]) -> Any:
+    """The TFLOP/s to place: under Nsight Compute the event time covers ncu's replays, so the
+    kernel time it measured (tflops_ncu) gives the speed."""
+    return rec.get("tflops_ncu") if _finite_pos(rec.get("tflops_ncu")) else rec.get("tflops")
+
+
+def run_points(rec: dict[str, Any], roof_of: dict[str, Roof], label: str) -> list[Point] | Unplaced:
+    """The points of one record of a run: one per measured memory level, else one at ai_ideal."""
+    if not _rooted(rec):
+        return Unplaced(label, str(rec.get("roof_note") or "no roof"))
+    roof = roof_of[rec["dtype"]]
+    tf = speed(rec)
+    if not _finite_pos(tf):
+        if rec.get("verified") is False:
+            why = "failed verification"
+        else:
+            why = str(rec.get("error") or "not timed")
+        return Unplaced(label, why)
+    levels = [(lvl, float(rec[key])) for key, lvl in LEVELS if _finite_pos(rec.get(key))]
+    if levels:
+        # the spec knows DRAM bandwidth only: cache-level points answer to the peak alone
+        return [
+            Point(
+                f"{label} {lvl}",
+                ai,
+                float(tf),
+                roof.at(ai) if lvl == "DRAM" else roof.peak_tflops,
+                lvl,
+                False,
+            )
+            for lvl, ai in levels
+        ]
+    if _finite_pos(rec.get("ai_ideal")):
+        ai = float(rec["ai_ideal"])
+        return [Point(label, ai, float(tf), roof.at(ai), None, False)]
+    return Unplaced(label, "no intensity recorded")
 
 
 def _decades(values: list[float]) -> tuple[int, int]:

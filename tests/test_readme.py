@@ -1,0 +1,114 @@
+"""What a newcomer reads in README.md stays true: the generated parts (sample output, results
+tables) match the committed documents they name, every column of the sample is defined, the
+set-up is the two commands, and `make run` without a GPU models the README's GPU."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rooflinecli import docgen
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+
+
+def blocks(text: str) -> list[tuple[str, str, str]]:
+    """(kind, names, body) of every generated block."""
+    return [(m["kind"], m["names"], m.group(0)) for m in docgen.BLOCK.finditer(text)]
+
+
+def test_generated_parts_match_their_documents() -> None:
+    text = README.read_text()
+    assert docgen.readme_generated(text) == text, "README is stale: run `make docs`"
+
+
+def test_blocks_name_committed_documents() -> None:
+    found = blocks(README.read_text())
+    kinds = sorted({k for k, _, _ in found})
+    assert kinds == ["results", "show"]
+    for _, names, _ in found:
+        for name in names.split(","):
+            assert docgen._path(name).is_file(), name
+    # the results section's tables: the FP32 ladder, exercise 2, Tensor Cores, the calibration
+    assert {n for k, n, _ in found if k == "results"} == {
+        "gemm-fp32-4096.json",
+        "profile-fp32-4096.json,profile-fp32-4096-multistage.json",
+        "gemm-fp16-8192.json,gemm-bf16-8192.json",
+        "benchmarks/calibration/h200-full.json",
+    }
+
+
+def test_every_column_of_the_sample_is_defined() -> None:
+    text = README.read_text()
+    (sample,) = [body for kind, _, body in blocks(text) if kind == "show"]
+    header = next(line for line in sample.splitlines() if line.startswith("| stage |"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    defined = set(re.findall(r"^\| `([^`]+)` \|", text, re.M))
+    missing = [c for c in columns if c not in defined]
+    assert not missing, f"README defines no {missing}: add them under the sample"
+
+
+def test_set_up_is_two_commands_and_the_no_gpu_model_is_the_h200() -> None:
+    text = README.read_text()
+    assert (
+        "$ make run    # installs into .venv, then runs the main job: roofline run gemm --m 4096"
+        in text
+    )
+    assert "$ make test   # installs what the tests need, then runs them (no GPU needed)" in text
+    assert "(`roofline model gemm --m 4096 --spec h200-sxm`)" in text
+    make = (ROOT / "Makefile").read_text()
+    run = make[make.index("\nrun: install") : make.index("\ntest: install")]
+    assert "$(BIN)/roofline run gemm --m 4096;" in run
+    assert "$(BIN)/roofline model gemm --m 4096 --spec h200-sxm;" in run
+
+
+def test_every_document_the_readme_names_is_committed() -> None:
+    text = README.read_text()
+    for name in set(re.findall(r"`((?:gemm|profile|tune|llm)-[\w-]+\.json)`", text)):
+        assert (ROOT / "benchmarks" / "results" / name).is_file(), name
+    for path in set(re.findall(r"\]\(((?:docs|benchmarks)/[^)#]+)\)", text)):
+        assert (ROOT / path).exists(), path
+
+
+def test_table_kinds() -> None:
+    ladder = docgen.results_table("gemm-fp32-4096.json")
+    assert "| naive_xcol | 25.370 | 5.42 | 10.5 | 8.1 | 32 | 0 | 100 |" in ladder
+    assert "| cublas (cublasSgemm) | 2.676 | 51.36 | 100.0 | 76.7 | - | - | - |" in ladder
+    profile = docgen.results_table("profile-fp32-4096.json,profile-fp32-4096-multistage.json")
+    assert "| naive_xcol | 25.33 | 7.33 GB | 18.8 | 3.9 | 0.50 | 0.25 |" in profile
+    assert "| multistage | 2.95 | 0.40 GB | 346.7 | 40.5 | 41.8 | 2.67 (from SMEM) |" in profile
+    assert profile.count("| cublas |") == 1  # a stage once, from the first document that has it
+    both = docgen.results_table("gemm-fp16-8192.json,gemm-bf16-8192.json")
+    assert both.splitlines()[0] == (
+        "| stage | fp16 TFLOP/s | % cuBLAS | % peak | SM MHz "
+        "| bf16 TFLOP/s | % cuBLAS | % peak | SM MHz |"
+    )
+    assert (
+        "| wgmma_persistent | 668.66 | 101.5 | 67.6 | 1,615 | 684.74 | 100.2 | 69.2 | 1,578 |"
+        in (both)
+    )
+    cal = docgen.results_table("benchmarks/calibration/h200-full.json")
+    assert "| L2 read (1/4 of L2, ld.cg) | 7,823 GB/s | - |" in cal
+    assert "| FP32 FMA (SIMT, 16 chains/thread) | 65.3 TFLOP/s | 67.0 TFLOP/s |" in cal
+
+
+def test_a_new_document_makes_the_readme_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Replace a document the README names (as a new GPU run would): the check fails until
+    `make docs` writes its numbers."""
+    shutil.copytree(ROOT / "benchmarks", tmp_path / "benchmarks")
+    path = tmp_path / "benchmarks" / "results" / "gemm-fp32-4096.json"
+    doc = json.loads(path.read_text())
+    doc["records"][0]["time_ms"] = 30.0
+    path.write_text(json.dumps(doc))
+    monkeypatch.setattr(docgen, "ROOT", tmp_path)
+    text = README.read_text()
+    again = docgen.readme_generated(text)
+    assert again != text
+    assert "| naive_xcol | 30.000 |" in again
