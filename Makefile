@@ -43,11 +43,11 @@ docs-check: install
 	$(BIN)/python -m rooflinecli.docgen --check docs/cli.md
 
 # The README's pictures, from the committed H200 documents and calibration (no GPU needed).
-CAL := benchmarks/calibration/h200-full.json
+CAL := benchmarks/calibration/h200-2026-12-01.json
 plots: install
-	$(BIN)/roofline plot benchmarks/results/gemm-fp32-4096.json --calibration $(CAL) -o docs/roofline-h200-fp32-4096.png
+	$(BIN)/roofline plot benchmarks/results/gemm-fp32-4096-interleaved.json --calibration $(CAL) -o docs/roofline-h200-fp32-4096.png
 	$(BIN)/roofline plot benchmarks/results/profile-fp32-4096.json --calibration $(CAL) -o docs/roofline-h200-fp32-measured.png
-	$(BIN)/roofline plot benchmarks/results/gemm-bf16-8192.json --calibration $(CAL) -o docs/roofline-h200-bf16-8192.png
+	$(BIN)/roofline plot benchmarks/results/gemm-bf16-8192-interleaved.json --calibration $(CAL) -o docs/roofline-h200-bf16-8192.png
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
