@@ -10,8 +10,10 @@ from rooflinecli.cli import cli
 
 
 def test_model_gemm_markdown_rows_exact(runner):
+    # --wide: every column (the default is the compact set, tests/test_compact.py)
     r = runner.invoke(
-        cli, ["model", "gemm", "--m", "4096", "--spec", "h100-sxm5", "--format", "markdown"]
+        cli,
+        ["model", "gemm", "--m", "4096", "--spec", "h100-sxm5", "--format", "markdown", "--wide"],
     )
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()

@@ -20,12 +20,14 @@ from rooflinecli.options import (
     DTYPES,
     SIZE,
     chart_option,
+    columns_option,
     format_option,
     output_option,
     spec_option,
     split_list,
     want_chart,
 )
+from rooflinecli.present import View
 from rooflinecli.present import table as report
 from rooflinecli.present.terminal_chart import draw as draw_chart
 
@@ -350,12 +352,6 @@ def _check_dtype(dtype: str, extra: Sequence[stages.Stage]) -> None:
         raise RooflineError(f"no {dtype} stages in the registry yet: {hint}")
 
 
-RUN_COLUMNS: list[Column] = [("workload", "workload", str)] + [
-    c for c in report.RUN_COLUMNS if c[0] not in ("registers", "spill_bytes", "ai_instruction")
-]
-RUN_COLUMNS.insert(-1, ("time_us_per_token", "us/token", _fixed(1)))
-
-
 @click.command("llm")
 @preset_options
 @click.option(
@@ -387,6 +383,7 @@ RUN_COLUMNS.insert(-1, ("time_us_per_token", "us/token", _fixed(1)))
 @chart_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @format_option
+@columns_option
 @output_option
 def run_llm(
     preset: str,
@@ -402,6 +399,7 @@ def run_llm(
     chart_flag: bool | None,
     quiet: bool,
     fmt: str,
+    view: View,
     output: str | None,
     force: bool,
     **sizes: int | None,
@@ -414,6 +412,7 @@ def run_llm(
 
     p = _preset(preset, sizes)
     batches = parse_list(batch_arg, "--batch")
+    report.select(report.LLM, view)  # an unknown --columns name: one line, before any work
     draw = want_chart(chart_flag, fmt, report.console().is_terminal)
     gemms = llm.weight_gemms(p)
     if gemm_arg:
@@ -445,7 +444,7 @@ def run_llm(
     if output:
         files.write_output(output, results.dumps(doc), force=force)
     if fmt in ("json", "csv"):
-        report.emit(doc, fmt, RUN_COLUMNS)
+        report.emit(doc, fmt, report.LLM)
     else:
         for b in batches:
             recs = [r for r in doc["records"] if r["batch"] == b]
@@ -455,7 +454,8 @@ def run_llm(
             report.emit(
                 {**doc, "records": recs},
                 fmt,
-                RUN_COLUMNS,
+                report.LLM,
+                view=view,
                 title=(
                     f"{p.display_name} weight GEMMs at batch {b}, {dtype} on {device['name']} "
                     f"(spec {spec_name}: {roofs.title(r0)})"

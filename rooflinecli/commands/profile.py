@@ -12,12 +12,14 @@ from rooflinecli.build import stages
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
     SIZE,
+    columns_option,
     dtype_option,
     format_option,
     output_option,
     resolve_shape,
     spec_option,
 )
+from rooflinecli.present import View
 from rooflinecli.present import table as report
 
 _num = report.fixed
@@ -43,6 +45,15 @@ PROFILE_COLUMNS: list[report.Column] = [
     ("ai_ideal", "AI ideal", _ai),
     ("counters_reason", "no counters because", _status),
 ]
+# the default table: what ncu measured, and the intensity at each level beside the instruction's
+# and the ideal one (event ms, bytes and the FLOP check: --wide; the check also prints below)
+PROFILE = report.ColumnSet(
+    tuple(PROFILE_COLUMNS),
+    compact=(
+        "stage", "ncu_time_ms", "tflops_ncu", "ai_instruction", "ai_l1", "ai_l2", "ai_dram",
+        "ai_ideal",
+    ),
+)  # fmt: skip
 
 
 def checks(records: list[dict[str, Any]]) -> list[str]:
@@ -100,6 +111,7 @@ def profile() -> None:
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 @format_option
+@columns_option
 @output_option
 def profile_gemm(
     m: int,
@@ -112,6 +124,7 @@ def profile_gemm(
     reports_dir: str | None,
     quiet: bool,
     fmt: str,
+    view: View,
     output: str | None,
     force: bool,
 ) -> None:
@@ -125,6 +138,7 @@ def profile_gemm(
     from rooflinecli.gpu import profile as prof
 
     shape = resolve_shape(m, n, k)
+    report.select(PROFILE, view)  # an unknown --columns name: one line, before any work
     chosen = stages.select(stage_list, dtype)
     for st in chosen:
         why = st.refuses(*shape)
@@ -167,7 +181,7 @@ def profile_gemm(
         "absorbed. event ms: CUDA events around the one profiled launch, which ncu serializes "
         "and replays; ncu ms: its gpu__time_duration.sum."
     )
-    report.emit(out, fmt, PROFILE_COLUMNS, title=title, caption=caption)
+    report.emit(out, fmt, PROFILE, title=title, caption=caption, view=view)
     if fmt == "table":
         con = report.console()
         for line in out["checks"]:

@@ -11,6 +11,7 @@ from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
     SIZE,
     chart_option,
+    columns_option,
     dtype_option,
     format_option,
     output_option,
@@ -20,6 +21,7 @@ from rooflinecli.options import (
     split_list,
     want_chart,
 )
+from rooflinecli.present import View
 from rooflinecli.present import table as report
 from rooflinecli.present.progress import progress
 from rooflinecli.present.terminal_chart import draw as draw_chart
@@ -95,6 +97,7 @@ def run() -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @roofs_option
 @format_option
+@columns_option
 @output_option
 def run_gemm(
     m: int | None,
@@ -117,6 +120,7 @@ def run_gemm(
     roofs: str,
     calibration: str | None,
     fmt: str,
+    view: View,
     output: str | None,
     force: bool,
 ) -> None:
@@ -126,6 +130,7 @@ def run_gemm(
     from rooflinecli.gpu.timer import Timing
 
     shapes = parse_shapes(m, n, k, sizes)
+    report.select(report.RUN, view)  # an unknown --columns name: one line, before any work
     draw = want_chart(chart_flag, fmt, report.console().is_terminal)
     chosen = stages.select(stage_list, dtype)
     for path in extra_stages:
@@ -161,7 +166,7 @@ def run_gemm(
         files.write_output(output, results.dumps(doc), force=force)
     con = report.console()
     if fmt in ("json", "csv"):  # one document (or one CSV) for the whole run
-        report.emit(doc, fmt, report.RUN_COLUMNS, out=con)
+        report.emit(doc, fmt, report.RUN, out=con)
     else:
         for shape in shapes:
             recs = [r for r in doc["records"] if (r["m"], r["n"], r["k"]) == shape]
@@ -174,7 +179,7 @@ def run_gemm(
             )
             if fmt == "markdown" and shape != shapes[0]:
                 con.file.write("\n")
-            report.emit(one, fmt, report.RUN_COLUMNS, title=title, out=con)
+            report.emit(one, fmt, report.RUN, title=title, out=con, view=view)
             if draw:
                 draw_chart(one, fmt, con)
         if len(shapes) > 1:

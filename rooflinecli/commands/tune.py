@@ -6,7 +6,8 @@ import click
 
 from rooflinecli import files, results
 from rooflinecli.errors import RooflineError
-from rooflinecli.options import SIZE, format_option, output_option, spec_option
+from rooflinecli.options import SIZE, columns_option, format_option, output_option, spec_option
+from rooflinecli.present import View
 from rooflinecli.present import table as report
 
 
@@ -21,6 +22,7 @@ def tune() -> None:
 @spec_option
 @click.option("--budget-ms", type=click.FloatRange(1, 60000), default=200.0, show_default=True)
 @format_option
+@columns_option
 @output_option
 def tune_gemm(
     stage_name: str,
@@ -28,12 +30,14 @@ def tune_gemm(
     spec_arg: str | None,
     budget_ms: float,
     fmt: str,
+    view: View,
     output: str | None,
     force: bool,
 ) -> None:
     """Compile every variant (dropping those that fail or spill), verify and time the rest."""
     from rooflinecli import api
 
+    report.select(report.RUN, view)
     doc = api.tune_gemm(stage_name, m, spec_arg, budget_ms)
     device, info = doc["device"], doc["tune"]
     dropped = info["dropped"]
@@ -41,7 +45,7 @@ def tune_gemm(
     if output:
         files.write_output(output, results.dumps(doc), force=force)
     report.emit(
-        doc, fmt, report.RUN_COLUMNS, title=f"tune {stage_name} at {m}^3 on {device['name']}"
+        doc, fmt, report.RUN, title=f"tune {stage_name} at {m}^3 on {device['name']}", view=view
     )
     if fmt == "table":
         con = report.console()
