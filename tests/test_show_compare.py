@@ -195,7 +195,8 @@ def test_sm_clock_column_only_when_a_record_has_one(tmp_path: Path) -> None:
     assert "SM MHz" not in r.stdout
     r = invoke("show", clocked, "--format", "markdown")
     assert r.exit_code == 0, r.stderr
-    title, _blank, header, _rule, tiled, naive = r.stdout.strip().splitlines()
+    table, _verdict = r.stdout.split("\n\n- ")
+    title, _blank, header, _rule, tiled, naive = table.strip().splitlines()
     assert title.startswith("### GEMM 64x64x64 fp32 on Test GPU")
     cols = [c.strip() for c in header.strip("|").split("|")]
     at = cols.index("SM MHz")

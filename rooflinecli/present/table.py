@@ -371,8 +371,10 @@ def emit(
     view: View | None = None,
 ) -> None:
     """Print a results document in one of FORMATS. A ColumnSet is narrowed by `view` (compact by
-    default) for the table and Markdown; JSON and CSV carry every field. Under a table: notes on
-    slower stages and failures."""
+    default) for the table and Markdown; JSON and CSV carry every field. Under a table of stage
+    records: the verdict in words (rooflinecli.present.verdict), and notes on failures."""
+    from rooflinecli.present import verdict
+
     if isinstance(columns, ColumnSet):
         columns = select(columns, view)
     df = frame(doc["records"])
@@ -384,12 +386,15 @@ def emit(
         con.file.write(csv_text([results.complete_record(r) for r in doc["records"]]))
     elif fmt == "markdown":
         con.file.write(markdown(df, columns, title=title))
+        said = verdict.lines(doc["records"])
+        if said:
+            con.file.write("\n" + "".join(f"- {line}\n" for line in said))
     else:
         if title:  # wrapped to the console, not to a compact table's width
             say(con, title, indent=0, style="table.title")
         print_table(con, table(df, columns, caption=caption, width=con.width))
-        for line in notes(doc["records"]):
-            say(con, line.strip())
+        for line in verdict.lines(doc["records"]) + [n.strip() for n in notes(doc["records"])]:
+            say(con, line)
 
 
 def say(con: Console, text: str, indent: int = 2, style: str = "") -> None:
@@ -402,18 +407,15 @@ def say(con: Console, text: str, indent: int = 2, style: str = "") -> None:
 
 
 def notes(records: list[dict[str, Any]]) -> list[str]:
-    """One line per record that failed or was skipped, or is slower than the stage before it,
-    so a table row is never unexplained."""
+    """One line per record that failed or was skipped and that the verdict does not speak for
+    (rooflinecli.present.verdict), and one on a held-down clock, so a table row is never
+    unexplained."""
+    from rooflinecli.present.verdict import explains
+
     out = []
-    prev: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in records:
-        key = (r.get("dtype"), r.get("m"), r.get("n"), r.get("k"))
-        before = prev.get(key)
-        if r.get("kind") == "stage" and r.get("tflops"):
-            if before and r["tflops"] < before["tflops"]:
-                why = r.get("slower_because") or "no reason recorded"
-                out.append(f"  {r['stage']} is slower than {before['stage']}: {why}")
-            prev[key] = r
+        if explains(r):
+            continue
         if r.get("error"):
             out.append(f"  {r['stage']} {r['m']}x{r['n']}x{r['k']}: {r['error']}")
         elif r.get("verified") is False:
