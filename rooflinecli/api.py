@@ -214,12 +214,13 @@ def run_gemm(
     beta: float = 0.0,
     seed: int = 0,
     timing: Any = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[..., None] | None = None,
     command: str = "run gemm",
     **extra: Any,
 ) -> dict[str, Any]:
     """Verify, time (interleaved with the reference) and place every stage at every shape on
-    the GPU here: the results document (rooflinecli.gpu.runner does the work)."""
+    the GPU here: the results document (rooflinecli.gpu.runner does the work). `progress` is
+    called as each stage and shape begins: progress(label, total=steps)."""
     from rooflinecli.gpu import runner
     from rooflinecli.gpu.timer import Timing
 
@@ -251,7 +252,13 @@ def run_gemm(
     )
 
 
-def tune_gemm(stage_name: str, m: int, spec_arg: str | None, budget_ms: float) -> dict[str, Any]:
+def tune_gemm(
+    stage_name: str,
+    m: int,
+    spec_arg: str | None,
+    budget_ms: float,
+    progress: Callable[..., None] | None = None,
+) -> dict[str, Any]:
     """Every variant of a stage's tune_space that compiles without spills, verified and timed
     beside the reference at m^3; the fastest verified one is saved for `run gemm --tuned`. The
     document's `tune` says which won, which were dropped and where the winner went."""
@@ -275,6 +282,7 @@ def tune_gemm(stage_name: str, m: int, spec_arg: str | None, budget_ms: float) -
         spec_arg,
         dtype=stage.dtype,
         timing=Timing(budget_ms=budget_ms),
+        progress=progress,
         command="tune gemm",
     )
     win = core.best(doc["records"])
@@ -297,7 +305,7 @@ def run_llm(
     dtype: str,
     seed: int = 0,
     timing: Any = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[..., None] | None = None,
     settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Time the weight GEMMs of one decode step at each batch: one record per stage, GEMM and

@@ -21,6 +21,7 @@ from rooflinecli.options import (
 )
 from rooflinecli.present import View
 from rooflinecli.present import table as report
+from rooflinecli.present.progress import progress
 
 _num = report.fixed
 _mb = report.cell(lambda v: f"{v / 1e6:,.1f}")
@@ -109,7 +110,7 @@ def profile() -> None:
     default=None,
     help="Keep ncu's .ncu-rep report of each stage in this folder.",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @format_option
 @columns_option
 @output_option
@@ -145,21 +146,16 @@ def profile_gemm(
         if why:
             raise RooflineError(why)
     prof.find_ncu()  # no ncu: one line now, before any stage runs
-    err = report.console(stderr=True)
-
-    def tick(name: str) -> None:
-        if not quiet:
-            err.print(f"profiling {name} at {shape[0]}x{shape[1]}x{shape[2]} ...")
-
-    doc, records, info = prof.profile_gemm(
-        shape,
-        [s.name for s in chosen],
-        dtype,
-        spec_arg,
-        launch_count=launch_count,
-        reports_dir=Path(reports_dir) if reports_dir else None,
-        progress=tick,
-    )
+    with progress(not quiet, "profiling", total=len(chosen)) as tick:
+        doc, records, info = prof.profile_gemm(
+            shape,
+            [s.name for s in chosen],
+            dtype,
+            spec_arg,
+            launch_count=launch_count,
+            reports_dir=Path(reports_dir) if reports_dir else None,
+            progress=lambda name: tick(f"{name} at {shape[0]}x{shape[1]}x{shape[2]}"),
+        )
     out = results.new_document(
         doc.get("spec") or {},
         doc.get("device"),

@@ -9,6 +9,7 @@ from rooflinecli.errors import RooflineError
 from rooflinecli.options import SIZE, columns_option, format_option, output_option, spec_option
 from rooflinecli.present import View
 from rooflinecli.present import table as report
+from rooflinecli.present.progress import progress
 
 
 @click.group()
@@ -21,6 +22,7 @@ def tune() -> None:
 @click.option("--m", type=SIZE, default=4096, show_default=True, help="Square size to tune at.")
 @spec_option
 @click.option("--budget-ms", type=click.FloatRange(1, 60000), default=200.0, show_default=True)
+@click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @format_option
 @columns_option
 @output_option
@@ -29,6 +31,7 @@ def tune_gemm(
     m: int,
     spec_arg: str | None,
     budget_ms: float,
+    quiet: bool,
     fmt: str,
     view: View,
     output: str | None,
@@ -38,7 +41,8 @@ def tune_gemm(
     from rooflinecli import api
 
     report.select(report.RUN, view)
-    doc = api.tune_gemm(stage_name, m, spec_arg, budget_ms)
+    with progress(not quiet and fmt == "table", "tuning") as tick:
+        doc = api.tune_gemm(stage_name, m, spec_arg, budget_ms, progress=tick)
     device, info = doc["device"], doc["tune"]
     dropped = info["dropped"]
     win = next((r for r in doc["records"] if r["stage"] == info["winner"]), None)

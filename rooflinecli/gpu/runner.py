@@ -340,11 +340,12 @@ def run_gemm(
     beta: float = 0.0,
     seed: int = 0,
     timing: Timing | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[..., None] | None = None,
     dtype: str = "fp32",
 ) -> tuple[dict[str, Any], Spec, list[dict[str, Any]]]:
     """Verify and time every stage at every shape, each interleaved with the reference.
-    Returns (device, spec, records)."""
+    Returns (device, spec, records). `progress(label, total=steps)` is called as each stage
+    and shape begins (rooflinecli.present.progress draws it)."""
     from rooflinecli.core import specs as specreg
 
     timing = timing or Timing()
@@ -357,6 +358,7 @@ def run_gemm(
     records: list[dict[str, Any]] = []
     timer = Timer(timing)
     reference = next((s for s in stages if s.reference), None)
+    steps = len(shapes) * sum(1 for s in stages if not s.reference)
     for m, n, k in shapes:
         free, _total = cp.cuda.runtime.memGetInfo()
         need = memory_needed(m, n, k, beta)
@@ -398,7 +400,7 @@ def run_gemm(
                 continue
             stage = stage.for_arch(arch)
             if progress:
-                progress(f"{stage.name} {m}x{n}x{k}")
+                progress(f"{stage.name} {m}x{n}x{k}", total=steps)
             rec = roofs.model_record(stage, m, n, k, spec, alpha, beta, dtype)
             rec.update(check_fields)
             skip = stage.refuses(m, n, k)
