@@ -232,6 +232,7 @@ def run_gemm(
         "seed": seed,
         "budget_ms": timing.budget_ms,
         "repeats": timing.max_repeats if timing.min_repeats == timing.max_repeats else None,
+        "max_noise_pct": timing.max_noise_pct,
         "flush_l2": timing.flush_l2,
         "l2_flush_kind": timing.flush_kind if timing.flush_l2 else None,
         "timing": "each stage interleaved with the reference, round by round, alternating which "

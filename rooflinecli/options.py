@@ -180,6 +180,20 @@ def columns_option(f: F) -> F:
     return cast(F, g)
 
 
+def max_noise_option(f: F) -> F:
+    return click.option(
+        "--max-noise",
+        "max_noise",
+        type=click.FloatRange(0, 100, min_open=True),
+        default=None,
+        metavar="PCT",
+        help="Repeat each stage until its noise is at most PCT percent, or the budget is spent "
+        "(the noise: half the 99% bootstrap interval of the median, in percent of it, as the "
+        "gate measures it); each record says whether it got there (noise_pct, "
+        "noise_target_met). Default: the budget alone decides.",
+    )(f)
+
+
 def dtype_option(f: F) -> F:
     return click.option(
         "--dtype",

@@ -92,7 +92,7 @@ def test_wide_shows_every_column_and_still_cuts_nothing():
     assert code == 0
     assert "…" not in out
     head = next(line for line in out.splitlines() if line.startswith("┃"))
-    assert head.count("┃") == len(report.RUN_COLUMNS) + 1  # every column
+    assert head.count("┃") == len(report.RUN_COLUMNS)  # every column but noise (no --max-noise)
     assert [row.split("│")[1].strip() for row in table_rows(out)] == names_of(FP32)
     # wider than 80 now: printed at its narrowest (headers wrapped), never squeezed into folds
     code, out200, _ = invoke(["show", FP32, "--no-chart", "--wide"], 200)
@@ -190,8 +190,21 @@ def test_select_views():
 
 
 def test_compact_sets_fit_100_columns_with_the_longest_names():
-    """The compact run table with a 20-character decode stage name and full-width numbers."""
+    """The compact run table with a 20-character decode stage name and full-width numbers:
+    at 100 nothing wraps, even with the noise column of --max-noise; at 80 a header wraps, and
+    with the noise column too the name folds onto two lines."""
     cols = report.select(report.RUN)
-    row = ["gemv_splitk_multirow", "141.412", "51.36", "100.0", "100.0", "1,980", "FAILED"]
-    widths = report.fit([h for _, h, _ in cols], [row], [True] + [False] * 6, 100)
-    assert widths[0] == 20 and report._span(widths) <= 81
+    row = ["gemv_splitk_multirow", "141.412", "51.36", "100.0", "100.0", "1,980", "12.34", "FAILED"]
+    headers = [h for _, h, _ in cols]
+    names = [True] + [False] * 7
+    assert report.fit(headers, [row], names, 100) == [20, 7, 7, 5, 6, 6, 7, 8]  # 91 columns
+    no_noise = [i for i, c in enumerate(cols) if c[0] != "noise_pct"]
+    pick = (
+        [[row[i] for i in no_noise]],
+        [headers[i] for i in no_noise],
+        [names[i] for i in no_noise],
+    )
+    at80 = report.fit(pick[1], pick[0], pick[2], 80)
+    assert at80[0] == 20 and report._span(at80) == 80  # "SM MHz" over two lines
+    at80 = report.fit(headers, [row], names, 80)
+    assert at80[0] < 20 and report._span(at80) == 80

@@ -22,6 +22,7 @@ from rooflinecli.options import (
     chart_option,
     columns_option,
     format_option,
+    max_noise_option,
     output_option,
     spec_option,
     split_list,
@@ -379,6 +380,7 @@ def _check_dtype(dtype: str, extra: Sequence[stages.Stage]) -> None:
     "--budget-ms", type=click.FloatRange(1, 60000), default=400.0, show_default=True,
     help="GPU time of timed repeats per stage and shape.",
 )  # fmt: skip
+@max_noise_option
 @click.option("--no-flush", is_flag=True, help="Do not flush the L2 between repeats.")
 @chart_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
@@ -395,6 +397,7 @@ def run_llm(
     spec_arg: str | None,
     seed: int,
     budget_ms: float,
+    max_noise: float | None,
     no_flush: bool,
     chart_flag: bool | None,
     quiet: bool,
@@ -434,7 +437,7 @@ def run_llm(
     chosen = stages.select(stage_list, dtype)
     chosen = chosen[:-1] + extra + chosen[-1:]  # the reference stays last
 
-    timing = Timing(budget_ms=budget_ms, flush_l2=not no_flush)
+    timing = Timing(budget_ms=budget_ms, flush_l2=not no_flush, max_noise_pct=max_noise)
     with progress(not quiet and fmt == "table") as tick:
         doc = api.run_llm(
             p, gemms, batches, chosen, spec_arg, dtype, seed, timing, progress=tick,

@@ -14,6 +14,7 @@ from rooflinecli.options import (
     columns_option,
     dtype_option,
     format_option,
+    max_noise_option,
     output_option,
     place_on_roofs,
     roofs_option,
@@ -83,6 +84,7 @@ def run() -> None:
 @click.option(
     "--repeats", type=click.IntRange(1, 10000), default=None, help="Exact number of timed repeats."
 )
+@max_noise_option
 @click.option("--no-flush", is_flag=True, help="Do not flush the L2 between repeats.")
 @click.option("--tuned", is_flag=True, help="Use tile parameters saved by `roofline tune`.")
 @click.option(
@@ -112,6 +114,7 @@ def run_gemm(
     seed: int,
     budget_ms: float,
     repeats: int | None,
+    max_noise: float | None,
     no_flush: bool,
     tuned: bool,
     extra_stages: tuple[str, ...],
@@ -130,6 +133,8 @@ def run_gemm(
     from rooflinecli.gpu.timer import Timing
 
     shapes = parse_shapes(m, n, k, sizes)
+    if repeats is not None and max_noise is not None:
+        raise RooflineError("give --repeats (a fixed count) or --max-noise (a target), not both")
     report.select(report.RUN, view)  # an unknown --columns name: one line, before any work
     draw = want_chart(chart_flag, fmt, report.console().is_terminal)
     chosen = stages.select(stage_list, dtype)
@@ -152,7 +157,7 @@ def run_gemm(
 
         winners = load_tuned(info()["name"])
         chosen = [s.with_params(winners[s.name]) if s.name in winners else s for s in chosen]
-    timing = Timing(budget_ms=budget_ms, flush_l2=not no_flush)
+    timing = Timing(budget_ms=budget_ms, flush_l2=not no_flush, max_noise_pct=max_noise)
     if repeats is not None:
         timing.min_repeats = timing.max_repeats = repeats
     with progress(not quiet and fmt == "table") as tick:

@@ -21,6 +21,7 @@ from rooflinecli.build import compiler
 from rooflinecli.build.stages import Stage
 from rooflinecli.core import occupancy, roofs
 from rooflinecli.core.specs import Spec
+from rooflinecli.core.stats import noise_pct
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device
 from rooflinecli.gpu.timer import Launch, Timer, Timing, summary
@@ -435,6 +436,8 @@ def run_gemm(
                     group.append(ref_call)
                 timed = timer.time(group)
                 rec.update(timed.clock)
+                if timed.noise_target_met is not None:  # --max-noise: did it get there
+                    rec.update(noise_pct=timed.noise_pct, noise_target_met=timed.noise_target_met)
                 cp.cuda.runtime.deviceSynchronize()
                 ok_last, rel_last, mx_last = g.check()  # the output of the last timed launch
                 rec.update(rel_error_last=rel_last, max_rel_error_last=mx_last)
@@ -488,6 +491,9 @@ def run_gemm(
             stats = summary(ref_samples)
             ref_rec.update({k2: v for k2, v in stats.items() if k2 != "time_ms"})
             ref_rec["timing"] = "every repeat it ran beside the stages of this shape"
+            if timing.max_noise_pct is not None:
+                noise = noise_pct(ref_samples)
+                ref_rec.update(noise_pct=noise, noise_target_met=noise <= timing.max_noise_pct)
             roofs.place(ref_rec, stats["time_ms"])
             if not ref_rec["verified"]:
                 ref_rec.update(tflops=None, pct_of_roof=None, pct_of_peak=None)

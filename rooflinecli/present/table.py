@@ -80,10 +80,12 @@ RUN_COLUMNS: list[Column] = [
     ("spill_bytes", "spill B", integer),
     ("occupancy_pct", "occ %", fixed(0)),
     ("sm_clock_mhz", "SM MHz", integer),
+    ("noise_pct", "noise %", fixed(2)),
     ("verified", "verified", _verified),
 ]
-# shown only when some record has a value (older documents, and runs without nvidia-smi, lack it)
-OPTIONAL_FIELDS = frozenset({"sm_clock_mhz"})
+# shown only when some record has a value (older documents, and runs without nvidia-smi, lack
+# the clock; runs without --max-noise the noise)
+OPTIONAL_FIELDS = frozenset({"sm_clock_mhz", "noise_pct"})
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,7 @@ RUN = ColumnSet(
     tuple(RUN_COLUMNS),
     compact=(
         "stage", "time_ms", "tflops", "pct_of_reference", "pct_of_roof", "sm_clock_mhz",
-        "verified",
+        "noise_pct", "verified",
     ),
 )  # fmt: skip
 
@@ -176,7 +178,7 @@ LLM = ColumnSet(
     tuple(LLM_COLUMNS),
     compact=(
         "gemm", "stage", "time_ms", "pct_of_reference", "pct_of_roof", "time_us_per_token",
-        "verified",
+        "noise_pct", "verified",
     ),
     wide=tuple(c[0] for c in LLM_COLUMNS if c[0] != "gemm"),
     key=("gemm", "stage"),
@@ -423,6 +425,16 @@ def notes(records: list[dict[str, Any]]) -> list[str]:
                 f"  {r['stage']} {r['m']}x{r['n']}x{r['k']}: FAILED verification "
                 f"(relative error {r.get('rel_error')!s}); its speed is not reported"
             )
+    missed = [r for r in records if r.get("noise_target_met") is False]
+    if missed:
+        worst = max(missed, key=lambda r: r.get("noise_pct") or math.inf)
+        noise = worst.get("noise_pct")
+        out.append(
+            f"  noise target not met in {len(missed)} of {len(records)} rows (the budget ran "
+            f"out first): {', '.join(r['stage'] for r in missed)}; worst "
+            + (f"{worst['stage']} at {noise:.2f}%" if noise is not None else worst["stage"])
+            + " (--budget-ms for more repeats)"
+        )
     held = [r for r in records if r.get("clock_limited_by")]
     if held:
         limits = sorted({x.strip() for r in held for x in str(r["clock_limited_by"]).split(",")})
