@@ -186,6 +186,94 @@ def default_spec(spec_arg: str | None) -> tuple[Spec, str]:
     return specreg.resolve(DEFAULT_SPEC), "default: no GPU detected"
 
 
+DEFAULT_ARCH = "sm_90a"  # the NVRTC target when none is given and no GPU is detected
+
+
+def target_arch(arch: str | None = None) -> tuple[str, str]:
+    """(NVRTC target, why): --arch, else the compute capability nvidia-smi reports, else
+    DEFAULT_ARCH. Never imports CuPy: this is what compiles before any GPU is looked for."""
+    from rooflinecli.build import compiler
+    from rooflinecli.gpu.device import smi_compute_capability
+
+    if arch:
+        compiler.cc_of_arch(arch)  # a malformed one: one line
+        return arch, "given"
+    cc = smi_compute_capability()
+    if cc:
+        return compiler.arch_for_cc(cc), f"detected compute capability {cc}"
+    return DEFAULT_ARCH, "default: no GPU detected"
+
+
+def compile_user_stages(stages: Sequence[Any], arch: str, dtype: str) -> None:
+    """Compile each user stage (--extra-stage) with NVRTC for `arch`, so a compile error is one
+    line naming its stage file and the compiler's first error, before any GPU is looked for.
+    Cached: the run that follows finds the cubin."""
+    from rooflinecli.build import compiler
+
+    for stage in stages:
+        toml = getattr(stage, "toml_path", "")
+        if not toml:
+            continue
+        try:
+            compiler.compile_stage(stage.for_arch(arch), arch, dtype)
+        except RooflineError as exc:
+            raise RooflineError(f"stage file {toml}: {exc.message}") from None
+
+
+def dry_run_gemm(
+    shapes: list[tuple[int, int, int]],
+    stages: Sequence[Any],
+    arch: str,
+    dtype: str,
+    spec: Spec,
+) -> list[dict[str, Any]]:
+    """What `run gemm` would run, without a GPU: every stage compiled by NVRTC for `arch`
+    (cached), each shape checked against the stage's refusals, the launch it would get (grid,
+    block, shared memory) and the compiler's registers and spills. One row per stage and shape;
+    a stage that does not compile is a RooflineError (one line; a user stage's names its file).
+    Persistent stages size their grid by the spec's SM count."""
+    from rooflinecli.build import compiler
+
+    cc = compiler.cc_of_arch(arch)
+    rows: list[dict[str, Any]] = []
+    for stage in stages:
+        built = None
+        if not stage.reference:
+            stage = stage.for_arch(arch)
+        too_old = None
+        if not stage.reference and cc < stage.min_cc:
+            too_old = f"skipped: needs compute capability {stage.min_cc / 10:.1f}"
+        if not stage.reference and too_old is None:
+            if getattr(stage, "toml_path", ""):
+                compile_user_stages([stage], arch, dtype)  # its error names the file
+            built = compiler.compile_stage(stage, arch, dtype)
+        res = built.resources if built is not None else None
+        for m, n, k in shapes:
+            row: dict[str, Any] = {"stage": stage.name, "shape": f"{m}x{n}x{k}", "dtype": dtype}
+            row.update(grid=None, block=None, smem_bytes=None, registers=None, spill_bytes=None)
+            why = too_old or (None if stage.reference else stage.refuses(m, n, k))
+            if stage.reference:
+                row["status"] = "library call"
+            elif why:
+                row["status"] = why if why.startswith("skipped") else f"skipped: {why}"
+            else:
+                try:
+                    grid, block, smem = stage.launch(m, n, spec.sm_count)
+                except RooflineError as exc:
+                    row["status"] = f"skipped: {exc.message}"
+                else:
+                    row.update(
+                        grid="x".join(map(str, grid)),
+                        block="x".join(map(str, block)),
+                        smem_bytes=smem + (res.smem_static_bytes if res else 0),
+                        registers=res.registers if res else None,
+                        spill_bytes=res.spill_bytes if res else None,
+                        status="would run",
+                    )
+            rows.append(row)
+    return rows
+
+
 def model_gemm(
     m: int,
     n: int,

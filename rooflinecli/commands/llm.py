@@ -434,6 +434,7 @@ def run_llm(
                 f"stage {s.name} ({s.toml_path}) is {s.dtype}, not {dtype} (use --dtype)"
             )
     _check_dtype(dtype, extra)
+    api.compile_user_stages(extra, api.target_arch()[0], dtype)  # one line, before any GPU
     chosen = stages.select(stage_list, dtype)
     chosen = chosen[:-1] + extra + chosen[-1:]  # the reference stays last
 

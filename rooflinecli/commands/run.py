@@ -59,6 +59,32 @@ def run() -> None:
     """Run stages on the GPU (verify, time, place on the roofline)."""
 
 
+def _dry_run(
+    shapes: list[tuple[int, int, int]],
+    chosen: list[stages.Stage],
+    arch: str,
+    why: str,
+    dtype: str,
+    spec_arg: str | None,
+    fmt: str,
+) -> None:
+    """`run gemm --dry-run`: what would run, compiled for `arch`; no GPU touched."""
+    from rooflinecli import api
+    from rooflinecli.build import compiler
+
+    compiler.check_arch(arch)
+    spec, _ = api.default_spec(spec_arg)
+    rows = api.dry_run_gemm(shapes, chosen, arch, dtype, spec)
+    nvrtc = compiler.nvrtc_version()
+    compiled = sum(1 for s in chosen if not s.reference)
+    title = (
+        f"Dry run: {compiled} stage(s) x {len(shapes)} shape(s), {dtype}, compiled for {arch} "
+        f"({why}; NVRTC {nvrtc}); nothing ran"
+    )
+    payload = {"command": "run gemm --dry-run", "arch": arch, "nvrtc": nvrtc, "rows": rows}
+    report.emit_rows(rows, fmt, report.DRY_RUN_COLUMNS, title=title, payload=payload)
+
+
 @run.command("gemm")
 @click.option("--m", type=SIZE, default=None, help="Rows of C.")
 @click.option("--n", type=SIZE, default=None, help="Columns of C (default: M).")
@@ -95,6 +121,20 @@ def run() -> None:
     metavar="FILE.toml",
     help="Your own kernel, described by a small TOML file, run and verified beside ours.",
 )
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="No GPU: compile every stage that would run with NVRTC, check each shape against the "
+    "stages' limits, print what would run (grid, block, shared memory, registers, spills) and "
+    "stop.",
+)
+@click.option(
+    "--arch",
+    default=None,
+    metavar="SM",
+    help="With --dry-run: the NVRTC target, e.g. sm_80 (default: the GPU nvidia-smi reports, "
+    "else sm_90a).",
+)
 @chart_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @roofs_option
@@ -118,6 +158,8 @@ def run_gemm(
     no_flush: bool,
     tuned: bool,
     extra_stages: tuple[str, ...],
+    dry_run: bool,
+    arch: str | None,
     chart_flag: bool | None,
     quiet: bool,
     roofs: str,
@@ -151,12 +193,24 @@ def run_gemm(
                 why = stage.refuses(*shape)
                 if why:
                     raise RooflineError(why)
+    if arch and not dry_run:
+        raise RooflineError("--arch goes with --dry-run (a run compiles for the GPU it runs on)")
+    if dry_run and output:
+        raise RooflineError("--dry-run writes no results document: leave out --output")
     if tuned:
-        from rooflinecli.gpu.device import info
+        from rooflinecli.gpu.device import info, smi_device_name
         from rooflinecli.gpu.tune import load_tuned
 
-        winners = load_tuned(info()["name"])
+        name = smi_device_name() if dry_run else info()["name"]
+        if name is None:
+            raise RooflineError("--tuned: no GPU detected (nvidia-smi) to take its tuned tiles")
+        winners = load_tuned(name)
         chosen = [s.with_params(winners[s.name]) if s.name in winners else s for s in chosen]
+    target, why = api.target_arch(arch)
+    if dry_run:
+        _dry_run(shapes, chosen, target, why, dtype, spec_arg, fmt)
+        return
+    api.compile_user_stages(chosen, target, dtype)  # a compile error: one line, before any GPU
     timing = Timing(budget_ms=budget_ms, flush_l2=not no_flush, max_noise_pct=max_noise)
     if repeats is not None:
         timing.min_repeats = timing.max_repeats = repeats

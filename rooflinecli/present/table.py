@@ -252,6 +252,8 @@ def _cell(row: pd.Series, field: str, fmt: Callable[[Any], str]) -> str:
 # with every other header wrapped, they fold onto more lines instead (never below NAME_FLOOR).
 NAME_FIELDS = frozenset({"stage", "workload", "gemm"})
 NAME_FLOOR = 12
+# Columns of sentences: their cells may wrap at spaces like a header
+PROSE_FIELDS = frozenset({"status", "reason", "error", "counters_reason", "limited_by"})
 
 
 def _span(widths: Sequence[int]) -> int:
@@ -260,20 +262,30 @@ def _span(widths: Sequence[int]) -> int:
     return sum(widths) + 3 * len(widths) + 1
 
 
+def _longest_word(text: str) -> int:
+    return max((len(w) for w in text.split()), default=1)
+
+
 def fit(
-    headers: Sequence[str], rows: Sequence[Sequence[str]], names: Sequence[bool], width: int
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    names: Sequence[bool],
+    width: int,
+    prose: Sequence[bool] | None = None,
 ) -> list[int]:
     """Content width of each column so the table spans at most `width` terminal columns.
 
-    Natural widths when they fit. Otherwise headers wrap at their spaces ("time ms" over two
-    lines), the most room first; then, if that makes it fit, the name columns fold their text
-    onto more lines (never narrower than NAME_FLOOR). A number or a name is never cut: past
-    that point the table is wider than `width` (print_table) and the terminal wraps it."""
+    Natural widths when they fit. Otherwise headers, and the cells of prose columns, wrap at
+    their spaces ("time ms" over two lines), the most room first; then, if that makes it fit,
+    the name columns fold their text onto more lines (never narrower than NAME_FLOOR). A number
+    or a name is never cut: past that point the table is wider than `width` (print_table) and
+    the terminal wraps it."""
+    prose = prose or [False] * len(headers)
     cells = [[str(r[i]) for r in rows] for i in range(len(headers))]
     natural = [max([len(h), *map(len, c)]) for h, c in zip(headers, cells, strict=True)]
     least = [
-        max([max((len(w) for w in h.split()), default=1), *map(len, c)])
-        for h, c in zip(headers, cells, strict=True)
+        max([_longest_word(h), *map(_longest_word if wraps else len, c)])
+        for h, c, wraps in zip(headers, cells, prose, strict=True)
     ]
     widths = list(natural)
     excess = _span(widths) - width
@@ -309,7 +321,8 @@ def table(
     present = [c for c in columns if c[0] in df.columns]
     rows = [[_cell(row, f, fmt) for f, _, fmt in present] for _, row in df.iterrows()]
     names = [f in NAME_FIELDS for f, _, _ in present]
-    widths = fit([h for _, h, _ in present], rows, names, width) if width else None
+    prose = [f in PROSE_FIELDS for f, _, _ in present]
+    widths = fit([h for _, h, _ in present], rows, names, width, prose) if width else None
     for i, (field, header, _) in enumerate(present):
         longest = max((len(r[i]) for r in rows), default=0)
         t.add_column(
@@ -487,9 +500,21 @@ GATE_COLUMNS: list[Column] = [
     ("reason", "reason", str),
 ]
 
+# `run gemm --dry-run`: what would run, compiled for the target without a GPU
+DRY_RUN_COLUMNS: list[Column] = [
+    ("stage", "stage", str),
+    ("shape", "shape", str),
+    ("grid", "grid", text),
+    ("block", "block", text),
+    ("smem_bytes", "smem B", integer),
+    ("registers", "regs", integer),
+    ("spill_bytes", "spill B", integer),
+    ("status", "status", str),
+]
+
 TEXT_FIELDS = (
     "stage", "workload", "roof", "shape", "dtype", "verdict", "reason",
-    "path", "format", "source", "device", "title",
+    "path", "format", "source", "device", "title", "status",
 )  # fmt: skip
 
 
@@ -529,7 +554,9 @@ def emit_rows(
     elif fmt == "markdown":
         con.file.write(markdown_rows(rows, columns, title=title))
     else:
-        print_table(con, text_table(df, columns, title=title, caption=caption, width=con.width))
+        if title:  # wrapped to the console, not to the table's width
+            say(con, title, indent=0, style="table.title")
+        print_table(con, text_table(df, columns, caption=caption, width=con.width))
 
 
 def emit_written(
