@@ -208,3 +208,35 @@ def test_compact_sets_fit_100_columns_with_the_longest_names():
     assert at80[0] == 20 and report._span(at80) == 80  # "SM MHz" over two lines
     at80 = report.fit(headers, [row], names, 80)
     assert at80[0] < 20 and report._span(at80) == 80
+
+
+def test_run_llm_compact_table_at_80(monkeypatch):
+    """run llm (a stand-in for the GPU): per batch, the weight GEMM and the stage lead; whole
+    names, nothing cut, one verdict line per weight GEMM."""
+    from rooflinecli.core import roofs, specs
+    from rooflinecli.gpu import runner
+
+    def run_gemm(shapes, chosen, spec_arg, alpha=1.0, beta=0.0, seed=0, timing=None,
+                 progress=None, dtype="fp32"):  # fmt: skip
+        spec = specs.resolve("h200-sxm")
+        recs = []
+        for m, n, k in shapes:
+            for stage in chosen:
+                r = roofs.model_record(stage, m, n, k, spec, alpha, beta, dtype)
+                tflops = r["attainable_tflops"] / 3
+                r.update(tflops=tflops, time_ms=r["flops"] / tflops / 1e9, verified=True)
+                roofs.place(r, r["time_ms"])
+                recs.append(r)
+        roofs.add_reference_ratios(recs)
+        return {"name": "FAKE H200"}, spec, recs
+
+    monkeypatch.setattr(runner, "run_gemm", run_gemm)
+    args = ["run", "llm", "--batch", "1", "--stages", "wgmma_persistent", "--no-chart"]
+    code, out, err = invoke(args, 80)
+    assert code == 0, err
+    assert "…" not in out and all(len(line) <= 80 for line in out.splitlines())
+    head = next(line for line in out.splitlines() if line.startswith("┃"))
+    assert head.split("┃")[1:3] == [" gemm     ", " stage            "]
+    assert "│ lm_head  │ wgmma_persistent │" in out
+    verdict = [line for line in out.splitlines() if line.startswith("  qkv (1x12288x4096)")]
+    assert verdict and "memory-bound (AI 1 << ridge 206)" in verdict[0]

@@ -60,6 +60,8 @@ def show(
         doc = place_on_roofs(doc, roofs, calibration)
     draw = want_chart(chart_flag, fmt)
     columns = report.MODEL if doc.get("device") is None else report.RUN
+    if doc.get("command") == "run llm":  # two weight GEMMs can share a shape: name the GEMM
+        columns = report.LLM
     report.select(columns, view)  # an unknown --columns name: one line, now
     out = report.console()
     if fmt in ("json", "csv"):

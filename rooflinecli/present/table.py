@@ -327,7 +327,7 @@ def table(
         longest = max((len(r[i]) for r in rows), default=0)
         t.add_column(
             header,
-            justify="left" if field in ("stage", "roof") else "right",
+            justify="left" if names[i] or field == "roof" else "right",
             overflow="fold",  # a value that must be cut folds onto the next line, whole
             no_wrap=names[i] and (widths is None or widths[i] >= longest),
             width=widths[i] if widths else None,
@@ -371,7 +371,7 @@ def markdown(df: pd.DataFrame, columns: list[Column], title: str | None = None) 
     return markdown_table(
         title,
         [h for _, h, _ in present],
-        [f in ("stage", "roof") for f, _, _ in present],
+        [f in NAME_FIELDS or f == "roof" for f, _, _ in present],
         [[_cell(row, f, fmt) for f, _, fmt in present] for _, row in df.iterrows()],
     )
 
