@@ -2,7 +2,7 @@
 stage sits, and what the next rung of the ladder changes.
 
     Compute-bound: AI 683 >> ridge 14 FLOP/byte, so the FP32 roof (67 TFLOP/s) binds every stage.
-    multistage: at 69% of the FP32 roof and 91% of cublas.
+    double_buffer: at 67% of the roof and 88% of cublas. Next, multistage (1.04x): warp ...
 
 Everything comes from the records (their `roof`, `ai_ideal`, `ridge_point`, `pct_of_roof`,
 `pct_of_reference`, `what`, `slower_because`), never from today's stage registry, so an old
@@ -60,12 +60,16 @@ def roof_name(r: dict[str, Any]) -> str:
     return f"{name} Tensor Core" if "tensor" in key else name
 
 
+def _relation(ai: float, ridge: float) -> str:
+    """How an intensity stands to the ridge: >> (10x or more), >=, <, << (a tenth or less)."""
+    q = ai / ridge if ridge else math.inf
+    return ">>" if q >= 10 else ">=" if q >= 1 else "<" if q > 0.1 else "<<"
+
+
 def bound(r: dict[str, Any]) -> str:
     """'compute-bound (AI 683 >> ridge 14)': which roof binds at the ideal intensity."""
     ai, ridge = float(r["ai_ideal"]), float(r["ridge_point"])
-    q = ai / ridge if ridge else math.inf
-    sign = ">>" if q >= 10 else ">=" if q >= 1 else "<" if q > 0.1 else "<<"
-    return f"{r['roof']}-bound (AI {_num(ai)} {sign} ridge {_num(ridge)})"
+    return f"{r['roof']}-bound (AI {_num(ai)} {_relation(ai, ridge)} ridge {_num(ridge)})"
 
 
 def bandwidth(r: dict[str, Any]) -> float | None:
@@ -103,9 +107,8 @@ def _same_roof(recs: Sequence[dict[str, Any]]) -> bool:
 def lead(r: dict[str, Any], model: bool) -> str:
     """The one line that says which roof binds, when it is the same for every row."""
     ai, ridge = float(r["ai_ideal"]), float(r["ridge_point"])
-    rel = ">>" if ai >= 10 * ridge else ">=" if ai >= ridge else "<" if 10 * ai > ridge else "<<"
     kind = "Compute" if r["roof"] == "compute" else "Memory"
-    said = f"{kind}-bound: AI {_num(ai)} {rel} ridge {_num(ridge)} FLOP/byte"
+    said = f"{kind}-bound: AI {_num(ai)} {_relation(ai, ridge)} ridge {_num(ridge)} FLOP/byte"
     if model:
         return f"{said}: every stage can reach {roof_words(r)}."
     return f"{said}, so {roof_words(r)} binds every stage."
