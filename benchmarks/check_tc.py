@@ -5,11 +5,15 @@ very file the runner loads. Every stage runs in its own subprocess (an illegal a
 poison the CUDA context of everything after it), for dtypes fp16 and bf16:
 
   * inputs uniform in [-1, 1) rounded to the dtype; bf16 travels as raw uint16 bits (CuPy need
-    not know bfloat16); stages with b_layout "nk" get B as its N x K transposed copy;
+    not know bfloat16); B goes in as the stage's b_layout says: "kn" (every registry stage) the
+    contract's K x N row-major B, "nk" its N x K transposed copy;
   * C poisoned with NaN and beta = 0 (the kernel must not read C), at 256^3, 4096^3, 8192^3 and
-    shapes that divide no tile: 1000 x 1016 x 1032 (multiples of 8) for every stage, and
-    1000 x 333 x 1030 for any-shape stages; then alpha = 0.5, beta = 0.75 on random C at 256^3
-    and the odd shapes;
+    shapes that divide no tile: 1000 x 1016 x 1032 and 600 x 1016 x 1032 (N, K multiples of 8:
+    TMA row strides; 600 rows = an odd number of 128-row tiles, a cluster pair's second block
+    past M), 1001 x 600 x 1032 (M free; the last 256-column tile of B has whole 64-column
+    boxes past N) and 1000 x 333 x 1030 (N, K odd: any-shape stages only; the TMA stages print
+    SKIP with the registry's reason); then alpha = 0.5, beta = 0.75 on random C at 256^3 and
+    the odd shapes;
   * compared with a float32 product of the same rounded inputs (TF32 off) by relative Frobenius
     error: PASS below 2e-3 (fp16) / 1e-2 (bf16);
   * timed at 4096^3 and 8192^3 (CUDA events, 3 warm-ups, median of 20) next to cuBLAS
@@ -20,6 +24,11 @@ TMA stages get their tensor maps from rooflinecli.gpu.tma.extra_args.
     python benchmarks/check_tc.py                                # all chapter-12/13 stages
     python benchmarks/check_tc.py --stages wgmma_ws --dtypes bf16
     python benchmarks/check_tc.py --variant mma_multistage:STAGES=3 --stages none
+    python benchmarks/check_tc.py --stages mma_tma_ws,wgmma_tma,wgmma_ws,wgmma_persistent \
+        --variant mma_tma_ws:CLUSTER_M=2 --variant wgmma_persistent:TMA_C=0 --no-time
+
+A wrong shared-memory descriptor shows as garbage here; benchmarks/check_wgmma_layout.py runs
+one WGMMA tile with B row-major and names the first wrong elements.
 
 Prints one line per stage, dtype and shape; exits non-zero if anything failed or crashed.
 """
@@ -47,8 +56,12 @@ from rooflinecli.build.stages import BY_NAME, STAGES, Stage  # noqa: E402
 
 TOL = {"fp16": 2e-3, "bf16": 1e-2}
 CHECK_SHAPES = [(256, 256, 256), (4096, 4096, 4096), (8192, 8192, 8192)]
-ODD_ANY = (1000, 333, 1030)  # any-shape stages: nothing divides the tile, N and K odd-ish
-ODD_MULT8 = (1000, 1016, 1032)  # multiples of 8 (TMA row strides) that divide no tile
+ODD_SHAPES = [
+    (1000, 1016, 1032),  # multiples of 8 (TMA row strides) that divide no tile
+    (600, 1016, 1032),  # 5 row tiles of 128: stage 23's CLUSTER_M=2 pairs get a block past M
+    (1001, 600, 1032),  # M free; N = 512 + 88: whole 64-column B boxes past N (zero-filled)
+    (1000, 333, 1030),  # N, K odd: any-shape stages only (the TMA stages refuse it, SKIP)
+]
 TIME_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 
 
@@ -77,6 +90,8 @@ def retile(base: Stage, assigns: str) -> Stage:
     else:  # warp-specialized: + one producer warpgroup
         threads = 128 * (1 + bm // 64)
         smem = params["STAGES"] * (bm + bn) * bk * 2 + 1024
+        if base.file.startswith("26_") and params.get("TMA_C"):  # 2 staging buffers/consumer
+            smem += (bm // 64) * 2 * 64 * 64 * 2
     return dataclasses.replace(
         base,
         name=f"{base.name}[{assigns}]",
@@ -164,14 +179,13 @@ def check_dtype(cp, np, stage: Stage, dtype: str, arch: str, rng, do_time: bool)
         return a, a32, b, b32, b_arg
 
     failed = 0
-    odd = [ODD_MULT8] + ([ODD_ANY] if stage.needs_multiple == 1 else [])
-    cases = [(s, 1.0, 0.0) for s in CHECK_SHAPES + odd]
-    cases += [(s, 0.5, 0.75) for s in [(256, 256, 256)] + odd]
+    cases = [(s, 1.0, 0.0) for s in CHECK_SHAPES + ODD_SHAPES]
+    cases += [(s, 0.5, 0.75) for s in [(256, 256, 256)] + ODD_SHAPES]
     for (m, n, k), alpha, beta in cases:
         tag = f"{stage.name:34} {dtype} {m:5}x{n:5}x{k:5} a={alpha:<4} b={beta:<4}"
         why = stage.refuses(m, n, k)
         if why:
-            print(f"SKIP  {tag} ({why})", flush=True)
+            print(f"SKIP  {tag} (refused: {why})", flush=True)
             continue
         try:
             a, a32, b, b32, b_arg = operands(m, n, k)
@@ -191,6 +205,8 @@ def check_dtype(cp, np, stage: Stage, dtype: str, arch: str, rng, do_time: bool)
             ok = rel < TOL[dtype]
             failed += not ok
             note = f" ({nbad} non-finite)" if nbad else ""
+            if not ok:
+                note += "\n      " + where_wrong(cp, out, ref, stage.tile)
             print(f"{'PASS' if ok else 'FAIL'}  {tag} rel_fro={rel:.2e}{note}", flush=True)
         except Exception:  # noqa: BLE001
             failed += 1
@@ -219,6 +235,28 @@ def check_dtype(cp, np, stage: Stage, dtype: str, arch: str, rng, do_time: bool)
             print(line, flush=True)
             cp.get_default_memory_pool().free_all_blocks()
     return failed
+
+
+def where_wrong(cp, out, ref, tile) -> str:  # type: ignore[no-untyped-def]
+    """Which elements of C are off (NaN counts): the first few, and the rows and columns of
+    block tiles they fall in; a layout bug shows as a pattern (every 64-column block but the
+    first, all rows of one warpgroup, ...)."""
+    scale = float(cp.abs(ref).max()) or 1.0
+    bad = ~(cp.abs(out - ref) <= 0.02 * scale)  # NaN compares False: counted as bad
+    rows, cols = (cp.asnumpy(x) for x in cp.nonzero(bad))
+    if rows.size == 0:
+        return "no single element is far off: the error is spread thin"
+    first = ", ".join(
+        f"C[{r}][{c}]={float(out[r, c]):.3g} (want {float(ref[r, c]):.3g})"
+        for r, c in zip(rows[:4], cols[:4], strict=True)
+    )
+    tm, tn = tile
+    return (
+        f"{rows.size} elements off by > 2% of max|C|; first: {first}; rows within a tile "
+        f"{sorted(set((rows % tm).tolist()))[:8]}..., columns within a tile mod 64: "
+        f"{sorted(set((cols % tn % 64).tolist()))[:8]}..., 64-column blocks of a tile "
+        f"{sorted(set((cols % tn // 64).tolist()))}"
+    )
 
 
 def time_ms(cp, fn, warmup: int = 3, reps: int = 20) -> float:  # type: ignore[no-untyped-def]

@@ -15,8 +15,11 @@ setup() {
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
       --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
   fi
-  python3 -m pip install -q --no-build-isolation --no-deps -e . > "$OUT/install.log" 2>&1 \
-    || { tail -5 "$OUT/install.log"; exit 1; }
+  python3 -m pip install -q --no-build-isolation --no-deps -e . > /tmp/install.log 2>&1 \
+    || { tail -5 /tmp/install.log; exit 1; }
+  # the device's copy of the checkout reports the session's first commit: the caller says which
+  # commit it really is (ROOFLINE_COMMIT=$(git rev-parse HEAD) in the call), documents record it
+  echo "commit ${ROOFLINE_COMMIT:-unknown (set ROOFLINE_COMMIT)}"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
     --format=csv
   python3 -c "import cupy, cuda.bindings, nvtx; from cuda.bindings import nvrtc; \
@@ -27,7 +30,12 @@ for step in "$@"; do
   log "$step"
   case "$step" in
     setup) setup ;;
-    gputests) python3 -m pytest -q tests/gpu 2>&1 | tail -15 ;;
+    gputests) python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tee "$OUT/gputests.log" | tail -15 ;;
+    trust)  # the documents of the trust issue: samples kept, the reference interleaved, last launch checked
+      $R run gemm --m 4096 --output "$OUT/gemm-fp32-4096.json" --format markdown --no-chart
+      for dt in bf16 fp16; do
+        $R run gemm --m 8192 --dtype $dt --output "$OUT/gemm-$dt-8192.json" --format markdown --no-chart
+      done ;;
     issue2)
       $R run gemm --m 4096 --stages naive_xcol,naive_xrow,thread_tile_4x4,thread_tile_8x8 \
         --output "$OUT/gemm-fp32-4096-seed.json" --format markdown
@@ -40,9 +48,25 @@ for step in "$@"; do
       $R run gemm --sizes 1000,4097,127x333x65,1x4096x4096 --budget-ms 30 \
         --output "$OUT/gemm-fp32-odd.json" --format markdown ;;
     tune) $R tune gemm --stage double_buffer --output "$OUT/tune-double_buffer-4096.json" --format markdown ;;
-    calibrate) $R calibrate --format markdown ;;
+    calibrate) $R calibrate --format json > "$OUT/calibration-h200.json" && tail -c 600 "$OUT/calibration-h200.json" ;;
+    rowb)  # stages 23-26 reading the contract's row-major B: the layout probe, then every shape
+      python3 benchmarks/check_wgmma_layout.py > /tmp/layout.txt 2>&1; echo "layout rc=$?"
+      grep -vE '^(PASS|XFAIL)' /tmp/layout.txt; grep -cE '^(PASS|XFAIL)' /tmp/layout.txt
+      python3 benchmarks/check_tc.py --stages mma_tma_ws,wgmma_tma,wgmma_ws,wgmma_persistent > /tmp/tc.txt 2>&1
+      echo "tc rc=$?"; grep -hE '^(FAIL|SKIP|TIME|# .*regs|# .*rc=|[0-9]+ stages)' /tmp/tc.txt
+      grep -hc '^PASS' /tmp/tc.txt ;;
     profile)
       $R profile gemm --m 4096 --output "$OUT/profile-fp32-4096.json" --format markdown ;;
+    profiletc)  # Tensor Core FLOPs against 2MNK, no L1 intensity where TMA bypasses L1
+      for dt in fp16 bf16; do
+        $R profile gemm --m 4096 --dtype $dt --output "$OUT/profile-$dt-4096.json" --format markdown
+      done ;;
+    profileapp)  # any program on the measured roofline (calibrate first: measured roofs)
+      python3 -m pytest -q tests/gpu/test_profile_app_gpu.py 2>&1 | tail -15
+      $R profile app --output "$OUT/profile-app-cupy.json" --format markdown \
+        -- python3 examples/cupy_app.py
+      $R profile app --output "$OUT/profile-app-torch.json" --format markdown \
+        -- python3 examples/torch_app.py ;;
     checktc) python3 benchmarks/check_tc.py 2>&1 | tail -60 ;;
     tc)
       for dt in fp16 bf16; do

@@ -4,29 +4,38 @@
 // scheduler (128 accumulators each, one block per SM) every extra instruction is a cycle the
 // tensor pipe waits (ncu: 6.1 cycles between a warp's instructions, tensor pipe 58% busy).
 // Here the copies leave the math warps entirely:
-//   * warpgroup 0 is the producer: one lane issues two TMA box copies per K step (A: BM x BK,
-//     B: BN x BK, B given K-major as stages 24-26 take it), STAGES tiles ahead, each completing
-//     on the stage's `full` mbarrier; the TMA writes the 128-byte swizzle itself;
+//   * warpgroup 0 is the producer: one lane issues the TMA box copies of a K step (A: one box
+//     of BM rows x BK; B: BN / 64 boxes of BK rows x 64 columns, see below), STAGES tiles ahead,
+//     each completing on the stage's `full` mbarrier; the TMA writes the 128-byte swizzle itself;
 //   * warpgroups 1-2 hold the 8 consumer warps (64 x 64 each, 2 x 4 over the 128 x 256 tile): wait
 //     on `full`, ldmatrix + mma.sync as in stage 22, then one arrival per warp on `empty` so the
 //     producer may refill the stage. No block-wide barrier is left in the main loop, and warps
 //     may drift apart by up to STAGES tiles. `setmaxnreg` moves registers from the producer
 //     (40) to the consumers (232): 128 accumulators plus two sets of fragments need them.
-// Both operands are K-major with 128-byte rows (BK = 64): chunk c of row r sits at chunk
-// c ^ (r & 7), so each ldmatrix phase (8 rows, one chunk) hits 8 distinct bank groups, and B
-// needs no .trans (its rows are n, as the .col operand of m16n8k16 wants).
+// A is K-major with 128-byte rows (BK = 64): chunk c of row r sits at chunk c ^ (r & 7), so each
+// ldmatrix phase (8 rows, one chunk) hits 8 distinct bank groups.
+// B is row-major K x N as the contract gives it (b_layout "kn"). This stage used to take B
+// K-major (N x K, b_layout "nk"; the runner transposed it inside every timed launch, charged to
+// the stage, ~5% at 8192^3). A 128-byte-swizzled TMA box is at most 64 two-byte columns wide,
+// so a BK x BN tile of B is BN / 64 boxes of BK k-rows x 64 n, box q at q * BK * 128 bytes, and
+// chunk c (n 8c .. 8c+7 of the box) of row k at c ^ (k & 7). The fragments of the .col operand
+// then come as in stage 22, through ldmatrix.trans (8 k-rows x 8 n per matrix, transposed on
+// the way): a phase reads one chunk of 8 consecutive k rows, 8 distinct bank groups again.
 // Epilogue (TMA_C=1): after a barrier of the 8 consumer warps (no one reads the ring any more),
 // each warp writes its 64 x 64 block, converted to 16-bit, into 8 KiB of the ring in the TMA's
 // 128-byte swizzle and one lane hands it to the store engine: full-line global writes, clipped
 // at the matrix edge. TMA_C=0 stores from registers, bounds-checked, 4 bytes at a time.
 // CLUSTER_M=2 (tried, not the default): blocks on row tiles 2i and 2i+1 of a column tile form a
-// cluster; each loads half of the B tile and the TMA multicasts it to both, so L2 sends each
-// block 32 KiB per K step instead of 48. A slot is refilled only when both blocks' consumers
-// have released it (remote mbarrier arrivals). Verified, but 3% slower at 8192^3 fp16 and bf16
-// (benchmarks/logs/ab-cluster23-730e251.md): each slot now waits for the slower block of the pair.
-// Any M; N and K multiples of 8 (TMA row strides are whole 16-byte units; the registry says so).
-// Out-of-range rows and K columns arrive as zeros from the TMA.
-// Measured on the H200 (benchmarks/results/gemm-{fp16,bf16}-8192.json): 479 / 500 TFLOP/s at
+// cluster; each loads half of the B tile's boxes and the TMA multicasts them to both, so L2
+// sends each block 32 KiB per K step instead of 48. A slot is refilled only when both blocks'
+// consumers have released it (remote mbarrier arrivals). Verified, but 3% slower at 8192^3 fp16
+// and bf16 (benchmarks/logs/ab-cluster23-730e251.md, with B K-major then): each slot now waits
+// for the slower block of the pair.
+// Any M; N and K multiples of 8 (TMA row strides are whole 16-byte units: A's rows are K long,
+// B's and C's N; the registry refuses other shapes). Out-of-range rows and columns of A and B
+// arrive as zeros from the TMA (also whole B boxes past N).
+// Measured on the H200 while this stage still took B K-major
+// (benchmarks/results/gemm-{fp16,bf16}-8192.json): 479 / 500 TFLOP/s at
 // 8192^3, 48% / 51% of the 989 dense peak, against stage 22's 394 / 407. mma.sync issues at
 // 2/3 of WGMMA's rate per clock, and the power cap holds the clock down: the same warp loop with
 // no global memory (benchmarks/probe_mma.py) ran 573 / 594 TFLOP/s in the call where this
@@ -75,15 +84,22 @@ constexpr int NI = WN / 8;   // n8 MMA tiles per warp tile
 constexpr int KSTEPS = BK / 16;
 constexpr int A_BYTES = BM * BK * 2;
 constexpr int STAGE_BYTES = A_BYTES + BN * BK * 2;
+constexpr int B_BOX_COLS = 64;                  // columns of B per TMA box: one swizzle row
+constexpr int B_BOX_BYTES = BK * 128;           // a box: BK rows (k) of 128 bytes
+constexpr int B_BOXES = BN / B_BOX_COLS;        // boxes per B tile, side by side along N
+constexpr int MY_B_BOXES = B_BOXES / CLUSTER_M; // boxes this block loads (and multicasts)
 
-static_assert(BK == 64, "one tile row is one 128-byte swizzle row: 64 two-byte elements");
-static_assert(BM <= 256 && BN <= 256, "a TMA box has at most 256 rows");
+static_assert(BK == 64, "A: one tile row is one 128-byte swizzle row of 64 two-byte elements");
+static_assert(BM <= 256 && BK <= 256, "a TMA box has at most 256 rows");
 static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must tile the block tile");
 static_assert(WM % 16 == 0 && WN % 16 == 0, "ldmatrix.x4 loads 16 rows x 16 of K");
-static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0, "tiles stay 1024-byte aligned");
+static_assert(BN % B_BOX_COLS == 0, "B arrives in whole boxes of 64 columns (128-byte swizzle)");
+static_assert(KSTEPS * 16 == BK && BK % 16 == 0, "k16 steps cover whole 16-row blocks of a box");
+static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0 && B_BOX_BYTES % 1024 == 0,
+              "tiles and B boxes stay 1024-byte aligned (the swizzle pattern's period)");
 static_assert(STAGES >= 2, "a ring needs at least two slots");
 static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "a cluster is one block or a pair of row tiles");
-static_assert((BN / CLUSTER_M) % 8 == 0, "each block's share of B is whole 8-row swizzle atoms");
+static_assert(B_BOXES % CLUSTER_M == 0, "each block of a cluster loads a whole number of B boxes");
 static_assert(STAGES * STAGE_BYTES + 1024 <= 227 * 1024, "the ring must fit in 227 KiB");
 static_assert(CONSUMER_WARPS % 4 == 0, "consumers come in whole warpgroups (setmaxnreg)");
 static_assert(128 * PRODUCER_REGS + 32 * CONSUMER_WARPS * CONSUMER_REGS <= 65536,
@@ -158,12 +174,16 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
                 const u32 sa = base + s * STAGE_BYTES, bar = full0 + 8 * s;
                 mbar_arrive_expect_tx(bar, STAGE_BYTES);  // A, and all of B (both halves)
                 tma_load_2d(sa, &tma_a, bar, kt * BK, m0);
-                if (CLUSTER_M == 1) {
-                    tma_load_2d(sa + A_BYTES, &tma_b, bar, kt * BK, n0);
-                } else {  // this block's half of the B tile, to both blocks of the pair
-                    constexpr int HALF = BN / CLUSTER_M;
-                    tma_load_2d_multicast(sa + A_BYTES + rank * HALF * 128, &tma_b, bar, kt * BK,
-                                          n0 + rank * HALF, (1u << CLUSTER_M) - 1);
+#pragma unroll
+                for (int q = 0; q < MY_B_BOXES; ++q) {  // columns n0 + 64 box .., rows kt * BK ..
+                    const int box = rank * MY_B_BOXES + q;  // with a pair: this block's half
+                    const u32 dst = sa + A_BYTES + box * B_BOX_BYTES;
+                    if (CLUSTER_M == 1) {
+                        tma_load_2d(dst, &tma_b, bar, n0 + box * B_BOX_COLS, kt * BK);
+                    } else {  // to the same offset in both blocks of the pair
+                        tma_load_2d_multicast(dst, &tma_b, bar, n0 + box * B_BOX_COLS, kt * BK,
+                                              (1u << CLUSTER_M) - 1);
+                    }
                 }
             }
         }
@@ -177,14 +197,24 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
     const int cw = warp - 4;  // consumer warp 0 .. CONSUMER_WARPS-1
     const int lane = lane_id();
     const int wm = (cw / WARPS_N) * WM, wn = (cw % WARPS_N) * WN;
-    // ldmatrix lanes: A rows (l & 15), chunk (l >> 4) -> a0..a3 of m16n8k16; B rows (n)
-    // (l & 7) + 8 (l >> 4), chunk (l >> 3) & 1 -> b0, b1 of n-tile 2j, then of n-tile 2j+1.
-    // Chunk 2 ks + x of row r is stored at ((2 ks) ^ x ^ (r & 7)) * 16 bytes, and r & 7 = l & 7
-    // for every row a lane reads, so (x ^ (l & 7)) * 16 is this lane's fixed XOR term.
+    // ldmatrix lanes: A rows (l & 15), chunk (l >> 4) -> a0..a3 of m16n8k16. Chunk 2 ks + x of
+    // A's row r is stored at ((2 ks) ^ x ^ (r & 7)) * 16 bytes, and r & 7 = l & 7 for every row
+    // a lane reads, so (x ^ (l & 7)) * 16 is this lane's fixed XOR term.
+    // B (.trans): k rows 16 ks + (l & 15), n chunk (wn + 16j) / 8 + (l >> 4) -> b0, b1 of n-tile
+    // 2j (lanes 0-15), then of n-tile 2j+1 (lanes 16-31), as in stage 22. That chunk lies in
+    // box (wn + 16j) / 64 at chunk c = ((wn + 16j) / 8) % 8 + (l >> 4), c even before the +, and
+    // is stored at (c ^ (k & 7)) * 16 = ((c - (l >> 4)) * 16) ^ a_xor with k & 7 = l & 7: the
+    // same XOR term as A's. So lane l's address of B fragment j is a fixed offset b_off[j] plus
+    // 2048 bytes (16 k rows) per k16 step: no XOR left in the loop.
     const u32 a_row = static_cast<u32>((wm + (lane & 15)) * 128);
-    const u32 b_row = static_cast<u32>(A_BYTES + (wn + (lane & 7) + 8 * (lane >> 4)) * 128);
     const u32 a_xor = static_cast<u32>(((lane >> 4) ^ (lane & 7)) * 16);
-    const u32 b_xor = static_cast<u32>((((lane >> 3) & 1) ^ (lane & 7)) * 16);
+    u32 b_off[NI / 2];
+#pragma unroll
+    for (int j = 0; j < NI / 2; ++j) {
+        const int n = wn + 16 * j;  // first column of n-tiles 2j, 2j+1
+        b_off[j] = static_cast<u32>(A_BYTES + (n / B_BOX_COLS) * B_BOX_BYTES + (lane & 15) * 128) +
+                   ((static_cast<u32>((n / 8) % 8) * 16) ^ a_xor);
+    }
 
     float acc[MI][NI][4];
 #pragma unroll
@@ -197,11 +227,11 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
     u32 a[2][MI][4], b[2][NI / 2][4];
     auto load_frags = [&](int buf, u32 stage_base, int ks) {
         const u32 sa = stage_base + a_row + ((32u * ks) ^ a_xor);
-        const u32 sb = stage_base + b_row + ((32u * ks) ^ b_xor);
 #pragma unroll
         for (int i = 0; i < MI; ++i) ldmatrix_x4(a[buf][i], sa + i * 16 * 128);
 #pragma unroll
-        for (int j = 0; j < NI / 2; ++j) ldmatrix_x4(b[buf][j], sb + j * 16 * 128);
+        for (int j = 0; j < NI / 2; ++j)
+            ldmatrix_x4_trans(b[buf][j], stage_base + b_off[j] + ks * 16 * 128);
     };
 
     // Loop bounds compare with K itself (a kernel parameter, read from the constant bank) rather

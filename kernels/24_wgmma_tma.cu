@@ -5,16 +5,25 @@
 // The tiles get there by TMA: one thread issues `cp.async.bulk.tensor.2d` per operand and tile,
 // the copy engine writes the box 128-byte swizzled (the layout WGMMA's descriptors name) and
 // counts the bytes on an mbarrier; consumers wait on the mbarrier's phase parity.
-// B is given K-major (b_layout "nk": N x K row-major, the runner transposes it outside the timing),
-// so both operands are K-major and no transposition is needed anywhere.
+// B is read as the contract gives it, row-major K x N (b_layout "kn"). This stage used to take
+// B K-major (N x K, b_layout "nk"), and the runner transposed B inside every timed launch,
+// charged to the stage: 0.047 of 0.229 ms at 4096^3 bf16. Now TMA copies B tiles
+// straight from K x N: a 128-byte-swizzled box is at most 64 two-byte columns wide, so a
+// BK x BN tile is BN / 64 boxes of BK rows x 64 columns, box j at j * BK * 128 bytes. In shared
+// memory B is then N-major ("transposed"): wgmma's imm-trans-b = 1 and its descriptor is the
+// MN-major one (smem_desc_mn_sw128, ptx_sm90.cuh: LBO = BK * 128 bytes from box to box along N,
+// SBO = 1024 bytes from 8 k rows to the next), advanced 16 rows = 2048 bytes per k16 step. A
+// stays K-major (smem_desc_k_sw128, +32 bytes per k16 step inside the swizzled rows).
 // 128 x 128 block tile, BK = 64 (one 128-byte swizzle row per tile row), 2 warpgroups of 64 rows,
 // STAGES-deep ring of shared tiles. No warp specialization yet: every warpgroup computes, and
 // thread 0 also refills the stage that the barrier at the end of each step has freed. One
 // WGMMA batch (4 x k16) stays in flight across that barrier (wait_group 1).
 // Grouped block order as in stage 22. M and N need not divide the tile (TMA zero-fills rows
-// outside the tensor, the epilogue is bounds-checked), nor K (zero-filled too); K must be a
-// multiple of 8 (TMA row strides are multiples of 16 bytes): the registry asks multiples of 8.
-// Tensor maps: kernel parameters 9 and 10 (A box BK x BM, B box BK x BN), from tc_host.extra_args.
+// and columns outside the tensor, also whole boxes past N; the epilogue is bounds-checked), nor
+// K (zero-filled too). TMA row strides are whole 16-byte units: A's rows are K long and B's
+// N long, so K and N must be multiples of 8 (the registry refuses other shapes); M is free.
+// Tensor maps: kernel parameters 9 and 10 (A: box BK x BM of M x K; B: box 64 x BK of K x N),
+// from rooflinecli/gpu/tma.extra_args.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -75,14 +84,21 @@ __device__ __forceinline__ void store_block(const float (&d)[NACC], elem_t* __re
 constexpr int NUM_THREADS = 128 * (BM / 64);  // one warpgroup per 64 rows
 constexpr int A_BYTES = BM * BK * 2;
 constexpr int STAGE_BYTES = A_BYTES + BN * BK * 2;
+constexpr int B_BOX_COLS = 64;            // columns of B per TMA box: one 128-byte swizzle row
+constexpr int B_BOX_BYTES = BK * 128;     // a box: BK rows (k) of 128 bytes
+constexpr int B_BOXES = BN / B_BOX_COLS;  // boxes per B tile, side by side along N
+constexpr int B_TRANS = 1;                // wgmma imm-trans-b: B is N-major in shared memory
 
-static_assert(BK == 64, "one tile row is one 128-byte swizzle row: 64 two-byte elements");
+static_assert(BK == 64, "A: one tile row is one 128-byte swizzle row of 64 two-byte elements");
 static_assert(BN == 128, "the WGMMA below is m64n128k16: the block is BN = 128 wide");
-static_assert(BM % 64 == 0 && BM <= 256 && BN <= 256, "TMA boxes are at most 256 rows");
-static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0, "tiles stay 1024-byte aligned");
+static_assert(BN % B_BOX_COLS == 0, "B arrives in whole boxes of 64 columns (128-byte swizzle)");
+static_assert(BM % 64 == 0 && BM <= 256 && BK <= 256, "TMA boxes are at most 256 rows");
+static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0 && B_BOX_BYTES % 1024 == 0,
+              "tiles and B boxes stay 1024-byte aligned (the swizzle atom; descriptor base 0)");
+static_assert((B_BOX_BYTES >> 4) < (1 << 14), "the descriptor's LBO field holds 14 bits of 16 B");
 static_assert(STAGES * STAGE_BYTES + 1024 <= 227 * 1024, "the ring must fit in 227 KiB");
 
-#define WGMMA wgmma_m64n128k16
+#define WGMMA wgmma_m64n128k16<B_TRANS>
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 gemm_wgmma_tma(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
@@ -117,7 +133,9 @@ gemm_wgmma_tma(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
         const u32 sa = base + s * STAGE_BYTES, bar = bar0 + 8 * s;
         mbar_arrive_expect_tx(bar, STAGE_BYTES);
         tma_load_2d(sa, &tma_a, bar, kt * BK, m0);
-        tma_load_2d(sa + A_BYTES, &tma_b, bar, kt * BK, n0);
+#pragma unroll
+        for (int j = 0; j < B_BOXES; ++j)  // columns n0 + 64j .., rows kt * BK ..
+            tma_load_2d(sa + A_BYTES + j * B_BOX_BYTES, &tma_b, bar, n0 + j * B_BOX_COLS, kt * BK);
     };
     if (tid == 0)
         for (int s = 0; s < STAGES && s < ktiles; ++s) issue(s, s);
@@ -132,8 +150,9 @@ gemm_wgmma_tma(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
         const u32 sa = base + s * STAGE_BYTES + wg * (64 * BK * 2), sb = base + s * STAGE_BYTES + A_BYTES;
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk)  // +32 bytes per 16 of K inside the swizzled rows
-            WGMMA(d, smem_desc_k_sw128(sa + 32 * kk), smem_desc_k_sw128(sb + 32 * kk), 1);
+        for (int kk = 0; kk < BK / 16; ++kk)  // A: +32 bytes inside its rows; B: +16 rows
+            WGMMA(d, smem_desc_k_sw128(sa + 32 * kk),
+                  smem_desc_mn_sw128(sb + 16 * 128 * kk, B_BOX_BYTES), 1);
         wgmma_commit();
         wgmma_wait<1>();  // this step's batch may run on; the previous one has finished
         __syncthreads();  // ... in both warpgroups: its stage is free

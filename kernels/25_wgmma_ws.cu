@@ -10,6 +10,9 @@
 // 128 x 256 block tile, BK = 64, m64n256k16 (HGMMA.64x256x16), 4-stage ring of 48 KiB stages
 // (192 KiB). Consumers keep one WGMMA batch in flight (wait_group 1) and release the stage of
 // the batch before. Grouped block order, TMA zero-fill and shape rules as in stage 24.
+// B row-major as in stage 24 (b_layout "kn", no transpose charged to the stage any more): the
+// producer copies a 64 x 256 B tile as 4 boxes of 64 k x 64 n, and the WGMMAs read it N-major
+// (imm-trans-b 1, smem_desc_mn_sw128 with LBO = 8 KiB from box to box, SBO = 1 KiB).
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -72,16 +75,23 @@ constexpr int NUM_THREADS = 128 * (1 + CONSUMERS);  // + the producer warpgroup
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 constexpr int A_BYTES = BM * BK * 2;
 constexpr int STAGE_BYTES = A_BYTES + BN * BK * 2;
+constexpr int B_BOX_COLS = 64;            // columns of B per TMA box: one 128-byte swizzle row
+constexpr int B_BOX_BYTES = BK * 128;     // a box: BK rows (k) of 128 bytes
+constexpr int B_BOXES = BN / B_BOX_COLS;  // boxes per B tile, side by side along N
+constexpr int B_TRANS = 1;                // wgmma imm-trans-b: B is N-major in shared memory
 
-static_assert(BK == 64, "one tile row is one 128-byte swizzle row: 64 two-byte elements");
+static_assert(BK == 64, "A: one tile row is one 128-byte swizzle row of 64 two-byte elements");
 static_assert(BN == 256, "the WGMMA below is m64n256k16: the block is BN = 256 wide");
-static_assert(BM % 64 == 0 && BM <= 256 && BN <= 256, "TMA boxes are at most 256 rows");
-static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0, "tiles stay 1024-byte aligned");
+static_assert(BN % B_BOX_COLS == 0, "B arrives in whole boxes of 64 columns (128-byte swizzle)");
+static_assert(BM % 64 == 0 && BM <= 256 && BK <= 256, "TMA boxes are at most 256 rows");
+static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0 && B_BOX_BYTES % 1024 == 0,
+              "tiles and B boxes stay 1024-byte aligned (the swizzle atom; descriptor base 0)");
+static_assert((B_BOX_BYTES >> 4) < (1 << 14), "the descriptor's LBO field holds 14 bits of 16 B");
 static_assert(STAGES * STAGE_BYTES + 1024 <= 227 * 1024, "the ring must fit in 227 KiB");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536,
               "setmaxnreg: the warpgroups' registers must fit in the SM's 64K");
 
-#define WGMMA wgmma_m64n256k16
+#define WGMMA wgmma_m64n256k16<B_TRANS>
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 gemm_wgmma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
@@ -126,7 +136,10 @@ gemm_wgmma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
                 const u32 sa = base + s * STAGE_BYTES, bar = full0 + 8 * s;
                 mbar_arrive_expect_tx(bar, STAGE_BYTES);
                 tma_load_2d(sa, &tma_a, bar, kt * BK, m0);
-                tma_load_2d(sa + A_BYTES, &tma_b, bar, kt * BK, n0);
+#pragma unroll
+                for (int j = 0; j < B_BOXES; ++j)  // columns n0 + 64j .., rows kt * BK ..
+                    tma_load_2d(sa + A_BYTES + j * B_BOX_BYTES, &tma_b, bar, n0 + j * B_BOX_COLS,
+                                kt * BK);
             }
         }
     } else {
@@ -144,8 +157,9 @@ gemm_wgmma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
             const u32 sb = base + s * STAGE_BYTES + A_BYTES;
             wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < BK / 16; ++kk)  // +32 bytes per 16 of K inside swizzled rows
-                WGMMA(d, smem_desc_k_sw128(sa + 32 * kk), smem_desc_k_sw128(sb + 32 * kk), 1);
+            for (int kk = 0; kk < BK / 16; ++kk)  // A: +32 bytes inside its rows; B: +16 rows
+                WGMMA(d, smem_desc_k_sw128(sa + 32 * kk),
+                      smem_desc_mn_sw128(sb + 16 * 128 * kk, B_BOX_BYTES), 1);
             wgmma_commit();
             wgmma_wait<1>();  // the batch of step kt-1 has completed: its stage may be refilled
             if (kt >= 1 && lane0) mbar_arrive(empty0 + 8 * ((kt - 1) % STAGES));

@@ -25,9 +25,12 @@
 //     TMA_C=0 keeps stage 25's bounds-checked register-to-global stores.
 // Shared memory: 4 stages x 48 KiB + 2 x 2 x 8 KiB staging + 1 KiB alignment = 225 KiB.
 // Shape rules as in stages 24/25: TMA zero-fills loads outside A and B (M, N, K tails); the TMA
-// store skips elements outside C; K, N multiples of 8 (16-byte TMA row strides).
-// Tensor maps: parameters 9, 10 (A box BK x BM, B box BK x BN) and, with TMA_C=1, 11 (C box
-// 64 x 64, 128-byte swizzled), from tc_host.extra_args.
+// store skips elements outside C; K, N multiples of 8 (16-byte TMA row strides), any M.
+// B row-major (b_layout "kn") as in stages 24/25: 4 boxes of 64 k x 64 n per 64 x 256 B tile,
+// read N-major by the WGMMAs (imm-trans-b 1, smem_desc_mn_sw128: LBO 8 KiB box to box, SBO
+// 1 KiB); before, B came K-major and the runner's transpose was charged to every launch.
+// Tensor maps: parameters 9, 10 (A: box BK x BM of M x K; B: box 64 x BK of K x N) and, with
+// TMA_C=1, 11 (C box 64 x 64, 128-byte swizzled), from rooflinecli/gpu/tma.extra_args.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -58,23 +61,30 @@ constexpr int NUM_THREADS = 128 * (1 + CONSUMERS);  // + the producer warpgroup
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 constexpr int A_BYTES = BM * BK * 2;
 constexpr int STAGE_BYTES = A_BYTES + BN * BK * 2;
+constexpr int B_BOX_COLS = 64;            // columns of B per TMA box: one 128-byte swizzle row
+constexpr int B_BOX_BYTES = BK * 128;     // a box: BK rows (k) of 128 bytes
+constexpr int B_BOXES = BN / B_BOX_COLS;  // boxes per B tile, side by side along N
+constexpr int B_TRANS = 1;                // wgmma imm-trans-b: B is N-major in shared memory
 constexpr int RING_BYTES = STAGES * STAGE_BYTES;
 constexpr int EPI_COLS = 64;                        // a staged chunk: 64 rows x one 128-byte row
 constexpr int EPI_CHUNK_BYTES = 64 * EPI_COLS * 2;  // 8 KiB
 constexpr int EPI_BYTES = TMA_C ? CONSUMERS * 2 * EPI_CHUNK_BYTES : 0;  // 2 buffers per consumer
 
-static_assert(BK == 64, "one tile row is one 128-byte swizzle row: 64 two-byte elements");
+static_assert(BK == 64, "A: one tile row is one 128-byte swizzle row of 64 two-byte elements");
 static_assert(BN == 256, "the WGMMA below is m64n256k16: the block is BN = 256 wide");
-static_assert(BM % 64 == 0 && BM <= 256 && BN <= 256, "TMA boxes are at most 256 rows");
+static_assert(BN % B_BOX_COLS == 0, "B arrives in whole boxes of 64 columns (128-byte swizzle)");
+static_assert(BM % 64 == 0 && BM <= 256 && BK <= 256, "TMA boxes are at most 256 rows");
 static_assert(CONSUMERS <= 2, "consumers use named barriers 1 .. CONSUMERS (and the registers)");
 static_assert(BN % EPI_COLS == 0, "the epilogue stages whole 64-column chunks");
-static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0, "tiles stay 1024-byte aligned");
+static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0 && B_BOX_BYTES % 1024 == 0,
+              "tiles and B boxes stay 1024-byte aligned (the swizzle atom; descriptor base 0)");
+static_assert((B_BOX_BYTES >> 4) < (1 << 14), "the descriptor's LBO field holds 14 bits of 16 B");
 static_assert(RING_BYTES + EPI_BYTES + 1024 + 16 * STAGES <= 227 * 1024,
               "ring + staging (+ alignment, + barriers) must fit in 227 KiB");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536,
               "setmaxnreg: the warpgroups' registers must fit in the SM's 64K");
 
-#define WGMMA wgmma_m64n256k16
+#define WGMMA wgmma_m64n256k16<B_TRANS>
 
 // Tile number -> origin of its BM x BN block of C, grouped order: GROUP_M tile rows are walked
 // column by column (down a column of GROUP_M tiles, then the next column), then the next group.
@@ -228,7 +238,10 @@ gemm_wgmma_persistent(int M, int N, int K, float alpha, const elem_t* __restrict
                     const u32 sa = base + s * STAGE_BYTES, bar = full0 + 8 * s;
                     mbar_arrive_expect_tx(bar, STAGE_BYTES);
                     tma_load_2d(sa, &tma_a, bar, kt * BK, m0);
-                    tma_load_2d(sa + A_BYTES, &tma_b, bar, kt * BK, n0);
+#pragma unroll
+                    for (int j = 0; j < B_BOXES; ++j)  // columns n0 + 64j .., rows kt * BK ..
+                        tma_load_2d(sa + A_BYTES + j * B_BOX_BYTES, &tma_b, bar,
+                                    n0 + j * B_BOX_COLS, kt * BK);
                 }
             }
         }
@@ -256,8 +269,9 @@ gemm_wgmma_persistent(int M, int N, int K, float alpha, const elem_t* __restrict
                 const u32 sb = base + s * STAGE_BYTES + A_BYTES;
                 wgmma_fence();
 #pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk)  // +32 bytes per 16 of K inside swizzled rows
-                    WGMMA(d, smem_desc_k_sw128(sa + 32 * kk), smem_desc_k_sw128(sb + 32 * kk), (kt | kk) != 0);
+                for (int kk = 0; kk < BK / 16; ++kk)  // A: +32 bytes inside its rows; B: +16 rows
+                    WGMMA(d, smem_desc_k_sw128(sa + 32 * kk),
+                          smem_desc_mn_sw128(sb + 16 * 128 * kk, B_BOX_BYTES), (kt | kk) != 0);
                 wgmma_commit();
                 wgmma_wait<1>();  // the batch of slice it-1 has completed: release its slot
                 if (kt >= 1 && lane0) mbar_arrive(empty0 + 8 * ((it - 1) % STAGES));

@@ -11,12 +11,22 @@
 which is the legacy default stream unless you change it; PyTorch launches there too by default)
 exactly the way `roofline run` times a stage (rooflinecli.gpu.timer). CuPy is imported only
 when `measure` runs, so importing this module costs nothing. See docs/measure.md.
+
+measure(..., counters=True) also counts what one call does in hardware (FLOPs by instruction and
+Tensor Core operation, bytes and intensity at DRAM, L2, L1 and shared memory): it re-runs the
+whole script once more under Nsight Compute, where that run's measure() with the same name makes
+one extra call inside an NVTX range (domain "roofline_counters") that ncu alone profiles. The
+speed stays the one timed here, outside ncu.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import statistics
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from rooflinecli import results
@@ -42,6 +52,8 @@ def measure(
     warmup_ms: float = 25.0,
     budget_ms: float = 400.0,
     flush_l2: bool = True,
+    counters: bool = False,
+    counters_timeout: float = 3600.0,
 ) -> dict[str, Any]:
     """Time `fn` on the GPU and return a results record.
 
@@ -49,8 +61,14 @@ def measure(
     moved once), which places the record on the roofline; shape: (M, N, K) if it is a GEMM.
     The record holds the median time (time_ms), its min, max and stdev, the number of repeats,
     tflops, achieved GB/s (with bytes) and spread = (max - min) / median.
+
+    counters=True: also the hardware counts of one call, from Nsight Compute (flops_hw,
+    flops_hw_ratio against `flops`, bytes_dram/l2/l1/smem, ai_dram/l2/l1/smem with their notes,
+    ncu_time_ms, ncu_kernels). The script runs once more, under ncu (`counters_timeout`
+    seconds at most); RooflineError where that cannot be done (no ncu, no permission to read
+    counters, a script that cannot be re-run: -c, stdin, a REPL or a notebook).
     """
-    from rooflinecli.gpu import device, timer
+    from rooflinecli.gpu import timer
 
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
@@ -70,11 +88,14 @@ def measure(
     _positive("warmup_ms", warmup_ms)
     _positive("budget_ms", budget_ms)
 
+    under_ncu = os.environ.get(COUNTERS_CHILD)
+    if counters and under_ncu == range_name(name):
+        _counted_call(fn, name)  # this run is the one under ncu: the call it profiles
     timing = timer.Timing(warmup_ms=warmup_ms, budget_ms=budget_ms, flush_l2=flush_l2)
     timed = timer.time_callable(fn, name, timing)
     times = timed.samples[0]
     clock = timed.clock  # the SM clock while the timed calls ran (NVML), if there is one
-    gpu_name = device.info()["name"]
+    gpu_name = _device_name()
 
     median = statistics.median(times)
     record: dict[str, Any] = {
@@ -100,7 +121,115 @@ def measure(
         "samples_ms": [round(x, 6) for x in times],
         **clock,
     }
+    if counters and not under_ncu:
+        record.update(hardware_counts(name, flops, bytes, counters_timeout))
+    elif counters:
+        record["counters_reason"] = "this run is the script's run under ncu"
     return results.complete_record(record)
+
+
+def _device_name() -> str:
+    from rooflinecli.gpu import device
+
+    return str(device.info()["name"])
+
+
+# --------------------------------------------------------------------------- counters=True
+
+# set (to the range name) in the script's second run, under ncu; its measure() makes the one
+# counted call, and never starts another ncu
+COUNTERS_CHILD = "ROOFLINE_COUNTERS_CHILD"
+COUNTERS_DOMAIN = "roofline_counters"
+
+
+def range_name(name: str) -> str:
+    """The NVTX range of a measure() name: characters ncu's filter syntax gives a meaning to
+    ('@', '/', spaces, ...) become '_'."""
+    return re.sub(r"[^A-Za-z0-9_.:-]", "_", name)
+
+
+@contextmanager
+def _counted_range(name: str) -> Iterator[None]:
+    try:
+        import nvtx
+    except ImportError:
+        raise RooflineError(
+            "measure(counters=True) needs the nvtx package (pip install nvtx)"
+        ) from None
+    nvtx.push_range(message=range_name(name), domain=COUNTERS_DOMAIN)
+    try:
+        yield
+    finally:
+        nvtx.pop_range(domain=COUNTERS_DOMAIN)
+
+
+def _sync() -> None:
+    from rooflinecli.gpu import device
+
+    device.cupy().cuda.get_current_stream().synchronize()
+
+
+def _counted_call(fn: Callable[[], Any], name: str) -> None:
+    """One call ncu profiles: after a call that may set up library handles (outside the range)."""
+    fn()
+    _sync()
+    with _counted_range(name):
+        fn()
+        _sync()
+
+
+def script_argv() -> list[str]:
+    """The command that runs this script again, the way it was started."""
+    args = list(getattr(sys, "orig_argv", [])[1:])
+    interactive = not args or args[0] in ("-c", "-") or sys.argv[0] in ("", "-c", "-")
+    if interactive or "ipykernel" in sys.modules:
+        raise RooflineError(
+            "measure(counters=True) runs this script again under Nsight Compute: start it as "
+            "`python script.py` or `python -m module`, not with -c, stdin, a REPL or a notebook "
+            "(or profile it with `roofline profile app --nvtx ...`)"
+        )
+    return [sys.executable, *args]
+
+
+def hardware_counts(
+    name: str, flops: float, nbytes: float | None, timeout: float = 3600.0
+) -> dict[str, Any]:
+    """Run this script again under ncu and count the one call its measure(name) makes there:
+    FLOPs, bytes and intensities per level (rooflinecli.gpu.ncu), kernel time, kernel names."""
+    from rooflinecli.gpu import ncu, profile_app
+    from rooflinecli.gpu import profile as prof
+
+    rng = range_name(name)
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **{COUNTERS_CHILD: rng})
+    filters = profile_app.Filters(nvtx=f"{COUNTERS_DOMAIN}@{rng}/")
+    run = profile_app.run_under_ncu(script_argv(), filters, timeout, None, env)
+    total = prof.sum_metrics(run.rows)  # every kernel the call launched
+    w = ncu.work(total, run.plan)
+    nb = ncu.level_bytes(total, run.plan)
+    wgmma = ncu.value(total, run.plan, "wgmma_inst")
+    counted = w.total
+    ai, notes = ncu.intensities(
+        counted if counted else flops, nb, nbytes, wgmma, prof._why_missing(run.plan)
+    )
+    times = [ncu.value(r["metrics"], run.plan, "time") for r in run.rows]
+    known = [t for t in times if t is not None]
+    return {
+        "flops_hw": counted,
+        "flops_hw_by": {k: v for k, v in w.by.items() if v is None or v > 0},
+        "flops_hw_ratio": counted / flops if counted is not None else None,
+        "flops_note": "; ".join(w.notes) or None,
+        "bytes_dram": nb["dram"],
+        "bytes_l2": nb["l2"],
+        "bytes_l1": nb["l1"],
+        "bytes_smem": nb["smem"],
+        "wgmma_instructions": wgmma,
+        **{f"ai_{lvl}": ai[lvl] for lvl in ncu.LEVELS},
+        **{f"ai_{lvl}_note": notes[lvl] for lvl in ncu.LEVELS},
+        "ncu_time_ms": 1e3 * sum(known) if times and len(known) == len(times) else None,
+        "ncu_kernels": [r["kernel"] for r in run.rows],
+        "ncu_version": run.info.get("version"),
+        "counters_reason": None,
+    }
 
 
 def _spec_for(spec: Spec | str | None, records: list[dict[str, Any]]) -> Spec:

@@ -240,3 +240,13 @@ def test_run_llm_compact_table_at_80(monkeypatch):
     assert "│ lm_head  │ wgmma_persistent │" in out
     verdict = [line for line in out.splitlines() if line.startswith("  qkv (1x12288x4096)")]
     assert verdict and "memory-bound (AI 1 << ridge 206)" in verdict[0]
+
+
+def test_every_column_set_names_only_its_own_columns():
+    from rooflinecli.commands.profile import PROFILE
+
+    for cset in (report.RUN, report.MODEL, report.LLM, PROFILE):
+        names = set(cset.names)
+        assert set(cset.compact) <= names and set(cset.key) <= names
+        assert cset.wide is None or set(cset.wide) <= names
+        assert len(report.select(cset)) == len(cset.compact)

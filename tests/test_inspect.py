@@ -10,7 +10,7 @@ import json
 import pytest
 
 from rooflinecli.build import sass, stages
-from rooflinecli.commands.inspect import inspect_stage, ratio
+from rooflinecli.build.inspect import inspect_stage, ratio
 from rooflinecli.core import occupancy
 from rooflinecli.core.specs import resolve
 from rooflinecli.errors import RooflineError

@@ -19,6 +19,7 @@ LAYERS = {
     "errors": 0,
     "paths": 1,
     "files": 1,
+    "lazy": 0,
     "core": 2,
     "results": 3,
     "build": 3,
@@ -31,6 +32,7 @@ LAYERS = {
     "docgen": 9,
     "__main__": 9,
     "__init__": 9,
+    "pytest_plugin": 6,
 }
 CLI_LAYER = 6
 

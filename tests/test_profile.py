@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from rooflinecli.errors import RooflineError
+from rooflinecli.gpu import ncu
 from rooflinecli.gpu import profile as prof
 
 N = 4096
@@ -91,6 +92,14 @@ def test_flops_mismatch_and_multi_kernel_sum():
     assert d["flops_check"] is False and d["flops_hw_ratio"] == pytest.approx(2, rel=1e-3)
 
 
+def test_a_launch_without_a_value_makes_the_sum_unknown():
+    rows = prof.parse_raw_csv(RAW_CSV)
+    blank = {**rows[0], "metrics": {**rows[0]["metrics"], "lts__t_bytes.sum": None}}
+    for pair in ([blank, rows[0]], [rows[0], blank]):  # whichever comes first
+        total = prof.sum_metrics(pair)
+        assert total["lts__t_bytes.sum"] is None and total["dram__bytes_read.sum"] == 2**31
+
+
 def test_attach_without_counters():
     rec = {"stage": "naive_xcol", "flops": 2 * N**3, "time_ms": 30.0}
     prof.attach(rec, None, "ERR_NVGPUCTRPERM: no permission")
@@ -117,29 +126,31 @@ sm__ops_path_tensor_src_fp16_dst_fp32            # of math ops executed in Tenso
 """
 
 
-def test_query_metrics_and_filter():
+def test_query_metrics_and_the_plan():
     names = prof.parse_query_metrics(QUERY)
     assert names == {
         "dram__bytes_read",
         "gpu__time_duration",
         "sm__ops_path_tensor_src_fp16_dst_fp32",
     }
-    kept, dropped = prof.usable_metrics(prof.METRICS, names)
-    assert kept == [
-        "gpu__time_duration.sum",
-        "sm__ops_path_tensor_src_fp16_dst_fp32.sum",
-        "dram__bytes_read.sum",
-    ]
-    assert "lts__t_bytes.sum" in dropped
-    assert prof.usable_metrics(prof.METRICS, None) == (list(prof.METRICS), [])
+    p = ncu.plan(prof.COUNTS, names)
+    # only what the GPU lists is asked for: ncu refuses a whole run over one unknown metric
+    assert p.metrics == ["gpu__time_duration.sum", "dram__bytes_read.sum"]
+    # FP16 Tensor Core ops need both halves (dst fp16 + dst fp32) or Hopper's src_fp16
+    assert "tensor_fp16" in p.missing and "lts__t_bytes.sum" in p.dropped(prof.COUNTS)
+    assert "tma_load" not in p.missing  # optional: a GPU without TMA moves nothing by TMA
+    everything = ncu.plan(prof.COUNTS, None)  # no listing: the first alternative of each
+    assert "sm__ops_path_tensor_src_fp16.sum" in everything.metrics
+    assert "sm__ops_path_tensor_src_fp16_dst_fp32.sum" not in everything.metrics
+    assert not any("tma" in m for m in everything.metrics)  # optional ones are not risked
 
 
 def test_command_lines(tmp_path):
     target = prof.run_command((4096, 4096, 4096), "naive_xcol", "fp32", None, tmp_path / "r.json")
-    assert target[:3] == [sys.executable, "-m", "rooflinecli"]
+    # a library entry point that calls the runner, not the CLI
+    assert target[:3] == [sys.executable, "-m", "rooflinecli.gpu.profile_target"]
     joined = " ".join(target)
-    assert "run gemm --m 4096 --n 4096 --k 4096 --dtype fp32 --stages naive_xcol" in joined
-    assert "--repeats 1 --no-flush --quiet --format json --output" in joined
+    assert "--stage naive_xcol --m 4096 --n 4096 --k 4096 --dtype fp32 --output" in joined
     cmd = prof.ncu_command(
         tmp_path / "ncu", ["a.sum", "b.sum"], tmp_path / "x.ncu-rep", target, "naive_xcol",
         "gemm_naive_xcol", use_nvtx=True,
@@ -200,7 +211,7 @@ if os.environ.get("FAKE_NCU_MODE") == "perm":
     print("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
           "Performance Counters on the target device 0.")
     sys.exit(rc)
-stage = target[target.index("--stages") + 1]
+stage = target[target.index("--stage") + 1]
 with open(args[args.index("--export") + 1], "w") as fh:
     fh.write("" if stage == "cublas" else "gemm_" + stage)
 print("==PROF== Disconnected from process 1")
@@ -211,19 +222,18 @@ FAKE_CHILD = r"""import json, os, sys
 args = sys.argv[1:]
 def opt(name):
     return args[args.index(name) + 1]
-stage, m = opt("--stages"), int(opt("--m"))
+stage, m = opt("--stage"), int(opt("--m"))
 if os.environ.get("FAKE_CHILD_FAIL") == stage:
     print("error: stage " + stage + " crashed the CUDA context", file=sys.stderr)
     sys.exit(2)
-def rec(s, kind):
-    return {"stage": s, "kind": kind, "dtype": "fp32", "m": m, "n": m, "k": m,
-            "flops": 2 * m**3, "time_ms": 51.6, "ai_instruction": 0.25, "ai_ideal": 682.67,
-            "verified": True}
-recs = [rec("cublas", "reference")]
-if stage != "cublas":
-    recs.insert(0, rec(stage, "stage"))
+# the event time of the one timed launch: under ncu it covers the replays (51.6 ms, not 25.8)
+rec = {"stage": stage, "kind": "reference" if stage == "cublas" else "stage", "dtype": "fp32",
+       "m": m, "n": m, "k": m, "flops": 2 * m**3, "time_ms": 51.6, "time_ms_min": 51.6,
+       "time_ms_max": 51.6, "time_ms_stdev": 0.0, "repeats": 1, "tflops": 2 * m**3 / 51.6e9,
+       "ai_instruction": 0.25, "ai_ideal": 682.67, "bytes_ideal": 12 * m * m,
+       "peak_tflops": 67.0, "attainable_tflops": 67.0, "verified": True}
 doc = {"schema": "roofline.results/1", "tool_version": "0", "created": "now",
-       "spec": {"name": "h200-sxm"}, "device": {"name": "FAKE H200"}, "records": recs}
+       "spec": {"name": "h200-sxm"}, "device": {"name": "FAKE H200"}, "records": [rec]}
 with open(opt("--output"), "w") as fh:
     json.dump(doc, fh)
 """
@@ -247,7 +257,7 @@ def fake_ncu(tmp_path, monkeypatch):
 
     def run_command(shape, stage, dtype, spec_arg, json_out):
         m = str(shape[0])
-        return [sys.executable, str(child), "--stages", stage, "--m", m, "--output", str(json_out)]
+        return [sys.executable, str(child), "--stage", stage, "--m", m, "--output", str(json_out)]
 
     monkeypatch.setattr(prof, "run_command", run_command)
     return folder
@@ -277,6 +287,12 @@ def test_profile_command_with_fake_ncu(runner, fake_ncu, tmp_path):
     assert naive["flops_check"] is True and naive["counters_reason"] is None
     assert naive["bytes_dram"] == 2**30 + 2**26 and naive["ai_dram"] > naive["ai_instruction"]
     assert naive["ncu_kernels"] == ["gemm_naive_xcol"]
+    # speed from ncu's kernel time; the event time under ncu's replays only under its own name
+    assert naive["time_ms"] == pytest.approx(25.812345) and naive["time_ms_under_ncu"] == 51.6
+    assert naive["tflops"] == pytest.approx(2 * N**3 / 25.812345e-3 / 1e12)
+    assert naive["pct_of_peak"] == pytest.approx(100 * naive["tflops"] / 67.0)
+    assert naive["pct_of_reference"] == pytest.approx(100.0)  # cuBLAS at ncu's time too
+    assert naive["time_ms_stdev"] is None  # one profiled launch: no spread
     assert recs["cublas"]["ncu_kernels"][0].startswith("sm90_xmma")
     assert doc["profiler"]["version"] == "2025.3.1.0" and doc["profiler"]["dropped_metrics"] == []
     assert (tmp_path / "reports" / "naive_xcol.ncu-rep").is_file()
@@ -355,3 +371,77 @@ def test_profile_stops_when_the_first_stage_breaks(runner, fake_ncu, monkeypatch
     res = runner.invoke(cli, ["profile", "gemm", "--m", "4096", "--stages", "naive_xcol", "-q"])
     assert res.exit_code == 2
     assert "error: run gemm failed: stage naive_xcol crashed" in res.output
+
+
+# --------------------------------------------------------------------------- committed documents
+
+RESULTS = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "results")
+PROFILE_DOCS = sorted(
+    os.path.join(RESULTS, f) for f in os.listdir(RESULTS) if f.startswith("profile-")
+)
+
+
+@pytest.mark.parametrize("path", PROFILE_DOCS, ids=os.path.basename)
+def test_committed_profile_documents_take_speed_from_ncu(path):
+    from rooflinecli import results
+
+    doc = results.load(path)
+    assert [m["id"] for m in doc["migrations"]] == [prof.MIGRATION_NCU_TIME]
+    for rec in doc["records"]:
+        assert rec["time_ms"] == rec["ncu_time_ms"]
+        assert rec["tflops"] == pytest.approx(rec["flops"] / (rec["ncu_time_ms"] * 1e9))
+        assert rec["pct_of_peak"] == pytest.approx(100 * rec["tflops"] / rec["peak_tflops"])
+        assert rec["time_ms_under_ncu"] > 10 * rec["time_ms"]  # replays: never a speed
+    assert not prof.migrate_times(doc)  # migrated once: re-running changes nothing
+
+
+def test_migration_recomputes_from_the_stored_ncu_time():
+    import copy
+
+    from rooflinecli import results
+
+    done = results.load(os.path.join(RESULTS, "profile-fp32-4096-multistage.json"))
+    old = copy.deepcopy(done)
+    del old["migrations"]
+    for rec in old["records"]:  # as it was committed: speed from the event time under ncu
+        rec["time_ms"] = rec.pop("time_ms_under_ncu")
+        rec.update(tflops=rec["flops"] / (rec["time_ms"] * 1e9), pct_of_reference=0.3)
+    assert prof.migrate_times(old)
+    for a, b in zip(old["records"], done["records"], strict=True):
+        for key in ("time_ms", "tflops", "pct_of_roof", "pct_of_peak", "pct_of_reference"):
+            assert a[key] == pytest.approx(b[key]), key
+        assert a["time_ms_under_ncu"] == b["time_ms_under_ncu"]
+    multistage = old["records"][0]
+    assert multistage["tflops"] == pytest.approx(46.62, abs=0.01)
+    assert multistage["pct_of_reference"] == pytest.approx(91.08, abs=0.01)
+
+
+def test_show_prints_the_committed_profile_at_ncu_speed(runner):
+    from rooflinecli.cli import cli
+
+    res = runner.invoke(
+        cli, ["show", os.path.join(RESULTS, "profile-fp32-4096.json"), "--no-chart"]
+    )
+    assert res.exit_code == 0, res.output
+    row = next(ln for ln in res.output.splitlines() if "naive_xcol" in ln)
+    assert "25.332" in row and "5.43" in row  # not 1,341.881 ms and 0.10 TFLOP/s
+
+
+def test_profile_target_is_a_library_entry_point(capsys, tmp_path):
+    """The process ncu runs calls the runner itself: no CLI, no click, its own one-line errors."""
+    import subprocess
+
+    from rooflinecli.gpu import profile_target
+
+    out = str(tmp_path / "run.json")
+    shape = ["--m", "64", "--n", "64", "--k", "64"]
+    assert profile_target.main(["--stage", "nope", *shape, "--output", out]) == 2
+    assert "error: unknown stage 'nope'" in capsys.readouterr().err
+    assert profile_target.main(["--stage", "naive_xcol", *shape, "--output", out]) == 2
+    assert capsys.readouterr().err.startswith("error: no CUDA device found")  # no GPU here
+    code = (
+        "import sys, rooflinecli.gpu.profile_target as t, rooflinecli.gpu.runner;"
+        "assert 'click' not in sys.modules and 'rooflinecli.cli' not in sys.modules"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=root)

@@ -175,6 +175,54 @@ def test_stage_23_pairs_of_blocks_share_b_by_multicast():
     assert ops.count("SYNCS.ARRIVE.TRANS64.RED.A1T0") >= 1  # the remote arrival on `empty`
 
 
+TMA_STAGES = [s for s in KERNEL_STAGES if s.params.get("TMA")]
+
+
+def test_tma_stages_take_the_contracts_b_and_any_m():
+    """Stages 23-26 read B row-major (K x N) as the contract gives it, so the runner charges them
+    no transpose. TMA row strides are whole 16-byte units: A's rows are K long, B's and C's N
+    long, so N and K must be multiples of 8 and M is free; other shapes are refused, saying so."""
+    names = {s.name for s in TMA_STAGES}
+    assert names == {"mma_tma_ws", "wgmma_tma", "wgmma_ws", "wgmma_persistent"}
+    for s in TMA_STAGES:
+        assert s.b_layout == "kn", s.name
+        for ok in [(1000, 1016, 1032), (600, 1016, 1032), (1001, 600, 1032), (1, 8, 8)]:
+            assert s.refuses(*ok) is None, (s.name, ok)
+        why = s.refuses(1000, 1020, 1032)
+        assert why == f"{s.name} needs N, K multiples of 8 (got 1000x1020x1032)"
+        assert s.refuses(1000, 1016, 1030) and s.refuses(127, 333, 65)
+    assert stages.BY_NAME["mma_multistage"].refuses(127, 333, 65) is None  # cp.async: any shape
+
+
+@pytest.mark.parametrize("name", ["wgmma_tma", "wgmma_ws", "wgmma_persistent"])
+def test_wgmma_stages_read_b_n_major(name):
+    """Row-major B lands in shared memory N-major: every HGMMA takes B transposed (imm-trans-b
+    = 1: SASS .tnspB) and A as it is (K-major); B comes as 64-column TMA boxes, A as one box."""
+    from rooflinecli.build import sass
+
+    stage = stages.BY_NAME[name]
+    built = compiler.compile_stage(stage, "sm_90a", "bf16")
+    text = sass.disassemble(built.cubin_path)
+    hgmma = [line for line in text.splitlines() if "HGMMA." in line]
+    assert hgmma and all(".tnspB" in line and "tnspA" not in line for line in hgmma), hgmma
+    ops = [i.opcode for i in sass.parse(text)[stage.entry].instrs]
+    copies = ops.count("UTMALDG.2D")  # per place that fills a slot: A's box + BN / 64 of B's
+    assert copies > 0 and copies % (1 + stage.params["BN"] // 64) == 0, copies
+
+
+def test_stage_23_loads_b_fragments_with_ldmatrix_trans():
+    """Stage 23's B tile is k rows of n: its .col fragments come through ldmatrix.trans
+    (LDSM.16.MT88.4), as many as A's plain ones (4 + 4 per k16 step of a 64 x 64 warp tile)."""
+    from rooflinecli.build import sass
+
+    stage = stages.BY_NAME["mma_tma_ws"]
+    built = compiler.compile_stage(stage, "sm_90a", "fp16")
+    ops = [i.opcode for i in sass.parse(sass.disassemble(built.cubin_path))[stage.entry].instrs]
+    assert ops.count("LDSM.16.MT88.4") == ops.count("LDSM.16.M88.4") > 0
+    copies = ops.count("UTMALDG.2D")  # per place that fills a slot: A's box + BN / 64 of B's
+    assert copies > 0 and copies % (1 + stage.params["BN"] // 64) == 0, copies
+
+
 def test_nvrtc_gets_the_ptx_headers():
     """Stages, user stages and calibration kernels compile with -I kernels/include."""
     inc = compiler.include_dir()

@@ -171,3 +171,11 @@ def test_the_terminal_table_has_it_too_wrapped_and_indented():
 def test_records_off_the_roofline_get_none():
     assert verdict.lines([{"stage": "x", "kind": "llm", "roof": None}]) == []
     assert verdict.lines([]) == []
+
+
+def test_a_document_whose_records_carry_what_describes_the_next_rung():
+    said = by_stage(verdict.lines(records("gemm-bf16-8192-interleaved.json")))
+    assert said["mma_sync"] == (
+        "mma_sync: at 5.8% of the roof and 7.0% of cublas_hgemm. Next, mma_ldmatrix (2.01x): "
+        "ldmatrix (.trans for B) from XOR-swizzled shared tiles: 128x128 block, 8 warps."
+    )

@@ -64,3 +64,9 @@ def test_wheel_holds_every_module(wheel):
 def test_wheel_has_the_console_script(wheel):
     ep = next(n for n in wheel.namelist() if n.endswith("entry_points.txt"))
     assert "roofline = rooflinecli.cli:main" in wheel.read(ep).decode()
+
+
+def test_wheel_registers_the_pytest_plugin(wheel):
+    ep = next(n for n in wheel.namelist() if n.endswith("entry_points.txt"))
+    text = wheel.read(ep).decode()
+    assert "[pytest11]" in text and "roofline = rooflinecli.pytest_plugin" in text

@@ -11,7 +11,7 @@
 #define ELEM_BF16 0
 #endif
 
-// A CUtensorMap, encoded on the host (rooflinecli/tc_host.py, cuTensorMapEncodeTiled) and passed
+// A CUtensorMap, encoded on the host (rooflinecli/gpu/tma.py, cuTensorMapEncodeTiled) and passed
 // by value as a __grid_constant__ kernel parameter: NVRTC cannot include <cuda.h>, so the
 // 128-byte, 64-byte-aligned type is declared here.
 struct __align__(64) TmaMap {
@@ -180,6 +180,30 @@ __device__ __forceinline__ unsigned long long smem_desc(unsigned int addr, unsig
 __device__ __forceinline__ unsigned long long smem_desc_k_sw128(unsigned int addr) {
     return smem_desc(addr, 16, 1024, WgmmaSwizzle::b128);
 }
+// The descriptor of an MN-major ("transposed", imm-trans = 1) tile, 128-byte swizzled: one
+// 128-byte row per k holding 64 consecutive 16-bit elements of M or N, chunk c of row k at
+// c ^ (k % 8) (what TMA writes for a box of 64 columns of a row-major K x N matrix with
+// CU_TENSOR_MAP_SWIZZLE_128B); 8-row swizzle atoms (8 k x 64 n, 1024 bytes) stacked along K
+// 1024 bytes apart, and the next 64 elements of M or N `mn_block_bytes` further (the next box).
+// What the two offsets mean for an MN-major swizzled operand, from
+//   * CuTe, cute/atom/mma_traits_sm90_gmma.hpp, make_gmma_desc<Major::MN>: in 16-byte units the
+//     canonical SW128 layout is ((8,n),(8,k)):((1,LBO),(8,SBO)), i.e. 8 units (64 elements)
+//     contiguous along MN, then the next 64 along MN at LBO; 8 k rows 128 bytes apart, then
+//     the next 8 k at SBO;
+//   * the PTX ISA's leading-dimension-stride table (written out in the tcgen05 section,
+//     "Major-ness supported by Strides"; wgmma's "Shared Memory Matrix Layout" has the same
+//     8x8-unit MN-major SW128 atom): MN-major, swizzled: "stride from the first
+//     (swizzle-byte-size/16) rows to the next (swizzle-byte-size/16) rows", i.e. 128/16 = 8
+//     16-byte units along MN;
+// so   LBO = from one 64-element block of M/N to the next (here: the next TMA box),
+//      SBO = from one group of 8 k rows to the next (1024 bytes: one swizzle atom).
+// K-major is the other way round (SBO = the 8-row step along M/N, LBO unused). Base offset 0:
+// the tile starts on a 1024-byte boundary and each k16 step advances 2048 bytes.
+// benchmarks/check_wgmma_layout.py tests these fields on one tile (and the swapped pair).
+__device__ __forceinline__ unsigned long long smem_desc_mn_sw128(unsigned int addr,
+                                                                 unsigned int mn_block_bytes) {
+    return smem_desc(addr, mn_block_bytes, 1024, WgmmaSwizzle::b128);
+}
 // wgmma.fence: the warpgroup's accumulator registers (and shared operands) are ready for wgmma.
 __device__ __forceinline__ void wgmma_fence() {
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -206,6 +230,9 @@ __device__ __forceinline__ void wgmma_wait() {
 // D (64 x 128) = A (64 x 16) * B (16 x 128) + (scale_d ? D : 0), issued by a whole warpgroup.
 // d[i] of a thread (warp w of the warpgroup, lane = 4g + t) holds D[16w + g + 8*((i>>1)&1)]
 // [8*(i>>2) + 2t + (i&1)]: the m16n8 accumulator layout, repeated over N in steps of 8.
+// A is K-major (imm-trans-a 0); imm_trans_b is imm-trans-b: 0 for B K-major (desc_b from
+// smem_desc_k_sw128), 1 for B N-major, i.e. k rows of contiguous n (smem_desc_mn_sw128).
+template <int imm_trans_b = 0>
 __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], unsigned long long desc_a,
                                                  unsigned long long desc_b, int scale_d) {
     asm volatile(
@@ -217,7 +244,7 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], unsigned long l
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
         "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
         "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-        "}, %64, %65, p, 1, 1, 0, 0;\n"
+        "}, %64, %65, p, 1, 1, 0, %67;\n"
         "}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -227,13 +254,16 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], unsigned long l
           "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
           "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
           "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(imm_trans_b));
 }
 
 // wgmma.mma_async m64n256k16 (f32 accumulate), A and B from shared-memory descriptors:
 // D (64 x 256) = A (64 x 16) * B (16 x 256) + (scale_d ? D : 0), issued by a whole warpgroup.
 // d[i] of a thread (warp w of the warpgroup, lane = 4g + t) holds D[16w + g + 8*((i>>1)&1)]
 // [8*(i>>2) + 2t + (i&1)]: the m16n8 accumulator layout, repeated over N in steps of 8.
+// A is K-major (imm-trans-a 0); imm_trans_b is imm-trans-b: 0 for B K-major (desc_b from
+// smem_desc_k_sw128), 1 for B N-major, i.e. k rows of contiguous n (smem_desc_mn_sw128).
+template <int imm_trans_b = 0>
 __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], unsigned long long desc_a,
                                                  unsigned long long desc_b, int scale_d) {
     asm volatile(
@@ -249,7 +279,7 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], unsigned long 
         "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
         "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
         "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-        "}, %128, %129, p, 1, 1, 0, 0;\n"
+        "}, %128, %129, p, 1, 1, 0, %131;\n"
         "}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -267,7 +297,7 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], unsigned long 
           "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
           "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
           "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(imm_trans_b));
 }
 
 #endif  // ROOFLINE_PTX_SM90_CUH

@@ -38,18 +38,6 @@ def cc_of_arch(arch: str) -> int:
     return int(m.group(1))
 
 
-def check_arch(arch: str) -> None:
-    """A target NVRTC cannot build for is bad input: one line now, not an error per stage."""
-    cc = cc_of_arch(arch)
-    try:
-        _, archs = _nvrtc().nvrtcGetSupportedArchs()
-    except Exception:  # no NVRTC, or one without the query: each stage's build says it
-        return
-    if archs and cc not in archs:
-        known = ", ".join(f"sm_{a}" for a in archs)
-        raise RooflineError(f"bad --arch {arch}: NVRTC {nvrtc_version()} builds for {known}")
-
-
 @dataclass(frozen=True)
 class Resources:
     registers: int

@@ -42,7 +42,8 @@ class Stage:
     # why this stage can be slower than the one listed before it (shown under the table)
     slower_because: str = ""
     dtypes: tuple[str, ...] = ()  # every dtype the source builds for (-DELEM_BF16=1 for bf16)
-    needs_multiple: int = 1  # M, N, K must be multiples of this (1: any shape); others refused
+    needs_multiple: int = 1  # the dimensions in multiple_of must be multiples of this (1: any)
+    multiple_of: str = "MNK"  # which of M, N, K needs_multiple binds; other shapes are refused
     b_layout: str = "kn"  # "kn": B row-major KxN (the contract); "nk": B given as its transpose
     # persistent kernels launch at most this many blocks per SM and loop over the output tiles
     persistent_blocks_per_sm: int = 0
@@ -132,8 +133,10 @@ class Stage:
     def refuses(self, m: int, n: int, k: int) -> str | None:
         """Why this stage cannot run the shape, or None."""
         q = self.needs_multiple
-        if q > 1 and (m % q or n % q or k % q):
-            return f"{self.name} needs M, N, K multiples of {q} (got {m}x{n}x{k})"
+        dims = {"M": m, "N": n, "K": k}
+        if q > 1 and any(dims[d] % q for d in self.multiple_of):
+            which = ", ".join(self.multiple_of)
+            return f"{self.name} needs {which} multiples of {q} (got {m}x{n}x{k})"
         return None
 
 
@@ -222,19 +225,21 @@ def _tensor_core(
     **extra: Any,
 ) -> Stage:
     """A chapter-12/13 Tensor Core stage: FP16 and BF16 from one source, a BM x BN block tile.
-    Without TMA in params: mma.sync (HMMA, sm_80+), cp.async loads, B as the contract gives it.
-    With TMA: tiles come through tensor maps (sm_90), B given K-major, and the stage is a
-    chapter-13 WGMMA one (HGMMA, sm_90a) unless `extra` says chapter=12 (stage 23: TMA feeding
-    mma.sync). Per k a block loads BM + BN 2-byte elements for BM*BN MACs; `shared_tile` is the
-    warp's (or warpgroup's) tile fed from shared memory."""
+    Without TMA in params: mma.sync (HMMA, sm_80+), cp.async loads. With TMA: tiles come
+    through tensor maps (sm_90), and the stage is a chapter-13 WGMMA one (HGMMA, sm_90a) unless
+    `extra` says chapter=12 (stage 23: TMA feeding mma.sync). Every one reads B as the contract
+    gives it (K x N row-major, b_layout "kn"). Per k a block loads BM + BN 2-byte elements for
+    BM*BN MACs; `shared_tile` is the warp's (or warpgroup's) tile fed from shared memory."""
     tma = "TMA" in params
     fields: dict[str, Any] = {
         "dtype": "fp16",
         "dtypes": ("fp16", "bf16"),
         "chapter": 13 if tma else 12,
         "min_cc": 90 if tma else 80,
-        "needs_multiple": 8 if tma else 1,  # TMA rows are whole 16-byte units (K % 8)
-        "b_layout": "nk" if tma else "kn",
+        # TMA row strides are whole 16-byte units: A's rows are K long, B's and C's N; M is free
+        "needs_multiple": 8 if tma else 1,
+        "multiple_of": "NK" if tma else "MNK",
+        "b_layout": "kn",
         **extra,
     }
     return Stage(
@@ -466,7 +471,8 @@ STAGES: tuple[Stage, ...] = (
     ),
     # WGMMA stages read both operands from shared memory in the tensor cores (ai_shared: per k a
     # warpgroup's 64 rows of A and BN rows of B for 64*BN MACs); TMA loads need tensor maps
-    # (params TMA=1: rooflinecli/tc_host.extra_args) and B given K-major (b_layout "nk").
+    # (params TMA=1: rooflinecli/gpu/tma.extra_args). B is row-major K x N (b_layout "kn"), read
+    # N-major from shared memory (wgmma imm-trans-b): no transpose is charged to these stages.
     _tensor_core(
         "wgmma_tma",
         "WGMMA m64n128k16 (HGMMA) on 128B-swizzled tiles loaded by TMA onto mbarriers",

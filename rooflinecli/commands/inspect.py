@@ -8,15 +8,12 @@ register counts and occupancy side by side.
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 import click
 
 from rooflinecli import results
-from rooflinecli.build import compiler, sass, stages
-from rooflinecli.core import occupancy
-from rooflinecli.core.specs import Spec
+from rooflinecli.build import stages
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import DTYPES, format_option, spec_option, split_list
 from rooflinecli.present import table as report
@@ -24,7 +21,6 @@ from rooflinecli.present import table as report
 SCHEMA = "roofline.inspect/1"
 
 # Instructions shown per k step, in order; a column appears when some stage has it in its loop.
-PER_K = ("LDG", "LDS", "LDGSTS", "UTMALDG", "STS", "LDSM", "FFMA", "HMMA", "HGMMA")
 
 
 def _whole_or_short(v: Any) -> str:
@@ -54,20 +50,14 @@ RESOURCE_COLUMNS: list[report.Column] = [
 ]
 
 
-def ratio(a: int, b: int) -> str | None:
-    """a:b in lowest terms (32 LDG, 16 FFMA -> '2:1'); None when either is zero."""
-    if not a or not b:
-        return None
-    f = Fraction(a, b)
-    return f"{f.numerator}:{f.denominator}"
-
-
 def _sass_columns(records: list[dict[str, Any]]) -> list[report.Column]:
     cols: list[report.Column] = [
         ("stage", "stage", str),
         ("loop_instructions", "loop instr", _fmt_num),
         ("k_per_iter", "k/iter", _fmt_num),
     ]
+    from rooflinecli.build.inspect import PER_K
+
     for op in PER_K:
         if any(r.get(f"loop_{op.lower()}") for r in records):
             cols.append((f"{op.lower()}_per_k", f"{op}/k", _fmt_num))
@@ -78,94 +68,6 @@ def _sass_columns(records: list[dict[str, Any]]) -> list[report.Column]:
         ("kernel_instructions", "kernel instr", _fmt_num),
     ]
     return cols
-
-
-def results_per_thread(stage: stages.Stage) -> float:
-    """Elements of C one thread computes: each needs one multiply-add per k step."""
-    threads = stage.threads[0] * stage.threads[1]
-    return stage.tile[0] * stage.tile[1] / threads
-
-
-def inspect_stage(
-    stage: stages.Stage, arch: str, spec: Spec, dtype: str | None = None
-) -> dict[str, Any]:
-    """One flat record: resources, occupancy on `spec`, SASS mix of the main loop per k step."""
-    dtype = dtype or stage.dtype
-    if hasattr(stage, "for_arch"):  # the parameters the runner uses on this target
-        stage = stage.for_arch(arch)
-    threads = stage.threads[0] * stage.threads[1]
-    rec: dict[str, Any] = {
-        "stage": stage.name,
-        "dtype": dtype,
-        "arch": arch,
-        "entry": stage.entry,
-        "threads": threads,
-        "tile": f"{stage.tile[0]}x{stage.tile[1]}",
-        "params": dict(stage.params),
-        "error": None,
-    }
-    cc = compiler.cc_of_arch(arch)
-    if cc < stage.min_cc:
-        rec["error"] = f"needs compute capability {stage.min_cc / 10:.1f} ({arch} is lower)"
-        return rec
-    try:
-        built = compiler.compile_stage(stage, arch, dtype)
-    except RooflineError as exc:
-        rec["error"] = exc.message
-        return rec
-    res = built.resources
-    if res is None:
-        rec["error"] = "NVRTC gave no ptxas report (set CUDA_CACHE_DISABLE=1 and retry)"
-        return rec
-    smem = res.smem_static_bytes + stage.smem_bytes
-    occ = occupancy.theoretical(occupancy.SmLimits.from_spec(spec), threads, res.registers, smem)
-    rec.update(
-        registers=res.registers,
-        smem_static_bytes=res.smem_static_bytes,
-        smem_dynamic_bytes=stage.smem_bytes,
-        smem_bytes=smem,
-        spill_bytes=res.spill_bytes,
-        stack_bytes=res.stack_frame_bytes,
-        blocks_per_sm=occ.blocks_per_sm,
-        warps_per_sm=occ.warps_per_sm,
-        occupancy_pct=100.0 * occ.occupancy,
-        limited_by=",".join(occ.limiters),
-        limit_registers=occ.limit_registers,
-        limit_smem=occ.limit_smem,
-        limit_warps=occ.limit_warps,
-        limit_blocks=occ.limit_blocks,
-        regs_per_warp_allocated=occ.regs_per_warp,
-        smem_per_block_allocated=occ.smem_per_block,
-    )
-    rep = sass.analyze_cubin(built.cubin_path, stage.entry or "")
-    per_thread = results_per_thread(stage)
-    k_per_iter = rep.loop_macs_per_thread / per_thread if rep.main_loop else None
-    if rep.loop_gmma_k_steps:  # warpgroup MMA: from the accumulator tiles (see sass)
-        k_per_iter = rep.loop_gmma_k_steps
-    if k_per_iter is not None and abs(k_per_iter - round(k_per_iter)) < 1e-9:
-        k_per_iter = float(round(k_per_iter))
-    loop, kern = rep.loop, rep.kernel
-    rec.update(
-        main_loop=(
-            f"{rep.main_loop.label} 0x{rep.main_loop.start:04x}-0x{rep.main_loop.end:04x}"
-            if rep.main_loop
-            else None
-        ),
-        loops=rep.loops,
-        loop_instructions=rep.loop_instructions if rep.main_loop else None,
-        k_per_iter=k_per_iter,
-        ldg_ffma=ratio(loop["LDG"], loop["FFMA"]),
-        lds_ffma=ratio(loop["LDS"], loop["FFMA"]),
-        loop_widths=", ".join(f"{v} {k}" for k, v in sorted(rep.loop_widths.items())) or None,
-        kernel_instructions=rep.instructions,
-    )
-    for op in sass.MIX_KEYS:
-        rec[f"loop_{op.lower()}"] = loop[op]
-        rec[f"kernel_{op.lower()}"] = kern[op]
-    for op in PER_K:
-        rec[f"{op.lower()}_per_k"] = loop[op] / k_per_iter if k_per_iter else None
-    rec["sass"] = rep.to_dict()
-    return rec
 
 
 def _pick(stage_args: tuple[str, ...], dtype: str | None) -> list[stages.Stage]:
@@ -229,11 +131,13 @@ def inspect_gemm(
 ) -> None:  # fmt: skip
     """Registers, shared memory, spills, occupancy and the SASS mix of each stage's main loop."""
     from rooflinecli.api import default_spec
+    from rooflinecli.build import compiler, sass
+    from rooflinecli.build.inspect import check_arch, inspect_stage
     from rooflinecli.build.userstage import load_user_stage
 
     spec, why = default_spec(spec_arg)
     arch = arch or compiler.arch_for_cc(spec.compute_capability)
-    compiler.check_arch(arch)  # a bad --arch fails here, in one line
+    check_arch(arch)  # a bad --arch fails here, in one line
     chosen: list[stages.Stage] = _pick(stage_args, dtype)
     for path in extra_stages:
         user = load_user_stage(path)

@@ -32,26 +32,29 @@ _status = report.text
 
 PROFILE_COLUMNS: list[report.Column] = [
     ("stage", "stage", str),
-    ("time_ms", "event ms", _num(3)),
-    ("ncu_time_ms", "ncu ms", _num(3)),
-    ("tflops_ncu", "TFLOP/s (ncu)", _num(2)),
+    ("time_ms", "ncu ms", _num(3)),
+    ("tflops", "TFLOP/s", _num(2)),
+    ("time_ms_under_ncu", "event ms under ncu", _num(3)),
     ("flops_hw_ratio", "FLOPs hw/2MNK", _ratio),
     ("bytes_dram", "DRAM MB", _mb),
     ("bytes_l2", "L2 MB", _mb),
     ("bytes_l1", "L1 MB", _mb),
+    ("bytes_smem", "smem MB", _mb),
     ("ai_instruction", "AI instr", _ai),
+    ("ai_smem", "AI smem", _ai),
     ("ai_l1", "AI L1", _ai),
     ("ai_l2", "AI L2", _ai),
     ("ai_dram", "AI DRAM", _ai),
     ("ai_ideal", "AI ideal", _ai),
     ("counters_reason", "no counters because", _status),
 ]
-# the default table: what ncu measured, and the intensity at each level beside the instruction's
-# and the ideal one (event ms, bytes and the FLOP check: --wide; the check also prints below)
+# the default table: ncu's time and speed, and the intensity at each level beside the
+# instruction's and the ideal one (event time, bytes and the FLOP check: --wide; the check also
+# prints below the table)
 PROFILE = report.ColumnSet(
     tuple(PROFILE_COLUMNS),
     compact=(
-        "stage", "ncu_time_ms", "tflops_ncu", "ai_instruction", "ai_l1", "ai_l2", "ai_dram",
+        "stage", "time_ms", "tflops", "ai_instruction", "ai_smem", "ai_l1", "ai_l2", "ai_dram",
         "ai_ideal",
     ),
 )  # fmt: skip
@@ -73,10 +76,31 @@ def checks(records: list[dict[str, Any]]) -> list[str]:
             flops = f"flops_hw = {ratio:.5f} x 2MNK ({verdict}, tolerance 0.1%)"
             if not r.get("flops_check") and (abs(ratio - 0.5) < 0.01 or abs(ratio - 2) < 0.02):
                 flops += "; a factor of 2: Tensor Core ops may count one per multiply-add"
-        t, tn = r.get("time_ms"), r.get("ncu_time_ms")
+        t, tn = r.get("time_ms_under_ncu"), r.get("ncu_time_ms")
         times = f"event {t:.3f} ms vs ncu {tn:.3f} ms ({t / tn:.2f}x)" if t and tn else "no times"
         lines.append(f"{name}: {flops}; {times}")
     return lines
+
+
+def notes(records: list[dict[str, Any]]) -> list[str]:
+    """Why a level has no intensity, what could not be counted: one line per distinct reason,
+    naming the stages it applies to."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for r in records:
+        for key, what in (
+            ("flops_note", "FLOPs"),
+            ("ai_dram_note", "AI DRAM"),
+            ("ai_l2_note", "AI L2"),
+            ("ai_l1_note", "AI L1"),
+            ("ai_smem_note", "AI smem"),
+        ):
+            if r.get(key):
+                seen.setdefault((what, str(r[key])), []).append(str(r["stage"]))
+    every = len(records)
+    return [
+        f"{what} of {'every stage' if len(who) == every > 1 else ', '.join(who)}: {text}"
+        for (what, text), who in seen.items()
+    ]
 
 
 @click.group()
@@ -132,9 +156,10 @@ def profile_gemm(
     """Run each stage under ncu: hardware FLOPs, bytes at DRAM/L2/L1, measured intensities.
 
     Only the timed launch is profiled (its NVTX range, domain "roofline"); each record gets
-    flops_hw, bytes_dram/l2/l1, ai_dram/l2/l1 and ncu_time_ms. Without ncu it stops before
-    any stage runs (exit 2). Without permission to read counters the stages still run and the
-    records say why counters are null; the command then exits 2.
+    flops_hw, bytes_dram/l2/l1/smem, ai_dram/l2/l1/smem and ncu_time_ms; time_ms, TFLOP/s and
+    the percentages come from ncu's kernel time. Without ncu it stops before any stage runs
+    (exit 2). Without permission to read counters the stages still run and the records say why
+    counters are null; the command then exits 2.
     """
     from rooflinecli.gpu import profile as prof
 
@@ -172,16 +197,20 @@ def profile_gemm(
         f"({info.get('version') or 'no ncu'}) on {(doc.get('device') or {}).get('name', '?')}"
     )
     caption = (
-        "AI at each level = hardware FLOPs / bytes that level moved (ncu counters). AI instr is "
-        "what the load instructions alone would give; the gap to AI DRAM is what L1 and L2 "
-        "absorbed. event ms: CUDA events around the one profiled launch, which ncu serializes "
-        "and replays; ncu ms: its gpu__time_duration.sum."
+        "AI at each level = hardware FLOPs / bytes that level moved (ncu counters; smem: shared "
+        "memory, TMA included). A level that moved under 1% of the bytes of the levels outside "
+        "it has no AI (the notes say why). AI instr is what the load instructions alone would "
+        "give; the gap to AI DRAM is what L1 and L2 absorbed. ncu ms: gpu__time_duration.sum, "
+        "the time TFLOP/s and every percentage come from; event ms under ncu: CUDA events "
+        "around the profiled launch, which ncu replays (never a speed)."
     )
     report.emit(out, fmt, PROFILE, title=title, caption=caption, view=view)
     if fmt == "table":
         con = report.console()
         for line in out["checks"]:
             con.print(f"check: {line}")
+        for line in notes(out["records"]):
+            con.print(f"note: {line}")
         for note in [info.get("note")] + [
             f"metric not available here, left out: {d}" for d in info["dropped_metrics"]
         ]:
@@ -193,3 +222,103 @@ def profile_gemm(
     failed = sorted({r["stage"] for r in records if r.get("verified") is False})
     if failed:
         raise GateFailure(f"verification failed: {', '.join(failed)}")
+
+
+@profile.command(
+    "app", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
+)
+@click.option(
+    "--kernel", metavar="REGEX", default=None, help="Only kernels whose name matches (a regex)."
+)
+@click.option(
+    "--nvtx",
+    "nvtx_range",
+    metavar="RANGE",
+    default=None,
+    help='Only kernels inside this NVTX range, in ncu\'s syntax: "NAME/" (push/pop range), '
+    '"DOMAIN@NAME/" (in a domain), "NAME" (start/end range).',
+)
+@click.option(
+    "--launch-skip", type=click.IntRange(0), default=None, help="Skip this many matching launches."
+)
+@click.option(
+    "--launch-count", type=click.IntRange(1), default=None, help="Profile at most this many."
+)
+@spec_option
+@click.option(
+    "--calibration",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="A calibration file from `roofline calibrate` (default: the one cached for this GPU).",
+)
+@click.option(
+    "--reports",
+    "reports_dir",
+    type=click.Path(file_okay=False, writable=True),
+    default=None,
+    help="Keep ncu's .ncu-rep report in this folder.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(1),
+    default=3600.0,
+    show_default=True,
+    help="Seconds the program may run under ncu.",
+)
+@format_option
+@output_option
+@click.argument(
+    "program", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARGS]..."
+)
+def profile_app(
+    kernel: str | None,
+    nvtx_range: str | None,
+    launch_skip: int | None,
+    launch_count: int | None,
+    spec_arg: str | None,
+    calibration: str | None,
+    reports_dir: str | None,
+    timeout: float,
+    fmt: str,
+    force: bool,
+    output: str | None,
+    program: tuple[str, ...],
+) -> None:
+    """Run any program under ncu: each kernel's time, FLOPs, bytes, intensities and roof.
+
+    Runs CMD once under Nsight Compute (--clock-control none, child processes followed) and
+    profiles the kernels asked for (default: every launch; ncu replays each one, so a long
+    program takes long: narrow it with --kernel, --nvtx, --launch-skip, --launch-count).
+    Launches of one kernel with one grid are one row: launches, median and total time, FLOPs
+    counted by instruction (SIMT FP64/FP32/FP16, Tensor Core operations per precision), bytes
+    and intensity at DRAM, L2, L1 and shared memory, and its place under this GPU's calibrated
+    roofs (the datasheet's where a roof is not calibrated; the notes say which) with the level
+    that binds. What ncu cannot count is null, with the reason. --output writes a results
+    document that show, plot, compare and gate read. Exit 1 when the program failed.
+    """
+    from rooflinecli.gpu import profile_app as app
+
+    filters = app.Filters(kernel, nvtx_range, launch_skip, launch_count)
+    argv = list(program)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    doc = app.profile_app(
+        argv,
+        filters,
+        spec_arg,
+        calibration,
+        Path(reports_dir) if reports_dir else None,
+        timeout,
+    )
+    if output:
+        files.write_output(output, results.dumps(doc), force=force)
+    con = report.console()
+    if fmt in ("json", "csv"):
+        report.emit(doc, fmt, report.APP_COLUMNS, out=con)
+    else:
+        report.emit(doc, fmt, report.APP_COLUMNS, title=report.app_title(doc), out=con)
+        for line in report.app_notes(doc):
+            con.file.write(line + "\n")
+    code = (doc.get("program") or {}).get("exit_code")
+    if code:
+        raise GateFailure(f"the program exited with {code} (its kernels are shown above)")

@@ -71,8 +71,9 @@ def _dry_run(
     """`run gemm --dry-run`: what would run, compiled for `arch`; no GPU touched."""
     from rooflinecli import api
     from rooflinecli.build import compiler
+    from rooflinecli.build.inspect import check_arch
 
-    compiler.check_arch(arch)
+    check_arch(arch)
     spec, _ = api.default_spec(spec_arg)
     rows = api.dry_run_gemm(shapes, chosen, arch, dtype, spec)
     nvrtc = compiler.nvrtc_version()

@@ -56,9 +56,17 @@ def show(
     roofline chart in the terminal.
     """
     doc = results.load(path)
+    draw = want_chart(chart_flag, fmt)
+    if report.is_app(doc):
+        if roofs != "datasheet" or calibration:
+            raise RooflineError(
+                "a `profile app` document was placed under this GPU's roofs when it was "
+                "profiled (its `roofs` say which): --roofs and --calibration do not apply"
+            )
+        show_app(doc, fmt, draw)
+        return
     if doc.get("device") is not None:
         doc = place_on_roofs(doc, roofs, calibration)
-    draw = want_chart(chart_flag, fmt)
     columns = report.MODEL if doc.get("device") is None else report.RUN
     if doc.get("command") == "run llm":  # two weight GEMMs can share a shape: name the GEMM
         columns = report.LLM
@@ -79,4 +87,22 @@ def show(
         )
     if draw:
         text = chart.render(doc)
+        out.file.write(f"\n```text\n{text}```\n" if fmt == "markdown" else f"\n{text}")
+
+
+def show_app(doc: dict[str, Any], fmt: str, want_chart: bool) -> None:
+    """A `profile app` document: one row per kernel and grid, the notes, the chart."""
+    out = report.console()
+    if fmt in ("json", "csv"):
+        report.emit(doc, fmt, report.APP_COLUMNS, out=out)
+        return
+    report.emit(doc, fmt, report.APP_COLUMNS, title=report.app_title(doc), out=out)
+    for line in report.app_notes(doc):
+        out.file.write(line + "\n")
+    if want_chart:
+        try:
+            text = chart.render(doc)
+        except RooflineError as exc:  # nothing with FLOPs: a table without a chart
+            out.file.write(f"(no chart: {exc.message})\n")
+            return
         out.file.write(f"\n```text\n{text}```\n" if fmt == "markdown" else f"\n{text}")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import click
-import pandas as pd
-from rich.table import Table
 
 from rooflinecli.core import roofs
 from rooflinecli.core import specs as registry
@@ -40,6 +38,8 @@ def list_specs(fmt: str) -> None:
                 row[f"{key}_tflops"] = peak
                 row[f"{key}_ridge"] = roofs.ridge_point(peak, spec.memory_bandwidth_gbs)
         rows.append(row)
+    import pandas as pd
+
     df = pd.DataFrame(rows)
     out = report.console()
     if fmt == "json":
@@ -68,6 +68,8 @@ def list_specs(fmt: str) -> None:
     if fmt == "markdown":
         out.file.write(report.markdown_table(title, headers, [True] * len(headers), cells))
         return
+    from rich.table import Table
+
     t = Table(
         title=title,
         caption="TC: Tensor Core, dense (sparsity figures are never used). int8 in TOP/s.",
@@ -114,6 +116,8 @@ def show(name: str, fmt: str) -> None:
         table_rows = [[k, v] for k, v in rows]
         out.file.write(report.markdown_table(title, ["key", "value"], [True, True], table_rows))
         return
+    from rich.table import Table
+
     t = Table(title=title, title_justify="left", show_header=False)
     t.add_column("key")
     t.add_column("value")

@@ -29,15 +29,24 @@ import math
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+from rooflinecli import lazy
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy.Module("numpy")  # imported on first use: the CLI starts without it
 
 SEED = 20240613  # with each run's samples, seeds its draws: same samples, same verdict
 RESAMPLES = 4000
 LEVEL = 0.99  # two-sided confidence level of every interval here
 MIN_SAMPLES = 10  # fewer repeats than this do not support a bootstrap interval
 
-Samples = Sequence[float] | np.ndarray
+if TYPE_CHECKING:
+    Samples = Sequence[float] | np.ndarray
+else:
+    Samples = Sequence  # a list of floats or a NumPy array of them
 
 
 def as_samples(values: object) -> np.ndarray | None:

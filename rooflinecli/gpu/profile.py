@@ -1,17 +1,22 @@
 """The measured roofline: Nsight Compute counters for each stage's timed launch.
 
-The tool runs itself under `ncu` as a subprocess, one stage at a time:
+The tool runs a small library entry point under `ncu` as a subprocess, one stage at a time:
 
     ncu --clock-control none --nvtx --nvtx-include "roofline@STAGE/" --metrics ... \
-        --export REPORT python -m rooflinecli run gemm ... --stages STAGE --repeats 1 \
-        --no-flush --quiet --format json --output RUN.json
+        --export REPORT python -m rooflinecli.gpu.profile_target --stage STAGE --m M --n N --k K \
+        --dtype DT --output RUN.json
 
-runner._nvtx_range pushes a range named after the stage, in domain "roofline", around each timed
-launch (the verification and warm-up launches are outside it), so ncu profiles exactly that
-launch; cuBLAS's kernels are found the same way. The report is then printed with
+profile_target calls the runner directly (one timed launch, no L2 flush). runner._nvtx_range
+pushes a range named after the stage, in domain "roofline", around each timed launch (the
+verification and warm-up launches are outside it), so ncu profiles exactly that launch; cuBLAS's
+kernels are found the same way. The report is then printed with
 `ncu --import REPORT --csv --page raw --print-units base` and parsed here: hardware FLOPs
-(2 x FFMA + FADD + FMUL thread instructions, plus Tensor Core ops), bytes at DRAM, L2 and L1,
-the intensity at each level, and the kernel time ncu saw.
+(rooflinecli.gpu.ncu: SIMT instructions and Tensor Core operations), bytes at DRAM, L2, L1 and
+shared memory, the intensity at each level, and the kernel time ncu saw.
+
+Speed comes from ncu's kernel time (gpu__time_duration.sum): the CUDA-event time of the profiled
+launch covers ncu's replays of it (52-353x the kernel time on the H200) and is kept only as
+time_ms_under_ncu, never used for speed.
 
 Parsing and arithmetic are pure Python (tested on the CPU); only profile_gemm() runs anything.
 """
@@ -34,32 +39,18 @@ from pathlib import Path
 from typing import Any
 
 from rooflinecli.errors import RooflineError
+from rooflinecli.gpu import ncu as catalog
 from rooflinecli.paths import executable_from_env
 
 ENV_VAR = "ROOFLINE_NCU"
 NVTX_DOMAIN = "roofline"
 
-FP32_METRICS = (
-    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_fadd_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_fmul_pred_on.sum",
-)
-# Tensor Core math ops by source/destination type (dense and sparse together).
-TENSOR_METRICS = (
-    "sm__ops_path_tensor_src_fp16_dst_fp32.sum",
-    "sm__ops_path_tensor_src_fp16_dst_fp16.sum",
-    "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
-    "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
-)
-MEMORY_METRICS = (
-    "dram__bytes_read.sum",
-    "dram__bytes_write.sum",
-    "dram__sectors_read.sum",  # the seed's exercise 2: 32 bytes a sector
-    "lts__t_bytes.sum",
-    "l1tex__t_bytes.sum",
-)
+# what profile gemm reads: rooflinecli.gpu.ncu's catalogue, plus DRAM sectors (the seed's
+# exercise 2)
+COUNTS: tuple[catalog.Count, ...] = (*catalog.COUNTS, catalog.DRAM_SECTORS)
 TIME_METRIC = "gpu__time_duration.sum"
-METRICS: tuple[str, ...] = (TIME_METRIC, *FP32_METRICS, *TENSOR_METRICS, *MEMORY_METRICS)
+# every metric any alternative may ask for (the first listed alternative of each count is asked)
+METRICS: tuple[str, ...] = tuple(dict.fromkeys(m for c in COUNTS for m in c.metrics))
 
 FLOPS_TOLERANCE = 1e-3  # flops_hw must equal 2MNK within 0.1%
 
@@ -127,16 +118,6 @@ def parse_query_metrics(text: str) -> set[str]:
     return names
 
 
-def usable_metrics(
-    wanted: tuple[str, ...], available: set[str] | None
-) -> tuple[list[str], list[str]]:
-    """(kept, dropped): a metric this GPU lacks would make ncu refuse the whole run."""
-    if not available:
-        return list(wanted), []
-    kept = [m for m in wanted if m.rsplit(".", 1)[0] in available]
-    return kept, [m for m in wanted if m not in kept]
-
-
 def parse_number(value: str, unit: str = "") -> float | None:
     """'68,719,476,736' -> 6.87e10; scaled to base units (bytes, seconds); 'n/a' -> None."""
     v = value.strip().replace(",", "")
@@ -154,8 +135,9 @@ def parse_raw_csv(text: str) -> list[dict[str, Any]]:
     a row of units, then one row per profiled kernel. Lines ncu or the application printed
     around it (==PROF==, ==WARNING==, program output) are skipped.
 
-    Returns one dict per kernel: id, kernel, block, grid, and metrics {name: value in base
-    units (bytes, seconds, counts)}."""
+    Returns one dict per kernel: id, kernel, block, grid, process, stream, cc, metrics
+    {name: value in base units (bytes, seconds, counts)} and text {name: a value that is not a
+    number}."""
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID",')), None)
     if start is None:
@@ -178,13 +160,23 @@ def parse_raw_csv(text: str) -> list[dict[str, Any]]:
         def cell(name: str, row: list[str] = row) -> str | None:
             return row[col[name]] if name in col else None
 
+        metrics = {name: parse_number(row[i], units[i]) for i, name in metric_cols}
         out.append(
             {
                 "id": cell("ID"),
                 "kernel": cell("Kernel Name"),
                 "block": cell("Block Size"),
                 "grid": cell("Grid Size"),
-                "metrics": {name: parse_number(row[i], units[i]) for i, name in metric_cols},
+                "process": cell("Process ID"),
+                "stream": cell("Stream"),
+                "cc": cell("CC"),
+                "metrics": metrics,
+                # values that are not numbers (device__attribute_display_name, ...)
+                "text": {
+                    name: row[i]
+                    for i, name in metric_cols
+                    if metrics[name] is None and row[i].strip() not in ("", "n/a")
+                },
             }
         )
     return out
@@ -195,78 +187,128 @@ def sum_metrics(rows: list[dict[str, Any]]) -> dict[str, float | None]:
     total: dict[str, float | None] = {}
     for row in rows:
         for name, val in row["metrics"].items():
-            if val is None:
-                total.setdefault(name, None)
+            if val is None or (name in total and total[name] is None):
+                total[name] = None  # a launch ncu gave no value for: the sum is unknown
             else:
                 total[name] = (total.get(name) or 0.0) + val
     return total
 
 
-def derive(counters: dict[str, float | None], flops_model: float) -> dict[str, Any]:
-    """Hardware FLOPs, bytes per level, intensities and checks from summed counters."""
+def _why_missing(p: catalog.Plan) -> dict[str, str]:
+    """Per memory level: why its bytes cannot be counted (a metric this GPU does not list)."""
+    parts = {"dram": ("dram_read", "dram_write"), "l2": ("l2",), "l1": ("l1",)}
+    parts["smem"] = ("smem_sass", "tma_load", "tma_store")
+    return {
+        lvl: "; ".join(p.missing[k] for k in keys if k in p.missing)
+        for lvl, keys in parts.items()
+        if any(k in p.missing for k in keys)
+    }
 
-    def get(name: str) -> float | None:
-        return counters.get(name)
 
-    ffma, fadd, fmul = (get(m) for m in FP32_METRICS)
-    fp32 = None if ffma is None else 2 * ffma + (fadd or 0.0) + (fmul or 0.0)
-    tensor_vals = [v for v in (get(m) for m in TENSOR_METRICS) if v is not None]
-    tensor = sum(tensor_vals) if tensor_vals else None
-    flops_hw = None if fp32 is None and tensor is None else (fp32 or 0.0) + (tensor or 0.0)
-    rd, wr = get("dram__bytes_read.sum"), get("dram__bytes_write.sum")
-    dram = None if rd is None and wr is None else (rd or 0.0) + (wr or 0.0)
-    l2, l1 = get("lts__t_bytes.sum"), get("l1tex__t_bytes.sum")
-    t = get(TIME_METRIC)
+def derive(
+    counters: dict[str, float | None],
+    flops_model: float,
+    p: catalog.Plan | None = None,
+    bytes_ideal: float | None = None,
+) -> dict[str, Any]:
+    """Hardware FLOPs, bytes per level, intensities and checks from summed counters.
+
+    p: the metrics asked of ncu (None: whatever the counters hold). A level that carried almost
+    none of the kernel's bytes gets no intensity, and ai_<level>_note says why (ncu.intensities)."""
+    p = p or catalog.plan(COUNTS, catalog.available_in(counters))
+    w = catalog.work(counters, p)
+    flops_hw = w.total
+    nb = catalog.level_bytes(counters, p)
+    t = catalog.value(counters, p, "time")
     ncu_ms = t * 1e3 if t is not None else None
     flops = flops_hw if flops_hw else flops_model
-
-    def ai(nbytes: float | None) -> float | None:
-        return flops / nbytes if nbytes else None
-
+    wgmma = catalog.value(counters, p, "wgmma_inst")
+    ai, notes = catalog.intensities(flops, nb, bytes_ideal, wgmma, _why_missing(p))
     ratio = flops_hw / flops_model if flops_hw is not None and flops_model else None
-    sectors = get("dram__sectors_read.sum")
+    sectors = catalog.value(counters, p, "dram_read_sectors")
     return {
         "flops_hw": flops_hw,
-        "flops_hw_fp32": fp32,
-        "flops_hw_tensor": tensor,
+        "flops_hw_fp32": w.by.get("fp32 simt"),
+        "flops_hw_tensor": w.tensor,
+        "flops_hw_by": {k: v for k, v in w.by.items() if v},
+        "flops_note": "; ".join(w.notes) or None,
         "flops_hw_ratio": ratio,
         "flops_check": None if ratio is None else abs(ratio - 1.0) <= FLOPS_TOLERANCE,
-        "bytes_dram": dram,
-        "bytes_dram_read": rd,
-        "bytes_dram_write": wr,
+        "bytes_dram": nb["dram"],
+        "bytes_dram_read": nb["dram_read"],
+        "bytes_dram_write": nb["dram_write"],
         "bytes_dram_read_sectors": sectors * 32 if sectors is not None else None,
-        "bytes_l2": l2,
-        "bytes_l1": l1,
-        "ai_dram": ai(dram),
-        "ai_l2": ai(l2),
-        "ai_l1": ai(l1),
+        "bytes_l2": nb["l2"],
+        "bytes_l1": nb["l1"],
+        "bytes_smem": nb["smem"],
+        "bytes_smem_tma": nb["smem_tma"],
+        "wgmma_instructions": wgmma,
+        "ai_dram": ai["dram"],
+        "ai_l2": ai["l2"],
+        "ai_l1": ai["l1"],
+        "ai_smem": ai["smem"],
+        "ai_dram_note": notes["dram"],
+        "ai_l2_note": notes["l2"],
+        "ai_l1_note": notes["l1"],
+        "ai_smem_note": notes["smem"],
         "ncu_time_ms": ncu_ms,
         "tflops_ncu": flops_model / (ncu_ms * 1e9) if ncu_ms else None,
     }
 
 
 COUNTER_FIELDS: tuple[str, ...] = (
-    "flops_hw", "flops_hw_fp32", "flops_hw_tensor", "flops_hw_ratio", "flops_check",
-    "bytes_dram", "bytes_dram_read", "bytes_dram_write", "bytes_dram_read_sectors", "bytes_l2",
-    "bytes_l1", "ai_dram", "ai_l2", "ai_l1", "ncu_time_ms", "tflops_ncu",
+    "flops_hw", "flops_hw_fp32", "flops_hw_tensor", "flops_hw_by", "flops_note",
+    "flops_hw_ratio", "flops_check", "bytes_dram", "bytes_dram_read", "bytes_dram_write",
+    "bytes_dram_read_sectors", "bytes_l2", "bytes_l1", "bytes_smem", "bytes_smem_tma",
+    "wgmma_instructions", "ai_dram", "ai_l2", "ai_l1", "ai_smem", "ai_dram_note", "ai_l2_note",
+    "ai_l1_note", "ai_smem_note", "ncu_time_ms", "tflops_ncu",
 )  # fmt: skip
 
 
-def attach(record: dict[str, Any], rows: list[dict[str, Any]] | None, reason: str | None) -> None:
+def speed_from_ncu(record: dict[str, Any], ncu_ms: float | None, under_ncu: bool) -> None:
+    """time_ms, tflops and the percentages from ncu's kernel time, in place.
+
+    The CUDA-event time of a launch ncu profiled covers ncu's replays of it: it moves to
+    time_ms_under_ncu and is never used for speed. Without ncu's time, a record that ran under
+    ncu has no time at all; one that did not keeps its event time."""
+    from rooflinecli.core import roofs as analysis
+
+    if not under_ncu:
+        record.setdefault("time_ms_under_ncu", None)
+        return
+    record["time_ms_under_ncu"] = record.get("time_ms")
+    timed = record.get("tflops") is not None  # verified and timed by the run
+    record.update(time_ms=ncu_ms, time_ms_min=ncu_ms, time_ms_max=ncu_ms, time_ms_stdev=None)
+    if ncu_ms and timed and record.get("attainable_tflops") and record.get("peak_tflops"):
+        analysis.place(record, ncu_ms)
+    else:
+        record.update(tflops=None, pct_of_roof=None, pct_of_peak=None)
+
+
+def attach(
+    record: dict[str, Any],
+    rows: list[dict[str, Any]] | None,
+    reason: str | None,
+    p: catalog.Plan | None = None,
+    under_ncu: bool = True,
+) -> None:
     """Add the counters of `rows` (ncu's kernels for this record) to a run record, in place;
-    without rows: every counter field null and counters_reason says why."""
+    without rows: every counter field null and counters_reason says why. under_ncu: the record's
+    launch ran under ncu (its event time covers the replays), so its speed comes from catalog."""
     if not rows:
         record.update(dict.fromkeys(COUNTER_FIELDS))
         record.update(counters=None, counters_reason=reason or "ncu profiled no kernel")
         record["time_ratio_ncu"] = None
+        speed_from_ncu(record, None, under_ncu)
         return
     counters = sum_metrics(rows)
-    record.update(derive(counters, float(record["flops"])))
+    record.update(derive(counters, float(record["flops"]), p, record.get("bytes_ideal")))
     record["counters"] = counters
     record["counters_reason"] = None
     record["ncu_kernels"] = [r["kernel"] for r in rows]
     t, tn = record.get("time_ms"), record.get("ncu_time_ms")
     record["time_ratio_ncu"] = t / tn if t and tn else None
+    speed_from_ncu(record, tn, under_ncu)
 
 
 # --------------------------------------------------------------------------- running (GPU)
@@ -286,13 +328,12 @@ def run_command(
     spec_arg: str | None,
     json_out: Path,
 ) -> list[str]:
-    """The `roofline run gemm` command line that profiles one stage (its timed launch)."""
+    """The process that profiles one stage (its timed launch): the library entry point
+    rooflinecli.gpu.profile_target, which calls the runner directly (no CLI in between)."""
     m, n, k = shape
     cmd = [
-        sys.executable, "-m", "rooflinecli", "run", "gemm",
-        "--m", str(m), "--n", str(n), "--k", str(k), "--dtype", dtype,
-        "--stages", stage, "--repeats", "1", "--no-flush", "--quiet",
-        "--format", "json", "--output", str(json_out),
+        sys.executable, "-m", "rooflinecli.gpu.profile_target", "--stage", stage,
+        "--m", str(m), "--n", str(n), "--k", str(k), "--dtype", dtype, "--output", str(json_out),
     ]  # fmt: skip
     if spec_arg:
         cmd += ["--spec", spec_arg]
@@ -379,12 +420,13 @@ def profile_gemm(
     """Profile each stage (reference last) in its own child run. Returns (the last child's
     results document, the records with counters attached, facts about the profiler)."""
     from rooflinecli.build import stages as stagereg
+    from rooflinecli.core import roofs as analysis
 
     tick = progress or (lambda _label: None)
     info: dict[str, Any] = {
         "ncu": None,
         "version": None,
-        "metrics": list(METRICS),
+        "metrics": [],
         "dropped_metrics": [],
         "nvtx": nvtx_available(),
         "problem": None,
@@ -393,11 +435,13 @@ def profile_gemm(
         ncu = find_ncu()
     except RooflineError as exc:
         ncu, info["problem"] = None, exc.message
-    metrics = list(METRICS)
+    asked = catalog.plan(COUNTS, None)
     if ncu is not None:
         info["ncu"], info["version"] = str(ncu), ncu_version(ncu)
-        metrics, dropped = usable_metrics(METRICS, query_available(ncu))
-        info["metrics"], info["dropped_metrics"] = metrics, dropped
+        asked = catalog.plan(COUNTS, query_available(ncu))
+    metrics = asked.metrics
+    info["metrics"], info["dropped_metrics"] = metrics, asked.dropped(COUNTS)
+    info["not_counted"] = asked.missing
     records: list[dict[str, Any]] = []
     doc: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="roofline-profile-") as tmp:
@@ -415,7 +459,9 @@ def profile_gemm(
                     "its NVTX range (pip install nvtx)"
                 )
             rows = None
-            if ncu is not None and info["problem"] is None and reason is None:
+            under_ncu = ncu is not None and info["problem"] is None and reason is None
+            if under_ncu:
+                assert ncu is not None
                 report = folder / f"{name}.ncu-rep"
                 cmd = ncu_command(
                     ncu, metrics, report, target, name, stage.entry, use_nvtx, launch_count
@@ -458,8 +504,9 @@ def profile_gemm(
                     records.append(_failed(name, dtype, shape, exc.message))
                     continue
             rec = _record_for(doc, name, shape)
-            attach(rec, rows, reason)
+            attach(rec, rows, reason, asked, under_ncu)
             records.append(rec)
+    analysis.add_reference_ratios(records)  # both sides at ncu's kernel time
     return doc, records, info
 
 
@@ -491,3 +538,45 @@ def _record_for(doc: dict[str, Any], stage: str, shape: tuple[int, int, int]) ->
         if rec.get("stage") == stage and (rec.get("m"), rec.get("n"), rec.get("k")) == shape:
             return dict(rec)
     raise RooflineError(f"run gemm wrote no record for {stage} at {shape[0]}x{shape[1]}x{shape[2]}")
+
+
+# --------------------------------------------------------------------------- old documents
+
+MIGRATION_NCU_TIME = "profile-speed-from-ncu-time"
+
+
+def migrate_times(doc: dict[str, Any], by: str = "rooflinecli.gpu.profile.migrate_times") -> bool:
+    """A `profile gemm` document written before speed came from ncu's kernel time: its time_ms,
+    tflops and percentages came from the CUDA-event time of the launch ncu replayed. Recompute
+    them from the ncu_time_ms each record already holds (the event time moves to
+    time_ms_under_ncu), keep everything else, and list the change under `migrations`. In place;
+    False when there was nothing to do (not a profile document, or migrated already)."""
+    from datetime import UTC, datetime
+
+    from rooflinecli.core import roofs as analysis
+
+    if doc.get("command") != "profile gemm":
+        return False
+    done = doc.get("migrations") or []
+    if any(m.get("id") == MIGRATION_NCU_TIME for m in done):
+        return False
+    records = doc["records"]
+    for rec in records:
+        if "time_ms_under_ncu" in rec:
+            continue
+        # counters were read: the record's launch ran under ncu, its event time covers replays
+        speed_from_ncu(rec, rec.get("ncu_time_ms"), rec.get("counters") is not None)
+    analysis.add_reference_ratios(records)
+    doc["migrations"] = [
+        *done,
+        {
+            "id": MIGRATION_NCU_TIME,
+            "date": datetime.now(UTC).date().isoformat(),
+            "by": by,
+            "what": "time_ms, tflops, pct_of_roof, pct_of_peak and pct_of_reference recomputed "
+            "from ncu's kernel time (ncu_time_ms, gpu__time_duration.sum); the CUDA-event time "
+            "measured under ncu's replays moved to time_ms_under_ncu; time_ms_min/max set to "
+            "ncu's time, time_ms_stdev null (one profiled launch)",
+        },
+    ]
+    return True

@@ -1,22 +1,32 @@
 """Host-side extras for the Tensor Core stages: TMA tensor maps.
 
-Stages whose params hold TMA=1 (23_mma_tma_ws.cu, 24_wgmma_tma.cu, 25_wgmma_ws.cu) load their
-tiles with the copy engine, which needs a CUtensorMap per operand, encoded on the host and
-passed by value as extra kernel parameters after the 8 of the contract:
+Stages whose params hold TMA=1 (23_mma_tma_ws.cu, 24_wgmma_tma.cu, 25_wgmma_ws.cu,
+26_wgmma_persistent.cu) load their tiles with the copy engine, which needs a CUtensorMap per
+operand, encoded on the host and passed by value as extra kernel parameters after the 8 of the
+contract:
 
     ENTRY(M, N, K, alpha, A, B, beta, C, const __grid_constant__ TmaMap tma_a, ... tma_b)
 
 `extra_args` builds them with cuda.bindings.driver.cuTensorMapEncodeTiled (imported lazily: the
 CLI must import without it) from the arrays' device pointers. Each map is a 2-D view of a
-row-major matrix whose rows are K elements long: A (M x K) and B given K-major (N x K, the
-stage's b_layout "nk"). Boxes are BK x BM (A) and BK x BN (B) elements, 128-byte swizzled
-(BK = 64 two-byte elements is one swizzle row), zeros outside the matrix (which is how the
-kernels handle M, N and K tails). The 128 bytes of a map travel as a NumPy structured scalar
-of dtype [("b", np.uint64, 16)] (align=True), which CuPy copies into the parameter buffer.
+row-major matrix, 128-byte swizzled, zeros outside the matrix (which is how the kernels handle
+M, N and K tails):
 
-With TMA_C=1 as well (26_wgmma_persistent.cu) a third map follows, over C (M x N row-major):
-the kernel stores its results through the copy engine in boxes of C_BOX_ROWS x C_BOX_COLS,
-128-byte swizzled, and the engine skips elements outside C (the M and N tails).
+  * A (M x K): boxes of BM rows x BK columns (BK = 64 two-byte elements: one swizzle row);
+  * B (K x N, the contract's row-major B, b_layout "kn"): boxes of BK rows x B_BOX_COLS = 64
+    columns. A 128-byte swizzled box is at most 128 bytes wide, so the kernels load a BK x BN
+    tile as BN / 64 boxes side by side (box j at j * BK * 128 bytes of shared memory); the
+    box does not depend on BN, nor on CLUSTER_M (stage 23's pairs each load half the boxes).
+
+Row strides must be whole 16-byte units: K % 8 == 0 (A) and N % 8 == 0 (B, C); M is free (the
+registry's needs_multiple / multiple_of say so). The 128 bytes of a map travel as a NumPy
+structured scalar of dtype [("b", np.uint64, 16)] (align=True), which CuPy copies into the
+parameter buffer.
+
+With TMA_C=1 as well (23_mma_tma_ws.cu, 26_wgmma_persistent.cu) a third map follows, over C
+(M x N row-major): the kernel stores its results through the copy engine in boxes of
+C_BOX_ROWS x C_BOX_COLS, 128-byte swizzled, and the engine skips elements outside C (the M and
+N tails).
 
 The maps hold the device addresses: rebuild them whenever A, B or C is reallocated.
 """
@@ -29,6 +39,8 @@ from rooflinecli.build.stages import Stage
 from rooflinecli.errors import RooflineError
 
 TMA_SWIZZLE_BYTES = 128  # the kernels' WGMMA descriptors assume 128-byte swizzled tiles
+# B's box: BK rows (k) x 64 columns (n) of the K x N matrix, one 128-byte swizzle row per k
+B_BOX_COLS = TMA_SWIZZLE_BYTES // 2
 # the TMA-store epilogue's box: a consumer warpgroup's 64 rows x one 128-byte swizzle row
 C_BOX_ROWS, C_BOX_COLS = 64, 64
 
@@ -81,7 +93,9 @@ def encode_tensor_map(
     if ptr % 16:
         raise RooflineError("TMA needs a 16-byte aligned base address")
     if (row_len * 2) % 16:
-        raise RooflineError(f"TMA needs rows of a multiple of 16 bytes (K = {row_len})")
+        raise RooflineError(
+            f"TMA needs rows of a multiple of 16 bytes ({rows}x{row_len}: rows of {row_len})"
+        )
     if box_cols * 2 > TMA_SWIZZLE_BYTES or not 1 <= box_rows <= 256:
         raise RooflineError(f"TMA box {box_rows}x{box_cols} does not fit the 128-byte swizzle")
     err, tmap = driver.cuTensorMapEncodeTiled(
@@ -109,18 +123,19 @@ def extra_args(
 ) -> tuple[Any, ...]:
     """Kernel arguments to append after the contract's 8: () unless the stage uses TMA.
 
-    B must be what the stage is launched with: for b_layout "nk" the N x K transposed copy.
+    B is the contract's K x N row-major matrix (the TMA stages' b_layout is "kn").
     dtype ("fp16"/"bf16") overrides the element type read off A (needed for none: see above).
     """
     if not needs_tensor_maps(stage):
         return ()
-    if stage.b_layout != "nk":
-        raise RooflineError(f"stage {stage.name}: TMA maps are built for K-major B only")
+    if stage.b_layout != "kn":
+        raise RooflineError(f"stage {stage.name}: TMA maps are built for row-major B (K x N)")
     p = stage.params
     bm, bn, bk = int(p["BM"]), int(p["BN"]), int(p["BK"])
+    if bn % B_BOX_COLS:
+        raise RooflineError(f"stage {stage.name}: BN = {bn} is not whole {B_BOX_COLS}-column boxes")
     tma_a = encode_tensor_map(A, M, K, bm, bk, dtype)
-    # with CLUSTER_M blocks sharing B (23_mma_tma_ws.cu), each loads 1/CLUSTER_M of its rows
-    tma_b = encode_tensor_map(B, N, K, bn // int(p.get("CLUSTER_M", 1)), bk, dtype)
+    tma_b = encode_tensor_map(B, K, N, bk, B_BOX_COLS, dtype)
     if int(p.get("TMA_C", 0)) == 1:  # the TMA-store epilogue: a map over C too
         return (tma_a, tma_b, encode_tensor_map(C, M, N, C_BOX_ROWS, C_BOX_COLS, dtype))
     return (tma_a, tma_b)

@@ -30,13 +30,17 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from rooflinecli import lazy
 from rooflinecli.core import stats
 from rooflinecli.errors import RooflineError
 from rooflinecli.results import Identity, identity
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy.Module("numpy")  # imported on first use: the CLI starts without it
 
 # device fields that must agree between baseline and current run
 ENV_FIELDS: tuple[tuple[str, str], ...] = (

@@ -5,25 +5,28 @@ Commands hand their records here; nothing else prints results.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
-from rooflinecli import results
+from rooflinecli import lazy, results
 from rooflinecli.errors import RooflineError
 from rooflinecli.present import (
     FORMATS,  # noqa: F401  (the one list, re-exported)
     View,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from rich.console import Console
+    from rich.table import Table
+else:
+    pd = lazy.Module("pandas")  # imported on first use: `roofline --help` never pays for it
 
 
 def missing(v: Any) -> bool:
@@ -147,6 +150,69 @@ def present(columns: list[Column], df: pd.DataFrame) -> list[Column]:
     ]
 
 
+# `roofline profile app`: one row per kernel and grid (rooflinecli/profile_app.py)
+APP_COLUMNS: list[Column] = [
+    ("label", "kernel [grid]", str),
+    ("launches", "launches", integer),
+    ("time_ms", "median ms", fixed(3)),
+    ("time_ms_total", "total ms", fixed(3)),
+    ("work", "work", str),
+    ("tflops", "TFLOP/s", fixed(2)),
+    ("gbs_dram", "DRAM GB/s", fixed(0)),
+    ("ai_dram", "AI DRAM", ai),
+    ("ai_l2", "AI L2", ai),
+    ("ai_l1", "AI L1", ai),
+    ("ai_smem", "AI smem", ai),
+    ("binding_level", "bound by", str),
+    ("attainable_tflops", "attain TF/s", fixed(1)),
+    ("pct_of_roof", "% roof", fixed(1)),
+]
+LEFT_FIELDS = ("stage", "roof", "label", "work", "binding_level")
+
+
+def is_app(doc: dict[str, Any]) -> bool:
+    """A `roofline profile app` document (records are kernels, not GEMM stages)."""
+    return doc.get("command") == "profile app"
+
+
+def app_title(doc: dict[str, Any]) -> str:
+    argv = " ".join((doc.get("program") or {}).get("argv") or ["?"])
+    if len(argv) > 80:
+        argv = argv[:77] + "..."
+    device = (doc.get("device") or {}).get("name", "?")
+    roofs = doc.get("roofs") or {}
+    return (
+        f"Kernels of `{argv}` under Nsight Compute on {device} "
+        f"(spec {(doc.get('spec') or {}).get('name', '?')}, {roofs.get('name', '?')} roofs)"
+    )
+
+
+def app_notes(doc: dict[str, Any]) -> list[str]:
+    """What the table cannot say: roofs not calibrated, counts ncu could not make, levels
+    without an intensity. One line each, distinct reasons once."""
+    out = [f"  {n}" for n in (doc.get("roofs") or {}).get("notes") or []]
+    code = (doc.get("program") or {}).get("exit_code")
+    if code:
+        out.append(f"  the program exited with {code}")
+    seen: dict[tuple[str, str], list[str]] = {}
+    for r in doc["records"]:
+        for key, what in (
+            ("flops_note", "FLOPs"),
+            ("roof_note", "roof"),
+            ("ai_dram_note", "AI DRAM"),
+            ("ai_l2_note", "AI L2"),
+            ("ai_l1_note", "AI L1"),
+            ("ai_smem_note", "AI smem"),
+        ):
+            text = r.get(key)
+            if text and not (key.startswith("ai_") and text == "no FLOPs counted"):
+                seen.setdefault((what, str(text)), []).append(str(r.get("label") or r["stage"]))
+    for (what, text), who in seen.items():
+        names = ", ".join(who) if len(who) <= 3 else f"{', '.join(who[:3])} and {len(who) - 3} more"
+        out.append(f"  {names}: {what}: {text}")
+    return out
+
+
 MODEL_COLUMNS: list[Column] = [
     ("stage", "stage", str),
     ("flops", "FLOPs", sci),
@@ -185,20 +251,26 @@ LLM = ColumnSet(
 )  # fmt: skip
 
 
-class _Console(Console):
-    def on_broken_pipe(self) -> None:
-        """`roofline ... | head`: the reader left, which is no failure (rich exits 1 here)."""
-        self.quiet = True
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        raise SystemExit(0)
+@functools.cache
+def _console_class() -> type[Console]:
+    from rich.console import Console  # rich loads when something is printed, not at start-up
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            """`roofline ... | head`: the reader left, which is no failure (rich exits 1 here)."""
+            self.quiet = True
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise SystemExit(0)
+
+    return _Console
 
 
 def console(stderr: bool = False) -> Console:
     """One place that makes consoles. NO_COLOR is honoured by rich; pipes get a wide table."""
     stream = sys.stderr if stderr else sys.stdout
     wide = None if stream.isatty() else int(os.environ.get("COLUMNS", "200"))
-    return _Console(file=stream, width=wide, highlight=False, soft_wrap=False, emoji=False)
+    return _console_class()(file=stream, width=wide, highlight=False, soft_wrap=False, emoji=False)
 
 
 # A nested object in a CSV row becomes one column per key, named prefix_key (params -> param_BM).
@@ -317,6 +389,8 @@ def table(
     """A rich table of `columns` (those df has). With `width` (the console's), every column gets
     a width from fit(): names whole, headers wrapped before anything is cut; print it with
     print_table(), which lets a table that cannot fit be wider than the console."""
+    from rich.table import Table
+
     t = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     present = [c for c in columns if c[0] in df.columns]
     rows = [[_cell(row, f, fmt) for f, _, fmt in present] for _, row in df.iterrows()]
@@ -327,7 +401,7 @@ def table(
         longest = max((len(r[i]) for r in rows), default=0)
         t.add_column(
             header,
-            justify="left" if names[i] or field == "roof" else "right",
+            justify="left" if names[i] or field in LEFT_FIELDS else "right",
             overflow="fold",  # a value that must be cut folds onto the next line, whole
             no_wrap=names[i] and (widths is None or widths[i] >= longest),
             width=widths[i] if widths else None,
@@ -371,7 +445,7 @@ def markdown(df: pd.DataFrame, columns: list[Column], title: str | None = None) 
     return markdown_table(
         title,
         [h for _, h, _ in present],
-        [f in NAME_FIELDS or f == "roof" for f, _, _ in present],
+        [f in NAME_FIELDS or f in LEFT_FIELDS for f, _, _ in present],
         [[_cell(row, f, fmt) for f, _, fmt in present] for _, row in df.iterrows()],
     )
 
@@ -415,6 +489,8 @@ def emit(
 def say(con: Console, text: str, indent: int = 2, style: str = "") -> None:
     """Prose around a table: wrapped to the console (no trailing spaces), every line indented,
     as text (never read as rich markup)."""
+    from rich.text import Text
+
     pad = " " * indent
     width = max(20, con.width - indent)
     for line in textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False):
@@ -603,6 +679,8 @@ def emit_scaling(records: list[dict[str, Any]], fmt: str, out: Console | None = 
     if fmt == "markdown":
         con.file.write(markdown_table(title, headers, [h == "stage" for h in headers], rows))
         return
+    from rich.table import Table
+
     t = Table(title=title, title_justify="left")
     for h in headers:
         t.add_column(h, justify="left" if h == "stage" else "right")

@@ -6,7 +6,9 @@ point per record at (intensity, TFLOP/s), with a legend below. The same points a
 `roofline plot` (rooflinecli/plot.py), so the two pictures never disagree.
 
 - Run documents: each record at (ai_ideal, tflops). A record that carries measured hierarchical
-  intensities (ai_dram, ai_l2, ai_l1 from Nsight Compute) is drawn once per level instead.
+  intensities (ai_dram, ai_l2, ai_l1, ai_smem from Nsight Compute) is drawn once per level
+  instead. `profile app` records (kernels, no GEMM shape) are drawn the same way; one without a
+  roof (no FLOPs counted, or a precision the spec has no peak for) is listed, not drawn.
 - Model documents (device null): each stage at its by-instruction intensity and the speed the
   roof allows there; one "ideal" point per shape (every byte moved once) marks the best case.
 - A point above its roof cannot be a real speed (wrong timing, or a wrong spec): it is listed in
@@ -28,7 +30,12 @@ from rooflinecli.errors import RooflineError
 
 MARKERS = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 MANY = "*"  # a cell holding several points
-LEVELS: tuple[tuple[str, str], ...] = (("ai_dram", "DRAM"), ("ai_l2", "L2"), ("ai_l1", "L1"))
+LEVELS: tuple[tuple[str, str], ...] = (
+    ("ai_dram", "DRAM"),
+    ("ai_l2", "L2"),
+    ("ai_l1", "L1"),
+    ("ai_smem", "SMEM"),
+)
 # Relative slack before a point counts as above its roof (float rounding only, not noise).
 ABOVE_ROOF_SLACK = 1e-9
 
@@ -65,7 +72,14 @@ def _finite_pos(v: Any) -> bool:
 
 
 def shape_of(rec: dict[str, Any]) -> str:
+    if rec.get("m") is None:  # a kernel of `profile app`, or measure() without a shape
+        return "-"
     return f"{rec['m']}x{rec['n']}x{rec['k']}"
+
+
+def _rooted(rec: dict[str, Any]) -> bool:
+    """A `profile app` kernel without a roof (its `roof_note` says why) is listed, not drawn."""
+    return not (rec.get("kind") == "kernel" and not _finite_pos(rec.get("peak_tflops")))
 
 
 def roofs(doc: dict[str, Any]) -> dict[str, Roof]:
@@ -77,7 +91,7 @@ def roofs(doc: dict[str, Any]) -> dict[str, Roof]:
     out: dict[str, Roof] = {}
     for rec in doc["records"]:
         dtype = rec["dtype"]
-        if dtype in out:
+        if dtype in out or not _rooted(rec):
             continue
         key = rec.get("peak_key") or DTYPE_PEAK.get(dtype, dtype)
         peak: Any = rec.get("peak_tflops")
@@ -87,6 +101,8 @@ def roofs(doc: dict[str, Any]) -> dict[str, Roof]:
             raise RooflineError(f"the document's spec gives no {key} peak: nothing to chart")
         rec_bw = rec.get("bandwidth_gbs")  # a record placed against another roof set
         out[dtype] = Roof(key, float(peak), float(rec_bw) if _finite_pos(rec_bw) else float(bw))
+    if not out:
+        raise RooflineError("no record has a compute roof (no FLOPs counted): nothing to chart")
     return out
 
 
@@ -98,7 +114,7 @@ def points(doc: dict[str, Any]) -> tuple[list[Point], list[Unplaced]]:
     many_dtypes = len({r["dtype"] for r in recs}) > 1
 
     def name(rec: dict[str, Any], what: str = "") -> str:
-        parts = [str(rec["stage"]) if not what else what]
+        parts = [str(rec.get("label") or rec["stage"]) if not what else what]
         if many_shapes:
             parts.append(shape_of(rec))
         if many_dtypes:
@@ -124,6 +140,9 @@ def points(doc: dict[str, Any]) -> tuple[list[Point], list[Unplaced]]:
         return placed, unplaced
 
     for rec in recs:
+        if not _rooted(rec):
+            unplaced.append(Unplaced(name(rec), str(rec.get("roof_note") or "no roof")))
+            continue
         roof = roof_of[rec["dtype"]]
         # under Nsight Compute the event time covers ncu's replays: the kernel time it measured
         # (tflops_ncu) is the speed to place
@@ -166,6 +185,11 @@ def _round(v: float) -> int:
 def title(doc: dict[str, Any]) -> str:
     spec = doc.get("spec") or {}
     recs = doc["records"]
+    if doc.get("command") == "profile app":
+        argv = " ".join((doc.get("program") or {}).get("argv") or ["?"])
+        argv = argv if len(argv) <= 60 else argv[:57] + "..."
+        gpu = (doc.get("device") or {}).get("name", "?")
+        return f"Roofline: kernels of `{argv}` on {gpu} (spec {spec.get('name', '?')})"
     shapes = list(dict.fromkeys(shape_of(r) for r in recs))
     dtypes = list(dict.fromkeys(str(r["dtype"]) for r in recs))
     what = f"GEMM {', '.join(shapes)} {'/'.join(dtypes)}"

@@ -3,6 +3,7 @@ K = 16,384 while the same kernel without the skip passes; a kernel right on its 
 and wrong on later ones fails (the last timed launch is checked); records keep every repeat and
 name the reference they were timed beside."""
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -75,12 +76,19 @@ def test_records_keep_samples_and_name_their_reference():
     assert good["math_instruction"] is None or isinstance(good["math_instruction"], str)
 
 
-def test_tma_stages_are_charged_their_transpose():
+def test_a_stage_reading_b_transposed_is_charged_the_transpose():
+    nk = dataclasses.replace(_naive("naive_nk", SKIP_K=-1, B_NK=1), b_layout="nk")
+    rec, _ = _run(nk, (1024, 1024, 1024))
+    assert rec["verified"] is True
+    assert rec["b_layout"].startswith("nk, transposed")
+    assert 0 < rec["conversion_ms"] < rec["time_ms"]
+
+
+def test_tma_stages_read_the_contracts_b_and_pay_no_transpose():
     _dev, _spec, recs = runner.run_gemm(
         [(1024, 1024, 1024)], [stages.BY_NAME["wgmma_tma"], stages.reference_for("bf16")], None,
         timing=Timing(budget_ms=5), dtype="bf16",
     )  # fmt: skip
     rec = recs[0]
     assert rec["verified"] is True
-    assert rec["b_layout"].startswith("nk, transposed")
-    assert 0 < rec["conversion_ms"] < rec["time_ms"]
+    assert rec["b_layout"] == "kn" and "conversion_ms" not in rec
