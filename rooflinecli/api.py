@@ -315,6 +315,94 @@ def default_spec(spec_arg: str | None) -> tuple[Spec, str]:
     return specreg.resolve(DEFAULT_SPEC), "default: no GPU detected"
 
 
+DEFAULT_ARCH = "sm_90a"  # the NVRTC target when none is given and no GPU is detected
+
+
+def target_arch(arch: str | None = None) -> tuple[str, str]:
+    """(NVRTC target, why): --arch, else the compute capability nvidia-smi reports, else
+    DEFAULT_ARCH. Never imports CuPy: this is what compiles before any GPU is looked for."""
+    from rooflinecli.build import compiler
+    from rooflinecli.gpu.device import smi_compute_capability
+
+    if arch:
+        compiler.cc_of_arch(arch)  # a malformed one: one line
+        return arch, "given"
+    cc = smi_compute_capability()
+    if cc:
+        return compiler.arch_for_cc(cc), f"detected compute capability {cc}"
+    return DEFAULT_ARCH, "default: no GPU detected"
+
+
+def compile_user_stages(stages: Sequence[Any], arch: str, dtype: str) -> None:
+    """Compile each user stage (--extra-stage) with NVRTC for `arch`, so a compile error is one
+    line naming its stage file and the compiler's first error, before any GPU is looked for.
+    Cached: the run that follows finds the cubin."""
+    from rooflinecli.build import compiler
+
+    for stage in stages:
+        toml = getattr(stage, "toml_path", "")
+        if not toml:
+            continue
+        try:
+            compiler.compile_stage(stage.for_arch(arch), arch, dtype)
+        except RooflineError as exc:
+            raise RooflineError(f"stage file {toml}: {exc.message}") from None
+
+
+def dry_run_gemm(
+    shapes: list[tuple[int, int, int]],
+    stages: Sequence[Any],
+    arch: str,
+    dtype: str,
+    spec: Spec,
+) -> list[dict[str, Any]]:
+    """What `run gemm` would run, without a GPU: every stage compiled by NVRTC for `arch`
+    (cached), each shape checked against the stage's refusals, the launch it would get (grid,
+    block, shared memory) and the compiler's registers and spills. One row per stage and shape;
+    a stage that does not compile is a RooflineError (one line; a user stage's names its file).
+    Persistent stages size their grid by the spec's SM count."""
+    from rooflinecli.build import compiler
+
+    cc = compiler.cc_of_arch(arch)
+    rows: list[dict[str, Any]] = []
+    for stage in stages:
+        built = None
+        if not stage.reference:
+            stage = stage.for_arch(arch)
+        too_old = None
+        if not stage.reference and cc < stage.min_cc:
+            too_old = f"skipped: needs compute capability {stage.min_cc / 10:.1f}"
+        if not stage.reference and too_old is None:
+            if getattr(stage, "toml_path", ""):
+                compile_user_stages([stage], arch, dtype)  # its error names the file
+            built = compiler.compile_stage(stage, arch, dtype)
+        res = built.resources if built is not None else None
+        for m, n, k in shapes:
+            row: dict[str, Any] = {"stage": stage.name, "shape": f"{m}x{n}x{k}", "dtype": dtype}
+            row.update(grid=None, block=None, smem_bytes=None, registers=None, spill_bytes=None)
+            why = too_old or (None if stage.reference else stage.refuses(m, n, k))
+            if stage.reference:
+                row["status"] = "library call"
+            elif why:
+                row["status"] = why if why.startswith("skipped") else f"skipped: {why}"
+            else:
+                try:
+                    grid, block, smem = stage.launch(m, n, spec.sm_count)
+                except RooflineError as exc:
+                    row["status"] = f"skipped: {exc.message}"
+                else:
+                    row.update(
+                        grid="x".join(map(str, grid)),
+                        block="x".join(map(str, block)),
+                        smem_bytes=smem + (res.smem_static_bytes if res else 0),
+                        registers=res.registers if res else None,
+                        spill_bytes=res.spill_bytes if res else None,
+                        status="would run",
+                    )
+            rows.append(row)
+    return rows
+
+
 def model_gemm(
     m: int,
     n: int,
@@ -343,12 +431,13 @@ def run_gemm(
     beta: float = 0.0,
     seed: int = 0,
     timing: Any = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[..., None] | None = None,
     command: str = "run gemm",
     **extra: Any,
 ) -> dict[str, Any]:
     """Verify, time (interleaved with the reference) and place every stage at every shape on
-    the GPU here: the results document (rooflinecli.gpu.runner does the work)."""
+    the GPU here: the results document (rooflinecli.gpu.runner does the work). `progress` is
+    called as each stage and shape begins: progress(label, total=steps)."""
     from rooflinecli.gpu import runner
     from rooflinecli.gpu.timer import Timing
 
@@ -360,6 +449,7 @@ def run_gemm(
         "seed": seed,
         "budget_ms": timing.budget_ms,
         "repeats": timing.max_repeats if timing.min_repeats == timing.max_repeats else None,
+        "max_noise_pct": timing.max_noise_pct,
         "flush_l2": timing.flush_l2,
         "l2_flush_kind": timing.flush_kind if timing.flush_l2 else None,
         "timing": "each stage interleaved with the reference, round by round, alternating which "
@@ -380,7 +470,13 @@ def run_gemm(
     )
 
 
-def tune_gemm(stage_name: str, m: int, spec_arg: str | None, budget_ms: float) -> dict[str, Any]:
+def tune_gemm(
+    stage_name: str,
+    m: int,
+    spec_arg: str | None,
+    budget_ms: float,
+    progress: Callable[..., None] | None = None,
+) -> dict[str, Any]:
     """Every variant of a stage's tune_space that compiles without spills, verified and timed
     beside the reference at m^3; the fastest verified one is saved for `run gemm --tuned`. The
     document's `tune` says which won, which were dropped and where the winner went."""
@@ -404,6 +500,7 @@ def tune_gemm(stage_name: str, m: int, spec_arg: str | None, budget_ms: float) -
         spec_arg,
         dtype=stage.dtype,
         timing=Timing(budget_ms=budget_ms),
+        progress=progress,
         command="tune gemm",
     )
     win = core.best(doc["records"])
@@ -426,7 +523,7 @@ def run_llm(
     dtype: str,
     seed: int = 0,
     timing: Any = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[..., None] | None = None,
     settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Time the weight GEMMs of one decode step at each batch: one record per stage, GEMM and

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 from click.core import ParameterSource
@@ -11,7 +12,7 @@ from click.core import ParameterSource
 from rooflinecli import files
 from rooflinecli.core import roofs as roofs_mod
 from rooflinecli.errors import RooflineError
-from rooflinecli.present import FORMATS
+from rooflinecli.present import FORMATS, View
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -146,6 +147,51 @@ def want_chart(flag: bool | None, fmt: str, default: bool = True) -> bool:
     if flag and fmt in ("json", "csv"):
         raise RooflineError(f"--chart goes with --format table or markdown, not {fmt}")
     return fmt == "table" and default if flag is None else flag
+
+
+def _column_names(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    return tuple(split_list(value, "--columns")) if value is not None else ()
+
+
+def columns_option(f: F) -> F:
+    """--wide and --columns LIST, handed to the command as one `view` (present.View): which
+    columns its tables of records show (rooflinecli.present.table.select checks the names)."""
+
+    @functools.wraps(f)
+    def command(*args: Any, wide: bool, column_names: tuple[str, ...], **kwargs: Any) -> Any:
+        if wide and column_names:
+            raise RooflineError("give --wide or --columns, not both")
+        return f(*args, view=View(wide=wide, names=column_names), **kwargs)
+
+    g = click.option(
+        "--columns",
+        "column_names",
+        metavar="LIST",
+        default=None,
+        callback=_column_names,
+        help="Table columns by record field, e.g. stage,tflops,registers,occupancy_pct "
+        "(an unknown name lists them all). JSON and CSV always carry every field.",
+    )(command)
+    g = click.option(
+        "--wide",
+        is_flag=True,
+        help="Every column (the default table is compact, to fit 100 terminal columns).",
+    )(g)
+    return cast(F, g)
+
+
+def max_noise_option(f: F) -> F:
+    return click.option(
+        "--max-noise",
+        "max_noise",
+        type=click.FloatRange(0, 100, min_open=True),
+        default=None,
+        metavar="PCT",
+        help="Repeat each stage until its noise is at most PCT percent, or the budget is spent "
+        "(the noise: half the 99% bootstrap interval of the median, in percent of it, as the "
+        "gate measures it); each record says whether it got there (noise_pct, "
+        "noise_target_met). Default: the budget alone decides.",
+    )(f)
 
 
 def dtype_option(f: F) -> F:

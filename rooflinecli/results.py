@@ -74,7 +74,7 @@ NUMBER_FIELDS = frozenset(
         "bandwidth_gbs", "ridge_point", "attainable_instruction_tflops", "time_us_per_token",
         "allowed_us_per_token", "batch", "count", "crossing_batch", "local_bytes", "blocks_per_sm",
         "ncu_time_ms", "tflops_ncu", "flops_hw", "flops_hw_ratio", "bytes_dram", "bytes_l2",
-        "bytes_l1", "ai_dram", "ai_l2", "ai_l1",
+        "bytes_l1", "ai_dram", "ai_l2", "ai_l1", "noise_pct",
     }
 )  # fmt: skip
 SHAPE_FIELDS = ("m", "n", "k")

@@ -10,11 +10,13 @@ from rooflinecli.cli import cli
 
 
 def test_model_gemm_markdown_rows_exact(runner):
+    # --wide: every column (the default is the compact set, tests/test_compact.py)
     r = runner.invoke(
-        cli, ["model", "gemm", "--m", "4096", "--spec", "h100-sxm5", "--format", "markdown"]
+        cli,
+        ["model", "gemm", "--m", "4096", "--spec", "h100-sxm5", "--format", "markdown", "--wide"],
     )
     assert r.exit_code == 0, r.output
-    lines = r.output.splitlines()
+    lines = r.output.split("\n\n- ")[0].splitlines()  # the table, without the verdict
     assert lines[0] == (
         "### GEMM 4096x4096x4096 fp32, model on NVIDIA H100 SXM5 80GB (h100-sxm5, given): "
         "fp32 peak 67 TFLOP/s at 1,980 MHz, 3350 GB/s, ridge 20.0 FLOP/byte; datasheet roofs"

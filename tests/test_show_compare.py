@@ -80,11 +80,11 @@ def test_show_run_document_table_and_chart(tmp_path: Path) -> None:
 
 def test_show_model_document_uses_model_columns(tmp_path: Path) -> None:
     doc = write(tmp_path / "model.json", [rec("tiled", None, None, flops=524288)], device=None)
-    r = invoke("show", doc, "--no-chart")
+    r = invoke("show", doc, "--no-chart", "--wide")  # FLOPs: not in the compact set
     assert r.exit_code == 0, r.stderr
     lines = [line.rstrip() for line in r.stdout.splitlines()]
     top = next(i for i, line in enumerate(lines) if line.startswith("┏"))
-    assert " ".join(lines[:top]) == (  # rich wraps a title to the table's width
+    assert " ".join(lines[:top]) == (  # the title, wrapped to the console
         "GEMM 64x64x64 fp32 model on Test GPU (testgpu): fp32 peak 10 TFLOP/s, 1000 GB/s, "
         "ridge 10.0 FLOP/byte"
     )
@@ -195,7 +195,8 @@ def test_sm_clock_column_only_when_a_record_has_one(tmp_path: Path) -> None:
     assert "SM MHz" not in r.stdout
     r = invoke("show", clocked, "--format", "markdown")
     assert r.exit_code == 0, r.stderr
-    title, _blank, header, _rule, tiled, naive = r.stdout.strip().splitlines()
+    table, _verdict = r.stdout.split("\n\n- ")
+    title, _blank, header, _rule, tiled, naive = table.strip().splitlines()
     assert title.startswith("### GEMM 64x64x64 fp32 on Test GPU")
     cols = [c.strip() for c in header.strip("|").split("|")]
     at = cols.index("SM MHz")

@@ -114,24 +114,42 @@ def inspect_() -> None:
     default=None,
     help="Build for this element type (default: each stage's own).",
 )
+@click.option(
+    "--extra-stage",
+    "extra_stages",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    metavar="FILE.toml",
+    help="Also inspect your own kernel (see examples/my_gemm.toml); a compile error is one "
+    "line naming the file.",
+)
 @spec_option
 @format_option
 def inspect_gemm(
-    stage_args: tuple[str, ...], arch: str | None, dtype: str | None, spec_arg: str | None,
-    fmt: str,
+    stage_args: tuple[str, ...], arch: str | None, dtype: str | None,
+    extra_stages: tuple[str, ...], spec_arg: str | None, fmt: str,
 ) -> None:  # fmt: skip
     """Registers, shared memory, spills, occupancy and the SASS mix of each stage's main loop."""
     from rooflinecli.api import default_spec
-
-    spec, why = default_spec(spec_arg)
     from rooflinecli.build import compiler, sass
     from rooflinecli.build.inspect import check_arch, inspect_stage
+    from rooflinecli.build.userstage import load_user_stage
 
+    spec, why = default_spec(spec_arg)
     arch = arch or compiler.arch_for_cc(spec.compute_capability)
     check_arch(arch)  # a bad --arch fails here, in one line
-    chosen = _pick(stage_args, dtype)
+    chosen: list[stages.Stage] = _pick(stage_args, dtype)
+    for path in extra_stages:
+        user = load_user_stage(path)
+        if dtype is not None and dtype not in user.all_dtypes:
+            raise RooflineError(f"{path}: stage {user.name} is {user.dtype}, not {dtype}")
+        chosen.append(user)
     sass.find_nvdisasm()  # absent: one line now, not one per stage
     records = [inspect_stage(s, arch, spec, dtype) for s in chosen]
+    for stage, rec in zip(chosen, records, strict=True):
+        toml = getattr(stage, "toml_path", "")
+        if toml and rec.get("error"):  # the user's kernel: one line, exit 2
+            raise RooflineError(f"stage file {toml}: {rec['error']}")
     doc = {
         "schema": SCHEMA,
         "command": "inspect gemm",

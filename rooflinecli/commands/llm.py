@@ -20,12 +20,15 @@ from rooflinecli.options import (
     DTYPES,
     SIZE,
     chart_option,
+    columns_option,
     format_option,
+    max_noise_option,
     output_option,
     spec_option,
     split_list,
     want_chart,
 )
+from rooflinecli.present import View
 from rooflinecli.present import table as report
 from rooflinecli.present.terminal_chart import draw as draw_chart
 
@@ -350,12 +353,6 @@ def _check_dtype(dtype: str, extra: Sequence[stages.Stage]) -> None:
         raise RooflineError(f"no {dtype} stages in the registry yet: {hint}")
 
 
-RUN_COLUMNS: list[Column] = [("workload", "workload", str)] + [
-    c for c in report.RUN_COLUMNS if c[0] not in ("registers", "spill_bytes", "ai_instruction")
-]
-RUN_COLUMNS.insert(-1, ("time_us_per_token", "us/token", _fixed(1)))
-
-
 @click.command("llm")
 @preset_options
 @click.option(
@@ -383,10 +380,12 @@ RUN_COLUMNS.insert(-1, ("time_us_per_token", "us/token", _fixed(1)))
     "--budget-ms", type=click.FloatRange(1, 60000), default=400.0, show_default=True,
     help="GPU time of timed repeats per stage and shape.",
 )  # fmt: skip
+@max_noise_option
 @click.option("--no-flush", is_flag=True, help="Do not flush the L2 between repeats.")
 @chart_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @format_option
+@columns_option
 @output_option
 def run_llm(
     preset: str,
@@ -398,10 +397,12 @@ def run_llm(
     spec_arg: str | None,
     seed: int,
     budget_ms: float,
+    max_noise: float | None,
     no_flush: bool,
     chart_flag: bool | None,
     quiet: bool,
     fmt: str,
+    view: View,
     output: str | None,
     force: bool,
     **sizes: int | None,
@@ -414,6 +415,7 @@ def run_llm(
 
     p = _preset(preset, sizes)
     batches = parse_list(batch_arg, "--batch")
+    report.select(report.LLM, view)  # an unknown --columns name: one line, before any work
     draw = want_chart(chart_flag, fmt, report.console().is_terminal)
     gemms = llm.weight_gemms(p)
     if gemm_arg:
@@ -432,10 +434,11 @@ def run_llm(
                 f"stage {s.name} ({s.toml_path}) is {s.dtype}, not {dtype} (use --dtype)"
             )
     _check_dtype(dtype, extra)
+    api.compile_user_stages(extra, api.target_arch()[0], dtype)  # one line, before any GPU
     chosen = stages.select(stage_list, dtype)
     chosen = chosen[:-1] + extra + chosen[-1:]  # the reference stays last
 
-    timing = Timing(budget_ms=budget_ms, flush_l2=not no_flush)
+    timing = Timing(budget_ms=budget_ms, flush_l2=not no_flush, max_noise_pct=max_noise)
     with progress(not quiet and fmt == "table") as tick:
         doc = api.run_llm(
             p, gemms, batches, chosen, spec_arg, dtype, seed, timing, progress=tick,
@@ -445,7 +448,7 @@ def run_llm(
     if output:
         files.write_output(output, results.dumps(doc), force=force)
     if fmt in ("json", "csv"):
-        report.emit(doc, fmt, RUN_COLUMNS)
+        report.emit(doc, fmt, report.LLM)
     else:
         for b in batches:
             recs = [r for r in doc["records"] if r["batch"] == b]
@@ -455,7 +458,8 @@ def run_llm(
             report.emit(
                 {**doc, "records": recs},
                 fmt,
-                RUN_COLUMNS,
+                report.LLM,
+                view=view,
                 title=(
                     f"{p.display_name} weight GEMMs at batch {b}, {dtype} on {device['name']} "
                     f"(spec {spec_name}: {roofs.title(r0)})"

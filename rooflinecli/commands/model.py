@@ -7,6 +7,7 @@ import click
 from rooflinecli import api, files, results
 from rooflinecli.core import roofs as analysis
 from rooflinecli.options import (
+    columns_option,
     dtype_option,
     format_option,
     output_option,
@@ -14,6 +15,7 @@ from rooflinecli.options import (
     shape_options,
     spec_option,
 )
+from rooflinecli.present import View
 from rooflinecli.present import table as report
 
 
@@ -29,6 +31,7 @@ def model() -> None:
 @click.option("--alpha", type=float, default=1.0, show_default=True)
 @click.option("--beta", type=float, default=0.0, show_default=True, help="Non-zero: C is read.")
 @format_option
+@columns_option
 @output_option
 def model_gemm(
     m: int,
@@ -39,11 +42,13 @@ def model_gemm(
     alpha: float,
     beta: float,
     fmt: str,
+    view: View,
     output: str | None,
     force: bool,
 ) -> None:
     """FLOPs, ideal bytes and intensity, by-instruction intensity, roof and attainable per stage."""
     m, n, k = resolve_shape(m, n, k)
+    report.select(report.MODEL, view)
     spec, why = api.default_spec(spec_arg)
     doc = api.model_gemm(m, n, k, dtype, spec, alpha, beta)
     records = doc["records"]
@@ -58,4 +63,4 @@ def model_gemm(
         "AI ideal: every byte moved once (perfect caching). AI instr: what each load "
         "instruction feeds, if nothing were cached; attain@instr is the roof at that intensity."
     )
-    report.emit(doc, fmt, report.MODEL_COLUMNS, title=title, caption=caption)
+    report.emit(doc, fmt, report.MODEL, title=title, caption=caption, view=view)

@@ -12,13 +12,16 @@ from rooflinecli.build import stages
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
     SIZE,
+    columns_option,
     dtype_option,
     format_option,
     output_option,
     resolve_shape,
     spec_option,
 )
+from rooflinecli.present import View
 from rooflinecli.present import table as report
+from rooflinecli.present.progress import progress
 
 _num = report.fixed
 _mb = report.cell(lambda v: f"{v / 1e6:,.1f}")
@@ -45,6 +48,16 @@ PROFILE_COLUMNS: list[report.Column] = [
     ("ai_ideal", "AI ideal", _ai),
     ("counters_reason", "no counters because", _status),
 ]
+# the default table: ncu's time and speed, and the intensity at each level beside the
+# instruction's and the ideal one (event time, bytes and the FLOP check: --wide; the check also
+# prints below the table)
+PROFILE = report.ColumnSet(
+    tuple(PROFILE_COLUMNS),
+    compact=(
+        "stage", "time_ms", "tflops", "ai_instruction", "ai_smem", "ai_l1", "ai_l2", "ai_dram",
+        "ai_ideal",
+    ),
+)  # fmt: skip
 
 
 def checks(records: list[dict[str, Any]]) -> list[str]:
@@ -121,8 +134,9 @@ def profile() -> None:
     default=None,
     help="Keep ncu's .ncu-rep report of each stage in this folder.",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @format_option
+@columns_option
 @output_option
 def profile_gemm(
     m: int,
@@ -135,6 +149,7 @@ def profile_gemm(
     reports_dir: str | None,
     quiet: bool,
     fmt: str,
+    view: View,
     output: str | None,
     force: bool,
 ) -> None:
@@ -149,27 +164,23 @@ def profile_gemm(
     from rooflinecli.gpu import profile as prof
 
     shape = resolve_shape(m, n, k)
+    report.select(PROFILE, view)  # an unknown --columns name: one line, before any work
     chosen = stages.select(stage_list, dtype)
     for st in chosen:
         why = st.refuses(*shape)
         if why:
             raise RooflineError(why)
     prof.find_ncu()  # no ncu: one line now, before any stage runs
-    err = report.console(stderr=True)
-
-    def tick(name: str) -> None:
-        if not quiet:
-            err.print(f"profiling {name} at {shape[0]}x{shape[1]}x{shape[2]} ...")
-
-    doc, records, info = prof.profile_gemm(
-        shape,
-        [s.name for s in chosen],
-        dtype,
-        spec_arg,
-        launch_count=launch_count,
-        reports_dir=Path(reports_dir) if reports_dir else None,
-        progress=tick,
-    )
+    with progress(not quiet, "profiling", total=len(chosen)) as tick:
+        doc, records, info = prof.profile_gemm(
+            shape,
+            [s.name for s in chosen],
+            dtype,
+            spec_arg,
+            launch_count=launch_count,
+            reports_dir=Path(reports_dir) if reports_dir else None,
+            progress=lambda name: tick(f"{name} at {shape[0]}x{shape[1]}x{shape[2]}"),
+        )
     out = results.new_document(
         doc.get("spec") or {},
         doc.get("device"),
@@ -193,7 +204,7 @@ def profile_gemm(
         "the time TFLOP/s and every percentage come from; event ms under ncu: CUDA events "
         "around the profiled launch, which ncu replays (never a speed)."
     )
-    report.emit(out, fmt, PROFILE_COLUMNS, title=title, caption=caption)
+    report.emit(out, fmt, PROFILE, title=title, caption=caption, view=view)
     if fmt == "table":
         con = report.console()
         for line in out["checks"]:

@@ -11,8 +11,10 @@ from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
     SIZE,
     chart_option,
+    columns_option,
     dtype_option,
     format_option,
+    max_noise_option,
     output_option,
     place_on_roofs,
     roofs_option,
@@ -20,6 +22,7 @@ from rooflinecli.options import (
     split_list,
     want_chart,
 )
+from rooflinecli.present import View
 from rooflinecli.present import table as report
 from rooflinecli.present.progress import progress
 from rooflinecli.present.terminal_chart import draw as draw_chart
@@ -56,6 +59,33 @@ def run() -> None:
     """Run stages on the GPU (verify, time, place on the roofline)."""
 
 
+def _dry_run(
+    shapes: list[tuple[int, int, int]],
+    chosen: list[stages.Stage],
+    arch: str,
+    why: str,
+    dtype: str,
+    spec_arg: str | None,
+    fmt: str,
+) -> None:
+    """`run gemm --dry-run`: what would run, compiled for `arch`; no GPU touched."""
+    from rooflinecli import api
+    from rooflinecli.build import compiler
+    from rooflinecli.build.inspect import check_arch
+
+    check_arch(arch)
+    spec, _ = api.default_spec(spec_arg)
+    rows = api.dry_run_gemm(shapes, chosen, arch, dtype, spec)
+    nvrtc = compiler.nvrtc_version()
+    compiled = sum(1 for s in chosen if not s.reference)
+    title = (
+        f"Dry run: {compiled} stage(s) x {len(shapes)} shape(s), {dtype}, compiled for {arch} "
+        f"({why}; NVRTC {nvrtc}); nothing ran"
+    )
+    payload = {"command": "run gemm --dry-run", "arch": arch, "nvrtc": nvrtc, "rows": rows}
+    report.emit_rows(rows, fmt, report.DRY_RUN_COLUMNS, title=title, payload=payload)
+
+
 @run.command("gemm")
 @click.option("--m", type=SIZE, default=None, help="Rows of C.")
 @click.option("--n", type=SIZE, default=None, help="Columns of C (default: M).")
@@ -81,6 +111,7 @@ def run() -> None:
 @click.option(
     "--repeats", type=click.IntRange(1, 10000), default=None, help="Exact number of timed repeats."
 )
+@max_noise_option
 @click.option("--no-flush", is_flag=True, help="Do not flush the L2 between repeats.")
 @click.option("--tuned", is_flag=True, help="Use tile parameters saved by `roofline tune`.")
 @click.option(
@@ -91,10 +122,25 @@ def run() -> None:
     metavar="FILE.toml",
     help="Your own kernel, described by a small TOML file, run and verified beside ours.",
 )
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="No GPU: compile every stage that would run with NVRTC, check each shape against the "
+    "stages' limits, print what would run (grid, block, shared memory, registers, spills) and "
+    "stop.",
+)
+@click.option(
+    "--arch",
+    default=None,
+    metavar="SM",
+    help="With --dry-run: the NVRTC target, e.g. sm_80 (default: the GPU nvidia-smi reports, "
+    "else sm_90a).",
+)
 @chart_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @roofs_option
 @format_option
+@columns_option
 @output_option
 def run_gemm(
     m: int | None,
@@ -109,14 +155,18 @@ def run_gemm(
     seed: int,
     budget_ms: float,
     repeats: int | None,
+    max_noise: float | None,
     no_flush: bool,
     tuned: bool,
     extra_stages: tuple[str, ...],
+    dry_run: bool,
+    arch: str | None,
     chart_flag: bool | None,
     quiet: bool,
     roofs: str,
     calibration: str | None,
     fmt: str,
+    view: View,
     output: str | None,
     force: bool,
 ) -> None:
@@ -126,6 +176,9 @@ def run_gemm(
     from rooflinecli.gpu.timer import Timing
 
     shapes = parse_shapes(m, n, k, sizes)
+    if repeats is not None and max_noise is not None:
+        raise RooflineError("give --repeats (a fixed count) or --max-noise (a target), not both")
+    report.select(report.RUN, view)  # an unknown --columns name: one line, before any work
     draw = want_chart(chart_flag, fmt, report.console().is_terminal)
     chosen = stages.select(stage_list, dtype)
     for path in extra_stages:
@@ -141,13 +194,25 @@ def run_gemm(
                 why = stage.refuses(*shape)
                 if why:
                     raise RooflineError(why)
+    if arch and not dry_run:
+        raise RooflineError("--arch goes with --dry-run (a run compiles for the GPU it runs on)")
+    if dry_run and output:
+        raise RooflineError("--dry-run writes no results document: leave out --output")
     if tuned:
-        from rooflinecli.gpu.device import info
+        from rooflinecli.gpu.device import info, smi_device_name
         from rooflinecli.gpu.tune import load_tuned
 
-        winners = load_tuned(info()["name"])
+        name = smi_device_name() if dry_run else info()["name"]
+        if name is None:
+            raise RooflineError("--tuned: no GPU detected (nvidia-smi) to take its tuned tiles")
+        winners = load_tuned(name)
         chosen = [s.with_params(winners[s.name]) if s.name in winners else s for s in chosen]
-    timing = Timing(budget_ms=budget_ms, flush_l2=not no_flush)
+    target, why = api.target_arch(arch)
+    if dry_run:
+        _dry_run(shapes, chosen, target, why, dtype, spec_arg, fmt)
+        return
+    api.compile_user_stages(chosen, target, dtype)  # a compile error: one line, before any GPU
+    timing = Timing(budget_ms=budget_ms, flush_l2=not no_flush, max_noise_pct=max_noise)
     if repeats is not None:
         timing.min_repeats = timing.max_repeats = repeats
     with progress(not quiet and fmt == "table") as tick:
@@ -161,7 +226,7 @@ def run_gemm(
         files.write_output(output, results.dumps(doc), force=force)
     con = report.console()
     if fmt in ("json", "csv"):  # one document (or one CSV) for the whole run
-        report.emit(doc, fmt, report.RUN_COLUMNS, out=con)
+        report.emit(doc, fmt, report.RUN, out=con)
     else:
         for shape in shapes:
             recs = [r for r in doc["records"] if (r["m"], r["n"], r["k"]) == shape]
@@ -174,7 +239,7 @@ def run_gemm(
             )
             if fmt == "markdown" and shape != shapes[0]:
                 con.file.write("\n")
-            report.emit(one, fmt, report.RUN_COLUMNS, title=title, out=con)
+            report.emit(one, fmt, report.RUN, title=title, out=con, view=view)
             if draw:
                 draw_chart(one, fmt, con)
         if len(shapes) > 1:

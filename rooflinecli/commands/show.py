@@ -11,11 +11,13 @@ from rooflinecli.core import roofs
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     chart_option,
+    columns_option,
     format_option,
     place_on_roofs,
     roofs_option,
     want_chart,
 )
+from rooflinecli.present import View
 from rooflinecli.present import table as report
 from rooflinecli.present import terminal_chart as chart
 
@@ -42,9 +44,12 @@ def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
 @click.command()
 @click.argument("path", metavar="RESULTS.json", type=click.Path(dir_okay=False))
 @format_option
+@columns_option
 @chart_option
 @roofs_option
-def show(path: str, fmt: str, chart_flag: bool | None, roofs: str, calibration: str | None) -> None:
+def show(
+    path: str, fmt: str, view: View, chart_flag: bool | None, roofs: str, calibration: str | None
+) -> None:
     """Re-render a results document: table, chart.
 
     Any results document, run or model (device null), as `run`/`model` show it, and its
@@ -62,7 +67,10 @@ def show(path: str, fmt: str, chart_flag: bool | None, roofs: str, calibration: 
         return
     if doc.get("device") is not None:
         doc = place_on_roofs(doc, roofs, calibration)
-    columns = report.MODEL_COLUMNS if doc.get("device") is None else report.RUN_COLUMNS
+    columns = report.MODEL if doc.get("device") is None else report.RUN
+    if doc.get("command") == "run llm":  # two weight GEMMs can share a shape: name the GEMM
+        columns = report.LLM
+    report.select(columns, view)  # an unknown --columns name: one line, now
     out = report.console()
     if fmt in ("json", "csv"):
         report.emit(doc, fmt, columns, out=out)
@@ -74,7 +82,9 @@ def show(path: str, fmt: str, chart_flag: bool | None, roofs: str, calibration: 
         recs = [r for r in doc["records"] if (r["m"], r["n"], r["k"]) == shape]
         if fmt == "markdown" and i:
             out.file.write("\n")
-        report.emit({**doc, "records": recs}, fmt, columns, title=title(doc, recs), out=out)
+        report.emit(
+            {**doc, "records": recs}, fmt, columns, title=title(doc, recs), out=out, view=view
+        )
     if draw:
         text = chart.render(doc)
         out.file.write(f"\n```text\n{text}```\n" if fmt == "markdown" else f"\n{text}")

@@ -6,8 +6,10 @@ import click
 
 from rooflinecli import files, results
 from rooflinecli.errors import RooflineError
-from rooflinecli.options import SIZE, format_option, output_option, spec_option
+from rooflinecli.options import SIZE, columns_option, format_option, output_option, spec_option
+from rooflinecli.present import View
 from rooflinecli.present import table as report
+from rooflinecli.present.progress import progress
 
 
 @click.group()
@@ -20,28 +22,34 @@ def tune() -> None:
 @click.option("--m", type=SIZE, default=4096, show_default=True, help="Square size to tune at.")
 @spec_option
 @click.option("--budget-ms", type=click.FloatRange(1, 60000), default=200.0, show_default=True)
+@click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @format_option
+@columns_option
 @output_option
 def tune_gemm(
     stage_name: str,
     m: int,
     spec_arg: str | None,
     budget_ms: float,
+    quiet: bool,
     fmt: str,
+    view: View,
     output: str | None,
     force: bool,
 ) -> None:
     """Compile every variant (dropping those that fail or spill), verify and time the rest."""
     from rooflinecli import api
 
-    doc = api.tune_gemm(stage_name, m, spec_arg, budget_ms)
+    report.select(report.RUN, view)
+    with progress(not quiet and fmt == "table", "tuning") as tick:
+        doc = api.tune_gemm(stage_name, m, spec_arg, budget_ms, progress=tick)
     device, info = doc["device"], doc["tune"]
     dropped = info["dropped"]
     win = next((r for r in doc["records"] if r["stage"] == info["winner"]), None)
     if output:
         files.write_output(output, results.dumps(doc), force=force)
     report.emit(
-        doc, fmt, report.RUN_COLUMNS, title=f"tune {stage_name} at {m}^3 on {device['name']}"
+        doc, fmt, report.RUN, title=f"tune {stage_name} at {m}^3 on {device['name']}", view=view
     )
     if fmt == "table":
         con = report.console()

@@ -67,6 +67,12 @@ def smi_device_name() -> str | None:
     return got[0] if got else None
 
 
+def smi_compute_capability() -> str | None:
+    """The GPU's compute capability ('9.0') from nvidia-smi, without CuPy."""
+    got = smi("compute_cap")
+    return got[0] if got and got[0].replace(".", "", 1).isdigit() else None
+
+
 def smi_clock_mhz() -> int | None:
     """The SM clock nvidia-smi reports now."""
     got = smi("clocks.sm")

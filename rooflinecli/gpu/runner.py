@@ -21,6 +21,7 @@ from rooflinecli.build import compiler
 from rooflinecli.build.stages import Stage
 from rooflinecli.core import occupancy, roofs
 from rooflinecli.core.specs import Spec
+from rooflinecli.core.stats import noise_pct
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device
 from rooflinecli.gpu.timer import Launch, Timer, Timing, summary
@@ -340,11 +341,12 @@ def run_gemm(
     beta: float = 0.0,
     seed: int = 0,
     timing: Timing | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[..., None] | None = None,
     dtype: str = "fp32",
 ) -> tuple[dict[str, Any], Spec, list[dict[str, Any]]]:
     """Verify and time every stage at every shape, each interleaved with the reference.
-    Returns (device, spec, records)."""
+    Returns (device, spec, records). `progress(label, total=steps)` is called as each stage
+    and shape begins (rooflinecli.present.progress draws it)."""
     from rooflinecli.core import specs as specreg
 
     timing = timing or Timing()
@@ -357,6 +359,7 @@ def run_gemm(
     records: list[dict[str, Any]] = []
     timer = Timer(timing)
     reference = next((s for s in stages if s.reference), None)
+    steps = len(shapes) * sum(1 for s in stages if not s.reference)
     for m, n, k in shapes:
         free, _total = cp.cuda.runtime.memGetInfo()
         need = memory_needed(m, n, k, beta)
@@ -398,7 +401,7 @@ def run_gemm(
                 continue
             stage = stage.for_arch(arch)
             if progress:
-                progress(f"{stage.name} {m}x{n}x{k}")
+                progress(f"{stage.name} {m}x{n}x{k}", total=steps)
             rec = roofs.model_record(stage, m, n, k, spec, alpha, beta, dtype)
             rec.update(check_fields)
             skip = stage.refuses(m, n, k)
@@ -433,6 +436,8 @@ def run_gemm(
                     group.append(ref_call)
                 timed = timer.time(group)
                 rec.update(timed.clock)
+                if timed.noise_target_met is not None:  # --max-noise: did it get there
+                    rec.update(noise_pct=timed.noise_pct, noise_target_met=timed.noise_target_met)
                 cp.cuda.runtime.deviceSynchronize()
                 ok_last, rel_last, mx_last = g.check()  # the output of the last timed launch
                 rec.update(rel_error_last=rel_last, max_rel_error_last=mx_last)
@@ -486,6 +491,9 @@ def run_gemm(
             stats = summary(ref_samples)
             ref_rec.update({k2: v for k2, v in stats.items() if k2 != "time_ms"})
             ref_rec["timing"] = "every repeat it ran beside the stages of this shape"
+            if timing.max_noise_pct is not None:
+                noise = noise_pct(ref_samples)
+                ref_rec.update(noise_pct=noise, noise_target_met=noise <= timing.max_noise_pct)
             roofs.place(ref_rec, stats["time_ms"])
             if not ref_rec["verified"]:
                 ref_rec.update(tflops=None, pct_of_roof=None, pct_of_peak=None)

@@ -15,6 +15,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
+from rooflinecli.core import stats
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device
 
@@ -34,6 +35,10 @@ class Timing:
     flush_kind: str = "read"
     warmup_min: int = 1
     sample_clock: bool = True  # read the SM clock through NVML while the repeats run
+    # the stopping rule (`run gemm --max-noise PCT`, as nvbench's): after min_repeats, repeat
+    # until the first launch's noise (core.stats.noise_pct, the gate's figure) is at most this
+    # many percent, or the budget (max_repeats) is spent; None: the budget alone decides
+    max_noise_pct: float | None = None
 
 
 @dataclass
@@ -51,6 +56,10 @@ class Launch:
 class Timed:
     samples: list[list[float]]  # milliseconds, per launch, in the order given, repeat by repeat
     clock: dict[str, Any] = field(default_factory=dict)  # NVML summary over the timed rounds
+    # with Timing.max_noise_pct: the first launch's noise over all its samples, and whether it
+    # reached the target before the budget ran out (None without a target)
+    noise_pct: float | None = None
+    noise_target_met: bool | None = None
 
 
 @contextmanager
@@ -116,7 +125,13 @@ class Timer:
         return int(min(t.max_repeats, max(t.min_repeats, t.budget_ms / one_ms)))
 
     def time(self, launches: Sequence[Launch]) -> Timed:
-        """Every launch timed in the same rounds; repeats sized by the first launch's time."""
+        """Every launch timed in the same rounds; repeats sized by the first launch's time.
+
+        Without a noise target every round is queued at once and waited for. With one
+        (Timing.max_noise_pct) the rounds go in batches, each waited for and the first launch's
+        noise measured after it: from max(min_repeats, stats.MIN_SAMPLES) rounds, growing by
+        half each time, until the noise is at most the target or the budget's rounds are done.
+        The last round (the one `before_last` prepares) comes after that decision."""
         if not launches:
             raise ValueError("nothing to time")
         cp, t = self.cp, self.timing
@@ -124,32 +139,63 @@ class Timer:
         for x, one in zip(launches, ones, strict=True):
             for _ in range(max(t.warmup_min, min(50, int(t.warmup_ms / one)))):
                 x.call()
-        reps = self.repeats_for(ones[0])
-        starts = [[cp.cuda.Event() for _ in range(reps)] for _ in launches]
-        ends = [[cp.cuda.Event() for _ in range(reps)] for _ in launches]
+        cap = self.repeats_for(ones[0])
+        starts: list[list[Any]] = [[] for _ in launches]
+        ends: list[list[Any]] = [[] for _ in launches]
         sampler = device.clock_sampler() if t.sample_clock else None
         order = list(range(len(launches)))
-        with sampler.sampling() if sampler is not None else nullcontext() as readings:
-            for i in range(reps):
-                for j in order if i % 2 == 0 else order[::-1]:
-                    x = launches[j]
-                    if i == reps - 1 and x.before_last is not None:
-                        x.before_last()
-                    if self.flush is not None:
-                        self.flush()
-                    starts[j][i].record()
-                    with nvtx_range(x.name):
-                        x.call()
-                    ends[j][i].record()
-            last = ends[order[-1] if (reps - 1) % 2 == 0 else order[0]][-1]
-            while not last.done:  # sleep, not a blocking sync: the clock readings go on
+
+        def round_(i: int, last: bool) -> Any:
+            """Round i: each launch once (forward on even rounds, backward on odd), each after
+            its own flush, between its own events. Returns the round's last end event."""
+            end = None
+            for j in order if i % 2 == 0 else order[::-1]:
+                x = launches[j]
+                if last and x.before_last is not None:
+                    x.before_last()
+                if self.flush is not None:
+                    self.flush()
+                s, e = cp.cuda.Event(), cp.cuda.Event()
+                s.record()
+                with nvtx_range(x.name):
+                    x.call()
+                e.record()
+                starts[j].append(s)
+                ends[j].append(e)
+                end = e
+            return end
+
+        def wait(event: Any) -> None:
+            while not event.done:  # sleep, not a blocking sync: the clock readings go on
                 time.sleep(0.0002)
-        last.synchronize()
-        samples = [
-            [cp.cuda.get_elapsed_time(s, e) for s, e in zip(ss, es, strict=True)]
-            for ss, es in zip(starts, ends, strict=True)
-        ]
-        return Timed(samples, readings.summary() if readings is not None else {})
+            event.synchronize()
+
+        def elapsed(j: int) -> list[float]:
+            return [cp.cuda.get_elapsed_time(s, e) for s, e in zip(starts[j], ends[j], strict=True)]
+
+        with sampler.sampling() if sampler is not None else nullcontext() as readings:
+            if t.max_noise_pct is None:
+                for i in range(cap):
+                    end = round_(i, last=i == cap - 1)
+            else:
+                done, batch = 0, max(t.min_repeats, stats.MIN_SAMPLES)
+                while done < cap - 1:
+                    upto = min(cap - 1, done + batch)
+                    for i in range(done, upto):
+                        end = round_(i, last=False)
+                    done = upto
+                    wait(end)
+                    if stats.noise_pct(elapsed(0)) <= t.max_noise_pct:
+                        break
+                    batch = max(1, done // 2)
+                end = round_(done, last=True)
+            wait(end)
+        samples = [elapsed(j) for j in range(len(launches))]
+        timed = Timed(samples, readings.summary() if readings is not None else {})
+        if t.max_noise_pct is not None:
+            timed.noise_pct = stats.noise_pct(samples[0])
+            timed.noise_target_met = timed.noise_pct <= t.max_noise_pct
+        return timed
 
 
 def time_callable(

@@ -9,11 +9,17 @@ import functools
 import math
 import os
 import sys
-from collections.abc import Callable
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rooflinecli import lazy, results
-from rooflinecli.present import FORMATS  # noqa: F401  (the one list, re-exported)
+from rooflinecli.errors import RooflineError
+from rooflinecli.present import (
+    FORMATS,  # noqa: F401  (the one list, re-exported)
+    View,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -77,10 +83,62 @@ RUN_COLUMNS: list[Column] = [
     ("spill_bytes", "spill B", integer),
     ("occupancy_pct", "occ %", fixed(0)),
     ("sm_clock_mhz", "SM MHz", integer),
+    ("noise_pct", "noise %", fixed(2)),
     ("verified", "verified", _verified),
 ]
-# shown only when some record has a value (older documents, and runs without nvidia-smi, lack it)
-OPTIONAL_FIELDS = frozenset({"sm_clock_mhz"})
+# shown only when some record has a value (older documents, and runs without nvidia-smi, lack
+# the clock; runs without --max-noise the noise)
+OPTIONAL_FIELDS = frozenset({"sm_clock_mhz", "noise_pct"})
+
+
+@dataclass(frozen=True)
+class ColumnSet:
+    """The columns a kind of record table can show, and which of them it shows by default.
+
+    compact: the default, chosen to fit 100 terminal columns with whole stage names (what a
+    kernel engineer reads first: time, speed, against the reference and the roof, the clock,
+    the check); the verdict under the table says which roof binds. wide: what --wide shows
+    (None: every column). --columns picks any of `columns` by field name."""
+
+    columns: tuple[Column, ...]
+    compact: tuple[str, ...]
+    wide: tuple[str, ...] | None = None
+    key: tuple[str, ...] = ("stage",)  # lead every table, named in --columns or not
+
+    @property
+    def names(self) -> list[str]:
+        return [c[0] for c in self.columns]
+
+
+def select(cset: ColumnSet, view: View | None = None) -> list[Column]:
+    """The columns `view` asks for: compact by default, --wide, or --columns by field name (the
+    set's key columns, the stage, lead when not named). An unknown name is one RooflineError
+    line listing the valid ones."""
+    view = view or View()
+    by_field = {c[0]: c for c in cset.columns}
+    if view.names:
+        unknown = [n for n in view.names if n not in by_field]
+        if unknown:
+            raise RooflineError(
+                f"unknown column{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
+                f"columns: {', '.join(cset.names)}"
+            )
+        lead = [k for k in cset.key if k not in view.names]
+        names = list(dict.fromkeys(lead + list(view.names)))
+    elif view.wide:
+        names = list(cset.wide) if cset.wide is not None else cset.names
+    else:
+        names = list(cset.compact)
+    return [by_field[n] for n in names]
+
+
+RUN = ColumnSet(
+    tuple(RUN_COLUMNS),
+    compact=(
+        "stage", "time_ms", "tflops", "pct_of_reference", "pct_of_roof", "sm_clock_mhz",
+        "noise_pct", "verified",
+    ),
+)  # fmt: skip
 
 
 def present(columns: list[Column], df: pd.DataFrame) -> list[Column]:
@@ -166,6 +224,31 @@ MODEL_COLUMNS: list[Column] = [
     ("attainable_tflops", "attain TF/s", fixed(1)),
     ("attainable_instruction_tflops", "attain@instr", fixed(2)),
 ]
+# FLOPs, bytes and ridge are the same for every stage of a shape (the title has the ridge)
+MODEL = ColumnSet(
+    tuple(MODEL_COLUMNS),
+    compact=(
+        "stage", "ai_ideal", "ai_instruction", "roof", "attainable_tflops",
+        "attainable_instruction_tflops",
+    ),
+)  # fmt: skip
+
+# `run llm`: one table per batch, so the compact table names the weight GEMM (the workload
+# repeats the preset and the batch of the title)
+LLM_COLUMNS: list[Column] = (
+    [("workload", "workload", str), ("gemm", "gemm", str)]
+    + [c for c in RUN_COLUMNS if c[0] not in ("registers", "spill_bytes", "ai_instruction")][:-1]
+    + [("time_us_per_token", "us/token", fixed(1)), RUN_COLUMNS[-1]]
+)
+LLM = ColumnSet(
+    tuple(LLM_COLUMNS),
+    compact=(
+        "gemm", "stage", "time_ms", "pct_of_reference", "pct_of_roof", "time_us_per_token",
+        "noise_pct", "verified",
+    ),
+    wide=tuple(c[0] for c in LLM_COLUMNS if c[0] != "gemm"),
+    key=("gemm", "stage"),
+)  # fmt: skip
 
 
 @functools.cache
@@ -237,18 +320,112 @@ def _cell(row: pd.Series, field: str, fmt: Callable[[Any], str]) -> str:
     return fmt(v)
 
 
+# Columns that name what a row is: never cut with an ellipsis. When the table is too wide even
+# with every other header wrapped, they fold onto more lines instead (never below NAME_FLOOR).
+NAME_FIELDS = frozenset({"stage", "workload", "gemm"})
+NAME_FLOOR = 12
+# Columns of sentences: their cells may wrap at spaces like a header
+PROSE_FIELDS = frozenset({"status", "reason", "error", "counters_reason", "limited_by"})
+
+
+def _span(widths: Sequence[int]) -> int:
+    """Terminal columns a rich table of these content widths takes: each column's two spaces
+    of padding, and the n + 1 rules of the box."""
+    return sum(widths) + 3 * len(widths) + 1
+
+
+def _longest_word(text: str) -> int:
+    return max((len(w) for w in text.split()), default=1)
+
+
+def fit(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    names: Sequence[bool],
+    width: int,
+    prose: Sequence[bool] | None = None,
+) -> list[int]:
+    """Content width of each column so the table spans at most `width` terminal columns.
+
+    Natural widths when they fit. Otherwise headers, and the cells of prose columns, wrap at
+    their spaces ("time ms" over two lines), the most room first; then, if that makes it fit,
+    the name columns fold their text onto more lines (never narrower than NAME_FLOOR). A number
+    or a name is never cut: past that point the table is wider than `width` (print_table) and
+    the terminal wraps it."""
+    prose = prose or [False] * len(headers)
+    cells = [[str(r[i]) for r in rows] for i in range(len(headers))]
+    natural = [max([len(h), *map(len, c)]) for h, c in zip(headers, cells, strict=True)]
+    least = [
+        max([_longest_word(h), *map(_longest_word if wraps else len, c)])
+        for h, c, wraps in zip(headers, cells, prose, strict=True)
+    ]
+    widths = list(natural)
+    excess = _span(widths) - width
+    for i in sorted(range(len(widths)), key=lambda i: natural[i] - least[i], reverse=True):
+        if excess <= 0:
+            break
+        if names[i]:
+            continue
+        cut = min(excess, widths[i] - least[i])
+        widths[i] -= cut
+        excess -= cut
+    room = sum(max(0, widths[i] - NAME_FLOOR) for i in range(len(widths)) if names[i])
+    if 0 < excess <= room:  # folding the names makes it fit (else they stay on one line)
+        for i in range(len(widths)):
+            if excess > 0 and names[i]:
+                cut = min(excess, max(0, widths[i] - NAME_FLOOR))
+                widths[i] -= cut
+                excess -= cut
+    return widths
+
+
 def table(
-    df: pd.DataFrame, columns: list[Column], title: str | None = None, caption: str | None = None
+    df: pd.DataFrame,
+    columns: list[Column],
+    title: str | None = None,
+    caption: str | None = None,
+    width: int | None = None,
 ) -> Table:
+    """A rich table of `columns` (those df has). With `width` (the console's), every column gets
+    a width from fit(): names whole, headers wrapped before anything is cut; print it with
+    print_table(), which lets a table that cannot fit be wider than the console."""
     from rich.table import Table
 
     t = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     present = [c for c in columns if c[0] in df.columns]
-    for field, header, _ in present:
-        t.add_column(header, justify="left" if field in LEFT_FIELDS else "right")
-    for _, row in df.iterrows():
-        t.add_row(*[_cell(row, f, fmt) for f, _, fmt in present])
+    rows = [[_cell(row, f, fmt) for f, _, fmt in present] for _, row in df.iterrows()]
+    names = [f in NAME_FIELDS for f, _, _ in present]
+    prose = [f in PROSE_FIELDS for f, _, _ in present]
+    widths = fit([h for _, h, _ in present], rows, names, width, prose) if width else None
+    for i, (field, header, _) in enumerate(present):
+        longest = max((len(r[i]) for r in rows), default=0)
+        t.add_column(
+            header,
+            justify="left" if names[i] or field in LEFT_FIELDS else "right",
+            overflow="fold",  # a value that must be cut folds onto the next line, whole
+            no_wrap=names[i] and (widths is None or widths[i] >= longest),
+            width=widths[i] if widths else None,
+        )
+    for r in rows:
+        t.add_row(*r)
+    if widths is not None:
+        t.min_width = _span(widths)  # what print_table() needs at least
     return t
+
+
+def print_table(con: Console, t: Table) -> None:
+    """Print a table from table(width=...): when even its narrowest layout is wider than the
+    console, it is printed wider (the terminal wraps its lines) rather than cut."""
+    need = t.min_width or 0
+    if need <= con.width:
+        con.print(t)
+        return
+    width = con.width
+    con.width = need
+    try:
+        con.print(t)
+    finally:
+        con.width = width
 
 
 def markdown_table(
@@ -268,7 +445,7 @@ def markdown(df: pd.DataFrame, columns: list[Column], title: str | None = None) 
     return markdown_table(
         title,
         [h for _, h, _ in present],
-        [f in LEFT_FIELDS for f, _, _ in present],
+        [f in NAME_FIELDS or f in LEFT_FIELDS for f, _, _ in present],
         [[_cell(row, f, fmt) for f, _, fmt in present] for _, row in df.iterrows()],
     )
 
@@ -276,12 +453,19 @@ def markdown(df: pd.DataFrame, columns: list[Column], title: str | None = None) 
 def emit(
     doc: dict[str, Any],
     fmt: str,
-    columns: list[Column],
+    columns: list[Column] | ColumnSet,
     title: str | None = None,
     caption: str | None = None,
     out: Console | None = None,
+    view: View | None = None,
 ) -> None:
-    """Print a results document in one of FORMATS."""
+    """Print a results document in one of FORMATS. A ColumnSet is narrowed by `view` (compact by
+    default) for the table and Markdown; JSON and CSV carry every field. Under a table of stage
+    records: the verdict in words (rooflinecli.present.verdict), and notes on failures."""
+    from rooflinecli.present import verdict
+
+    if isinstance(columns, ColumnSet):
+        columns = select(columns, view)
     df = frame(doc["records"])
     columns = present(columns, df)
     con = out or console()
@@ -291,25 +475,38 @@ def emit(
         con.file.write(csv_text([results.complete_record(r) for r in doc["records"]]))
     elif fmt == "markdown":
         con.file.write(markdown(df, columns, title=title))
+        said = verdict.lines(doc["records"])
+        if said:
+            con.file.write("\n" + "".join(f"- {line}\n" for line in said))
     else:
-        con.print(table(df, columns, title=title, caption=caption))
-        for note in notes(doc["records"]):
-            con.print(note)
+        if title:  # wrapped to the console, not to a compact table's width
+            say(con, title, indent=0, style="table.title")
+        print_table(con, table(df, columns, caption=caption, width=con.width))
+        for line in verdict.lines(doc["records"]) + [n.strip() for n in notes(doc["records"])]:
+            say(con, line)
+
+
+def say(con: Console, text: str, indent: int = 2, style: str = "") -> None:
+    """Prose around a table: wrapped to the console (no trailing spaces), every line indented,
+    as text (never read as rich markup)."""
+    from rich.text import Text
+
+    pad = " " * indent
+    width = max(20, con.width - indent)
+    for line in textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False):
+        con.print(Text(pad + line, style=style), soft_wrap=True)
 
 
 def notes(records: list[dict[str, Any]]) -> list[str]:
-    """One line per record that failed or was skipped, or is slower than the stage before it,
-    so a table row is never unexplained."""
+    """One line per record that failed or was skipped and that the verdict does not speak for
+    (rooflinecli.present.verdict), and one on a held-down clock, so a table row is never
+    unexplained."""
+    from rooflinecli.present.verdict import explains
+
     out = []
-    prev: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in records:
-        key = (r.get("dtype"), r.get("m"), r.get("n"), r.get("k"))
-        before = prev.get(key)
-        if r.get("kind") == "stage" and r.get("tflops"):
-            if before and r["tflops"] < before["tflops"]:
-                why = r.get("slower_because") or "no reason recorded"
-                out.append(f"  {r['stage']} is slower than {before['stage']}: {why}")
-            prev[key] = r
+        if explains(r):
+            continue
         if r.get("error"):
             out.append(f"  {r['stage']} {r['m']}x{r['n']}x{r['k']}: {r['error']}")
         elif r.get("verified") is False:
@@ -317,6 +514,16 @@ def notes(records: list[dict[str, Any]]) -> list[str]:
                 f"  {r['stage']} {r['m']}x{r['n']}x{r['k']}: FAILED verification "
                 f"(relative error {r.get('rel_error')!s}); its speed is not reported"
             )
+    missed = [r for r in records if r.get("noise_target_met") is False]
+    if missed:
+        worst = max(missed, key=lambda r: r.get("noise_pct") or math.inf)
+        noise = worst.get("noise_pct")
+        out.append(
+            f"  noise target not met in {len(missed)} of {len(records)} rows (the budget ran "
+            f"out first): {', '.join(r['stage'] for r in missed)}; worst "
+            + (f"{worst['stage']} at {noise:.2f}%" if noise is not None else worst["stage"])
+            + " (--budget-ms for more repeats)"
+        )
     held = [r for r in records if r.get("clock_limited_by")]
     if held:
         limits = sorted({x.strip() for r in held for x in str(r["clock_limited_by"]).split(",")})
@@ -369,17 +576,33 @@ GATE_COLUMNS: list[Column] = [
     ("reason", "reason", str),
 ]
 
+# `run gemm --dry-run`: what would run, compiled for the target without a GPU
+DRY_RUN_COLUMNS: list[Column] = [
+    ("stage", "stage", str),
+    ("shape", "shape", str),
+    ("grid", "grid", text),
+    ("block", "block", text),
+    ("smem_bytes", "smem B", integer),
+    ("registers", "regs", integer),
+    ("spill_bytes", "spill B", integer),
+    ("status", "status", str),
+]
+
 TEXT_FIELDS = (
     "stage", "workload", "roof", "shape", "dtype", "verdict", "reason",
-    "path", "format", "source", "device", "title",
+    "path", "format", "source", "device", "title", "status",
 )  # fmt: skip
 
 
 def text_table(
-    df: pd.DataFrame, columns: list[Column], title: str | None = None, caption: str | None = None
+    df: pd.DataFrame,
+    columns: list[Column],
+    title: str | None = None,
+    caption: str | None = None,
+    width: int | None = None,
 ) -> Table:
     """table(), with every text column (TEXT_FIELDS) left-justified."""
-    t = table(df, columns, title=title, caption=caption)
+    t = table(df, columns, title=title, caption=caption, width=width)
     present = [c for c in columns if c[0] in df.columns]
     for col, (field, _, _) in zip(t.columns, present, strict=True):
         if field in TEXT_FIELDS:
@@ -407,7 +630,9 @@ def emit_rows(
     elif fmt == "markdown":
         con.file.write(markdown_rows(rows, columns, title=title))
     else:
-        con.print(text_table(df, columns, title=title, caption=caption))
+        if title:  # wrapped to the console, not to the table's width
+            say(con, title, indent=0, style="table.title")
+        print_table(con, text_table(df, columns, caption=caption, width=con.width))
 
 
 def emit_written(

@@ -81,3 +81,24 @@ def test_records_carry_the_clock_they_ran_at(runner):
         assert rec["clock_samples"] >= 3, rec
         assert rec["sm_clock_mhz_min"] <= rec["sm_clock_mhz"] <= rec["sm_clock_mhz_max"]
         assert 100 <= rec["sm_clock_mhz_min"] and rec["sm_clock_mhz_max"] <= 5000
+
+
+def test_progress_gets_each_step_and_the_total():
+    from rooflinecli.gpu import runner
+
+    calls = []
+    chosen = [
+        stages.BY_NAME["naive_xcol"],
+        stages.BY_NAME["smem_tile"],
+        stages.reference_for("fp32"),
+    ]
+    runner.run_gemm(
+        [(64, 64, 64), (65, 33, 17)], chosen, None, timing=runner.Timing(budget_ms=2),
+        progress=lambda label, total=None: calls.append((label, total)),
+    )  # fmt: skip
+    assert calls == [
+        ("naive_xcol 64x64x64", 4),
+        ("smem_tile 64x64x64", 4),
+        ("naive_xcol 65x33x17", 4),
+        ("smem_tile 65x33x17", 4),
+    ]
