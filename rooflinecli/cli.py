@@ -1,4 +1,9 @@
-"""The root command: it only registers the command modules and turns errors into one line."""
+"""The root command: it only registers the command modules and turns errors into one line.
+
+Command modules load when their command runs (LAZY below), so `roofline --help` imports click and
+this file alone; the short help it lists is kept here and a test holds it equal to each
+command's own.
+"""
 
 from __future__ import annotations
 
@@ -9,24 +14,33 @@ from typing import Any
 import click
 
 from rooflinecli import __version__
-from rooflinecli.commands.baseline import baseline
-from rooflinecli.commands.calibrate import calibrate
-from rooflinecli.commands.compare import compare
-from rooflinecli.commands.gate import gate
-from rooflinecli.commands.inspect import inspect_
-from rooflinecli.commands.llm import model_llm, run_llm
-from rooflinecli.commands.model import model
-from rooflinecli.commands.plot import plot
-from rooflinecli.commands.profile import profile
-from rooflinecli.commands.run import run
-from rooflinecli.commands.show import show
-from rooflinecli.commands.specs import specs
-from rooflinecli.commands.tune import tune
+from rooflinecli.commands import LazyGroup
 from rooflinecli.errors import RooflineError
 
+# command -> (its module under rooflinecli.commands, the command object, its short help)
+LAZY: dict[str, tuple[str, str, str]] = {
+    "specs": ("specs", "specs", "List GPU specs: peaks (dense TFLOP/s) and ridge points "
+              "(FLOP/byte) per precision."),
+    "model": ("model", "model", "Analytic roofline model (pure arithmetic, no GPU)."),
+    "run": ("run", "run", "Run stages on the GPU (verify, time, place on the roofline)."),
+    "show": ("show", "show", "Re-render a results document: table, chart."),
+    "compare": ("compare", "compare", "Two runs side by side, with B/A ratios."),
+    "plot": ("plot", "plot", "Roofline of a results document as an image."),
+    "gate": ("gate", "gate", "Fail when a stage regressed (CI gate)."),
+    "baseline": ("baseline", "baseline", "Verified runs kept as baselines for `roofline gate`."),
+    "inspect": ("inspect", "inspect_", "What the compiler made (registers, occupancy, SASS), "
+                "no GPU needed."),
+    "calibrate": ("calibrate", "calibrate", "Measure this GPU's roofs (HBM, L2, FP32 FMA, "
+                  "FP16 Tensor Core) and cache them."),
+    "tune": ("tune", "tune", "Search tile parameters on the running GPU and keep the winner."),
+    "profile": ("profile", "profile", "Hardware counters of each stage under Nsight Compute "
+                "(ncu) on a GPU."),
+}  # fmt: skip
 
-class RooflineGroup(click.Group):
-    """Errors become one line on stderr; exit 0 ok, 1 gate failure, 2 usage or environment."""
+
+class RooflineGroup(LazyGroup):
+    """Errors become one line on stderr; exit 0 ok, 1 gate failure, 2 usage or environment.
+    Commands load on first use (LAZY)."""
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:  # type: ignore[override]
         if not standalone_mode:
@@ -75,29 +89,19 @@ def _quiet_stdout() -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
-@click.group(cls=RooflineGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=RooflineGroup,
+    lazy={
+        name: (f"rooflinecli.commands.{m}", attr, text) for name, (m, attr, text) in LAZY.items()
+    },
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(__version__, prog_name="roofline")
 def cli() -> None:
     """Hand-written CUDA GEMM, stage by stage, on the roofline of your GPU.
 
     Start with `roofline run gemm --m 4096` on a GPU, or `roofline model gemm --m 4096` anywhere.
     """
-
-
-cli.add_command(specs)
-cli.add_command(model)
-cli.add_command(run)
-cli.add_command(show)
-cli.add_command(compare)
-cli.add_command(plot)
-cli.add_command(gate)
-cli.add_command(baseline)
-cli.add_command(inspect_, "inspect")
-cli.add_command(calibrate)
-cli.add_command(tune)
-cli.add_command(profile)
-model.add_command(model_llm, "llm")
-run.add_command(run_llm, "llm")
 
 
 def main() -> None:

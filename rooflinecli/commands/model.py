@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from rooflinecli import api, files, results
+from rooflinecli.commands import LazyGroup
 from rooflinecli.core import roofs as analysis
 from rooflinecli.options import (
     columns_option,
@@ -19,7 +20,17 @@ from rooflinecli.present import View
 from rooflinecli.present import table as report
 
 
-@click.group()
+@click.group(
+    cls=LazyGroup,
+    lazy={
+        "llm": (
+            "rooflinecli.commands.llm",
+            "model_llm",
+            "Where the FLOPs of one decoded token go; with --batch, each weight GEMM on the "
+            "roofline.",
+        )
+    },
+)
 def model() -> None:
     """Analytic roofline model (pure arithmetic, no GPU)."""
 

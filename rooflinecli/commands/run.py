@@ -6,6 +6,7 @@ import click
 
 from rooflinecli import files, results
 from rooflinecli.build import stages
+from rooflinecli.commands import LazyGroup
 from rooflinecli.core import roofs as roof_math
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
@@ -54,7 +55,17 @@ def parse_shapes(
     return shapes  # type: ignore[return-value]
 
 
-@click.group()
+@click.group(
+    cls=LazyGroup,
+    lazy={
+        "llm": (
+            "rooflinecli.commands.llm",
+            "run_llm",
+            "Time the weight GEMMs of one decode step at each batch, and place them on the "
+            "roofline.",
+        )
+    },
+)
 def run() -> None:
     """Run stages on the GPU (verify, time, place on the roofline)."""
 

@@ -214,6 +214,9 @@ def resolve(name_or_path: str) -> Spec:
     """--spec NAME|PATH: a registry name (case-insensitive) or a TOML file."""
     if name_or_path.endswith(".toml") or "/" in name_or_path or Path(name_or_path).is_file():
         return load_spec_file(name_or_path)
+    shipped = data_dir("specs") / f"{name_or_path.lower()}.toml"
+    if shipped.is_file():  # a registry name: its own file (tests check the whole registry)
+        return load_spec_file(shipped)
     specs = registry()
     key = name_or_path.lower()
     if key in specs:

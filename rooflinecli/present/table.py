@@ -10,7 +10,7 @@ import math
 import os
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -141,13 +141,24 @@ RUN = ColumnSet(
 )  # fmt: skip
 
 
-def present(columns: list[Column], df: pd.DataFrame) -> list[Column]:
+class Rows:
+    """Records as the rows of a table: what the table and Markdown writers need of a frame, so
+    `model` and `show` print without importing pandas."""
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        self.records = [results.complete_record(r) for r in records]
+        self.columns: set[str] = set().union(*(r.keys() for r in self.records))
+
+    def iterrows(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        return enumerate(self.records)
+
+    def filled(self, field: str) -> bool:
+        return any(not missing(r.get(field)) for r in self.records)
+
+
+def present(columns: list[Column], df: Rows) -> list[Column]:
     """The columns minus optional ones that no row fills."""
-    return [
-        c
-        for c in columns
-        if c[0] not in OPTIONAL_FIELDS or (c[0] in df.columns and df[c[0]].notna().any())
-    ]
+    return [c for c in columns if c[0] not in OPTIONAL_FIELDS or df.filled(c[0])]
 
 
 # `roofline profile app`: one row per kernel and grid (rooflinecli/profile_app.py)
@@ -309,11 +320,11 @@ def csv_text(rows: list[dict[str, Any]], columns: list[str] | None = None) -> st
     return str(df.to_csv(index=False))
 
 
-def frame(records: list[dict[str, Any]]) -> pd.DataFrame:
-    return pd.DataFrame([results.complete_record(r) for r in records])
+def frame(records: list[dict[str, Any]]) -> Rows:
+    return Rows(records)
 
 
-def _cell(row: pd.Series, field: str, fmt: Callable[[Any], str]) -> str:
+def _cell(row: Any, field: str, fmt: Callable[[Any], str]) -> str:
     v = row.get(field)
     if missing(v):
         return "-" if field != "stage" else ""
@@ -380,7 +391,7 @@ def fit(
 
 
 def table(
-    df: pd.DataFrame,
+    df: Rows | pd.DataFrame,
     columns: list[Column],
     title: str | None = None,
     caption: str | None = None,
@@ -440,7 +451,7 @@ def markdown_table(
     return "\n".join([*lines, head, sep, *body]) + "\n"
 
 
-def markdown(df: pd.DataFrame, columns: list[Column], title: str | None = None) -> str:
+def markdown(df: Rows | pd.DataFrame, columns: list[Column], title: str | None = None) -> str:
     present = [c for c in columns if c[0] in df.columns]
     return markdown_table(
         title,
@@ -661,7 +672,7 @@ def markdown_rows(
 
 def scaling(records: list[dict[str, Any]]) -> pd.DataFrame:
     """TFLOP/s per stage (rows) per shape (columns), in run order: the sweep's summary."""
-    df = frame(records)
+    df = pd.DataFrame([results.complete_record(r) for r in records])
     df["shape"] = [f"{m}x{n}x{k}" for m, n, k in zip(df["m"], df["n"], df["k"], strict=True)]
     order = list(dict.fromkeys(df["shape"]))
     stages_in_order = list(dict.fromkeys(df["stage"]))
