@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import subprocess
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -217,6 +215,9 @@ def git_commit() -> str | None:
     """The tool's commit: ROOFLINE_COMMIT (set where the checkout has no .git), else git."""
     if os.environ.get("ROOFLINE_COMMIT"):
         return os.environ["ROOFLINE_COMMIT"]
+    import shutil
+    import subprocess
+
     root = Path(__file__).resolve().parent.parent
     if not (root / ".git").exists() or not shutil.which("git"):
         return None

@@ -6,13 +6,12 @@ the probes under benchmarks/). CuPy is imported lazily, inside functions.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rooflinecli.build import compiler
-from rooflinecli.core import occupancy
 from rooflinecli.errors import RooflineError
+
+if TYPE_CHECKING:
+    from rooflinecli.core import occupancy
 
 
 def cupy():  # type: ignore[no-untyped-def]
@@ -44,6 +43,9 @@ def first_line(exc: BaseException) -> str:
 
 def smi(query: str) -> list[str] | None:
     """One row of `nvidia-smi --query-gpu=QUERY` for GPU 0, or None without nvidia-smi."""
+    import shutil
+    import subprocess
+
     exe = shutil.which("nvidia-smi")
     if not exe:
         return None
@@ -89,6 +91,8 @@ def _attr(cp, num: int) -> int | None:  # type: ignore[no-untyped-def]
 def info() -> dict[str, Any]:
     """What a results document records of the current GPU: name, compute capability, SMs,
     memory, clocks, driver, CUDA driver and runtime, CuPy, NVRTC, the NVRTC target."""
+    from rooflinecli.build import compiler
+
     cp = cupy()
     rt = cp.cuda.runtime
     props = rt.getDeviceProperties(cp.cuda.Device().id)
@@ -121,6 +125,8 @@ def info() -> dict[str, Any]:
 
 def sm_limits() -> occupancy.SmLimits:
     """The current GPU's per-SM limits, for occupancy and grid sizing."""
+    from rooflinecli.core import occupancy
+
     cp = cupy()
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     return occupancy.SmLimits(
