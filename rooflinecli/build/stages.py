@@ -41,7 +41,9 @@ class Stage:
     reference: bool = False  # the vendor library: the yardstick, not a stage of ours
     # why this stage can be slower than the one listed before it (shown under the table)
     slower_because: str = ""
-    dtypes: tuple[str, ...] = ()  # every dtype the source builds for (-DELEM_BF16=1 for bf16)
+    # every dtype the source builds for (-DELEM_BF16=1 for bf16; -DELEM_FP32=1 for fp32 when the
+    # source also builds a 16-bit type)
+    dtypes: tuple[str, ...] = ()
     needs_multiple: int = 1  # M, N, K must be multiples of this (1: any shape); others refused
     b_layout: str = "kn"  # "kn": B row-major KxN (the contract); "nk": B given as its transpose
     # persistent kernels launch at most this many blocks per SM and loop over the output tiles
@@ -54,6 +56,9 @@ class Stage:
     # values `roofline tune` tries per parameter; combinations the kernel's static_asserts
     # reject, or that spill, are skipped
     tune_space: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    # the rows of C (M) the stage is built for, or None for any: a decode stage streams B once
+    # per BM rows of C, so outside its range it refuses the shape (it stays correct for any M)
+    m_range: tuple[int, int] | None = None
     # rebuilds the entry from other params (tile, threads, intensities follow the params)
     rebuild: Callable[[Mapping[str, int]], Stage] | None = field(default=None, compare=False)
 
@@ -92,8 +97,8 @@ class Stage:
 
     @property
     def sass_claims(self) -> tuple[str, ...]:
-        """The math instruction its SASS must hold: FFMA for SIMT (chapters 10-11), HMMA for
-        mma.sync (12), HGMMA for WGMMA (13). A test checks the compiled cubin."""
+        """The math instruction its SASS must hold: FFMA for SIMT (chapters 10-11 and the decode
+        stages of 14), HMMA for mma.sync (12), HGMMA for WGMMA (13). A test checks the cubin."""
         if self.reference:
             return ()
         return {12: ("HMMA",), 13: ("HGMMA",)}.get(self.chapter, ("FFMA",))
@@ -127,6 +132,8 @@ class Stage:
 
     def defines(self, dtype: str | None = None) -> list[str]:
         extra = ["-DELEM_BF16=1"] if dtype == "bf16" else []
+        if dtype == "fp32" and len(self.all_dtypes) > 1:  # one source for fp32 and 16-bit types
+            extra = ["-DELEM_FP32=1"]
         return [f"-D{k}={v}" for k, v in self.params.items()] + extra
 
     def refuses(self, m: int, n: int, k: int) -> str | None:
@@ -134,6 +141,12 @@ class Stage:
         q = self.needs_multiple
         if q > 1 and (m % q or n % q or k % q):
             return f"{self.name} needs M, N, K multiples of {q} (got {m}x{n}x{k})"
+        if self.m_range is not None and not self.m_range[0] <= m <= self.m_range[1]:
+            lo, hi = self.m_range
+            return (
+                f"{self.name} is a decode stage for M = {lo}..{hi} (got M = {m}): it streams B "
+                "once per few rows of C; a GEMM stage suits this shape"
+            )
         return None
 
 
