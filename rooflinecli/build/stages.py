@@ -313,6 +313,31 @@ def _mma_tma_ws(p: dict[str, int]) -> Stage:
     )
 
 
+# Chapter 14: decode. M = batch (1..64) rows of activations times each weight matrix: every weight
+# is read once per token, so these stages are bound by streaming B from HBM; their ideal bytes
+# are the model's (A, B, C once), so % of roof is their share of HBM bandwidth. One source builds
+# fp32, fp16 and bf16 (-DELEM_FP32=1 / -DELEM_BF16=1); 16-bit inputs accumulate in fp32 (FFMA).
+_DECODE_DTYPES = ("fp16", "bf16", "fp32")
+_DECODE_M = (1, 64)
+_VEC = 8  # columns of C a thread owns in stages 31-32: one 16-byte load of fp16/bf16, two of fp32
+
+
+def _decode(name: str, what: str, file: str, params: dict[str, int], **fields: Any) -> Stage:
+    """A decode stage (chapter 14 unless `fields` says otherwise) for M = 1..64; by load
+    instruction its per-thread tile (`per_thread`: rows x columns of C) loads rows + columns
+    2-byte elements per k (ai_global is given for the primary dtype, fp16)."""
+    rows, cols = fields.pop("per_thread")
+    return Stage(
+        name=name,
+        what=what,
+        file=file,
+        params=MappingProxyType(dict(params)),
+        ai_global=thread_tile_intensity(rows, cols, DTYPE_BYTES["fp16"]),
+        m_range=_DECODE_M,
+        **{"entry": name, "dtype": "fp16", "dtypes": _DECODE_DTYPES, "chapter": 14, **fields},
+    )
+
+
 STAGES: tuple[Stage, ...] = (
     Stage(
         name="naive_xcol",
@@ -521,6 +546,19 @@ STAGES: tuple[Stage, ...] = (
         dtypes=("fp16", "bf16"),
         chapter=12,
         reference=True,
+    ),
+    # Chapter 14: decode, M = 1..64 (the batch of a decoding LLM) x the weights: bound by HBM.
+    _decode(
+        "gemv_naive",
+        "decode, one thread per C element: a warp reads 32 neighbouring elements of a row of B "
+        "per k, a block is 128 columns of one row of C",
+        "30_gemv_naive.cu",
+        {"NUM_THREADS": 128},
+        per_thread=(1, 1),
+        threads=(128, 1),
+        tile=(1, 128),
+        slower_because="one scalar load of B per warp per k and N / 128 blocks (32 at N = 4096): "
+        "far too few bytes in flight to stream HBM; M rows of C read B M times",
     ),
 )
 
