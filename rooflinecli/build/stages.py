@@ -338,6 +338,23 @@ def _decode(name: str, what: str, file: str, params: dict[str, int], **fields: A
     )
 
 
+def _gemv_vector(p: dict[str, int]) -> Stage:
+    """Stage 31: a thread owns 8 columns and TM rows of C and walks all of K."""
+    stage = _decode(
+        "gemv_vector",
+        f"16-byte loads along N: a thread owns 8 columns x {p['TM']} rows of C and walks all "
+        "of K; A's rows by broadcast",
+        "31_gemv_vector.cu",
+        p,
+        per_thread=(p["TM"], _VEC),
+        threads=(p["NUM_THREADS"], 1),
+        tile=(p["TM"], p["NUM_THREADS"] * _VEC),
+        slower_because="each thread walks all of K, so the GPU holds only N / 8 threads (512 at "
+        "N = 4096: 16 warps on 8 SMs); bytes in flight, not load width, bound a stream from HBM",
+    )
+    return replace(stage, rebuild=lambda q: _gemv_vector(dict(q)))
+
+
 STAGES: tuple[Stage, ...] = (
     Stage(
         name="naive_xcol",
@@ -560,6 +577,7 @@ STAGES: tuple[Stage, ...] = (
         slower_because="one scalar load of B per warp per k and N / 128 blocks (32 at N = 4096): "
         "far too few bytes in flight to stream HBM; M rows of C read B M times",
     ),
+    _gemv_vector({"TM": 4, "NUM_THREADS": 64}),
 )
 
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}
