@@ -355,6 +355,38 @@ def _gemv_vector(p: dict[str, int]) -> Stage:
     return replace(stage, rebuild=lambda q: _gemv_vector(dict(q)))
 
 
+def _gemv_splitk(p: dict[str, int], name: str = "gemv_splitk", **extra: Any) -> Stage:
+    """Stage 32: a block owns BN columns and BM rows of C and all of K; its NUM_THREADS threads
+    split K, each loading KU rows of B per step (KU / 2 for fp32: 128 bytes either way); a
+    thread holds TM rows x 8 columns, BM / TM row groups share each load of B."""
+    what = (
+        f"in-block split-K: a block owns {p['BN']} columns and all of K, its {p['NUM_THREADS']} "
+        f"threads split K and reduce through shuffles and shared memory; "
+        f"{p['NUM_THREADS'] * p['KU'] * 16 // 1024} KiB of B in flight per block"
+    )
+    if p["BM"] > p["TM"]:
+        what = (
+            f"register blocking over M: {p['BM']} rows of C per block, {p['TM']} per thread, "
+            f"{p['BM'] // p['TM']} row groups issue each load of B together (one request), "
+            f"{p['NUM_THREADS']} threads split K"
+        )
+    stage = _decode(
+        name,
+        what,
+        "32_gemv_splitk.cu",
+        p,
+        entry="gemv_splitk",
+        per_thread=(p["TM"], _VEC),
+        threads=(p["NUM_THREADS"], 1),
+        tile=(p["BM"], p["BN"]),
+        tune_space=MappingProxyType(
+            {"BN": (32, 64), "KU": (8, 16), "NUM_THREADS": (256, 512), "MIN_BLOCKS": (1, 2)}
+        ),
+        **extra,
+    )
+    return replace(stage, rebuild=lambda q: _gemv_splitk(dict(q), name, **extra))
+
+
 STAGES: tuple[Stage, ...] = (
     Stage(
         name="naive_xcol",
@@ -578,6 +610,13 @@ STAGES: tuple[Stage, ...] = (
         "far too few bytes in flight to stream HBM; M rows of C read B M times",
     ),
     _gemv_vector({"TM": 4, "NUM_THREADS": 64}),
+    _gemv_splitk({"BM": 2, "TM": 2, "BN": 32, "KU": 8, "NUM_THREADS": 512, "MIN_BLOCKS": 1}),
+    _gemv_splitk(
+        {"BM": 16, "TM": 4, "BN": 32, "KU": 8, "NUM_THREADS": 256, "MIN_BLOCKS": 2},
+        "gemv_multirow",
+        slower_because="at M <= 4 three of its four row groups compute rows past M (clamped, "
+        "never stored) and a block keeps 32 KiB of B in flight, not 64: gemv_splitk's shapes",
+    ),
 )
 
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}
