@@ -387,6 +387,37 @@ def _gemv_splitk(p: dict[str, int], name: str = "gemv_splitk", **extra: Any) -> 
     return replace(stage, rebuild=lambda q: _gemv_splitk(dict(q), name, **extra))
 
 
+def _gemv_wmma(p: dict[str, int]) -> Stage:
+    """Stage 33: stage 32's in-block split-K on Tensor Cores (WMMA 16x16x16, FP16/BF16 only).
+    Per warp a region of dynamic shared memory holds its KW x BN slice of B and BM x KW of A
+    (row strides padded by 8 elements), or at the end its BM x BN FP32 partial tile, whichever
+    is larger, rounded up to 128 bytes: the same formula as the kernel's SMEM_BYTES."""
+    bm, bn, kw = p["BM"], p["BN"], p["KW"]
+    stage_bytes = (kw * (bn + 8) + bm * (kw + 8)) * 2
+    per_warp = -(-max(stage_bytes, bm * bn * 4) // 128) * 128
+    stage = _decode(
+        "gemv_wmma",
+        f"decode on Tensor Cores: stage 32's split-K over warps feeding WMMA 16x16x16 (HMMA) "
+        f"from shared memory, {bm} rows of A per block (M padded to 16)",
+        "33_gemv_wmma.cu",
+        p,
+        per_thread=(bm, bn),  # per warp: per k, BM elements of A and BN of B feed BM*BN MACs
+        dtypes=("fp16", "bf16"),
+        slower_because="at M <= 4 every byte of B takes a detour through shared memory (a "
+        "store and an ldmatrix) that the SIMT stages skip; bf16 WMMA loads its row-major B "
+        "fragment with generic loads and movmatrix",
+        chapter=12,  # HMMA: the Tensor Core claim of chapter 12
+        min_cc=80,
+        threads=(p["NUM_THREADS"], 1),
+        tile=(bm, bn),
+        smem_bytes=(p["NUM_THREADS"] // 32) * per_warp,
+        tune_space=MappingProxyType(
+            {"BM": (16, 32, 64), "KW": (32, 64), "NUM_THREADS": (256, 512), "MIN_BLOCKS": (1, 2)}
+        ),
+    )
+    return replace(stage, rebuild=lambda q: _gemv_wmma(dict(q)))
+
+
 STAGES: tuple[Stage, ...] = (
     Stage(
         name="naive_xcol",
@@ -617,6 +648,7 @@ STAGES: tuple[Stage, ...] = (
         slower_because="at M <= 4 three of its four row groups compute rows past M (clamped, "
         "never stored) and a block keeps 32 KiB of B in flight, not 64: gemv_splitk's shapes",
     ),
+    _gemv_wmma({"BM": 16, "BN": 32, "KW": 64, "NUM_THREADS": 256, "MIN_BLOCKS": 2}),
 )
 
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}
