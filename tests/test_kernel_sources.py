@@ -39,6 +39,8 @@ WORKLOG_COPIES: dict[str, set[str]] = {
     "b_off": {"21", "22"},
     "tile_origin": {"23", "26"},  # grouped tile order (23: per block; 26: per tile number)
     "store_block": {"24", "25", "26"},  # the WGMMA accumulator layout's register epilogue
+    "unpack16": {"31", "32"},  # 16 bytes of B to floats (stage 32 = stage 31's loads, split K)
+    "pick_rows": {"31", "32"},  # rows of C per thread chosen at run time from a template ladder
 }
 
 

@@ -41,7 +41,9 @@ class Stage:
     reference: bool = False  # the vendor library: the yardstick, not a stage of ours
     # why this stage can be slower than the one listed before it (shown under the table)
     slower_because: str = ""
-    dtypes: tuple[str, ...] = ()  # every dtype the source builds for (-DELEM_BF16=1 for bf16)
+    # every dtype the source builds for (-DELEM_BF16=1 for bf16; -DELEM_FP32=1 for fp32 when the
+    # source also builds a 16-bit type)
+    dtypes: tuple[str, ...] = ()
     needs_multiple: int = 1  # the dimensions in multiple_of must be multiples of this (1: any)
     multiple_of: str = "MNK"  # which of M, N, K needs_multiple binds; other shapes are refused
     b_layout: str = "kn"  # "kn": B row-major KxN (the contract); "nk": B given as its transpose
@@ -55,6 +57,9 @@ class Stage:
     # values `roofline tune` tries per parameter; combinations the kernel's static_asserts
     # reject, or that spill, are skipped
     tune_space: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    # the rows of C (M) the stage is built for, or None for any: a decode stage streams B once
+    # per BM rows of C, so outside its range it refuses the shape (it stays correct for any M)
+    m_range: tuple[int, int] | None = None
     # rebuilds the entry from other params (tile, threads, intensities follow the params)
     rebuild: Callable[[Mapping[str, int]], Stage] | None = field(default=None, compare=False)
 
@@ -93,8 +98,8 @@ class Stage:
 
     @property
     def sass_claims(self) -> tuple[str, ...]:
-        """The math instruction its SASS must hold: FFMA for SIMT (chapters 10-11), HMMA for
-        mma.sync (12), HGMMA for WGMMA (13). A test checks the compiled cubin."""
+        """The math instruction its SASS must hold: FFMA for SIMT (chapters 10-11 and the decode
+        stages of 14), HMMA for mma.sync (12), HGMMA for WGMMA (13). A test checks the cubin."""
         if self.reference:
             return ()
         return {12: ("HMMA",), 13: ("HGMMA",)}.get(self.chapter, ("FFMA",))
@@ -128,6 +133,8 @@ class Stage:
 
     def defines(self, dtype: str | None = None) -> list[str]:
         extra = ["-DELEM_BF16=1"] if dtype == "bf16" else []
+        if dtype == "fp32" and len(self.all_dtypes) > 1:  # one source for fp32 and 16-bit types
+            extra = ["-DELEM_FP32=1"]
         return [f"-D{k}={v}" for k, v in self.params.items()] + extra
 
     def refuses(self, m: int, n: int, k: int) -> str | None:
@@ -137,6 +144,12 @@ class Stage:
         if q > 1 and any(dims[d] % q for d in self.multiple_of):
             which = ", ".join(self.multiple_of)
             return f"{self.name} needs {which} multiples of {q} (got {m}x{n}x{k})"
+        if self.m_range is not None and not self.m_range[0] <= m <= self.m_range[1]:
+            lo, hi = self.m_range
+            return (
+                f"{self.name} is a decode stage for M = {lo}..{hi} (got M = {m}): it streams B "
+                "once per few rows of C; a GEMM stage suits this shape"
+            )
         return None
 
 
@@ -303,6 +316,111 @@ def _mma_tma_ws(p: dict[str, int]) -> Stage:
     return replace(
         stage, rebuild=lambda q: _mma_tma_ws(dict(q)), cluster_rows=p.get("CLUSTER_M", 1)
     )
+
+
+# Chapter 14: decode. M = batch (1..64) rows of activations times each weight matrix: every weight
+# is read once per token, so these stages are bound by streaming B from HBM; their ideal bytes
+# are the model's (A, B, C once), so % of roof is their share of HBM bandwidth. One source builds
+# fp32, fp16 and bf16 (-DELEM_FP32=1 / -DELEM_BF16=1); 16-bit inputs accumulate in fp32 (FFMA).
+_DECODE_DTYPES = ("fp16", "bf16", "fp32")
+_DECODE_M = (1, 64)
+_VEC = 8  # columns of C a thread owns in stages 31-32: one 16-byte load of fp16/bf16, two of fp32
+
+
+def _decode(name: str, what: str, file: str, params: dict[str, int], **fields: Any) -> Stage:
+    """A decode stage (chapter 14 unless `fields` says otherwise) for M = 1..64; by load
+    instruction its per-thread tile (`per_thread`: rows x columns of C) loads rows + columns
+    2-byte elements per k (ai_global is given for the primary dtype, fp16)."""
+    rows, cols = fields.pop("per_thread")
+    return Stage(
+        name=name,
+        what=what,
+        file=file,
+        params=MappingProxyType(dict(params)),
+        ai_global=thread_tile_intensity(rows, cols, DTYPE_BYTES["fp16"]),
+        m_range=_DECODE_M,
+        **{"entry": name, "dtype": "fp16", "dtypes": _DECODE_DTYPES, "chapter": 14, **fields},
+    )
+
+
+def _gemv_vector(p: dict[str, int]) -> Stage:
+    """Stage 31: a thread owns 8 columns and TM rows of C and walks all of K."""
+    stage = _decode(
+        "gemv_vector",
+        f"16-byte loads along N: a thread owns 8 columns x {p['TM']} rows of C and walks all "
+        "of K; A's rows by broadcast",
+        "31_gemv_vector.cu",
+        p,
+        per_thread=(p["TM"], _VEC),
+        threads=(p["NUM_THREADS"], 1),
+        tile=(p["TM"], p["NUM_THREADS"] * _VEC),
+        slower_because="each thread walks all of K, so the GPU holds only N / 8 threads (512 at "
+        "N = 4096: 16 warps on 8 SMs); bytes in flight, not load width, bound a stream from HBM",
+    )
+    return replace(stage, rebuild=lambda q: _gemv_vector(dict(q)))
+
+
+def _gemv_splitk(p: dict[str, int], name: str = "gemv_splitk", **extra: Any) -> Stage:
+    """Stage 32: a block owns BN columns and BM rows of C and all of K; its NUM_THREADS threads
+    split K, each loading KU rows of B per step (KU / 2 for fp32: 128 bytes either way); a
+    thread holds TM rows x 8 columns, BM / TM row groups share each load of B."""
+    what = (
+        f"in-block split-K: a block owns {p['BN']} columns and all of K, its {p['NUM_THREADS']} "
+        f"threads split K and reduce through shuffles and shared memory; "
+        f"{p['NUM_THREADS'] * p['KU'] * 16 // 1024} KiB of B in flight per block"
+    )
+    if p["BM"] > p["TM"]:
+        what = (
+            f"register blocking over M: {p['BM']} rows of C per block, {p['TM']} per thread, "
+            f"{p['BM'] // p['TM']} row groups issue each load of B together (one request), "
+            f"{p['NUM_THREADS']} threads split K"
+        )
+    stage = _decode(
+        name,
+        what,
+        "32_gemv_splitk.cu",
+        p,
+        entry="gemv_splitk",
+        per_thread=(p["TM"], _VEC),
+        threads=(p["NUM_THREADS"], 1),
+        tile=(p["BM"], p["BN"]),
+        tune_space=MappingProxyType(
+            {"BN": (32, 64), "KU": (8, 16), "NUM_THREADS": (256, 512), "MIN_BLOCKS": (1, 2)}
+        ),
+        **extra,
+    )
+    return replace(stage, rebuild=lambda q: _gemv_splitk(dict(q), name, **extra))
+
+
+def _gemv_wmma(p: dict[str, int]) -> Stage:
+    """Stage 33: stage 32's in-block split-K on Tensor Cores (WMMA 16x16x16, FP16/BF16 only).
+    Per warp a region of dynamic shared memory holds its KW x BN slice of B and BM x KW of A
+    (row strides padded by 8 elements), or at the end its BM x BN FP32 partial tile, whichever
+    is larger, rounded up to 128 bytes: the same formula as the kernel's SMEM_BYTES."""
+    bm, bn, kw = p["BM"], p["BN"], p["KW"]
+    stage_bytes = (kw * (bn + 8) + bm * (kw + 8)) * 2
+    per_warp = -(-max(stage_bytes, bm * bn * 4) // 128) * 128
+    stage = _decode(
+        "gemv_wmma",
+        f"decode on Tensor Cores: stage 32's split-K over warps feeding WMMA 16x16x16 (HMMA) "
+        f"from shared memory, {bm} rows of A per block (M padded to 16)",
+        "33_gemv_wmma.cu",
+        p,
+        per_thread=(bm, bn),  # per warp: per k, BM elements of A and BN of B feed BM*BN MACs
+        dtypes=("fp16", "bf16"),
+        slower_because="at M <= 4 every byte of B takes a detour through shared memory (a "
+        "store and an ldmatrix) that the SIMT stages skip; bf16 WMMA loads its row-major B "
+        "fragment with generic loads and movmatrix",
+        chapter=12,  # HMMA: the Tensor Core claim of chapter 12
+        min_cc=80,
+        threads=(p["NUM_THREADS"], 1),
+        tile=(bm, bn),
+        smem_bytes=(p["NUM_THREADS"] // 32) * per_warp,
+        tune_space=MappingProxyType(
+            {"BM": (16, 32, 64), "KW": (32, 64), "NUM_THREADS": (256, 512), "MIN_BLOCKS": (1, 2)}
+        ),
+    )
+    return replace(stage, rebuild=lambda q: _gemv_wmma(dict(q)))
 
 
 STAGES: tuple[Stage, ...] = (
@@ -515,6 +633,28 @@ STAGES: tuple[Stage, ...] = (
         chapter=12,
         reference=True,
     ),
+    # Chapter 14: decode, M = 1..64 (the batch of a decoding LLM) x the weights: bound by HBM.
+    _decode(
+        "gemv_naive",
+        "decode, one thread per C element: a warp reads 32 neighbouring elements of a row of B "
+        "per k, a block is 128 columns of one row of C",
+        "30_gemv_naive.cu",
+        {"NUM_THREADS": 128},
+        per_thread=(1, 1),
+        threads=(128, 1),
+        tile=(1, 128),
+        slower_because="one scalar load of B per warp per k and N / 128 blocks (32 at N = 4096): "
+        "far too few bytes in flight to stream HBM; M rows of C read B M times",
+    ),
+    _gemv_vector({"TM": 4, "NUM_THREADS": 64}),
+    _gemv_splitk({"BM": 2, "TM": 2, "BN": 32, "KU": 8, "NUM_THREADS": 512, "MIN_BLOCKS": 1}),
+    _gemv_splitk(
+        {"BM": 16, "TM": 4, "BN": 32, "KU": 8, "NUM_THREADS": 256, "MIN_BLOCKS": 2},
+        "gemv_multirow",
+        slower_because="at M <= 4 three of its four row groups compute rows past M (clamped, "
+        "never stored) and a block keeps 32 KiB of B in flight, not 64: gemv_splitk's shapes",
+    ),
+    _gemv_wmma({"BM": 16, "BN": 32, "KW": 64, "NUM_THREADS": 256, "MIN_BLOCKS": 2}),
 )
 
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}

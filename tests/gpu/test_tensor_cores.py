@@ -25,8 +25,8 @@ def test_every_tensor_core_stage_verifies_at_odd_shapes(runner, dtype):
     assert {r["stage"] for r in recs} == set(stages.stage_names(dtype))
     for rec in recs:
         stage = stages.BY_NAME[rec["stage"]]
-        odd = stage.refuses(rec["m"], rec["n"], rec["k"]) is not None
-        if odd:  # 127x333x65 for the TMA stages (N, K not multiples of 8): refused, not run
+        # 127x333x65 for the TMA stages (N, K multiples of 8), M > 64 for the decode stages
+        if stage.refuses(rec["m"], rec["n"], rec["k"]):  # refused before any launch
             assert rec["verified"] is None and rec["tflops"] is None, rec
             assert rec["error"].startswith("skipped: "), rec
         else:
@@ -39,4 +39,5 @@ def test_tensor_core_stages_read_c_when_beta_is_not_zero(runner):
         runner, "--dtype", "fp16", "--m", "264", "--n", "200", "--k", "72", "--alpha", "0.5",
         "--beta", "2",
     )  # fmt: skip
-    assert recs and all(r["verified"] is True for r in recs), recs
+    ran = [r for r in recs if not stages.BY_NAME[r["stage"]].refuses(r["m"], r["n"], r["k"])]
+    assert ran and all(r["verified"] is True for r in ran), recs

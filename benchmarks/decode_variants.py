@@ -1,0 +1,131 @@
+"""Time variants of the decode stages' tile parameters at decode shapes, next to cuBLAS.
+
+`roofline tune` searches square shapes only; the decode stages' defaults (stages.py) were chosen
+on the CPU (registers, spills, the order of loads in the SASS) and want a measurement at the
+shapes they serve. Each variant is the registry stage with some parameters changed
+(Stage.with_params: tile, threads and shared memory follow), named like `roofline tune` names
+them (gemv_splitk@NUM_THREADS=256), verified and timed by the runner like any stage. Variants
+that fail to compile or spill are dropped on the CPU first and listed in the document.
+
+    python benchmarks/decode_variants.py --precompile sm_90a   # the compile cache, in parallel
+    python benchmarks/decode_variants.py --dtype bf16 --output /tmp/out/decode-variants-bf16.json
+
+Writes one results document (`roofline show FILE` renders it) and prints a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from rooflinecli import results  # noqa: E402
+from rooflinecli.build import compiler, stages  # noqa: E402
+from rooflinecli.errors import RooflineError  # noqa: E402
+
+# (stage, parameter changes): a handful around each default, not a grid search
+VARIANTS: list[tuple[str, dict[str, int]]] = [
+    ("gemv_splitk", {}),
+    ("gemv_splitk", {"NUM_THREADS": 256}),  # half the bytes in flight, up to 2 blocks per SM
+    ("gemv_splitk", {"KU": 16, "NUM_THREADS": 256}),  # the same bytes, half the threads
+    ("gemv_splitk", {"BM": 1, "TM": 1}),  # M = 1 code only: fewer registers
+    ("gemv_splitk", {"BN": 64}),  # 128-byte rows per block, half the blocks
+    ("gemv_multirow", {}),
+    ("gemv_multirow", {"BM": 16, "TM": 8, "MIN_BLOCKS": 1}),  # 2 row groups: fewer conversions
+    ("gemv_wmma", {}),
+    ("gemv_wmma", {"KW": 32}),  # half the step: 2 KiB of B per warp in flight
+    ("gemv_wmma", {"NUM_THREADS": 512, "KW": 32, "MIN_BLOCKS": 1}),
+    ("gemv_wmma", {"BM": 64, "KW": 32, "MIN_BLOCKS": 1}),  # M = 64 reads B once
+]
+LLAMA = [(1, 4096, 4096), (1, 11008, 4096), (1, 4096, 11008), (16, 11008, 4096)]
+SHAPES = {"bf16": [*LLAMA, (64, 4096, 4096)], "fp16": LLAMA, "fp32": LLAMA[:2] + LLAMA[3:]}
+
+
+def variants(dtype: str, arch: str) -> tuple[list[stages.Stage], list[dict[str, str]]]:
+    keep: list[stages.Stage] = []
+    dropped: list[dict[str, str]] = []
+    for name, change in VARIANTS:
+        base = stages.BY_NAME[name]
+        if dtype not in base.all_dtypes:
+            continue
+        label = name + ("@" + ",".join(f"{k}={v}" for k, v in change.items()) if change else "")
+        try:
+            v = base.with_params(change)
+            built = compiler.compile_stage(v, arch, dtype)
+        except (RooflineError, KeyError, ValueError) as exc:
+            dropped.append({"stage": label, "reason": str(exc)})
+            continue
+        spill = built.resources.spill_bytes if built.resources else 0
+        if spill:
+            dropped.append({"stage": label, "reason": f"spills {spill} bytes"})
+            continue
+        keep.append(replace(v, name=label))
+    return keep, dropped
+
+
+def _compile(job: tuple[str, dict[str, int], str, str]) -> str:
+    name, change, dtype, arch = job
+    try:
+        compiler.compile_stage(stages.BY_NAME[name].with_params(change), arch, dtype)
+    except (RooflineError, KeyError, ValueError) as exc:
+        return f"{name} {change} {dtype}: {exc}"
+    return ""
+
+
+def precompile(arch: str) -> None:
+    """Every decode stage and variant in every dtype, compiled in parallel into the cache (the
+    runs after it then start at once instead of compiling one NVRTC program at a time)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    jobs = [
+        (name, change, dtype, arch)
+        for name, change in [*((s.name, {}) for s in stages.STAGES if s.m_range), *VARIANTS]
+        for dtype in stages.BY_NAME[name].all_dtypes
+    ]
+    with ProcessPoolExecutor() as pool:
+        for err in pool.map(_compile, jobs):
+            if err:
+                print(f"precompile: {err}", file=sys.stderr)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dtype", default="bf16", choices=["fp32", "fp16", "bf16"])
+    ap.add_argument("--budget-ms", type=float, default=30.0)
+    ap.add_argument("--output", help="results document (required unless --precompile)")
+    ap.add_argument("--precompile", metavar="ARCH", help="only fill the compile cache, e.g. sm_90a")
+    args = ap.parse_args()
+    if args.precompile:
+        precompile(args.precompile)
+        return 0
+    if not args.output:
+        ap.error("--output is required")
+
+    from rooflinecli.gpu import runner
+    from rooflinecli.present import table as report
+
+    dev = runner.device_info()
+    keep, dropped = variants(args.dtype, dev["arch"])
+    for d in dropped:
+        print(f"dropped {d['stage']}: {d['reason']}", file=sys.stderr)
+    chosen = [*keep, stages.reference_for(args.dtype)]
+    shapes = SHAPES.get(args.dtype, SHAPES["bf16"])
+    device, spec, records = runner.run_gemm(
+        shapes, chosen, None, timing=runner.Timing(budget_ms=args.budget_ms), dtype=args.dtype
+    )
+    doc = results.new_document(
+        spec.to_dict(), device, records, command="benchmarks/decode_variants.py",
+        environment=runner.environment(), dropped=dropped,
+    )  # fmt: skip
+    results.write_atomic(args.output, results.dumps(doc))
+    report.emit(doc, "markdown", report.RUN_COLUMNS, title=f"decode variants, {args.dtype}")
+    bad = [r for r in records if r.get("verified") is not True]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

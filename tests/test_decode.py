@@ -1,0 +1,117 @@
+"""The decode stages (M = 1..64, chapter 14 and their Tensor Core stage) on the CPU: their shape
+class, the define that tells fp32 from the 16-bit builds, and the SASS their design relies on:
+16-byte loads of B, a whole step of loads issued before its first FMA, HMMA for the WMMA stage.
+(tests/test_stages.py compiles every stage for sm_90a and sm_80 without spills.)"""
+
+import re
+
+import pytest
+
+from rooflinecli.build import compiler, sass, stages
+
+DECODE = [s for s in stages.STAGES if s.m_range is not None]
+VECTOR = [s for s in DECODE if s.name != "gemv_naive"]  # the stages built on 16-byte loads
+
+
+def test_the_decode_ladder_is_registered_in_order():
+    assert [s.name for s in DECODE] == [
+        "gemv_naive",
+        "gemv_vector",
+        "gemv_splitk",
+        "gemv_multirow",
+        "gemv_wmma",
+    ]
+    for s in DECODE:
+        assert re.fullmatch(r"3\d_gemv_[a-z]+\.cu", s.file), s.file
+        assert s.needs_multiple == 1 and s.m_range == (1, 64)
+        assert s.chapter == (12 if s.name == "gemv_wmma" else 14)
+        assert set(s.all_dtypes) == (
+            {"fp16", "bf16"} if s.chapter == 12 else {"fp32", "fp16", "bf16"}
+        )
+
+
+@pytest.mark.parametrize("stage", DECODE, ids=lambda s: s.name)
+def test_decode_stages_take_m_up_to_64_and_any_n_k(stage):
+    for m in (1, 3, 17, 64):
+        for n, k in ((4099, 1031), (4096, 4096), (11008, 4096), (1, 1)):
+            assert stage.refuses(m, n, k) is None
+    why = stage.refuses(65, 4096, 4096)
+    assert why is not None and "decode stage for M = 1..64" in why and "M = 65" in why
+    # the kernel is correct past 64 (tests/gpu/test_decode.py runs it there): only the class says no
+    from dataclasses import replace
+
+    assert replace(stage, m_range=None).refuses(4096, 4096, 4096) is None
+
+
+def test_fp32_builds_of_a_mixed_source_get_elem_fp32():
+    s = stages.BY_NAME["gemv_splitk"]
+    assert "-DELEM_FP32=1" in s.defines("fp32")
+    assert "-DELEM_BF16=1" in s.defines("bf16")
+    assert not any(d.startswith("-DELEM_") for d in s.defines("fp16"))
+    # single-family stages are compiled exactly as before
+    assert not any(d.startswith("-DELEM_") for d in stages.BY_NAME["naive_xcol"].defines("fp32"))
+    assert stages.BY_NAME["mma_sync"].defines("bf16")[-1] == "-DELEM_BF16=1"
+
+
+def test_launch_geometry_at_the_llama_shapes():
+    """A block per 32 columns for the split-K stages: 128 blocks at N = 4096, 344 at 11008."""
+    for name in ("gemv_splitk", "gemv_multirow", "gemv_wmma"):
+        s = stages.BY_NAME[name]
+        assert s.launch(1, 4096, 132)[0] == (128, 1, 1)
+        assert s.launch(16, 11008, 132)[0] == (344, -(-16 // s.tile[0]), 1)
+    assert stages.BY_NAME["gemv_naive"].launch(3, 4099, 132)[0] == (33, 3, 1)
+    assert stages.BY_NAME["gemv_vector"].launch(17, 4096, 132)[0] == (8, 5, 1)
+
+
+def test_wmma_shared_memory_is_the_kernels_formula():
+    s = stages.BY_NAME["gemv_wmma"]
+    bm, bn, kw, warps = s.params["BM"], s.params["BN"], s.params["KW"], s.threads[0] // 32
+    stage_bytes = (kw * (bn + 8) + bm * (kw + 8)) * 2  # B and A slices, rows padded by 8
+    assert s.smem_bytes == warps * -(-max(stage_bytes, bm * bn * 4) // 128) * 128
+    assert s.smem_bytes > 48 * 1024  # dynamic, opted in by the runner
+    src = compiler.source_of(s)
+    assert "constexpr int SMEM_BYTES = WARPS * WARP_BYTES;" in src
+
+
+CASES = [(s, d) for s in VECTOR for d in s.all_dtypes]
+
+
+def _report(stage, dtype):
+    built = compiler.compile_stage(stage, "sm_90a", dtype)
+    fn = sass.parse(sass.disassemble(built.cubin_path))[stage.entry]
+    return built, fn
+
+
+@pytest.mark.parametrize("stage, dtype", CASES, ids=lambda v: getattr(v, "name", v))
+def test_b_is_read_with_16_byte_loads(stage, dtype):
+    _, fn = _report(stage, dtype)
+    assert sass.widths(fn.instrs)["LDG.128"] > 0
+    if stage.name == "gemv_wmma":  # B reaches the Tensor Cores through shared memory
+        assert sass.mix(fn.instrs)["HMMA"] > 0 and sass.widths(fn.instrs)["STS.128"] > 0
+        if dtype == "fp16":
+            assert any(i.opcode.startswith("LDSM.16.MT88") for i in fn.instrs)
+
+
+SPLIT_K = [(s, d) for s in DECODE if s.entry == "gemv_splitk" for d in s.all_dtypes]
+
+
+@pytest.mark.parametrize("stage, dtype", SPLIT_K, ids=lambda v: getattr(v, "name", v))
+def test_split_k_issues_a_step_of_loads_before_its_first_fma(stage, dtype):
+    """Bytes in flight are the whole game at M = 1: in the 16-byte loop (the one with the most
+    FFMAs among those holding LDG.128), at least a step's 8 loads of B (128 bytes per thread)
+    are issued before the first FFMA consumes one. Without MIN_BLOCKS = 1 (ptxas aiming at
+    more blocks per SM) stage 32's loop loaded one row, waited, multiplied, loaded the next."""
+    _, fn = _report(stage, dtype)
+    best = None
+    for loop in sass.loops(fn):
+        body = sass.body(fn, loop)
+        if not any(i.base == "LDG" and ".128" in i.opcode for i in body):
+            continue
+        ffma = sum(i.base == "FFMA" for i in body)
+        if best is None or ffma > best[0]:
+            best = (ffma, body)
+    assert best is not None and best[0] > 0
+    body = best[1]
+    first_fma = next(n for n, i in enumerate(body) if i.base == "FFMA")
+    loads_before = sum(i.base == "LDG" and ".128" in i.opcode for i in body[:first_fma])
+    assert loads_before >= 8, (stage.name, dtype, loads_before)
