@@ -31,6 +31,10 @@ for step in "$@"; do
   case "$step" in
     setup) setup ;;
     gputests) python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tee "$OUT/gputests.log" | tail -15 ;;
+    decode) OUT=/tmp/decode bash benchmarks/decode_run.sh 2>&1 | tail -80 ;;
+    pack)  # every results document of the call in one archive (the call returns at most 8 files)
+      mkdir -p /tmp/decode; (cd /tmp/decode && ls *.json >/dev/null 2>&1 && cp *.json *.csv "$OUT"/ 2>/dev/null)
+      (cd "$OUT" && tar czf results.tgz *.json *.csv 2>/dev/null; rm -f *.json *.csv; ls) ;;
     trust)  # the documents of the trust issue: samples kept, the reference interleaved, last launch checked
       $R run gemm --m 4096 --output "$OUT/gemm-fp32-4096.json" --format markdown --no-chart
       for dt in bf16 fp16; do
