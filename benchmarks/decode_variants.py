@@ -105,23 +105,23 @@ def main() -> int:
     if not args.output:
         ap.error("--output is required")
 
-    from rooflinecli.gpu import runner
+    from rooflinecli import api, files
+    from rooflinecli.gpu import device as gpu
+    from rooflinecli.gpu.timer import Timing
     from rooflinecli.present import table as report
 
-    dev = runner.device_info()
+    dev = gpu.info()
     keep, dropped = variants(args.dtype, dev["arch"])
     for d in dropped:
         print(f"dropped {d['stage']}: {d['reason']}", file=sys.stderr)
     chosen = [*keep, stages.reference_for(args.dtype)]
     shapes = SHAPES.get(args.dtype, SHAPES["bf16"])
-    device, spec, records = runner.run_gemm(
-        shapes, chosen, None, timing=runner.Timing(budget_ms=args.budget_ms), dtype=args.dtype
-    )
-    doc = results.new_document(
-        spec.to_dict(), device, records, command="benchmarks/decode_variants.py",
-        environment=runner.environment(), dropped=dropped,
+    doc = api.run_gemm(
+        shapes, chosen, None, dtype=args.dtype, timing=Timing(budget_ms=args.budget_ms),
+        command="benchmarks/decode_variants.py", dropped=dropped,
     )  # fmt: skip
-    results.write_atomic(args.output, results.dumps(doc))
+    records = doc["records"]
+    files.write_atomic(args.output, results.dumps(doc))
     report.emit(doc, "markdown", report.RUN_COLUMNS, title=f"decode variants, {args.dtype}")
     bad = [r for r in records if r.get("verified") is not True]
     return 1 if bad else 0

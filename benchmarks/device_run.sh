@@ -32,6 +32,13 @@ for step in "$@"; do
     setup) setup ;;
     gputests) python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tee "$OUT/gputests.log" | tail -15 ;;
     decode) OUT=/tmp/decode bash benchmarks/decode_run.sh 2>&1 | tail -80 ;;
+    decodevariants)
+      python3 benchmarks/decode_variants.py --dtype bf16 --output "$OUT/decode-variants-bf16.json" 2>&1 | tail -25 ;;
+    ncufp16)  # which fp16 SIMT counters fire in float32 elementwise kernels (profile app counted some)
+      ncu --clock-control none --target-processes all --kernel-name regex:axpb --launch-count 1 \
+        --metrics smsp__sass_thread_inst_executed_op_hadd_pred_on.sum,smsp__sass_thread_inst_executed_op_hmul_pred_on.sum,smsp__sass_thread_inst_executed_op_hfma_pred_on.sum,smsp__sass_thread_inst_executed_op_fadd_pred_on.sum,smsp__sass_thread_inst_executed_op_fmul_pred_on.sum,smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,sm__sass_thread_inst_executed_op_hadd_pred_on.sum,sm__sass_thread_inst_executed_op_hfma_pred_on.sum,sm__sass_thread_inst_executed_op_hmul_pred_on.sum,smsp__sass_inst_executed_op_fp16.sum \
+        python3 examples/cupy_app.py --n 0 --gib 0.25 2>&1 | tail -25
+      cuobjdump -sass /dev/null >/dev/null 2>&1 || true ;;
     pack)  # every results document of the call in one archive (the call returns at most 8 files)
       mkdir -p /tmp/decode; (cd /tmp/decode && ls *.json >/dev/null 2>&1 && cp *.json *.csv "$OUT"/ 2>/dev/null)
       (cd "$OUT" && tar czf results.tgz *.json *.csv 2>/dev/null; rm -f *.json *.csv; ls) ;;

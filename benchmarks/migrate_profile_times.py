@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rooflinecli import results  # noqa: E402
+from rooflinecli import files, results  # noqa: E402
 from rooflinecli.gpu.profile import migrate_times  # noqa: E402
 
 
@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
         doc = json.loads(path.read_text())
         results.validate(doc, str(path))
         if migrate_times(doc, by="benchmarks/migrate_profile_times.py"):
-            results.write_atomic(path, results.dumps(doc))
+            files.write_atomic(path, results.dumps(doc))
             print(f"migrated {path}")
         else:
             print(f"unchanged {path}")
