@@ -161,28 +161,35 @@ def test_what_ncu_cannot_count_is_null_with_a_note():
     assert rec["attainable_tflops"] is None and "FLOPs not known" in rec["roof_note"]
 
 
-def test_half_precision_simt_and_mixed_work_are_said():
+def test_half_precision_simt_is_said_and_not_added_beside_fp32():
+    from rooflinecli.core.specs import resolve
+
     p = ncu.plan(app.COUNTS, prof.parse_query_metrics(QUERY))
-    counters = {m: 0.0 for m in p.metrics}
-    counters.update(
-        {
-            "gpu__time_duration.sum": 1e-5,
-            "sm__sass_thread_inst_executed_op_hfma_pred_on.sum": 1e6,  # 2e6 FLOPs
-            "sm__sass_thread_inst_executed_op_fadd_pred_on.sum": 1e6,  # 1e6 FLOPs
-            "dram__bytes_read.sum": 1e6,
-        }
-    )
-    rec = app.kernel_record(
-        "void softmax<c10::Half>(c10::Half*)", [80, 1, 1], [{"metrics": counters}], p
-    )
-    assert (rec["dtype"], rec["pipe"]) == ("fp16", "simt") and rec["flops"] == 3e6
-    assert "packed half2" in rec["flops_note"] and "mixed work: 67% fp16 simt" in rec["flops_note"]
-    app.place(
-        rec,
-        app.roofs_for(__import__("rooflinecli.core.specs").core.specs.resolve("h200-sxm"), None),
-    )
+
+    def record(**metrics: float) -> dict:
+        counters = {m: 0.0 for m in p.metrics}
+        counters.update({"gpu__time_duration.sum": 1e-5, "dram__bytes_read.sum": 1e6, **metrics})
+        return app.kernel_record(
+            "void softmax<c10::Half>(c10::Half*)", [80, 1, 1], [{"metrics": counters}], p
+        )
+
+    # FP16 SIMT alone: counted, with the half2 caveat, under no roof (the spec gives none)
+    rec = record(**{"sm__sass_thread_inst_executed_op_hfma_pred_on.sum": 1e6})  # 2e6 FLOPs
+    assert (rec["dtype"], rec["pipe"]) == ("fp16", "simt") and rec["flops"] == 2e6
+    assert "packed half2" in rec["flops_note"]
+    app.place(rec, app.roofs_for(resolve("h200-sxm"), None))
     assert rec["attainable_tflops"] is None and "no fp16 simt roof" in rec["roof_note"]
     assert rec["label"] == "softmax<c10::Half> [80x1x1]"
+    # beside FP32 work the HFMA counter also counts FP32 instructions (seen on the H200): the
+    # FP16 count is said, not added
+    rec = record(
+        **{
+            "sm__sass_thread_inst_executed_op_hfma_pred_on.sum": 1e6,
+            "sm__sass_thread_inst_executed_op_ffma_pred_on.sum": 1e6,
+        }
+    )
+    assert (rec["dtype"], rec["pipe"]) == ("fp32", "simt") and rec["flops"] == 2e6
+    assert "fp16 SIMT not added (2,000,000" in rec["flops_note"]
 
 
 def test_short_names():

@@ -46,8 +46,10 @@ def _profile(runner, tmp_path, *args):
     return doc
 
 
-@pytest.mark.parametrize("n", [4096, 8192])  # multiples of every tile size cuBLAS uses
-@pytest.mark.parametrize("dtype", ["fp16", "fp32"])
+# Shapes that are multiples of the tiles cuBLAS picks: on the H200 its FP16 kernel for 8192^3
+# (nvjet ..._320x128_...) tiles M by 320 rows, pads 8192 to 8320, and the Tensor Core counters
+# count the padding too (1.0156 x 2MNK, profile-app-cupy-matmul-fp16.json): not a tile multiple.
+@pytest.mark.parametrize(("n", "dtype"), [(4096, "fp16"), (4096, "fp32"), (8192, "fp32")])
 def test_matmul_flops_within_half_a_percent_of_2mnk(runner, tmp_path, n, dtype):
     repeats = 2
     doc = _profile(
@@ -125,7 +127,9 @@ def test_measure_counters_count_one_call(tmp_path):
             """
         )
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's rooflinecli
+    # this checkout's rooflinecli first, and whatever the environment already puts on the path
+    path = os.pathsep.join(x for x in (str(ROOT), os.environ.get("PYTHONPATH")) if x)
+    env = {**os.environ, "PYTHONPATH": path}
     out = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, timeout=1800, env=env
     )
@@ -155,6 +159,7 @@ def test_profile_gemm_tensor_core_flops_and_no_l1_intensity_for_tma(runner, tmp_
         assert rec["time_ms"] == rec["ncu_time_ms"] and rec["time_ms_under_ncu"] > rec["time_ms"]
         assert rec["tflops"] == pytest.approx(rec["flops"] / (rec["time_ms"] * 1e9))
         if rec["bytes_l1"] < 0.01 * rec["bytes_l2"]:  # TMA: L1 carried nothing
-            assert rec["ai_l1"] is None and "bypassed" in rec["ai_l1_note"]
+            assert rec["ai_l1"] is None
+            assert "bypassed" in rec["ai_l1_note"] or "no bytes" in rec["ai_l1_note"]
         if rec["wgmma_instructions"]:
             assert rec["ai_smem"] is None and "WGMMA" in rec["ai_smem_note"]
