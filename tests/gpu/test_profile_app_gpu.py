@@ -80,7 +80,8 @@ def test_elementwise_dram_bytes_within_5_percent_of_what_it_must_move(runner, tm
     elems = GIB // 4
     assert rec["kernel"] == "axpb" and rec["launches"] == 1
     assert rec["bytes_dram"] == pytest.approx(2 * GIB, rel=0.05)  # 1 GiB read, 1 GiB written
-    assert rec["flops"] == 2 * elems and rec["flops_by"] == {"fp32 simt": 2 * elems}
+    counted = {k: v for k, v in rec["flops_by"].items() if v}  # None: said, not added
+    assert rec["flops"] == 2 * elems and counted == {"fp32 simt": 2 * elems}
     assert rec["ai_dram"] == pytest.approx(0.25, rel=0.05)
     assert rec["binding_level"] == "DRAM" and rec["roof"] == "memory"
     bandwidth = specs.for_device(doc["device"]["name"]).memory_bandwidth_gbs
@@ -97,7 +98,8 @@ def test_a_triton_kernel_lands_left_of_the_ridge(runner, tmp_path):
     )  # fmt: skip
     (rec,) = doc["records"]
     assert rec["bytes_dram"] == pytest.approx(2 * GIB, rel=0.05)  # 1 GiB read, 1 GiB written
-    assert rec["flops_by"] == {"fp32 simt": 2 * (GIB // 4)}  # one FMA per element
+    counted = {k: v for k, v in rec["flops_by"].items() if v}  # None: said, not added
+    assert counted == {"fp32 simt": 2 * (GIB // 4)}  # one FMA per element
     assert rec["roof"] == "memory" and rec["binding_level"] == "DRAM"
 
 
