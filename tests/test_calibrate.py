@@ -269,7 +269,19 @@ class _FakeCuPy:
         return types.SimpleNamespace(free_all_blocks=lambda: None)
 
 
-def test_measure_with_a_fake_gpu(monkeypatch, tmp_path):
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch, session_cache):
+    """A cache of the test's own (tmp_path) for the calibrations it saves, whose compiled kernels
+    are the session's (a link): measure() finds them there instead of compiling them again."""
+    kernels = session_cache / "kernels"
+    kernels.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "kernels").symlink_to(kernels, target_is_directory=True)
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+@pytest.mark.prebuild(*cal.kernels_for("sm_90a"))
+def test_measure_with_a_fake_gpu(monkeypatch, tmp_path, own_cache):
     import sys
 
     import numpy as np
@@ -279,7 +291,6 @@ def test_measure_with_a_fake_gpu(monkeypatch, tmp_path):
     launches: list = []
     monkeypatch.setitem(sys.modules, "cupy", _FakeCuPy(np, launches))
     monkeypatch.setattr(device, "smi", lambda query: None)  # no nvidia-smi here
-    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
     doc = cal.measure("h200-sxm", quick=True)
     m = doc["measurements"]
     # every launch "takes" 2 ms: 2 GiB read in 2 ms = 1073.7 GB/s, copy counts both directions
@@ -312,7 +323,8 @@ def test_measure_with_a_fake_gpu(monkeypatch, tmp_path):
     assert path.parent == tmp_path / "calibration"
 
 
-def test_calibrate_command_with_a_fake_gpu(runner, monkeypatch, tmp_path):
+@pytest.mark.prebuild(*cal.kernels_for("sm_90a"))
+def test_calibrate_command_with_a_fake_gpu(runner, monkeypatch, own_cache):
     import sys
 
     import numpy as np
@@ -322,7 +334,6 @@ def test_calibrate_command_with_a_fake_gpu(runner, monkeypatch, tmp_path):
 
     monkeypatch.setitem(sys.modules, "cupy", _FakeCuPy(np, []))
     monkeypatch.setattr(gpu_device, "smi", lambda query: None)
-    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
     res = runner.invoke(cli, ["calibrate", "--quick"])
     assert res.exit_code == 0, res.output
     for text in ("HBM read", "FP32 FMA", "wgmma m64n256k16", "% datasheet", "derived",
