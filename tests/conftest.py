@@ -1,3 +1,28 @@
+"""Shared set-up: a CLI runner, one compile cache per test session, and the kernels the suite
+compiles, each built once, in a helper process, while the tests that need none of them run.
+
+Compiling is most of the suite's time: NVRTC, and nvdisasm (~0.5 s of start-up a cubin). A test
+marked `prebuild(...)` names what it compiles (and disassembles); at the start of the session a
+helper process (tests/_prebuild.py) builds what the selected tests name, in the order they need
+it, on as many threads as there are cores, into the session's compile cache, and writes the
+listings beside it. A marked test waits for its kernels, then makes its usual calls
+(compiler.compile_stage, sass.analyze_cubin, the CLI), which find them there. Prebuilding is only
+a warm-up: a kernel that fails to build in the helper fails again, with its message, in the test
+that compiles it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
 # The tool imports NumPy, pandas and rich on first use; pytester's in-process runs
 # (test_pytest_plugin) put sys.modules back as they found it, after which NumPy's extension
 # cannot load again and rich's classes would be loaded twice: load them before any test runs.
@@ -6,9 +31,24 @@ import pandas  # noqa: F401
 import pytest
 import rich.console  # noqa: F401
 import rich.table  # noqa: F401
+from _prebuild import listing_path
 from click.testing import CliRunner
 
+from rooflinecli.build import compiler, sass, stages
+from rooflinecli.errors import RooflineError
+
 ENV = {"COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
+HELPER = Path(__file__).with_name("_prebuild.py")
+WAIT_S = 600  # for one kernel; past that the test compiles it itself
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "prebuild(*kernels, arch='sm_90a', dtype=None, sass=False): kernels the test compiles "
+        "(registry stages, or names of calibration kernels) for arch and dtype (None: the "
+        "stage's own), disassembled when sass=True; built for the session in a helper process",
+    )
 
 
 @pytest.fixture
@@ -16,7 +56,192 @@ def runner() -> CliRunner:
     return CliRunner(env=ENV)
 
 
+class Prebuilt:
+    """The helper process, the jobs it was given and those it has finished."""
+
+    def __init__(self, cache: Path, items: Iterable[pytest.Item], workers: int) -> None:
+        self.cache, self.listings, self.workers = cache, cache / "listings", workers
+        self.jobs: list[dict[str, Any]] = []
+        self.ids: dict[tuple[Any, ...], int] = {}
+        self.done: list[threading.Event] = []
+        self.proc: subprocess.Popen[str] | None = None
+        self.reader: threading.Thread | None = None
+        self.stopped_early = False
+        self.started = self.finished = 0.0
+        self.cpu: float | None = None
+        for item in items:
+            for mark in item.iter_markers("prebuild"):
+                self._ids(mark, add=True)
+
+    def _ids(self, mark: pytest.Mark, add: bool = False) -> list[int]:
+        unknown = set(mark.kwargs) - {"arch", "dtype", "sass"}
+        assert not unknown, f"prebuild takes arch, dtype and sass, not {unknown}"
+        arch = mark.kwargs.get("arch", "sm_90a")
+        out = []
+        for kernel in mark.args:
+            key, job = _describe(kernel, arch, mark.kwargs.get("dtype"))
+            if key not in self.ids:
+                if not add:
+                    continue  # no selected test asked for it: whoever needs it compiles it
+                self.ids[key] = len(self.jobs)
+                self.jobs.append({**job, "id": len(self.jobs), "sass": False})
+                self.done.append(threading.Event())
+            out.append(self.ids[key])
+            if add and mark.kwargs.get("sass", False):
+                self.jobs[self.ids[key]]["sass"] = True
+        return out
+
+    def start(self) -> None:
+        if not self.jobs:
+            return
+        task = {"path": sys.path, "listings": str(self.listings), "workers": self.workers,
+                "jobs": self.jobs}  # fmt: skip
+        self.started = time.perf_counter()
+        with open(self.cache.parent / "prebuild.log", "w") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, str(HELPER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=log, text=True,
+            )  # fmt: skip
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps(task))
+        self.proc.stdin.close()
+        self.reader = threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True)
+        self.reader.start()
+
+    def _read(self, out: IO[str]) -> None:
+        for line in out:
+            word, _, value = line.partition(" ")
+            if word == "done":
+                self.done[int(value)].set()
+            elif word == "cpu":
+                self.cpu = float(value)
+        self.finished = time.perf_counter()
+        for event in self.done:  # the helper is gone: nobody waits for it any longer
+            event.set()
+
+    def wait(self, *marks: pytest.Mark | pytest.MarkDecorator) -> None:
+        """Until the helper is done with what these prebuild marks name."""
+        for mark in marks:
+            for i in self._ids(mark if isinstance(mark, pytest.Mark) else mark.mark):
+                self.done[i].wait(WAIT_S)
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if not all(event.is_set() for event in self.done):
+            self.stopped_early = True  # the session ended first (-x, ^C, a skipped test)
+            self.proc.kill()
+        try:
+            self.proc.wait(10)  # done: it reports its CPU time and exits
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.reader is not None:
+            self.reader.join(10)
+        assert self.proc.stdout
+        self.proc.stdout.close()
+
+    def summary(self) -> str | None:
+        if self.proc is None:
+            return None
+        if self.stopped_early:
+            return "prebuild helper stopped: the session ended before it"
+        if self.proc.returncode:
+            return (
+                f"prebuild helper exited with {self.proc.returncode}: "
+                f"see {self.cache.parent / 'prebuild.log'}"
+            )
+        cpu = f", {self.cpu:.1f} s of CPU" if self.cpu is not None else ""
+        took = self.finished - self.started
+        sassed = sum(job["sass"] for job in self.jobs)
+        return (
+            f"prebuilt {len(self.jobs)} kernels ({sassed} disassembled) on {self.workers} "
+            f"threads of a helper process: {took:.1f} s{cpu}"
+        )
+
+
+def _describe(kernel: object, arch: str, dtype: str | None) -> tuple[tuple[Any, ...], dict]:
+    """(what identifies the cubin, the helper's job) for a registry stage or calibration kernel."""
+    if isinstance(kernel, str):
+        from rooflinecli.gpu.calibrate import KERNELS
+
+        assert kernel in KERNELS, f"{kernel}: not a calibration kernel"
+        return ("calibration", kernel, arch), {"kind": "calibration", "name": kernel,
+                                               "arch": arch, "dtype": None}  # fmt: skip
+    assert isinstance(kernel, stages.Stage), kernel
+    base = stages.BY_NAME.get(kernel.name)
+    assert base is not None and base.file == kernel.file, f"{kernel.name}: not a registry stage"
+    params = {k: v for k, v in kernel.params.items() if base.params.get(k) != v}
+    dtype = dtype or kernel.dtype
+    key = ("stage", kernel.file, kernel.entry, compiler.options_for(kernel, arch, dtype))
+    return key, {"kind": "stage", "name": kernel.name, "params": params, "arch": arch,
+                 "dtype": dtype}  # fmt: skip
+
+
+class Listings:
+    """nvdisasm once per cubin of the session's cache: the helper's listing when it wrote one,
+    else nvdisasm's, kept for the session (the same cubin, unchanged, gives the same text)."""
+
+    def __init__(self, prebuilt: Prebuilt) -> None:
+        self.prebuilt = prebuilt
+        self.cache = prebuilt.cache.resolve()
+        self.disassemble_now = sass.disassemble
+        try:
+            self.nvdisasm: Path | None = sass.find_nvdisasm()  # what the helper runs
+        except RooflineError:
+            self.nvdisasm = None  # the tests that disassemble say so
+        self.kept: dict[tuple[str, ...], str] = {}
+
+    def disassemble(self, cubin: str | Path, nvdisasm: Path | None = None) -> str:
+        path = Path(cubin).resolve()
+        if not path.is_file() or not path.is_relative_to(self.cache):
+            return self.disassemble_now(cubin, nvdisasm)
+        exe = nvdisasm or sass.find_nvdisasm()  # as disassemble() would: the env var, the wheel
+        saved = listing_path(self.prebuilt.listings, path)
+        if exe == self.nvdisasm and saved.is_file():
+            return saved.read_text()
+        key = (saved.name, str(exe))
+        if key not in self.kept:
+            self.kept[key] = self.disassemble_now(cubin, exe)
+        return self.kept[key]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def prebuilt(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Prebuilt]:
+    """The session's compile cache (never the user's) and the helper that fills it."""
+    cache = tmp_path_factory.getbasetemp() / "cache"
+    cache.mkdir(exist_ok=True)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    workers = max(2, min(8, cores or 2))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ROOFLINE_CACHE_DIR", str(cache))
+        pre = Prebuilt(cache, request.session.items, workers)
+        pre.start()
+        mp.setattr(sass, "disassemble", Listings(pre).disassemble)
+        try:
+            yield pre
+        finally:
+            pre.stop()
+            request.config.stash[_SUMMARY] = pre.summary()
+
+
+@pytest.fixture(scope="session")
+def session_cache(prebuilt: Prebuilt) -> Path:
+    return prebuilt.cache
+
+
 @pytest.fixture(autouse=True)
-def _cache(tmp_path_factory, monkeypatch):
-    """Compiled kernels go to one cache per test session, never the user's."""
-    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+def _cache(request: pytest.FixtureRequest, prebuilt: Prebuilt, monkeypatch) -> None:
+    """Each test starts with the session's cache, whatever the one before it set, holding what
+    its prebuild marks name."""
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(prebuilt.cache))
+    prebuilt.wait(*request.node.iter_markers("prebuild"))
+
+
+_SUMMARY = pytest.StashKey[str | None]()
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    line = config.stash.get(_SUMMARY, None)
+    if line:
+        terminalreporter.write_line(line)

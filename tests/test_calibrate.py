@@ -14,17 +14,21 @@ from rooflinecli.gpu import calibrate as cal
 H100 = resolve("h100-sxm5")
 
 
+# what the tests reading `built` compile and disassemble (prebuilt once a session: conftest)
+BUILT = pytest.mark.prebuild(*cal.KERNELS, sass=True)
+
+
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built(prebuilt):
+    prebuilt.wait(BUILT)
     out = {}
-    with pytest.MonkeyPatch.context() as mp:  # the session's cache (conftest), not the user's
-        mp.setenv("ROOFLINE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
-        for name in cal.KERNELS:
-            c = cal.compile_kernel(name, "sm_90a")
-            out[name] = (c, sass.analyze_cubin(c.cubin_path, cal.KERNELS[name][1]))
+    for name in cal.KERNELS:  # from the session's cache (conftest), not the user's
+        c = cal.compile_kernel(name, "sm_90a")
+        out[name] = (c, sass.analyze_cubin(c.cubin_path, cal.KERNELS[name][1]))
     return out
 
 
+@BUILT
 @pytest.mark.parametrize("name", list(cal.KERNELS))
 def test_compiles_for_sm90a_without_spills(built, name):
     c, _ = built[name]
@@ -33,6 +37,7 @@ def test_compiles_for_sm90a_without_spills(built, name):
     assert 0 < c.resources.registers <= 255
 
 
+@BUILT
 def test_memory_kernels_use_16_byte_loads(built):
     _, hbm = built["cal_hbm_read"]
     _, l2 = built["cal_l2_read"]
@@ -44,18 +49,21 @@ def test_memory_kernels_use_16_byte_loads(built):
     assert ldg and all("CONSTANT" not in op for op in ldg)
 
 
+@BUILT
 def test_fp32_loop_is_all_ffma(built):
     _, rep = built["cal_fp32_fma"]
     assert rep.loop["FFMA"] % (cal.FP32_CHAINS * cal.FP32_UNROLL) == 0
     assert rep.loop["FFMA"] >= 0.95 * rep.loop_instructions
 
 
+@BUILT
 def test_mma_sync_loop(built):
     _, rep = built["cal_mma_sync"]
     assert rep.loop["HMMA"] % cal.MMA_SYNC_NACC == 0 and rep.loop["HMMA"] > 0
     assert rep.loop["HMMA"] >= 0.5 * rep.loop_instructions
 
 
+@BUILT
 def test_wgmma_loop(built):
     c, rep = built["cal_wgmma"]
     assert rep.loop["HGMMA"] % cal.WGMMA_KSTEPS == 0 and rep.loop["HGMMA"] > 0
@@ -74,6 +82,7 @@ def test_kernels_per_target():
     assert cal.kernels_for("sm_75") == ["cal_hbm_read", "cal_l2_read", "cal_fp32_fma"]
 
 
+@BUILT
 def test_compile_source_is_cached(built):
     again = cal.compile_kernel("cal_fp32_fma", "sm_90a")
     assert again.cubin_path == built["cal_fp32_fma"][0].cubin_path
@@ -260,7 +269,19 @@ class _FakeCuPy:
         return types.SimpleNamespace(free_all_blocks=lambda: None)
 
 
-def test_measure_with_a_fake_gpu(monkeypatch, tmp_path):
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch, session_cache):
+    """A cache of the test's own (tmp_path) for the calibrations it saves, whose compiled kernels
+    are the session's (a link): measure() finds them there instead of compiling them again."""
+    kernels = session_cache / "kernels"
+    kernels.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "kernels").symlink_to(kernels, target_is_directory=True)
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+@pytest.mark.prebuild(*cal.kernels_for("sm_90a"))
+def test_measure_with_a_fake_gpu(monkeypatch, tmp_path, own_cache):
     import sys
 
     import numpy as np
@@ -270,7 +291,6 @@ def test_measure_with_a_fake_gpu(monkeypatch, tmp_path):
     launches: list = []
     monkeypatch.setitem(sys.modules, "cupy", _FakeCuPy(np, launches))
     monkeypatch.setattr(device, "smi", lambda query: None)  # no nvidia-smi here
-    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
     doc = cal.measure("h200-sxm", quick=True)
     m = doc["measurements"]
     # every launch "takes" 2 ms: 2 GiB read in 2 ms = 1073.7 GB/s, copy counts both directions
@@ -303,7 +323,8 @@ def test_measure_with_a_fake_gpu(monkeypatch, tmp_path):
     assert path.parent == tmp_path / "calibration"
 
 
-def test_calibrate_command_with_a_fake_gpu(runner, monkeypatch, tmp_path):
+@pytest.mark.prebuild(*cal.kernels_for("sm_90a"))
+def test_calibrate_command_with_a_fake_gpu(runner, monkeypatch, own_cache):
     import sys
 
     import numpy as np
@@ -313,7 +334,6 @@ def test_calibrate_command_with_a_fake_gpu(runner, monkeypatch, tmp_path):
 
     monkeypatch.setitem(sys.modules, "cupy", _FakeCuPy(np, []))
     monkeypatch.setattr(gpu_device, "smi", lambda query: None)
-    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
     res = runner.invoke(cli, ["calibrate", "--quick"])
     assert res.exit_code == 0, res.output
     for text in ("HBM read", "FP32 FMA", "wgmma m64n256k16", "% datasheet", "derived",

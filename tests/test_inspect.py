@@ -225,16 +225,18 @@ def test_nvdisasm_found_in_the_wheel(monkeypatch):
 SPEC = resolve("h100-sxm5")
 
 
+SEED_STAGES = ("naive_xcol", "thread_tile_4x4", "thread_tile_8x8")
+# what the tests reading `inspected` compile and disassemble (prebuilt once a session: conftest)
+SEED = pytest.mark.prebuild(*(stages.BY_NAME[name] for name in SEED_STAGES), sass=True)
+
+
 @pytest.fixture(scope="module")
-def inspected(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:  # the session's cache (conftest), not the user's
-        mp.setenv("ROOFLINE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
-        return {
-            name: inspect_stage(stages.BY_NAME[name], "sm_90a", SPEC)
-            for name in ("naive_xcol", "thread_tile_4x4", "thread_tile_8x8")
-        }
+def inspected(prebuilt):
+    prebuilt.wait(SEED)  # in the session's cache (conftest), not the user's
+    return {name: inspect_stage(stages.BY_NAME[name], "sm_90a", SPEC) for name in SEED_STAGES}
 
 
+@SEED
 def test_naive_loop_has_two_ldg_per_ffma(inspected):
     r = inspected["naive_xcol"]
     assert r["error"] is None
@@ -244,6 +246,7 @@ def test_naive_loop_has_two_ldg_per_ffma(inspected):
     assert r["k_per_iter"] == r["loop_ffma"]  # one FFMA per k: the unroll factor
 
 
+@SEED
 def test_thread_tile_4x4_loop_has_8_ldg_per_16_ffma(inspected):
     r = inspected["thread_tile_4x4"]
     assert r["ldg_ffma"] == "1:2"
@@ -251,6 +254,7 @@ def test_thread_tile_4x4_loop_has_8_ldg_per_16_ffma(inspected):
     assert r["loop_ffma"] == 16 * r["k_per_iter"]
 
 
+@SEED
 def test_exercise_3_registers_and_occupancy(inspected):
     # why 4x4 and not 8x8: the 8x8 tile needs far more registers, so fewer warps fit
     small, big = inspected["thread_tile_4x4"], inspected["thread_tile_8x8"]
@@ -261,6 +265,7 @@ def test_exercise_3_registers_and_occupancy(inspected):
     assert big["limited_by"] == "registers"
 
 
+@SEED
 def test_naive_occupancy_on_h100(inspected):
     r = inspected["naive_xcol"]
     # 32 registers x 256 threads, no shared memory: the hand-computed case above
@@ -271,6 +276,7 @@ def test_naive_occupancy_on_h100(inspected):
 # --------------------------------------------------------------------------- the command
 
 
+@pytest.mark.prebuild(stages.BY_NAME["naive_xcol"], sass=True)
 def test_cli_inspect_naive(runner):
     res = runner.invoke(
         __import__("rooflinecli.cli", fromlist=["cli"]).cli,
@@ -286,6 +292,7 @@ def test_cli_inspect_naive(runner):
     assert "thread_tile_4x4" not in out
 
 
+@pytest.mark.prebuild(stages.BY_NAME["naive_xcol"], stages.BY_NAME["thread_tile_4x4"], sass=True)
 def test_cli_inspect_json(runner):
     from rooflinecli.cli import cli
 
@@ -303,6 +310,7 @@ def test_cli_inspect_json(runner):
     assert recs["thread_tile_4x4"]["sass"]["main_loop"]["mix"]["FFMA"] > 0
 
 
+@pytest.mark.prebuild(stages.BY_NAME["naive_xcol"], sass=True)
 def test_cli_inspect_csv_and_markdown(runner):
     from rooflinecli.cli import cli
 

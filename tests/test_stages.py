@@ -79,8 +79,9 @@ def test_seed_by_instruction_intensities():
     assert stages.BY_NAME["thread_tile_8x8"].ai_instruction == 2.0
 
 
+# every stage for every target it runs on and every dtype it builds for (built in conftest)
 CASES = [
-    (s, arch, d)
+    pytest.param(s, arch, d, marks=pytest.mark.prebuild(s, arch=arch, dtype=d))
     for s in KERNEL_STAGES
     for arch in ("sm_90a", "sm_80")
     for d in s.all_dtypes
@@ -97,6 +98,7 @@ def test_compiles_with_nvrtc_without_spills(stage, arch, dtype):
     assert 0 < r.registers <= 255
 
 
+@pytest.mark.prebuild(stages.BY_NAME["thread_tile_4x4"], stages.BY_NAME["thread_tile_8x8"])
 def test_seed_register_story_4x4_vs_8x8():
     # exercise 3: the 8x8 tile needs far more registers than the 4x4 (seed: 39 vs 114, nvcc 13.4)
     r4 = compiler.compile_stage(stages.BY_NAME["thread_tile_4x4"], "sm_90a").resources.registers
@@ -136,7 +138,11 @@ def test_compile_is_cached(tmp_path, monkeypatch):
     assert (tmp_path / "kernels").stat().st_mtime_ns == stamp
 
 
-SASS_CASES = [(s, d) for s in KERNEL_STAGES for d in s.all_dtypes]
+SASS_CASES = [
+    pytest.param(s, d, marks=pytest.mark.prebuild(s, dtype=d, sass=True))
+    for s in KERNEL_STAGES
+    for d in s.all_dtypes
+]
 
 
 @pytest.mark.parametrize("stage, dtype", SASS_CASES, ids=lambda v: getattr(v, "name", v))
@@ -155,6 +161,9 @@ def test_sass_holds_the_math_the_stage_claims(stage, dtype):
         assert rep.kernel["HMMA"] == 0 and rep.kernel["HGMMA"] == 0
 
 
+@pytest.mark.prebuild(
+    stages.BY_NAME["mma_tma_ws"].with_params({"CLUSTER_M": 2}), dtype="fp16", sass=True
+)
 def test_stage_23_pairs_of_blocks_share_b_by_multicast():
     """CLUSTER_M=2 (in stage 23's tune space): the grid's rows come in pairs (an odd count is
     rounded up), each block's B box is half the tile, and the SASS multicasts B and arrives on

@@ -1,0 +1,67 @@
+"""The test session's helper process (tests/conftest.py starts it): compiles kernels into the
+session's compile cache and writes their nvdisasm listings beside it, while the tests that need
+none of them run.
+
+A process of its own, so that what a test changes for itself (environment, monkeypatched
+functions, the umask) never reaches a build. Reads one JSON object on stdin:
+{"path": sys.path, "listings": folder, "workers": n, "jobs": [{"id", "kind": "stage" |
+"calibration", "name", "params", "arch", "dtype", "sass"}]}, and writes "done ID" on stdout when a
+job is over, built or not (the test that compiles it reports why), then "cpu SECONDS".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+
+def listing_path(folder: Path, cubin: str | Path) -> Path:
+    """Where the listing of this cubin, as it is now (size, time), is kept."""
+    st = os.stat(cubin)
+    return folder / f"{Path(cubin).name}.{st.st_size}.{st.st_mtime_ns}.sass"
+
+
+def main() -> None:
+    task = json.loads(sys.stdin.read())
+    sys.path[:] = task["path"]  # import rooflinecli from where the test session does
+    from rooflinecli.build import compiler, sass, stages
+    from rooflinecli.gpu import calibrate
+
+    listings = Path(task["listings"])
+    listings.mkdir(parents=True, exist_ok=True)
+    lock = threading.Lock()
+
+    def build(job: dict) -> None:
+        try:
+            if job["kind"] == "stage":
+                stage = stages.BY_NAME[job["name"]].with_params(job["params"])
+                built = compiler.compile_stage(stage, job["arch"], job["dtype"])
+            else:
+                built = calibrate.compile_kernel(job["name"], job["arch"])
+            if job["sass"]:
+                path = listing_path(listings, built.cubin_path)
+                tmp = path.with_suffix(f".{threading.get_ident()}.tmp")
+                tmp.write_text(sass.disassemble(built.cubin_path))
+                os.replace(tmp, path)
+        except Exception:
+            pass
+        finally:
+            with lock:
+                print("done", job["id"], flush=True)
+
+    with ThreadPoolExecutor(task["workers"]) as pool:
+        list(pool.map(build, task["jobs"]))
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    print("cpu", me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, flush=True)
+
+
+if __name__ == "__main__":
+    main()
