@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from rooflinecli.build import stages as registry
 from rooflinecli.cli import cli
 from rooflinecli.present import View
 from rooflinecli.present import table as report
@@ -34,11 +35,8 @@ def table_rows(out: str) -> list[str]:
     return [line for line in out.splitlines() if line.startswith("│")]
 
 
-MODEL_STAGES = [
-    "naive_xcol", "naive_xrow", "thread_tile_4x4", "thread_tile_8x8", "smem_tile",
-    "blocktile_1d", "blocktile_2d", "vectorized", "warptile", "double_buffer", "multistage",
-    "cublas",
-]  # fmt: skip
+# every fp32 stage in registry order, the reference last (stages.select), as `model gemm` lists them
+MODEL_STAGES = [s.name for s in registry.select(None, "fp32")]
 
 
 @pytest.mark.parametrize("width", [80, 100])
