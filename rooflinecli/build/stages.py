@@ -651,8 +651,9 @@ STAGES: tuple[Stage, ...] = (
     _gemv_splitk(
         {"BM": 16, "TM": 4, "BN": 32, "KU": 8, "NUM_THREADS": 256, "MIN_BLOCKS": 2},
         "gemv_multirow",
-        slower_because="at M <= 4 three of its four row groups compute rows past M (clamped, "
-        "never stored) and a block keeps 32 KiB of B in flight, not 64: gemv_splitk's shapes",
+        slower_because="its 4 row groups load the same bytes of B, so a block has 8 KiB of "
+        "distinct B in flight (gemv_splitk: 64 KiB), each element of B is converted 4 times, and "
+        "at M <= 4 three row groups compute rows past M (clamped, never stored)",
     ),
     _gemv_wmma({"BM": 16, "BN": 32, "KW": 64, "NUM_THREADS": 256, "MIN_BLOCKS": 2}),
 )
