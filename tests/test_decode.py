@@ -4,6 +4,7 @@ class, the define that tells fp32 from the 16-bit builds, and the SASS their des
 (tests/test_stages.py compiles every stage for sm_90a and sm_80 without spills.)"""
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -37,9 +38,8 @@ def test_decode_stages_take_m_up_to_64_and_any_n_k(stage):
             assert stage.refuses(m, n, k) is None
     why = stage.refuses(65, 4096, 4096)
     assert why is not None and "decode stage for M = 1..64" in why and "M = 65" in why
-    # the kernel is correct past 64 (tests/gpu/test_decode.py runs it there): only the class says no
-    from dataclasses import replace
-
+    # the kernel is correct past 64 (tests/gpu/test_decode_gpu.py runs it there): only the
+    # shape class says no
     assert replace(stage, m_range=None).refuses(4096, 4096, 4096) is None
 
 
