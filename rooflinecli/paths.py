@@ -37,3 +37,24 @@ def cache_dir() -> Path:
         return Path(root)
     xdg = os.environ.get("XDG_CACHE_HOME")
     return (Path(xdg) if xdg else Path.home() / ".cache") / "roofline"
+
+
+def read_toml(path: str | Path, what: str) -> dict:  # type: ignore[type-arg]
+    """A TOML file the user names (a spec, a preset, a stage): every problem is one
+    RooflineError line naming the file (`what`: "spec file", "preset file", ...)."""
+    import tomllib
+
+    from rooflinecli.errors import RooflineError
+
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise RooflineError(f"{what} {p} not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RooflineError(f"{what} {p} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise RooflineError(f"{what} {p} is not valid TOML: not UTF-8 text") from None
+    except OSError as exc:
+        raise RooflineError(f"cannot read {what} {p}: {exc.strerror}") from None

@@ -29,7 +29,6 @@ from __future__ import annotations
 import ast
 import math
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -38,6 +37,7 @@ from typing import Any
 from rooflinecli.build.stages import BY_NAME, Stage
 from rooflinecli.core.model import DTYPE_BYTES
 from rooflinecli.errors import RooflineError
+from rooflinecli.paths import read_toml
 
 USER_DTYPES = ("fp32", "fp16", "bf16")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
@@ -220,17 +220,7 @@ def load_user_stage(path: str | Path) -> UserStage:
     """Read and check a user stage file; every problem is one RooflineError line."""
     p = Path(path)
     where = str(p)
-    try:
-        with p.open("rb") as fh:
-            raw = tomllib.load(fh)
-    except FileNotFoundError:
-        raise RooflineError(f"stage file {p} not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise RooflineError(f"stage file {p} is not valid TOML: {exc}") from None
-    except UnicodeDecodeError:
-        raise RooflineError(f"stage file {p} is not valid TOML: not UTF-8 text") from None
-    except OSError as exc:
-        raise RooflineError(f"cannot read stage file {p}: {exc.strerror}") from None
+    raw = read_toml(p, "stage file")
 
     unknown = sorted(set(raw) - set(_KEYS))
     if unknown:

@@ -24,7 +24,6 @@ one operation after another.
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -32,7 +31,7 @@ from typing import Any, cast
 from rooflinecli.core import model, roofs
 from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
-from rooflinecli.paths import data_dir
+from rooflinecli.paths import data_dir, read_toml
 
 # FLOPs counted per element (or per score) for the operations that are not matrix products.
 RMSNORM_FLOPS_PER_ELEMENT = 4  # x*x, add to the sum, x * rsqrt(mean + eps), * gain
@@ -164,17 +163,7 @@ def _check(
 
 def load_preset_file(path: str | Path) -> Preset:
     p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            raw = tomllib.load(fh)
-    except FileNotFoundError:
-        raise RooflineError(f"preset file {p} not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise RooflineError(f"preset file {p} is not valid TOML: {exc}") from None
-    except UnicodeDecodeError:
-        raise RooflineError(f"preset file {p} is not valid TOML: not UTF-8 text") from None
-    except OSError as exc:
-        raise RooflineError(f"cannot read preset file {p}: {exc.strerror}") from None
+    raw = read_toml(p, "preset file")
     return _check(p.name, raw, str(p))
 
 

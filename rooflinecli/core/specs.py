@@ -5,13 +5,12 @@ Pure Python: no CuPy. Peaks are dense figures in TFLOP/s (TOP/s for int8); bandw
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from rooflinecli.errors import RooflineError
-from rooflinecli.paths import data_dir
+from rooflinecli.paths import data_dir, read_toml
 
 # Peak keys a spec may give, in display order. Sparse figures are not accepted anywhere.
 PEAK_KEYS: tuple[str, ...] = (
@@ -178,17 +177,7 @@ def from_dict(raw: dict[str, Any], where: str = "results document") -> Spec:
 
 def load_spec_file(path: str | Path) -> Spec:
     p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            raw = tomllib.load(fh)
-    except FileNotFoundError:
-        raise RooflineError(f"spec file {p} not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise RooflineError(f"spec file {p} is not valid TOML: {exc}") from None
-    except UnicodeDecodeError:
-        raise RooflineError(f"spec file {p} is not valid TOML: not UTF-8 text") from None
-    except OSError as exc:
-        raise RooflineError(f"cannot read spec file {p}: {exc.strerror}") from None
+    raw = read_toml(p, "spec file")
     return _check(p, raw)
 
 
