@@ -249,3 +249,18 @@ def place_on_roofs(doc: dict[str, Any], roofs: str, calibration: str | None) -> 
             device["name"], device.get("driver"), device.get("clock_sm_max_mhz")
         )
     return roofs_mod.place_on_roofs(doc, roofs, cal)
+
+
+def reports_option(help_text: str) -> Callable[[F], F]:
+    """--reports FOLDER: where ncu's .ncu-rep reports are kept (profile gemm and profile app)."""
+
+    def deco(f: F) -> F:
+        return click.option(
+            "--reports",
+            "reports_dir",
+            type=click.Path(file_okay=False, writable=True),
+            default=None,
+            help=help_text,
+        )(f)
+
+    return deco

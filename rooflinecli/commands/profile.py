@@ -16,6 +16,7 @@ from rooflinecli.options import (
     dtype_option,
     format_option,
     output_option,
+    reports_option,
     resolve_shape,
     spec_option,
 )
@@ -127,13 +128,7 @@ def profile() -> None:
     default=None,
     help="Passed to ncu: at most this many launches profiled per stage.",
 )
-@click.option(
-    "--reports",
-    "reports_dir",
-    type=click.Path(file_okay=False, writable=True),
-    default=None,
-    help="Keep ncu's .ncu-rep report of each stage in this folder.",
-)
+@reports_option("Keep ncu's .ncu-rep report of each stage in this folder.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @format_option
 @columns_option
@@ -251,13 +246,7 @@ def profile_gemm(
     default=None,
     help="A calibration file from `roofline calibrate` (default: the one cached for this GPU).",
 )
-@click.option(
-    "--reports",
-    "reports_dir",
-    type=click.Path(file_okay=False, writable=True),
-    default=None,
-    help="Keep ncu's .ncu-rep report in this folder.",
-)
+@reports_option("Keep ncu's .ncu-rep report in this folder.")
 @click.option(
     "--timeout",
     type=click.FloatRange(1),
