@@ -73,7 +73,12 @@ def test_wmma_shared_memory_is_the_kernels_formula():
     assert "constexpr int SMEM_BYTES = WARPS * WARP_BYTES;" in src
 
 
-CASES = [(s, d) for s in VECTOR for d in s.all_dtypes]
+# built and disassembled in the session's helper (conftest), with test_stages' SASS cases
+CASES = [
+    pytest.param(s, d, marks=pytest.mark.prebuild(s, dtype=d, sass=True))
+    for s in VECTOR
+    for d in s.all_dtypes
+]
 
 
 def _report(stage, dtype):
@@ -92,7 +97,12 @@ def test_b_is_read_with_16_byte_loads(stage, dtype):
             assert any(i.opcode.startswith("LDSM.16.MT88") for i in fn.instrs)
 
 
-SPLIT_K = [(s, d) for s in DECODE if s.entry == "gemv_splitk" for d in s.all_dtypes]
+SPLIT_K = [
+    pytest.param(s, d, marks=pytest.mark.prebuild(s, dtype=d, sass=True))
+    for s in DECODE
+    if s.entry == "gemv_splitk"
+    for d in s.all_dtypes
+]
 
 
 @pytest.mark.parametrize("stage, dtype", SPLIT_K, ids=lambda v: getattr(v, "name", v))

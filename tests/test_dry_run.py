@@ -48,6 +48,13 @@ def bad_stage(tmp_path):
     return toml
 
 
+# what `run gemm` compiles by default on the default target, sm_90a (prebuilt: conftest)
+DEFAULT_FP32 = [s.for_arch("sm_90a") for s in stages.select(None, "fp32") if not s.reference]
+
+
+@pytest.mark.prebuild(
+    *(stages.BY_NAME[name].for_arch("sm_80") for name in ("naive_xcol", "smem_tile")), arch="sm_80"
+)
 def test_dry_run_compiles_and_says_how_each_stage_would_launch(runner):
     args = ["run", "gemm", "--sizes", "64,100x40x8", "--stages", "naive_xcol,smem_tile"]
     r = runner.invoke(cli, [*args, "--dry-run", "--arch", "sm_80", "--format", "json"])
@@ -68,6 +75,7 @@ def test_dry_run_compiles_and_says_how_each_stage_would_launch(runner):
     assert rows[("cublas", "64x64x64")]["registers"] is None
 
 
+@pytest.mark.prebuild(stages.BY_NAME["naive_xcol"])
 def test_dry_run_table_on_the_detected_or_default_target(runner):
     r = runner.invoke(cli, ["run", "gemm", "--m", "64", "--stages", "naive_xcol", "--dry-run"])
     assert r.exit_code == 0, r.stderr
@@ -94,6 +102,7 @@ def test_dry_run_skips_what_the_target_or_the_shape_refuses():
     ]
 
 
+@pytest.mark.prebuild(*DEFAULT_FP32, dtype="fp32")
 @pytest.mark.parametrize("dry", [True, False], ids=["dry-run", "run"])
 def test_a_user_stage_that_does_not_compile_is_one_line_before_any_gpu(runner, bad_stage, dry):
     args = ["run", "gemm", "--m", "64", "--extra-stage", str(bad_stage)]
@@ -128,6 +137,7 @@ def test_dry_run_refusals(runner, tmp_path):
     assert r.exit_code == 2 and r.stderr.startswith("error: bad --arch 'sm_9'")
 
 
+@pytest.mark.prebuild(stages.BY_NAME["naive_xcol"], sass=True)
 def test_inspect_takes_a_user_stage(runner):
     r = runner.invoke(
         cli,

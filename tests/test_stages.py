@@ -203,7 +203,13 @@ def test_tma_stages_take_the_contracts_b_and_any_m():
     assert stages.BY_NAME["mma_multistage"].refuses(127, 333, 65) is None  # cp.async: any shape
 
 
-@pytest.mark.parametrize("name", ["wgmma_tma", "wgmma_ws", "wgmma_persistent"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.prebuild(stages.BY_NAME[n], dtype="bf16", sass=True))
+        for n in ("wgmma_tma", "wgmma_ws", "wgmma_persistent")
+    ],
+)
 def test_wgmma_stages_read_b_n_major(name):
     """Row-major B lands in shared memory N-major: every HGMMA takes B transposed (imm-trans-b
     = 1: SASS .tnspB) and A as it is (K-major); B comes as 64-column TMA boxes, A as one box."""
@@ -219,6 +225,7 @@ def test_wgmma_stages_read_b_n_major(name):
     assert copies > 0 and copies % (1 + stage.params["BN"] // 64) == 0, copies
 
 
+@pytest.mark.prebuild(stages.BY_NAME["mma_tma_ws"], dtype="fp16", sass=True)
 def test_stage_23_loads_b_fragments_with_ldmatrix_trans():
     """Stage 23's B tile is k rows of n: its .col fragments come through ldmatrix.trans
     (LDSM.16.MT88.4), as many as A's plain ones (4 + 4 per k16 step of a 64 x 64 warp tile)."""
