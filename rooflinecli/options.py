@@ -264,3 +264,19 @@ def reports_option(help_text: str) -> Callable[[F], F]:
         )(f)
 
     return deco
+
+
+def extra_stage_option(help_text: str) -> Callable[[F], F]:
+    """--extra-stage FILE.toml (repeatable): the user's own kernel beside ours."""
+
+    def deco(f: F) -> F:
+        return click.option(
+            "--extra-stage",
+            "extra_stages",
+            multiple=True,
+            type=click.Path(dir_okay=False),
+            metavar="FILE.toml",
+            help=help_text,
+        )(f)
+
+    return deco

@@ -15,7 +15,7 @@ import click
 from rooflinecli import results
 from rooflinecli.build import stages
 from rooflinecli.errors import RooflineError
-from rooflinecli.options import DTYPES, format_option, spec_option, split_list
+from rooflinecli.options import DTYPES, extra_stage_option, format_option, spec_option, split_list
 from rooflinecli.present import table as report
 
 SCHEMA = "roofline.inspect/1"
@@ -114,14 +114,9 @@ def inspect_() -> None:
     default=None,
     help="Build for this element type (default: each stage's own).",
 )
-@click.option(
-    "--extra-stage",
-    "extra_stages",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    metavar="FILE.toml",
-    help="Also inspect your own kernel (see examples/my_gemm.toml); a compile error is one "
-    "line naming the file.",
+@extra_stage_option(
+    "Also inspect your own kernel (see examples/my_gemm.toml); a compile error is one "
+    "line naming the file."
 )
 @spec_option
 @format_option

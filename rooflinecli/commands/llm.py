@@ -21,6 +21,7 @@ from rooflinecli.options import (
     SIZE,
     chart_option,
     columns_option,
+    extra_stage_option,
     format_option,
     max_noise_option,
     output_option,
@@ -367,10 +368,7 @@ def _check_dtype(dtype: str, extra: Sequence[stages.Stage]) -> None:
     "--stages", "stage_list", default=None, metavar="LIST",
     help="Comma-separated stages (default: all of the dtype). The reference always runs.",
 )  # fmt: skip
-@click.option(
-    "--extra-stage", "extra_stages", multiple=True, metavar="FILE.toml",
-    type=click.Path(dir_okay=False), help="Also run your own kernel (see examples/my_gemm.toml).",
-)  # fmt: skip
+@extra_stage_option("Also run your own kernel (see examples/my_gemm.toml).")
 @click.option(
     "--dtype", type=click.Choice(DTYPES), default="fp16", show_default=True, help="Element type."
 )

@@ -14,6 +14,7 @@ from rooflinecli.options import (
     chart_option,
     columns_option,
     dtype_option,
+    extra_stage_option,
     format_option,
     max_noise_option,
     output_option,
@@ -125,13 +126,8 @@ def _dry_run(
 @max_noise_option
 @click.option("--no-flush", is_flag=True, help="Do not flush the L2 between repeats.")
 @click.option("--tuned", is_flag=True, help="Use tile parameters saved by `roofline tune`.")
-@click.option(
-    "--extra-stage",
-    "extra_stages",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    metavar="FILE.toml",
-    help="Your own kernel, described by a small TOML file, run and verified beside ours.",
+@extra_stage_option(
+    "Your own kernel, described by a small TOML file, run and verified beside ours."
 )
 @click.option(
     "--dry-run",
