@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import fake_run_gemm
 
 from rooflinecli.build import stages as registry
 from rooflinecli.cli import cli
@@ -211,23 +212,9 @@ def test_compact_sets_fit_100_columns_with_the_longest_names():
 def test_run_llm_compact_table_at_80(monkeypatch):
     """run llm (a stand-in for the GPU): per batch, the weight GEMM and the stage lead; whole
     names, nothing cut, one verdict line per weight GEMM."""
-    from rooflinecli.core import roofs, specs
     from rooflinecli.gpu import runner
 
-    def run_gemm(shapes, chosen, spec_arg, alpha=1.0, beta=0.0, seed=0, timing=None,
-                 progress=None, dtype="fp32"):  # fmt: skip
-        spec = specs.resolve("h200-sxm")
-        recs = []
-        for m, n, k in shapes:
-            for stage in chosen:
-                r = roofs.model_record(stage, m, n, k, spec, alpha, beta, dtype)
-                tflops = r["attainable_tflops"] / 3
-                r.update(tflops=tflops, time_ms=r["flops"] / tflops / 1e9, verified=True)
-                roofs.place(r, r["time_ms"])
-                recs.append(r)
-        roofs.add_reference_ratios(recs)
-        return {"name": "FAKE H200"}, spec, recs
-
+    run_gemm = fake_run_gemm(3, placed=True)
     monkeypatch.setattr(runner, "run_gemm", run_gemm)
     args = ["run", "llm", "--batch", "1", "--stages", "wgmma_persistent", "--no-chart"]
     code, out, err = invoke(args, 80)

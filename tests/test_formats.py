@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import fake_run_gemm
 
 from rooflinecli.cli import cli
 
@@ -176,22 +177,9 @@ def test_inspect_and_specs_csv_are_tidy(runner):
 @pytest.fixture
 def fake_gpu(monkeypatch):
     """runner.run_gemm without a GPU: every stage at half its roof, verified."""
-    from rooflinecli.core import roofs as analysis
-    from rooflinecli.core import specs
     from rooflinecli.gpu import runner
 
-    def run_gemm(shapes, chosen, spec_arg, alpha=1.0, beta=0.0, seed=0, timing=None,
-                 progress=None, dtype="fp32"):  # fmt: skip
-        spec = specs.resolve("h200-sxm")
-        recs = []
-        for m, n, k in shapes:
-            for stage in chosen:
-                r = analysis.model_record(stage, m, n, k, spec, alpha, beta, dtype)
-                tflops = r["attainable_tflops"] / 2
-                r.update(tflops=tflops, time_ms=r["flops"] / tflops / 1e9, verified=True)
-                recs.append(r)
-        return {"name": "FAKE H200"}, spec, recs
-
+    run_gemm = fake_run_gemm(2)
     monkeypatch.setattr(runner, "run_gemm", run_gemm)
     from rooflinecli.gpu import device
 

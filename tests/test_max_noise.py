@@ -10,6 +10,7 @@ import random
 from types import SimpleNamespace
 
 import pytest
+from conftest import fake_run_gemm
 
 from rooflinecli.core import stats
 from rooflinecli.gpu import device, timer
@@ -154,24 +155,18 @@ def test_too_few_repeats_to_judge_never_meet_a_target(cp):
 def fake_run(monkeypatch):
     """runner.run_gemm without a GPU: records what Timing it got, and says the last stage
     missed its noise target."""
-    from rooflinecli.core import roofs, specs
     from rooflinecli.gpu import runner
 
     got: dict[str, object] = {}
 
-    def run_gemm(shapes, chosen, spec_arg, alpha=1.0, beta=0.0, seed=0, timing=None,
-                 progress=None, dtype="fp32"):  # fmt: skip
-        got["timing"] = timing
-        spec = specs.resolve("h200-sxm")
-        recs = []
-        for m, n, k in shapes:
-            for i, stage in enumerate(chosen):
-                r = roofs.model_record(stage, m, n, k, spec, alpha, beta, dtype)
-                tflops = r["attainable_tflops"] / 2
-                r.update(tflops=tflops, time_ms=r["flops"] / tflops / 1e9, verified=True)
-                r.update(noise_pct=0.4 if i == 0 else 2.5, noise_target_met=i == 0)
-                recs.append(r)
-        return {"name": "FAKE H200"}, spec, recs
+    def noisy(i: int, r: dict) -> None:  # the last stage missed its noise target
+        r.update(noise_pct=0.4 if i == 0 else 2.5, noise_target_met=i == 0)
+
+    fake = fake_run_gemm(2, each=noisy)
+
+    def run_gemm(*args, **kwargs):  # type: ignore[no-untyped-def]
+        got["timing"] = kwargs.get("timing", args[6] if len(args) > 6 else None)
+        return fake(*args, **kwargs)
 
     monkeypatch.setattr(runner, "run_gemm", run_gemm)
     return got
