@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import fake_run_gemm
+from fakes import fake_run_gemm
 
 from rooflinecli.build import stages as registry
 from rooflinecli.cli import cli

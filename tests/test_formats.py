@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import fake_run_gemm
+from fakes import fake_run_gemm
 
 from rooflinecli.cli import cli
 

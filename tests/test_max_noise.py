@@ -10,7 +10,7 @@ import random
 from types import SimpleNamespace
 
 import pytest
-from conftest import fake_run_gemm
+from fakes import fake_run_gemm
 
 from rooflinecli.core import stats
 from rooflinecli.gpu import device, timer

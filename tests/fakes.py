@@ -1,0 +1,31 @@
+"""Stand-ins for the GPU parts of the tool, shared by the CPU tests."""
+
+from __future__ import annotations
+
+
+def fake_run_gemm(fraction: float, placed: bool = False, each=None):  # type: ignore[no-untyped-def]
+    """A stand-in for rooflinecli.gpu.runner.run_gemm on a machine without a GPU: every stage
+    at 1/fraction of its roof, verified, on the H200's spec. `placed`: the speeds placed and the
+    reference ratios added, as the runner does; `each(i, record)`: more fields per record."""
+
+    def run_gemm(shapes, chosen, spec_arg, alpha=1.0, beta=0.0, seed=0, timing=None,
+                 progress=None, dtype="fp32"):  # fmt: skip
+        from rooflinecli.core import roofs, specs
+
+        spec = specs.resolve("h200-sxm")
+        recs = []
+        for m, n, k in shapes:
+            for i, stage in enumerate(chosen):
+                r = roofs.model_record(stage, m, n, k, spec, alpha, beta, dtype)
+                tflops = r["attainable_tflops"] / fraction
+                r.update(tflops=tflops, time_ms=r["flops"] / tflops / 1e9, verified=True)
+                if placed:
+                    roofs.place(r, r["time_ms"])
+                if each is not None:
+                    each(i, r)
+                recs.append(r)
+        if placed:
+            roofs.add_reference_ratios(recs)
+        return {"name": "FAKE H200"}, spec, recs
+
+    return run_gemm
