@@ -192,11 +192,13 @@ TMA_STAGES = [s for s in KERNEL_STAGES if s.params.get("TMA")]
 
 
 def test_tma_stages_take_the_contracts_b_and_any_m():
-    """Stages 23-27 read B row-major (K x N) as the contract gives it, so the runner charges them
+    """Stages 23-28 read B row-major (K x N) as the contract gives it, so the runner charges them
     no transpose. TMA row strides are whole 16-byte units: A's rows are K long, B's and C's N
     long, so N and K must be multiples of 8 and M is free; other shapes are refused, saying so."""
     names = {s.name for s in TMA_STAGES}
-    assert names == {"mma_tma_ws", "wgmma_tma", "wgmma_ws", "wgmma_persistent", "wgmma_cluster"}
+    assert names == {
+        "mma_tma_ws", "wgmma_tma", "wgmma_ws", "wgmma_persistent", "wgmma_cluster", "wgmma_stagger"
+    }  # fmt: skip
     for s in TMA_STAGES:
         assert s.b_layout == "kn", s.name
         for ok in [(1000, 1016, 1032), (600, 1016, 1032), (1001, 600, 1032), (1, 8, 8)]:
@@ -211,7 +213,7 @@ def test_tma_stages_take_the_contracts_b_and_any_m():
     "name",
     [
         pytest.param(n, marks=pytest.mark.prebuild(stages.BY_NAME[n], dtype="bf16", sass=True))
-        for n in ("wgmma_tma", "wgmma_ws", "wgmma_persistent", "wgmma_cluster")
+        for n in ("wgmma_tma", "wgmma_ws", "wgmma_persistent", "wgmma_cluster", "wgmma_stagger")
     ],
 )
 def test_wgmma_stages_read_b_n_major(name):
@@ -258,6 +260,25 @@ def test_stage_27_pairs_persistent_blocks_and_caps_the_grid():
     built = compiler.compile_stage(alone, "sm_90a", "bf16")
     ops = [i.opcode for i in sass.parse(sass.disassemble(built.cubin_path))[alone.entry].instrs]
     assert "UTMALDG.2D.MULTICAST" not in ops and "UCGABAR_WAIT" not in ops
+
+
+@pytest.mark.prebuild(stages.BY_NAME["wgmma_stagger"], dtype="fp16", sass=True)
+def test_stage_28_staggers_the_consumers_with_one_named_barrier():
+    """Stage 28 is stage 27 plus LAG: consumer 0 arrives (BAR.ARV, never waiting) where consumer
+    1 waits once, in a loop and after it (fewer slices than LAG); LAG=0 has no arrival. LAG must
+    leave one slot of the ring: LAG = STAGES does not compile."""
+    from rooflinecli.build import sass
+
+    lagged = stages.BY_NAME["wgmma_stagger"]
+    assert lagged.params["LAG"] > 0 and lagged.launch(8192, 8192, 132)[0] == (128, 1, 1)
+    for stage, arrivals in [(lagged, 2), (lagged.with_params({"LAG": 0}), 0)]:
+        built = compiler.compile_stage(stage, "sm_90a", "fp16")
+        assert built.resources.spill_bytes == 0 and built.resources.stack_frame_bytes == 0
+        ops = [i.opcode for i in sass.parse(sass.disassemble(built.cubin_path))[stage.entry].instrs]
+        assert ops.count("BAR.ARV") == arrivals
+        assert ops.count("HGMMA.64x256x16.F32") == 4
+    with pytest.raises(RooflineError, match="the ring must hold them"):
+        compiler.compile_stage(lagged.with_params({"LAG": 4}), "sm_90a", "fp16")
 
 
 @pytest.mark.prebuild(stages.BY_NAME["mma_tma_ws"], dtype="fp16", sass=True)

@@ -350,6 +350,22 @@ def _wgmma_cluster(p: dict[str, int]) -> Stage:
     return replace(stage, rebuild=lambda q: _wgmma_cluster(dict(q)))
 
 
+def _wgmma_stagger(p: dict[str, int]) -> Stage:
+    """Stage 28: stage 27 with consumer warpgroup 1 LAG K slices behind consumer 0, so each
+    one's epilogue runs while the other issues WGMMAs."""
+    stage = replace(
+        _wgmma_cluster({k: v for k, v in p.items() if k != "LAG"}),
+        name="wgmma_stagger",
+        what=f"stage 27 with the consumers {p['LAG']} K slices apart: one's epilogue overlaps "
+        "the other's WGMMAs, which then have the tensor cores to themselves",
+        file="28_wgmma_stagger.cu",
+        entry="gemm_wgmma_stagger",
+        params=MappingProxyType(dict(p)),
+        tune_space=MappingProxyType({"LAG": (0, 1, 2, 3), "CLUSTER_M": (1, 2)}),
+    )
+    return replace(stage, rebuild=lambda q: _wgmma_stagger(dict(q)))
+
+
 # Chapter 14: decode. M = batch (1..64) rows of activations times each weight matrix: every weight
 # is read once per token, so these stages are bound by streaming B from HBM; their ideal bytes
 # are the model's (A, B, C once), so % of roof is their share of HBM bandwidth. One source builds
@@ -659,6 +675,10 @@ STAGES: tuple[Stage, ...] = (
     _wgmma_cluster(
         {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16, "TMA": 1, "TMA_C": 1}
         | {"CLUSTER_M": 2, "MAX_BLOCKS": 128}
+    ),
+    _wgmma_stagger(
+        {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16, "TMA": 1, "TMA_C": 1}
+        | {"CLUSTER_M": 2, "MAX_BLOCKS": 128, "LAG": 2}
     ),
     Stage(
         name="cublas_hgemm",
