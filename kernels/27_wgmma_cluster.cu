@@ -25,9 +25,11 @@
 //     anything is multicast to them) and again before exiting (the peer may still arrive on, or
 //     multicast into, this block's shared memory).
 //   * The grid is at most MAX_BLOCKS blocks (Stage.launch; 0: one per SM), a whole number of
-//     clusters. A pair must sit in one GPC, and 132 SMs do not all pair up; 128 blocks (64 pairs)
-//     is what fast.cu launches. At 8192^3 it costs no wave: 2048 tiles are 16 waves of 128 and
-//     15.5 of 132. CLUSTER_M=1 is stage 26 again (with the grid cap), for the A/B in one tune.
+//     clusters. A pair must sit in one GPC, and whether all 66 pairs of 132 SMs fit at once
+//     depends on how the SMs are spread over the GPCs (a pair that does not fit waits for a
+//     whole persistent block to finish); 128 blocks (64 pairs) is what fast.cu launches, and the
+//     tune space tries 132. At 8192^3 and 4096^3 the cap costs no wave: 2048 (512) tiles are
+//     16 (4) waves of 128 and 15.5 (3.9) of 132. CLUSTER_M=1 is stage 26 again (with the cap).
 // Everything else is stage 26's: a producer warpgroup (setmaxnreg 40) and two consumer warpgroups
 // (232, 64 x 256 each, m64n256k16, B read N-major through imm-trans-b), BK 64, a STAGES-deep
 // ring whose counter runs on across tiles, grouped tile order over cluster tiles, and the
