@@ -476,10 +476,12 @@ def tune_gemm(
     spec_arg: str | None,
     budget_ms: float,
     progress: Callable[..., None] | None = None,
+    dtype: str | None = None,
 ) -> dict[str, Any]:
     """Every variant of a stage's tune_space that compiles without spills, verified and timed
-    beside the reference at m^3; the fastest verified one is saved for `run gemm --tuned`. The
-    document's `tune` says which won, which were dropped and where the winner went."""
+    beside the reference at m^3 in `dtype` (default: the stage's first); the fastest verified
+    one is saved for `run gemm --tuned`. The document's `tune` says which won, which were
+    dropped and where the winner went."""
     from rooflinecli.build import stages as registry
     from rooflinecli.gpu import device
     from rooflinecli.gpu import tune as core
@@ -489,16 +491,21 @@ def tune_gemm(
         known = ", ".join(registry.BY_NAME)
         raise RooflineError(f"unknown stage {stage_name!r}; known: {known}")
     stage = registry.BY_NAME[stage_name]
+    dtype = dtype or stage.dtype
+    if dtype not in stage.all_dtypes:
+        raise RooflineError(
+            f"stage {stage_name} builds for {', '.join(stage.all_dtypes)}, not {dtype}"
+        )
     dev = device.info()
     keep, dropped = core.candidates(stage, dev["arch"])
     if not keep:
         raise RooflineError(f"no variant of {stage_name} compiles without spills")
-    chosen = [*keep, registry.reference_for(stage.dtype)]
+    chosen = [*keep, registry.reference_for(dtype)]
     doc = run_gemm(
         [(m, m, m)],
         chosen,
         spec_arg,
-        dtype=stage.dtype,
+        dtype=dtype,
         timing=Timing(budget_ms=budget_ms),
         progress=progress,
         command="tune gemm",

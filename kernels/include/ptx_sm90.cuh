@@ -90,6 +90,11 @@ __device__ __forceinline__ void cluster_sync() {
 __device__ __forceinline__ void bar_sync(int id, int threads) {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
+// bar.arrive with an id: this warp counts towards named barrier `id` (of `threads` threads) and
+// goes on without waiting; the warps that bar.sync on it wait for these arrivals too.
+__device__ __forceinline__ void bar_arrive(int id, int threads) {
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
 // fence.proxy.async.shared::cta: this thread's ordinary shared-memory writes become visible to
 // the async proxy (TMA stores, wgmma operand reads).
 __device__ __forceinline__ void fence_proxy_async() {

@@ -6,7 +6,14 @@ import click
 
 from rooflinecli import files, results
 from rooflinecli.errors import RooflineError
-from rooflinecli.options import SIZE, columns_option, format_option, output_option, spec_option
+from rooflinecli.options import (
+    DTYPES,
+    SIZE,
+    columns_option,
+    format_option,
+    output_option,
+    spec_option,
+)
 from rooflinecli.present import View
 from rooflinecli.present import table as report
 from rooflinecli.present.progress import progress
@@ -20,6 +27,12 @@ def tune() -> None:
 @tune.command("gemm")
 @click.option("--stage", "stage_name", required=True, help="A stage with a tune_space.")
 @click.option("--m", type=SIZE, default=4096, show_default=True, help="Square size to tune at.")
+@click.option(
+    "--dtype",
+    type=click.Choice(DTYPES),
+    default=None,
+    help="Element type (default: the stage's first, e.g. fp16 for the Tensor Core stages).",
+)
 @spec_option
 @click.option("--budget-ms", type=click.FloatRange(1, 60000), default=200.0, show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
@@ -29,6 +42,7 @@ def tune() -> None:
 def tune_gemm(
     stage_name: str,
     m: int,
+    dtype: str | None,
     spec_arg: str | None,
     budget_ms: float,
     quiet: bool,
@@ -42,7 +56,7 @@ def tune_gemm(
 
     report.select(report.RUN, view)
     with progress(not quiet and fmt == "table", "tuning") as tick:
-        doc = api.tune_gemm(stage_name, m, spec_arg, budget_ms, progress=tick)
+        doc = api.tune_gemm(stage_name, m, spec_arg, budget_ms, progress=tick, dtype=dtype)
     device, info = doc["device"], doc["tune"]
     dropped = info["dropped"]
     win = next((r for r in doc["records"] if r["stage"] == info["winner"]), None)

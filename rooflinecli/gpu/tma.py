@@ -1,9 +1,9 @@
 """Host-side extras for the Tensor Core stages: TMA tensor maps.
 
 Stages whose params hold TMA=1 (23_mma_tma_ws.cu, 24_wgmma_tma.cu, 25_wgmma_ws.cu,
-26_wgmma_persistent.cu) load their tiles with the copy engine, which needs a CUtensorMap per
-operand, encoded on the host and passed by value as extra kernel parameters after the 8 of the
-contract:
+26_wgmma_persistent.cu, 27_wgmma_cluster.cu, 28_wgmma_stagger.cu) load their tiles with the
+copy engine, which needs a CUtensorMap per operand, encoded on the host and passed by value as
+extra kernel parameters after the 8 of the contract:
 
     ENTRY(M, N, K, alpha, A, B, beta, C, const __grid_constant__ TmaMap tma_a, ... tma_b)
 
@@ -16,14 +16,15 @@ M, N and K tails):
   * B (K x N, the contract's row-major B, b_layout "kn"): boxes of BK rows x B_BOX_COLS = 64
     columns. A 128-byte swizzled box is at most 128 bytes wide, so the kernels load a BK x BN
     tile as BN / 64 boxes side by side (box j at j * BK * 128 bytes of shared memory); the
-    box does not depend on BN, nor on CLUSTER_M (stage 23's pairs each load half the boxes).
+    box does not depend on BN, nor on CLUSTER_M (the pairs of stages 23, 27 and 28 each load
+    half the boxes and multicast them).
 
 Row strides must be whole 16-byte units: K % 8 == 0 (A) and N % 8 == 0 (B, C); M is free (the
 registry's needs_multiple / multiple_of say so). The 128 bytes of a map travel as a NumPy
 structured scalar of dtype [("b", np.uint64, 16)] (align=True), which CuPy copies into the
 parameter buffer.
 
-With TMA_C=1 as well (23_mma_tma_ws.cu, 26_wgmma_persistent.cu) a third map follows, over C
+With TMA_C=1 as well (23_mma_tma_ws.cu and 26-28) a third map follows, over C
 (M x N row-major): the kernel stores its results through the copy engine in boxes of
 C_BOX_ROWS x C_BOX_COLS, 128-byte swizzled, and the engine skips elements outside C (the M and
 N tails).
