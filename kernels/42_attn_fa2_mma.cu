@@ -42,6 +42,9 @@
 #ifndef STAGES
 #define STAGES 2  // K/V tiles in the shared-memory ring
 #endif
+#ifndef Q_IN_SMEM
+#define Q_IN_SMEM 0  // 1: Q stays in shared memory, its fragments re-read per tile (see below)
+#endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1  // __launch_bounds__ minimum blocks per SM (caps registers)
 #endif
@@ -70,7 +73,10 @@ constexpr int TILE_BYTES = BLOCK_N * ROW_BYTES;  // one K or V tile
 constexpr int STAGE_BYTES = 2 * TILE_BYTES;      // K then V
 constexpr int Q_BYTES = BLOCK_M * ROW_BYTES;
 constexpr int ROW_STEP = THREADS / CHUNKS;       // rows one pass of all threads copies
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + (Q_BYTES > STAGE_BYTES ? Q_BYTES - STAGE_BYTES : 0);
+constexpr int QF = Q_IN_SMEM ? 1 : QK;          // Q fragments kept in registers (per m16 tile)
+// Q in registers: Q is staged in the last ring buffer (plus what does not fit); else its own.
+constexpr int SMEM_BYTES = Q_IN_SMEM ? STAGES * STAGE_BYTES + Q_BYTES
+                                     : STAGES * STAGE_BYTES + (Q_BYTES > STAGE_BYTES ? Q_BYTES - STAGE_BYTES : 0);
 
 static_assert(D == 64 || D == 128, "HEAD_DIM is 64 or 128 (the registry builds these two)");
 static_assert(WARP_M == 16 || WARP_M == 32, "a warp owns one or two m16 tiles of query rows");
@@ -94,26 +100,28 @@ __device__ __forceinline__ u32 swz(int r, int c) {
     return static_cast<u32>(r * ROW_BYTES + ((c ^ (r & 7)) << 4));
 }
 
-// Copy `rows` rows (from row0 on, seq rows exist) of a [seq, D] matrix into a swizzled tile:
-// each thread moves chunk `c` of rows r, r + ROW_STEP, ...; rows >= seq are zero-filled.
+// Copy ROWS rows (from row0 on; seq rows exist) of a [seq, D] matrix into a swizzled tile: each
+// thread moves chunk c of rows r, r + ROW_STEP, ... (one swizzle pattern: ROW_STEP % 8 == 0), so
+// one pointer per tile serves all its copies with immediate offsets. Rows >= seq are zero-filled:
+// src-size 0 reads no byte, so their (out-of-range) addresses are never touched.
 template <int ROWS>
 __device__ __forceinline__ void load_tile(u32 dst, const elem_t* __restrict__ src, int row0,
                                           int seq, int r, int c) {
+    const elem_t* p = src + static_cast<size_t>(row0 + r) * D + 8 * c;
+    const int left = seq - row0 - r;  // rows of this thread's column still inside the matrix
+    dst += swz(r, c);
 #pragma unroll
-    for (int i = 0; i < ROWS / ROW_STEP; ++i) {
-        const int row = r + i * ROW_STEP;
-        const bool ok = row0 + row < seq;
-        const elem_t* p = src + static_cast<size_t>(row0 + row) * D + 8 * c;
-        cp_async16(dst + swz(row, c), ok ? p : src, ok ? 16u : 0u);
-    }
+    for (int i = 0; i < ROWS / ROW_STEP; ++i)
+        cp_async16(dst + i * ROW_STEP * ROW_BYTES, p + i * ROW_STEP * D,
+                   i * ROW_STEP < left ? 16u : 0u);
 }
 
 // One key tile for one warp: S = Q K^T, the online softmax, O += P V. MASK: the tile crosses the
 // diagonal or the end of the sequence (per-element -inf); otherwise no compare at all.
 template <bool MASK>
 __device__ __forceinline__ void attend_tile(float (&o)[MT][ON][4], float (&m)[MT][2],
-                                            float (&l)[MT][2], const u32 (&qf)[MT][QK][4],
-                                            u32 sk, u32 sv, int n0, int row_base, int seq,
+                                            float (&l)[MT][2], const u32 (&qf)[QF][MT][4],
+                                            u32 sq, u32 sk, u32 sv, int n0, int row_base, int seq,
                                             int causal, float scale_log2) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 
@@ -129,14 +137,22 @@ __device__ __forceinline__ void attend_tile(float (&o)[MT][ON][4], float (&m)[MT
             for (int e = 0; e < 4; ++e) s[i][j][e] = 0.0f;
 #pragma unroll
     for (int ks = 0; ks < QK; ++ks) {
+#if Q_IN_SMEM  // this k16 step's A fragments from the Q tile (sq: the warp's first row)
+        u32 qa[MT][4];
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+            ldmatrix_x4(qa[i], sq + swz(16 * i + (lane & 15), 2 * ks + (lane >> 4)));
+#else
+        const u32(&qa)[MT][4] = qf[ks];
+#endif
 #pragma unroll
         for (int j = 0; j < SN / 2; ++j) {
             u32 kf[4];
             ldmatrix_x4(kf, sk + swz(16 * j + k_row, 2 * ks + k_chunk));
 #pragma unroll
             for (int i = 0; i < MT; ++i) {
-                mma_m16n8k16(s[i][2 * j], qf[i][ks], kf[0], kf[1]);
-                mma_m16n8k16(s[i][2 * j + 1], qf[i][ks], kf[2], kf[3]);
+                mma_m16n8k16(s[i][2 * j], qa[i], kf[0], kf[1]);
+                mma_m16n8k16(s[i][2 * j + 1], qa[i], kf[2], kf[3]);
             }
         }
     }
@@ -218,7 +234,7 @@ attn_fa2_mma(int batch, int heads, int kv_heads, int seq, float scale, int causa
              const elem_t* __restrict__ V, elem_t* __restrict__ O) {
     extern __shared__ __align__(128) unsigned char smem[];
     const u32 sbase = static_cast<u32>(__cvta_generic_to_shared(smem));
-    const u32 sq = sbase + (STAGES - 1) * STAGE_BYTES;  // Q is staged in the last ring buffer
+    const u32 sq = sbase + (Q_IN_SMEM ? STAGES : STAGES - 1) * STAGE_BYTES;
 
     // Block -> (query tile, batch * head). Causal: heaviest query tiles of all heads first.
     int mtile = blockIdx.x, bh = blockIdx.y;
@@ -260,12 +276,14 @@ attn_fa2_mma(int batch, int heads, int kv_heads, int seq, float scale, int causa
     cp_async_wait<STAGES - 2>();
     __syncthreads();
     // Q fragments: A operand of m16 tile i, k16 step ks (lanes 0-15 rows, 16-31 chunk + 1).
-    u32 qf[MT][QK][4];
+    u32 qf[QF][MT][4];
+#if !Q_IN_SMEM
 #pragma unroll
-    for (int i = 0; i < MT; ++i)
+    for (int ks = 0; ks < QK; ++ks)
 #pragma unroll
-        for (int ks = 0; ks < QK; ++ks)
-            ldmatrix_x4(qf[i][ks], sq + swz(warp * WARP_M + 16 * i + (lane & 15), 2 * ks + (lane >> 4)));
+        for (int i = 0; i < MT; ++i)
+            ldmatrix_x4(qf[ks][i], sq + swz(warp * WARP_M + 16 * i + (lane & 15), 2 * ks + (lane >> 4)));
+#endif
 
     float o[MT][ON][4], m[MT][2], l[MT][2];
 #pragma unroll
@@ -290,7 +308,7 @@ attn_fa2_mma(int batch, int heads, int kv_heads, int seq, float scale, int causa
         constexpr bool MASK = decltype(masked)::value;
         // causal: a warp whose last row is above the tile's first key has nothing to do
         if (MASK && causal && tile * BLOCK_N > row_base + WARP_M - 1) return;
-        attend_tile<MASK>(o, m, l, qf, st, st + TILE_BYTES, tile * BLOCK_N, row_base, seq, causal,
+        attend_tile<MASK>(o, m, l, qf, sq + warp * WARP_M * ROW_BYTES, st, st + TILE_BYTES, tile * BLOCK_N, row_base, seq, causal,
                           scale_log2);
     };
     int tile = 0;
