@@ -99,6 +99,12 @@ struct Masked {
 __device__ __forceinline__ u32 swz(int r, int c) {
     return static_cast<u32>(r * ROW_BYTES + ((c ^ (r & 7)) << 4));
 }
+// The same for a fragment load: row 16 * i + lr, chunk 2 * k + lc (lr < 16, lc < 2, one lane's
+// part in `lane_off` = swz(lr, lc)). 2k + lc = 2k ^ lc, so chunk ^ (row & 7) = (lc ^ (lr & 7)) ^ 2k:
+// one XOR with a constant per load instead of a register per k.
+__device__ __forceinline__ u32 frag_off(u32 lane_off, int i, int k) {
+    return (lane_off ^ static_cast<u32>(k << 5)) + static_cast<u32>(16 * i * ROW_BYTES);
+}
 
 // Copy ROWS rows (from row0 on; seq rows exist) of a [seq, D] matrix into a swizzled tile: each
 // thread moves chunk c of rows r, r + ROW_STEP, ... (one swizzle pattern: ROW_STEP % 8 == 0), so
@@ -127,7 +133,10 @@ __device__ __forceinline__ void attend_tile(float (&o)[MT][ON][4], float (&m)[MT
 
     // S = Q K^T. ldmatrix.x4 of K: lanes 0-7 key rows 0-7 chunk 2ks, 8-15 the same rows chunk
     // 2ks+1, 16-31 keys 8-15: b0, b1 of n8 tile 2j, then b0, b1 of n8 tile 2j+1.
-    const int k_row = (lane & 7) + ((lane >> 4) << 3), k_chunk = (lane >> 3) & 1;
+    const u32 k_lane = swz((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
+#if Q_IN_SMEM
+    const u32 q_lane = swz(lane & 15, lane >> 4);  // as the A operand: see the Q fragments below
+#endif
     float s[MT][SN][4];
 #pragma unroll
     for (int i = 0; i < MT; ++i)
@@ -141,14 +150,14 @@ __device__ __forceinline__ void attend_tile(float (&o)[MT][ON][4], float (&m)[MT
         u32 qa[MT][4];
 #pragma unroll
         for (int i = 0; i < MT; ++i)
-            ldmatrix_x4(qa[i], sq + swz(16 * i + (lane & 15), 2 * ks + (lane >> 4)));
+            ldmatrix_x4(qa[i], sq + frag_off(q_lane, i, ks));
 #else
         const u32(&qa)[MT][4] = qf[ks];
 #endif
 #pragma unroll
         for (int j = 0; j < SN / 2; ++j) {
             u32 kf[4];
-            ldmatrix_x4(kf, sk + swz(16 * j + k_row, 2 * ks + k_chunk));
+            ldmatrix_x4(kf, sk + frag_off(k_lane, j, ks));
 #pragma unroll
             for (int i = 0; i < MT; ++i) {
                 mma_m16n8k16(s[i][2 * j], qa[i], kf[0], kf[1]);
@@ -204,7 +213,7 @@ __device__ __forceinline__ void attend_tile(float (&o)[MT][ON][4], float (&m)[MT
     // O += P V. P's A fragment for keys 16kk..16kk+15 = n8 tiles 2kk and 2kk+1 of S, packed.
     // ldmatrix.x4.trans of V: lanes 0-15 key rows 16kk + (lane & 15) chunk 2dj, lanes 16-31
     // chunk 2dj+1: b0, b1 of O's n8 tile 2dj, then b0, b1 of n8 tile 2dj+1.
-    const int v_row = lane & 15, v_chunk = lane >> 4;
+    const u32 v_lane = swz(lane & 15, lane >> 4);
 #pragma unroll
     for (int kk = 0; kk < PK; ++kk) {
         u32 pa[MT][4];
@@ -218,7 +227,7 @@ __device__ __forceinline__ void attend_tile(float (&o)[MT][ON][4], float (&m)[MT
 #pragma unroll
         for (int dj = 0; dj < ON / 2; ++dj) {
             u32 vf[4];
-            ldmatrix_x4_trans(vf, sv + swz(16 * kk + v_row, 2 * dj + v_chunk));
+            ldmatrix_x4_trans(vf, sv + frag_off(v_lane, kk, dj));
 #pragma unroll
             for (int i = 0; i < MT; ++i) {
                 mma_m16n8k16(o[i][2 * dj], pa[i], vf[0], vf[1]);
@@ -278,11 +287,12 @@ attn_fa2_mma(int batch, int heads, int kv_heads, int seq, float scale, int causa
     // Q fragments: A operand of m16 tile i, k16 step ks (lanes 0-15 rows, 16-31 chunk + 1).
     u32 qf[QF][MT][4];
 #if !Q_IN_SMEM
+    const u32 q_lane = swz(lane & 15, lane >> 4);
 #pragma unroll
     for (int ks = 0; ks < QK; ++ks)
 #pragma unroll
         for (int i = 0; i < MT; ++i)
-            ldmatrix_x4(qf[ks][i], sq + swz(warp * WARP_M + 16 * i + (lane & 15), 2 * ks + (lane >> 4)));
+            ldmatrix_x4(qf[ks][i], sq + warp * WARP_M * ROW_BYTES + frag_off(q_lane, i, ks));
 #endif
 
     float o[MT][ON][4], m[MT][2], l[MT][2];
