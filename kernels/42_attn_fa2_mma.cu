@@ -75,13 +75,13 @@ constexpr int Q_BYTES = BLOCK_M * ROW_BYTES;
 constexpr int ROW_STEP = THREADS / CHUNKS;       // rows one pass of all threads copies
 constexpr int QF = Q_IN_SMEM ? 1 : QK;          // Q fragments kept in registers (per m16 tile)
 // Q in registers: Q is staged in the last ring buffer (plus what does not fit); else its own.
-constexpr int SMEM_BYTES = Q_IN_SMEM ? STAGES * STAGE_BYTES + Q_BYTES
-                                     : STAGES * STAGE_BYTES + (Q_BYTES > STAGE_BYTES ? Q_BYTES - STAGE_BYTES : 0);
+constexpr int Q_EXTRA = Q_IN_SMEM ? Q_BYTES : (Q_BYTES > STAGE_BYTES ? Q_BYTES - STAGE_BYTES : 0);
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + Q_EXTRA;  // the host's dynamic shared memory
 
 static_assert(D == 64 || D == 128, "HEAD_DIM is 64 or 128 (the registry builds these two)");
 static_assert(WARP_M == 16 || WARP_M == 32, "a warp owns one or two m16 tiles of query rows");
 static_assert(BLOCK_M % WARP_M == 0, "warps split the block's query rows evenly");
-static_assert(BLOCK_N % 16 == 0, "P V takes keys 16 at a time (k16), ldmatrix.x4 loads 16 keys of K");
+static_assert(BLOCK_N % 16 == 0, "P V takes keys 16 at a time, ldmatrix.x4 loads 16 keys of K");
 static_assert(CHUNKS % 8 == 0, "the swizzle permutes groups of 8 chunks (128 bytes) of a row");
 static_assert(THREADS % CHUNKS == 0 && ROW_STEP % 8 == 0,
               "rows a thread copies differ by multiples of 8: one swizzle pattern per thread");
@@ -99,9 +99,9 @@ struct Masked {
 __device__ __forceinline__ u32 swz(int r, int c) {
     return static_cast<u32>(r * ROW_BYTES + ((c ^ (r & 7)) << 4));
 }
-// The same for a fragment load: row 16 * i + lr, chunk 2 * k + lc (lr < 16, lc < 2, one lane's
-// part in `lane_off` = swz(lr, lc)). 2k + lc = 2k ^ lc, so chunk ^ (row & 7) = (lc ^ (lr & 7)) ^ 2k:
-// one XOR with a constant per load instead of a register per k.
+// The same for a fragment load: row 16 * i + lr, chunk 2 * k + lc (lr < 16, lc < 2; the lane's
+// part is `lane_off` = swz(lr, lc)). 2k + lc = 2k ^ lc, so chunk ^ (row & 7) =
+// (lc ^ (lr & 7)) ^ 2k: one XOR with a constant per load, not one register per k.
 __device__ __forceinline__ u32 frag_off(u32 lane_off, int i, int k) {
     return (lane_off ^ static_cast<u32>(k << 5)) + static_cast<u32>(16 * i * ROW_BYTES);
 }
@@ -318,8 +318,8 @@ attn_fa2_mma(int batch, int heads, int kv_heads, int seq, float scale, int causa
         constexpr bool MASK = decltype(masked)::value;
         // causal: a warp whose last row is above the tile's first key has nothing to do
         if (MASK && causal && tile * BLOCK_N > row_base + WARP_M - 1) return;
-        attend_tile<MASK>(o, m, l, qf, sq + warp * WARP_M * ROW_BYTES, st, st + TILE_BYTES, tile * BLOCK_N, row_base, seq, causal,
-                          scale_log2);
+        attend_tile<MASK>(o, m, l, qf, sq + warp * WARP_M * ROW_BYTES, st, st + TILE_BYTES,
+                          tile * BLOCK_N, row_base, seq, causal, scale_log2);
     };
     int tile = 0;
     for (; tile < nfree; ++tile) step(tile, Masked<false>{});
