@@ -58,7 +58,7 @@ run time-d128 60 $D128 --dtype bf16 --causal 0,1 --torch --budget-ms 150 \
 # of 16 rows, 2 blocks/SM; 3 stages; 4 warps of 32 rows with Q re-read from shared memory (half
 # the ldmatrix bytes per MMA for K and V; 32-key tiles keep it at 255 registers without spills);
 # 32-key tiles, 3 blocks/SM (40 B of spills)
-cfg d128-m64 128 64 64 16 2 2 0;       run alt-d128-m64 25 $ARGS --dtype bf16 --causal 0,1 --budget-ms 100 --check 1x3x1x333 --time 2x16x16x8192
+cfg d128-m64 128 64 64 16 2 2 0;       run alt-d128-m64 30 $ARGS --dtype bf16 --causal 0,1 --budget-ms 100 --check 1x3x1x333 --time 32x16x16x512,2x16x16x8192
 cfg d128-st3 128 128 64 16 3 1 0;      run alt-d128-st3 25 $ARGS --dtype bf16 --causal 0,1 --budget-ms 100 --check 1x3x1x333 --time 2x16x16x8192
 cfg d128-w32qs 128 128 32 32 2 2 1;    run alt-d128-w32qs 25 $ARGS --dtype bf16 --causal 0,1 --budget-ms 100 --check 1x3x1x333 --time 2x16x16x8192
 cfg d128-n32 128 64 32 16 2 3 0;       run alt-d128-n32 25 $ARGS --dtype bf16 --causal 0,1 --budget-ms 100 --check 1x3x1x333 --time 2x16x16x8192

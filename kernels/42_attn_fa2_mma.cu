@@ -326,8 +326,14 @@ attn_fa2_mma(int batch, int heads, int kv_heads, int seq, float scale, int causa
     for (; tile < ntiles; ++tile) step(tile, Masked<true>{});
     cp_async_wait<0>();  // no copy may still target shared memory when the block exits
 
-    // O / l, rounded to elem_t; rows past seq are not stored.
+    // O / l, rounded to elem_t, through shared memory: each warp writes its rows into Q's
+    // (swizzled) tile, then stores whole 16-byte chunks, a row's 128 or 256 bytes contiguous
+    // (the accumulator layout would give 4-byte stores, 8 rows apart). Rows past seq are not
+    // stored. The barrier: with Q in registers its tile is the last ring buffer, which other
+    // warps may still be reading.
+    __syncthreads();
     const int g = lane >> 2, t = lane & 3;
+    const int wrow = warp * WARP_M;  // the warp's first row in the tile
 #pragma unroll
     for (int i = 0; i < MT; ++i) {
 #pragma unroll
@@ -336,13 +342,22 @@ attn_fa2_mma(int batch, int heads, int kv_heads, int seq, float scale, int causa
             sum += __shfl_xor_sync(0xffffffffu, sum, 1);
             sum += __shfl_xor_sync(0xffffffffu, sum, 2);
             const float inv = 1.0f / sum;
-            const int row = row_base + 16 * i + g + 8 * hh;
-            if (row >= seq) continue;
-            elem_t* out = O + (static_cast<size_t>(bh) * seq + row) * D + 2 * t;
+            const int r = wrow + 16 * i + g + 8 * hh;
 #pragma unroll
-            for (int d = 0; d < ON; ++d)
-                *reinterpret_cast<u32*>(out + 8 * d) =
+            for (int d = 0; d < ON; ++d)  // columns 8d + 2t, 8d + 2t + 1: chunk d, word t
+                *reinterpret_cast<u32*>(smem + (sq - sbase) + swz(r, d) + 4 * t) =
                     pack2(o[i][d][2 * hh] * inv, o[i][d][2 * hh + 1] * inv);
         }
+    }
+    __syncwarp();
+    constexpr int ROWS_PER_PASS = 32 / CHUNKS;  // rows one warp-wide pass of 16-byte chunks covers
+    static_assert(32 % CHUNKS == 0 && WARP_M % ROWS_PER_PASS == 0, "O rows split over the lanes");
+    const int oc = lane % CHUNKS;
+#pragma unroll
+    for (int pass = 0; pass < WARP_M / ROWS_PER_PASS; ++pass) {
+        const int r = wrow + pass * ROWS_PER_PASS + lane / CHUNKS;
+        if (m0 + r >= seq) continue;
+        const uint4 val = *reinterpret_cast<const uint4*>(smem + (sq - sbase) + swz(r, oc));
+        *reinterpret_cast<uint4*>(O + (static_cast<size_t>(bh) * seq + m0 + r) * D + 8 * oc) = val;
     }
 }
