@@ -18,7 +18,8 @@
 // One barrier per key tile. Rows are D * 2 bytes; 16-byte chunk c of row r lives at chunk
 // c ^ (r & 7), so the 8 rows one ldmatrix phase reads (and the copies) hit 8 distinct bank
 // groups. The Q tile is staged once through the last ring buffer (it is only read at the start),
-// so the block needs STAGES * BLOCK_N * D * 4 bytes, plus the part of Q that does not fit.
+// so the block needs STAGES * BLOCK_N * D * 4 bytes, plus the part of Q that does not fit
+// (SMEM_BYTES below; the host passes it as the dynamic shared memory).
 // Masks: only tiles that cross the diagonal (causal) or the end of the sequence take the masked
 // path (keys >= seq and, causal, keys > row get -inf); tiles wholly above the diagonal are never
 // loaded, and a warp whose rows all lie above a diagonal tile skips its math. Keys past seq are
@@ -26,7 +27,18 @@
 // on zero Q and not stored.
 // Causal blocks run heaviest first: the block index is remapped so that the last query tiles
 // (the most key tiles) of every head are dispatched in the first wave and the short ones fill
-// the tail. GQA: query head h reads KV head h / (heads / kv_heads).
+// the tail. GQA: query head h reads KV head h / (heads / kv_heads). O leaves through shared
+// memory (Q's tile), so that each row is stored as whole 16-byte chunks.
+// What bounds it: every warp reads all of K and V of a tile with ldmatrix, so with 16-row warps
+// there are 2 HMMA per LDSM.x4 (512 bytes), and shared memory (128 B/clk/SM) allows about
+// 2048 FLOP/clk/SM, under the ~2600 that mma.sync reaches on the H200 (the mma probe). 32-row
+// warps halve the K/V bytes per MMA, but Q in registers (64 more registers at D = 128) does
+// not fit beside 128 accumulators: Q_IN_SMEM=1 re-reads Q's fragments from shared memory
+// instead (FlashAttention-2's own choice), with 32-key tiles to stay under 255 registers.
+// Resources (NVRTC 13, sm_90a, bf16; no spills):
+//   D = 128, BLOCK_M 128, 8 warps x 16 rows, BLOCK_N 64, 2 stages: 216 registers, 64 KiB, 1 block/SM
+//   D = 128, BLOCK_M 128, 4 warps x 32 rows, Q_IN_SMEM, BLOCK_N 32: 255 registers, 64 KiB, 2/SM
+//   D = 64,  BLOCK_M 128, 4 warps x 32 rows, BLOCK_N 64, 2 stages: 254 registers, 32 KiB, 2/SM
 #ifndef HEAD_DIM
 #error "HEAD_DIM (64 or 128) must be given as -DHEAD_DIM=..."
 #endif
