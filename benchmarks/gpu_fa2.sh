@@ -55,17 +55,19 @@ run time-d128 60 $D128 --dtype bf16 --causal 0,1 --torch --budget-ms 150 \
   --time 32x16x16x512,8x16x16x2048,2x16x16x8192,1x16x16x16384
 
 # 3. alternatives at N = 8192, D=128 bf16, no torch (compare with time-d128's N8192 lines): 4 warps
-# of 16 rows, 2 blocks/SM; 3 stages; 4 warps of 32 rows with Q re-read from shared memory (half
-# the ldmatrix bytes per MMA for K and V; 32-key tiles keep it at 255 registers without spills);
-# 32-key tiles, 3 blocks/SM (40 B of spills); 128-key tiles (half the barriers and rescales)
-cfg d128-m64 128 64 64 16 2 2 0;       run alt-d128-m64 30 $ARGS --dtype bf16 --causal 0,1 --budget-ms 100 --check 1x3x1x333 --time 32x16x16x512,2x16x16x8192
-cfg d128-st3 128 128 64 16 3 1 0;      run alt-d128-st3 25 $ARGS --dtype bf16 --causal 0,1 --budget-ms 100 --check 1x3x1x333 --time 2x16x16x8192
-cfg d128-w32qs 128 128 32 32 2 2 1;    run alt-d128-w32qs 25 $ARGS --dtype bf16 --causal 0,1 --budget-ms 100 --check 1x3x1x333 --time 2x16x16x8192
-cfg d128-n32 128 64 32 16 2 3 0;       run alt-d128-n32 25 $ARGS --dtype bf16 --causal 0,1 --budget-ms 100 --check 1x3x1x333 --time 2x16x16x8192
-cfg d128-n128 128 128 128 16 2 1 0;    run alt-d128-n128 25 $ARGS --dtype bf16 --causal 0,1 --budget-ms 100 --check 1x3x1x333 --time 2x16x16x8192
+# of 16 rows, 2 blocks/SM (and N=512); 3 stages; 4 warps of 32 rows with Q re-read from shared
+# memory (half the ldmatrix bytes per MMA for K and V) with 32-key tiles (240 registers) and
+# 64-key tiles (FlashAttention-2's shape; 88 B spilled, one local load per tile; timed at all
+# four N); 128-key tiles (half the barriers and rescales)
+cfg d128-m64 128 64 64 16 2 2 0;       run alt-d128-m64 30 $ARGS --dtype bf16 --causal 0,1 --budget-ms 80 --check 1x3x1x333 --time 32x16x16x512,2x16x16x8192
+cfg d128-st3 128 128 64 16 3 1 0;      run alt-d128-st3 25 $ARGS --dtype bf16 --causal 0,1 --budget-ms 80 --check 1x3x1x333 --time 2x16x16x8192
+cfg d128-w32qs 128 128 32 32 2 2 1;    run alt-d128-w32qs 25 $ARGS --dtype bf16 --causal 0,1 --budget-ms 80 --check 1x3x1x333 --time 2x16x16x8192
+cfg d128-w32qs64 128 128 64 32 2 2 1;  run alt-d128-w32qs64 30 $ARGS --dtype bf16 --causal 0,1 --budget-ms 80 --check 1x3x1x333 \
+  --time 32x16x16x512,8x16x16x2048,2x16x16x8192,1x16x16x16384
+cfg d128-n128 128 128 128 16 2 1 0;    run alt-d128-n128 25 $ARGS --dtype bf16 --causal 0,1 --budget-ms 80 --check 1x3x1x333 --time 2x16x16x8192
 
 # 4. D=64 (32 heads) against torch at N = 2048 and 8192, and one alternative (~20 s)
 run time-d64 40 $D64 --dtype bf16 --causal 0,1 --torch --budget-ms 100 --time 8x32x32x2048,2x32x32x8192
-cfg d64-w16 64 128 64 16 2 1 0;        run alt-d64-w16 25 $ARGS --dtype bf16 --causal 0,1 --budget-ms 100 --check 1x3x1x333 --time 2x32x32x8192
+cfg d64-w16 64 128 64 16 2 1 0;        run alt-d64-w16 25 $ARGS --dtype bf16 --causal 0,1 --budget-ms 80 --check 1x3x1x333 --time 2x32x32x8192
 
 echo "== done in $(( $(date +%s) - START )) s; logs and jsonl in $OUTDIR"
