@@ -34,11 +34,11 @@
 // 2048 FLOP/clk/SM, under the ~2600 that mma.sync reaches on the H200 (the mma probe). 32-row
 // warps halve the K/V bytes per MMA, but Q in registers (64 more registers at D = 128) does
 // not fit beside 128 accumulators: Q_IN_SMEM=1 re-reads Q's fragments from shared memory
-// instead (FlashAttention-2's own choice), with 32-key tiles to stay under 255 registers.
+// instead (FlashAttention-2's own choice).
 // Resources (NVRTC 13, sm_90a, bf16):
 //   D = 128, BLOCK_M 128, 8 warps x 16 rows, BLOCK_N 64, 2 stages: 216 registers, 64 KiB, 1/SM
-//   D = 128, BLOCK_M 128, 4 warps x 32 rows, Q_IN_SMEM, BLOCK_N 32: 255 registers (40 B
-//            spilled, 2 local loads per tile), 64 KiB, 2 blocks/SM
+//   D = 128, BLOCK_M 128, 4 warps x 32 rows, Q_IN_SMEM, BLOCK_N 32: 240 registers, 64 KiB, 2/SM;
+//            BLOCK_N 64: 255 registers (88 B spilled, one local load per tile), 96 KiB, 2/SM
 //   D = 64,  BLOCK_M 128, 4 warps x 32 rows, BLOCK_N 64, 2 stages: 254 registers, 32 KiB, 2/SM
 #ifndef HEAD_DIM
 #error "HEAD_DIM (64 or 128) must be given as -DHEAD_DIM=..."
