@@ -106,12 +106,6 @@ static_assert(BLOCK_N % ROW_STEP == 0 && BLOCK_M % ROW_STEP == 0, "tile copies s
 static_assert(STAGES >= 2, "the ring needs a buffer to fill while another is read");
 static_assert(SMEM_BYTES <= 227 * 1024, "the ring must fit in 227 KiB of shared memory");
 
-// A compile-time flag passed to a generic lambda (the masked and unmasked tile loops).
-template <bool B>
-struct Masked {
-    static constexpr bool value = B;
-};
-
 // Byte offset of logical 16-byte chunk c of row r in a swizzled tile.
 __device__ __forceinline__ u32 swz(int r, int c) {
     return static_cast<u32>(r * ROW_BYTES + ((c ^ (r & 7)) << 4));
@@ -326,21 +320,28 @@ attn_fa2_mma(int batch, int heads, int kv_heads, int seq, float scale, int causa
 
     // Tile t: barrier (tile t landed everywhere, every warp is done with tile t-1, whose buffer,
     // or Q's at t = 0, takes tile t+STAGES-1), issue that copy, then the math on tile t.
-    auto step = [&](int tile, auto masked) {
+    // (`masked` is a constant at both call sites below, so each loop keeps one branch: NVRTC 13.0
+    // refuses the generic lambda that would carry it as a type)
+    auto step = [&](int tile, bool masked) {
         cp_async_wait<STAGES - 2>();
         __syncthreads();
         if (tile + STAGES - 1 < ntiles) load_kv(tile + STAGES - 1);
         cp_async_commit();
         const u32 st = sbase + (tile % STAGES) * STAGE_BYTES;
-        constexpr bool MASK = decltype(masked)::value;
+        const u32 sw = sq + warp * WARP_M * ROW_BYTES;
+        if (!masked) {
+            attend_tile<false>(o, m, l, qf, sw, st, st + TILE_BYTES, tile * BLOCK_N, row_base, seq,
+                               causal, scale_log2);
+            return;
+        }
         // causal: a warp whose last row is above the tile's first key has nothing to do
-        if (MASK && causal && tile * BLOCK_N > row_base + WARP_M - 1) return;
-        attend_tile<MASK>(o, m, l, qf, sq + warp * WARP_M * ROW_BYTES, st, st + TILE_BYTES,
-                          tile * BLOCK_N, row_base, seq, causal, scale_log2);
+        if (causal && tile * BLOCK_N > row_base + WARP_M - 1) return;
+        attend_tile<true>(o, m, l, qf, sw, st, st + TILE_BYTES, tile * BLOCK_N, row_base, seq,
+                          causal, scale_log2);
     };
     int tile = 0;
-    for (; tile < nfree; ++tile) step(tile, Masked<false>{});
-    for (; tile < ntiles; ++tile) step(tile, Masked<true>{});
+    for (; tile < nfree; ++tile) step(tile, false);
+    for (; tile < ntiles; ++tile) step(tile, true);
     cp_async_wait<0>();  // no copy may still target shared memory when the block exits
 
     // O / l, rounded to elem_t, through shared memory: each warp writes its rows into Q's
