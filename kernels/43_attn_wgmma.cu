@@ -25,12 +25,14 @@
 //   * grouped-query attention: query head h reads K/V head h / (heads / kv_heads), a coordinate
 //     in the K and V maps.
 // O is written from registers (fp32 rescaled by 1/rowsum, rounded to 16 bits), rows >= seq
-// skipped.
+// skipped. Tiles: BLOCK_M = 128 query rows, BLOCK_N = 128 keys (or 176, FlashAttention-3's choice
+// for head dim 128 non-causal: 88 scores + 44 P registers + 64 of O a thread still fit in 240),
+// STAGES = 2 K/V tiles in the ring (Q 32 KiB + 2 x 64 KiB at head dim 128).
 #ifndef HEAD_DIM
 #error "HEAD_DIM must be given as -DHEAD_DIM=64 or 128"
 #endif
 #ifndef BLOCK_N
-#define BLOCK_N 128  // keys per K/V tile
+#define BLOCK_N 128  // keys per K/V tile: 128 or 176
 #endif
 #ifndef STAGES
 #define STAGES 2  // K/V tiles in the ring
@@ -66,7 +68,7 @@ constexpr float LOG2E = 1.4426950408889634f;
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
 
 static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "the PV wgmma is m64n64k16 or m64n128k16");
-static_assert(BLOCK_N == 128, "the QK^T wgmma below is m64n128k16: 128 keys per tile");
+static_assert(BLOCK_N == 128 || BLOCK_N == 176, "the QK^T wgmma is m64n128k16 or m64n176k16");
 static_assert(BLOCK_N <= 256 && BLOCK_M <= 256, "TMA boxes are at most 256 rows");
 static_assert(STAGES >= 1, "the ring holds at least one K/V tile");
 static_assert(Q_BOX_BYTES % 1024 == 0 && KV_BOX_BYTES % 1024 == 0 && Q_BYTES % 1024 == 0 &&
@@ -80,6 +82,11 @@ static_assert(!PINGPONG || OVERLAP,
               "ping-pong hands over after S_j and P_{j-1} V_{j-1} are issued together");
 static_assert(CONSUMERS == 2, "ping-pong pairs exactly two consumer warpgroups");
 
+#if BLOCK_N == 176
+#define WGMMA_QK wgmma_m64n176k16<0>
+#else
+#define WGMMA_QK wgmma_m64n128k16<0>
+#endif
 #if HEAD_DIM == 128
 #define WGMMA_PV wgmma_m64n128k16_rs<1>
 #else
@@ -93,8 +100,8 @@ __device__ __forceinline__ void issue_qk(float (&s)[S_REGS], u32 q_rows, u32 k_t
 #pragma unroll
     for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
         const u32 off = (kk / 4), in_row = 32 * (kk % 4);
-        wgmma_m64n128k16<0>(s, smem_desc_k_sw128(q_rows + off * Q_BOX_BYTES + in_row),
-                            smem_desc_k_sw128(k_tile + off * KV_BOX_BYTES + in_row), kk > 0);
+        WGMMA_QK(s, smem_desc_k_sw128(q_rows + off * Q_BOX_BYTES + in_row),
+                 smem_desc_k_sw128(k_tile + off * KV_BOX_BYTES + in_row), kk > 0);
     }
     wgmma_commit();
 }

@@ -20,19 +20,19 @@ def build(head_dim: int, bf16: int, **variant: int) -> tuple[compiler.Compiled, 
     return built, sass.disassemble(built.cubin_path)
 
 
-@pytest.mark.parametrize("head_dim, bf16", [(128, 1), (64, 0)])
-def test_default_schedule_uses_wgmma_with_register_p_and_tma(head_dim, bf16):
-    """QK^T: HGMMA with both operands as descriptors, HEAD_DIM / 16 of them; PV: HGMMA with A
-    from registers and B transposed (V N-major), BLOCK_N / 16 = 8 of them; each issued twice
-    (tile 0 / the loop for QK^T, the loop / the last tile for PV); Q, K, V by UTMALDG (HEAD_DIM
-    / 64 boxes each); no HMMA fallback; no spills under setmaxnreg's 240 registers."""
-    built, text = build(head_dim, bf16)
+@pytest.mark.parametrize("head_dim, bf16, block_n", [(128, 1, 128), (64, 0, 128), (128, 0, 176)])
+def test_default_schedule_uses_wgmma_with_register_p_and_tma(head_dim, bf16, block_n):
+    """QK^T: HGMMA 64 x BLOCK_N with both operands as descriptors, HEAD_DIM / 16 of them; PV:
+    HGMMA 64 x HEAD_DIM with A from registers and B transposed (V N-major), BLOCK_N / 16; each
+    chain issued twice (tile 0 / the loop for QK^T, the loop / the last tile for PV); Q, K, V by
+    UTMALDG (HEAD_DIM / 64 boxes each); no HMMA fallback; no spills under setmaxnreg's 240."""
+    built, text = build(head_dim, bf16, BLOCK_N=block_n)
     assert built.resources is not None and built.resources.spill_bytes == 0
     gmma = [ln for ln in text.splitlines() if "HGMMA" in ln]
-    ss = [ln for ln in gmma if re.search(r"HGMMA\.64x128x16\S* R\d+, gdesc", ln)]
+    ss = [ln for ln in gmma if re.search(rf"HGMMA\.64x{block_n}x16\S* R\d+, gdesc", ln)]
     rs = [ln for ln in gmma if re.search(rf"HGMMA\.64x{head_dim}x16\S* R\d+, R\d+, gdesc", ln)]
     assert len(ss) == 2 * head_dim // 16
-    assert len(rs) == 2 * 8 and all(".tnspB" in ln for ln in rs)
+    assert len(rs) == 2 * block_n // 16 and all(".tnspB" in ln for ln in rs)
     assert len(gmma) == len(ss) + len(rs)
     assert text.count("UTMALDG") == 3 * head_dim // 64
     assert "HMMA" not in text.replace("HGMMA", "")
