@@ -6,9 +6,10 @@
 #   1. correctness of each schedule variant (v0: OVERLAP=0 PINGPONG=0, sequential; v1: OVERLAP=1,
 #      S_j issued before P_{j-1} V_{j-1}; v2: OVERLAP=1 PINGPONG=1, the file's default), fp16 and
 #      bf16, HEAD_DIM 64 and 128, causal and not, on odd shapes (seq 1, 77, 300, 1000; GQA); v3 is
-#      v2 with BLOCK_N=176 (FlashAttention-3's key tile for head dim 128);
+#      v2 with BLOCK_N=176 (FlashAttention-3's key tile for head dim 128); v4 is v2 with TMA_O=1
+#      (O stored through shared memory by TMA);
 #   2. timing against PyTorch SDPA (flash, cuDNN) at D=128 bf16 B=2 H=16 N=8192, causal and not,
-#      for v2 and v3 (v0, v1 without PyTorch); v2 at N=2048 (B=8) and N=16384 (B=1); v2 at D=64
+#      for v2 and v3 (v0, v1, v4 without PyTorch); v2 at N=2048 (B=8) and N=16384 (B=1); v2 at D=64
 #      (H=32, N=8192), bf16 and fp16; last, v2 with STAGES=3.
 # Each step writes OUTDIR/NAME.log (and NAME.jsonl for timings); stdout is a short summary.
 set -u
@@ -22,6 +23,7 @@ V0=(-D OVERLAP=0 -D PINGPONG=0)
 V1=(-D OVERLAP=1 -D PINGPONG=0)
 V2=(-D OVERLAP=1 -D PINGPONG=1)
 V3=(-D OVERLAP=1 -D PINGPONG=1 -D BLOCK_N=176)
+V4=(-D OVERLAP=1 -D PINGPONG=1 -D TMA_O=1)
 SMEM_176=214016  # Q 32 KiB + 2 stages x (K 44 KiB + V 44 KiB) + 1 KiB
 CHECK=1x1x1x1,1x2x2x77,2x3x1x1000,1x4x2x300
 start=$(date +%s)
@@ -46,7 +48,7 @@ step() {  # step NAME TIMEOUT ARGS...: one check_attention call, its log and a s
 }
 
 # 1. correctness, per variant (all four builds each)
-for v in 0 2 1 3; do
+for v in 0 2 1 3 4; do
   eval "defs=(\"\${V$v[@]}\")"
   step "check-v$v" 30 "${defs[@]}" --smem $SMEM_176 --dtype fp16,bf16 --head-dim 64,128 \
     --causal 0,1 --check $CHECK
@@ -57,9 +59,9 @@ step time-v2-8192 40 "${V2[@]}" --smem $SMEM_128 --dtype bf16 --head-dim 128 --c
   --time 2x16x16x8192 --torch
 step time-v3-8192 30 "${V3[@]}" --smem $SMEM_176 --dtype bf16 --head-dim 128 --causal 0,1 \
   --time 2x16x16x8192 --torch
-for v in 0 1; do
+for v in 0 1 4; do
   eval "defs=(\"\${V$v[@]}\")"
-  step "time-v$v-8192" 25 "${defs[@]}" --smem $SMEM_128 --dtype bf16 --head-dim 128 --causal 0,1 \
+  step "time-v$v-8192" 20 "${defs[@]}" --smem $SMEM_128 --dtype bf16 --head-dim 128 --causal 0,1 \
     --time 2x16x16x8192
 done
 # 3. the other lengths (batch x seq = 16384 tokens), D=64 and fp16

@@ -44,6 +44,10 @@
 #define PINGPONG 1  // the consumer warpgroups take turns at the tensor cores (named barriers)
 #endif
 
+#ifndef TMA_O
+#define TMA_O 0  // 1: O goes out through shared memory (Q's rows) and a TMA store (a 4th map)
+#endif
+
 #include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2
 #include "ptx_sm90.cuh"  // TmaMap, mbarriers, TMA loads, named barriers, setmaxnreg, wgmma, ex2
 
@@ -191,7 +195,11 @@ attn_wgmma(int batch, int heads, int kv_heads, int seq, float scale, int causal,
            const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
            const elem_t* __restrict__ V, elem_t* __restrict__ O,
            const __grid_constant__ TmaMap tma_q, const __grid_constant__ TmaMap tma_k,
-           const __grid_constant__ TmaMap tma_v) {
+           const __grid_constant__ TmaMap tma_v
+#if TMA_O
+           , const __grid_constant__ TmaMap tma_o
+#endif
+           ) {
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ __align__(8) u64 q_bar, k_full[STAGES], v_full[STAGES], k_empty[STAGES],
         v_empty[STAGES];
@@ -353,6 +361,28 @@ attn_wgmma(int batch, int heads, int kv_heads, int seq, float scale, int causal,
         l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
         inv[r] = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
     }
+#if TMA_O
+    // This warpgroup's 64 rows of Q are no longer read (its last QK^T has completed): write O
+    // there, 128-byte swizzled as TMA expects (16-byte chunk k of a row at k ^ (row % 8); here
+    // row % 8 = g), then one thread stores each 64-column box; the map skips rows past seq.
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const u32 row = 16 * w + g + 8 * r;
+#pragma unroll
+        for (int j = 0; j < HEAD_DIM / 8; ++j)
+            st_shared_u32(q_rows + (j / 8) * Q_BOX_BYTES + row * 128 + ((j % 8) ^ g) * 16 + 4 * t,
+                          pack2(o[4 * j + 2 * r] * inv[r], o[4 * j + 2 * r + 1] * inv[r]));
+    }
+    fence_proxy_async();         // the writes above, visible to the copy engine
+    bar_sync(3 + c, 128);        // this warpgroup's rows are all written
+    if (tid % 128 == 0) {
+#pragma unroll
+        for (int x = 0; x < BOXES; ++x)
+            tma_store_3d(&tma_o, q_rows + x * Q_BOX_BYTES, 64 * x, m0 + 64 * c, bh);
+        bulk_commit();
+        bulk_wait_read<0>();     // shared memory stays the block's until the engine has read it
+    }
+#else
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         const int row = row0 + g + 8 * r;
@@ -363,4 +393,5 @@ attn_wgmma(int batch, int heads, int kv_heads, int seq, float scale, int causal,
             *reinterpret_cast<u32*>(out + 8 * j) =
                 pack2(o[4 * j + 2 * r] * inv[r], o[4 * j + 2 * r + 1] * inv[r]);
     }
+#endif
 }

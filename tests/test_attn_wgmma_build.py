@@ -48,3 +48,12 @@ def test_sequential_schedule_builds_and_ping_pong_needs_overlap():
     assert "BAR.ARV" not in text  # no named-barrier hand-over
     with pytest.raises(Exception, match="does not compile"):
         build(128, 0, OVERLAP=0, PINGPONG=1)
+
+
+def test_tma_o_stores_each_box_through_the_copy_engine():
+    """TMA_O=1: O leaves through shared memory, one UTMASTG per 64-column box (per consumer
+    warpgroup), and no global store instruction is left (STG) for it."""
+    built, text = build(128, 1, TMA_O=1)
+    assert built.resources is not None and built.resources.spill_bytes == 0
+    assert text.count("UTMASTG.3D") == 128 // 64
+    assert "STG" not in text

@@ -129,3 +129,17 @@ def test_gemm_maps_through_the_nd_encoder_keep_their_2d_view(driver_calls):
         tma.encode_tensor_map(_Dev(ptr=8), 64, 64, 64, 64, "fp16")
     with pytest.raises(RooflineError, match="does not fit"):
         tma.encode_tensor_map(_Dev(), 64, 256, 64, 128, "fp16")
+
+
+def test_attention_store_map_of_o_only_with_tma_o(driver_calls):
+    """TMA_O=1: a fourth map, over O [B*H, seq, D] in boxes of 64 d x 64 rows (a consumer
+    warpgroup's rows), after Q, K, V."""
+    _, calls = driver_calls
+    q, k, v, o = _Dev(1 << 20), _Dev(2 << 20), _Dev(3 << 20), _Dev(4 << 20)
+    args = tma.attention_extra_args({"TMA_O": 1}, q, k, v, o, 2, 4, 4, 77, 128, "fp16")
+    assert len(args) == 4
+    assert [c["ptr"] for c in calls] == [1 << 20, 2 << 20, 3 << 20, 4 << 20]
+    assert calls[3]["dims"] == [128, 77, 8] and calls[3]["box"] == [64, 64, 1]
+    calls.clear()
+    assert len(tma.attention_extra_args({"TMA_O": 0}, q, k, v, o, 2, 4, 4, 77, 128, "fp16")) == 3
+    assert [c["ptr"] for c in calls] == [1 << 20, 2 << 20, 3 << 20]

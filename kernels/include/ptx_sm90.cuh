@@ -169,6 +169,16 @@ __device__ __forceinline__ void tma_store_2d(const TmaMap* map, unsigned int src
         "r"(c0), "r"(c1), "r"(src)
         : "memory");
 }
+// cp.async.bulk.tensor.3d store: a box of shared memory at src to a 3-D map at (c0, c1, c2);
+// elements outside the tensor are not written. Completion: bulk groups.
+__device__ __forceinline__ void tma_store_3d(const TmaMap* map, unsigned int src, int c0, int c1,
+                                             int c2) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(
+            reinterpret_cast<unsigned long long>(map)),
+        "r"(c0), "r"(c1), "r"(c2), "r"(src)
+        : "memory");
+}
 // cp.async.bulk.commit_group: this thread's bulk stores issued since the last commit form a group.
 __device__ __forceinline__ void bulk_commit() {
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");

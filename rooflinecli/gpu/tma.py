@@ -31,8 +31,8 @@ N tails).
 The attention stage (43_attn_wgmma.cu) takes three maps after the attention contract's ten
 arguments (`attention_extra_args`): Q, K and V as 3-D views [batch * heads, seq, head_dim] (K and
 V over kv_heads), boxes of 64 d columns x BLOCK_M or BLOCK_N rows x one head, so the engine
-zero-fills rows past seq of each head. `encode_tiled` is the encoder of any rank (2 to 5);
-`encode_tensor_map` is its 2-D case.
+zero-fills rows past seq of each head; with TMA_O=1 a fourth, over O, for the stores.
+`encode_tiled` is the encoder of any rank (2 to 5); `encode_tensor_map` is its 2-D case.
 
 The maps hold the device addresses: rebuild them whenever A, B or C is reallocated.
 """
@@ -168,6 +168,7 @@ def extra_args(
 # BLOCK_M query rows (Q) or BLOCK_N key rows (K, V); a HEAD_DIM-wide tile is HEAD_DIM / 64 boxes.
 ATTN_BOX_COLS = TMA_SWIZZLE_BYTES // 2
 ATTN_BLOCK_M, ATTN_BLOCK_N = 128, 128  # the stage's defaults when params do not say
+ATTN_O_BOX_ROWS = 64  # TMA_O=1: each consumer warpgroup stores its 64 rows of O
 
 
 def attention_extra_args(
@@ -186,7 +187,9 @@ def attention_extra_args(
     """The TMA maps the attention stage takes after the contract's ten arguments: Q, K and V, each
     a 3-D view [batch * heads (or kv_heads), seq, head_dim] of the contract's 4-D tensor, so the
     copy engine zero-fills rows past seq within each head (a box never reads the next head).
-    O is written from registers: no map."""
+    With TMA_O=1 a fourth map follows, over O [batch * heads, seq, head_dim] in boxes of 64 d x
+    64 rows (one consumer warpgroup's rows): the stage stores O through it, rows past seq
+    skipped by the engine; otherwise O is written from registers."""
     if head_dim % ATTN_BOX_COLS:
         raise RooflineError(f"TMA attention needs head_dim a multiple of {ATTN_BOX_COLS}")
     if kv_heads < 1 or heads % kv_heads:
@@ -196,4 +199,8 @@ def attention_extra_args(
     tma_q = encode_tiled(q, (head_dim, seq, batch * heads), (ATTN_BOX_COLS, block_m, 1), dtype)
     kv_dims = (head_dim, seq, batch * kv_heads)
     kv_box = (ATTN_BOX_COLS, block_n, 1)
-    return (tma_q, encode_tiled(k, kv_dims, kv_box, dtype), encode_tiled(v, kv_dims, kv_box, dtype))
+    maps = (tma_q, encode_tiled(k, kv_dims, kv_box, dtype), encode_tiled(v, kv_dims, kv_box, dtype))
+    if int(params.get("TMA_O", 0)) == 1:
+        o_box = (ATTN_BOX_COLS, ATTN_O_BOX_ROWS, 1)
+        return (*maps, encode_tiled(o, (head_dim, seq, batch * heads), o_box, dtype))
+    return maps
