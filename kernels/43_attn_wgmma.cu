@@ -16,16 +16,17 @@
 //   * OVERLAP=1 (intra-warpgroup overlap): iteration j issues S_j = Q K_j^T and then
 //     O += P_{j-1} V_{j-1}, and computes the softmax of S_j while the second chain runs;
 //   * PINGPONG=1 (inter-warpgroup overlap, needs OVERLAP=1): the two consumers take turns at
-//     issuing their WGMMAs (named barriers 1 and 2, bar.sync by the one whose turn it is, bar.arrive
-//     by the other when it has issued), so one warpgroup's exponentials run while the other's
-//     GEMMs occupy the tensor cores;
+//     issuing their WGMMAs (named barriers 1 and 2: bar.sync by the one whose turn it is,
+//     bar.arrive by the other once it has issued), so one warpgroup's exponentials run while the
+//     other's GEMMs occupy the tensor cores;
 //   * causal: key tiles past the block's last query row are never loaded nor multiplied; only
 //     tiles that cross the diagonal (or the seq tail) are masked; causal blocks run from the
 //     last query tile down (heaviest first) so the last wave is short;
 //   * grouped-query attention: query head h reads K/V head h / (heads / kv_heads), a coordinate
 //     in the K and V maps.
 // O is written from registers (fp32 rescaled by 1/rowsum, rounded to 16 bits), rows >= seq
-// skipped. Tiles: BLOCK_M = 128 query rows, BLOCK_N = 128 keys (or 176, FlashAttention-3's choice
+// skipped; with TMA_O=1 each consumer writes it into its own, spent, rows of Q in shared memory
+// and one thread stores them with TMA (a fourth map; the engine skips rows >= seq). Tiles: BLOCK_M = 128 query rows, BLOCK_N = 128 keys (or 176, FlashAttention-3's choice
 // for head dim 128 non-causal: 88 scores + 44 P registers + 64 of O a thread still fit in 240),
 // STAGES = 2 K/V tiles in the ring (Q 32 KiB + 2 x 64 KiB at head dim 128).
 #ifndef HEAD_DIM
@@ -43,7 +44,6 @@
 #ifndef PINGPONG
 #define PINGPONG 1  // the consumer warpgroups take turns at the tensor cores (named barriers)
 #endif
-
 #ifndef TMA_O
 #define TMA_O 0  // 1: O goes out through shared memory (Q's rows) and a TMA store (a 4th map)
 #endif
