@@ -26,8 +26,9 @@
 //     in the K and V maps.
 // O is written from registers (fp32 rescaled by 1/rowsum, rounded to 16 bits), rows >= seq
 // skipped; with TMA_O=1 each consumer writes it into its own, spent, rows of Q in shared memory
-// and one thread stores them with TMA (a fourth map; the engine skips rows >= seq). Tiles: BLOCK_M = 128 query rows, BLOCK_N = 128 keys (or 176, FlashAttention-3's choice
-// for head dim 128 non-causal: 88 scores + 44 P registers + 64 of O a thread still fit in 240),
+// and one thread stores them with TMA (a fourth map; the engine skips rows >= seq).
+// Tiles: BLOCK_M = 128 query rows, BLOCK_N = 128 keys (or 176, FlashAttention-3's choice for
+// head dim 128 non-causal: 88 scores + 44 P registers + 64 of O a thread still fit in 240),
 // STAGES = 2 K/V tiles in the ring (Q 32 KiB + 2 x 64 KiB at head dim 128).
 #ifndef HEAD_DIM
 #error "HEAD_DIM must be given as -DHEAD_DIM=64 or 128"
@@ -243,7 +244,8 @@ attn_wgmma(int batch, int heads, int kv_heads, int seq, float scale, int causal,
         if (tid == 0) {
             mbar_arrive_expect_tx(qb, Q_BYTES);
 #pragma unroll
-            for (int x = 0; x < BOXES; ++x) tma_load_3d(q_s + x * Q_BOX_BYTES, &tma_q, qb, 64 * x, m0, bh);
+            for (int x = 0; x < BOXES; ++x)
+                tma_load_3d(q_s + x * Q_BOX_BYTES, &tma_q, qb, 64 * x, m0, bh);
             for (int j = 0; j < n_tiles; ++j) {
                 const int s = j % STAGES;
                 const u32 parity = ((j / STAGES) - 1) & 1;  // the release of tile j - STAGES
