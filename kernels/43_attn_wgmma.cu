@@ -367,6 +367,7 @@ attn_wgmma(int batch, int heads, int kv_heads, int seq, float scale, int causal,
     // This warpgroup's 64 rows of Q are no longer read (its last QK^T has completed): write O
     // there, 128-byte swizzled as TMA expects (16-byte chunk k of a row at k ^ (row % 8); here
     // row % 8 = g), then one thread stores each 64-column box; the map skips rows past seq.
+    bar_sync(3 + c, 128);  // every warp of this warpgroup is past its last wgmma on Q
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         const u32 row = 16 * w + g + 8 * r;
