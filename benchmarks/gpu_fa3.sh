@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Stage 43 (kernels/43_attn_wgmma.cu, FlashAttention on WGMMA + TMA + warp specialisation) on the
 # H200, through benchmarks/check_attention.py --tma. Usage: bash benchmarks/gpu_fa3.sh OUTDIR
-# Expected run time: about 120 s (each step has its own timeout, cut to what is left of 148 s;
+# Expected run time: 130-150 s (each step has its own timeout, cut to what is left of 148 s;
 # a step with under 8 s left is skipped, so the script ends within about 150 s).
 #   1. correctness of each schedule variant (v0: OVERLAP=0 PINGPONG=0, sequential; v1: OVERLAP=1,
 #      S_j issued before P_{j-1} V_{j-1}; v2: OVERLAP=1 PINGPONG=1, the file's default), fp16 and
