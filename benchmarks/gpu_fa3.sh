@@ -15,7 +15,8 @@
 # Each step writes OUTDIR/NAME.log (and NAME.jsonl for timings); stdout is a short summary.
 set -u
 OUT=${1:?usage: gpu_fa3.sh OUTDIR}
-mkdir -p "$OUT"
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
+cd "$(dirname "$0")/.." || exit 1  # the repository root: paths below are relative to it
 export PYTHONUNBUFFERED=1
 SMEM_128=164864  # Q 32 KiB + 2 stages x (K 32 KiB + V 32 KiB) + 1 KiB alignment (D=64 needs 82944)
 C=(python3 benchmarks/check_attention.py --file kernels/43_attn_wgmma.cu --entry attn_wgmma
