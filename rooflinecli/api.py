@@ -440,6 +440,7 @@ def run_gemm(
     called as each stage and shape begins: progress(label, total=steps)."""
     from rooflinecli.gpu import runner
     from rooflinecli.gpu.timer import Timing
+    from rooflinecli.gpu.timer import method_text as timer_method
 
     timing = timing or Timing()
     device, spec, records = runner.run_gemm(
@@ -454,6 +455,7 @@ def run_gemm(
         "l2_flush_kind": timing.flush_kind if timing.flush_l2 else None,
         "timing": "each stage interleaved with the reference, round by round, alternating which "
         "goes first; every repeat kept (samples_ms); the median reported",
+        "timing_method": timer_method(timing),
         "check": "float64 product of the same inputs (cuBLAS DGEMM via cupy.matmul), output "
         "poisoned first; the first launch and the last timed launch checked",
         "tolerance_rule": runner.tolerance_rule(dtype),

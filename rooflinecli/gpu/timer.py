@@ -5,6 +5,14 @@ The runner, `roofline calibrate`, `measure()` and the probes under benchmarks/ a
 (forward on even rounds, backward on odd ones), each after its own L2 flush and between its own
 pair of CUDA events. On a power-capped GPU whose clock drifts through a run, a stage and its
 reference timed this way see the same clocks; timed one after the other, the second would not.
+
+The rounds are gated (Timing.gate, the default): each batch of up to `gate_rounds` rounds is
+queued behind a one-thread kernel (kernels/util/gate.cu) that holds the stream until the host
+has queued the whole batch and releases it through a flag in pinned memory. The GPU then runs
+the batch back to back, so no interval between a start and an end event contains time the GPU
+spent waiting for Python to queue the launch (which, for a kernel of a few microseconds behind a
+256 MiB flush, it otherwise can). The NVTX ranges are pushed on the host around each launch as
+before, so ncu's and nsys's NVTX filters find the same kernels; the gate kernel is outside them.
 """
 
 from __future__ import annotations
@@ -39,6 +47,10 @@ class Timing:
     # until the first launch's noise (core.stats.noise_pct, the gate's figure) is at most this
     # many percent, or the budget (max_repeats) is spent; None: the budget alone decides
     max_noise_pct: float | None = None
+    # hold each batch of rounds until it is fully queued (see the module's docstring); a batch
+    # of 16 rounds of two launches is ~200 queued operations, far from the driver's queue limit
+    gate: bool = True
+    gate_rounds: int = 16
 
 
 @dataclass
@@ -60,6 +72,76 @@ class Timed:
     # reached the target before the budget ran out (None without a target)
     noise_pct: float | None = None
     noise_target_met: bool | None = None
+    method: str = ""  # how the repeats were queued (a record's timing_method)
+    gate_timeouts: int = 0  # gated batches whose gate opened by its timeout, not by the host
+
+
+GATE_TIMEOUT_CYCLES = 4_000_000_000  # about 2 s of SM clock: only a full launch queue gets here
+
+
+def method_text(timing: Timing, timeouts: int = 0, gated: bool | None = None) -> str:
+    """What a record says of how its repeats were queued (timing_method); `gated`: whether a
+    gate was used (default: what timing asks for)."""
+    if not (timing.gate if gated is None else gated):
+        return (
+            "queued from the host round by round: an interval may include time the GPU waited "
+            "for the host to queue the launch"
+        )
+    text = (
+        f"gated: each batch of up to {timing.gate_rounds} rounds queued behind a kernel that "
+        "holds the stream until the whole batch is queued (kernels/util/gate.cu), so no "
+        "interval includes time the GPU waited for the host"
+    )
+    if timeouts:
+        text += f"; {timeouts} gate(s) opened by their timeout: those batches may include waits"
+    return text
+
+
+class Gate:
+    """kernels/util/gate.cu and its flag: hold() queues a gate that waits for the next ticket,
+    release() hands it out. Tickets only grow, so a gate that starts late never misses one."""
+
+    def __init__(self, kernel: Callable[..., Any], flag: Any, ptr: int, keep: Any = None) -> None:
+        self.kernel, self.flag, self.ptr, self._keep = kernel, flag, ptr, keep
+        self.ticket = 0
+
+    def hold(self) -> None:
+        import numpy as np
+
+        self.ticket += 1
+        self.kernel(
+            (1,), (1,), (np.uint64(self.ptr), np.int32(self.ticket), np.int64(GATE_TIMEOUT_CYCLES))
+        )
+
+    def release(self) -> None:
+        self.flag[0] = self.ticket
+
+    def timeouts(self) -> int:
+        """Gates opened by their timeout so far (read once the stream is idle)."""
+        return int(self.flag[1])
+
+
+def make_gate(cp) -> Gate:  # type: ignore[no-untyped-def]
+    """The gate kernel compiled for the current GPU (NVRTC, cached) and its flag in pinned host
+    memory, which the GPU reads through the same pointer (unified addressing)."""
+    import numpy as np
+
+    from rooflinecli.build import compiler
+    from rooflinecli.paths import data_dir
+
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    arch = compiler.arch_for_cc((int(props["major"]), int(props["minor"])))
+    path = data_dir("kernels") / "util" / "gate.cu"
+    try:
+        src = path.read_text()
+    except OSError as exc:
+        raise RooflineError(f"cannot read kernel source {path}: {exc.strerror}") from None
+    built = compiler.compile_source(src, "gate", "gate", arch)
+    kernel = cp.RawModule(path=built.cubin_path).get_function("gate")
+    mem = cp.cuda.alloc_pinned_memory(8)
+    flag = np.ndarray((2,), dtype=np.int32, buffer=mem)  # as cupyx.empty_pinned does
+    flag[:] = 0
+    return Gate(kernel, flag, mem.ptr, keep=mem)
 
 
 @contextmanager
@@ -109,6 +191,7 @@ class Timer:
         self.timing = timing or Timing()
         self.cp = device.cupy()
         self.flush = flusher(self.cp, device.l2_bytes(), self.timing)
+        self.gate = make_gate(self.cp) if self.timing.gate else None
 
     def once(self, call: Callable[[], Any]) -> float:
         """One launch between events (ms, at least 1 us): to size loops."""
@@ -165,6 +248,20 @@ class Timer:
                 end = e
             return end
 
+        def queue(lo: int, hi: int, last: int) -> Any:
+            """Rounds lo..hi-1 (round `last` is the one before_last prepares), gated in batches.
+            Returns the last end event queued."""
+            end = None
+            step = max(1, t.gate_rounds) if self.gate is not None else max(1, hi - lo)
+            for b in range(lo, hi, step):
+                if self.gate is not None:
+                    self.gate.hold()
+                for i in range(b, min(hi, b + step)):
+                    end = round_(i, last=i == last)
+                if self.gate is not None:
+                    self.gate.release()
+            return end
+
         def wait(event: Any) -> None:
             while not event.done:  # sleep, not a blocking sync: the clock readings go on
                 time.sleep(0.0002)
@@ -174,24 +271,29 @@ class Timer:
             return [cp.cuda.get_elapsed_time(s, e) for s, e in zip(starts[j], ends[j], strict=True)]
 
         with sampler.sampling() if sampler is not None else nullcontext() as readings:
+            timeouts_before = self.gate.timeouts() if self.gate is not None else 0
             if t.max_noise_pct is None:
-                for i in range(cap):
-                    end = round_(i, last=i == cap - 1)
+                end = queue(0, cap, cap - 1)
             else:
                 done, batch = 0, max(t.min_repeats, stats.MIN_SAMPLES)
                 while done < cap - 1:
                     upto = min(cap - 1, done + batch)
-                    for i in range(done, upto):
-                        end = round_(i, last=False)
+                    end = queue(done, upto, -1)
                     done = upto
                     wait(end)
                     if stats.noise_pct(elapsed(0)) <= t.max_noise_pct:
                         break
                     batch = max(1, done // 2)
-                end = round_(done, last=True)
+                end = queue(done, done + 1, done)
             wait(end)
+        timeouts = self.gate.timeouts() - timeouts_before if self.gate is not None else 0
         samples = [elapsed(j) for j in range(len(launches))]
-        timed = Timed(samples, readings.summary() if readings is not None else {})
+        timed = Timed(
+            samples,
+            readings.summary() if readings is not None else {},
+            method=method_text(t, timeouts, gated=self.gate is not None),
+            gate_timeouts=timeouts,
+        )
         if t.max_noise_pct is not None:
             timed.noise_pct = stats.noise_pct(samples[0])
             timed.noise_target_met = timed.noise_pct <= t.max_noise_pct
