@@ -56,6 +56,12 @@ def parse_shapes(
     return shapes  # type: ignore[return-value]
 
 
+def pick_line(pick) -> str:  # type: ignore[no-untyped-def]
+    """What `--stages best` says under a shape's table: the pick, its class, its table."""
+    via = "" if pick.entry_class == pick.shape_class else f", by the entry of {pick.entry_class}"
+    return f"best: {pick.stage.name} (class {pick.shape_class}{via}; table {pick.table})"
+
+
 @click.group(
     cls=LazyGroup,
     lazy={
@@ -108,7 +114,8 @@ def _dry_run(
     "stage_list",
     default=None,
     metavar="LIST",
-    help="Comma-separated stages (default: all of the dtype). The reference always runs. "
+    help="Comma-separated stages (default: all of the dtype), or 'best': per shape, the stage "
+    "of the GPU's tune table (docs/dispatch.md). The reference always runs. "
     f"Stages: {', '.join(stages.stage_names(include_reference=False))}.",
 )
 @dtype_option
@@ -187,7 +194,11 @@ def run_gemm(
         raise RooflineError("give --repeats (a fixed count) or --max-noise (a target), not both")
     report.select(report.RUN, view)  # an unknown --columns name: one line, before any work
     draw = want_chart(chart_flag, fmt, report.console().is_terminal)
-    chosen = stages.select(stage_list, dtype)
+    best = (stage_list or "").strip() == "best"
+    chosen = [stages.reference_for(dtype)] if best else stages.select(stage_list, dtype)
+    if best and (tuned or extra_stages):
+        raise RooflineError("--stages best takes its stages from the tune table: leave out "
+                            "--tuned and --extra-stage")  # fmt: skip
     for path in extra_stages:
         user = load_user_stage(path)
         if dtype not in user.all_dtypes:
@@ -195,7 +206,9 @@ def run_gemm(
                 f"{path}: stage {user.name} is {user.dtype}; run with --dtype {user.dtype}"
             )
         chosen.insert(len(chosen) - 1, user)  # before the reference
-    if stage_list:  # stages asked for by name must be able to run every shape asked for
+    if (
+        stage_list and not best
+    ):  # stages asked for by name must be able to run every shape asked for
         for stage in chosen:
             for shape in shapes:
                 why = stage.refuses(*shape)
@@ -215,7 +228,18 @@ def run_gemm(
         winners = load_tuned(name)
         chosen = [s.with_params(winners[s.name]) if s.name in winners else s for s in chosen]
     target, why = api.target_arch(arch)
+    picks = None
+    if best:
+        from rooflinecli.gpu.device import info, smi_device_name
+
+        name = smi_device_name() if dry_run else info()["name"]
+        if name is None:
+            raise RooflineError("--stages best: no GPU detected (nvidia-smi) to take its table")
+        picks = api.pick_best(shapes, dtype, name)
     if dry_run:
+        if picks is not None:
+            uniq = {p.stage.name: p.stage for p in picks.values()}
+            chosen = [*uniq.values(), *chosen]
         _dry_run(shapes, chosen, target, why, dtype, spec_arg, fmt)
         return
     api.compile_user_stages(chosen, target, dtype)  # a compile error: one line, before any GPU
@@ -225,7 +249,7 @@ def run_gemm(
     with progress(not quiet and fmt == "table") as tick:
         doc = api.run_gemm(
             shapes, chosen, spec_arg, dtype=dtype, alpha=alpha, beta=beta, seed=seed,
-            timing=timing, progress=tick,
+            timing=timing, progress=tick, picks=picks,
         )  # fmt: skip
     device = doc["device"]
     doc = place_on_roofs(doc, roofs, calibration)
@@ -247,6 +271,8 @@ def run_gemm(
             if fmt == "markdown" and shape != shapes[0]:
                 con.file.write("\n")
             report.emit(one, fmt, report.RUN, title=title, out=con, view=view)
+            if picks is not None:
+                con.print(pick_line(picks[shape]), markup=False, highlight=False)
             if draw:
                 draw_chart(one, fmt, con)
         if len(shapes) > 1:
