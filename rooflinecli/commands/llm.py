@@ -25,6 +25,7 @@ from rooflinecli.options import (
     format_option,
     max_noise_option,
     output_option,
+    pick_line,
     spec_option,
     split_list,
     want_chart,
@@ -476,8 +477,6 @@ def run_llm(
                 ),
             )
             if picks is not None:
-                from rooflinecli.commands.run import pick_line
-
                 for g in gemms:
                     click.echo(f"{g.name}: {pick_line(picks[g.shape(b)])}")
             if draw:

@@ -12,6 +12,7 @@ from rooflinecli.options import (
     dtype_option,
     format_option,
     output_option,
+    parse_shapes,
     spec_option,
 )
 from rooflinecli.present import View
@@ -102,7 +103,6 @@ def tune_dispatch(
     """Time every stage at each shape and save, per shape class, the fastest verified one to
     this GPU's tune table in the cache (read first by `--stages best`; docs/dispatch.md)."""
     from rooflinecli import api
-    from rooflinecli.commands.run import parse_shapes
 
     shapes = parse_shapes(None, None, None, sizes)
     report.select(report.RUN, view)

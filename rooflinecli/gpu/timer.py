@@ -76,7 +76,9 @@ class Timed:
     gate_timeouts: int = 0  # gated batches whose gate opened by its timeout, not by the host
 
 
-GATE_TIMEOUT_CYCLES = 4_000_000_000  # about 2 s of SM clock: only a full launch queue gets here
+# about 0.5 s of SM clock: queuing a batch takes milliseconds; only a full launch queue, or a
+# profiler that holds each launch until it ends, gets here
+GATE_TIMEOUT_CYCLES = 1_000_000_000
 
 
 def method_text(timing: Timing, timeouts: int = 0, gated: bool | None = None) -> str:
