@@ -6,7 +6,7 @@ set -u
 OUT=${1:?usage: gpu_dispatch.sh OUTDIR}
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.." || exit 1
-export PYTHONPATH=$PWD
+export PYTHONPATH=$PWD COLUMNS=200
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 START=$(date +%s)
 
@@ -23,15 +23,19 @@ for DT in bf16 fp32; do
 done
 log "A took $(( $(date +%s) - START )) s"
 
+log "A: GPU tests of the gate"
+timeout 60 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_timer_gate_gpu.py \
+  > "$OUT/test-timer-gate-gpu.txt" 2>&1; log "tests/gpu/test_timer_gate_gpu.py rc $?: $(tail -1 "$OUT/test-timer-gate-gpu.txt")"
+
 log "B: run gemm --stages best (bf16)"
 timeout 120 roofline run gemm --sizes 1x4096x4096,16x11008x4096,4096 --dtype bf16 --stages best \
-  --budget-ms 100 -q --no-chart -o "$OUT/gemm-best-bf16.json" --force > "$OUT/gemm-best-bf16.txt" \
+  --budget-ms 60 -q --no-chart -o "$OUT/gemm-best-bf16.json" --force > "$OUT/gemm-best-bf16.txt" \
   2>&1 || log "run gemm --stages best failed (rc $?)"
-grep -E "^best:|GEMM " "$OUT/gemm-best-bf16.txt" | tee -a "$OUT/summary.txt"
+python3 benchmarks/summarize_best.py "$OUT/gemm-best-bf16.json" 2>&1 | tee -a "$OUT/summary.txt"
 
 log "B: run llm --stages best (llama-7b, batch 1,16, bf16)"
 timeout 150 roofline run llm --preset llama-7b --batch 1,16 --dtype bf16 --stages best \
-  --budget-ms 100 -q --no-chart -o "$OUT/llm-best-bf16.json" --force > "$OUT/llm-best-bf16.txt" \
+  --budget-ms 60 -q --no-chart -o "$OUT/llm-best-bf16.json" --force > "$OUT/llm-best-bf16.txt" \
   2>&1 || log "run llm --stages best failed (rc $?)"
-tail -8 "$OUT/llm-best-bf16.txt" | tee -a "$OUT/summary.txt"
+python3 benchmarks/summarize_best.py "$OUT/llm-best-bf16.json" 2>&1 | tee -a "$OUT/summary.txt"
 log "total $(( $(date +%s) - START )) s"

@@ -27,6 +27,9 @@ def main(events_path: str, dtype: str, out_path: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for r in doc["records"]:
             name, shape = r["stage"], (r["m"], r["n"], r["k"])
+            if not r.get("time_ms"):  # skipped or failed: nothing to compare
+                print(f"{dtype} {name:18s} no event time: {r.get('error')}", flush=True)
+                continue
             row = {"stage": name, "shape": shape, "event_us": (r.get("time_ms") or 0) * 1e3,
                    "timing_method": r.get("timing_method")}  # fmt: skip
             report = Path(tmp) / f"{name}.ncu-rep"

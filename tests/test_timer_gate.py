@@ -106,13 +106,30 @@ def test_each_batch_is_queued_behind_a_gate_and_released_after_it(log, monkeypat
     )
 
 
-def test_a_gate_that_opened_by_its_timeout_is_said(log, monkeypatch):
+def test_after_a_gate_opens_by_its_timeout_the_rest_goes_ungated_and_is_said(log, monkeypatch):
+    # gate 2 opens by its timeout (as when a launch waits for the GPU: a host sync in the
+    # call): gating on would cost a timeout per batch, so round 4 is queued without a gate
     monkeypatch.setattr(timer, "make_gate", gated(log, late={2}))
-    timed = timer.Timer(timing()).time([launch(log, "a")])
+    t = timer.Timer(timing())
+    timed = t.time([launch(log, "a")])
+    assert [x for x in log if x.startswith("gate")] == ["gate 1", "gate 2"]
+    assert log[-3:] == ["event", "a", "event"]  # round 4, behind no gate
+    assert timed.samples == [[1.0] * 5]
     assert timed.gate_timeouts == 1
     assert timed.method.endswith(
-        "; 1 gate(s) opened by their timeout: those batches may include waits"
+        "; until a gate opened by its timeout (1): a launch waits for the GPU (a host sync in "
+        "the call), so the rounds after it were queued ungated and may include waits"
     )
+    # the next time() starts gated again
+    log.clear()
+    again = t.time([launch(log, "a")])
+    assert [x for x in log if x.startswith("gate")] == ["gate 3", "gate 4", "gate 5"]
+    assert again.gate_timeouts == 0 and again.method.endswith("waited for the host")
+
+
+def test_the_method_text_of_timeouts_without_giving_up():
+    text = timer.method_text(timer.Timing(gate_rounds=16), timeouts=2)
+    assert text.endswith("; 2 gate(s) opened by their timeout: those batches may include waits")
 
 
 def test_without_the_gate_nothing_is_held_and_the_record_says_so(log, monkeypatch):

@@ -241,7 +241,7 @@ def run_gemm(
                 con.file.write("\n")
             report.emit(one, fmt, report.RUN, title=title, out=con, view=view)
             if picks is not None:
-                con.print(pick_line(picks[shape]), markup=False, highlight=False)
+                con.print(pick_line(picks[shape]), markup=False, highlight=False, soft_wrap=True)
             if draw:
                 draw_chart(one, fmt, con)
         if len(shapes) > 1:

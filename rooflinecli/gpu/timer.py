@@ -81,9 +81,12 @@ class Timed:
 GATE_TIMEOUT_CYCLES = 1_000_000_000
 
 
-def method_text(timing: Timing, timeouts: int = 0, gated: bool | None = None) -> str:
+def method_text(
+    timing: Timing, timeouts: int = 0, gated: bool | None = None, gave_up: bool = False
+) -> str:
     """What a record says of how its repeats were queued (timing_method); `gated`: whether a
-    gate was used (default: what timing asks for)."""
+    gate was used (default: what timing asks for); `gave_up`: gating stopped after a gate
+    opened by its timeout."""
     if not (timing.gate if gated is None else gated):
         return (
             "queued from the host round by round: an interval may include time the GPU waited "
@@ -94,7 +97,13 @@ def method_text(timing: Timing, timeouts: int = 0, gated: bool | None = None) ->
         "holds the stream until the whole batch is queued (kernels/util/gate.cu), so no "
         "interval includes time the GPU waited for the host"
     )
-    if timeouts:
+    if gave_up and timeouts:
+        text += (
+            f"; until a gate opened by its timeout ({timeouts}): a launch waits for the GPU "
+            "(a host sync in the call), so the rounds after it were queued ungated and may "
+            "include waits"
+        )
+    elif timeouts:
         text += f"; {timeouts} gate(s) opened by their timeout: those batches may include waits"
     return text
 
@@ -250,18 +259,28 @@ class Timer:
                 end = e
             return end
 
+        gate = self.gate  # None from the first gate that opens by its timeout (see below)
+        timeouts_before = gate.timeouts() if gate is not None else 0
+
         def queue(lo: int, hi: int, last: int) -> Any:
             """Rounds lo..hi-1 (round `last` is the one before_last prepares), gated in batches.
-            Returns the last end event queued."""
+            Returns the last end event queued. A gate that opened by its timeout while the host
+            was still queuing means a launch waits for the GPU (a host sync inside the call):
+            gating it would cost a timeout per batch, so the rest go ungated."""
+            nonlocal gate
             end = None
-            step = max(1, t.gate_rounds) if self.gate is not None else max(1, hi - lo)
-            for b in range(lo, hi, step):
-                if self.gate is not None:
-                    self.gate.hold()
+            b = lo
+            while b < hi:
+                step = max(1, t.gate_rounds) if gate is not None else hi - b
+                if gate is not None:
+                    gate.hold()
                 for i in range(b, min(hi, b + step)):
                     end = round_(i, last=i == last)
-                if self.gate is not None:
-                    self.gate.release()
+                if gate is not None:
+                    gate.release()
+                    if gate.timeouts() > timeouts_before:
+                        gate = None
+                b += step
             return end
 
         def wait(event: Any) -> None:
@@ -273,7 +292,6 @@ class Timer:
             return [cp.cuda.get_elapsed_time(s, e) for s, e in zip(starts[j], ends[j], strict=True)]
 
         with sampler.sampling() if sampler is not None else nullcontext() as readings:
-            timeouts_before = self.gate.timeouts() if self.gate is not None else 0
             if t.max_noise_pct is None:
                 end = queue(0, cap, cap - 1)
             else:
@@ -293,7 +311,7 @@ class Timer:
         timed = Timed(
             samples,
             readings.summary() if readings is not None else {},
-            method=method_text(t, timeouts, gated=self.gate is not None),
+            method=method_text(t, timeouts, gated=self.gate is not None, gave_up=gate is None),
             gate_timeouts=timeouts,
         )
         if t.max_noise_pct is not None:

@@ -44,3 +44,20 @@ def test_a_slow_host_is_not_counted_as_kernel_time():
     assert abs(slow - alone) <= max(0.02 * alone, 0.5e-3), (slow, alone)
     ungated = timer.Timer(_timings(False)).time([timer.Launch("slow", slow_host)])
     assert statistics.median(ungated.samples[0]) > alone + 0.2  # the sleep (ms) was counted
+
+
+def test_a_launch_that_syncs_inside_costs_one_gate_timeout_and_is_said():
+    import cupy as cp
+
+    x = cp.ones(1 << 20, dtype=cp.float32)
+    out = cp.empty((), dtype=cp.float32)
+
+    def syncs() -> None:
+        cp.sum(x, out=out)
+        cp.cuda.get_current_stream().synchronize()  # waits for the gate: it times out once
+
+    syncs()
+    timed = timer.Timer(_timings(True)).time([timer.Launch("syncs", syncs)])
+    assert timed.gate_timeouts == 1
+    assert "queued ungated" in timed.method
+    assert len(timed.samples[0]) == 64
