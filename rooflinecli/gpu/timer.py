@@ -13,6 +13,14 @@ the batch back to back, so no interval between a start and an end event contains
 spent waiting for Python to queue the launch (which, for a kernel of a few microseconds behind a
 256 MiB flush, it otherwise can). The NVTX ranges are pushed on the host around each launch as
 before, so ncu's and nsys's NVTX filters find the same kernels; the gate kernel is outside them.
+
+Why a gate and not a CUDA graph of the rounds: a captured event becomes a timing node only when
+recorded with cudaEventRecordExternal (CuPy's Event.record does not pass it), host-side NVTX
+ranges are not replayed with a graph, and library calls (cuBLAS) and user callables would each
+have to be safe to capture. The gate changes nothing about what is launched or how; it only
+decides when the GPU may start. A launch that waits for the GPU itself (a host sync inside the
+call) would hold the gate shut: the gate then opens by its timeout, the timer stops gating for
+the rest of that call, and the record says so.
 """
 
 from __future__ import annotations
@@ -132,15 +140,18 @@ class Gate:
         return int(self.flag[1])
 
 
-def make_gate(cp) -> Gate:  # type: ignore[no-untyped-def]
+def make_gate(cp) -> Gate | None:  # type: ignore[no-untyped-def]
     """The gate kernel compiled for the current GPU (NVRTC, cached) and its flag in pinned host
-    memory, which the GPU reads through the same pointer (unified addressing)."""
+    memory, which the GPU reads through the same pointer (unified addressing); None on a
+    device without unified addressing (the rounds then go ungated, and records say so)."""
     import numpy as np
 
     from rooflinecli.build import compiler
     from rooflinecli.paths import data_dir
 
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    if not props.get("unifiedAddressing", 1):
+        return None
     arch = compiler.arch_for_cc((int(props["major"]), int(props["minor"])))
     path = data_dir("kernels") / "util" / "gate.cu"
     try:
@@ -149,10 +160,13 @@ def make_gate(cp) -> Gate:  # type: ignore[no-untyped-def]
         raise RooflineError(f"cannot read kernel source {path}: {exc.strerror}") from None
     built = compiler.compile_source(src, "gate", "gate", arch)
     kernel = cp.RawModule(path=built.cubin_path).get_function("gate")
-    mem = cp.cuda.alloc_pinned_memory(8)
-    flag = np.ndarray((2,), dtype=np.int32, buffer=mem)  # as cupyx.empty_pinned does
+    # mapped pinned memory (cudaHostAllocMapped); with unified addressing, which every 64-bit
+    # Linux CUDA device has, the device reaches it through the host's own pointer
+    mem = cp.cuda.PinnedMemory(8, cp.cuda.runtime.hostAllocMapped)
+    ptr = cp.cuda.PinnedMemoryPointer(mem, 0)
+    flag = np.ndarray((2,), dtype=np.int32, buffer=ptr)  # as cupyx.empty_pinned does
     flag[:] = 0
-    return Gate(kernel, flag, mem.ptr, keep=mem)
+    return Gate(kernel, flag, ptr.ptr, keep=(mem, ptr))
 
 
 @contextmanager
