@@ -231,3 +231,27 @@ def test_best_with_extra_stages_is_one_line(fake_gpu):
     r = CliRunner().invoke(cli, ["run", "gemm", "--m", "8", "--stages", "best", "--tuned"])
     assert r.exit_code == 2
     assert "--stages best takes its stages from the tune table" in r.output
+
+
+def test_tune_dispatch_saves_each_class_s_winner_to_the_user_s_table(fake_gpu, tmp_path):
+    args = ["tune", "dispatch", "--sizes", "1x4096x4096,2x4096x4096", "--dtype", "fp32",
+            "--stages", "gemv_vector,gemv_splitk", "-q"]  # fmt: skip
+    r = CliRunner(env={"COLUMNS": "200"}).invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    saved = tmp_path / "dispatch" / "fake-h200.json"  # the device the run reports
+    # the fake runs every stage at half its roof: equal times, so the first listed wins each
+    assert r.output.splitlines()[-3:] == [
+        "  fp32 M=1 N=1k-8k K=1k-8k: gemv_vector",
+        "  fp32 M=2-16 N=1k-8k K=1k-8k: gemv_vector",
+        f"saved to {saved} (used by `--stages best`)",
+    ]
+    table = dispatch.load_user("FAKE H200")
+    assert table is not None
+    assert [(e.shape_class, e.stage) for e in table.entries] == [
+        ("M=1 N=1k-8k K=1k-8k", "gemv_vector"),
+        ("M=2-16 N=1k-8k K=1k-8k", "gemv_vector"),
+    ]
+    assert table.entries[0].source.startswith("fastest at 1 of 1 shape(s): tune dispatch ")
+    tables = dispatch.tables_for("FAKE H200")
+    pick = dispatch.resolve(1, 4096, 4096, "fp32", tables, "FAKE H200")
+    assert (pick.stage.name, pick.table) == ("gemv_vector", str(saved))
