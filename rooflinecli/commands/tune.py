@@ -10,8 +10,10 @@ from rooflinecli.options import (
     DTYPES,
     SIZE,
     columns_option,
+    dtype_option,
     format_option,
     output_option,
+    parse_shapes,
     spec_option,
 )
 from rooflinecli.present import View
@@ -21,7 +23,7 @@ from rooflinecli.present.progress import progress
 
 @click.group()
 def tune() -> None:
-    """Search tile parameters on the running GPU and keep the winner."""
+    """Search tile parameters, or the best stage per shape class, on the running GPU."""
 
 
 @tune.command("gemm")
@@ -76,3 +78,54 @@ def tune_gemm(
             f"winner: {win['stage']} {win['tflops']:.2f} TFLOP/s; saved to {info['saved_to']} "
             "(used by `roofline run gemm --tuned`)"
         )
+
+
+@tune.command("dispatch")
+@click.option(
+    "--sizes", required=True, metavar="LIST",
+    help="Shapes to measure: 1x4096x4096,16x11008x4096,4096 (N means NxNxN).",
+)  # fmt: skip
+@dtype_option
+@click.option(
+    "--stages", "stage_list", default=None, metavar="LIST",
+    help="Only these stages (default: all of the dtype).",
+)  # fmt: skip
+@spec_option
+@click.option("--budget-ms", type=click.FloatRange(1, 60000), default=200.0, show_default=True)
+@click.option("--quiet", "-q", is_flag=True, help="No progress display.")
+@format_option
+@columns_option
+@output_option
+def tune_dispatch(
+    sizes: str,
+    dtype: str,
+    stage_list: str | None,
+    spec_arg: str | None,
+    budget_ms: float,
+    quiet: bool,
+    fmt: str,
+    view: View,
+    output: str | None,
+    force: bool,
+) -> None:
+    """Time every stage at each shape and save, per shape class, the fastest verified one to
+    this GPU's tune table in the cache (read first by `--stages best`; docs/dispatch.md)."""
+    from rooflinecli import api
+
+    shapes = parse_shapes(None, None, None, sizes)
+    report.select(report.RUN, view)
+    with progress(not quiet and fmt == "table", "tuning") as tick:
+        doc = api.tune_dispatch(shapes, dtype, spec_arg, budget_ms, stage_list, progress=tick)
+    if output:
+        files.write_output(output, results.dumps(doc), force=force)
+    report.emit(
+        doc, fmt, report.RUN, title=f"tune dispatch {dtype} on {doc['device']['name']}", view=view
+    )
+    info = doc["dispatch"]
+    if not info["picks"]:
+        raise RooflineError("no stage verified at any shape: nothing saved")
+    if fmt == "table":
+        con = report.console()
+        for p in info["picks"]:
+            con.print(f"  {p['dtype']} {p['class']}: {p['stage']}", markup=False, highlight=False)
+        con.print(f"saved to {info['saved_to']} (used by `--stages best`)", markup=False)
