@@ -235,6 +235,21 @@ def _multistage(p: dict[str, int]) -> Stage:
     return replace(stage, smem_bytes=smem, min_cc=80, rebuild=lambda q: _multistage(dict(q)))
 
 
+def _spread_copies(p: dict[str, int]) -> Stage:
+    """Stage 11: stage 10's pipeline and tiles, its copies spread one per k-step and a grouped
+    block order (GROUP_M rows of tiles per group); the same slots in shared memory."""
+    stage = _warptile(
+        "spread_copies",
+        "stage 10 with one cp.async per k-step instead of a burst per tile, and a grouped block "
+        "order for L2",
+        "11_spread_copies.cu",
+        "gemm_spread_copies",
+        p,
+    )
+    smem = p["STAGES"] * p["BK"] * (p["BM"] + 4 + p["BN"]) * _FP32
+    return replace(stage, smem_bytes=smem, min_cc=80, rebuild=lambda q: _spread_copies(dict(q)))
+
+
 def _tensor_core(
     name: str,
     what: str,
@@ -595,6 +610,26 @@ STAGES: tuple[Stage, ...] = (
         ),
         # `roofline tune gemm --stage multistage` tries these (NUM_THREADS, smem_bytes follow)
         tune_space=MappingProxyType({"BN": (128, 256), "BK": (8, 16), "STAGES": (3, 4)}),
+    ),
+    replace(
+        _spread_copies(
+            {
+                "BM": 128,
+                "BN": 256,
+                "BK": 16,
+                "WM": 64,
+                "WN": 64,
+                "WNITER": 4,
+                "TM": 4,
+                "TN": 4,
+                "NUM_THREADS": 256,
+                "STAGES": 3,
+                "COPY_STEP": 1,
+                "GROUP_M": 8,
+            }
+        ),
+        # `roofline tune gemm --stage spread_copies` tries these (NUM_THREADS, smem_bytes follow)
+        tune_space=MappingProxyType({"BK": (16, 32), "STAGES": (3, 4), "COPY_STEP": (1, 4)}),
     ),
     Stage(
         name="cublas",

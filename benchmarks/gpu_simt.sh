@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Issue 15, SIMT side: stage 11 (spread_copies) against stage 10 (multistage) and cuBLAS SGEMM,
+# in one device call of about 2 minutes on an H200 (at most 150 s; NVRTC on a cold cache is
+# most of it). Every run verifies against a float64 product; a failed check shows as failed.
+#   1. sanity: spread_copies at odd shapes (edge tiles, partial K tiles, N % 4 != 0), 4097^3
+#      (33 row tiles: a last group of one row) and 8192x4096x1000, beta != 0 at 1000^3;
+#   2. `roofline tune` at 4096^3 over its tune_space (BK, STAGES, COPY_STEP: 6 variants that
+#      compile without spills), 100 ms each; the winner is saved for `--tuned`;
+#   3. the documents: spread_copies (tuned) and multistage beside cuBLAS at 4096^3 and 8192^3,
+#      default timing (400 ms budget, L2 flushed), and the registry's spread_copies at 4096^3.
+# Usage: bash benchmarks/gpu_simt.sh OUTDIR
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${1:?usage: gpu_simt.sh OUTDIR}
+mkdir -p "$OUT"
+R="python3 -m rooflinecli"
+S=spread_copies
+start=$SECONDS
+step() { echo "== $* ($((SECONDS - start)) s)"; }
+
+step "sanity: $S at odd shapes"
+$R run gemm --sizes 127x333x65,1000,4097,1x4096x4096,8192x4096x1000 --stages $S --budget-ms 2 \
+  --no-flush --quiet --format csv > "$OUT/sanity-odd.csv" 2>&1
+echo "  rc=$? (0: all verified)"
+$R run gemm --sizes 1000,127x333x65 --beta 0.5 --stages $S --budget-ms 2 --no-flush --quiet \
+  --format csv > "$OUT/sanity-beta.csv" 2>&1
+echo "  beta rc=$?"
+
+step "tune $S at 4096^3"
+$R tune gemm --stage $S --m 4096 --budget-ms 100 --quiet --output "$OUT/tune-$S-4096.json" \
+  > "$OUT/tune-$S-4096.txt" 2>&1
+echo "  rc=$?"
+grep -E "^winner|dropped|$S|cublas" "$OUT/tune-$S-4096.txt" | head -20
+
+for m in 4096 8192; do
+  step "run gemm --m $m --tuned"
+  $R run gemm --m $m --stages $S,multistage --tuned --quiet --format markdown \
+    --output "$OUT/gemm-fp32-$m.json" > "$OUT/gemm-fp32-$m.md" 2>&1
+  echo "  rc=$?"
+  cat "$OUT/gemm-fp32-$m.md"
+done
+
+step "run gemm --m 4096 with the registry's parameters"
+$R run gemm --m 4096 --stages $S --quiet --format markdown \
+  --output "$OUT/gemm-fp32-4096-registry.json" > "$OUT/gemm-fp32-4096-registry.md" 2>&1
+echo "  rc=$?"
+cat "$OUT/gemm-fp32-4096-registry.md"
+step "done"
