@@ -629,7 +629,7 @@ STAGES: tuple[Stage, ...] = (
             }
         ),
         # `roofline tune gemm --stage spread_copies` tries these (NUM_THREADS, smem_bytes follow)
-        tune_space=MappingProxyType({"BK": (16, 32), "STAGES": (3, 4), "COPY_STEP": (1, 4)}),
+        tune_space=MappingProxyType({"BK": (8, 16, 32), "STAGES": (3, 4), "COPY_STEP": (1, 4)}),
     ),
     Stage(
         name="cublas",
