@@ -18,6 +18,39 @@ S=spread_copies
 start=$SECONDS
 step() { echo "== $* ($((SECONDS - start)) s)"; }
 
+step "precompile $S's variants in parallel (NVRTC one at a time would take a minute)"
+python3 - "$S" <<'PY'
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from multiprocessing import get_context
+
+from rooflinecli import api
+from rooflinecli.build import compiler, stages
+from rooflinecli.gpu import tune
+
+ARCH = api.target_arch(None)[0]
+base = stages.BY_NAME[sys.argv[1]].for_arch(ARCH)
+# tune compiles each variant under the registry's name (dropping spills), then runs it under
+# its label (stage@K=V), and the cache file is named after the stage: warm both
+TODO = [stages.BY_NAME["multistage"].for_arch(ARCH)]
+for v in base.variants():
+    TODO += [v, replace(v, name=tune.label(base, v))]
+
+
+def build(i):  # by index: a Stage holds a lambda (rebuild), which does not pickle
+    try:
+        compiler.compile_stage(TODO[i], ARCH)
+        return "ok"
+    except Exception as exc:  # a variant its static_asserts reject: tune drops it as well
+        return str(exc)[:80]
+
+
+with ProcessPoolExecutor(8, mp_context=get_context("fork")) as pool:  # workers inherit TODO
+    done = list(pool.map(build, range(len(TODO))))
+print(f"  {len(done)} builds for {ARCH}, {done.count('ok')} compiled")
+PY
+
 step "sanity: $S at odd shapes"
 $R run gemm --sizes 127x333x65,1000,4097,1x4096x4096,8192x4096x1000 --stages $S --budget-ms 2 \
   --no-flush --quiet --format csv > "$OUT/sanity-odd.csv" 2>&1

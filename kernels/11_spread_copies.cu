@@ -1,29 +1,36 @@
-// Stage 11: stage 10's pipeline with its copies spread over the k-steps, and a grouped block order.
-// Stage 10 already has cuBLAS's structure (its SGEMM on the H200 is a 256x128x8, 3-stage, 8-warp
-// FFMA kernel of 64x64 warp tiles: the same tiles, transposed) and ptxas already gives its FFMA
-// stream reuse flags and alternating register banks (no FFMA with three sources in one bank).
-// What is left is the rest of the issue slots and the stalls around the copies:
-//   - stage 10 issues all of a tile's copies at k-step 0, right after the barrier, so every warp
-//     of the block pushes 12 cp.async (8 transposing 4-byte A copies, 4 16-byte B copies) and
-//     their address arithmetic into the memory-instruction queue at the same moment, and then
-//     waits on a full queue while its FMAs could run. Here an interior tile (the block's rows of
-//     A and columns of B inside the matrices, a full K tile) issues COPY_STEP copies per k-step
-//     (CUTLASS's SIMT mainloop interleaves its global->shared copies with the warp MMAs the
-//     same way), predicated rather than branched, from two running pointers. Edge tiles keep
-//     stage 10's bounds-checked path at k-step 0, so any M, N, K stays correct;
+// Stage 11: stage 10's pipeline with its copies spread over the k-steps, an edge-free hot loop and
+// a grouped block order.
+// Stage 10 already has cuBLAS's structure (cuBLAS's SGEMM on the H200 is a 256x128x8, 3-stage,
+// 8-warp FFMA kernel of 64x64 warp tiles, 254 registers: the same tiles, transposed) and ptxas
+// already gives its FFMA stream reuse flags and alternating register banks (no FFMA with three
+// sources in one bank). What is left is the rest of the issue slots and the stalls around them:
+//   - stage 10 issues all of a tile's copies at k-step 0, right after the barrier: every warp of
+//     the block pushes 12 cp.async (8 transposing 4-byte A copies, 4 16-byte B copies) into the
+//     memory-instruction queue at the same moment. Here an interior iteration issues COPY_STEP
+//     copies per k-step (CUTLASS's SIMT mainloop interleaves its global->shared copies with the
+//     warp MMAs the same way), from two running pointers, one IMAD.WIDE per copy;
+//   - the main loop is compiled twice from one lambda: an interior loop for blocks whose rows of
+//     A and columns of B lie inside the matrices, while the tile being copied is a full K tile,
+//     and stage 10's loop with its bounds-checked copies for the rest (edge blocks, the last
+//     STAGES - 1 iterations). The hot loop holds no edge code, no predicates and no selects:
+//     2224 instructions instead of stage 10's 2481 (one copy of the loop in the instruction
+//     cache, 35 KiB), and any M, N, K stays correct;
 //   - the copies of iteration kt are committed as one group at the k-step that issues the last
 //     of them (COPY_DOTS - 1 < BK - 1), before the wait of the last k-step, so stage 10's
 //     commit-group accounting holds unchanged: at that wait STAGES + kt groups are committed
 //     and wait_group(STAGES - 2) leaves tile kt + 1 landed;
-//   - grouped block order: the 2-D launch is read as a line of blocks and walked GROUP_M rows
-//     of tiles at a time, column by column, so that the blocks resident together share rows of
-//     A and columns of B in L2 (row by row, one wave of 132 blocks reads all of B at 4096^3).
-// SASS (NVRTC 13.5, sm_90a, the registry's BK 16, 3 stages, COPY_STEP 1): 241 registers, no
-// spills; the main loop holds 2048 FFMA and 96 LDS.128 (21.3 FFMA per LDS.128, as stage 10: the
-// 8 x 16 thread tile fixes it), 12 LDGSTS spread over 12 k-steps. ptxas puts three never-taken
-// `@!PT LDS` before each cp.async cluster, so one copy per k-step costs 3 more issue slots per
-// copy than a burst: COPY_STEP (1, 2, 4) trades that against the queue stalls, and
-// `roofline tune gemm --stage spread_copies` measures which wins, with BK and STAGES.
+//   - grouped block order: the 2-D launch is read as a line of blocks and walked GROUP_M rows of
+//     tiles at a time, column by column, so that the blocks resident together share rows of A
+//     and columns of B in L2 (row by row, one wave of 132 blocks reads all of B at 4096^3).
+// SASS of the hot loop (NVRTC 13.5, sm_90a; `roofline inspect gemm --stage spread_copies`):
+//   BK 16, COPY_STEP 4 (the registry's): 245 registers, no spills, 2224 instructions per K tile:
+//     2048 FFMA (92.1%), 96 LDS.128 (21.3 FFMA per LDS.128: the 8 x 16 thread tile fixes it),
+//     12 LDGSTS, 9 never-taken `@!PT LDS` that ptxas puts before each cluster of cp.async
+//     (3 per cluster: why COPY_STEP 1 costs 27 more issue slots per tile than COPY_STEP 4);
+//   BK 8, COPY_STEP 12 (all six copies at k-step 0, cuBLAS's K tile): 251 registers, 1120
+//     instructions per K tile (17.5 KiB of loop), 1024 FFMA (91.4%).
+// `roofline tune gemm --stage spread_copies` measures BK 8/16/32 x STAGES 3/4 x COPY_STEP
+// 2/4/12 (12: every copy at k-step 0, stage 10's burst, kept as the control).
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -117,6 +124,11 @@ static_assert(GROUP_M >= 1, "a group of the block order holds at least one row o
 static_assert(SMEM_BYTES <= 227 * 1024, "the slots must fit in 227 KiB (the opt-in per block)");
 static_assert(RM * RN <= 128,
               "the accumulator tile must leave registers for two fragment buffers and addresses");
+
+template <bool V>
+struct Bool {  // a bool as a type: one lambda, two loops, each compiled for its own value
+    static constexpr bool value = V;
+};
 
 __device__ __forceinline__ bool aligned16(const void* p) {
     return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
@@ -262,18 +274,19 @@ gemm_spread_copies(int M, int N, int K, float alpha, const float* __restrict__ A
     const size_t b_tile_step = static_cast<size_t>(BK) * N;
     int rd = 0;  // slot of tile kt
     int wr = STAGES - 1;  // slot that takes tile kt + STAGES - 1 (the slot of tile kt - 1)
-#pragma unroll 1
-    for (int kt = 0; kt < ktiles; ++kt) {
+    // One iteration of the main loop: the k-steps of tile kt, and the copies of tile
+    // kt + STAGES - 1 into the slot of tile kt - 1 (free since the last barrier). An interior
+    // iteration (the block's rows of A and columns of B inside the matrices, a full K tile to
+    // copy) spreads its copies over the k-steps, COPY_STEP per step, so that no k-step stalls
+    // on a burst of copies in the memory-instruction queue; the others take stage 10's
+    // bounds-checked path at k-step 0. `tag` carries which one as a type, so that the hot loop
+    // below holds no edge code at all (a smaller loop body for the instruction cache).
+    auto iteration = [&](int kt, auto tag) {
+        constexpr bool interior = decltype(tag)::value;
         const int nx = rd + 1 == STAGES ? 0 : rd + 1;  // slot of tile kt + 1
         const float* as = smem + rd * STAGE_FLOATS + a_thr;
         const float* bs = smem + rd * STAGE_FLOATS + b_thr;
-        // The tile this iteration copies, kt + STAGES - 1, into the slot of tile kt - 1 (free
-        // since the last barrier). Interior tiles (the block's rows and columns inside A and B,
-        // a full K tile) spread their copies over the k-steps: one per step, so that no k-step
-        // stalls on a burst of copies in the memory-instruction queue. Edge tiles, and the
-        // tiles past the end (none), take stage 10's path at k-step 0.
-        const int kc = kt + STAGES - 1;
-        const bool fast = rowsA && colsB && (kc + 1) * BK <= K;  // uniform over the block
+        const int kc = kt + STAGES - 1;  // the tile this iteration copies
         const u32 sw = sbase + static_cast<u32>(wr * STAGE_FLOATS * 4);
 #pragma unroll
         for (int dot = 0; dot < BK; ++dot) {
@@ -285,17 +298,20 @@ gemm_spread_copies(int M, int N, int K, float alpha, const float* __restrict__ A
                 load_frags(regM[(dot + 1) % 2], regN[(dot + 1) % 2],
                            smem + nx * STAGE_FLOATS + a_thr, smem + nx * STAGE_FLOATS + b_thr, 0);
             }
-            if (fast) {  // copies dot * COPY_STEP .. +COPY_STEP-1 of the tile: A rows, then B rows
+            if (interior) {  // copies dot * COPY_STEP .. + COPY_STEP - 1: A rows, then B rows
 #pragma unroll
                 for (int c = dot * COPY_STEP; c < (dot + 1) * COPY_STEP && c < N_COPIES; ++c) {
-                    if (c < A_PER_THREAD)
-                        cp_async4(sw + a_dst + c * A_ROW_STEP * 4, ga + static_cast<size_t>(c * A_ROW_STEP) * K, 4u);
-                    else
-                        cp_async16(sw + b_dst + (c - A_PER_THREAD) * B_ROW_STEP * BN * 4,
-                                   gb + static_cast<size_t>((c - A_PER_THREAD) * B_ROW_STEP) * N, 16u);
+                    if (c < A_PER_THREAD) {
+                        cp_async4(sw + a_dst + c * A_ROW_STEP * 4,
+                                  ga + static_cast<size_t>(c * A_ROW_STEP) * K, 4u);
+                    } else {
+                        const int r = c - A_PER_THREAD;
+                        cp_async16(sw + b_dst + r * B_ROW_STEP * BN * 4,
+                                   gb + static_cast<size_t>(r * B_ROW_STEP) * N, 16u);
+                    }
                 }
             } else if (dot == 0 && kc < ktiles) {
-                load_tile(wr, kc);  // edge tile: bounds-checked copies, all at once
+                load_tile(wr, kc);  // bounds-checked copies, all at once
             }
             if (dot == COPY_DOTS - 1)
                 cp_async_commit();  // one group per iteration, empty or not: uniform counts
@@ -307,9 +323,18 @@ gemm_spread_copies(int M, int N, int K, float alpha, const float* __restrict__ A
         }
         rd = nx;
         wr = wr + 1 == STAGES ? 0 : wr + 1;
-        ga += BK;  // the next tile's first A float of this thread
-        gb += b_tile_step;  // and its first B float4
+        ga += BK;  // the next iteration's tile, first A float of this thread
+        gb += b_tile_step;  // and first B float4
+    };
+
+    int kt = 0;
+    if (rowsA && colsB) {  // iterations kt whose tile kt + STAGES - 1 is a full K tile
+        const int interior_end = K / BK - (STAGES - 1);  // (kt + STAGES) * BK <= K
+#pragma unroll 1
+        for (; kt < interior_end; ++kt) iteration(kt, Bool<true>{});
     }
+#pragma unroll 1
+    for (; kt < ktiles; ++kt) iteration(kt, Bool<false>{});
     cp_async_wait<0>();  // only empty groups remain; no copy may outlive the block regardless
 
     // Epilogue (stage 09's). beta == 0 must not read C: BLAS semantics, and C may hold NaN.
