@@ -13,8 +13,10 @@
 //     A and columns of B lie inside the matrices, while the tile being copied is a full K tile,
 //     and stage 10's loop with its bounds-checked copies for the rest (edge blocks, the last
 //     STAGES - 1 iterations). The hot loop holds no edge code, no predicates and no selects:
-//     2224 instructions instead of stage 10's 2481 (one copy of the loop in the instruction
-//     cache, 35 KiB), and any M, N, K stays correct;
+//     2224 instructions of SASS where stage 10's loop has 2481 with its edge paths, of which an
+//     interior tile issues about 2227. So the issue slots per K tile are stage 10's; what
+//     changes is when the copies go and that the instruction cache holds only the hot path
+//     (35 KiB). Any M, N, K stays correct;
 //   - the copies of iteration kt are committed as one group at the k-step that issues the last
 //     of them (COPY_DOTS - 1 < BK - 1), before the wait of the last k-step, so stage 10's
 //     commit-group accounting holds unchanged: at that wait STAGES + kt groups are committed
@@ -27,10 +29,10 @@
 //     2048 FFMA (92.1%), 96 LDS.128 (21.3 FFMA per LDS.128: the 8 x 16 thread tile fixes it),
 //     12 LDGSTS, 9 never-taken `@!PT LDS` that ptxas puts before each cluster of cp.async
 //     (3 per cluster: why COPY_STEP 1 costs 27 more issue slots per tile than COPY_STEP 4);
-//   BK 8, COPY_STEP 12 (all six copies at k-step 0, cuBLAS's K tile): 251 registers, 1120
-//     instructions per K tile (17.5 KiB of loop), 1024 FFMA (91.4%).
+//   BK 8, COPY_STEP 12 (all six copies at k-step 0, cuBLAS's K tile): 251 registers, 1117
+//     instructions per K tile (17.5 KiB of loop), 1024 FFMA (91.7%).
 // `roofline tune gemm --stage spread_copies` measures BK 8/16/32 x STAGES 3/4 x COPY_STEP
-// 2/4/12 (12: every copy at k-step 0, stage 10's burst, kept as the control).
+// 2/4/12 (12: every copy at k-step 0, as stage 10 issues them: the control).
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
