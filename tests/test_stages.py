@@ -318,3 +318,29 @@ def test_a_header_edit_changes_the_cache_key(tmp_path, monkeypatch):
     assert edited != key
     (inc / "extra.cuh").write_text("// new\n")
     assert compiler.cache_key(*args) not in (key, edited)
+
+
+@pytest.mark.prebuild(stages.BY_NAME["spread_copies"], stages.BY_NAME["multistage"], sass=True)
+def test_stage_11_hot_loop_holds_no_edge_code():
+    """Stage 11's main loop (the interior one) issues a K tile's 8 x 16 x BK FFMAs, 6 LDS.128
+    per k-step and each thread's copies (8 transposing 4-byte A copies, 4 16-byte B copies at
+    BK 16), and no bounds checks: no per-thread compare or select (stage 10's loop has both)."""
+    from rooflinecli.build import sass
+
+    for name in ("spread_copies", "multistage"):
+        stage = stages.BY_NAME[name]
+        built = compiler.compile_stage(stage, "sm_90a")
+        fn = sass.parse(sass.disassemble(built.cubin_path))[stage.entry]
+        loop = sass.main_loop(fn)
+        assert loop is not None
+        instrs = sass.body(fn, loop)
+        mix, widths = sass.mix(instrs), sass.widths(instrs)
+        bk = stage.params["BK"]
+        assert mix["FFMA"] == 8 * 16 * bk and widths["LDS.128"] == 6 * bk, (name, mix)
+        checks = mix["ISETP"] + mix["SEL"]
+        if name == "multistage":
+            assert checks > 0  # its edge paths live in the loop
+            continue
+        assert checks == 0, mix
+        assert widths["LDGSTS.32"] == 8 and widths["LDGSTS.128"] == 4, widths
+        assert mix["FFMA"] / len(instrs) > 0.9, len(instrs)
