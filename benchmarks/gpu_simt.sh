@@ -57,11 +57,11 @@ step "sanity: $S at odd shapes"
 timeout 60 $R run gemm --sizes 127x333x65,1000,4097,1x4096x4096,8192x4096x1000 --stages $S --budget-ms 2 \
   --no-flush --quiet --format csv > "$OUT/sanity-odd.csv" 2>&1
 echo "  rc=$? (0: all verified; 1: a check failed, named below)"
-grep -E "^error|verification failed" "$OUT/sanity-odd.csv"
+grep -iE "^error|verification failed" "$OUT/sanity-odd.csv"
 timeout 30 $R run gemm --sizes 1000,127x333x65 --beta 0.5 --stages $S --budget-ms 2 --no-flush --quiet \
   --format csv > "$OUT/sanity-beta.csv" 2>&1
 echo "  beta rc=$?"
-grep -E "^error|verification failed" "$OUT/sanity-beta.csv"
+grep -iE "^error|verification failed" "$OUT/sanity-beta.csv"
 
 step "tune $S at 4096^3"
 timeout 75 $R tune gemm --stage $S --m 4096 --budget-ms 150 --quiet --output "$OUT/tune-$S-4096.json" \
