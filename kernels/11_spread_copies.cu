@@ -127,11 +127,6 @@ static_assert(SMEM_BYTES <= 227 * 1024, "the slots must fit in 227 KiB (the opt-
 static_assert(RM * RN <= 128,
               "the accumulator tile must leave registers for two fragment buffers and addresses");
 
-template <bool V>
-struct Bool {  // a bool as a type: one lambda, two loops, each compiled for its own value
-    static constexpr bool value = V;
-};
-
 __device__ __forceinline__ bool aligned16(const void* p) {
     return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
 }
@@ -282,9 +277,11 @@ gemm_spread_copies(int M, int N, int K, float alpha, const float* __restrict__ A
     // copy) spreads its copies over the k-steps, COPY_STEP per step, so that no k-step stalls
     // on a burst of copies in the memory-instruction queue; the others take stage 10's
     // bounds-checked path at k-step 0. `tag` carries which one as a type, so that the hot loop
-    // below holds no edge code at all (a smaller loop body for the instruction cache).
-    auto iteration = [&](int kt, auto tag) {
-        constexpr bool interior = decltype(tag)::value;
+    // below holds no edge code at all (a smaller loop body for the instruction cache). `interior`
+    // is a constant at both call sites and the lambda is inlined into each loop, so each loop is
+    // compiled for its own value (NVRTC 13.0 refuses a generic lambda that would carry it as a
+    // type in device code).
+    auto iteration = [&](int kt, bool interior) {
         const int nx = rd + 1 == STAGES ? 0 : rd + 1;  // slot of tile kt + 1
         const float* as = smem + rd * STAGE_FLOATS + a_thr;
         const float* bs = smem + rd * STAGE_FLOATS + b_thr;
@@ -333,10 +330,10 @@ gemm_spread_copies(int M, int N, int K, float alpha, const float* __restrict__ A
     if (rowsA && colsB) {  // iterations kt whose tile kt + STAGES - 1 is a full K tile
         const int interior_end = K / BK - (STAGES - 1);  // (kt + STAGES) * BK <= K
 #pragma unroll 1
-        for (; kt < interior_end; ++kt) iteration(kt, Bool<true>{});
+        for (; kt < interior_end; ++kt) iteration(kt, true);
     }
 #pragma unroll 1
-    for (; kt < ktiles; ++kt) iteration(kt, Bool<false>{});
+    for (; kt < ktiles; ++kt) iteration(kt, false);
     cp_async_wait<0>();  // only empty groups remain; no copy may outlive the block regardless
 
     // Epilogue (stage 09's). beta == 0 must not read C: BLAS semantics, and C may hold NaN.
