@@ -421,6 +421,15 @@ def model_gemm(
     return results.new_document(spec.to_dict(), None, records, command="model gemm")
 
 
+def model_attention(shape: Any, dtype: str, spec: Spec) -> dict[str, Any]:
+    """The analytic model document of attention at one shape (rooflinecli.core.attention.Shape):
+    the fused version (Q, K, V, O once) and the unfused one (S and P through memory in fp32)."""
+    from rooflinecli.core import attention
+
+    records = attention.model_records(shape, spec, dtype)
+    return results.new_document(spec.to_dict(), None, records, command="model attention")
+
+
 def run_gemm(
     shapes: list[tuple[int, int, int]],
     stages: list[Any],

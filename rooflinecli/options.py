@@ -60,6 +60,30 @@ def shape_options(f: F) -> F:
     return f
 
 
+def attention_shape_options(f: F) -> F:
+    """--batch --heads --seq --head-dim [--kv-heads] [--causal]: one attention shape."""
+    f = click.option("--causal", is_flag=True, help="Query i attends keys j <= i: half the FLOPs.")(
+        f
+    )
+    f = click.option(
+        "--kv-heads", type=SIZE, default=None, help="K/V heads (grouped-query; default: --heads)."
+    )(f)
+    f = click.option("--head-dim", type=SIZE, required=True, help="D, per head.")(f)
+    f = click.option("--seq", type=SIZE, required=True, help="N, the sequence length.")(f)
+    f = click.option("--heads", type=SIZE, required=True, help="Query heads H.")(f)
+    f = click.option("--batch", type=SIZE, required=True, help="Batch B.")(f)
+    return f
+
+
+def attention_shape(
+    batch: int, heads: int, seq: int, head_dim: int, kv_heads: int | None, causal: bool
+) -> Any:
+    """The options as a rooflinecli.core.attention.Shape (a bad combination: one line)."""
+    from rooflinecli.core.attention import Shape
+
+    return Shape(batch, heads, kv_heads or heads, seq, head_dim, causal)
+
+
 def spec_option(f: F) -> F:
     return click.option(
         "--spec",

@@ -244,6 +244,20 @@ MODEL = ColumnSet(
     ),
 )  # fmt: skip
 
+# `model attention`: the fused and the unfused version of one shape, side by side
+ATTENTION_MODEL = ColumnSet(
+    (
+        ("stage", "version", str),
+        ("flops", "FLOPs", sci),
+        ("bytes_ideal", "bytes", sci),
+        ("ai_ideal", "AI", ai),
+        ("ridge_point", "ridge", ai),
+        ("roof", "roof", str),
+        ("attainable_tflops", "attain TF/s", fixed(1)),
+    ),
+    compact=("stage", "flops", "bytes_ideal", "ai_ideal", "roof", "attainable_tflops"),
+)
+
 # `run llm`: one table per batch, so the compact table names the weight GEMM (the workload
 # repeats the preset and the batch of the title)
 LLM_COLUMNS: list[Column] = (
