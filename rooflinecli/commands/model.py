@@ -80,7 +80,7 @@ def model_gemm(
 
 
 @model.command("attention")
-@attention_shape_options
+@attention_shape_options()
 @dtype_option
 @spec_option
 @format_option

@@ -8,6 +8,7 @@ import click
 
 from rooflinecli import results
 from rooflinecli.core import roofs
+from rooflinecli.core.attention import label as attention_label
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     chart_option,
@@ -30,7 +31,10 @@ def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
         if device is None
         else f"on {device.get('name', '?')} (spec {spec.get('name', '?')})"
     )
-    text = f"GEMM {r0['m']}x{r0['n']}x{r0['k']} {r0['dtype']} {where}"
+    if r0.get("op") == "attention":
+        text = f"Attention {attention_label(r0)} {r0['dtype']} {where}"
+    else:
+        text = f"GEMM {r0['m']}x{r0['n']}x{r0['k']} {r0['dtype']} {where}"
     per_row = roofs.per_row_roofs(recs)
     if per_row:
         return f"{text}: {per_row}"
@@ -67,19 +71,32 @@ def show(
         return
     if doc.get("device") is not None:
         doc = place_on_roofs(doc, roofs, calibration)
-    columns = report.MODEL if doc.get("device") is None else report.RUN
+    if not doc["records"] and fmt not in ("json", "csv"):
+        raise RooflineError(f"{path} holds no records")
+    render(doc, fmt, view, draw)
+
+
+def columns_of(doc: dict[str, Any]) -> report.ColumnSet:
+    if doc.get("device") is None:
+        if doc.get("command") == "model attention":
+            return report.ATTENTION_MODEL
+        return report.MODEL
     if doc.get("command") == "run llm":  # two weight GEMMs can share a shape: name the GEMM
-        columns = report.LLM
+        return report.LLM
+    return report.RUN
+
+
+def render(doc: dict[str, Any], fmt: str, view: View, draw: bool) -> None:
+    """A run or model document as `show` prints it: one table per shape, then the chart."""
+    columns = columns_of(doc)
     report.select(columns, view)  # an unknown --columns name: one line, now
     out = report.console()
     if fmt in ("json", "csv"):
         report.emit(doc, fmt, columns, out=out)
         return
-    if not doc["records"]:
-        raise RooflineError(f"{path} holds no records")
-    shapes = list(dict.fromkeys((r["m"], r["n"], r["k"]) for r in doc["records"]))
+    shapes = list(dict.fromkeys(roofs.shape_key(r) for r in doc["records"]))
     for i, shape in enumerate(shapes):
-        recs = [r for r in doc["records"] if (r["m"], r["n"], r["k"]) == shape]
+        recs = [r for r in doc["records"] if roofs.shape_key(r) == shape]
         if fmt == "markdown" and i:
             out.file.write("\n")
         report.emit(
