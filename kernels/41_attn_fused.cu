@@ -26,6 +26,9 @@
 #ifndef THREADS
 #define THREADS 256
 #endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 2  // blocks per SM the register budget must allow (65,536 / (2 x 256) = 128)
+#endif
 constexpr int TPR = THREADS / BLOCK_M;        // threads per query row
 constexpr int SCOLS = BLOCK_N / TPR;          // scores per thread per tile
 constexpr int OCOLS = HEAD_DIM / TPR;         // output columns per thread
@@ -41,7 +44,7 @@ static_assert(TPR >= 1 && TPR <= 32 && (TPR & (TPR - 1)) == 0,
 static_assert(BLOCK_N % TPR == 0 && HEAD_DIM % TPR == 0, "a row's work splits evenly");
 static_assert(OCOLS + SCOLS <= 64, "accumulators must leave registers for the rest");
 
-extern "C" __global__ void __launch_bounds__(THREADS)
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 attn_fused(int batch, int heads, int kv_heads, int seq, float scale, int causal,
            const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
            const elem_t* __restrict__ V, elem_t* __restrict__ O) {

@@ -157,7 +157,9 @@ def _fused_config(
     head_dim: int, block_m: int = 64, block_n: int = 32, threads: int = 256
 ) -> Config:
     return Config(
-        MappingProxyType({"BLOCK_M": block_m, "BLOCK_N": block_n, "THREADS": threads}),
+        MappingProxyType(
+            {"BLOCK_M": block_m, "BLOCK_N": block_n, "THREADS": threads, "MIN_BLOCKS": 2}
+        ),
         threads,
         block_m,
         _fused_smem(block_m, block_n, head_dim),
