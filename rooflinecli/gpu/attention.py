@@ -111,9 +111,11 @@ class Problem:
         out = cp.empty((s.batch, s.heads, s.seq, s.head_dim), dtype=cp.float32)
         per_head = 4 * s.seq * s.seq
         step = max(1, min(s.heads, CHUNK_BYTES // per_head))
-        mask = None
+        bias = None  # causal: -inf above the diagonal, added to each head's scores
         if s.causal:
-            mask = cp.triu(cp.ones((s.seq, s.seq), dtype=cp.bool_), k=1)
+            above = cp.triu(cp.ones((s.seq, s.seq), dtype=cp.bool_), k=1)
+            bias = cp.where(above, cp.float32(-cp.inf), cp.float32(0)).astype(cp.float32)
+            del above
         for b in range(s.batch):
             for h0 in range(0, s.heads, step):
                 hs = list(range(h0, min(s.heads, h0 + step)))
@@ -121,9 +123,10 @@ class Problem:
                 q = self.as_f32(self.Q[b, h0 : h0 + len(hs)])
                 k = self.as_f32(self.K[b, kvs])
                 v = self.as_f32(self.V[b, kvs])
-                sc = cp.matmul(q, k.transpose(0, 2, 1)) * self.scale
-                if mask is not None:
-                    sc[:, mask] = -cp.inf
+                sc = cp.matmul(q, k.transpose(0, 2, 1))
+                sc *= cp.float32(self.scale)
+                if bias is not None:
+                    sc += bias
                 sc -= sc.max(axis=2, keepdims=True)
                 cp.exp(sc, out=sc)
                 sc /= sc.sum(axis=2, keepdims=True)
@@ -153,7 +156,7 @@ def memory_needed(shape: Shape, dtype: str, stages: list[AttentionStage]) -> int
     s = shape
     qo, kv = s.batch * s.heads * s.seq * s.head_dim, s.batch * s.kv_heads * s.seq * s.head_dim
     elem = 4 if dtype == "fp32" else 2
-    chunk = min(CHUNK_BYTES, 4 * s.heads * s.seq * s.seq) * 2
+    chunk = min(CHUNK_BYTES, 4 * s.heads * s.seq * s.seq) * 2 + (4 * s.seq**2 if s.causal else 0)
     ws = max((registry.workspace_bytes(st, s) for st in stages), default=0)
     return elem * (4 * qo + 2 * kv) + 4 * 3 * qo + chunk + ws
 
