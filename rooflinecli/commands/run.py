@@ -30,7 +30,7 @@ from rooflinecli.options import (
     timing_options,
     want_chart,
 )
-from rooflinecli.present import View
+from rooflinecli.present import View, document
 from rooflinecli.present import table as report
 from rooflinecli.present.progress import progress
 from rooflinecli.present.terminal_chart import draw as draw_chart
@@ -365,9 +365,7 @@ def run_attention(
     doc = place_on_roofs(doc, roofs, calibration)
     if output:
         files.write_output(output, results.dumps(doc), force=force)
-    from rooflinecli.commands.show import render
-
-    render(doc, fmt, view, draw)
+    document.render(doc, fmt, view, draw)
     failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
     if failed:
         raise GateFailure(f"verification failed: {', '.join(sorted(set(failed)))}")
