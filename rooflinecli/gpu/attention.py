@@ -182,9 +182,7 @@ def launcher(
         from rooflinecli.gpu import tma
 
         cfg = stage.configs[s.head_dim]
-        # written by the Hopper stage's author (the contract); the name is the contract's
-        extra = tma.attention_extra_args  # type: ignore[attr-defined,unused-ignore]
-        args = (*args, *extra(
+        args = (*args, *tma.attention_extra_args(
             cfg.params, g.Q, g.K, g.V, g.O, s.batch, s.heads, s.kv_heads, s.seq, s.head_dim,
             g.dtype,
         ))  # fmt: skip
