@@ -519,6 +519,7 @@ def run_attention(
     on the GPU here: the results document (rooflinecli.gpu.attention does the work)."""
     from rooflinecli.gpu import attention
     from rooflinecli.gpu.timer import Timing
+    from rooflinecli.gpu.timer import method_text as timer_method
 
     timing = timing or Timing()
     device, spec, records, torch_info = attention.run_attention(
@@ -537,6 +538,7 @@ def run_attention(
         "(every element of O), output poisoned with NaN first; the first launch and the last "
         "timed launch checked",
         "tolerance_rule": attention.tolerance_rule(dtype),
+        "timing_method": timer_method(timing),
         "references": "PyTorch scaled_dot_product_attention under sdpa_kernel(FLASH_ATTENTION) "
         "and sdpa_kernel(CUDNN_ATTENTION), on the same device buffers"
         if torch_info

@@ -1,12 +1,14 @@
 """The attention registry against its kernel files, NVRTC builds on the CPU, the SASS claims, and
 the runner's reference and check (run with NumPy standing in for CuPy: no GPU needed)."""
 
+import json
 import math
 import re
 
 import numpy as np
 import pytest
 
+from rooflinecli import results
 from rooflinecli.build import attention as registry
 from rooflinecli.core.attention import Shape
 from rooflinecli.errors import RooflineError
@@ -171,3 +173,99 @@ def test_tolerance_by_hand():
     rel, mx = runner.tolerance("bf16", 1000, 64, (1e-3, 2e-3))
     assert rel == pytest.approx(2e-3 + 2.0**-8 + acc)
     assert mx == pytest.approx(4e-3 + 4 * 2.0**-8 + 4 * acc)
+
+
+# --------------------------------------------------------------------------- the runner's flow
+
+
+class _FakeCuda:
+    """The few CuPy CUDA calls the attention runner and the timer make, with no GPU."""
+
+    class memory:  # noqa: N801
+        OutOfMemoryError = MemoryError
+
+    class runtime:  # noqa: N801
+        @staticmethod
+        def memGetInfo():  # noqa: N802
+            return (1 << 40, 1 << 40)
+
+        @staticmethod
+        def deviceSynchronize():  # noqa: N802
+            pass
+
+    class Event:
+        done = True
+
+        def record(self):
+            pass
+
+        def synchronize(self):
+            pass
+
+    @staticmethod
+    def get_elapsed_time(start, end):
+        return 1.0
+
+
+class _FakeCupy:
+    """NumPy with the CUDA parts faked (the reference and the check run on NumPy)."""
+
+    cuda = _FakeCuda
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def get_default_memory_pool():
+        class Pool:
+            def free_all_blocks(self):
+                pass
+
+        return Pool()
+
+
+def test_runner_flow_without_a_gpu(monkeypatch):
+    """run_attention's bookkeeping with a stand-in stage that writes the exact answer and one
+    that writes nothing (its output stays poisoned): the first verifies, the second fails and
+    reports no speed; both are placed; no PyTorch (references=False)."""
+    from rooflinecli import api
+    from rooflinecli.gpu import attention as runner
+    from rooflinecli.gpu import device
+
+    fake = _FakeCupy()
+    monkeypatch.setattr(device, "cupy", lambda: fake)
+    monkeypatch.setattr(device, "l2_bytes", lambda: 50 << 20)
+    monkeypatch.setattr(
+        device,
+        "info",
+        lambda: {"name": "NVIDIA H100 80GB HBM3", "arch": "sm_90a", "compute_capability": "9.0",
+                 "sm_count": 132},
+    )  # fmt: skip
+
+    def launcher(cp, stage, g, arch):
+        def right():
+            g.O[...] = g._store(g.ref)
+
+        call = right if stage.name == "attn_fused" else (lambda: None)
+        meta = {"registers": 64, "smem_bytes": 1024, "spill_bytes": 0, "grid": [1, 1, 1],
+                "block": [128, 1, 1], "_keep": None}  # fmt: skip
+        return call, meta
+
+    monkeypatch.setattr(runner, "launcher", launcher)
+    timing = runner.Timing(flush_l2=False, sample_clock=False, budget_ms=5, gate=False)
+    shapes = [Shape(1, 4, 2, 33, 64, True), Shape(2, 2, 2, 20, 128)]
+    chosen = registry.select("attn_fused,attn_naive", "bf16")
+    doc = api.run_attention(shapes, chosen, None, dtype="bf16", timing=timing, references=False)
+    recs = doc["records"]
+    assert [(r["stage"], r["seq"]) for r in recs] == [
+        ("attn_fused", 33), ("attn_naive", 33), ("attn_fused", 20), ("attn_naive", 20)
+    ]  # fmt: skip
+    fused, naive = recs[0], recs[1]
+    assert fused["verified"] is True and fused["time_ms"] == 1.0 and fused["tflops"] > 0
+    assert fused["rel_error"] <= fused["tolerance_rel"]
+    assert naive["verified"] is False and naive["tflops"] is None
+    assert naive["materializes_scores"] is True and naive["ai_ideal"] == naive["ai_unfused"]
+    assert fused["ai_ideal"] == fused["ai_fused"] > naive["ai_ideal"]
+    assert doc["settings"]["torch"] is None and doc["command"] == "run attention"
+    assert fused["timing_method"].startswith("queued from the host")
+    results.validate(json.loads(results.dumps(doc)))  # a readable document

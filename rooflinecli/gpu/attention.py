@@ -411,7 +411,7 @@ def run_attention(
                 group = [Launch(stage.name, launch, g.poison)]
                 group += [Launch(r["ref"].name, r["call"]) for r in ref_runs]
                 timed = timer.time(group)
-                rec.update(timed.clock)
+                rec.update(timed.clock, timing_method=timed.method)
                 if timed.noise_target_met is not None:
                     rec.update(noise_pct=timed.noise_pct, noise_target_met=timed.noise_target_met)
                 cp.cuda.runtime.deviceSynchronize()
@@ -441,6 +441,7 @@ def run_attention(
             for r, paired in zip(ref_runs, timed.samples[1:], strict=True):
                 r["samples"] += paired
                 r["clocks"].append(timed.clock)
+                r["method"] = timed.method
                 if r["rec"].get("verified"):
                     med = statistics.median(paired)
                     rec[f"pct_of_{r['ref'].name}"] = 100.0 * med / stats["time_ms"]
@@ -463,6 +464,7 @@ def run_attention(
             if not r["samples"]:  # no stage ran: timed on its own
                 timed = timer.time([Launch(r["ref"].name, r["call"])])
                 r["samples"], r["clocks"] = timed.samples[0], [timed.clock]
+                r["method"] = timed.method
             cp.cuda.runtime.deviceSynchronize()
             ok_last, rel_last, mx_last = g.check(_as_ours(g, r["holder"][0]))
             rec.update(_merge_clock(r["clocks"]), rel_error_last=rel_last,
@@ -472,6 +474,7 @@ def run_attention(
             stats = summary(r["samples"])
             rec.update({k: v for k, v in stats.items() if k != "time_ms"})
             rec["timing"] = "every repeat it ran beside the stages of this shape"
+            rec["timing_method"] = r.get("method")
             roofs.place(rec, stats["time_ms"])
             if not rec["verified"]:
                 rec.update(tflops=None, pct_of_roof=None, pct_of_peak=None)
