@@ -166,6 +166,28 @@ def _fused_config(
     )
 
 
+def _fa2_config(
+    head_dim: int, block_m: int, block_n: int, warp_m: int, stages: int, **more: int
+) -> Config:
+    """Stage 42: a warp per WARP_M query rows; a ring of STAGES K and V tiles (BLOCK_N x D
+    16-bit each), Q staged through the last one (its SMEM_BYTES formula)."""
+    stage = 2 * block_n * head_dim * 2
+    q = block_m * head_dim * 2
+    q_in_smem = more.get("Q_IN_SMEM", 0)
+    smem = stages * stage + (q if q_in_smem else max(0, q - stage))
+    params = {"BLOCK_M": block_m, "BLOCK_N": block_n, "WARP_M": warp_m, "STAGES": stages}
+    params |= {"MIN_BLOCKS": 1, "Q_IN_SMEM": 0} | more
+    return Config(MappingProxyType(params), 32 * block_m // warp_m, block_m, smem)
+
+
+def _fa3_config(head_dim: int, block_n: int = 128, stages: int = 2) -> Config:
+    """Stage 43: a producer and two consumer warpgroups, 128 query rows; Q and a ring of STAGES
+    K and V tiles in 16 bits, 1 KiB of alignment slack (its SMEM_BYTES)."""
+    smem = 128 * head_dim * 2 + 2 * stages * block_n * head_dim * 2 + 1024
+    params = {"BLOCK_N": block_n, "STAGES": stages, "OVERLAP": 1, "PINGPONG": 1, "TMA_O": 0}
+    return Config(MappingProxyType(params), 384, 128, smem)
+
+
 _NAIVE = Config(MappingProxyType({}), 256, 8, 0)  # the launch shapes are per kernel (below)
 
 ATTENTION_STAGES: tuple[AttentionStage, ...] = (
@@ -192,36 +214,9 @@ ATTENTION_STAGES: tuple[AttentionStage, ...] = (
         entry="attn_fused",
         dtypes=("fp16", "bf16", "fp32"),
         configs=MappingProxyType({64: _fused_config(64), 128: _fused_config(128)}),
-        slower_because="",
     ),
-)
-
-
-def _fa2_config(
-    head_dim: int, block_m: int, block_n: int, warp_m: int, stages: int, **more: int
-) -> Config:  # noqa: E501
-    """Stage 42: a warp per WARP_M query rows; a ring of STAGES K and V tiles (BLOCK_N x D
-    16-bit each), Q staged through the last one (its SMEM_BYTES formula)."""
-    stage = 2 * block_n * head_dim * 2
-    q = block_m * head_dim * 2
-    q_in_smem = more.get("Q_IN_SMEM", 0)
-    smem = stages * stage + (q if q_in_smem else max(0, q - stage))
-    params = {"BLOCK_M": block_m, "BLOCK_N": block_n, "WARP_M": warp_m, "STAGES": stages}
-    params |= {"MIN_BLOCKS": 1, "Q_IN_SMEM": 0} | more
-    return Config(MappingProxyType(params), 32 * block_m // warp_m, block_m, smem)
-
-
-def _fa3_config(head_dim: int, block_n: int = 128, stages: int = 2) -> Config:
-    """Stage 43: a producer and two consumer warpgroups, 128 query rows; Q and a ring of STAGES
-    K and V tiles in 16 bits, 1 KiB of alignment slack (its SMEM_BYTES)."""
-    smem = 128 * head_dim * 2 + 2 * stages * block_n * head_dim * 2 + 1024
-    params = {"BLOCK_N": block_n, "STAGES": stages, "OVERLAP": 1, "PINGPONG": 1, "TMA_O": 0}
-    return Config(MappingProxyType(params), 384, 128, smem)
-
-
-# Stages 42 and 43 were written by other authors against the contract (benchmarks/gpu_fa2.sh,
-# gpu_fa3.sh); their configurations here are the ones those scripts name as the registry's
-ATTENTION_STAGES += (
+    # Stages 42 and 43 were written by other authors against the contract (benchmarks/gpu_fa2.sh,
+    # gpu_fa3.sh); their configurations here are the ones those scripts name as the registry's
     AttentionStage(
         name="attn_fa2_mma",
         what="FlashAttention-2 on mma.sync m16n8k16: Q in registers, K/V streamed by cp.async "
@@ -251,6 +246,7 @@ ATTENTION_STAGES += (
         configs=MappingProxyType({64: _fa3_config(64), 128: _fa3_config(128)}),
     ),
 )
+
 
 ATTENTION_BY_NAME: dict[str, AttentionStage] = {s.name: s for s in ATTENTION_STAGES}
 
