@@ -421,6 +421,15 @@ def model_gemm(
     return results.new_document(spec.to_dict(), None, records, command="model gemm")
 
 
+def model_attention(shape: Any, dtype: str, spec: Spec) -> dict[str, Any]:
+    """The analytic model document of attention at one shape (rooflinecli.core.attention.Shape):
+    the fused version (Q, K, V, O once) and the unfused one (S and P through memory in fp32)."""
+    from rooflinecli.core import attention
+
+    records = attention.model_records(shape, spec, dtype)
+    return results.new_document(spec.to_dict(), None, records, command="model attention")
+
+
 def run_gemm(
     shapes: list[tuple[int, int, int]],
     stages: list[Any],
@@ -490,6 +499,59 @@ def run_gemm(
         environment=results.environment(),
         settings=settings,
         **extra,
+    )
+
+
+def run_attention(
+    shapes: list[Any],
+    stages: list[Any],
+    spec_arg: str | None = None,
+    *,
+    dtype: str = "fp16",
+    seed: int = 0,
+    timing: Any = None,
+    progress: Callable[..., None] | None = None,
+    references: bool = True,
+    command: str = "run attention",
+) -> dict[str, Any]:
+    """Verify, time (interleaved with PyTorch's SDPA flash and cuDNN backends, when PyTorch is
+    importable) and place every attention stage at every shape (rooflinecli.core.attention.Shape)
+    on the GPU here: the results document (rooflinecli.gpu.attention does the work)."""
+    from rooflinecli.gpu import attention
+    from rooflinecli.gpu.timer import Timing
+    from rooflinecli.gpu.timer import method_text as timer_method
+
+    timing = timing or Timing()
+    device, spec, records, torch_info = attention.run_attention(
+        shapes, stages, spec_arg, dtype, seed, timing, progress, references
+    )
+    settings = {
+        "seed": seed,
+        "budget_ms": timing.budget_ms,
+        "repeats": timing.max_repeats if timing.min_repeats == timing.max_repeats else None,
+        "max_noise_pct": timing.max_noise_pct,
+        "flush_l2": timing.flush_l2,
+        "l2_flush_kind": timing.flush_kind if timing.flush_l2 else None,
+        "timing": "each stage interleaved with the PyTorch references, round by round, "
+        "alternating which goes first; every repeat kept (samples_ms); the median reported",
+        "check": "float32 attention of the same rounded inputs computed by CuPy on the GPU "
+        "(every element of O), output poisoned with NaN first; the first launch and the last "
+        "timed launch checked",
+        "tolerance_rule": attention.tolerance_rule(dtype),
+        "timing_method": timer_method(timing),
+        "references": "PyTorch scaled_dot_product_attention under sdpa_kernel(FLASH_ATTENTION) "
+        "and sdpa_kernel(CUDNN_ATTENTION), on the same device buffers"
+        if torch_info
+        else "none (PyTorch not importable, fp32, or --no-references)",
+        "torch": torch_info,
+    }
+    return results.new_document(
+        spec.to_dict(),
+        device,
+        records,
+        command=command,
+        environment=results.environment(),
+        settings=settings,
     )
 
 

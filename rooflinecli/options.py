@@ -60,6 +60,38 @@ def shape_options(f: F) -> F:
     return f
 
 
+def attention_shape_options(required: bool = True) -> Callable[[F], F]:
+    """--batch --heads --seq --head-dim [--kv-heads] [--causal]: one attention shape."""
+
+    def add(f: F) -> F:
+        return _attention_shape_options(f, required)
+
+    return add
+
+
+def _attention_shape_options(f: F, required: bool) -> F:
+    f = click.option("--causal", is_flag=True, help="Query i attends keys j <= i: half the FLOPs.")(
+        f
+    )
+    f = click.option(
+        "--kv-heads", type=SIZE, default=None, help="K/V heads (grouped-query; default: --heads)."
+    )(f)
+    f = click.option("--head-dim", type=SIZE, required=required, help="D, per head.")(f)
+    f = click.option("--seq", type=SIZE, required=required, help="N, the sequence length.")(f)
+    f = click.option("--heads", type=SIZE, required=required, help="Query heads H.")(f)
+    f = click.option("--batch", type=SIZE, required=required, help="Batch B.")(f)
+    return f
+
+
+def attention_shape(
+    batch: int, heads: int, seq: int, head_dim: int, kv_heads: int | None, causal: bool
+) -> Any:
+    """The options as a rooflinecli.core.attention.Shape (a bad combination: one line)."""
+    from rooflinecli.core.attention import Shape
+
+    return Shape(batch, heads, kv_heads or heads, seq, head_dim, causal)
+
+
 def spec_option(f: F) -> F:
     return click.option(
         "--spec",
@@ -192,6 +224,41 @@ def max_noise_option(f: F) -> F:
         "gate measures it); each record says whether it got there (noise_pct, "
         "noise_target_met). Default: the budget alone decides.",
     )(f)
+
+
+def timing_options(f: F) -> F:
+    """--seed --budget-ms --repeats --max-noise --no-flush: how a run's inputs are made and its
+    stages timed (`run gemm`, `run attention`). timing_of() turns them into a Timing."""
+    f = click.option("--no-flush", is_flag=True, help="Do not flush the L2 between repeats.")(f)
+    f = max_noise_option(f)
+    f = click.option(
+        "--repeats",
+        type=click.IntRange(1, 10000),
+        default=None,
+        help="Exact number of timed repeats.",
+    )(f)
+    f = click.option(
+        "--budget-ms", type=click.FloatRange(1, 60000), default=400.0, show_default=True,
+        help="GPU time of timed repeats per stage.",
+    )(f)  # fmt: skip
+    f = click.option(
+        "--seed", type=int, default=0, show_default=True, help="Seed of the random inputs."
+    )(f)
+    return f
+
+
+def timing_of(
+    budget_ms: float, repeats: int | None, max_noise: float | None, no_flush: bool
+) -> Any:
+    """The Timing of timing_options' values (--repeats and --max-noise exclude each other)."""
+    from rooflinecli.gpu.timer import Timing
+
+    if repeats is not None and max_noise is not None:
+        raise RooflineError("give --repeats (a fixed count) or --max-noise (a target), not both")
+    timing = Timing(budget_ms=budget_ms, flush_l2=not no_flush, max_noise_pct=max_noise)
+    if repeats is not None:
+        timing.min_repeats = timing.max_repeats = repeats
+    return timing
 
 
 def dtype_option(f: F) -> F:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rooflinecli import __version__
+from rooflinecli.core import roofs
 from rooflinecli.errors import RooflineError
 
 SCHEMA = "roofline.results/2"
@@ -64,7 +65,9 @@ RECORD_FIELDS: tuple[str, ...] = (
 
 # Types of the record fields the renderers compute with, checked on load (null is always
 # allowed: a field that does not apply). Numbers are int or float, never bool.
-TEXT_FIELDS = frozenset({"kind", "roof", "roof_set", "peak_key", "error", "workload", "gemm"})
+TEXT_FIELDS = frozenset(
+    {"kind", "roof", "roof_set", "peak_key", "error", "workload", "gemm", "op", "scores_dtype"}
+)
 NUMBER_FIELDS = frozenset(
     {f for f in RECORD_FIELDS if f not in {"stage", "dtype", "verified"} | TEXT_FIELDS}
     | {
@@ -73,6 +76,9 @@ NUMBER_FIELDS = frozenset(
         "allowed_us_per_token", "batch", "count", "crossing_batch", "local_bytes", "blocks_per_sm",
         "ncu_time_ms", "tflops_ncu", "flops_hw", "flops_hw_ratio", "bytes_dram", "bytes_l2",
         "bytes_l1", "ai_dram", "ai_l2", "ai_l1", "noise_pct",
+        # attention (op "attention"): the shape, and the fused and unfused byte counts
+        "heads", "kv_heads", "seq", "head_dim", "bytes_fused", "bytes_unfused", "ai_fused",
+        "ai_unfused", "pct_of_torch_flash", "pct_of_torch_cudnn",
     }
 )  # fmt: skip
 SHAPE_FIELDS = ("m", "n", "k")
@@ -109,11 +115,17 @@ class Identity:
 
     stage: str  # the stage, or the name given to measure()
     dtype: str
-    shape: tuple[int, int, int] | None  # (M, N, K); None for a measure() record without one
+    # (M, N, K); attention: ("attention", B, H, H_kv, N, D, causal); None for a measure()
+    # record without one
+    shape: tuple[Any, ...] | None
     workload: str | None = None  # `run llm`: preset:gemm:bBATCH (two weight GEMMs share shapes)
 
     @property
     def shape_text(self) -> str:
+        if self.shape and self.shape[0] == "attention":
+            from rooflinecli.core import attention
+
+            return attention.label(dict(zip(attention.SHAPE_FIELDS, self.shape[1:], strict=True)))
         return "x".join(str(d) for d in self.shape) if self.shape else "-"
 
     @property
@@ -140,13 +152,19 @@ def identity(record: dict[str, Any]) -> Identity:
     """The record's identity: GEMM stages by (stage, dtype, M, N, K); `run llm` records also by
     their workload (preset, weight GEMM, batch); measure() records by name and dtype (and shape
     when given). RooflineError for m, n, k that are not whole numbers."""
+    workload = record.get("workload")
+    if record.get("op") == "attention":
+        key = roofs.shape_key(record)
+        for f, v in zip(roofs.ATTENTION_SHAPE[:-1], key[1:-1], strict=True):
+            if _dim(v) is None:
+                raise RooflineError(f"record {record.get('stage')!r}: attention without {f}")
+        return Identity(str(record["stage"]), str(record.get("dtype")), key, None)
     m, n, k = (_dim(record.get(d)) for d in ("m", "n", "k"))
-    shape: tuple[int, int, int] | None = None
+    shape: tuple[Any, ...] | None = None
     if m is not None and n is not None and k is not None:
         shape = (m, n, k)
     elif (m, n, k) != (None, None, None):
         raise RooflineError(f"record {record.get('stage')!r}: give all of m, n and k, or none")
-    workload = record.get("workload")
     if not isinstance(workload, str) or not workload:
         parts = [record.get(f) for f in ("preset", "gemm", "batch")]
         workload = f"{parts[0]}:{parts[1]}:b{parts[2]}" if None not in parts else None

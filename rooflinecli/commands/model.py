@@ -8,6 +8,8 @@ from rooflinecli import api, files, results
 from rooflinecli.commands import LazyGroup
 from rooflinecli.core import roofs as analysis
 from rooflinecli.options import (
+    attention_shape,
+    attention_shape_options,
     columns_option,
     dtype_option,
     format_option,
@@ -75,3 +77,43 @@ def model_gemm(
         "instruction feeds, if nothing were cached; attain@instr is the roof at that intensity."
     )
     report.emit(doc, fmt, report.MODEL, title=title, caption=caption, view=view)
+
+
+@model.command("attention")
+@attention_shape_options()
+@dtype_option
+@spec_option
+@format_option
+@columns_option
+@output_option
+def model_attention(
+    batch: int,
+    heads: int,
+    seq: int,
+    head_dim: int,
+    kv_heads: int | None,
+    causal: bool,
+    dtype: str,
+    spec_arg: str | None,
+    fmt: str,
+    view: View,
+    output: str | None,
+    force: bool,
+) -> None:
+    """FLOPs, bytes and intensity of attention, fused and unfused, and where each lands."""
+    shape = attention_shape(batch, heads, seq, head_dim, kv_heads, causal)
+    report.select(report.ATTENTION_MODEL, view)
+    spec, why = api.default_spec(spec_arg)
+    doc = api.model_attention(shape, dtype, spec)
+    if output:
+        files.write_output(output, results.dumps(doc), force=force)
+    first = doc["records"][0]
+    title = (
+        f"Attention {shape.label} {dtype}, model on {spec.display_name} ({spec.name}, {why}): "
+        f"{analysis.title(first)}"
+    )
+    caption = (
+        "FLOPs 4*B*H*N^2*D (halved when causal). fused: Q, K, V and O each moved once. "
+        "unfused: S and P (fp32, B*H*N^2 each) also written and read once each."
+    )
+    report.emit(doc, fmt, report.ATTENTION_MODEL, title=title, caption=caption, view=view)

@@ -2,30 +2,37 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from rooflinecli import files, results
+from rooflinecli.build import attention as attention_stages
 from rooflinecli.build import stages
 from rooflinecli.commands import LazyGroup
 from rooflinecli.core import roofs as roof_math
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
     SIZE,
+    attention_shape,
+    attention_shape_options,
     chart_option,
     columns_option,
     dtype_option,
     extra_stage_option,
     format_option,
-    max_noise_option,
     output_option,
     parse_shapes,
     pick_line,
     place_on_roofs,
     roofs_option,
     spec_option,
+    split_list,
+    timing_of,
+    timing_options,
     want_chart,
 )
-from rooflinecli.present import View
+from rooflinecli.present import View, document
 from rooflinecli.present import table as report
 from rooflinecli.present.progress import progress
 from rooflinecli.present.terminal_chart import draw as draw_chart
@@ -91,16 +98,7 @@ def _dry_run(
 @spec_option
 @click.option("--alpha", type=float, default=1.0, show_default=True)
 @click.option("--beta", type=float, default=0.0, show_default=True, help="Non-zero: C is read.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
-@click.option(
-    "--budget-ms", type=click.FloatRange(1, 60000), default=400.0, show_default=True,
-    help="GPU time of timed repeats per stage.",
-)  # fmt: skip
-@click.option(
-    "--repeats", type=click.IntRange(1, 10000), default=None, help="Exact number of timed repeats."
-)
-@max_noise_option
-@click.option("--no-flush", is_flag=True, help="Do not flush the L2 between repeats.")
+@timing_options
 @click.option("--tuned", is_flag=True, help="Use tile parameters saved by `roofline tune`.")
 @extra_stage_option(
     "Your own kernel, described by a small TOML file, run and verified beside ours."
@@ -156,11 +154,9 @@ def run_gemm(
     """Verify each stage against a float64 product, time it, and place it on the roofline."""
     from rooflinecli import api
     from rooflinecli.build.userstage import load_user_stage
-    from rooflinecli.gpu.timer import Timing
 
     shapes = parse_shapes(m, n, k, sizes)
-    if repeats is not None and max_noise is not None:
-        raise RooflineError("give --repeats (a fixed count) or --max-noise (a target), not both")
+    timing = timing_of(budget_ms, repeats, max_noise, no_flush)
     report.select(report.RUN, view)  # an unknown --columns name: one line, before any work
     draw = want_chart(chart_flag, fmt, report.console().is_terminal)
     best = (stage_list or "").strip() == "best"
@@ -212,9 +208,6 @@ def run_gemm(
         _dry_run(shapes, chosen, target, why, dtype, spec_arg, fmt)
         return
     api.compile_user_stages(chosen, target, dtype)  # a compile error: one line, before any GPU
-    timing = Timing(budget_ms=budget_ms, flush_l2=not no_flush, max_noise_pct=max_noise)
-    if repeats is not None:
-        timing.min_repeats = timing.max_repeats = repeats
     with progress(not quiet and fmt == "table") as tick:
         doc = api.run_gemm(
             shapes, chosen, spec_arg, dtype=dtype, alpha=alpha, beta=beta, seed=seed,
@@ -248,6 +241,127 @@ def run_gemm(
             if fmt == "markdown":
                 con.file.write("\n")
             report.emit_scaling(doc["records"], fmt, out=con)
+    failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
+    if failed:
+        raise GateFailure(f"verification failed: {', '.join(sorted(set(failed)))}")
+
+
+def parse_attention_shapes(
+    batch: int | None,
+    heads: int | None,
+    seq: int | None,
+    head_dim: int | None,
+    kv_heads: int | None,
+    causal: bool,
+    shapes: str | None,
+) -> list[Any]:
+    """--batch/--heads/--seq/--head-dim [--kv-heads], or --shapes BxHxNxD,BxHxKVxNxD,..."""
+    one = (batch, heads, seq, head_dim)
+    if shapes:
+        if any(v is not None for v in (*one, kv_heads)):
+            raise RooflineError(
+                "give either --batch/--heads/--seq/--head-dim or --shapes, not both"
+            )
+        out = []
+        for token in split_list(shapes, "--shapes"):
+            parts = token.lower().split("x")
+            if len(parts) not in (4, 5):
+                raise RooflineError(f"bad shape {token!r}: write BxHxNxD or BxHxKVxNxD")
+            try:
+                dims = [SIZE.convert(p, None, None) for p in parts]
+            except click.BadParameter as exc:
+                raise RooflineError(f"bad shape {token!r}: {exc.format_message()}") from None
+            b, h, *rest = dims
+            kv = rest.pop(0) if len(rest) == 3 else h
+            out.append(attention_shape(b, h, rest[0], rest[1], kv, causal))
+        return out
+    names = ("--batch", "--heads", "--seq", "--head-dim")
+    missing = [n for n, v in zip(names, one, strict=True) if v is None]
+    if missing:
+        raise RooflineError(f"give {', '.join(missing)} (or --shapes BxHxNxD,...)")
+    return [attention_shape(batch, heads, seq, head_dim, kv_heads, causal)]  # type: ignore[arg-type]
+
+
+@run.command("attention")
+@attention_shape_options(required=False)
+@click.option(
+    "--shapes",
+    default=None,
+    metavar="LIST",
+    help="Sweep: BxHxNxD or BxHxKVxNxD, comma-separated (e.g. 32x16x512x128,1x16x16384x128).",
+)
+@click.option(
+    "--stages",
+    "stage_list",
+    default=None,
+    metavar="LIST",
+    help="Comma-separated attention stages (default: all of the dtype). "
+    f"Stages: {', '.join(attention_stages.stage_names())}.",
+)
+@dtype_option
+@spec_option
+@timing_options
+@click.option(
+    "--no-references",
+    is_flag=True,
+    help="Do not time PyTorch's SDPA (flash and cuDNN backends) beside the stages.",
+)
+@chart_option
+@click.option("--quiet", "-q", is_flag=True, help="No progress display.")
+@roofs_option
+@format_option
+@columns_option
+@output_option
+def run_attention(
+    batch: int | None,
+    heads: int | None,
+    seq: int | None,
+    head_dim: int | None,
+    kv_heads: int | None,
+    causal: bool,
+    shapes: str | None,
+    stage_list: str | None,
+    dtype: str,
+    spec_arg: str | None,
+    seed: int,
+    budget_ms: float,
+    repeats: int | None,
+    max_noise: float | None,
+    no_flush: bool,
+    no_references: bool,
+    chart_flag: bool | None,
+    quiet: bool,
+    roofs: str,
+    calibration: str | None,
+    fmt: str,
+    view: View,
+    output: str | None,
+    force: bool,
+) -> None:
+    """Verify each attention stage against float32 attention, time it beside PyTorch's SDPA
+    (flash and cuDNN backends, when PyTorch is installed), and place it on the roofline."""
+    from rooflinecli import api
+
+    wanted = parse_attention_shapes(batch, heads, seq, head_dim, kv_heads, causal, shapes)
+    timing = timing_of(budget_ms, repeats, max_noise, no_flush)
+    report.select(report.RUN, view)
+    draw = want_chart(chart_flag, fmt, report.console().is_terminal)
+    chosen = attention_stages.select(stage_list, dtype)
+    if stage_list:  # stages asked for by name must be able to run every shape asked for
+        for stage in chosen:
+            for shape in wanted:
+                why = stage.refuses(shape, dtype)
+                if why:
+                    raise RooflineError(why)
+    with progress(not quiet and fmt == "table") as tick:
+        doc = api.run_attention(
+            wanted, chosen, spec_arg, dtype=dtype, seed=seed, timing=timing, progress=tick,
+            references=not no_references,
+        )  # fmt: skip
+    doc = place_on_roofs(doc, roofs, calibration)
+    if output:
+        files.write_output(output, results.dumps(doc), force=force)
+    document.render(doc, fmt, view, draw)
     failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
     if failed:
         raise GateFailure(f"verification failed: {', '.join(sorted(set(failed)))}")

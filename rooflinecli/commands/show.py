@@ -7,7 +7,6 @@ from typing import Any
 import click
 
 from rooflinecli import results
-from rooflinecli.core import roofs
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     chart_option,
@@ -17,28 +16,9 @@ from rooflinecli.options import (
     roofs_option,
     want_chart,
 )
-from rooflinecli.present import View
+from rooflinecli.present import View, document
 from rooflinecli.present import table as report
 from rooflinecli.present import terminal_chart as chart
-
-
-def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
-    """Heading of one shape's table: the shape, the GPU and the roof it is placed under."""
-    spec, device, r0 = doc.get("spec") or {}, doc.get("device"), recs[0]
-    where = (
-        f"model on {spec.get('display_name', '?')} ({spec.get('name', '?')})"
-        if device is None
-        else f"on {device.get('name', '?')} (spec {spec.get('name', '?')})"
-    )
-    text = f"GEMM {r0['m']}x{r0['n']}x{r0['k']} {r0['dtype']} {where}"
-    per_row = roofs.per_row_roofs(recs)
-    if per_row:
-        return f"{text}: {per_row}"
-    if r0.get("peak_tflops"):
-        # a run can be placed against another roof set; a model always stands under the spec's
-        shown = {**r0, "roof_set": (r0.get("roof_set") or "datasheet") if device else None}
-        text += ": " + roofs.title(shown, spec.get("memory_bandwidth_gbs"))
-    return text
 
 
 @click.command()
@@ -67,27 +47,9 @@ def show(
         return
     if doc.get("device") is not None:
         doc = place_on_roofs(doc, roofs, calibration)
-    columns = report.MODEL if doc.get("device") is None else report.RUN
-    if doc.get("command") == "run llm":  # two weight GEMMs can share a shape: name the GEMM
-        columns = report.LLM
-    report.select(columns, view)  # an unknown --columns name: one line, now
-    out = report.console()
-    if fmt in ("json", "csv"):
-        report.emit(doc, fmt, columns, out=out)
-        return
-    if not doc["records"]:
+    if not doc["records"] and fmt not in ("json", "csv"):
         raise RooflineError(f"{path} holds no records")
-    shapes = list(dict.fromkeys((r["m"], r["n"], r["k"]) for r in doc["records"]))
-    for i, shape in enumerate(shapes):
-        recs = [r for r in doc["records"] if (r["m"], r["n"], r["k"]) == shape]
-        if fmt == "markdown" and i:
-            out.file.write("\n")
-        report.emit(
-            {**doc, "records": recs}, fmt, columns, title=title(doc, recs), out=out, view=view
-        )
-    if draw:
-        text = chart.render(doc)
-        out.file.write(f"\n```text\n{text}```\n" if fmt == "markdown" else f"\n{text}")
+    document.render(doc, fmt, view, draw)
 
 
 def show_app(doc: dict[str, Any], fmt: str, want_chart: bool) -> None:

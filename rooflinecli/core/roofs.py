@@ -196,19 +196,29 @@ def place(record: dict[str, Any], time_ms: float | None) -> None:
     record["pct_of_peak"] = 100.0 * achieved / record["peak_tflops"]
 
 
+# the fields that name an attention record's shape (rooflinecli.core.attention.SHAPE_FIELDS)
+ATTENTION_SHAPE = ("batch", "heads", "kv_heads", "seq", "head_dim", "causal")
+
+
+def shape_key(rec: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a record's shape is: (M, N, K) for a GEMM, the attention fields for attention."""
+    if rec.get("op") == "attention":
+        return ("attention", *(rec.get(f) for f in ATTENTION_SHAPE))
+    return (rec.get("m"), rec.get("n"), rec.get("k"))
+
+
 def add_reference_ratios(records: list[dict[str, Any]]) -> None:
     """pct_of_reference for every record, against the reference of the same shape and dtype.
 
     A record timed interleaved with its reference carries `reference_time_ms`, the reference's
     median over the same rounds: the ratio uses that (clock drift hits both). Others use the
     reference record's own median. `compared_with` names the reference either way."""
-    refs = {
-        (r["dtype"], r["m"], r["n"], r["k"]): r
-        for r in records
-        if r.get("kind") == "reference" and r.get("verified") is not False
-    }
+    refs: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in records:  # the first reference of a shape (attention has one per torch backend)
+        if r.get("kind") == "reference" and r.get("verified") is not False:
+            refs.setdefault((r["dtype"], *shape_key(r)), r)
     for r in records:
-        ref = refs.get((r["dtype"], r["m"], r["n"], r["k"]))
+        ref = refs.get((r["dtype"], *shape_key(r)))
         mine = r.get("tflops")
         if ref is None or not mine or r is ref:
             r["pct_of_reference"] = 100.0 if r is ref and mine else None

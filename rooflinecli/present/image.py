@@ -214,16 +214,18 @@ def series(
         out.append(Series(str(len(out) + 1), label, value, key, pts, flagged))
 
     if doc.get("device") is None:  # a model document: the roof's speed, not a measurement
-        seen: set[tuple[str, str]] = set()
+        seen: set[tuple[str, str, Any]] = set()
         many = len({(chart.shape_of(r), str(r["dtype"])) for r in recs}) > 1
         for rec in recs:
             roof = roof_of[rec["dtype"]]
             shape = (chart.shape_of(rec), str(rec["dtype"]))
-            if shape not in seen and _pos(rec.get("ai_ideal")):
-                seen.add(shape)
+            if (*shape, rec.get("ai_ideal")) not in seen and _pos(rec.get("ai_ideal")):
+                seen.add((*shape, rec.get("ai_ideal")))
                 ai = float(rec["ai_ideal"])
                 best = roof.at(ai)
                 what = "ideal, every byte once" + (f" {' '.join(shape)}" if many else "")
+                if rec.get("op") == "attention":  # fused and unfused: two ideals, named
+                    what = name(rec)
                 pt = chart.Point(what, ai, best, best, "ideal", True)
                 add(what, f"{chart.fmt_value(best)} TFLOP/s", "", [pt])
             ai_i = rec.get("ai_instruction")

@@ -244,6 +244,20 @@ MODEL = ColumnSet(
     ),
 )  # fmt: skip
 
+# `model attention`: the fused and the unfused version of one shape, side by side
+ATTENTION_MODEL = ColumnSet(
+    (
+        ("stage", "version", str),
+        ("flops", "FLOPs", sci),
+        ("bytes_ideal", "bytes", sci),
+        ("ai_ideal", "AI", ai),
+        ("ridge_point", "ridge", ai),
+        ("roof", "roof", str),
+        ("attainable_tflops", "attain TF/s", fixed(1)),
+    ),
+    compact=("stage", "flops", "bytes_ideal", "ai_ideal", "roof", "attainable_tflops"),
+)
+
 # `run llm`: one table per batch, so the compact table names the weight GEMM (the workload
 # repeats the preset and the batch of the title)
 LLM_COLUMNS: list[Column] = (
@@ -512,17 +526,19 @@ def notes(records: list[dict[str, Any]]) -> list[str]:
     """One line per record that failed or was skipped and that the verdict does not speak for
     (rooflinecli.present.verdict), and one on a held-down clock, so a table row is never
     unexplained."""
+    from rooflinecli.present.terminal_chart import shape_of
     from rooflinecli.present.verdict import explains
 
     out = []
     for r in records:
         if explains(r):
             continue
+        shape = shape_of(r) if r.get("m") is not None or r.get("op") else "NonexNonexNone"
         if r.get("error"):
-            out.append(f"  {r['stage']} {r['m']}x{r['n']}x{r['k']}: {r['error']}")
+            out.append(f"  {r['stage']} {shape}: {r['error']}")
         elif r.get("verified") is False:
             out.append(
-                f"  {r['stage']} {r['m']}x{r['n']}x{r['k']}: FAILED verification "
+                f"  {r['stage']} {shape}: FAILED verification "
                 f"(relative error {r.get('rel_error')!s}); its speed is not reported"
             )
     missed = [r for r in records if r.get("noise_target_met") is False]
@@ -672,8 +688,11 @@ def markdown_rows(
 
 def scaling(records: list[dict[str, Any]]) -> pd.DataFrame:
     """TFLOP/s per stage (rows) per shape (columns), in run order: the sweep's summary."""
-    df = pd.DataFrame([results.complete_record(r) for r in records])
-    df["shape"] = [f"{m}x{n}x{k}" for m, n, k in zip(df["m"], df["n"], df["k"], strict=True)]
+    recs = [results.complete_record(r) for r in records]
+    df = pd.DataFrame(recs)
+    from rooflinecli.present.terminal_chart import shape_of
+
+    df["shape"] = [shape_of(r) if r.get("op") else f"{r['m']}x{r['n']}x{r['k']}" for r in recs]
     order = list(dict.fromkeys(df["shape"]))
     stages_in_order = list(dict.fromkeys(df["stage"]))
     pivot = df.pivot_table(index="stage", columns="shape", values="tflops", aggfunc="first")

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rooflinecli.core.attention import label as attention_label
 from rooflinecli.core.roofs import Roof
 from rooflinecli.core.specs import DTYPE_PEAK
 from rooflinecli.errors import RooflineError
@@ -73,6 +74,8 @@ def _finite_pos(v: Any) -> bool:
 
 
 def shape_of(rec: dict[str, Any]) -> str:
+    if rec.get("op") == "attention":  # 'B4 H16 N4096 D128 causal'
+        return attention_label(rec)
     if rec.get("m") is None:  # a kernel of `profile app`, or measure() without a shape
         return "-"
     return f"{rec['m']}x{rec['n']}x{rec['k']}"
@@ -115,15 +118,18 @@ def points(doc: dict[str, Any]) -> tuple[list[Point], list[Unplaced]]:
     placed: list[Point] = []
     unplaced: list[Unplaced] = []
     if doc.get("device") is None:  # a model document
-        seen: set[tuple[str, str]] = set()
+        seen: set[tuple[str, str, Any]] = set()
         for rec in recs:
             roof = roof_of[rec["dtype"]]
-            ideal = (shape_of(rec), rec["dtype"])
+            # GEMM stages of a shape share one ideal point; attention's fused and unfused
+            # versions are two (their bytes differ), each named
+            ideal = (shape_of(rec), rec["dtype"], rec.get("ai_ideal"))
             if ideal not in seen and _finite_pos(rec.get("ai_ideal")):
                 seen.add(ideal)
                 ai = float(rec["ai_ideal"])
                 best = roof.at(ai)
-                placed.append(Point(name(rec, "ideal"), ai, best, best, "ideal", True))
+                what = name(rec) if rec.get("op") == "attention" else name(rec, "ideal")
+                placed.append(Point(what, ai, best, best, "ideal", True))
             ai_i = rec.get("ai_instruction")
             if _finite_pos(ai_i):
                 ai = float(ai_i)

@@ -17,6 +17,8 @@ import math
 from collections.abc import Sequence
 from typing import Any, TypeGuard
 
+from rooflinecli.core.roofs import shape_key
+
 KINDS = ("stage", "reference", "user")
 
 
@@ -252,7 +254,7 @@ def lines(records: Sequence[dict[str, Any]]) -> list[str]:
         return []
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in mine:
-        key = (r.get("dtype"), r.get("m"), r.get("n"), r.get("k"), r.get("workload"))
+        key = (r.get("dtype"), *shape_key(r), r.get("workload"))
         groups.setdefault(key, []).append(r)
     if any(r.get("workload") for r in mine):  # run llm: per weight GEMM
         return [_workload_line(g) for g in groups.values()]
