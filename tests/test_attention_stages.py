@@ -89,6 +89,8 @@ BUILDS = [(s, d, h) for s in STAGES for d in s.dtypes for h in s.head_dims]
 
 @pytest.mark.parametrize("stage, dtype, head_dim", BUILDS, ids=lambda v: getattr(v, "name", v))
 def test_compiles_with_nvrtc_without_spills(stage, dtype, head_dim):
+    """No spills, except the few bytes a config declares (with the measurement that paid for
+    them beside it in the registry)."""
     arch = "sm_90a" if stage.min_cc >= 90 else "sm_80"
     built = registry.compile_stage(stage, arch, dtype, head_dim)
     for entry in stage.entries:
@@ -98,7 +100,9 @@ def test_compiles_with_nvrtc_without_spills(stage, dtype, head_dim):
             built.log,
         )
         assert props, entry
-        assert props.group(1) == props.group(2) == "0", (entry, props.group(0))
+        allowed = stage.configs[head_dim].spill_allowance_bytes
+        assert int(props.group(1)) <= allowed, (entry, props.group(0))
+        assert allowed or props.group(2) == "0", (entry, props.group(0))
 
 
 @pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.name)
