@@ -41,7 +41,7 @@ for step in "$@"; do
       cuobjdump -sass /dev/null >/dev/null 2>&1 || true ;;
     gpu_*)  # a worker's device script: benchmarks/gpu_NAME.sh OUTDIR, its log beside its files
       mkdir -p "$OUT/${step#gpu_}"
-      timeout 400 bash "benchmarks/$step.sh" "$OUT/${step#gpu_}" > "$OUT/${step#gpu_}/stdout.log" 2>&1
+      timeout 500 bash "benchmarks/$step.sh" "$OUT/${step#gpu_}" > "$OUT/${step#gpu_}/stdout.log" 2>&1
       echo "rc=$?"; tail -40 "$OUT/${step#gpu_}/stdout.log" | cut -c1-220 ;;
     packall)  # everything under $OUT in one archive (the call returns at most 8 files)
       (cd "$OUT" && tar czf /tmp/all.tgz . && find . -mindepth 1 -delete && mv /tmp/all.tgz . && ls -la) ;;
