@@ -142,7 +142,8 @@ def record(
         "materializes_scores": materializes_scores,
         **fields,
     }
-    roofs.put_under(rec, roofs.datasheet_roof(spec, dtype), "datasheet", spec.peak_clock(dtype))
+    roof = roofs.datasheet_roof_for(spec, dtype, rec.get("math_instruction"))
+    roofs.put_under(rec, roof, "datasheet", spec.peak_clock(roof.peak_key))
     return rec
 
 

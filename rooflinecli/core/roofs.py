@@ -159,13 +159,27 @@ def datasheet_roof(spec: Spec, dtype: str) -> Roof:
     return Roof(key, spec.peak(key), spec.memory_bandwidth_gbs)
 
 
+def instruction_peak_key(dtype: str, math: str | None) -> str:
+    """The datasheet peak that bounds a record: a 16-bit stage whose math is FFMA runs on the CUDA
+    cores, so the FP32 peak bounds it, not the Tensor Cores' (attention stages 40-41)."""
+    return "fp32" if math == "FFMA" else DTYPE_PEAK[dtype]
+
+
+def datasheet_roof_for(spec: Spec, dtype: str, math: str | None) -> Roof:
+    """datasheet_roof of the peak its math instruction can reach (instruction_peak_key)."""
+    key = instruction_peak_key(dtype, math)
+    return Roof(key, spec.peak(key), spec.memory_bandwidth_gbs)
+
+
 def put_under(
     rec: dict[str, Any], roof: Roof, roof_set: str, clock_mhz: float | None, roof_key: str = ""
 ) -> None:
     """Place a record (in place) under `roof` of `roof_set`; its speed, if any, is re-rated."""
     ai = rec["ai_ideal"]
     rec.update(
-        peak_key=DTYPE_PEAK.get(rec["dtype"], roof.peak_key),
+        peak_key=instruction_peak_key(rec["dtype"], rec.get("math_instruction"))
+        if rec["dtype"] in DTYPE_PEAK
+        else roof.peak_key,
         roof_set=roof_set,
         roof_key=roof_key or roof.peak_key,
         peak_tflops=roof.peak_tflops,

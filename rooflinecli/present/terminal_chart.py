@@ -225,7 +225,8 @@ def title(doc: dict[str, Any]) -> str:
         return f"Roofline: kernels of `{argv}` on {gpu} (spec {spec.get('name', '?')})"
     shapes = list(dict.fromkeys(shape_of(r) for r in recs))
     dtypes = list(dict.fromkeys(str(r["dtype"]) for r in recs))
-    what = f"GEMM {', '.join(shapes)} {'/'.join(dtypes)}"
+    op = "Attention" if any(r.get("op") == "attention" for r in recs) else "GEMM"
+    what = f"{op} {', '.join(shapes)} {'/'.join(dtypes)}"
     device = doc.get("device")
     if device is None:
         gpu = spec.get("display_name", "?")
