@@ -27,8 +27,16 @@
 //     partial from L2 (ld.global.cg: never a stale L1 line). The owner puts the flag back to 0,
 //     so the workspace the host zeroed once stays ready for the next launch (a worker sets at most
 //     one flag per launch: only the first piece of its range can start inside a tile).
-// The workspace (kernel argument after the tensor maps) is WORKERS x 2 partials of 64 KiB, then
+// The workspace (kernel argument after the tensor maps) is blocks x 2 partials of 64 KiB, then
 // the flags: Stage.workspace_bytes sizes it for the grid, the runner allocates it zeroed.
+// By arithmetic a block runs 1986 K slices at 8192^3 instead of 16 x 128 = 2048 (-3.0%), and 249
+// at 4096^3 instead of 256 (-2.7%), for one or two 64 KiB partial writes and reads per consumer.
+// What it may cost: workers start their ranges at K offsets that drift across the tiles, so
+// during the stream-K part the SMs do not walk K in step as whole waves do, and the operands of
+// the SK tiles (about 49 MiB at 8192^3, 31 MiB at 4096^3) must stay in L2 to be reused.
+// On a power-capped card the gain may shrink too: idle SMs in a ragged last wave drew less
+// power, which the clock got back. STREAMK=0 (the tune space has it) runs the same kernel with
+// whole tiles only, on every SM, to measure exactly what the cut tail gives.
 // Everything else is stage 28's, without clusters (a pair would need both blocks to walk the same
 // ranges): producer warpgroup + 2 consumers of 64 x 256, m64n256k16 with B N-major, BK 64, a
 // STAGES-deep ring across tiles, consumer 1 LAG slices behind consumer 0, grouped order,
@@ -51,6 +59,9 @@
 #endif
 #ifndef LAG
 #define LAG 1  // K slices consumer 1 starts behind consumer 0 (0: in step)
+#endif
+#ifndef STREAMK
+#define STREAMK 1  // 0: no stream-K part, every tile whole in waves (what the tail costs)
 #endif
 #ifndef SK_MIN
 #define SK_MIN 8  // fewest K slices per stream-K worker (when there are enough tiles)
@@ -120,7 +131,7 @@ struct Schedule {
 
     __device__ Schedule(int tiles_, int ktiles_) : tiles(tiles_), ktiles(ktiles_) {
         const int blocks = gridDim.x, b = blockIdx.x;
-        sk_tiles = tiles % blocks;  // fewer tiles than blocks: all of them
+        sk_tiles = STREAMK ? tiles % blocks : 0;  // fewer tiles than blocks: all of them
         const int sk_slices = sk_tiles * ktiles;
         workers = sk_tiles ? max(sk_tiles, min(blocks, sk_slices / SK_MIN)) : 0;
         per = workers ? sk_slices / workers : 0;

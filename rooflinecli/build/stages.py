@@ -416,7 +416,8 @@ def _wgmma_streamk(p: dict[str, int]) -> Stage:
         persistent_max_blocks=p["MAX_BLOCKS"],
         persistent_fill=True,
         workspace_bytes=_streamk_workspace,
-        tune_space=MappingProxyType({"LAG": (1, 2), "SK_MIN": (8, 32), "GROUP_M": (8, 16)}),
+        # STREAMK=0 (whole tiles only, on every SM) measures what the tail costs beside it
+        tune_space=MappingProxyType({"STREAMK": (1, 0), "LAG": (1, 2), "GROUP_M": (16, 8)}),
     )
     return replace(stage, rebuild=lambda q: _wgmma_streamk(dict(q)))
 
@@ -757,7 +758,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     _wgmma_streamk(
         {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16, "TMA": 1, "TMA_C": 1}
-        | {"MAX_BLOCKS": 0, "LAG": 1, "SK_MIN": 8}
+        | {"MAX_BLOCKS": 0, "LAG": 1, "STREAMK": 1, "SK_MIN": 8}
     ),
     Stage(
         name="cublas_hgemm",
