@@ -229,7 +229,11 @@ __device__ __forceinline__ void put_partial(const float (&d)[BN / 2], float* slo
 __device__ __forceinline__ void add_partial(float (&d)[BN / 2], const float* slot, u32* flag,
                                             int bar_id, bool leader) {
     if (leader) {
-        while (ld_acquire_gpu(flag) == 0u) {
+        for (u32 polls = 1; ld_acquire_gpu(flag) == 0u; ++polls) {
+            // seconds without the flag: a worker never ran (were all blocks resident at once?)
+            // or never will; fail the launch rather than hang the GPU
+            if (polls == (1u << 25)) __trap();
+            __nanosleep(64);
         }
     }
     bar_sync(bar_id, 128);  // the warpgroup sees what the leader acquired
