@@ -10,14 +10,17 @@
 //     but no more than one per SK_MIN slices (a range much shorter than that costs more in
 //     partial sums than it saves) and no fewer than SK (each at least a tile's worth);
 //   * then data-parallel: the other tiles, whole, in waves of `blocks` (tile SK + b + i*blocks).
+//     Stream-K goes first because all blocks start it together, so an owner rarely waits; the
+//     drift between blocks that whole tiles build up falls on the last waves, where none waits.
 // So every block does the same number of K slices within one, and all of them finish together.
 // A tile cut between workers is finished by its owner, the worker whose range holds its first
 // slice (the lowest of them): the others (the range starts inside the tile) compute their slices
 // of it first thing, write the fp32 partial tile to a global workspace and set a flag; the owner
 // gets there at the end of its range, waits for the flags of the workers whose ranges start
 // inside the tile, adds their partials and runs the epilogue. Dependencies only point from a
-// worker to higher ones, whose part was done first: no cycle, and little waiting (all blocks run
-// at once: one per SM, and the grid is no larger than the SMs).
+// worker to higher ones, whose part was done first: no cycle, and little waiting. It needs all
+// blocks resident at once (one per SM by shared memory, the grid no larger than the SMs); an owner
+// that polls a flag for seconds traps rather than hang the GPU.
 //   * Each consumer warpgroup has its own partial (64 x 256 floats) and flag per worker: with
 //     the stagger below the two run LAG slices apart and meet nobody else. A thread stores its 128
 //     accumulators as 32 float4 at (j * 128 + thread) of its slot: whole 2 KiB lines per warpgroup
@@ -38,7 +41,7 @@
 // power, which the clock got back. STREAMK=0 (the tune space has it) runs the same kernel with
 // whole tiles only, on every SM, to measure exactly what the cut tail gives.
 // Everything else is stage 28's, without clusters (a pair would need both blocks to walk the same
-// ranges): producer warpgroup + 2 consumers of 64 x 256, m64n256k16 with B N-major, BK 64, a
+// ranges, and every pair resident at once, which stage 27's header doubts): producer warpgroup + 2 consumers of 64 x 256, m64n256k16 with B N-major, BK 64, a
 // STAGES-deep ring across tiles, consumer 1 LAG slices behind consumer 0, grouped order,
 // TMA-store epilogue.
 // Shapes: any M; N, K multiples of 8 (TMA row strides). Tensor maps as stage 26.
