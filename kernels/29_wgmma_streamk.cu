@@ -235,7 +235,7 @@ __device__ __forceinline__ void add_partial(float (&d)[BN / 2], const float* slo
         for (u32 polls = 1; ld_acquire_gpu(flag) == 0u; ++polls) {
             // seconds without the flag: a worker never ran (were all blocks resident at once?)
             // or never will; fail the launch rather than hang the GPU
-            if (polls == (1u << 25)) __trap();
+            if (polls == (1u << 22)) __trap();  // 4M polls of an L2 line: over a second
             __nanosleep(64);
         }
     }
