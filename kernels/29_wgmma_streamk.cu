@@ -41,9 +41,10 @@
 // power, which the clock got back. STREAMK=0 (the tune space has it) runs the same kernel with
 // whole tiles only, on every SM, to measure exactly what the cut tail gives.
 // Everything else is stage 28's, without clusters (a pair would need both blocks to walk the same
-// ranges, and every pair resident at once, which stage 27's header doubts): producer warpgroup + 2 consumers of 64 x 256, m64n256k16 with B N-major, BK 64, a
-// STAGES-deep ring across tiles, consumer 1 LAG slices behind consumer 0, grouped order,
-// TMA-store epilogue.
+// ranges, and every pair resident at once, which stage 27's header doubts): producer warpgroup
+// + 2 consumers of 64 x 256, m64n256k16 with B N-major, BK 64, a STAGES-deep ring across tiles,
+// consumer 1 LAG slices behind consumer 0, grouped order, TMA-store epilogue.
+// Shared memory: 4 stages x 48 KiB + 2 x 2 x 8 KiB staging + 1 KiB alignment = 225 KiB.
 // Shapes: any M; N, K multiples of 8 (TMA row strides). Tensor maps as stage 26.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
