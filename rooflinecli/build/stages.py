@@ -392,10 +392,14 @@ def _wgmma_stagger(p: dict[str, int]) -> Stage:
     return replace(stage, rebuild=lambda q: _wgmma_stagger(dict(q)))
 
 
-def _streamk_workspace(m: int, n: int, k: int, blocks: int) -> int:
-    """Stage 29's scratch: per block, one fp32 64 x 256 partial tile and one 4-byte flag per
-    consumer warpgroup (2); only the stream-K workers use theirs."""
-    return blocks * 2 * (64 * 256 * 4 + 4)
+def _streamk_workspace(bm: int, bn: int) -> Callable[[int, int, int, int], int]:
+    """Stage 29's scratch: per block, one fp32 64 x BN partial tile and one 4-byte flag per
+    consumer warpgroup (BM / 64 of them); only the stream-K workers use theirs."""
+
+    def nbytes(m: int, n: int, k: int, blocks: int) -> int:
+        return blocks * (bm // 64) * (64 * bn * 4 + 4)
+
+    return nbytes
 
 
 def _wgmma_streamk(p: dict[str, int]) -> Stage:
@@ -415,7 +419,7 @@ def _wgmma_streamk(p: dict[str, int]) -> Stage:
         persistent_blocks_per_sm=1,
         persistent_max_blocks=p["MAX_BLOCKS"],
         persistent_fill=True,
-        workspace_bytes=_streamk_workspace,
+        workspace_bytes=_streamk_workspace(p["BM"], p["BN"]),
         # STREAMK=0 (whole tiles only, on every SM) measures what the tail costs beside it
         tune_space=MappingProxyType({"STREAMK": (1, 0), "LAG": (1, 2), "GROUP_M": (16, 8)}),
     )
