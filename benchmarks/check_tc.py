@@ -19,7 +19,8 @@ poison the CUDA context of everything after it), for dtypes fp16 and bf16:
   * timed at 4096^3 and 8192^3 (CUDA events, 3 warm-ups, median of 20) next to cuBLAS
     (cublasGemmEx, FP32 compute, same dtype in and out; plus cupy.matmul for fp16).
 
-TMA stages get their tensor maps from rooflinecli.gpu.tma.extra_args.
+TMA stages get their tensor maps from rooflinecli.gpu.tma.extra_args; a stage with a workspace
+(stage 29) gets it, zeroed, from rooflinecli.gpu.runner.workspace_args.
 
     python benchmarks/check_tc.py                                # all chapter-12/13 stages
     python benchmarks/check_tc.py --stages wgmma_ws --dtypes bf16
@@ -147,6 +148,7 @@ def from_elem(cp, x, dtype):  # type: ignore[no-untyped-def]
 def check_dtype(cp, np, stage: Stage, dtype: str, arch: str, rng, do_time: bool) -> int:  # type: ignore[no-untyped-def]
     from rooflinecli.build.compiler import compile_stage, nvrtc_version
     from rooflinecli.gpu import tma as tc_host
+    from rooflinecli.gpu.runner import workspace_args
 
     try:
         built = compile_stage(stage, arch, dtype)
@@ -197,6 +199,7 @@ def check_dtype(cp, np, stage: Stage, dtype: str, arch: str, rng, do_time: bool)
                 c, c32 = to_elem(cp, rng.random((m, n), dtype=cp.float32) * 2.0 - 1.0, dtype)
                 ref = alpha * ref + beta * c32
             extra = tc_host.extra_args(stage, a, b_arg, c, m, n, k, dtype=dtype)
+            extra += workspace_args(cp, stage, m, n, k, stage.launch(m, n, sms)[0])
             launch(m, n, k, alpha, a, b_arg, beta, c, extra)
             cp.cuda.runtime.deviceSynchronize()
             out = from_elem(cp, c, dtype)
@@ -221,6 +224,7 @@ def check_dtype(cp, np, stage: Stage, dtype: str, arch: str, rng, do_time: bool)
             a, _, b, _, b_arg = operands(m, n, k)
             c = cp.empty((m, n), dtype=a.dtype)
             extra = tc_host.extra_args(stage, a, b_arg, c, m, n, k, dtype=dtype)
+            extra += workspace_args(cp, stage, m, n, k, stage.launch(m, n, sms)[0])
             flop = 2.0 * m * n * k
             run_it = functools.partial(launch, m, n, k, 1.0, a, b_arg, 0.0, c, extra)
             ms = time_ms(cp, run_it)

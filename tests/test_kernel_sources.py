@@ -40,10 +40,10 @@ WORKLOG_COPIES: dict[str, set[str]] = {
     "load_chunk": {"20", "21"},  # guarded 8-element global load
     "a_off": {"21", "22"},  # the swizzles (stage 22 generalises A to 128-byte rows)
     "b_off": {"21", "22"},
-    # grouped tile order (23: per block; 26: per tile number; 27, 28: per pair of row tiles)
-    "tile_origin": {"23", "26", "27", "28"},
+    # grouped tile order (23: per block; 26, 29: per tile number; 27, 28: per pair of row tiles)
+    "tile_origin": {"23", "26", "27", "28", "29"},
     "store_block": {"24", "25", "26"},  # the WGMMA accumulator layout's register epilogue
-    "store_tile_tma": {"26", "27", "28"},  # the TMA-store epilogue of stage 26, unchanged
+    "store_tile_tma": {"26", "27", "28", "29"},  # the TMA-store epilogue of stage 26, unchanged
     "release_slot": {"27", "28"},  # a ring slot released to both producers of a pair
     "unpack16": {"31", "32"},  # 16 bytes of B to floats (stage 32 = stage 31's loads, split K)
     "pick_rows": {"31", "32"},  # rows of C per thread chosen at run time from a template ladder

@@ -58,7 +58,8 @@ def test_parameters_are_consistent(stage):
         cap = stage.persistent_blocks_per_sm * 132
         if stage.persistent_max_blocks:
             cap = min(cap, stage.persistent_max_blocks)
-        assert grid == (min(tiles, cap), 1, 1)  # 8 row tiles: whole pairs when clustered
+        # 8 row tiles: whole pairs when clustered; stream-K (fill) cuts them over every block
+        assert grid == (cap if stage.persistent_fill else min(tiles, cap), 1, 1)
         assert grid[0] % stage.cluster_rows == 0
         with pytest.raises(RooflineError, match="needs the SM count"):
             stage.launch(1000, 333)
@@ -198,7 +199,8 @@ def test_tma_stages_take_the_contracts_b_and_any_m():
     long, so N and K must be multiples of 8 and M is free; other shapes are refused, saying so."""
     names = {s.name for s in TMA_STAGES}
     assert names == {
-        "mma_tma_ws", "wgmma_tma", "wgmma_ws", "wgmma_persistent", "wgmma_cluster", "wgmma_stagger"
+        "mma_tma_ws", "wgmma_tma", "wgmma_ws", "wgmma_persistent", "wgmma_cluster", "wgmma_stagger",
+        "wgmma_streamk",
     }  # fmt: skip
     for s in TMA_STAGES:
         assert s.b_layout == "kn", s.name
@@ -214,7 +216,14 @@ def test_tma_stages_take_the_contracts_b_and_any_m():
     "name",
     [
         pytest.param(n, marks=pytest.mark.prebuild(stages.BY_NAME[n], dtype="bf16", sass=True))
-        for n in ("wgmma_tma", "wgmma_ws", "wgmma_persistent", "wgmma_cluster", "wgmma_stagger")
+        for n in (
+            "wgmma_tma",
+            "wgmma_ws",
+            "wgmma_persistent",
+            "wgmma_cluster",
+            "wgmma_stagger",
+            "wgmma_streamk",
+        )  # fmt: skip
     ],
 )
 def test_wgmma_stages_read_b_n_major(name):
@@ -280,6 +289,56 @@ def test_stage_28_staggers_the_consumers_with_one_named_barrier():
         assert ops.count("HGMMA.64x256x16.F32") == 4
     with pytest.raises(RooflineError, match="the ring must hold them"):
         compiler.compile_stage(lagged.with_params({"LAG": 4}), "sm_90a", "fp16")
+
+
+def test_stage_29_fills_every_sm_and_asks_for_a_workspace():
+    """Stage 29 launches one block per SM whatever the tile count (stream-K cuts the few tiles
+    of a small problem over all of them), and asks the runner for one fp32 64 x 256 partial and
+    one flag per consumer warpgroup of every block: 132 x 2 x (65536 + 4) bytes. The runner
+    appends that buffer, zeroed, as the last kernel argument; stages without one get nothing."""
+    from rooflinecli.gpu import runner
+
+    sk = stages.BY_NAME["wgmma_streamk"]
+    assert sk.persistent_fill and sk.params["MAX_BLOCKS"] == 0
+    assert sk.launch(8192, 8192, 132)[0] == (132, 1, 1)  # 2048 tiles: 15 waves + 68 cut ones
+    assert sk.launch(256, 256, 132)[0] == (132, 1, 1)  # 1 tile, still every SM
+    assert sk.with_params({"MAX_BLOCKS": 64}).launch(256, 256, 132)[0] == (64, 1, 1)
+    assert stages.BY_NAME["wgmma_stagger"].launch(256, 256, 132)[0] == (2, 1, 1)  # unchanged
+    assert sk.workspace_bytes is not None
+    assert sk.workspace_bytes(8192, 8192, 8192, 132) == 132 * 2 * (64 * 256 * 4 + 4) == 17302560
+
+    class FakeCupy:
+        uint8 = "uint8"
+
+        def zeros(self, n, dtype):  # type: ignore[no-untyped-def]
+            return ("zeros", n, dtype)
+
+    grid = sk.launch(4096, 4096, 132)[0]
+    assert runner.workspace_args(FakeCupy(), sk, 4096, 4096, 4096, grid) == (
+        ("zeros", 132 * 2 * (65536 + 4), "uint8"),
+    )
+    plain = stages.BY_NAME["wgmma_stagger"]
+    assert runner.workspace_args(FakeCupy(), plain, 4096, 4096, 4096, grid) == ()
+
+
+@pytest.mark.prebuild(stages.BY_NAME["wgmma_streamk"], dtype="bf16", sass=True)
+def test_stage_29_hands_partials_over_through_flags():
+    """Stage 29's SASS: stage 28's main loop (4 HGMMA per K slice, the stagger's 2 arrivals), one
+    TMA store per 64-column chunk, the partial tile written and read as 32 16-byte L2 accesses
+    each (STG/LDG.E.128, .cg), the flag set and cleared with release stores and polled with an
+    acquire load; no spills, no stack."""
+    from rooflinecli.build import sass
+
+    sk = stages.BY_NAME["wgmma_streamk"]
+    built = compiler.compile_stage(sk, "sm_90a", "bf16")
+    assert built.resources.spill_bytes == 0 and built.resources.stack_frame_bytes == 0
+    ops = [i.opcode for i in sass.parse(sass.disassemble(built.cubin_path))[sk.entry].instrs]
+    assert ops.count("HGMMA.64x256x16.F32.BF16") == 4
+    assert ops.count("BAR.ARV") == 2
+    assert ops.count("UTMASTG.2D") == 4
+    assert ops.count("STG.E.128.STRONG.GPU") == ops.count("LDG.E.128.STRONG.GPU") == 32
+    assert ops.count("STG.E.STRONG.GPU") == 2  # the flag: set by a worker, cleared by the owner
+    assert "MEMBAR.ALL.GPU" in ops and "CCTL.IVALL" in ops  # release; acquire drops stale L1
 
 
 @pytest.mark.prebuild(stages.BY_NAME["mma_tma_ws"], dtype="fp16", sass=True)

@@ -55,6 +55,12 @@ class Stage:
     # rounded up to a multiple; a persistent grid (x only) is a whole number of clusters (the
     # kernel's __cluster_dims__ needs whole clusters)
     cluster_rows: int = 1
+    # a persistent grid of the whole cap even when there are fewer tiles (stream-K splits them)
+    persistent_fill: bool = False
+    # bytes of global scratch the kernel takes as one more argument (after any tensor maps),
+    # given (M, N, K, blocks in the grid): the runner allocates it zeroed once, and the kernel
+    # leaves it as it found it (e.g. stream-K's partial tiles and flags); None: no workspace
+    workspace_bytes: Callable[[int, int, int, int], int] | None = field(default=None, compare=False)
     # per-architecture overrides of params (e.g. {"sm_80": {"BN": 128}}): data, not code
     arch_params: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     # values `roofline tune` tries per parameter; combinations the kernel's static_asserts
@@ -130,7 +136,9 @@ class Stage:
             cap = self.persistent_blocks_per_sm * sm_count
             if self.persistent_max_blocks:
                 cap = min(cap, self.persistent_max_blocks)
-            blocks = min(-(-gm // c) * c * gn, cap - cap % c)
+            blocks = cap - cap % c
+            if not self.persistent_fill:
+                blocks = min(-(-gm // c) * c * gn, blocks)
             return (blocks, 1, 1), (self.threads[0], self.threads[1], 1), self.smem_bytes
         gm = -(-gm // self.cluster_rows) * self.cluster_rows
         grid = (gm, gn, 1) if self.x_is_row else (gn, gm, 1)
@@ -382,6 +390,40 @@ def _wgmma_stagger(p: dict[str, int]) -> Stage:
         tune_space=MappingProxyType({"LAG": (0, 1, 2, 3), "CLUSTER_M": (1, 2)}),
     )
     return replace(stage, rebuild=lambda q: _wgmma_stagger(dict(q)))
+
+
+def _streamk_workspace(bm: int, bn: int) -> Callable[[int, int, int, int], int]:
+    """Stage 29's scratch: per block, one fp32 64 x BN partial tile and one 4-byte flag per
+    consumer warpgroup (BM / 64 of them); only the stream-K workers use theirs."""
+
+    def nbytes(m: int, n: int, k: int, blocks: int) -> int:
+        return blocks * (bm // 64) * (64 * bn * 4 + 4)
+
+    return nbytes
+
+
+def _wgmma_streamk(p: dict[str, int]) -> Stage:
+    """Stage 29: stage 28 without clusters on every SM, the tiles past the last full wave split
+    along K over all blocks (stream-K), partial tiles summed through a global workspace."""
+    stage = _tensor_core(
+        "wgmma_streamk",
+        "data-parallel waves plus a stream-K tail: the tiles past the last full wave are one run "
+        "of K slices cut evenly over every SM; cut tiles are summed in fp32 through a workspace "
+        "(per-tile flags), so no SM idles in the last wave",
+        "29_wgmma_streamk.cu",
+        p,
+        threads=(3 * 128, 1),  # producer + 2 consumer warpgroups
+        shared_tile=(64, 256),
+        # the ring, two 64x64 staging buffers per consumer for the TMA store, 1 KiB alignment
+        smem_bytes=p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] * 2 + 2 * 2 * 64 * 64 * 2 + 1024,
+        persistent_blocks_per_sm=1,
+        persistent_max_blocks=p["MAX_BLOCKS"],
+        persistent_fill=True,
+        workspace_bytes=_streamk_workspace(p["BM"], p["BN"]),
+        # STREAMK=0 (whole tiles only, on every SM) measures what the tail costs beside it
+        tune_space=MappingProxyType({"STREAMK": (1, 0), "LAG": (1, 2), "GROUP_M": (16, 8)}),
+    )
+    return replace(stage, rebuild=lambda q: _wgmma_streamk(dict(q)))
 
 
 # Chapter 14: decode. M = batch (1..64) rows of activations times each weight matrix: every weight
@@ -717,6 +759,10 @@ STAGES: tuple[Stage, ...] = (
     _wgmma_stagger(
         {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16, "TMA": 1, "TMA_C": 1}
         | {"CLUSTER_M": 2, "MAX_BLOCKS": 128, "LAG": 2}
+    ),
+    _wgmma_streamk(
+        {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16, "TMA": 1, "TMA_C": 1}
+        | {"MAX_BLOCKS": 0, "LAG": 1, "STREAMK": 1, "SK_MIN": 8}
     ),
     Stage(
         name="cublas_hgemm",

@@ -26,7 +26,15 @@ from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device
 from rooflinecli.gpu.timer import Launch, Timer, Timing, summary
 
-__all__ = ["Timing", "Problem", "launcher", "run_gemm", "tolerance", "memory_needed"]
+__all__ = [
+    "Timing",
+    "Problem",
+    "launcher",
+    "run_gemm",
+    "tolerance",
+    "memory_needed",
+    "workspace_args",
+]
 
 # FP32 accumulation over K adds about sqrt(K) * 2^-24 of relative error per output; the rest of
 # the bound is the output type's own rounding: for FP32 a fixed floor, for FP16/BF16 twice the
@@ -214,6 +222,7 @@ def launcher(  # type: ignore[no-untyped-def]
         from rooflinecli.gpu import tma
 
         args = args + tuple(tma.extra_args(stage, g.A, b, g.C, g.m, g.n, g.k, g.dtype))
+    args = args + workspace_args(cp, stage, g.m, g.n, g.k, grid)
 
     def kernel() -> None:
         fn(grid, block, args, shared_mem=smem)
@@ -241,6 +250,18 @@ def launcher(  # type: ignore[no-untyped-def]
     if convert is not None:
         meta["_convert"] = convert
     return launch, meta
+
+
+def workspace_args(  # type: ignore[no-untyped-def]
+    cp, stage: Stage, m: int, n: int, k: int, grid: tuple[int, int, int]
+) -> tuple[Any, ...]:
+    """The last kernel argument of a stage with a workspace (Stage.workspace_bytes): a zeroed
+    device buffer for this shape and grid, allocated once, outside the timing (the kernel leaves
+    it zeroed for the next launch); () for every other stage."""
+    if stage.workspace_bytes is None:
+        return ()
+    nbytes = stage.workspace_bytes(m, n, k, grid[0] * grid[1] * grid[2])
+    return (cp.zeros(max(nbytes, 16), dtype=cp.uint8),)
 
 
 def _cublas_sgemm(cp, g: Problem) -> Callable[[], None]:  # type: ignore[no-untyped-def]

@@ -1,9 +1,10 @@
 """Host-side extras for the Tensor Core stages: TMA tensor maps.
 
 Stages whose params hold TMA=1 (23_mma_tma_ws.cu, 24_wgmma_tma.cu, 25_wgmma_ws.cu,
-26_wgmma_persistent.cu, 27_wgmma_cluster.cu, 28_wgmma_stagger.cu) load their tiles with the
-copy engine, which needs a CUtensorMap per operand, encoded on the host and passed by value as
-extra kernel parameters after the 8 of the contract:
+26_wgmma_persistent.cu, 27_wgmma_cluster.cu, 28_wgmma_stagger.cu, 29_wgmma_streamk.cu) load
+their tiles with the copy engine, which needs a CUtensorMap per operand, encoded on the host and
+passed by value as extra kernel parameters after the 8 of the contract (stage 29 takes its
+workspace after them: rooflinecli.gpu.runner.workspace_args):
 
     ENTRY(M, N, K, alpha, A, B, beta, C, const __grid_constant__ TmaMap tma_a, ... tma_b)
 
@@ -24,7 +25,7 @@ registry's needs_multiple / multiple_of say so). The 128 bytes of a map travel a
 structured scalar of dtype [("b", np.uint64, 16)] (align=True), which CuPy copies into the
 parameter buffer.
 
-With TMA_C=1 as well (23_mma_tma_ws.cu and 26-28) a third map follows, over C
+With TMA_C=1 as well (23_mma_tma_ws.cu and 26-29) a third map follows, over C
 (M x N row-major): the kernel stores its results through the copy engine in boxes of
 C_BOX_ROWS x C_BOX_COLS, 128-byte swizzled, and the engine skips elements outside C (the M and
 N tails).
