@@ -8,7 +8,7 @@ set -u
 OUT=${1:?usage: gpu_dispatch.sh OUTDIR}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 cd "$(dirname "$0")/.." || exit 1
-export PYTHONPATH=$PWD COLUMNS=200
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} COLUMNS=200
 START=$(date +%s)
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 # seconds for the next step: at most $1, and never past the deadline
