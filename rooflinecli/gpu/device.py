@@ -44,11 +44,12 @@ def first_line(exc: BaseException) -> str:
 def smi(query: str) -> list[str] | None:
     """One row of `nvidia-smi --query-gpu=QUERY` for GPU 0, or None without nvidia-smi."""
     import shutil
-    import subprocess
 
     exe = shutil.which("nvidia-smi")
     if not exe:
         return None
+    import subprocess  # only with nvidia-smi there: `model` without a GPU never loads it
+
     try:
         out = subprocess.run(
             [exe, f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", "0"],
