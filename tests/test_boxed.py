@@ -41,28 +41,29 @@ def rich_draws(
 def _cases() -> list[tuple[list[str], list[list[str]], list[bool], int, str | None]]:
     rng = random.Random(13)
     words = ["naive_xcol", "682.7", "0.25", "compute", "-", "67.0", "1,234", "x", "", "a b"]
+    names = ["stage", "AI ideal", "attain TF/s", "roof", "h"]
     cases = []
     for n_cols, n_rows in itertools.product((1, 2, 4, 6), (1, 3, 17)):
-        headers = [
-            rng.choice(["stage", "AI ideal", "attain TF/s", "roof", "h"]) for _ in range(n_cols)
-        ]
+        headers = [rng.choice(names) for _ in range(n_cols)]
         rows = [[rng.choice(words) for _ in range(n_cols)] for _ in range(n_rows)]
         right = [rng.random() < 0.6 for _ in range(n_cols)]
-        for width in (60, 80, 100, 200):
-            for caption in (None, CAPTION, "short", "a " * 30 + "end"):
+        for width in (60, 80, 200):
+            for caption in (None, CAPTION, "a " * 30 + "end"):
                 cases.append((headers, rows, right, width, caption))
     return cases
 
 
-@pytest.mark.parametrize("case", _cases())
-def test_boxed_draws_what_rich_draws(case) -> None:
-    headers, rows, right, width, caption = case
-    mine = boxed.table(headers, rows, right, width, caption)
-    span = sum(max(len(r[i]) for r in [headers, *rows]) + 3 for i in range(len(headers))) + 1
-    if span > width:
-        assert mine is None  # too wide: rich folds it
-    else:
-        assert mine == rich_draws(headers, rows, right, width, caption)
+def test_boxed_draws_what_rich_draws() -> None:
+    drawn = 0
+    for headers, rows, right, width, caption in _cases():
+        mine = boxed.table(headers, rows, right, width, caption)
+        span = sum(max(len(r[i]) for r in [headers, *rows]) + 3 for i in range(len(headers))) + 1
+        if span > width:
+            assert mine is None, (headers, width)  # too wide: rich folds it
+            continue
+        assert mine == rich_draws(headers, rows, right, width, caption), (headers, rows, width)
+        drawn += 1
+    assert drawn >= 90  # of 108: most tables fit, captions or not
 
 
 @pytest.mark.parametrize(
