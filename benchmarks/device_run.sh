@@ -39,6 +39,12 @@ for step in "$@"; do
         --metrics smsp__sass_thread_inst_executed_op_hadd_pred_on.sum,smsp__sass_thread_inst_executed_op_hmul_pred_on.sum,smsp__sass_thread_inst_executed_op_hfma_pred_on.sum,smsp__sass_thread_inst_executed_op_fadd_pred_on.sum,smsp__sass_thread_inst_executed_op_fmul_pred_on.sum,smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,sm__sass_thread_inst_executed_op_hadd_pred_on.sum,sm__sass_thread_inst_executed_op_hfma_pred_on.sum,sm__sass_thread_inst_executed_op_hmul_pred_on.sum,smsp__sass_inst_executed_op_fp16.sum \
         python3 examples/cupy_app.py --n 0 --gib 0.25 2>&1 | tail -25
       cuobjdump -sass /dev/null >/dev/null 2>&1 || true ;;
+    gpu_*)  # a worker's device script: benchmarks/gpu_NAME.sh OUTDIR, its log beside its files
+      mkdir -p "$OUT/${step#gpu_}"
+      timeout 400 bash "benchmarks/$step.sh" "$OUT/${step#gpu_}" > "$OUT/${step#gpu_}/stdout.log" 2>&1
+      echo "rc=$?"; tail -40 "$OUT/${step#gpu_}/stdout.log" | cut -c1-220 ;;
+    packall)  # everything under $OUT in one archive (the call returns at most 8 files)
+      (cd "$OUT" && tar czf /tmp/all.tgz . && find . -mindepth 1 -delete && mv /tmp/all.tgz . && ls -la) ;;
     pack)  # every results document of the call in one archive (the call returns at most 8 files)
       mkdir -p /tmp/decode; (cd /tmp/decode && ls *.json >/dev/null 2>&1 && cp *.json *.csv "$OUT"/ 2>/dev/null)
       (cd "$OUT" && tar czf results.tgz *.json *.csv 2>/dev/null; rm -f *.json *.csv; ls) ;;

@@ -435,18 +435,40 @@ def run_gemm(
     timing: Any = None,
     progress: Callable[..., None] | None = None,
     command: str = "run gemm",
+    picks: dict[tuple[int, int, int], Any] | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
     """Verify, time (interleaved with the reference) and place every stage at every shape on
     the GPU here: the results document (rooflinecli.gpu.runner does the work). `progress` is
-    called as each stage and shape begins: progress(label, total=steps)."""
+    called as each stage and shape begins: progress(label, total=steps). With `picks` (from
+    pick_best), each shape runs its own pick and the reference of `stages` only."""
     from rooflinecli.gpu import runner
     from rooflinecli.gpu.timer import Timing
+    from rooflinecli.gpu.timer import method_text as timer_method
 
     timing = timing or Timing()
-    device, spec, records = runner.run_gemm(
-        shapes, stages, spec_arg, alpha, beta, seed, timing, progress=progress, dtype=dtype
-    )
+    if picks is None:
+        device, spec, records = runner.run_gemm(
+            shapes, stages, spec_arg, alpha, beta, seed, timing, progress=progress, dtype=dtype
+        )
+    else:  # --stages best: each shape with its own pick, beside the reference
+        groups: dict[str, list[tuple[int, int, int]]] = {}
+        for shape in shapes:
+            groups.setdefault(picks[shape].stage.name, []).append(shape)
+        reference = [s for s in stages if s.reference]
+        records = []
+        for group in groups.values():
+            device, spec, got = runner.run_gemm(
+                group, [picks[group[0]].stage, *reference], spec_arg, alpha, beta, seed, timing,
+                progress=progress, dtype=dtype,
+            )  # fmt: skip
+            for r in got:
+                if not r.get("kind") == "reference" and r["stage"] == picks[group[0]].stage.name:
+                    r.update(picks[(r["m"], r["n"], r["k"])].fields())
+            records += got
+        order = {shape: i for i, shape in enumerate(shapes)}
+        records.sort(key=lambda r: order[(r["m"], r["n"], r["k"])])
+        extra.setdefault("settings", {})["stages"] = "best: one stage per shape from the tune table"
     settings = {
         "seed": seed,
         "budget_ms": timing.budget_ms,
@@ -456,6 +478,7 @@ def run_gemm(
         "l2_flush_kind": timing.flush_kind if timing.flush_l2 else None,
         "timing": "each stage interleaved with the reference, round by round, alternating which "
         "goes first; every repeat kept (samples_ms); the median reported",
+        "timing_method": timer_method(timing),
         "check": "float64 product of the same inputs (cuBLAS DGEMM via cupy.matmul), output "
         "poisoned first; the first launch and the last timed launch checked",
         "tolerance_rule": runner.tolerance_rule(dtype),
@@ -472,16 +495,64 @@ def run_gemm(
     )
 
 
+def pick_best(
+    shapes: Sequence[tuple[int, int, int]], dtype: str, device_name: str | None = None
+) -> dict[tuple[int, int, int], Any]:
+    """`--stages best`: per shape, the stage of the tune tables of the GPU here (or the device
+    named), as rooflinecli.build.dispatch resolves it (a Pick: stage, class, table)."""
+    from rooflinecli.build import dispatch
+
+    name = device_name or _device_name()
+    tables = dispatch.tables_for(name)
+    return {shape: dispatch.resolve(*shape, dtype, tables, name) for shape in shapes}
+
+
+def tune_dispatch(
+    shapes: list[tuple[int, int, int]],
+    dtype: str,
+    spec_arg: str | None,
+    budget_ms: float,
+    stage_list: str | None = None,
+    progress: Callable[..., None] | None = None,
+) -> dict[str, Any]:
+    """`roofline tune dispatch`: every stage of the dtype (or `stage_list`) at every shape; per
+    class the stage that won the most shapes goes into the user's tune table of this GPU (what
+    `--stages best` reads first). The document's `dispatch` says what was saved where."""
+    from rooflinecli.build import dispatch
+    from rooflinecli.build import stages as registry
+    from rooflinecli.gpu.timer import Timing
+
+    chosen = registry.select(stage_list, dtype)
+    doc = run_gemm(
+        shapes, chosen, spec_arg, dtype=dtype, timing=Timing(budget_ms=budget_ms),
+        progress=progress, command="tune dispatch",
+    )  # fmt: skip
+    created = str(doc.get("created", ""))[:10]
+    entries = dispatch.winners((r, f"tune dispatch {created}") for r in doc["records"])
+    saved = dispatch.save_user(doc["device"]["name"], entries) if entries else None
+    doc["dispatch"] = {
+        "saved_to": str(saved) if saved else None,
+        "picks": [
+            {"dtype": e.dtype, "class": e.shape_class, "stage": e.stage, "params": e.params,
+             "from": e.source}
+            for e in entries
+        ],
+    }  # fmt: skip
+    return doc
+
+
 def tune_gemm(
     stage_name: str,
     m: int,
     spec_arg: str | None,
     budget_ms: float,
     progress: Callable[..., None] | None = None,
+    dtype: str | None = None,
 ) -> dict[str, Any]:
     """Every variant of a stage's tune_space that compiles without spills, verified and timed
-    beside the reference at m^3; the fastest verified one is saved for `run gemm --tuned`. The
-    document's `tune` says which won, which were dropped and where the winner went."""
+    beside the reference at m^3 in `dtype` (default: the stage's first); the fastest verified
+    one is saved for `run gemm --tuned`. The document's `tune` says which won, which were
+    dropped and where the winner went."""
     from rooflinecli.build import stages as registry
     from rooflinecli.gpu import device
     from rooflinecli.gpu import tune as core
@@ -491,16 +562,21 @@ def tune_gemm(
         known = ", ".join(registry.BY_NAME)
         raise RooflineError(f"unknown stage {stage_name!r}; known: {known}")
     stage = registry.BY_NAME[stage_name]
+    dtype = dtype or stage.dtype
+    if dtype not in stage.all_dtypes:
+        raise RooflineError(
+            f"stage {stage_name} builds for {', '.join(stage.all_dtypes)}, not {dtype}"
+        )
     dev = device.info()
     keep, dropped = core.candidates(stage, dev["arch"])
     if not keep:
         raise RooflineError(f"no variant of {stage_name} compiles without spills")
-    chosen = [*keep, registry.reference_for(stage.dtype)]
+    chosen = [*keep, registry.reference_for(dtype)]
     doc = run_gemm(
         [(m, m, m)],
         chosen,
         spec_arg,
-        dtype=stage.dtype,
+        dtype=dtype,
         timing=Timing(budget_ms=budget_ms),
         progress=progress,
         command="tune gemm",
@@ -527,9 +603,12 @@ def run_llm(
     timing: Any = None,
     progress: Callable[..., None] | None = None,
     settings: dict[str, Any] | None = None,
+    picks: dict[tuple[int, int, int], Any] | None = None,
 ) -> dict[str, Any]:
     """Time the weight GEMMs of one decode step at each batch: one record per stage, GEMM and
-    batch (keyed by its workload), and per stage the microseconds of a whole token."""
+    batch (keyed by its workload), and per stage the microseconds of a whole token. With
+    `picks` (pick_best over the GEMMs' shapes) each shape runs its pick, and the per-token rows
+    are `best` (the picks together), the reference and the roofs."""
     from rooflinecli.core import llm
     from rooflinecli.core.specs import from_dict
 
@@ -538,8 +617,9 @@ def run_llm(
         for g in gemms:
             by_shape.setdefault(g.shape(b), []).append((g, b))
     measured_doc = run_gemm(
-        list(by_shape), stages, spec_arg, dtype=dtype, seed=seed, timing=timing, progress=progress
-    )
+        list(by_shape), stages, spec_arg, dtype=dtype, seed=seed, timing=timing,
+        progress=progress, picks=picks,
+    )  # fmt: skip
     spec = from_dict(measured_doc["spec"])
     records: list[dict[str, Any]] = []
     for b in batches:
@@ -568,7 +648,14 @@ def run_llm(
         "preset": preset.to_dict(),
         "batches": batches,
         "gemms": [g.name for g in gemms],
-        "per_token": llm.per_token(records, [s.name for s in stages], len(gemms), batches),
+        "per_token": llm.per_token(
+            records,
+            [llm.BEST, *(s.name for s in stages if s.reference)]
+            if picks is not None
+            else [s.name for s in stages],
+            len(gemms),
+            batches,
+        ),
         "settings": {**measured_doc["settings"], **(settings or {})},
         "records": records,
     }

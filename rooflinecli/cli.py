@@ -32,7 +32,8 @@ LAZY: dict[str, tuple[str, str, str]] = {
                 "no GPU needed."),
     "calibrate": ("calibrate", "calibrate", "Measure this GPU's roofs (HBM, L2, FP32 FMA, "
                   "FP16 Tensor Core) and cache them."),
-    "tune": ("tune", "tune", "Search tile parameters on the running GPU and keep the winner."),
+    "tune": ("tune", "tune", "Search tile parameters, or the best stage per shape class, on "
+             "the running GPU."),
     "profile": ("profile", "profile", "Hardware counters of each stage under Nsight Compute "
                 "(ncu) on a GPU."),
 }  # fmt: skip

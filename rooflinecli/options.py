@@ -280,3 +280,35 @@ def extra_stage_option(help_text: str) -> Callable[[F], F]:
         )(f)
 
     return deco
+
+
+def parse_shapes(
+    m: int | None, n: int | None, k: int | None, sizes: str | None
+) -> list[tuple[int, int, int]]:
+    """--m/--n/--k, or --sizes 256,512,127x333x65 (N means NxNxN)."""
+    if sizes and m is not None:
+        raise RooflineError("give either --m/--n/--k or --sizes, not both")
+    if not sizes:
+        if m is None:
+            raise RooflineError("give a size: --m M [--n N] [--k K], or --sizes S1,S2,...")
+        return [(m, n or m, k or m)]
+    if n is not None or k is not None:
+        raise RooflineError("--n/--k go with --m; with --sizes write MxNxK")
+    shapes = []
+    for token in split_list(sizes, "--sizes"):
+        token = token.lower()
+        parts = token.split("x")
+        if len(parts) not in (1, 3):
+            raise RooflineError(f"bad size {token!r}: write N or MxNxK")
+        try:
+            dims = [SIZE.convert(p, None, None) for p in parts]
+        except click.BadParameter as exc:
+            raise RooflineError(f"bad size {token!r}: {exc.format_message()}") from None
+        shapes.append((dims[0], dims[0], dims[0]) if len(dims) == 1 else tuple(dims))  # type: ignore[arg-type]
+    return shapes  # type: ignore[return-value]
+
+
+def pick_line(pick) -> str:  # type: ignore[no-untyped-def]
+    """What `--stages best` says under a shape's table: the pick, its class, its table."""
+    via = "" if pick.entry_class == pick.shape_class else f", by the entry of {pick.entry_class}"
+    return f"best: {pick.stage.name} (class {pick.shape_class}{via}; table {pick.table})"

@@ -30,17 +30,21 @@ DEVICE_FN_RE = re.compile(
 # step, whole (only architecture primitives go in kernels/include). A new copy of a helper fails
 # the test below until it is listed here, or moved.
 WORKLOG_COPIES: dict[str, set[str]] = {
-    "aligned16": {"07", "08", "09", "10"},  # 16-byte alignment of a pointer (float4 paths)
+    "aligned16": {"07", "08", "09", "10", "11"},  # 16-byte alignment of a pointer (float4 paths)
     "a_coords": {"08", "09"},  # stage 09 = stage 08's tiles, double-buffered
     "load_a": {"08", "09"},
     "load_b": {"08", "09"},
     "store_a": {"08", "09"},
     "store_b": {"08", "09"},
+    "load_frags": {"10", "11"},  # stage 11 = stage 10's fragments, its copies spread over k
     "load_chunk": {"20", "21"},  # guarded 8-element global load
     "a_off": {"21", "22"},  # the swizzles (stage 22 generalises A to 128-byte rows)
     "b_off": {"21", "22"},
-    "tile_origin": {"23", "26"},  # grouped tile order (23: per block; 26: per tile number)
+    # grouped tile order (23: per block; 26: per tile number; 27, 28: per pair of row tiles)
+    "tile_origin": {"23", "26", "27", "28"},
     "store_block": {"24", "25", "26"},  # the WGMMA accumulator layout's register epilogue
+    "store_tile_tma": {"26", "27", "28"},  # the TMA-store epilogue of stage 26, unchanged
+    "release_slot": {"27", "28"},  # a ring slot released to both producers of a pair
     "unpack16": {"31", "32"},  # 16 bytes of B to floats (stage 32 = stage 31's loads, split K)
     "pick_rows": {"31", "32"},  # rows of C per thread chosen at run time from a template ladder
 }

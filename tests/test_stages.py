@@ -54,7 +54,11 @@ def test_parameters_are_consistent(stage):
     assert smem == stage.smem_bytes
     tiles = -(-1000 // rows) * -(-333 // cols)
     if stage.persistent_blocks_per_sm:  # one block per SM at most, each walking the tiles
-        assert grid == (min(tiles, stage.persistent_blocks_per_sm * 132), 1, 1)
+        cap = stage.persistent_blocks_per_sm * 132
+        if stage.persistent_max_blocks:
+            cap = min(cap, stage.persistent_max_blocks)
+        assert grid == (min(tiles, cap), 1, 1)  # 8 row tiles: whole pairs when clustered
+        assert grid[0] % stage.cluster_rows == 0
         with pytest.raises(RooflineError, match="needs the SM count"):
             stage.launch(1000, 333)
         return
@@ -188,11 +192,13 @@ TMA_STAGES = [s for s in KERNEL_STAGES if s.params.get("TMA")]
 
 
 def test_tma_stages_take_the_contracts_b_and_any_m():
-    """Stages 23-26 read B row-major (K x N) as the contract gives it, so the runner charges them
+    """Stages 23-28 read B row-major (K x N) as the contract gives it, so the runner charges them
     no transpose. TMA row strides are whole 16-byte units: A's rows are K long, B's and C's N
     long, so N and K must be multiples of 8 and M is free; other shapes are refused, saying so."""
     names = {s.name for s in TMA_STAGES}
-    assert names == {"mma_tma_ws", "wgmma_tma", "wgmma_ws", "wgmma_persistent"}
+    assert names == {
+        "mma_tma_ws", "wgmma_tma", "wgmma_ws", "wgmma_persistent", "wgmma_cluster", "wgmma_stagger"
+    }  # fmt: skip
     for s in TMA_STAGES:
         assert s.b_layout == "kn", s.name
         for ok in [(1000, 1016, 1032), (600, 1016, 1032), (1001, 600, 1032), (1, 8, 8)]:
@@ -207,7 +213,7 @@ def test_tma_stages_take_the_contracts_b_and_any_m():
     "name",
     [
         pytest.param(n, marks=pytest.mark.prebuild(stages.BY_NAME[n], dtype="bf16", sass=True))
-        for n in ("wgmma_tma", "wgmma_ws", "wgmma_persistent")
+        for n in ("wgmma_tma", "wgmma_ws", "wgmma_persistent", "wgmma_cluster", "wgmma_stagger")
     ],
 )
 def test_wgmma_stages_read_b_n_major(name):
@@ -222,7 +228,57 @@ def test_wgmma_stages_read_b_n_major(name):
     assert hgmma and all(".tnspB" in line and "tnspA" not in line for line in hgmma), hgmma
     ops = [i.opcode for i in sass.parse(text)[stage.entry].instrs]
     copies = ops.count("UTMALDG.2D")  # per place that fills a slot: A's box + BN / 64 of B's
+    if stage.cluster_rows > 1:  # a pair: each block multicasts its half of B's boxes
+        multicast = ops.count("UTMALDG.2D.MULTICAST")
+        assert copies > 0 and multicast == copies * stage.params["BN"] // 64 // 2, ops
+        return
     assert copies > 0 and copies % (1 + stage.params["BN"] // 64) == 0, copies
+
+
+@pytest.mark.prebuild(stages.BY_NAME["wgmma_cluster"], dtype="bf16", sass=True)
+def test_stage_27_pairs_persistent_blocks_and_caps_the_grid():
+    """Stage 27's persistent grid is whole pairs of blocks, at most MAX_BLOCKS (128: 64 pairs)
+    of them; a pair covers two row tiles, so an odd count of row tiles is rounded up. Its SASS
+    multicasts B, arrives on the peer's barriers and meets the peer at a cluster barrier, with
+    no spills; CLUSTER_M=1 has none of that."""
+    from rooflinecli.build import sass
+
+    pair = stages.BY_NAME["wgmma_cluster"]
+    alone = pair.with_params({"CLUSTER_M": 1, "MAX_BLOCKS": 0})
+    assert (pair.cluster_rows, pair.persistent_max_blocks, alone.cluster_rows) == (2, 128, 1)
+    assert pair.launch(8192, 8192, 132)[0] == (128, 1, 1)  # 2048 tiles: 16 waves of 128
+    assert alone.launch(8192, 8192, 132)[0] == (132, 1, 1)
+    assert pair.launch(300, 520, 132)[0] == (12, 1, 1)  # 3 row tiles -> 2 pairs x 3 columns
+    assert alone.launch(300, 520, 132)[0] == (9, 1, 1)
+    assert pair.with_params({"MAX_BLOCKS": 131}).launch(8192, 8192, 132)[0] == (130, 1, 1)
+    built = compiler.compile_stage(pair, "sm_90a", "bf16")
+    assert built.resources.spill_bytes == 0 and built.resources.stack_frame_bytes == 0
+    ops = [i.opcode for i in sass.parse(sass.disassemble(built.cubin_path))[pair.entry].instrs]
+    assert "UTMALDG.2D.MULTICAST" in ops and "UCGABAR_WAIT" in ops
+    assert ops.count("SYNCS.ARRIVE.TRANS64.RED.A1T0") >= 1  # the remote arrival on `empty`
+    assert ops.count("HGMMA.64x256x16.F32.BF16") == 4  # one K step of BK 64, unrolled once
+    built = compiler.compile_stage(alone, "sm_90a", "bf16")
+    ops = [i.opcode for i in sass.parse(sass.disassemble(built.cubin_path))[alone.entry].instrs]
+    assert "UTMALDG.2D.MULTICAST" not in ops and "UCGABAR_WAIT" not in ops
+
+
+@pytest.mark.prebuild(stages.BY_NAME["wgmma_stagger"], dtype="fp16", sass=True)
+def test_stage_28_staggers_the_consumers_with_one_named_barrier():
+    """Stage 28 is stage 27 plus LAG: consumer 0 arrives (BAR.ARV, never waiting) where consumer
+    1 waits once, in a loop and after it (fewer slices than LAG); LAG=0 has no arrival. LAG must
+    leave one slot of the ring: LAG = STAGES does not compile."""
+    from rooflinecli.build import sass
+
+    lagged = stages.BY_NAME["wgmma_stagger"]
+    assert lagged.params["LAG"] > 0 and lagged.launch(8192, 8192, 132)[0] == (128, 1, 1)
+    for stage, arrivals in [(lagged, 2), (lagged.with_params({"LAG": 0}), 0)]:
+        built = compiler.compile_stage(stage, "sm_90a", "fp16")
+        assert built.resources.spill_bytes == 0 and built.resources.stack_frame_bytes == 0
+        ops = [i.opcode for i in sass.parse(sass.disassemble(built.cubin_path))[stage.entry].instrs]
+        assert ops.count("BAR.ARV") == arrivals
+        assert ops.count("HGMMA.64x256x16.F32") == 4
+    with pytest.raises(RooflineError, match="the ring must hold them"):
+        compiler.compile_stage(lagged.with_params({"LAG": 4}), "sm_90a", "fp16")
 
 
 @pytest.mark.prebuild(stages.BY_NAME["mma_tma_ws"], dtype="fp16", sass=True)
@@ -262,3 +318,29 @@ def test_a_header_edit_changes_the_cache_key(tmp_path, monkeypatch):
     assert edited != key
     (inc / "extra.cuh").write_text("// new\n")
     assert compiler.cache_key(*args) not in (key, edited)
+
+
+@pytest.mark.prebuild(stages.BY_NAME["spread_copies"], stages.BY_NAME["multistage"], sass=True)
+def test_stage_11_hot_loop_holds_no_edge_code():
+    """Stage 11's main loop (the interior one) issues a K tile's 8 x 16 x BK FFMAs, 6 LDS.128
+    per k-step and each thread's copies (8 transposing 4-byte A copies, 4 16-byte B copies at
+    BK 16), and no bounds checks: no per-thread compare or select (stage 10's loop has both)."""
+    from rooflinecli.build import sass
+
+    for name in ("spread_copies", "multistage"):
+        stage = stages.BY_NAME[name]
+        built = compiler.compile_stage(stage, "sm_90a")
+        fn = sass.parse(sass.disassemble(built.cubin_path))[stage.entry]
+        loop = sass.main_loop(fn)
+        assert loop is not None
+        instrs = sass.body(fn, loop)
+        mix, widths = sass.mix(instrs), sass.widths(instrs)
+        bk = stage.params["BK"]
+        assert mix["FFMA"] == 8 * 16 * bk and widths["LDS.128"] == 6 * bk, (name, mix)
+        checks = mix["ISETP"] + mix["SEL"]
+        if name == "multistage":
+            assert checks > 0  # its edge paths live in the loop
+            continue
+        assert checks == 0, mix
+        assert widths["LDGSTS.32"] == 8 and widths["LDGSTS.128"] == 4, widths
+        assert mix["FFMA"] / len(instrs) > 0.9, len(instrs)

@@ -37,12 +37,13 @@ def wheel(tmp_path_factory):
 
 def test_wheel_holds_every_cu_cuh_and_toml(wheel):
     # the kernels (stages, PTX headers in include/, calibration kernels in calibrate/), GPU specs
-    # and LLM presets the tool reads at run time
+    # LLM presets and the default tune tables (--stages best) the tool reads at run time
     names = set(wheel.namelist())
     for folder, patterns in (
         ("kernels", ("*.cu", "include/*.cuh", "calibrate/*.cu", "util/*.cu")),
         ("specs", ("*.toml",)),
         ("presets", ("*.toml",)),
+        ("dispatch", ("*.toml",)),
     ):
         for pattern in patterns:
             assert sorted((ROOT / folder).glob(pattern)), pattern

@@ -62,6 +62,16 @@ __device__ __forceinline__ float to_float(elem_t x) {
 #endif
 }
 
+// ---- special functions ----
+
+// ex2.approx.ftz.f32: 2^x on the MUFU unit (one instruction; exp2f adds range fix-ups around
+// it). 2^-inf = +0, subnormal results flush to zero: what a softmax needs.
+__device__ __forceinline__ float ex2_approx(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 // ---- shared-memory stores (addresses the compiler does not see as pointers) ----
 
 // st.shared.u32: one 32-bit word.

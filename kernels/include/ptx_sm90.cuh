@@ -90,6 +90,11 @@ __device__ __forceinline__ void cluster_sync() {
 __device__ __forceinline__ void bar_sync(int id, int threads) {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
+// bar.arrive with an id: this warp counts towards named barrier `id` (of `threads` threads) and
+// goes on without waiting; the warps that bar.sync on it wait for these arrivals too.
+__device__ __forceinline__ void bar_arrive(int id, int threads) {
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
 // fence.proxy.async.shared::cta: this thread's ordinary shared-memory writes become visible to
 // the async proxy (TMA stores, wgmma operand reads).
 __device__ __forceinline__ void fence_proxy_async() {
@@ -124,6 +129,16 @@ __device__ __forceinline__ void tma_load_2d(unsigned int dst, const TmaMap* map,
         "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar)
         : "memory");
 }
+// cp.async.bulk.tensor.3d load: the box of a 3-D map at (c0 = innermost, c1, c2) into shared
+// memory at dst; elements outside the tensor arrive as zeros (counted in the bytes all the same).
+__device__ __forceinline__ void tma_load_3d(unsigned int dst, const TmaMap* map, unsigned int bar,
+                                            int c0, int c1, int c2) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst),
+        "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+        : "memory");
+}
 // cp.async.bulk.tensor.2d load .multicast::cluster: the same box written at dst's offset into
 // every block of the cluster in `mask`, each block's mbarrier at bar's offset told its bytes.
 __device__ __forceinline__ void tma_load_2d_multicast(unsigned int dst, const TmaMap* map,
@@ -142,6 +157,16 @@ __device__ __forceinline__ void tma_store_2d(const TmaMap* map, unsigned int src
         "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
             reinterpret_cast<unsigned long long>(map)),
         "r"(c0), "r"(c1), "r"(src)
+        : "memory");
+}
+// cp.async.bulk.tensor.3d store: a box of shared memory at src to a 3-D map at (c0, c1, c2);
+// elements outside the tensor are not written. Completion: bulk groups.
+__device__ __forceinline__ void tma_store_3d(const TmaMap* map, unsigned int src, int c0, int c1,
+                                             int c2) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(
+            reinterpret_cast<unsigned long long>(map)),
+        "r"(c0), "r"(c1), "r"(c2), "r"(src)
         : "memory");
 }
 // cp.async.bulk.commit_group: this thread's bulk stores issued since the last commit form a group.
@@ -219,10 +244,14 @@ __device__ __forceinline__ void wgmma_wait() {
 }
 
 #if ELEM_BF16
+#define ROOFLINE_WGMMA_M64N64K16 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"
 #define ROOFLINE_WGMMA_M64N128K16 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"
+#define ROOFLINE_WGMMA_M64N176K16 "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16"
 #define ROOFLINE_WGMMA_M64N256K16 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"
 #else
+#define ROOFLINE_WGMMA_M64N64K16 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"
 #define ROOFLINE_WGMMA_M64N128K16 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"
+#define ROOFLINE_WGMMA_M64N176K16 "wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16"
 #define ROOFLINE_WGMMA_M64N256K16 "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16"
 #endif
 
@@ -254,6 +283,39 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], unsigned long l
           "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
           "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
           "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(imm_trans_b));
+}
+
+// wgmma.mma_async m64n176k16 (f32 accumulate), A and B from shared-memory descriptors: as
+// wgmma_m64n128k16 with 176 columns (88 accumulators a thread; FlashAttention-3's key tile for
+// head dim 128, non-causal).
+template <int imm_trans_b = 0>
+__device__ __forceinline__ void wgmma_m64n176k16(float (&d)[88], unsigned long long desc_a,
+                                                 unsigned long long desc_b, int scale_d) {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %90, 0;\n"
+        ROOFLINE_WGMMA_M64N176K16 " {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87"
+        "}, %88, %89, p, 1, 1, 0, %91;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
         : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(imm_trans_b));
 }
 
@@ -298,6 +360,64 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], unsigned long 
           "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
           "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
         : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(imm_trans_b));
+}
+
+// wgmma.mma_async m64n64k16 (f32 accumulate) with A from registers (the register-A form) and B
+// from a shared-memory descriptor: D (64 x 64) = A (64 x 16) * B (16 x 64) + (scale_d ? D : 0).
+// a[0..3] of a thread (warp w, lane = 4g + t) hold A's pairs at rows 16w + g (a[0], a[2]) and
+// 16w + g + 8 (a[1], a[3]), columns 2t, 2t+1 (a[0], a[1]) and 2t+8, 2t+9 (a[2], a[3]): the
+// mma.sync m16n8k16 A fragment, which is also where an m64nNk16 accumulator's columns 16k ..
+// 16k+15 lie (d[8k .. 8k+7] packed in pairs), so a product can feed the next wgmma unmoved.
+// d as in wgmma_m64n128k16; imm_trans_b: 0 for B K-major, 1 for B N-major (smem_desc_mn_sw128).
+template <int imm_trans_b = 1>
+__device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const unsigned int (&a)[4],
+                                                 unsigned long long desc_b, int scale_d) {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %37, 0;\n"
+        ROOFLINE_WGMMA_M64N64K16 " {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(imm_trans_b));
+}
+
+// wgmma.mma_async m64n128k16 (f32 accumulate) with A from registers (the register-A form) and B
+// from a shared-memory descriptor: D (64 x 128) = A (64 x 16) * B (16 x 128) + (scale_d ? D : 0).
+// a[0..3] of a thread (warp w, lane = 4g + t) hold A's pairs at rows 16w + g (a[0], a[2]) and
+// 16w + g + 8 (a[1], a[3]), columns 2t, 2t+1 (a[0], a[1]) and 2t+8, 2t+9 (a[2], a[3]): the
+// mma.sync m16n8k16 A fragment, which is also where an m64nNk16 accumulator's columns 16k ..
+// 16k+15 lie (d[8k .. 8k+7] packed in pairs), so a product can feed the next wgmma unmoved.
+// d as in wgmma_m64n128k16; imm_trans_b: 0 for B K-major, 1 for B N-major (smem_desc_mn_sw128).
+template <int imm_trans_b = 1>
+__device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const unsigned int (&a)[4],
+                                                 unsigned long long desc_b, int scale_d) {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %69, 0;\n"
+        ROOFLINE_WGMMA_M64N128K16 " {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(imm_trans_b));
 }
 
 #endif  // ROOFLINE_PTX_SM90_CUH

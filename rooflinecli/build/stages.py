@@ -49,8 +49,11 @@ class Stage:
     b_layout: str = "kn"  # "kn": B row-major KxN (the contract); "nk": B given as its transpose
     # persistent kernels launch at most this many blocks per SM and loop over the output tiles
     persistent_blocks_per_sm: int = 0
-    # blocks per thread-block cluster along grid y (rows of C): the grid's rows are rounded up
-    # to a multiple (the kernel's __cluster_dims__ needs whole clusters)
+    # ... and at most this many blocks in all (0: no cap; e.g. whole clusters that fit the GPCs)
+    persistent_max_blocks: int = 0
+    # blocks per thread-block cluster on consecutive row tiles: along grid y, whose rows are
+    # rounded up to a multiple; a persistent grid (x only) is a whole number of clusters (the
+    # kernel's __cluster_dims__ needs whole clusters)
     cluster_rows: int = 1
     # per-architecture overrides of params (e.g. {"sm_80": {"BN": 128}}): data, not code
     arch_params: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
@@ -123,7 +126,11 @@ class Stage:
         if self.persistent_blocks_per_sm:
             if not sm_count:
                 raise RooflineError(f"stage {self.name} is persistent: it needs the SM count")
-            blocks = min(gm * gn, self.persistent_blocks_per_sm * sm_count)
+            c = self.cluster_rows  # a pair's second row tile past M still runs (stores nothing)
+            cap = self.persistent_blocks_per_sm * sm_count
+            if self.persistent_max_blocks:
+                cap = min(cap, self.persistent_max_blocks)
+            blocks = min(-(-gm // c) * c * gn, cap - cap % c)
             return (blocks, 1, 1), (self.threads[0], self.threads[1], 1), self.smem_bytes
         gm = -(-gm // self.cluster_rows) * self.cluster_rows
         grid = (gm, gn, 1) if self.x_is_row else (gn, gm, 1)
@@ -228,6 +235,24 @@ def _multistage(p: dict[str, int]) -> Stage:
     return replace(stage, smem_bytes=smem, min_cc=80, rebuild=lambda q: _multistage(dict(q)))
 
 
+def _spread_copies(p: dict[str, int]) -> Stage:
+    """Stage 11: stage 10's pipeline and tiles, its copies spread one per k-step and a grouped
+    block order (GROUP_M rows of tiles per group); the same slots in shared memory."""
+    # the hot loop's SASS for the registry's tiles (NVRTC 13.5, sm_90a; the kernel's header)
+    sass = " (2048 FFMA of 2224 instructions)" if (p["BK"], p["COPY_STEP"]) == (16, 4) else ""
+    stage = _warptile(
+        "spread_copies",
+        f"stage 10's cp.async copies spread over the k-steps ({p['COPY_STEP']} per step, not a "
+        f"burst after the barrier), an interior loop without edge code{sass}, grouped block "
+        "order",
+        "11_spread_copies.cu",
+        "gemm_spread_copies",
+        p,
+    )
+    smem = p["STAGES"] * p["BK"] * (p["BM"] + 4 + p["BN"]) * _FP32
+    return replace(stage, smem_bytes=smem, min_cc=80, rebuild=lambda q: _spread_copies(dict(q)))
+
+
 def _tensor_core(
     name: str,
     what: str,
@@ -316,6 +341,47 @@ def _mma_tma_ws(p: dict[str, int]) -> Stage:
     return replace(
         stage, rebuild=lambda q: _mma_tma_ws(dict(q)), cluster_rows=p.get("CLUSTER_M", 1)
     )
+
+
+def _wgmma_cluster(p: dict[str, int]) -> Stage:
+    """Stage 27: stage 26 with pairs of blocks (CLUSTER_M=2) on consecutive row tiles sharing
+    B through TMA multicast; the persistent grid is at most MAX_BLOCKS blocks (0: one per SM)."""
+    pair = p["CLUSTER_M"] > 1
+    stage = _tensor_core(
+        "wgmma_cluster",
+        "2x1 clusters: a pair of persistent blocks on row tiles 2i, 2i+1 loads half of B each "
+        "and the TMA multicasts it to both (L2 sends 32 KiB per K step, not 48)"
+        if pair
+        else "stage 26 on a capped persistent grid (CLUSTER_M=1: no multicast)",
+        "27_wgmma_cluster.cu",
+        p,
+        threads=(3 * 128, 1),  # producer + 2 consumer warpgroups
+        shared_tile=(64, 256),
+        # the ring, two 64x64 staging buffers per consumer for the TMA store, 1 KiB alignment
+        smem_bytes=p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] * 2 + 2 * 2 * 64 * 64 * 2 + 1024,
+        persistent_blocks_per_sm=1,
+        persistent_max_blocks=p["MAX_BLOCKS"],
+        cluster_rows=p["CLUSTER_M"],
+        # one GPU call tries the pair against no pair, on 128 blocks (fast.cu's grid) or 132
+        tune_space=MappingProxyType({"CLUSTER_M": (1, 2), "MAX_BLOCKS": (128, 132)}),
+    )
+    return replace(stage, rebuild=lambda q: _wgmma_cluster(dict(q)))
+
+
+def _wgmma_stagger(p: dict[str, int]) -> Stage:
+    """Stage 28: stage 27 with consumer warpgroup 1 LAG K slices behind consumer 0, so each
+    one's epilogue runs while the other issues WGMMAs."""
+    stage = replace(
+        _wgmma_cluster({k: v for k, v in p.items() if k != "LAG"}),
+        name="wgmma_stagger",
+        what=f"stage 27 with the consumers {p['LAG']} K slices apart: one's epilogue overlaps "
+        "the other's WGMMAs, which then have the tensor cores to themselves",
+        file="28_wgmma_stagger.cu",
+        entry="gemm_wgmma_stagger",
+        params=MappingProxyType(dict(p)),
+        tune_space=MappingProxyType({"LAG": (0, 1, 2, 3), "CLUSTER_M": (1, 2)}),
+    )
+    return replace(stage, rebuild=lambda q: _wgmma_stagger(dict(q)))
 
 
 # Chapter 14: decode. M = batch (1..64) rows of activations times each weight matrix: every weight
@@ -548,6 +614,26 @@ STAGES: tuple[Stage, ...] = (
         # `roofline tune gemm --stage multistage` tries these (NUM_THREADS, smem_bytes follow)
         tune_space=MappingProxyType({"BN": (128, 256), "BK": (8, 16), "STAGES": (3, 4)}),
     ),
+    replace(
+        _spread_copies(
+            {
+                "BM": 128,
+                "BN": 256,
+                "BK": 16,
+                "WM": 64,
+                "WN": 64,
+                "WNITER": 4,
+                "TM": 4,
+                "TN": 4,
+                "NUM_THREADS": 256,
+                "STAGES": 3,
+                "COPY_STEP": 4,
+                "GROUP_M": 8,
+            }
+        ),
+        # `roofline tune gemm --stage spread_copies` tries these (NUM_THREADS, smem_bytes follow)
+        tune_space=MappingProxyType({"BK": (8, 16, 32), "STAGES": (3, 4), "COPY_STEP": (2, 4, 12)}),
+    ),
     Stage(
         name="cublas",
         what="cuBLAS SGEMM (cublasSgemm, FP32 compute, no TF32): the reference",
@@ -623,6 +709,14 @@ STAGES: tuple[Stage, ...] = (
         smem_bytes=4 * (128 * 64 + 256 * 64) * 2 + 2 * 2 * 64 * 64 * 2 + 1024,
         persistent_blocks_per_sm=1,
         tune_space=MappingProxyType({"GROUP_M": (8, 16), "TMA_C": (0, 1)}),
+    ),
+    _wgmma_cluster(
+        {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16, "TMA": 1, "TMA_C": 1}
+        | {"CLUSTER_M": 2, "MAX_BLOCKS": 128}
+    ),
+    _wgmma_stagger(
+        {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16, "TMA": 1, "TMA_C": 1}
+        | {"CLUSTER_M": 2, "MAX_BLOCKS": 128, "LAG": 2}
     ),
     Stage(
         name="cublas_hgemm",

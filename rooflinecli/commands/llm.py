@@ -25,6 +25,7 @@ from rooflinecli.options import (
     format_option,
     max_noise_option,
     output_option,
+    pick_line,
     spec_option,
     split_list,
     want_chart,
@@ -366,7 +367,8 @@ def _check_dtype(dtype: str, extra: Sequence[stages.Stage]) -> None:
 )  # fmt: skip
 @click.option(
     "--stages", "stage_list", default=None, metavar="LIST",
-    help="Comma-separated stages (default: all of the dtype). The reference always runs.",
+    help="Comma-separated stages (default: all of the dtype), or 'best': per GEMM shape, the "
+    "stage of the GPU's tune table (docs/dispatch.md). The reference always runs.",
 )  # fmt: skip
 @extra_stage_option("Also run your own kernel (see examples/my_gemm.toml).")
 @click.option(
@@ -433,14 +435,25 @@ def run_llm(
             )
     _check_dtype(dtype, extra)
     api.compile_user_stages(extra, api.target_arch()[0], dtype)  # one line, before any GPU
-    chosen = stages.select(stage_list, dtype)
-    chosen = chosen[:-1] + extra + chosen[-1:]  # the reference stays last
+    best = (stage_list or "").strip() == "best"
+    picks = None
+    if best:
+        if extra:
+            raise RooflineError("--stages best takes its stages from the tune table: leave out "
+                                "--extra-stage")  # fmt: skip
+        chosen = [stages.reference_for(dtype)]
+        picks = api.pick_best(
+            list(dict.fromkeys(g.shape(b) for b in batches for g in gemms)), dtype
+        )
+    else:
+        chosen = stages.select(stage_list, dtype)
+        chosen = chosen[:-1] + extra + chosen[-1:]  # the reference stays last
 
     timing = Timing(budget_ms=budget_ms, flush_l2=not no_flush, max_noise_pct=max_noise)
     with progress(not quiet and fmt == "table") as tick:
         doc = api.run_llm(
             p, gemms, batches, chosen, spec_arg, dtype, seed, timing, progress=tick,
-            settings={"extra_stages": [s.toml_path for s in extra]},
+            settings={"extra_stages": [s.toml_path for s in extra]}, picks=picks,
         )  # fmt: skip
     device, spec_name, per_token = doc["device"], doc["spec"]["name"], doc["per_token"]
     if output:
@@ -463,6 +476,9 @@ def run_llm(
                     f"(spec {spec_name}: {roofs.title(r0)})"
                 ),
             )
+            if picks is not None:
+                for g in gemms:
+                    click.echo(f"{g.name}: {pick_line(picks[g.shape(b)])}")
             if draw:
                 draw_chart({**doc, "records": recs}, fmt, report.console())
         if fmt == "markdown":

@@ -18,42 +18,17 @@ from rooflinecli.options import (
     format_option,
     max_noise_option,
     output_option,
+    parse_shapes,
+    pick_line,
     place_on_roofs,
     roofs_option,
     spec_option,
-    split_list,
     want_chart,
 )
 from rooflinecli.present import View
 from rooflinecli.present import table as report
 from rooflinecli.present.progress import progress
 from rooflinecli.present.terminal_chart import draw as draw_chart
-
-
-def parse_shapes(
-    m: int | None, n: int | None, k: int | None, sizes: str | None
-) -> list[tuple[int, int, int]]:
-    """--m/--n/--k, or --sizes 256,512,127x333x65 (N means NxNxN)."""
-    if sizes and m is not None:
-        raise RooflineError("give either --m/--n/--k or --sizes, not both")
-    if not sizes:
-        if m is None:
-            raise RooflineError("give a size: --m M [--n N] [--k K], or --sizes S1,S2,...")
-        return [(m, n or m, k or m)]
-    if n is not None or k is not None:
-        raise RooflineError("--n/--k go with --m; with --sizes write MxNxK")
-    shapes = []
-    for token in split_list(sizes, "--sizes"):
-        token = token.lower()
-        parts = token.split("x")
-        if len(parts) not in (1, 3):
-            raise RooflineError(f"bad size {token!r}: write N or MxNxK")
-        try:
-            dims = [SIZE.convert(p, None, None) for p in parts]
-        except click.BadParameter as exc:
-            raise RooflineError(f"bad size {token!r}: {exc.format_message()}") from None
-        shapes.append((dims[0], dims[0], dims[0]) if len(dims) == 1 else tuple(dims))  # type: ignore[arg-type]
-    return shapes  # type: ignore[return-value]
 
 
 @click.group(
@@ -108,7 +83,8 @@ def _dry_run(
     "stage_list",
     default=None,
     metavar="LIST",
-    help="Comma-separated stages (default: all of the dtype). The reference always runs. "
+    help="Comma-separated stages (default: all of the dtype), or 'best': per shape, the stage "
+    "of the GPU's tune table (docs/dispatch.md). The reference always runs. "
     f"Stages: {', '.join(stages.stage_names(include_reference=False))}.",
 )
 @dtype_option
@@ -187,7 +163,11 @@ def run_gemm(
         raise RooflineError("give --repeats (a fixed count) or --max-noise (a target), not both")
     report.select(report.RUN, view)  # an unknown --columns name: one line, before any work
     draw = want_chart(chart_flag, fmt, report.console().is_terminal)
-    chosen = stages.select(stage_list, dtype)
+    best = (stage_list or "").strip() == "best"
+    chosen = [stages.reference_for(dtype)] if best else stages.select(stage_list, dtype)
+    if best and (tuned or extra_stages):
+        raise RooflineError("--stages best takes its stages from the tune table: leave out "
+                            "--tuned and --extra-stage")  # fmt: skip
     for path in extra_stages:
         user = load_user_stage(path)
         if dtype not in user.all_dtypes:
@@ -195,7 +175,9 @@ def run_gemm(
                 f"{path}: stage {user.name} is {user.dtype}; run with --dtype {user.dtype}"
             )
         chosen.insert(len(chosen) - 1, user)  # before the reference
-    if stage_list:  # stages asked for by name must be able to run every shape asked for
+    if (
+        stage_list and not best
+    ):  # stages asked for by name must be able to run every shape asked for
         for stage in chosen:
             for shape in shapes:
                 why = stage.refuses(*shape)
@@ -215,7 +197,18 @@ def run_gemm(
         winners = load_tuned(name)
         chosen = [s.with_params(winners[s.name]) if s.name in winners else s for s in chosen]
     target, why = api.target_arch(arch)
+    picks = None
+    if best:
+        from rooflinecli.gpu.device import info, smi_device_name
+
+        name = smi_device_name() if dry_run else info()["name"]
+        if name is None:
+            raise RooflineError("--stages best: no GPU detected (nvidia-smi) to take its table")
+        picks = api.pick_best(shapes, dtype, name)
     if dry_run:
+        if picks is not None:
+            uniq = {p.stage.name: p.stage for p in picks.values()}
+            chosen = [*uniq.values(), *chosen]
         _dry_run(shapes, chosen, target, why, dtype, spec_arg, fmt)
         return
     api.compile_user_stages(chosen, target, dtype)  # a compile error: one line, before any GPU
@@ -225,7 +218,7 @@ def run_gemm(
     with progress(not quiet and fmt == "table") as tick:
         doc = api.run_gemm(
             shapes, chosen, spec_arg, dtype=dtype, alpha=alpha, beta=beta, seed=seed,
-            timing=timing, progress=tick,
+            timing=timing, progress=tick, picks=picks,
         )  # fmt: skip
     device = doc["device"]
     doc = place_on_roofs(doc, roofs, calibration)
@@ -247,6 +240,8 @@ def run_gemm(
             if fmt == "markdown" and shape != shapes[0]:
                 con.file.write("\n")
             report.emit(one, fmt, report.RUN, title=title, out=con, view=view)
+            if picks is not None:
+                con.print(pick_line(picks[shape]), markup=False, highlight=False, soft_wrap=True)
             if draw:
                 draw_chart(one, fmt, con)
         if len(shapes) > 1:

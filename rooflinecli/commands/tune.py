@@ -6,7 +6,16 @@ import click
 
 from rooflinecli import files, results
 from rooflinecli.errors import RooflineError
-from rooflinecli.options import SIZE, columns_option, format_option, output_option, spec_option
+from rooflinecli.options import (
+    DTYPES,
+    SIZE,
+    columns_option,
+    dtype_option,
+    format_option,
+    output_option,
+    parse_shapes,
+    spec_option,
+)
 from rooflinecli.present import View
 from rooflinecli.present import table as report
 from rooflinecli.present.progress import progress
@@ -14,12 +23,18 @@ from rooflinecli.present.progress import progress
 
 @click.group()
 def tune() -> None:
-    """Search tile parameters on the running GPU and keep the winner."""
+    """Search tile parameters, or the best stage per shape class, on the running GPU."""
 
 
 @tune.command("gemm")
 @click.option("--stage", "stage_name", required=True, help="A stage with a tune_space.")
 @click.option("--m", type=SIZE, default=4096, show_default=True, help="Square size to tune at.")
+@click.option(
+    "--dtype",
+    type=click.Choice(DTYPES),
+    default=None,
+    help="Element type (default: the stage's first, e.g. fp16 for the Tensor Core stages).",
+)
 @spec_option
 @click.option("--budget-ms", type=click.FloatRange(1, 60000), default=200.0, show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
@@ -29,6 +44,7 @@ def tune() -> None:
 def tune_gemm(
     stage_name: str,
     m: int,
+    dtype: str | None,
     spec_arg: str | None,
     budget_ms: float,
     quiet: bool,
@@ -42,7 +58,7 @@ def tune_gemm(
 
     report.select(report.RUN, view)
     with progress(not quiet and fmt == "table", "tuning") as tick:
-        doc = api.tune_gemm(stage_name, m, spec_arg, budget_ms, progress=tick)
+        doc = api.tune_gemm(stage_name, m, spec_arg, budget_ms, progress=tick, dtype=dtype)
     device, info = doc["device"], doc["tune"]
     dropped = info["dropped"]
     win = next((r for r in doc["records"] if r["stage"] == info["winner"]), None)
@@ -62,3 +78,54 @@ def tune_gemm(
             f"winner: {win['stage']} {win['tflops']:.2f} TFLOP/s; saved to {info['saved_to']} "
             "(used by `roofline run gemm --tuned`)"
         )
+
+
+@tune.command("dispatch")
+@click.option(
+    "--sizes", required=True, metavar="LIST",
+    help="Shapes to measure: 1x4096x4096,16x11008x4096,4096 (N means NxNxN).",
+)  # fmt: skip
+@dtype_option
+@click.option(
+    "--stages", "stage_list", default=None, metavar="LIST",
+    help="Only these stages (default: all of the dtype).",
+)  # fmt: skip
+@spec_option
+@click.option("--budget-ms", type=click.FloatRange(1, 60000), default=200.0, show_default=True)
+@click.option("--quiet", "-q", is_flag=True, help="No progress display.")
+@format_option
+@columns_option
+@output_option
+def tune_dispatch(
+    sizes: str,
+    dtype: str,
+    stage_list: str | None,
+    spec_arg: str | None,
+    budget_ms: float,
+    quiet: bool,
+    fmt: str,
+    view: View,
+    output: str | None,
+    force: bool,
+) -> None:
+    """Time every stage at each shape and save, per shape class, the fastest verified one to
+    this GPU's tune table in the cache (read first by `--stages best`; docs/dispatch.md)."""
+    from rooflinecli import api
+
+    shapes = parse_shapes(None, None, None, sizes)
+    report.select(report.RUN, view)
+    with progress(not quiet and fmt == "table", "tuning") as tick:
+        doc = api.tune_dispatch(shapes, dtype, spec_arg, budget_ms, stage_list, progress=tick)
+    if output:
+        files.write_output(output, results.dumps(doc), force=force)
+    report.emit(
+        doc, fmt, report.RUN, title=f"tune dispatch {dtype} on {doc['device']['name']}", view=view
+    )
+    info = doc["dispatch"]
+    if not info["picks"]:
+        raise RooflineError("no stage verified at any shape: nothing saved")
+    if fmt == "table":
+        con = report.console()
+        for p in info["picks"]:
+            con.print(f"  {p['dtype']} {p['class']}: {p['stage']}", markup=False, highlight=False)
+        con.print(f"saved to {info['saved_to']} (used by `--stages best`)", markup=False)

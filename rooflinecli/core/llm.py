@@ -415,17 +415,27 @@ def time_split(p: Preset, context: int, batch: int, spec: Spec, dtype: str) -> l
     return rows
 
 
+BEST = "best"  # per_token's row of the picks of `--stages best` (records with dispatch_class)
+
+
+def _counts_as(record: dict[str, Any], name: str) -> bool:
+    if name == BEST:
+        return record.get("dispatch_class") is not None
+    return bool(record["stage"] == name)
+
+
 def per_token(
     records: list[dict[str, Any]], stage_names: list[str], n_gemms: int, batches: list[int]
 ) -> list[dict[str, Any]]:
     """Per stage and batch, the measured time of all the weight GEMMs of one token (us), and
-    what the roofs allow."""
+    what the roofs allow. The name BEST stands for the picks of `--stages best`, whichever
+    stage each GEMM ran."""
     rows: list[dict[str, Any]] = []
     for name in stage_names:
         row: dict[str, Any] = {"stage": name}
         for b in batches:
             times = [
-                r["time_us_per_token"] for r in records if r["stage"] == name and r["batch"] == b
+                r["time_us_per_token"] for r in records if _counts_as(r, name) and r["batch"] == b
             ]
             ok = len(times) == n_gemms and all(t is not None for t in times)
             row[f"us_b{b}"] = sum(times) if ok else None

@@ -382,6 +382,7 @@ def run_gemm(
         ref_rec: dict[str, Any] | None = None
         ref_samples: list[float] = []
         ref_clocks: list[dict[str, Any]] = []
+        ref_method = ""
         if reference is not None:
             ref_rec = roofs.model_record(reference, m, n, k, spec, alpha, beta, dtype)
             ref_rec.update(check_fields)
@@ -435,7 +436,7 @@ def run_gemm(
                 if ref_call is not None:
                     group.append(ref_call)
                 timed = timer.time(group)
-                rec.update(timed.clock)
+                rec.update(timed.clock, timing_method=timed.method)
                 if timed.noise_target_met is not None:  # --max-noise: did it get there
                     rec.update(noise_pct=timed.noise_pct, noise_target_met=timed.noise_target_met)
                 cp.cuda.runtime.deviceSynchronize()
@@ -464,6 +465,7 @@ def run_gemm(
                 paired = timed.samples[1]
                 ref_samples += paired
                 ref_clocks.append(timed.clock)
+                ref_method = timed.method
                 rec.update(
                     compared_with=reference.name if reference else None,
                     reference_time_ms=statistics.median(paired)
@@ -479,6 +481,7 @@ def run_gemm(
             if not ref_samples:  # nothing to pair with: the reference is timed on its own
                 timed = timer.time([ref_call])
                 ref_samples, ref_clocks = timed.samples[0], [timed.clock]
+                ref_method = timed.method
             cp.cuda.runtime.deviceSynchronize()
             ok_last, rel_last, mx_last = g.check(g.C_ref)
             ref_rec.update(
@@ -491,6 +494,7 @@ def run_gemm(
             stats = summary(ref_samples)
             ref_rec.update({k2: v for k2, v in stats.items() if k2 != "time_ms"})
             ref_rec["timing"] = "every repeat it ran beside the stages of this shape"
+            ref_rec["timing_method"] = ref_method
             if timing.max_noise_pct is not None:
                 noise = noise_pct(ref_samples)
                 ref_rec.update(noise_pct=noise, noise_target_met=noise <= timing.max_noise_pct)

@@ -1,9 +1,9 @@
 """Host-side extras for the Tensor Core stages: TMA tensor maps.
 
 Stages whose params hold TMA=1 (23_mma_tma_ws.cu, 24_wgmma_tma.cu, 25_wgmma_ws.cu,
-26_wgmma_persistent.cu) load their tiles with the copy engine, which needs a CUtensorMap per
-operand, encoded on the host and passed by value as extra kernel parameters after the 8 of the
-contract:
+26_wgmma_persistent.cu, 27_wgmma_cluster.cu, 28_wgmma_stagger.cu) load their tiles with the
+copy engine, which needs a CUtensorMap per operand, encoded on the host and passed by value as
+extra kernel parameters after the 8 of the contract:
 
     ENTRY(M, N, K, alpha, A, B, beta, C, const __grid_constant__ TmaMap tma_a, ... tma_b)
 
@@ -16,23 +16,31 @@ M, N and K tails):
   * B (K x N, the contract's row-major B, b_layout "kn"): boxes of BK rows x B_BOX_COLS = 64
     columns. A 128-byte swizzled box is at most 128 bytes wide, so the kernels load a BK x BN
     tile as BN / 64 boxes side by side (box j at j * BK * 128 bytes of shared memory); the
-    box does not depend on BN, nor on CLUSTER_M (stage 23's pairs each load half the boxes).
+    box does not depend on BN, nor on CLUSTER_M (the pairs of stages 23, 27 and 28 each load
+    half the boxes and multicast them).
 
 Row strides must be whole 16-byte units: K % 8 == 0 (A) and N % 8 == 0 (B, C); M is free (the
 registry's needs_multiple / multiple_of say so). The 128 bytes of a map travel as a NumPy
 structured scalar of dtype [("b", np.uint64, 16)] (align=True), which CuPy copies into the
 parameter buffer.
 
-With TMA_C=1 as well (23_mma_tma_ws.cu, 26_wgmma_persistent.cu) a third map follows, over C
+With TMA_C=1 as well (23_mma_tma_ws.cu and 26-28) a third map follows, over C
 (M x N row-major): the kernel stores its results through the copy engine in boxes of
 C_BOX_ROWS x C_BOX_COLS, 128-byte swizzled, and the engine skips elements outside C (the M and
 N tails).
+
+The attention stage (43_attn_wgmma.cu) takes three maps after the attention contract's ten
+arguments (`attention_extra_args`): Q, K and V as 3-D views [batch * heads, seq, head_dim] (K and
+V over kv_heads), boxes of 64 d columns x BLOCK_M or BLOCK_N rows x one head, so the engine
+zero-fills rows past seq of each head; with TMA_O=1 a fourth, over O, for the stores.
+`encode_tiled` is the encoder of any rank (2 to 5); `encode_tensor_map` is its 2-D case.
 
 The maps hold the device addresses: rebuild them whenever A, B or C is reallocated.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rooflinecli.build.stages import Stage
@@ -79,43 +87,59 @@ def _struct_scalar(words: list[int]) -> Any:
     return value[()]
 
 
-def encode_tensor_map(
-    array: Any, rows: int, row_len: int, box_rows: int, box_cols: int, dtype: str | None = None
+def encode_tiled(
+    array: Any, dims: Sequence[int], box: Sequence[int], dtype: str | None = None
 ) -> Any:
-    """A 2-D tiled tensor map over a row-major rows x row_len matrix of 2-byte elements."""
+    """A tiled tensor map over a packed row-major tensor of 2-byte elements, 128-byte swizzled,
+    zeros outside: `dims` and `box` list the extents innermost first (dims[0] is the contiguous
+    one, e.g. (row_len, rows) for a matrix), as cuTensorMapEncodeTiled takes them."""
     try:
         from cuda.bindings import driver
     except ImportError as exc:
         raise RooflineError(
             f"TMA stages need cuda-bindings (cuda.bindings.driver): {exc}"
         ) from None
+    shape = "x".join(str(d) for d in reversed(dims))
+    if len(dims) != len(box) or not 2 <= len(dims) <= 5:
+        raise RooflineError(f"TMA maps have 2 to 5 dimensions, one box extent each ({shape})")
     ptr = _device_pointer(array)
     if ptr % 16:
         raise RooflineError("TMA needs a 16-byte aligned base address")
-    if (row_len * 2) % 16:
+    if (dims[0] * 2) % 16:
         raise RooflineError(
-            f"TMA needs rows of a multiple of 16 bytes ({rows}x{row_len}: rows of {row_len})"
+            f"TMA needs rows of a multiple of 16 bytes ({shape}: rows of {dims[0]})"
         )
-    if box_cols * 2 > TMA_SWIZZLE_BYTES or not 1 <= box_rows <= 256:
-        raise RooflineError(f"TMA box {box_rows}x{box_cols} does not fit the 128-byte swizzle")
+    if box[0] * 2 > TMA_SWIZZLE_BYTES or not all(1 <= b <= 256 for b in box):
+        box_text = "x".join(str(b) for b in reversed(box))
+        raise RooflineError(f"TMA box {box_text} does not fit the 128-byte swizzle")
+    strides, stride = [], 2
+    for extent in dims[:-1]:  # byte strides of dimensions 1.. (dimension 0 is packed)
+        stride *= extent
+        strides.append(driver.cuuint64_t(stride))
     err, tmap = driver.cuTensorMapEncodeTiled(
         _data_type(driver, array, dtype),
-        2,
+        len(dims),
         ptr,
-        [driver.cuuint64_t(row_len), driver.cuuint64_t(rows)],  # innermost dimension first
-        [driver.cuuint64_t(row_len * 2)],  # byte stride of dimension 1 (dimension 0 is packed)
-        [driver.cuuint32_t(box_cols), driver.cuuint32_t(box_rows)],
-        [driver.cuuint32_t(1), driver.cuuint32_t(1)],
+        [driver.cuuint64_t(d) for d in dims],
+        strides,
+        [driver.cuuint32_t(b) for b in box],
+        [driver.cuuint32_t(1)] * len(dims),
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,  # zeros outside
     )
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise RooflineError(
-            f"cuTensorMapEncodeTiled failed ({err}) for {rows}x{row_len}, box {box_rows}x{box_cols}"
-        )
+        box_text = "x".join(str(b) for b in reversed(box))
+        raise RooflineError(f"cuTensorMapEncodeTiled failed ({err}) for {shape}, box {box_text}")
     return _struct_scalar([int(w) for w in tmap.opaque])
+
+
+def encode_tensor_map(
+    array: Any, rows: int, row_len: int, box_rows: int, box_cols: int, dtype: str | None = None
+) -> Any:
+    """A 2-D tiled tensor map over a row-major rows x row_len matrix of 2-byte elements."""
+    return encode_tiled(array, (row_len, rows), (box_cols, box_rows), dtype)
 
 
 def extra_args(
@@ -139,3 +163,45 @@ def extra_args(
     if int(p.get("TMA_C", 0)) == 1:  # the TMA-store epilogue: a map over C too
         return (tma_a, tma_b, encode_tensor_map(C, M, N, C_BOX_ROWS, C_BOX_COLS, dtype))
     return (tma_a, tma_b)
+
+
+# The attention stage (43_attn_wgmma.cu): boxes of 64 d columns (one 128-byte swizzle row) by
+# BLOCK_M query rows (Q) or BLOCK_N key rows (K, V); a HEAD_DIM-wide tile is HEAD_DIM / 64 boxes.
+ATTN_BOX_COLS = TMA_SWIZZLE_BYTES // 2
+ATTN_BLOCK_M, ATTN_BLOCK_N = 128, 128  # the stage's defaults when params do not say
+ATTN_O_BOX_ROWS = 64  # TMA_O=1: each consumer warpgroup stores its 64 rows of O
+
+
+def attention_extra_args(
+    params: Mapping[str, int],
+    q: Any,
+    k: Any,
+    v: Any,
+    o: Any,
+    batch: int,
+    heads: int,
+    kv_heads: int,
+    seq: int,
+    head_dim: int,
+    dtype: str | None = None,
+) -> tuple[Any, ...]:
+    """The TMA maps the attention stage takes after the contract's ten arguments: Q, K and V, each
+    a 3-D view [batch * heads (or kv_heads), seq, head_dim] of the contract's 4-D tensor, so the
+    copy engine zero-fills rows past seq within each head (a box never reads the next head).
+    With TMA_O=1 a fourth map follows, over O [batch * heads, seq, head_dim] in boxes of 64 d x
+    64 rows (one consumer warpgroup's rows): the stage stores O through it, rows past seq
+    skipped by the engine; otherwise O is written from registers."""
+    if head_dim % ATTN_BOX_COLS:
+        raise RooflineError(f"TMA attention needs head_dim a multiple of {ATTN_BOX_COLS}")
+    if kv_heads < 1 or heads % kv_heads:
+        raise RooflineError(f"heads ({heads}) must be a multiple of kv_heads ({kv_heads})")
+    block_m = int(params.get("BLOCK_M", ATTN_BLOCK_M))
+    block_n = int(params.get("BLOCK_N", ATTN_BLOCK_N))
+    tma_q = encode_tiled(q, (head_dim, seq, batch * heads), (ATTN_BOX_COLS, block_m, 1), dtype)
+    kv_dims = (head_dim, seq, batch * kv_heads)
+    kv_box = (ATTN_BOX_COLS, block_n, 1)
+    maps = (tma_q, encode_tiled(k, kv_dims, kv_box, dtype), encode_tiled(v, kv_dims, kv_box, dtype))
+    if int(params.get("TMA_O", 0)) == 1:
+        o_box = (ATTN_BOX_COLS, ATTN_O_BOX_ROWS, 1)
+        return (*maps, encode_tiled(o, (head_dim, seq, batch * heads), o_box, dtype))
+    return maps

@@ -1,0 +1,308 @@
+"""`--stages best`: which stage (and tile parameters) to run at a shape, from a tune table.
+
+A tune table maps a class of shapes to the stage that was fastest (verified) in it on one GPU.
+Shapes are grouped by M (the rows of C, the batch of an LLM's decode step) and by the size of N
+and K (docs/dispatch.md):
+
+    M:    1 | 2-16 | 17-64 | 65-512 | >512
+    N, K: <1k (< 1024) | 1k-8k (1024..8191) | >=8k (>= 8192)
+
+Two tables can hold a device's picks: the user's, written by `roofline tune dispatch` to the
+cache (dispatch/<device>.json), and the one shipped in the wheel (dispatch/*.toml, a default
+per GPU seeded from the committed documents). The user's wins where it has the class. A pick
+that refuses the shape (a Tensor Core stage that needs multiples of 8) gives way to the entry of
+the nearest class that runs it; the resolution says which class and which table it came from.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from rooflinecli import files, paths
+from rooflinecli.build import stages
+from rooflinecli.errors import RooflineError
+
+M_BUCKETS: tuple[tuple[int, int | None, str], ...] = (
+    (1, 1, "1"),
+    (2, 16, "2-16"),
+    (17, 64, "17-64"),
+    (65, 512, "65-512"),
+    (513, None, ">512"),
+)
+SIZE_BUCKETS: tuple[tuple[int, int | None, str], ...] = (
+    (1, 1023, "<1k"),
+    (1024, 8191, "1k-8k"),
+    (8192, None, ">=8k"),
+)
+
+
+def _bucket(value: int, buckets: tuple[tuple[int, int | None, str], ...]) -> int:
+    for i, (lo, hi, _name) in enumerate(buckets):
+        if value >= lo and (hi is None or value <= hi):
+            return i
+    raise ValueError(f"{value} is in no bucket")
+
+
+def class_of(m: int, n: int, k: int) -> str:
+    """The class of a shape: 'M=1 N=1k-8k K=1k-8k'."""
+    return (
+        f"M={M_BUCKETS[_bucket(m, M_BUCKETS)][2]} "
+        f"N={SIZE_BUCKETS[_bucket(n, SIZE_BUCKETS)][2]} "
+        f"K={SIZE_BUCKETS[_bucket(k, SIZE_BUCKETS)][2]}"
+    )
+
+
+def _class_index(name: str) -> tuple[int, int, int]:
+    """'M=1 N=1k-8k K=1k-8k' -> the buckets' positions; a bad name is one error line."""
+    match = re.fullmatch(r"M=(\S+) N=(\S+) K=(\S+)", name)
+    try:
+        if match is None:
+            raise ValueError
+        m, n, k = match.groups()
+        return (
+            [b[2] for b in M_BUCKETS].index(m),
+            [b[2] for b in SIZE_BUCKETS].index(n),
+            [b[2] for b in SIZE_BUCKETS].index(k),
+        )
+    except ValueError:
+        raise RooflineError(
+            f"unknown shape class {name!r}: write 'M=<1|2-16|17-64|65-512|>512> "
+            "N=<<1k|1k-8k|>=8k> K=<...>'"
+        ) from None
+
+
+@dataclass(frozen=True)
+class Entry:
+    dtype: str
+    shape_class: str
+    stage: str
+    params: dict[str, int]
+    source: str  # where the entry came from (a document and its measurement)
+
+
+@dataclass(frozen=True)
+class Table:
+    device: str
+    where: str  # the file it was read from
+    entries: tuple[Entry, ...]
+
+
+@dataclass(frozen=True)
+class Pick:
+    stage: stages.Stage  # renamed stage@P=V when its params differ from the registry's
+    shape_class: str  # the class of the shape
+    entry_class: str  # the class of the entry used (another when the shape's own refused it)
+    table: str  # the file the entry came from
+    source: str  # the entry's own note of where it came from
+
+    def fields(self) -> dict[str, Any]:
+        """What a record carries of its pick."""
+        return {
+            "dispatch_class": self.shape_class,
+            "dispatch_entry_class": self.entry_class,
+            "dispatch_table": self.table,
+            "dispatch_source": self.source,
+        }
+
+
+def _entries(raw: Any, where: str) -> tuple[Entry, ...]:
+    if not isinstance(raw, list):
+        raise RooflineError(f"tune table {where}: 'pick' must be a list of entries")
+    out: list[Entry] = []
+    seen: set[tuple[str, str]] = set()
+    for e in raw:
+        try:
+            entry = Entry(
+                str(e["dtype"]),
+                str(e["class"]),
+                str(e["stage"]),
+                {str(k): int(v) for k, v in dict(e.get("params", {})).items()},
+                str(e.get("from", "")),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise RooflineError(
+                f"tune table {where}: each pick needs dtype, class, stage (params, from optional)"
+            ) from None
+        _class_index(entry.shape_class)
+        if entry.stage not in stages.BY_NAME:
+            raise RooflineError(f"tune table {where}: unknown stage {entry.stage!r}")
+        if (entry.dtype, entry.shape_class) in seen:
+            raise RooflineError(
+                f"tune table {where}: {entry.dtype} {entry.shape_class} is listed twice"
+            )
+        seen.add((entry.dtype, entry.shape_class))
+        out.append(entry)
+    return tuple(out)
+
+
+def load_toml(path: Path) -> tuple[list[str], Table]:
+    """A shipped table: (the device names it is for, the table)."""
+    data = paths.read_toml(path, "tune table")
+    names = data.get("device_names")
+    if not isinstance(names, list) or not names:
+        raise RooflineError(f"tune table {path}: device_names must be a non-empty list")
+    return [str(x) for x in names], Table(
+        str(names[0]), str(path), _entries(data.get("pick"), str(path))
+    )
+
+
+def shipped_tables() -> list[tuple[list[str], Table]]:
+    try:
+        folder = paths.data_dir("dispatch")
+    except FileNotFoundError:
+        return []
+    return [load_toml(p) for p in sorted(folder.glob("*.toml"))]
+
+
+def _slug(device_name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
+
+
+def user_table_path(device_name: str) -> Path:
+    return paths.cache_dir() / "dispatch" / f"{_slug(device_name)}.json"
+
+
+def load_user(device_name: str) -> Table | None:
+    p = user_table_path(device_name)
+    if not p.is_file():
+        return None
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, ValueError):
+        raise RooflineError(
+            f"tune table {p} is damaged: delete it or run `roofline tune dispatch`"
+        ) from None
+    return Table(str(data.get("device", device_name)), str(p), _entries(data.get("pick"), str(p)))
+
+
+def save_user(device_name: str, entries: Iterable[Entry]) -> Path:
+    """Write the user's table (merged over what it held: a class measured again is replaced)."""
+    p = user_table_path(device_name)
+    old = load_user(device_name)
+    merged = {(e.dtype, e.shape_class): e for e in (old.entries if old else ())}
+    merged.update({(e.dtype, e.shape_class): e for e in entries})
+    body = {
+        "device": device_name,
+        "pick": [
+            {"dtype": e.dtype, "class": e.shape_class, "stage": e.stage, "params": e.params,
+             "from": e.source}
+            for _key, e in sorted(merged.items())
+        ],
+    }  # fmt: skip
+    p.parent.mkdir(parents=True, exist_ok=True)
+    files.write_atomic(p, json.dumps(body, indent=2) + "\n")
+    return p
+
+
+def tables_for(device_name: str) -> list[Table]:
+    """The tables that speak for this device, the user's first."""
+    out: list[Table] = []
+    user = load_user(device_name)
+    if user is not None:
+        out.append(user)
+    out += [t for names, t in shipped_tables() if device_name in names]
+    return out
+
+
+def label(base: stages.Stage, params: dict[str, int]) -> str:
+    """stage@P=V,... for the params that differ from the registry's (as `roofline tune` names)."""
+    changed = {k: v for k, v in params.items() if base.params.get(k) != v}
+    return base.name + ("@" + ",".join(f"{k}={v}" for k, v in changed.items()) if changed else "")
+
+
+def _stage_of(entry: Entry) -> stages.Stage:
+    base = stages.BY_NAME[entry.stage]
+    picked = base.with_params(entry.params)
+    # the table's params are final: no per-arch entry may override them later (for_arch)
+    return replace(picked, name=label(base, entry.params), arch_params=MappingProxyType({}))
+
+
+def resolve(m: int, n: int, k: int, dtype: str, tables: list[Table], device: str) -> Pick:
+    """The stage to run at one shape: the entry of the shape's class in the first table that
+    has one; where none does, or its stage refuses the shape, the nearest class's entry that
+    runs it (nearest in M buckets first, then N and K)."""
+    want = class_of(m, n, k)
+    wi = _class_index(want)
+    ranked: list[tuple[tuple[int, int, int], Entry, Table]] = []  # (rank, entry, table)
+    for ti, table in enumerate(tables):
+        for e in table.entries:
+            if e.dtype != dtype:
+                continue
+            ci = _class_index(e.shape_class)
+            dist = abs(ci[0] - wi[0]) * 10 + abs(ci[1] - wi[1]) + abs(ci[2] - wi[2])
+            ranked.append(((dist, ti, -ci[0]), e, table))  # a tie: the larger M
+    if not ranked:
+        where = ", ".join(t.where for t in tables) or "none"
+        raise RooflineError(
+            f"--stages best: no {dtype} entries in a tune table for {device} (tables: {where}); "
+            "run `roofline tune dispatch` to make one"
+        )
+    ranked.sort(key=lambda x: x[0])
+    for _rank, e, table in ranked:
+        stage = _stage_of(e)
+        if stage.refuses(m, n, k) is None:
+            return Pick(stage, want, e.shape_class, table.where, e.source)
+    # no entry runs it: the registry's last (most developed) stage of the dtype that does
+    for stage in reversed(stages.select(None, dtype)[:-1]):
+        if stage.refuses(m, n, k) is None:
+            return Pick(stage, want, "none", "the registry (no table entry runs the shape)", "")
+    raise RooflineError(f"--stages best: no {dtype} stage runs {m}x{n}x{k}")
+
+
+def winners(found: Iterable[tuple[dict[str, Any], str]]) -> list[Entry]:
+    """Entries from measured records (record, name of its document): per dtype and shape the
+    fastest verified stage; per class, the stage and params that won the most shapes (a tie:
+    the least total time). Each entry's `from` lists the measurements it stands on."""
+    best: dict[tuple[str, int, int, int], tuple[dict[str, Any], str]] = {}
+    for r, doc in found:
+        if r.get("kind") != "stage" or r.get("verified") is not True or not r.get("time_ms"):
+            continue
+        if r["stage"].split("@")[0] not in stages.BY_NAME:
+            continue
+        key = (r["dtype"], r["m"], r["n"], r["k"])
+        if key not in best or r["time_ms"] < best[key][0]["time_ms"]:
+            best[key] = (r, doc)
+    by_class: dict[tuple[str, str], list[tuple[dict[str, Any], str]]] = {}
+    for (dt, m, n, k), won in sorted(best.items()):
+        by_class.setdefault((dt, class_of(m, n, k)), []).append(won)
+    out = []
+    for (dt, cls), wins in sorted(by_class.items()):
+        count: dict[str, list[tuple[dict[str, Any], str]]] = {}
+        for r, doc in wins:
+            count.setdefault(r["stage"], []).append((r, doc))
+        name = max(count, key=lambda s: (len(count[s]), -sum(r["time_ms"] for r, _ in count[s])))
+        base = stages.BY_NAME[name.split("@")[0]]
+        params = {
+            k: int(v)
+            for k, v in (count[name][0][0].get("params") or {}).items()
+            if base.params.get(k) != v
+        }
+        notes = []
+        for r, doc in count[name]:
+            ref = r.get("pct_of_reference")
+            of_ref = f", {ref:.1f}% of the reference" if ref else ""
+            notes.append(f"{doc} {r['m']}x{r['n']}x{r['k']} {r['time_ms'] * 1e3:.1f} us{of_ref}")
+        note = f"fastest at {len(count[name])} of {len(wins)} shape(s): {'; '.join(notes)}"
+        out.append(Entry(dt, cls, base.name, params, note))
+    return out
+
+
+def to_toml(device: str, spec: str, entries: Iterable[Entry], header: str) -> str:
+    """A shipped table's text (benchmarks/seed_dispatch.py); `header`: the comment on top."""
+    lines = [f"# {x}" if x else "#" for x in header.splitlines()]
+    lines += [f"device_names = [{json.dumps(device)}]", f"spec = {json.dumps(spec)}"]
+    for e in entries:
+        lines += ["", "[[pick]]", f"dtype = {json.dumps(e.dtype)}"]
+        lines += [f"class = {json.dumps(e.shape_class)}", f"stage = {json.dumps(e.stage)}"]
+        if e.params:
+            lines.append(
+                "params = { " + ", ".join(f"{k} = {v}" for k, v in e.params.items()) + " }"
+            )
+        lines.append(f"from = {json.dumps(e.source)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,257 @@
+"""`--stages best` on the CPU: shape classes, the shipped H200 table, the user's table, how a
+pick is resolved, and what `run gemm` / `run llm --stages best` print and record (the GPU
+replaced by tests/fakes.py's runner)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from fakes import fake_run_gemm
+
+from rooflinecli.build import dispatch
+from rooflinecli.cli import cli
+from rooflinecli.errors import RooflineError
+from rooflinecli.gpu import device, runner
+from rooflinecli.paths import data_dir
+
+H200 = "NVIDIA H200"
+SHIPPED = str(data_dir("dispatch") / "h200-sxm.toml")
+
+
+@pytest.mark.parametrize(
+    ("shape", "cls"),
+    [
+        ((1, 4096, 4096), "M=1 N=1k-8k K=1k-8k"),
+        ((2, 1023, 8192), "M=2-16 N=<1k K=>=8k"),
+        ((16, 1024, 8191), "M=2-16 N=1k-8k K=1k-8k"),
+        ((17, 32000, 4096), "M=17-64 N=>=8k K=1k-8k"),
+        ((64, 1, 1), "M=17-64 N=<1k K=<1k"),
+        ((65, 4096, 11008), "M=65-512 N=1k-8k K=>=8k"),
+        ((512, 8192, 8192), "M=65-512 N=>=8k K=>=8k"),
+        ((513, 4096, 4096), "M=>512 N=1k-8k K=1k-8k"),
+    ],
+)
+def test_classes_at_their_edges(shape, cls):
+    assert dispatch.class_of(*shape) == cls
+
+
+def shipped() -> list[dispatch.Table]:
+    return [t for names, t in dispatch.shipped_tables() if H200 in names]
+
+
+def test_the_shipped_h200_table_loads_and_says_where_each_entry_came_from():
+    (table,) = shipped()
+    assert table.where == SHIPPED
+    assert len(table.entries) == 31
+    for e in table.entries:
+        assert e.source.startswith("fastest at ") and ".json " in e.source, e
+    first = table.entries[0]
+    assert (first.dtype, first.shape_class, first.stage, first.params) == (
+        "bf16", "M=1 N=1k-8k K=1k-8k", "gemv_splitk", {}
+    )  # fmt: skip
+    assert first.source == (
+        "fastest at 1 of 1 shape(s): decode-bf16-llama.json 1x4096x4096 13.3 us, "
+        "108.7% of the reference"
+    )
+
+
+def test_the_shipped_table_is_what_the_seed_script_makes_of_the_committed_documents():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    docs = sorted(str(p) for p in (root / "benchmarks" / "results").glob("*.json"))
+    made = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "seed_dispatch.py"), H200, "h200-sxm", *docs],
+        capture_output=True, text=True, check=True, cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+    ).stdout  # fmt: skip
+    assert made == (root / "dispatch" / "h200-sxm.toml").read_text()
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype", "name", "entry_class"),
+    [
+        ((1, 4096, 4096), "bf16", "gemv_splitk", "M=1 N=1k-8k K=1k-8k"),
+        ((1, 4096, 11008), "bf16", "gemv_splitk@KU=16,NUM_THREADS=256", "M=1 N=1k-8k K=>=8k"),
+        ((16, 11008, 4096), "bf16", "gemv_wmma", "M=2-16 N=>=8k K=1k-8k"),
+        ((4096, 4096, 4096), "bf16", "wgmma_persistent", "M=>512 N=1k-8k K=1k-8k"),
+        # no bf16 entry for M=65-512: the nearest class, the larger M on a tie
+        ((512, 4096, 4096), "bf16", "wgmma_persistent", "M=>512 N=1k-8k K=1k-8k"),
+        ((1, 4096, 4096), "fp32", "gemv_splitk", "M=1 N=1k-8k K=1k-8k"),
+    ],
+)
+def test_resolve_takes_the_class_entry_or_the_nearest(shape, dtype, name, entry_class):
+    pick = dispatch.resolve(*shape, dtype, shipped(), H200)
+    assert (pick.stage.name, pick.entry_class, pick.table) == (name, entry_class, SHIPPED)
+    assert pick.shape_class == dispatch.class_of(*shape)
+    assert pick.stage.refuses(*shape) is None
+    assert not pick.stage.arch_params  # the table's params are final
+
+
+def test_a_shape_no_entry_runs_takes_the_registry_s_last_stage_that_does():
+    pick = dispatch.resolve(127, 333, 65, "bf16", shipped(), H200)
+    assert (pick.stage.name, pick.entry_class) == ("mma_multistage", "none")
+    assert pick.table == "the registry (no table entry runs the shape)"
+
+
+def test_no_table_is_one_line():
+    with pytest.raises(RooflineError) as exc:
+        dispatch.resolve(1, 4096, 4096, "bf16", [], "RTX 9999")
+    assert exc.value.message == (
+        "--stages best: no bf16 entries in a tune table for RTX 9999 (tables: none); run "
+        "`roofline tune dispatch` to make one"
+    )
+
+
+def test_the_user_s_table_wins_and_merges(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    e1 = dispatch.Entry("bf16", "M=1 N=1k-8k K=1k-8k", "gemv_vector", {}, "mine")
+    e2 = dispatch.Entry("bf16", "M=2-16 N=1k-8k K=1k-8k", "gemv_splitk", {}, "mine too")
+    path = dispatch.save_user(H200, [e1])
+    dispatch.save_user(H200, [e2])
+    assert path == tmp_path / "dispatch" / "nvidia-h200.json"
+    assert [e.stage for e in dispatch.load_user(H200).entries] == ["gemv_vector", "gemv_splitk"]  # type: ignore[union-attr]
+    tables = dispatch.tables_for(H200)
+    assert [t.where for t in tables] == [str(path), SHIPPED]
+    pick = dispatch.resolve(1, 4096, 4096, "bf16", tables, H200)
+    assert (pick.stage.name, pick.table, pick.source) == ("gemv_vector", str(path), "mine")
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ('{"pick": [{"dtype": "bf16"}]}', "each pick needs dtype, class, stage"),
+        (
+            '{"pick": [{"dtype": "bf16", "class": "M=3", "stage": "gemv_naive"}]}',
+            "unknown shape class 'M=3'",
+        ),
+        (
+            '{"pick": [{"dtype": "bf16", "class": "M=1 N=<1k K=<1k", "stage": "nope"}]}',
+            "unknown stage 'nope'",
+        ),
+        ("{not json", "is damaged"),
+    ],
+)
+def test_a_bad_user_table_is_one_line(tmp_path, monkeypatch, body, why):
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    (tmp_path / "dispatch").mkdir()
+    (tmp_path / "dispatch" / "nvidia-h200.json").write_text(body)
+    with pytest.raises(RooflineError, match=why.replace("(", r"\(").replace("[", r"\[")):
+        dispatch.load_user(H200)
+
+
+def test_winners_keep_the_stage_that_won_most_shapes_of_a_class():
+    def rec(stage, m, ms, params=None):  # type: ignore[no-untyped-def]
+        return {"kind": "stage", "verified": True, "stage": stage, "dtype": "fp32", "m": m,
+                "n": 4096, "k": 4096, "time_ms": ms, "params": params or {},
+                "pct_of_reference": 50.0}  # fmt: skip
+
+    found = [
+        (rec("gemv_splitk", 2, 0.02), "a.json"),
+        (rec("gemv_multirow", 2, 0.03), "a.json"),
+        (rec("gemv_multirow", 4, 0.02), "a.json"),
+        (rec("gemv_multirow", 8, 0.02), "b.json"),
+        ({**rec("gemv_naive", 8, 0.001), "verified": False}, "b.json"),  # wrong: never picked
+    ]
+    (e,) = dispatch.winners(found)
+    assert (e.dtype, e.shape_class, e.stage, e.params) == (
+        "fp32", "M=2-16 N=1k-8k K=1k-8k", "gemv_multirow", {}
+    )  # fmt: skip
+    assert e.source == (
+        "fastest at 2 of 3 shape(s): a.json 4x4096x4096 20.0 us, 50.0% of the reference; "
+        "b.json 8x4096x4096 20.0 us, 50.0% of the reference"
+    )
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch, tmp_path):
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))  # no user table
+    monkeypatch.setattr(runner, "run_gemm", fake_run_gemm(2, placed=True))
+    monkeypatch.setattr(device, "info", lambda: {"name": H200})
+
+
+def test_run_gemm_best_runs_each_pick_beside_the_reference_and_says_why(fake_gpu):
+    args = ["run", "gemm", "--sizes", "1x4096x4096,4096", "--dtype", "bf16", "--stages", "best",
+            "--format", "json"]  # fmt: skip
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    got = [(x["m"], x["stage"], x.get("dispatch_class"), x.get("dispatch_table"))
+           for x in doc["records"]]  # fmt: skip
+    assert got == [
+        (1, "gemv_splitk", "M=1 N=1k-8k K=1k-8k", SHIPPED),
+        (1, "cublas_hgemm", None, None),
+        (4096, "wgmma_persistent", "M=>512 N=1k-8k K=1k-8k", SHIPPED),
+        (4096, "cublas_hgemm", None, None),
+    ]
+    assert doc["settings"]["stages"] == "best: one stage per shape from the tune table"
+    assert doc["records"][0]["dispatch_source"].startswith("fastest at 1 of 1 shape(s): ")
+
+
+def test_run_gemm_best_prints_the_pick_under_each_table(fake_gpu):
+    args = ["run", "gemm", "--m", "1", "--n", "4096", "--k", "4096", "--dtype", "bf16",
+            "--stages", "best", "--no-chart", "-q"]  # fmt: skip
+    r = CliRunner(env={"COLUMNS": "200"}).invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    assert (
+        f"best: gemv_splitk (class M=1 N=1k-8k K=1k-8k; table {SHIPPED})" in r.output.splitlines()
+    )
+
+
+def test_run_llm_best_sums_the_picks_per_token_beside_cublas_and_the_roofs(fake_gpu):
+    args = ["run", "llm", "--preset", "llama-7b", "--batch", "1,16", "--dtype", "bf16",
+            "--stages", "best", "--format", "json"]  # fmt: skip
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert [row["stage"] for row in doc["per_token"]] == ["best", "cublas_hgemm", "roofs allow"]
+    best, ref, roofs = doc["per_token"]
+    for b in (1, 16):
+        picked = [x for x in doc["records"] if x["batch"] == b and x.get("dispatch_class")]
+        assert len(picked) == 6  # every weight GEMM of a token, each its own pick
+        assert best[f"us_b{b}"] == pytest.approx(sum(x["time_us_per_token"] for x in picked))
+        # the fake runs every stage at half its roof: twice what the roofs allow
+        assert best[f"us_b{b}"] == pytest.approx(2 * roofs[f"us_b{b}"])
+        assert ref[f"us_b{b}"] == pytest.approx(2 * roofs[f"us_b{b}"])
+    stages_b1 = {
+        x["gemm"]: x["stage"] for x in doc["records"] if x["batch"] == 1 and x.get("dispatch_class")
+    }
+    assert stages_b1 == {
+        "qkv": "gemv_splitk", "o_proj": "gemv_splitk", "ffn_gate": "gemv_splitk",
+        "ffn_up": "gemv_splitk", "ffn_down": "gemv_splitk@KU=16,NUM_THREADS=256",
+        "lm_head": "gemv_splitk",
+    }  # fmt: skip
+
+
+def test_best_with_extra_stages_is_one_line(fake_gpu):
+    r = CliRunner().invoke(cli, ["run", "gemm", "--m", "8", "--stages", "best", "--tuned"])
+    assert r.exit_code == 2
+    assert "--stages best takes its stages from the tune table" in r.output
+
+
+def test_tune_dispatch_saves_each_class_s_winner_to_the_user_s_table(fake_gpu, tmp_path):
+    args = ["tune", "dispatch", "--sizes", "1x4096x4096,2x4096x4096", "--dtype", "fp32",
+            "--stages", "gemv_vector,gemv_splitk", "-q"]  # fmt: skip
+    r = CliRunner(env={"COLUMNS": "200"}).invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    saved = tmp_path / "dispatch" / "fake-h200.json"  # the device the run reports
+    # the fake runs every stage at half its roof: equal times, so the first listed wins each
+    assert r.output.splitlines()[-3:] == [
+        "  fp32 M=1 N=1k-8k K=1k-8k: gemv_vector",
+        "  fp32 M=2-16 N=1k-8k K=1k-8k: gemv_vector",
+        f"saved to {saved} (used by `--stages best`)",
+    ]
+    table = dispatch.load_user("FAKE H200")
+    assert table is not None
+    assert [(e.shape_class, e.stage) for e in table.entries] == [
+        ("M=1 N=1k-8k K=1k-8k", "gemv_vector"),
+        ("M=2-16 N=1k-8k K=1k-8k", "gemv_vector"),
+    ]
+    assert table.entries[0].source.startswith("fastest at 1 of 1 shape(s): tune dispatch ")
+    tables = dispatch.tables_for("FAKE H200")
+    pick = dispatch.resolve(1, 4096, 4096, "fp32", tables, "FAKE H200")
+    assert (pick.stage.name, pick.table) == ("gemv_vector", str(saved))

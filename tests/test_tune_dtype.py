@@ -1,0 +1,50 @@
+"""`roofline tune gemm --dtype`: a Tensor Core stage is tuned in the dtype asked for (bf16 as well
+as its first, fp16), beside that dtype's reference; a dtype the stage does not build is refused
+in one line before any GPU work."""
+
+import sys
+
+import pytest
+from fakes import fake_run_gemm
+
+from rooflinecli.cli import cli
+
+
+@pytest.fixture
+def fake_tune(monkeypatch, tmp_path):
+    """No GPU and no compiler: the stage's registry entry is its only variant; the run is the
+    fake runner's, and what it was asked to run is kept."""
+    from rooflinecli.gpu import device, runner
+    from rooflinecli.gpu import tune as core
+
+    asked = {}
+    fake = fake_run_gemm(2, each=lambda i, r: r.setdefault("params", {}))
+
+    def run_gemm(shapes, chosen, spec_arg, *args, **kw):  # type: ignore[no-untyped-def]
+        asked.update(shapes=shapes, stages=[s.name for s in chosen], dtype=kw["dtype"])
+        return fake(shapes, chosen, spec_arg, *args, **kw)
+
+    monkeypatch.setattr(runner, "run_gemm", run_gemm)
+    monkeypatch.setattr(device, "info", lambda: {"name": "FAKE H200", "arch": "sm_90a"})
+    monkeypatch.setattr(core, "candidates", lambda stage, arch: ([stage], []))
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    return asked
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", None])
+def test_tune_runs_the_dtype_asked_for(runner, fake_tune, dtype):
+    args = ["tune", "gemm", "--stage", "wgmma_cluster", "--m", "256", "--format", "json"]
+    r = runner.invoke(cli, args + (["--dtype", dtype] if dtype else []))
+    assert r.exit_code == 0, r.output
+    assert fake_tune == {
+        "shapes": [(256, 256, 256)],
+        "stages": ["wgmma_cluster", "cublas_hgemm"],  # the 16-bit reference, both dtypes
+        "dtype": dtype or "fp16",  # the stage's first dtype
+    }
+
+
+def test_tune_refuses_a_dtype_the_stage_does_not_build(runner, monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # refused before any GPU work
+    r = runner.invoke(cli, ["tune", "gemm", "--stage", "double_buffer", "--dtype", "bf16"])
+    assert r.exit_code == 2, r.output
+    assert r.stderr.strip() == "error: stage double_buffer builds for fp32, not bf16"
