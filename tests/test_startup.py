@@ -12,7 +12,7 @@ import pytest
 HEAVY = ("pandas", "numpy", "cupy", "matplotlib")
 # what `model gemm` into a pipe (no GPU, no nvidia-smi) does without: rich draws nothing there,
 # and these serve measure(), writing files and running programs
-MODEL_SKIPS = ("rich", "subprocess", "statistics", "tempfile")
+MODEL_SKIPS = ("rich", "subprocess", "statistics", "tempfile", "shutil")
 
 
 def imported_by(args: list[str], env: dict[str, str] | None = None) -> set[str]:
