@@ -48,7 +48,7 @@ def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
 @chart_option
 @roofs_option
 def show(
-    path: str, fmt: str, view: View, chart_flag: bool | None, roofs: str, calibration: str | None
+    path: str, fmt: str, view: View, chart_flag: bool | None, roof_set: str, calibration: str | None
 ) -> None:
     """Re-render a results document: table, chart.
 
@@ -58,7 +58,7 @@ def show(
     doc = results.load(path)
     draw = want_chart(chart_flag, fmt)
     if report.is_app(doc):
-        if roofs != "datasheet" or calibration:
+        if roof_set != "datasheet" or calibration:
             raise RooflineError(
                 "a `profile app` document was placed under this GPU's roofs when it was "
                 "profiled (its `roofs` say which): --roofs and --calibration do not apply"
@@ -66,7 +66,7 @@ def show(
         show_app(doc, fmt, draw)
         return
     if doc.get("device") is not None:
-        doc = place_on_roofs(doc, roofs, calibration)
+        doc = place_on_roofs(doc, roof_set, calibration)
     columns = report.MODEL if doc.get("device") is None else report.RUN
     if doc.get("command") == "run llm":  # two weight GEMMs can share a shape: name the GEMM
         columns = report.LLM
