@@ -42,8 +42,9 @@ def main(events_path: str, dtype: str, out_path: str) -> None:
             except Exception as exc:  # one stage's failure must not stop the rest
                 got, why = None, str(exc).splitlines()[0]
             if got:
-                ns = profile.sum_metrics(got).get(profile.TIME_METRIC)
-                row["ncu_us"] = ns / 1e3 if ns else None
+                # profile._import_rows reads ncu with --print-units base: seconds
+                sec = profile.sum_metrics(got).get(profile.TIME_METRIC)
+                row["ncu_us"] = sec * 1e6 if sec else None
                 row["ncu_kernels"] = len(got)
             else:
                 row["ncu_us"], row["error"] = None, why

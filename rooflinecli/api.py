@@ -22,8 +22,6 @@ speed stays the one timed here, outside ncu.
 from __future__ import annotations
 
 import os
-import re
-import statistics
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -68,6 +66,8 @@ def measure(
     seconds at most); RooflineError where that cannot be done (no ncu, no permission to read
     counters, a script that cannot be re-run: -c, stdin, a REPL or a notebook).
     """
+    import statistics  # here: it loads fractions and its regexes, which `model` needs not
+
     from rooflinecli.gpu import timer
 
     if not callable(fn):
@@ -145,6 +145,8 @@ COUNTERS_DOMAIN = "roofline_counters"
 def range_name(name: str) -> str:
     """The NVTX range of a measure() name: characters ncu's filter syntax gives a meaning to
     ('@', '/', spaces, ...) become '_'."""
+    import re
+
     return re.sub(r"[^A-Za-z0-9_.:-]", "_", name)
 
 

@@ -19,22 +19,22 @@ from rooflinecli.errors import RooflineError
 
 # command -> (its module under rooflinecli.commands, the command object, its short help)
 LAZY: dict[str, tuple[str, str, str]] = {
-    "specs": ("specs", "specs", "List GPU specs: peaks (dense TFLOP/s) and ridge points "
+    "specs": ("specs", "specs_group", "List GPU specs: peaks (dense TFLOP/s) and ridge points "
               "(FLOP/byte) per precision."),
     "model": ("model", "model", "Analytic roofline model (pure arithmetic, no GPU)."),
     "run": ("run", "run", "Run stages on the GPU (verify, time, place on the roofline)."),
     "show": ("show", "show", "Re-render a results document: table, chart."),
     "compare": ("compare", "compare", "Two runs side by side, with B/A ratios."),
     "plot": ("plot", "plot", "Roofline of a results document as an image."),
-    "gate": ("gate", "gate", "Fail when a stage regressed (CI gate)."),
+    "gate": ("gate", "gate_command", "Fail when a stage regressed (CI gate)."),
     "baseline": ("baseline", "baseline", "Verified runs kept as baselines for `roofline gate`."),
     "inspect": ("inspect", "inspect_", "What the compiler made (registers, occupancy, SASS), "
                 "no GPU needed."),
-    "calibrate": ("calibrate", "calibrate", "Measure this GPU's roofs (HBM, L2, FP32 FMA, "
+    "calibrate": ("calibrate", "calibrate_command", "Measure this GPU's roofs (HBM, L2, FP32 FMA, "
                   "FP16 Tensor Core) and cache them."),
     "tune": ("tune", "tune", "Search tile parameters, or the best stage per shape class, on "
              "the running GPU."),
-    "profile": ("profile", "profile", "Hardware counters of each stage under Nsight Compute "
+    "profile": ("profile", "profile_group", "Hardware counters of each stage under Nsight Compute "
                 "(ncu) on a GPU."),
 }  # fmt: skip
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
@@ -155,6 +154,8 @@ def _replace(
     replaces, flushed to disk (`sync`), then renamed onto it (with `no_clobber`, linked: never
     over a file that appeared meanwhile)."""
     try:
+        import tempfile  # on first write: it loads random and hashlib
+
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:
         raise RooflineError(f"cannot write {p}: {exc.strerror}") from None

@@ -10,7 +10,7 @@ import click
 from click.core import ParameterSource
 
 from rooflinecli import files
-from rooflinecli.core import roofs as roofs_mod
+from rooflinecli.core import roofs
 from rooflinecli.errors import RooflineError
 from rooflinecli.present import FORMATS, View
 
@@ -284,7 +284,8 @@ def roofs_option(f: F) -> F:
     )(f)
     return click.option(
         "--roofs",
-        type=click.Choice(roofs_mod.ROOF_SETS),
+        "roof_set",
+        type=click.Choice(roofs.ROOF_SETS),
         default="datasheet",
         show_default=True,
         help="Roofs to place against: the spec's datasheet, derived from the SM clock "
@@ -295,10 +296,10 @@ def roofs_option(f: F) -> F:
     )(f)
 
 
-def place_on_roofs(doc: dict[str, Any], roofs: str, calibration: str | None) -> dict[str, Any]:
+def place_on_roofs(doc: dict[str, Any], roof_set: str, calibration: str | None) -> dict[str, Any]:
     """--roofs and --calibration applied to a document: the calibration file given, else the
     one cached for the document's device (rooflinecli.gpu.calibrate), then core.roofs."""
-    if roofs == "datasheet":
+    if roof_set == "datasheet":
         return doc
     import json
 
@@ -315,7 +316,7 @@ def place_on_roofs(doc: dict[str, Any], roofs: str, calibration: str | None) -> 
         cal = calibrate.load_calibration(
             device["name"], device.get("driver"), device.get("clock_sm_max_mhz")
         )
-    return roofs_mod.place_on_roofs(doc, roofs, cal)
+    return roofs.place_on_roofs(doc, roof_set, cal)
 
 
 def reports_option(help_text: str) -> Callable[[F], F]:

@@ -75,11 +75,11 @@ def set_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"set": name, **vals} for name, vals in (doc.get("roof_sets") or {}).items()]
 
 
-@click.command()
+@click.command("calibrate")
 @click.option("--quick", is_flag=True, help="Fewer repeats and shorter kernels (about 15 s).")
 @spec_option
 @format_option
-def calibrate(quick: bool, spec_arg: str | None, fmt: str) -> None:
+def calibrate_command(quick: bool, spec_arg: str | None, fmt: str) -> None:
     """Measure this GPU's roofs (HBM, L2, FP32 FMA, FP16 Tensor Core) and cache them.
 
     Each roof is a small kernel timed with CUDA events (warm-up, median of repeats), shown
@@ -88,17 +88,17 @@ def calibrate(quick: bool, spec_arg: str | None, fmt: str) -> None:
     """
     import pandas as pd
 
-    from rooflinecli.gpu import calibrate as cal
+    from rooflinecli.gpu import calibrate
 
     err = report.console(stderr=True)
     if err.is_terminal:
         with err.status("calibrating") as status:
-            doc = cal.measure(
+            doc = calibrate.measure(
                 spec_arg, quick=quick, progress=lambda what: status.update(f"calibrating: {what}")
             )
     else:
-        doc = cal.measure(spec_arg, quick=quick)
-    path = cal.save_calibration(doc)
+        doc = calibrate.measure(spec_arg, quick=quick)
+    path = calibrate.save_calibration(doc)
     doc["cache_file"] = str(path)
     if fmt == "json":
         click.echo(results.dumps(doc), nl=False)

@@ -9,7 +9,7 @@ import click
 from rooflinecli import files, results
 from rooflinecli.errors import GateFailure, Inconclusive
 from rooflinecli.options import format_option
-from rooflinecli.present import gate as core
+from rooflinecli.present import gate
 from rooflinecli.present import table as report
 
 
@@ -19,14 +19,14 @@ def _floors(
     out: dict[str, float] = {}
     for text in values:
         try:
-            stage, pct = core.parse_floor(text)
+            stage, pct = gate.parse_floor(text)
         except ValueError as exc:
             raise click.BadParameter(str(exc), ctx, param) from None
         out[stage] = pct
     return out
 
 
-def _markdown(result: core.GateResult, rows: list[dict[str, Any]], heading: str) -> str:
+def _markdown(result: gate.GateResult, rows: list[dict[str, Any]], heading: str) -> str:
     state = {"pass": "passed", "fail": "FAILED", "inconclusive": "INCONCLUSIVE"}[result.outcome]
     lines = [
         f"## roofline gate: {state}",
@@ -38,7 +38,7 @@ def _markdown(result: core.GateResult, rows: list[dict[str, Any]], heading: str)
         report.markdown_rows(rows, report.GATE_COLUMNS).rstrip("\n"),
         "",
         f"Tolerance {result.tolerance_pct:g}% of TFLOP/s. Rules: "
-        + "; ".join(f"{name}: {text}" for name, text in core.RULES.items())
+        + "; ".join(f"{name}: {text}" for name, text in gate.RULES.items())
         + ".",
     ]
     if result.mismatches:
@@ -100,7 +100,7 @@ def _markdown(result: core.GateResult, rows: list[dict[str, Any]], heading: str)
     help="Also write TFLOP/s for github-action-benchmark (customBiggerIsBetter).",
 )
 @format_option
-def gate(
+def gate_command(
     path: str,
     baseline_path: str | None,
     tolerance: float,
@@ -136,7 +136,7 @@ def gate(
             files.check_output(target, document=False)
     current = results.load(path)
     base = results.load(baseline_path) if baseline_path else None
-    result = core.evaluate(
+    result = gate.evaluate(
         current,
         base,
         tolerance_pct=tolerance,
@@ -146,21 +146,21 @@ def gate(
         where=(path, baseline_path or "baseline"),
     )
     rows = [c.row() for c in result.checks]
-    heading = f"Current: `{path}` ({core.describe(current)})"
+    heading = f"Current: `{path}` ({gate.describe(current)})"
     if base is not None:
-        heading += f"; baseline: `{baseline_path}` ({core.describe(base)})"
+        heading += f"; baseline: `{baseline_path}` ({gate.describe(base)})"
     if junit:
-        files.write_output(junit, core.junit_xml(result), document=False)
+        files.write_output(junit, gate.junit_xml(result), document=False)
     if markdown_path:
         files.write_output(markdown_path, _markdown(result, rows, heading), document=False)
     if benchmark_json:
-        files.write_output(benchmark_json, core.benchmark_json(current), document=False)
+        files.write_output(benchmark_json, gate.benchmark_json(current), document=False)
     if fmt == "markdown":
         report.console().file.write(_markdown(result, rows, heading))
     else:
         title = f"Gate: {path}" + (f" against {baseline_path}" if base is not None else "")
         title += f" (tolerance {tolerance:g}%)" if base is not None else " (floors only)"
-        caption = f"{result.summary()}. Rules: {core.RULES_SHORT}."
+        caption = f"{result.summary()}. Rules: {gate.RULES_SHORT}."
         if result.mismatches:
             caption += f" Environments differ: {'; '.join(result.mismatches)}."
         report.emit_rows(

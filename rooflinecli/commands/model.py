@@ -6,7 +6,7 @@ import click
 
 from rooflinecli import api, files, results
 from rooflinecli.commands import LazyGroup
-from rooflinecli.core import roofs as analysis
+from rooflinecli.core import roofs
 from rooflinecli.options import (
     attention_shape,
     attention_shape_options,
@@ -70,7 +70,7 @@ def model_gemm(
     first = records[0]
     title = (
         f"GEMM {m}x{n}x{k} {dtype}, model on {spec.display_name} ({spec.name}, {why}): "
-        f"{analysis.title(first)}"
+        f"{roofs.title(first)}"
     )
     caption = (
         "AI ideal: every byte moved once (perfect caching). AI instr: what each load "

@@ -81,14 +81,14 @@ def plot(path: str, output: str, calibration: str | None, by_instruction: bool, 
     a short id beside its point, explained in the legend below the chart. Needs the `plot`
     extra (matplotlib).
     """
-    from rooflinecli.present import image as core  # matplotlib is imported only when drawing
+    from rooflinecli.present import image  # matplotlib is imported only when drawing
 
-    core.kind_of(output)
+    image.kind_of(output)
     files.check_output(output, document=False)
     doc = results.load(path)
     cal = load_calibration(calibration, doc)
-    kind = core.save(doc, output, cal, by_instruction)
-    title = core.title(doc)
+    kind = image.save(doc, output, cal, by_instruction)
+    title = image.title(doc)
     row = {"path": output, "format": kind, "records": len(doc["records"]), "title": title}
     line = f"wrote {output} ({kind}): {title}"
     report.emit_written(row, fmt, WROTE_COLUMNS, line, title=f"roofline plot {path}")

@@ -104,12 +104,12 @@ def notes(records: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-@click.group()
-def profile() -> None:
+@click.group("profile")
+def profile_group() -> None:
     """Hardware counters of each stage under Nsight Compute (ncu) on a GPU."""
 
 
-@profile.command("gemm")
+@profile_group.command("gemm")
 @click.option("--m", type=SIZE, required=True, help="Rows of C.")
 @click.option("--n", type=SIZE, default=None, help="Columns of C (default: M).")
 @click.option("--k", type=SIZE, default=None, help="Inner dimension (default: M).")
@@ -133,7 +133,7 @@ def profile() -> None:
 @format_option
 @columns_option
 @output_option
-def profile_gemm(
+def profile_gemm_command(
     m: int,
     n: int | None,
     k: int | None,
@@ -156,7 +156,7 @@ def profile_gemm(
     (exit 2). Without permission to read counters the stages still run and the records say why
     counters are null; the command then exits 2.
     """
-    from rooflinecli.gpu import profile as prof
+    from rooflinecli.gpu import profile
 
     shape = resolve_shape(m, n, k)
     report.select(PROFILE, view)  # an unknown --columns name: one line, before any work
@@ -165,9 +165,9 @@ def profile_gemm(
         why = st.refuses(*shape)
         if why:
             raise RooflineError(why)
-    prof.find_ncu()  # no ncu: one line now, before any stage runs
+    profile.find_ncu()  # no ncu: one line now, before any stage runs
     with progress(not quiet, "profiling", total=len(chosen)) as tick:
-        doc, records, info = prof.profile_gemm(
+        doc, records, info = profile.profile_gemm(
             shape,
             [s.name for s in chosen],
             dtype,
@@ -219,7 +219,7 @@ def profile_gemm(
         raise GateFailure(f"verification failed: {', '.join(failed)}")
 
 
-@profile.command(
+@profile_group.command(
     "app", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
 )
 @click.option(
@@ -259,7 +259,7 @@ def profile_gemm(
 @click.argument(
     "program", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARGS]..."
 )
-def profile_app(
+def profile_app_command(
     kernel: str | None,
     nvtx_range: str | None,
     launch_skip: int | None,
@@ -285,13 +285,13 @@ def profile_app(
     that binds. What ncu cannot count is null, with the reason. --output writes a results
     document that show, plot, compare and gate read. Exit 1 when the program failed.
     """
-    from rooflinecli.gpu import profile_app as app
+    from rooflinecli.gpu import profile_app
 
-    filters = app.Filters(kernel, nvtx_range, launch_skip, launch_count)
+    filters = profile_app.Filters(kernel, nvtx_range, launch_skip, launch_count)
     argv = list(program)
     if argv and argv[0] == "--":
         argv = argv[1:]
-    doc = app.profile_app(
+    doc = profile_app.profile_app(
         argv,
         filters,
         spec_arg,

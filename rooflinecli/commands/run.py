@@ -10,7 +10,7 @@ from rooflinecli import files, results
 from rooflinecli.build import attention as attention_stages
 from rooflinecli.build import stages
 from rooflinecli.commands import LazyGroup
-from rooflinecli.core import roofs as roof_math
+from rooflinecli.core import roofs
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
     SIZE,
@@ -144,7 +144,7 @@ def run_gemm(
     arch: str | None,
     chart_flag: bool | None,
     quiet: bool,
-    roofs: str,
+    roof_set: str,
     calibration: str | None,
     fmt: str,
     view: View,
@@ -214,7 +214,7 @@ def run_gemm(
             timing=timing, progress=tick, picks=picks,
         )  # fmt: skip
     device = doc["device"]
-    doc = place_on_roofs(doc, roofs, calibration)
+    doc = place_on_roofs(doc, roof_set, calibration)
     if output:
         files.write_output(output, results.dumps(doc), force=force)
     con = report.console()
@@ -225,7 +225,7 @@ def run_gemm(
             recs = [r for r in doc["records"] if (r["m"], r["n"], r["k"]) == shape]
             one = {**doc, "records": recs}
             r0 = recs[0]
-            roofs_text = roof_math.per_row_roofs(recs) or roof_math.title(r0)
+            roofs_text = roofs.per_row_roofs(recs) or roofs.title(r0)
             title = (
                 f"GEMM {shape[0]}x{shape[1]}x{shape[2]} {dtype} on {device['name']} "
                 f"(spec {doc['spec']['name']}: {roofs_text})"

@@ -28,7 +28,7 @@ from rooflinecli.present import terminal_chart as chart
 @chart_option
 @roofs_option
 def show(
-    path: str, fmt: str, view: View, chart_flag: bool | None, roofs: str, calibration: str | None
+    path: str, fmt: str, view: View, chart_flag: bool | None, roof_set: str, calibration: str | None
 ) -> None:
     """Re-render a results document: table, chart.
 
@@ -38,7 +38,7 @@ def show(
     doc = results.load(path)
     draw = want_chart(chart_flag, fmt)
     if report.is_app(doc):
-        if roofs != "datasheet" or calibration:
+        if roof_set != "datasheet" or calibration:
             raise RooflineError(
                 "a `profile app` document was placed under this GPU's roofs when it was "
                 "profiled (its `roofs` say which): --roofs and --calibration do not apply"
@@ -46,7 +46,7 @@ def show(
         show_app(doc, fmt, draw)
         return
     if doc.get("device") is not None:
-        doc = place_on_roofs(doc, roofs, calibration)
+        doc = place_on_roofs(doc, roof_set, calibration)
     if not doc["records"] and fmt not in ("json", "csv"):
         raise RooflineError(f"{path} holds no records")
     document.render(doc, fmt, view, draw)

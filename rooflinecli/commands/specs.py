@@ -4,27 +4,26 @@ from __future__ import annotations
 
 import click
 
-from rooflinecli.core import roofs
-from rooflinecli.core import specs as registry
+from rooflinecli.core import roofs, specs
 from rooflinecli.options import format_option
 from rooflinecli.present import table as report
 
 
-@click.group(invoke_without_command=True)
+@click.group("specs", invoke_without_command=True)
 @format_option
 @click.pass_context
-def specs(ctx: click.Context, fmt: str) -> None:
+def specs_group(ctx: click.Context, fmt: str) -> None:
     """List GPU specs: peaks (dense TFLOP/s) and ridge points (FLOP/byte) per precision."""
     if ctx.invoked_subcommand is None:
         ctx.invoke(list_specs, fmt=fmt)
 
 
-@specs.command("list")
+@specs_group.command("list")
 @format_option
 def list_specs(fmt: str) -> None:
     """List GPU specs with their ridge points per precision."""
     rows = []
-    for spec in registry.registry().values():
+    for spec in specs.registry().values():
         row: dict[str, object] = {
             "name": spec.name,
             "gpu": spec.display_name,
@@ -32,7 +31,7 @@ def list_specs(fmt: str) -> None:
             "bandwidth_gbs": spec.memory_bandwidth_gbs,
             "l2_mib": spec.l2_cache_mib,
         }
-        for key in registry.PEAK_KEYS:
+        for key in specs.PEAK_KEYS:
             if key in spec.tflops:
                 peak = spec.tflops[key]
                 row[f"{key}_tflops"] = peak
@@ -48,7 +47,7 @@ def list_specs(fmt: str) -> None:
     if fmt == "csv":
         out.file.write(report.csv_text(rows))
         return
-    keys = [k for k in registry.PEAK_KEYS if f"{k}_tflops" in df.columns]
+    keys = [k for k in specs.PEAK_KEYS if f"{k}_tflops" in df.columns]
     short = {k: k.replace("_tensor_dense", " TC") for k in keys}
     headers = ["name", "GPU", "SMs", "GB/s", "L2 MiB", *[short[k] for k in keys]]
     cells = []
@@ -83,12 +82,12 @@ def list_specs(fmt: str) -> None:
     out.print(t)
 
 
-@specs.command("show")
+@specs_group.command("show")
 @click.argument("name", metavar="NAME|PATH")
 @format_option
 def show(name: str, fmt: str) -> None:
     """Show one spec in full, with its ridge points."""
-    spec = registry.resolve(name)
+    spec = specs.resolve(name)
     out = report.console()
     data = spec.to_dict()
     if fmt == "json":

@@ -19,6 +19,7 @@ from rooflinecli.errors import RooflineError
 from rooflinecli.present import (
     FORMATS,  # noqa: F401  (the one list, re-exported)
     View,
+    boxed,
 )
 
 if TYPE_CHECKING:
@@ -294,8 +295,13 @@ def _console_class() -> type[Console]:
 def console(stderr: bool = False) -> Console:
     """One place that makes consoles. NO_COLOR is honoured by rich; pipes get a wide table."""
     stream = sys.stderr if stderr else sys.stdout
-    wide = None if stream.isatty() else int(os.environ.get("COLUMNS", "200"))
+    wide = None if stream.isatty() else _width()
     return _console_class()(file=stream, width=wide, highlight=False, soft_wrap=False, emoji=False)
+
+
+def _width() -> int:
+    """The width of a console on a stream that is not a terminal (a pipe, a file)."""
+    return int(os.environ.get("COLUMNS", "200"))
 
 
 # A nested object in a CSV row becomes one column per key, named prefix_key (params -> param_BM).
@@ -493,22 +499,61 @@ def emit(
         columns = select(columns, view)
     df = frame(doc["records"])
     columns = present(columns, df)
-    con = out or console()
+    stream = out.file if out is not None else sys.stdout
     if fmt == "json":
-        con.file.write(results.dumps(doc))
+        stream.write(results.dumps(doc))
     elif fmt == "csv":
-        con.file.write(csv_text([results.complete_record(r) for r in doc["records"]]))
+        stream.write(csv_text([results.complete_record(r) for r in doc["records"]]))
     elif fmt == "markdown":
-        con.file.write(markdown(df, columns, title=title))
+        stream.write(markdown(df, columns, title=title))
         said = verdict.lines(doc["records"])
         if said:
-            con.file.write("\n" + "".join(f"- {line}\n" for line in said))
+            stream.write("\n" + "".join(f"- {line}\n" for line in said))
     else:
+        said = verdict.lines(doc["records"]) + [n.strip() for n in notes(doc["records"])]
+        text = None if out is not None else _boxed(df, columns, title, caption, said)
+        if text is not None:  # what rich would draw here, without loading rich
+            stream.write(text)
+            return
+        con = out or console()
         if title:  # wrapped to the console, not to a compact table's width
             say(con, title, indent=0, style="table.title")
         print_table(con, table(df, columns, caption=caption, width=con.width))
-        for line in verdict.lines(doc["records"]) + [n.strip() for n in notes(doc["records"])]:
+        for line in said:
             say(con, line)
+
+
+def _boxed(
+    df: Rows | pd.DataFrame,
+    columns: list[Column],
+    title: str | None,
+    caption: str | None,
+    said: list[str],
+) -> str | None:
+    """emit()'s table format as rich prints it to standard output, when that is plain text and
+    the table simple enough for rooflinecli.present.boxed; None: rich prints it."""
+    if not boxed.colourless(sys.stdout):
+        return None
+    width = _width()
+    present = [c for c in columns if c[0] in df.columns]
+    rows = [[_cell(row, f, fmt) for f, _, fmt in present] for _, row in df.iterrows()]
+    right = [not (f in NAME_FIELDS or f in LEFT_FIELDS) for f, _, _ in present]
+    body = boxed.table([h for _, h, _ in present], rows, right, width, caption)
+    if body is None:
+        return None
+    head = _wrapped(title, 0, width) if title else []
+    tail = [x for line in said for x in _wrapped(line, 2, width)]
+    if not all(map(boxed.prose, head + tail)):
+        return None
+    return "".join(f"{x}\n" for x in head) + body + "".join(f"{x}\n" for x in tail)
+
+
+def _wrapped(text: str, indent: int, width: int) -> list[str]:
+    """Prose wrapped to a console `width` wide, every line indented (say())."""
+    pad = " " * indent
+    wrap_at = max(20, width - indent)
+    lines = textwrap.wrap(text, wrap_at, break_on_hyphens=False, break_long_words=False)
+    return [pad + line for line in lines]
 
 
 def say(con: Console, text: str, indent: int = 2, style: str = "") -> None:
@@ -516,10 +561,8 @@ def say(con: Console, text: str, indent: int = 2, style: str = "") -> None:
     as text (never read as rich markup)."""
     from rich.text import Text
 
-    pad = " " * indent
-    width = max(20, con.width - indent)
-    for line in textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False):
-        con.print(Text(pad + line, style=style), soft_wrap=True)
+    for line in _wrapped(text, indent, con.width):
+        con.print(Text(line, style=style), soft_wrap=True)
 
 
 def notes(records: list[dict[str, Any]]) -> list[str]:
