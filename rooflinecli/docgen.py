@@ -146,12 +146,15 @@ def _ladder(doc: dict[str, Any]) -> str:
 
 
 def _side_by_side(docs: list[dict[str, Any]]) -> str:
-    """One row per stage, each document's precision in its own columns."""
+    """One row per stage, each document's precision (or, all of one precision, its shape) in
+    its own columns."""
     header, stages = ["stage"], list[str]()
     by: list[dict[str, dict[str, Any]]] = []
+    one_dtype = len({d["records"][0]["dtype"] for d in docs}) == 1  # then the shapes differ
     for doc in docs:
-        dtype = doc["records"][0]["dtype"]
-        header += [f"{dtype} TFLOP/s", "% cuBLAS", "% peak", "SM MHz"]
+        r0 = doc["records"][0]
+        what = f"{r0['m']}x{r0['n']}x{r0['k']}" if one_dtype else r0["dtype"]
+        header += [f"{what} TFLOP/s", "% cuBLAS", "% peak", "SM MHz"]
         by.append({str(r["stage"]): r for r in doc["records"]})
         stages += [str(r["stage"]) for r in doc["records"] if str(r["stage"]) not in stages]
     rows = []
