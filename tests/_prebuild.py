@@ -5,8 +5,9 @@ none of them run.
 A process of its own, so that what a test changes for itself (environment, monkeypatched
 functions, the umask) never reaches a build. Reads one JSON object on stdin:
 {"path": sys.path, "listings": folder, "workers": n, "jobs": [{"id", "kind": "stage" |
-"calibration", "name", "params", "arch", "dtype", "sass"}]}, and writes "done ID" on stdout when a
-job is over, built or not (the test that compiles it reports why), then "cpu SECONDS".
+"attention" | "calibration", "name", "params", "arch", "dtype", "head_dim" (attention), "sass"}]},
+and writes "done ID" on stdout when a job is over, built or not (the test that compiles it reports
+why), then "cpu SECONDS".
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def main() -> None:
     if hasattr(os, "nice"):  # the tests keep their core (some time themselves); this takes the rest
         os.nice(10)
     sys.path[:] = task["path"]  # import rooflinecli from where the test session does
-    from rooflinecli.build import compiler, sass, stages
+    from rooflinecli.build import attention, compiler, sass, stages
     from rooflinecli.gpu import calibrate
 
     listings = Path(task["listings"])
@@ -43,6 +44,11 @@ def main() -> None:
             if job["kind"] == "stage":
                 stage = stages.BY_NAME[job["name"]].with_params(job["params"])
                 built = compiler.compile_stage(stage, job["arch"], job["dtype"])
+            elif job["kind"] == "attention":
+                built = attention.compile_stage(
+                    attention.ATTENTION_BY_NAME[job["name"]], job["arch"], job["dtype"],
+                    job["head_dim"], job["params"],
+                )  # fmt: skip
             else:
                 built = calibrate.compile_kernel(job["name"], job["arch"])
             if job["sass"]:

@@ -34,7 +34,7 @@ import rich.table  # noqa: F401
 from _prebuild import listing_path
 from click.testing import CliRunner
 
-from rooflinecli.build import compiler, sass, stages
+from rooflinecli.build import attention, compiler, sass, stages
 from rooflinecli.errors import RooflineError
 
 ENV = {"COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
@@ -45,9 +45,11 @@ WAIT_S = 600  # for one kernel; past that the test compiles it itself
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "prebuild(*kernels, arch='sm_90a', dtype=None, sass=False): kernels the test compiles "
-        "(registry stages, or names of calibration kernels) for arch and dtype (None: the "
-        "stage's own), disassembled when sass=True; built for the session in a helper process",
+        "prebuild(*kernels, arch='sm_90a', dtype=None, sass=False, head_dim=None, params=None): "
+        "kernels the test compiles (registry stages, attention stages for a head_dim, with "
+        "params overriding their config's, or names of calibration kernels) for arch and dtype "
+        "(None: the stage's own), disassembled when sass=True; built for the session in a "
+        "helper process",
     )
 
 
@@ -74,12 +76,12 @@ class Prebuilt:
                 self._ids(mark, add=True)
 
     def _ids(self, mark: pytest.Mark, add: bool = False) -> list[int]:
-        unknown = set(mark.kwargs) - {"arch", "dtype", "sass"}
-        assert not unknown, f"prebuild takes arch, dtype and sass, not {unknown}"
+        unknown = set(mark.kwargs) - {"arch", "dtype", "sass", "head_dim", "params"}
+        assert not unknown, f"prebuild takes arch, dtype, sass, head_dim and params, not {unknown}"
         arch = mark.kwargs.get("arch", "sm_90a")
         out = []
         for kernel in mark.args:
-            key, job = _describe(kernel, arch, mark.kwargs.get("dtype"))
+            key, job = _describe(kernel, arch, mark.kwargs)
             if key not in self.ids:
                 if not add:
                     continue  # no selected test asked for it: whoever needs it compiles it
@@ -160,8 +162,19 @@ class Prebuilt:
         )
 
 
-def _describe(kernel: object, arch: str, dtype: str | None) -> tuple[tuple[Any, ...], dict]:
-    """(what identifies the cubin, the helper's job) for a registry stage or calibration kernel."""
+def _describe(kernel: object, arch: str, kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict]:
+    """(what identifies the cubin, the helper's job) for a registry stage, an attention stage or
+    a calibration kernel."""
+    dtype = kwargs.get("dtype")
+    if isinstance(kernel, attention.AttentionStage):
+        assert attention.ATTENTION_BY_NAME.get(kernel.name) is kernel, kernel.name
+        head_dim, params = kwargs["head_dim"], dict(kwargs.get("params") or {})
+        assert dtype in kernel.dtypes and head_dim in kernel.configs, (kernel.name, dtype, head_dim)
+        defines = {**kernel.defines(dtype, head_dim), **params}
+        key = ("attention", kernel.file, arch, tuple(defines.items()))
+        return key, {"kind": "attention", "name": kernel.name, "params": params, "arch": arch,
+                     "dtype": dtype, "head_dim": head_dim}  # fmt: skip
+    assert "head_dim" not in kwargs and "params" not in kwargs, "head_dim, params: attention only"
     if isinstance(kernel, str):
         from rooflinecli.gpu.calibrate import KERNELS
 

@@ -84,14 +84,24 @@ def test_refusals_and_selection():
         registry.select("attn_fused,,attn_naive", "fp16")
 
 
-BUILDS = [(s, d, h) for s in STAGES for d in s.dtypes for h in s.head_dims]
+def build_arch(stage: registry.AttentionStage) -> str:
+    return "sm_90a" if stage.min_cc >= 90 else "sm_80"
+
+
+# every stage in every dtype and head dim, built for the session by the prebuild helper (conftest)
+BUILDS = [
+    pytest.param(s, d, h, marks=pytest.mark.prebuild(s, arch=build_arch(s), dtype=d, head_dim=h))
+    for s in STAGES
+    for d in s.dtypes
+    for h in s.head_dims
+]
 
 
 @pytest.mark.parametrize("stage, dtype, head_dim", BUILDS, ids=lambda v: getattr(v, "name", v))
 def test_compiles_with_nvrtc_without_spills(stage, dtype, head_dim):
     """No spills, except the few bytes a config declares (with the measurement that paid for
     them beside it in the registry)."""
-    arch = "sm_90a" if stage.min_cc >= 90 else "sm_80"
+    arch = build_arch(stage)
     built = registry.compile_stage(stage, arch, dtype, head_dim)
     for entry in stage.entries:
         props = re.search(
@@ -105,7 +115,14 @@ def test_compiles_with_nvrtc_without_spills(stage, dtype, head_dim):
         assert allowed or props.group(2) == "0", (entry, props.group(0))
 
 
-@pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "stage",
+    [
+        pytest.param(s, marks=pytest.mark.prebuild(s, dtype="bf16", head_dim=128, sass=True))
+        for s in STAGES
+    ],
+    ids=lambda s: s.name,
+)
 def test_sass_holds_the_math_the_stage_claims(stage):
     from rooflinecli.build import sass
 

@@ -1,26 +1,38 @@
 """Stage 43 (kernels/43_attn_wgmma.cu) built for sm_90a without a GPU: each schedule variant
 compiles without spills for both 16-bit types and head dims, and its SASS holds what the file
-claims (the instructions; correctness and speed are the GPU's to show: benchmarks/gpu_fa3.sh)."""
+claims (the instructions; correctness and speed are the GPU's to show: benchmarks/gpu_fa3.sh).
+
+Each variant is the registry's config with some params overridden (64-0-128 and 128-0-176 are the
+registry's own, which test_attention_stages builds too); all but the one that must not compile are
+built for the session by the prebuild helper (conftest)."""
 
 import re
 
 import pytest
 
-from rooflinecli.build import compiler, sass
-from rooflinecli.paths import data_dir
+from rooflinecli.build import attention, compiler, sass
 
-SOURCE = data_dir("kernels") / "43_attn_wgmma.cu"
+STAGE = attention.ATTENTION_BY_NAME["attn_wgmma"]
 
 
-def build(head_dim: int, bf16: int, **variant: int) -> tuple[compiler.Compiled, str]:
-    defines = {"HEAD_DIM": head_dim, "ELEM_BF16": bf16, **variant}
-    built = compiler.compile_source(
-        SOURCE.read_text(), "attn_wgmma", "attn_wgmma", "sm_90a", defines
-    )
+def variant(head_dim: int, bf16: int, **params: int) -> pytest.MarkDecorator:
+    dtype = "bf16" if bf16 else "fp16"
+    return pytest.mark.prebuild(STAGE, dtype=dtype, head_dim=head_dim, params=params, sass=True)
+
+
+def build(head_dim: int, bf16: int, **params: int) -> tuple[compiler.Compiled, str]:
+    dtype = "bf16" if bf16 else "fp16"
+    built = attention.compile_stage(STAGE, "sm_90a", dtype, head_dim, params)
     return built, sass.disassemble(built.cubin_path)
 
 
-@pytest.mark.parametrize("head_dim, bf16, block_n", [(128, 1, 128), (64, 0, 128), (128, 0, 176)])
+DEFAULT = [(128, 1, 128), (64, 0, 128), (128, 0, 176)]
+
+
+@pytest.mark.parametrize(
+    "head_dim, bf16, block_n",
+    [pytest.param(*v, marks=variant(v[0], v[1], BLOCK_N=v[2])) for v in DEFAULT],
+)
 def test_default_schedule_uses_wgmma_with_register_p_and_tma(head_dim, bf16, block_n):
     """QK^T: HGMMA 64 x BLOCK_N with both operands as descriptors, HEAD_DIM / 16 of them; PV:
     HGMMA 64 x HEAD_DIM with A from registers and B transposed (V N-major), BLOCK_N / 16; each
@@ -39,21 +51,23 @@ def test_default_schedule_uses_wgmma_with_register_p_and_tma(head_dim, bf16, blo
     assert ("BF16" in gmma[0]) == bool(bf16)
 
 
+@variant(128, 0, BLOCK_N=128, OVERLAP=0, PINGPONG=0)
 def test_sequential_schedule_builds_and_ping_pong_needs_overlap():
     """OVERLAP=0 (S, softmax, PV in turn) issues each chain once; PINGPONG without OVERLAP is
     refused at compile time, with the reason."""
-    built, text = build(128, 0, OVERLAP=0, PINGPONG=0)
+    built, text = build(128, 0, BLOCK_N=128, OVERLAP=0, PINGPONG=0)
     assert built.resources is not None and built.resources.spill_bytes == 0
     assert text.count("HGMMA") == 128 // 16 + 8
     assert "BAR.ARV" not in text  # no named-barrier hand-over
     with pytest.raises(Exception, match="does not compile"):
-        build(128, 0, OVERLAP=0, PINGPONG=1)
+        build(128, 0, BLOCK_N=128, OVERLAP=0, PINGPONG=1)
 
 
+@variant(128, 1, BLOCK_N=128, TMA_O=1)
 def test_tma_o_stores_each_box_through_the_copy_engine():
     """TMA_O=1: O leaves through shared memory, one UTMASTG per 64-column box (per consumer
     warpgroup), and no global store instruction is left (STG) for it."""
-    built, text = build(128, 1, TMA_O=1)
+    built, text = build(128, 1, BLOCK_N=128, TMA_O=1)
     assert built.resources is not None and built.resources.spill_bytes == 0
     assert text.count("UTMASTG.3D") == 128 // 64
     assert not re.search(r"\sSTG\.", text)

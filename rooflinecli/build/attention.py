@@ -316,8 +316,16 @@ def select(names: str | None, dtype: str) -> list[AttentionStage]:
     return chosen
 
 
-def compile_stage(stage: AttentionStage, arch: str, dtype: str, head_dim: int) -> Any:
-    """NVRTC to a cubin (cached) holding every kernel of the stage, for one dtype and head dim."""
+def compile_stage(
+    stage: AttentionStage,
+    arch: str,
+    dtype: str,
+    head_dim: int,
+    params: Mapping[str, int] | None = None,
+) -> Any:
+    """NVRTC to a cubin (cached) holding every kernel of the stage, for one dtype and head dim;
+    `params` overrides some of the config's (a variant of its schedule: the tests' and tuning's;
+    an override equal to the config's value builds, and finds in the cache, the stage itself)."""
     from rooflinecli.build import compiler
     from rooflinecli.paths import data_dir
 
@@ -329,5 +337,5 @@ def compile_stage(stage: AttentionStage, arch: str, dtype: str, head_dim: int) -
     except OSError as exc:
         raise RooflineError(f"cannot read kernel source {path}: {exc.strerror}") from None
     label = f"{stage.name}-{dtype}-d{head_dim}"
-    defines: dict[str, int | str] = dict(stage.defines(dtype, head_dim))
+    defines: dict[str, int | str] = {**stage.defines(dtype, head_dim), **(params or {})}
     return compiler.compile_source(src, label, stage.entry, arch, defines)
