@@ -17,6 +17,7 @@ import os
 import resource
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -40,6 +41,7 @@ def main() -> None:
     lock = threading.Lock()
 
     def build(job: dict) -> None:
+        cpu = time.thread_time()  # NVRTC runs in this thread; nvdisasm is a process of its own
         try:
             if job["kind"] == "stage":
                 stage = stages.BY_NAME[job["name"]].with_params(job["params"])
@@ -59,7 +61,10 @@ def main() -> None:
         except Exception:
             pass
         finally:
+            what = " ".join(str(job[k]) for k in ("name", "arch", "dtype", "head_dim") if k in job)
+            cpu = time.thread_time() - cpu
             with lock:
+                print(f"{what} {job.get('params') or ''}: {cpu:.2f} s of CPU", file=sys.stderr)
                 print("done", job["id"], flush=True)
 
     with ThreadPoolExecutor(task["workers"]) as pool:
