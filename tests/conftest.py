@@ -53,6 +53,12 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that compile nothing first, then those marked prebuild (each group in its own
+    order): the helper builds while the former run, and the test process seldom waits for it."""
+    items.sort(key=lambda item: item.get_closest_marker("prebuild") is not None)
+
+
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner(env=ENV)
