@@ -1,0 +1,280 @@
+// Stage 34: decode as a stream-K GEMV. Why stage 32 stops near 3 TB/s on big shapes: a block
+// owns a strip of BN = 32 columns (64 bytes of each row of B in bf16) and ALL of K, and the grid
+// is N / BN such blocks. At N = 4096 that is 128 blocks for 132 SMs, one each: an SM has one
+// step of 512 threads x 128 B = 64 KiB in flight, then waits for all of it, multiplies, and only
+// then issues the next step, so its average bytes in flight are well under what Little's law asks
+// (~4.5 TB/s x ~0.7 us / 132 SMs = ~24 KiB always in flight, more with DRAM's queueing). At
+// N = 12288 the 384 blocks are 2.9 waves: the last wave leaves SMs idle. And 64-byte pieces of a
+// row are half a 128-byte line.
+//
+// Here the grid is persistent (BLOCKS_PER_SM x SMs blocks, however small N is) and the work is
+// one line of "units" cut into equal shares, one share per block (stream-K): a unit is U rows of
+// K of one BN-column strip for one block of TM rows of C, K fastest. So every SM streams the same
+// number of bytes of B, whatever N and K, with no wave tail; a block's share crosses one or two
+// strips (segments). Inside a segment the block's threads split its rows: a thread owns PER16
+// columns (one 16-byte piece of a row: 8 in fp16/bf16, 4 in fp32) and U consecutive rows per
+// pass, and issues its U 16-byte loads of B back to back before the first FMA (U x 16 B in flight
+// per thread; 256 threads x 8 x 16 B = 32 KiB per block, BLOCKS_PER_SM blocks per SM). B is
+// read with ld.global.nc.L1::no_allocate (each byte is used once; L1 keeps A instead), optionally
+// with the .L2::256B prefetch hint (L2PF).
+//
+// Reduction: a segment's partial sums meet in shared memory (shuffles across the row slots of a
+// warp, then shared-memory atomics); a segment that covers all of K writes C itself, any other
+// adds its BN x rows partials to an fp32 workspace in global memory (RED.ADD, L2) and counts its
+// rows on the tile's counter; the block whose rows complete K reads the sums back, writes C
+// (alpha, beta) and leaves the workspace and the counter zeroed for the next launch. One launch,
+// and the reduction traffic is 2 x 4 bytes per partial (a few hundred KiB against tens of MiB).
+//
+// Thread layout: tid = s * TPR + c; c < TPR = BN / PER16 picks the piece of the strip (lanes of a
+// warp read neighbouring 16 bytes of one row), s < SLOTS the row slot: slot s reads rows
+// k0 + s * U .. + U, then every SLOTS * U rows.
+// Rows of C: a block covers up to TM rows of C (every row group shares each load of B); rows per
+// thread are picked per segment (1, 2, 4 .. TM, the smallest power of two that covers the rows).
+// Any M, N, K: 16-byte loads need N and K to be multiples of PER16 (rows of B and A start on 16
+// bytes); otherwise the same split runs on scalar loads. The K tail (K % U rows) takes scalar
+// loads; pieces past N read the last piece of the row (never stored); rows past M read row M - 1.
+#ifndef TM
+#error "TM (rows of C per block) must be given as -DTM=..."
+#endif
+#ifndef BN
+#error "BN (columns of C per strip) must be given as -DBN=..."
+#endif
+#ifndef U
+#error "U (rows of B a thread loads per pass) must be given as -DU=..."
+#endif
+#ifndef NUM_THREADS
+#error "NUM_THREADS (threads per block) must be given as -DNUM_THREADS=..."
+#endif
+#ifndef BLOCKS_PER_SM
+#error "BLOCKS_PER_SM (persistent blocks per SM) must be given as -DBLOCKS_PER_SM=..."
+#endif
+#ifndef L2PF
+#define L2PF 0  // 1: loads of B carry the .L2::256B prefetch hint
+#endif
+
+#include "elem.cuh"      // elem_t (fp32, fp16 or bf16 bits), elem_to_float, elem_from_float
+#include "ptx_sm80.cuh"  // ld.global.nc.L1::no_allocate
+
+constexpr int PER16 = 16 / sizeof(elem_t);  // columns a thread owns: one 16-byte piece of a row
+constexpr int TPR = BN / PER16;             // threads across the strip
+constexpr int SLOTS = NUM_THREADS / TPR;    // row slots
+constexpr int PASS = SLOTS * U;             // rows of the strip a block reads per pass
+
+static_assert(BN % PER16 == 0, "a thread owns one 16-byte piece of a row: BN a multiple of it");
+static_assert(NUM_THREADS % TPR == 0, "the threads tile the strip's width exactly");
+static_assert(TPR <= 32 ? 32 % TPR == 0 : TPR % 32 == 0, "a warp holds whole slots or a slot whole warps");
+static_assert(U % PER16 == 0, "A's U elements per row of C are whole 16-byte loads");
+static_assert((TM & (TM - 1)) == 0, "TM is a power of two (rows per thread are picked 1, 2, 4..)");
+static_assert(NUM_THREADS % 32 == 0 && NUM_THREADS <= 1024, "whole warps, at most 1024 threads");
+static_assert(TM * BN * 4 <= 48 * 1024, "the block's partial tile fits in 48 KiB of shared memory");
+
+__device__ __forceinline__ uint4 load_b(const elem_t* p) {
+#if L2PF
+    return ld_nc_na_l2_256b_v4(p);
+#else
+    return ld_nc_na_v4(p);
+#endif
+}
+
+// 16 bytes -> PER16 floats.
+__device__ __forceinline__ void unpack16(const uint4& v, float* f) {
+    const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#if ELEM_FP32
+        f[i] = __uint_as_float(w[i]);
+#elif ELEM_BF16
+        f[2 * i] = __uint_as_float(w[i] << 16);
+        f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+#else
+        f[2 * i] = __nv_half2float(static_cast<unsigned short>(w[i] & 0xffffu));
+        f[2 * i + 1] = __nv_half2float(static_cast<unsigned short>(w[i] >> 16));
+#endif
+    }
+}
+
+// Element i (known at compile time once unrolled) of 16 bytes, as a float.
+__device__ __forceinline__ float element(const uint4& v, int i) {
+    const int word = i / (PER16 / 4);
+    const unsigned w = word == 0 ? v.x : word == 1 ? v.y : word == 2 ? v.z : v.w;
+#if ELEM_FP32
+    return __uint_as_float(w);
+#elif ELEM_BF16
+    return __uint_as_float(i % 2 ? w & 0xffff0000u : w << 16);
+#else
+    return __nv_half2float(static_cast<unsigned short>(i % 2 ? w >> 16 : w & 0xffffu));
+#endif
+}
+
+// acc[r][j] += A[row r][k] * B[k][col + j] with scalar loads (unaligned rows, the K tail).
+template <int R>
+__device__ __forceinline__ void fma_row(int k, int N, int col, const elem_t* __restrict__ B,
+                                        const elem_t* const (&arow)[R], float (&acc)[R][PER16]) {
+    const elem_t* p = B + static_cast<size_t>(k) * N + col;
+    float b[PER16];
+#pragma unroll
+    for (int j = 0; j < PER16; ++j) b[j] = col + j < N ? elem_to_float(__ldg(p + j)) : 0.0f;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const float a = elem_to_float(__ldg(arow[r] + k));
+#pragma unroll
+        for (int j = 0; j < PER16; ++j) acc[r][j] = fmaf(a, b[j], acc[r][j]);
+    }
+}
+
+// One segment: rows [k0, k1) of K of the strip at column n0, rows mb .. mb + rows of C, R rows
+// per thread. Adds the block's sums into red[r][column of the strip].
+template <int R, bool VEC16>
+__device__ __forceinline__ void segment(int M, int N, int K, const elem_t* __restrict__ A,
+                                        const elem_t* __restrict__ B, int mb, int n0, int k0,
+                                        int k1, float (*red)[BN]) {
+    const int tid = threadIdx.x, c = tid % TPR, s = tid / TPR;
+    const int col = n0 + c * PER16;
+    const elem_t* arow[R];  // rows past M read row M - 1 (computed, never stored)
+#pragma unroll
+    for (int r = 0; r < R; ++r) arow[r] = A + static_cast<size_t>(min(mb + r, M - 1)) * K;
+    float acc[R][PER16];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int j = 0; j < PER16; ++j) acc[r][j] = 0.0f;
+
+    const int kfull = VEC16 ? min(k1, K - K % U) : k0;  // rows [k0, kfull) in whole passes of U
+    if (VEC16) {
+        // a piece past N reads the row's last piece instead (never stored): loads unconditional
+        const elem_t* bcol = B + min(col, N - PER16);
+        for (int kb = k0 + s * U; kb < kfull; kb += PASS) {
+            uint4 braw[U], araw[R][U / PER16];
+#pragma unroll
+            for (int u = 0; u < U; ++u) braw[u] = load_b(bcol + static_cast<size_t>(kb + u) * N);
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+#pragma unroll
+                for (int l = 0; l < U / PER16; ++l)
+                    araw[r][l] = __ldg(reinterpret_cast<const uint4*>(arow[r] + kb) + l);
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                float b[PER16];
+                unpack16(braw[u], b);
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    const float a = element(araw[r][u / PER16], u % PER16);
+#pragma unroll
+                    for (int j = 0; j < PER16; ++j) acc[r][j] = fmaf(a, b[j], acc[r][j]);
+                }
+            }
+        }
+    }
+    // the K tail (< U rows, VEC16) or every row (scalar path): one row per slot at a time
+    for (int k = kfull + s; k < k1; k += SLOTS) fma_row(k, N, col, B, arow, acc);
+
+    // the slots of one warp first (shuffles), then one shared-memory atomic per warp and element
+    if constexpr (TPR < 32) {
+#pragma unroll
+        for (int off = TPR; off < 32; off *= 2)
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+#pragma unroll
+                for (int j = 0; j < PER16; ++j)
+                    acc[r][j] += __shfl_xor_sync(0xffffffffu, acc[r][j], off);
+    }
+    if (TPR >= 32 || tid % 32 < TPR) {
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+            for (int j = 0; j < PER16; ++j) atomicAdd(&red[r][c * PER16 + j], acc[r][j]);
+    }
+}
+
+// The smallest R in TM, TM/2, .. 1 that covers `rows` (block-uniform).
+template <int R>
+__device__ __forceinline__ void pick_rows(int rows, bool vec, int M, int N, int K,
+                                          const elem_t* __restrict__ A,
+                                          const elem_t* __restrict__ B, int mb, int n0, int k0,
+                                          int k1, float (*red)[BN]) {
+    if constexpr (R > 1) {
+        if (rows <= R / 2) {
+            pick_rows<R / 2>(rows, vec, M, N, K, A, B, mb, n0, k0, k1, red);
+            return;
+        }
+    }
+    if (vec)
+        segment<R, true>(M, N, K, A, B, mb, n0, k0, k1, red);
+    else
+        segment<R, false>(M, N, K, A, B, mb, n0, k0, k1, red);
+}
+
+// ws: M x N fp32 partial sums, then one counter per tile (row block x strip); zero on entry,
+// zero again on exit.
+extern "C" __global__ void __launch_bounds__(NUM_THREADS, BLOCKS_PER_SM)
+gemv_streamk(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
+             const elem_t* __restrict__ B, float beta, elem_t* __restrict__ C,
+             float* __restrict__ ws) {
+    __shared__ __align__(16) float red[TM][BN];
+    __shared__ int last;
+    const int tid = threadIdx.x;
+    for (int i = tid; i < TM * BN; i += NUM_THREADS) (&red[0][0])[i] = 0.0f;
+
+    const int mblocks = (M + TM - 1) / TM, strips = (N + BN - 1) / BN, chunks = (K + U - 1) / U;
+    unsigned* count = reinterpret_cast<unsigned*>(ws + static_cast<size_t>(M) * N);
+    const unsigned long long ab = reinterpret_cast<unsigned long long>(A) |
+                                  reinterpret_cast<unsigned long long>(B);
+    const bool vec = N % PER16 == 0 && K % PER16 == 0 && ab % 16 == 0;
+
+    // this block's share of the line of units: [lo, hi), tile = strip * mblocks + row block
+    const long long units = static_cast<long long>(mblocks) * strips * chunks;
+    const long long lo = units * blockIdx.x / gridDim.x, hi = units * (blockIdx.x + 1) / gridDim.x;
+    __syncthreads();  // red zeroed
+    for (long long u = lo; u < hi;) {
+        const int tile = static_cast<int>(u / chunks), c0 = static_cast<int>(u % chunks);
+        const int c1 = static_cast<int>(min(static_cast<long long>(chunks), c0 + (hi - u)));
+        u += c1 - c0;
+        const int mb = tile % mblocks * TM, n0 = tile / mblocks * BN;
+        const int k0 = c0 * U, k1 = min(c1 * U, K);
+        const int rows = min(TM, M - mb);
+        pick_rows<TM>(rows, vec, M, N, K, A, B, mb, n0, k0, k1, red);
+        __syncthreads();  // red holds the segment's sums
+
+        if (k0 == 0 && k1 == K) {  // the whole of K: no other block adds to this tile
+            for (int o = tid; o < rows * BN; o += NUM_THREADS) {
+                const int r = o / BN, cc = o % BN, n = n0 + cc;
+                const float sum = red[r][cc];
+                red[r][cc] = 0.0f;
+                if (n >= N) continue;
+                const size_t idx = static_cast<size_t>(mb + r) * N + n;
+                float v = alpha * sum;
+                if (beta != 0.0f) v = fmaf(beta, elem_to_float(C[idx]), v);  // beta 0: C unread
+                C[idx] = elem_from_float(v);
+            }
+            __syncthreads();  // red zeroed for the next segment
+            continue;
+        }
+        for (int o = tid; o < rows * BN; o += NUM_THREADS) {
+            const int r = o / BN, cc = o % BN, n = n0 + cc;
+            const float sum = red[r][cc];
+            red[r][cc] = 0.0f;
+            if (n < N) atomicAdd(&ws[static_cast<size_t>(mb + r) * N + n], sum);  // RED.ADD in L2
+        }
+        __threadfence();  // our partials are visible GPU-wide before the counter says so
+        __syncthreads();
+        if (tid == 0) {
+            const unsigned done = atomicAdd(&count[tile], static_cast<unsigned>(k1 - k0));
+            last = done + (k1 - k0) == static_cast<unsigned>(K);
+        }
+        __syncthreads();
+        if (last) {  // every other segment of the tile has added its partials: finish the tile
+            __threadfence();
+            for (int o = tid; o < rows * BN; o += NUM_THREADS) {
+                const int r = o / BN, n = n0 + o % BN;
+                if (n >= N) continue;
+                const size_t idx = static_cast<size_t>(mb + r) * N + n;
+                const float sum = __ldcg(&ws[idx]);  // from L2: L1 may hold a stale line
+                __stcg(&ws[idx], 0.0f);              // zero for the next launch
+                float v = alpha * sum;
+                if (beta != 0.0f) v = fmaf(beta, elem_to_float(C[idx]), v);
+                C[idx] = elem_from_float(v);
+            }
+            if (tid == 0) count[tile] = 0;
+        }
+    }
+}
