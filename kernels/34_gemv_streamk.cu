@@ -16,7 +16,8 @@
 // pass, and issues its U 16-byte loads of B back to back before the first FMA (U x 16 B in flight
 // per thread; 256 threads x 8 x 16 B = 32 KiB per block, BLOCKS_PER_SM blocks per SM). B is
 // read with ld.global.nc.L1::no_allocate (each byte is used once; L1 keeps A instead), optionally
-// with the .L2::256B prefetch hint (L2PF).
+// with the .L2::256B prefetch hint (L2PF). With PIPE = 1 a thread issues its next pass's loads
+// before the FMAs of the current one, so it always has U loads in flight (2U registers of B).
 //
 // Reduction: a segment's partial sums meet in shared memory (shuffles across the row slots of a
 // warp, then shared-memory atomics); a segment that covers all of K writes C itself, any other
@@ -51,6 +52,9 @@
 #ifndef L2PF
 #define L2PF 0  // 1: loads of B carry the .L2::256B prefetch hint
 #endif
+#ifndef PIPE
+#define PIPE 0  // 1: a pass's loads are issued before the previous pass's FMAs (register pipeline)
+#endif
 
 #include "elem.cuh"      // elem_t (fp32, fp16 or bf16 bits), elem_to_float, elem_from_float
 #include "ptx_sm80.cuh"  // ld.global.nc.L1::no_allocate
@@ -68,7 +72,7 @@ static_assert((TM & (TM - 1)) == 0, "TM is a power of two (rows per thread are p
 static_assert(NUM_THREADS % 32 == 0 && NUM_THREADS <= 1024, "whole warps, at most 1024 threads");
 static_assert(TM * BN * 4 <= 48 * 1024, "the block's partial tile fits in 48 KiB of shared memory");
 
-__device__ __forceinline__ uint4 load_b(const elem_t* p) {
+__device__ __forceinline__ uint4 stream_b(const elem_t* p) {
 #if L2PF
     return ld_nc_na_l2_256b_v4(p);
 #else
@@ -122,6 +126,37 @@ __device__ __forceinline__ void fma_row(int k, int N, int col, const elem_t* __r
     }
 }
 
+// One pass of one thread on the 16-byte path: its U rows of B from row kb (one 16-byte piece
+// each), and the U elements of A of each of its R rows of C.
+template <int R>
+__device__ __forceinline__ void load_pass(const elem_t* bcol, const elem_t* const (&arow)[R], int N,
+                                          int kb, uint4 (&braw)[U], uint4 (&araw)[R][U / PER16]) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) braw[u] = stream_b(bcol + static_cast<size_t>(kb + u) * N);
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int l = 0; l < U / PER16; ++l)
+            araw[r][l] = __ldg(reinterpret_cast<const uint4*>(arow[r] + kb) + l);
+}
+
+// ... and its FMAs: converted as used, one row of B (PER16 floats) and one element of A a time.
+template <int R>
+__device__ __forceinline__ void fma_pass(const uint4 (&braw)[U], const uint4 (&araw)[R][U / PER16],
+                                         float (&acc)[R][PER16]) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        float b[PER16];
+        unpack16(braw[u], b);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const float a = element(araw[r][u / PER16], u % PER16);
+#pragma unroll
+            for (int j = 0; j < PER16; ++j) acc[r][j] = fmaf(a, b[j], acc[r][j]);
+        }
+    }
+}
+
 // One segment: rows [k0, k1) of K of the strip at column n0, rows mb .. mb + rows of C, R rows
 // per thread. Adds the block's sums into red[r][column of the strip].
 template <int R, bool VEC16>
@@ -143,27 +178,38 @@ __device__ __forceinline__ void segment(int M, int N, int K, const elem_t* __res
     if (VEC16) {
         // a piece past N reads the row's last piece instead (never stored): loads unconditional
         const elem_t* bcol = B + min(col, N - PER16);
-        for (int kb = k0 + s * U; kb < kfull; kb += PASS) {
+        int kb = k0 + s * U;
+#if PIPE
+        // software pipelined: the next pass's loads are issued before this pass's FMAs, so a
+        // thread keeps U loads in flight while it multiplies (twice the registers for B)
+        if (kb < kfull) {
             uint4 braw[U], araw[R][U / PER16];
-#pragma unroll
-            for (int u = 0; u < U; ++u) braw[u] = load_b(bcol + static_cast<size_t>(kb + u) * N);
-#pragma unroll
-            for (int r = 0; r < R; ++r)
-#pragma unroll
-                for (int l = 0; l < U / PER16; ++l)
-                    araw[r][l] = __ldg(reinterpret_cast<const uint4*>(arow[r] + kb) + l);
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-                float b[PER16];
-                unpack16(braw[u], b);
-#pragma unroll
-                for (int r = 0; r < R; ++r) {
-                    const float a = element(araw[r][u / PER16], u % PER16);
-#pragma unroll
-                    for (int j = 0; j < PER16; ++j) acc[r][j] = fmaf(a, b[j], acc[r][j]);
+            load_pass(bcol, arow, N, kb, braw, araw);
+            for (;;) {
+                const int kn = kb + PASS;
+                if (kn >= kfull) {
+                    fma_pass(braw, araw, acc);
+                    break;
                 }
+                uint4 bnext[U], anext[R][U / PER16];
+                load_pass(bcol, arow, N, kn, bnext, anext);
+                fma_pass(braw, araw, acc);
+#pragma unroll
+                for (int u = 0; u < U; ++u) braw[u] = bnext[u];
+#pragma unroll
+                for (int r = 0; r < R; ++r)
+#pragma unroll
+                    for (int l = 0; l < U / PER16; ++l) araw[r][l] = anext[r][l];
+                kb = kn;
             }
         }
+#else
+        for (; kb < kfull; kb += PASS) {  // every load of a pass is issued before its first FMA
+            uint4 braw[U], araw[R][U / PER16];
+            load_pass(bcol, arow, N, kb, braw, araw);
+            fma_pass(braw, araw, acc);
+        }
+#endif
     }
     // the K tail (< U rows, VEC16) or every row (scalar path): one row per slot at a time
     for (int k = kfull + s; k < k1; k += SLOTS) fma_row(k, N, col, B, arow, acc);

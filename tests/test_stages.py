@@ -85,9 +85,12 @@ def test_seed_by_instruction_intensities():
     assert stages.BY_NAME["thread_tile_8x8"].ai_instruction == 2.0
 
 
-# every stage for every target it runs on and every dtype it builds for (built in conftest)
+# every stage for every target it runs on, with the parameters the runner uses there (for_arch),
+# and every dtype it builds for (built in conftest)
 CASES = [
-    pytest.param(s, arch, d, marks=pytest.mark.prebuild(s, arch=arch, dtype=d))
+    pytest.param(
+        s.for_arch(arch), arch, d, marks=pytest.mark.prebuild(s.for_arch(arch), arch=arch, dtype=d)
+    )
     for s in KERNEL_STAGES
     for arch in ("sm_90a", "sm_80")
     for d in s.all_dtypes

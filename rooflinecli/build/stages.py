@@ -560,9 +560,15 @@ def _gemv_streamk(p: dict[str, int]) -> Stage:
         workspace_bytes=_streamk_gemv_workspace(p["TM"], p["BN"]),
         # sm_80's ptxas spills 8 bytes of the fp16 build at 4 blocks (64 registers)
         arch_params={"sm_80": {"BLOCKS_PER_SM": 3}},
-        # 24 variants; U = 16 spills at 3 and 4 blocks per SM (85 and 64 registers): 16 are timed
+        # 48 variants, those that spill dropped (PIPE = 1 doubles B's registers)
         tune_space=MappingProxyType(
-            {"U": (8, 16), "BLOCKS_PER_SM": (2, 3, 4), "BN": (256, 512), "L2PF": (0, 1)}
+            {
+                "U": (8, 16),
+                "BLOCKS_PER_SM": (2, 3, 4),
+                "BN": (256, 512),
+                "L2PF": (0, 1),
+                "PIPE": (0, 1),
+            }
         ),
     )
     return replace(stage, rebuild=lambda q: _gemv_streamk(dict(q)))
@@ -833,7 +839,9 @@ STAGES: tuple[Stage, ...] = (
         "at M <= 4 three row groups compute rows past M (clamped, never stored)",
     ),
     _gemv_wmma({"BM": 16, "BN": 32, "KW": 64, "NUM_THREADS": 256, "MIN_BLOCKS": 2}),
-    _gemv_streamk({"TM": 1, "BN": 256, "U": 8, "NUM_THREADS": 256, "BLOCKS_PER_SM": 4, "L2PF": 0}),
+    _gemv_streamk(
+        {"TM": 1, "BN": 256, "U": 8, "NUM_THREADS": 256, "BLOCKS_PER_SM": 4, "L2PF": 0, "PIPE": 0}
+    ),
 )
 
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}
