@@ -14,14 +14,18 @@
 // strips (segments). Inside a segment the block's threads split its rows: a thread owns PER16
 // columns (one 16-byte piece of a row: 8 in fp16/bf16, 4 in fp32) and U consecutive rows per
 // pass, and issues its U 16-byte loads of B back to back before the first FMA (U x 16 B in flight
-// per thread; 256 threads x 8 x 16 B = 32 KiB per block, BLOCKS_PER_SM blocks per SM). B is
+// per thread; 256 threads x 16 x 16 B = 64 KiB per block, 2 blocks per SM: 128 KiB). That takes
+// ~124 registers: capped at 64 (4 blocks of 256), ptxas interleaves the loads with the FMAs and
+// a thread waits for its first row before asking for the rest (tests/test_decode.py). B is
 // read with ld.global.nc.L1::no_allocate (each byte is used once; L1 keeps A instead), optionally
 // with the .L2::256B prefetch hint (L2PF). With PIPE = 1 a thread issues its next pass's loads
 // before the FMAs of the current one, so it always has U loads in flight (2U registers of B).
 //
-// Reduction: a segment's partial sums meet in shared memory (shuffles across the row slots of a
-// warp, then shared-memory atomics); a segment that covers all of K writes C itself, any other
-// adds its BN x rows partials to an fp32 workspace in global memory (RED.ADD, L2) and counts its
+// Reduction: each row slot leaves its sums in shared memory and the block adds the slots up (no
+// shared-memory atomics: sm_90 has no float add on shared memory, atomicAdd there is a CAS loop,
+// ATOMS.CAST.SPIN); a segment that covers all of K writes C itself, any other
+// adds its BN x rows partials to an fp32 workspace in global memory (RED.ADD in L2, four floats at
+// once on sm_90: red.global.add.v4.f32) and counts its
 // rows on the tile's counter; the block whose rows complete K reads the sums back, writes C
 // (alpha, beta) and leaves the workspace and the counter zeroed for the next launch. One launch,
 // and the reduction traffic is 2 x 4 bytes per partial (a few hundred KiB against tens of MiB).
@@ -58,6 +62,7 @@
 
 #include "elem.cuh"      // elem_t (fp32, fp16 or bf16 bits), elem_to_float, elem_from_float
 #include "ptx_sm80.cuh"  // ld.global.nc.L1::no_allocate
+#include "ptx_sm90.cuh"  // red.global.add.v4.f32 (used on sm_90 only)
 
 constexpr int PER16 = 16 / sizeof(elem_t);  // columns a thread owns: one 16-byte piece of a row
 constexpr int TPR = BN / PER16;             // threads across the strip
@@ -66,11 +71,12 @@ constexpr int PASS = SLOTS * U;             // rows of the strip a block reads p
 
 static_assert(BN % PER16 == 0, "a thread owns one 16-byte piece of a row: BN a multiple of it");
 static_assert(NUM_THREADS % TPR == 0, "the threads tile the strip's width exactly");
-static_assert(TPR <= 32 ? 32 % TPR == 0 : TPR % 32 == 0, "a warp holds whole slots or a slot whole warps");
 static_assert(U % PER16 == 0, "A's U elements per row of C are whole 16-byte loads");
 static_assert((TM & (TM - 1)) == 0, "TM is a power of two (rows per thread are picked 1, 2, 4..)");
 static_assert(NUM_THREADS % 32 == 0 && NUM_THREADS <= 1024, "whole warps, at most 1024 threads");
-static_assert(TM * BN * 4 <= 48 * 1024, "the block's partial tile fits in 48 KiB of shared memory");
+static_assert(SLOTS * TM * BN * 4 <= 48 * 1024,
+              "each slot's partial tile fits in 48 KiB of shared memory");
+static_assert(BN % 4 == 0, "partial sums leave in groups of four floats (16-byte reductions)");
 
 __device__ __forceinline__ uint4 stream_b(const elem_t* p) {
 #if L2PF
@@ -158,11 +164,11 @@ __device__ __forceinline__ void fma_pass(const uint4 (&braw)[U], const uint4 (&a
 }
 
 // One segment: rows [k0, k1) of K of the strip at column n0, rows mb .. mb + rows of C, R rows
-// per thread. Adds the block's sums into red[r][column of the strip].
+// per thread. Leaves this thread's sums in part[its slot][r][its columns of the strip].
 template <int R, bool VEC16>
 __device__ __forceinline__ void segment(int M, int N, int K, const elem_t* __restrict__ A,
                                         const elem_t* __restrict__ B, int mb, int n0, int k0,
-                                        int k1, float (*red)[BN]) {
+                                        int k1, float (*part)[TM][BN]) {
     const int tid = threadIdx.x, c = tid % TPR, s = tid / TPR;
     const int col = n0 + c * PER16;
     const elem_t* arow[R];  // rows past M read row M - 1 (computed, never stored)
@@ -214,22 +220,12 @@ __device__ __forceinline__ void segment(int M, int N, int K, const elem_t* __res
     // the K tail (< U rows, VEC16) or every row (scalar path): one row per slot at a time
     for (int k = kfull + s; k < k1; k += SLOTS) fma_row(k, N, col, B, arow, acc);
 
-    // the slots of one warp first (shuffles), then one shared-memory atomic per warp and element
-    if constexpr (TPR < 32) {
 #pragma unroll
-        for (int off = TPR; off < 32; off *= 2)
+    for (int r = 0; r < R; ++r)
 #pragma unroll
-            for (int r = 0; r < R; ++r)
-#pragma unroll
-                for (int j = 0; j < PER16; ++j)
-                    acc[r][j] += __shfl_xor_sync(0xffffffffu, acc[r][j], off);
-    }
-    if (TPR >= 32 || tid % 32 < TPR) {
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-#pragma unroll
-            for (int j = 0; j < PER16; ++j) atomicAdd(&red[r][c * PER16 + j], acc[r][j]);
-    }
+        for (int j = 0; j < PER16; j += 4)
+            *reinterpret_cast<float4*>(&part[s][r][c * PER16 + j]) =
+                make_float4(acc[r][j], acc[r][j + 1], acc[r][j + 2], acc[r][j + 3]);
 }
 
 // The smallest R in TM, TM/2, .. 1 that covers `rows` (block-uniform).
@@ -237,17 +233,17 @@ template <int R>
 __device__ __forceinline__ void pick_rows(int rows, bool vec, int M, int N, int K,
                                           const elem_t* __restrict__ A,
                                           const elem_t* __restrict__ B, int mb, int n0, int k0,
-                                          int k1, float (*red)[BN]) {
+                                          int k1, float (*part)[TM][BN]) {
     if constexpr (R > 1) {
         if (rows <= R / 2) {
-            pick_rows<R / 2>(rows, vec, M, N, K, A, B, mb, n0, k0, k1, red);
+            pick_rows<R / 2>(rows, vec, M, N, K, A, B, mb, n0, k0, k1, part);
             return;
         }
     }
     if (vec)
-        segment<R, true>(M, N, K, A, B, mb, n0, k0, k1, red);
+        segment<R, true>(M, N, K, A, B, mb, n0, k0, k1, part);
     else
-        segment<R, false>(M, N, K, A, B, mb, n0, k0, k1, red);
+        segment<R, false>(M, N, K, A, B, mb, n0, k0, k1, part);
 }
 
 // ws: M x N fp32 partial sums, then one counter per tile (row block x strip); zero on entry,
@@ -256,10 +252,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, BLOCKS_PER_SM)
 gemv_streamk(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
              const elem_t* __restrict__ B, float beta, elem_t* __restrict__ C,
              float* __restrict__ ws) {
-    __shared__ __align__(16) float red[TM][BN];
+    __shared__ __align__(16) float part[SLOTS][TM][BN];  // each row slot's sums of a segment
     __shared__ int last;
     const int tid = threadIdx.x;
-    for (int i = tid; i < TM * BN; i += NUM_THREADS) (&red[0][0])[i] = 0.0f;
 
     const int mblocks = (M + TM - 1) / TM, strips = (N + BN - 1) / BN, chunks = (K + U - 1) / U;
     unsigned* count = reinterpret_cast<unsigned*>(ws + static_cast<size_t>(M) * N);
@@ -270,7 +265,6 @@ gemv_streamk(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
     // this block's share of the line of units: [lo, hi), tile = strip * mblocks + row block
     const long long units = static_cast<long long>(mblocks) * strips * chunks;
     const long long lo = units * blockIdx.x / gridDim.x, hi = units * (blockIdx.x + 1) / gridDim.x;
-    __syncthreads();  // red zeroed
     for (long long u = lo; u < hi;) {
         const int tile = static_cast<int>(u / chunks), c0 = static_cast<int>(u % chunks);
         const int c1 = static_cast<int>(min(static_cast<long long>(chunks), c0 + (hi - u)));
@@ -278,28 +272,45 @@ gemv_streamk(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
         const int mb = tile % mblocks * TM, n0 = tile / mblocks * BN;
         const int k0 = c0 * U, k1 = min(c1 * U, K);
         const int rows = min(TM, M - mb);
-        pick_rows<TM>(rows, vec, M, N, K, A, B, mb, n0, k0, k1, red);
-        __syncthreads();  // red holds the segment's sums
+        pick_rows<TM>(rows, vec, M, N, K, A, B, mb, n0, k0, k1, part);
+        __syncthreads();  // part holds the segment's sums
 
         if (k0 == 0 && k1 == K) {  // the whole of K: no other block adds to this tile
             for (int o = tid; o < rows * BN; o += NUM_THREADS) {
                 const int r = o / BN, cc = o % BN, n = n0 + cc;
-                const float sum = red[r][cc];
-                red[r][cc] = 0.0f;
                 if (n >= N) continue;
+                float sum = 0.0f;
+#pragma unroll
+                for (int q = 0; q < SLOTS; ++q) sum += part[q][r][cc];
                 const size_t idx = static_cast<size_t>(mb + r) * N + n;
                 float v = alpha * sum;
                 if (beta != 0.0f) v = fmaf(beta, elem_to_float(C[idx]), v);  // beta 0: C unread
                 C[idx] = elem_from_float(v);
             }
-            __syncthreads();  // red zeroed for the next segment
+            __syncthreads();  // part read: the next segment may overwrite it
             continue;
         }
-        for (int o = tid; o < rows * BN; o += NUM_THREADS) {
-            const int r = o / BN, cc = o % BN, n = n0 + cc;
-            const float sum = red[r][cc];
-            red[r][cc] = 0.0f;
-            if (n < N) atomicAdd(&ws[static_cast<size_t>(mb + r) * N + n], sum);  // RED.ADD in L2
+        // four neighbouring sums per thread: one 16-byte reduction in L2 on sm_90 (N % 4 == 0 puts
+        // every row of the workspace on 16 bytes), else four RED.ADD.F32
+        for (int o = tid; o < rows * (BN / 4); o += NUM_THREADS) {
+            const int r = o / (BN / 4), cc = o % (BN / 4) * 4, n = n0 + cc;
+            float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+            for (int q = 0; q < SLOTS; ++q) {
+                const float4 v = *reinterpret_cast<const float4*>(&part[q][r][cc]);
+                sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+            }
+            float* w = ws + static_cast<size_t>(mb + r) * N + n;
+#if __CUDA_ARCH__ >= 900
+            if (N % 4 == 0 && n + 4 <= N) {
+                red_add_v4_f32(w, sum.x, sum.y, sum.z, sum.w);
+                continue;
+            }
+#endif
+            const float s4[4] = {sum.x, sum.y, sum.z, sum.w};
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                if (n + j < N) atomicAdd(w + j, s4[j]);  // RED.ADD.F32 in L2
         }
         __threadfence();  // our partials are visible GPU-wide before the counter says so
         __syncthreads();
