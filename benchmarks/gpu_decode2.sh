@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Issue 14's decode targets on the H200: stage 34 (gemv_streamk, a persistent stream-K GEMV)
-# (1) verified at odd shapes in bf16, fp16, fp32 (M = 1, 3, 17, 64; N, K no multiple of 8; the
-# 16-byte path's edges; beta != 0 through the GPU tests' file is not run here); (2) tuned at
-# 1x11008x4096 bf16 (48 variants, the 34 that do not spill timed); (3) LLaMA-7B's batch-1 shapes and 16x11008x4096
-# in bf16 beside gemv_splitk, gemv_wmma and cuBLAS with the tuned parameters; (4) fp32 at
-# 1x4096x4096 (tuned and default); (5) a summary against the measured 4517 GB/s HBM read roof.
+# Issue 14's decode targets on the H200, for stage 34 (gemv_streamk, a persistent stream-K GEMV):
+#   0. its 64 tune variants and the other decode stages compiled in parallel (the cache);
+#   1. verified at odd shapes in bf16, fp16, fp32 (M = 1, 3, 17, 64; N, K no multiple of 8; the
+#      16-byte path's edges; alpha 0.5 and beta 2);
+#   2. tuned at 1x11008x4096 bf16 (the variants that do not spill are timed);
+#   3. LLaMA-7B's batch-1 shapes and 16x11008x4096 in bf16 beside gemv_splitk, gemv_wmma and
+#      cuBLAS, with the tuned parameters;
+#   4. fp32 at 1x4096x4096 (tuned, and the registry's parameters);
+#   5. a summary against the measured 4517 GB/s HBM read roof (ROOF_GBS overrides it).
 # Usage: benchmarks/gpu_decode2.sh OUTDIR
-# Expected run time: about 120 s (15 s of it compiling 150 kernels on 16 cores); every step is
+# Expected run time: about 120 s (15-20 s of it compiling ~200 kernels on 16 cores); every step is
 # cut at a shared deadline of 150 s.
 set -u
 OUT=${1:?usage: gpu_decode2.sh OUTDIR}
@@ -21,7 +24,7 @@ S=gemv_streamk
 ARCH=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d .)
 case "$ARCH" in 90|100) ARCH="sm_${ARCH}a" ;; "") ARCH=sm_90a ;; *) ARCH="sm_$ARCH" ;; esac
 
-log "0: compile $S's 48 variants (3 dtypes) and the other stages in parallel ($ARCH)"
+log "0: compile $S's 64 variants (3 dtypes) and the other stages in parallel ($ARCH)"
 timeout "$(left 40)" python3 benchmarks/precompile_stage.py "$ARCH" $S:all gemv_splitk gemv_wmma \
   2> "$OUT/precompile.err" | tee -a "$OUT/summary.txt"
 log "precompile done at $(( $(date +%s) - START )) s"
@@ -33,6 +36,11 @@ for DT in bf16 fp16 fp32; do
     --columns stage,time_ms,registers,verified \
     -o "$OUT/verify-$DT.json" --force > "$OUT/verify-$DT.txt" 2>&1
   log "$DT rc $?: $(python3 benchmarks/summarize_decode2.py --verified "$OUT/verify-$DT.json" 2>&1 | tail -1)"
+  timeout "$(left 15)" roofline run gemm --dtype $DT --stages $S --budget-ms 2 --no-flush -q \
+    --no-chart --alpha 0.5 --beta 2 --sizes 3x1000x515,33x4104x1032,1x4096x4104 \
+    --columns stage,time_ms,verified \
+    -o "$OUT/verify-beta-$DT.json" --force > "$OUT/verify-beta-$DT.txt" 2>&1
+  log "$DT alpha 0.5 beta 2 rc $?: $(python3 benchmarks/summarize_decode2.py --verified "$OUT/verify-beta-$DT.json" 2>&1 | tail -1)"
 done
 cat "$OUT"/verify-*.txt
 
