@@ -146,12 +146,15 @@ def _ladder(doc: dict[str, Any]) -> str:
 
 
 def _side_by_side(docs: list[dict[str, Any]]) -> str:
-    """One row per stage, each document's precision in its own columns."""
+    """One row per stage, each document's precision (or, all of one precision, its shape) in
+    its own columns."""
     header, stages = ["stage"], list[str]()
     by: list[dict[str, dict[str, Any]]] = []
+    one_dtype = len({d["records"][0]["dtype"] for d in docs}) == 1  # then the shapes differ
     for doc in docs:
-        dtype = doc["records"][0]["dtype"]
-        header += [f"{dtype} TFLOP/s", "% cuBLAS", "% peak", "SM MHz"]
+        r0 = doc["records"][0]
+        what = f"{r0['m']}x{r0['n']}x{r0['k']}" if one_dtype else r0["dtype"]
+        header += [f"{what} TFLOP/s", "% cuBLAS", "% peak", "SM MHz"]
         by.append({str(r["stage"]): r for r in doc["records"]})
         stages += [str(r["stage"]) for r in doc["records"] if str(r["stage"]) not in stages]
     rows = []
@@ -166,6 +169,45 @@ def _side_by_side(docs: list[dict[str, Any]]) -> str:
                 _num(1)(r.get("pct_of_peak")),
                 _num(0)(r.get("sm_clock_mhz")),
             ]
+        rows.append(row)
+    return _md(header, "l" + "r" * (len(header) - 1), rows)
+
+
+def _attention(docs: list[dict[str, Any]]) -> str:
+    """Attention sweeps: one row per shape (the documents in order), TFLOP/s of each stage and
+    reference, each stage's ratio to the reference it is compared with (FlashAttention-2 for
+    the mma.sync stage, cuDNN for the Hopper one), and a last row of geometric means."""
+    from rooflinecli.core.attention import label
+
+    recs = [r for d in docs for r in d["records"]]
+    stages = list(dict.fromkeys(str(r["stage"]) for r in recs))
+    shapes = list(dict.fromkeys(label(r) for r in recs))
+    against = {"attn_fa2_mma": "torch_flash", "attn_wgmma": "torch_cudnn"}
+    header = ["shape"]
+    for st in stages:
+        header.append(f"{st} TFLOP/s")
+        if st in against:
+            header.append(f"% {against[st]}")
+    rows, logs = [], {st: list[float]() for st in against}
+    for shape in shapes:
+        by = {str(r["stage"]): r for r in recs if label(r) == shape}
+        row = [shape]
+        for st in stages:
+            r = by.get(st, {})
+            row.append(_num(1)(r.get("tflops") if r.get("verified") else None))
+            if st in against:
+                pct = r.get(f"pct_of_{against[st]}") if r.get("verified") else None
+                row.append(_num(1)(pct))
+                if pct:
+                    logs[st].append(math.log(pct / 100))
+        rows.append(row)
+    if any(logs.values()):
+        row = ["geometric mean"]
+        for st in stages:
+            row.append("")
+            if st in against:
+                vals = logs[st]
+                row.append(_num(1)(100 * math.exp(sum(vals) / len(vals)) if vals else None))
         rows.append(row)
     return _md(header, "l" + "r" * (len(header) - 1), rows)
 
@@ -232,6 +274,8 @@ def results_table(names: str) -> str:
         return _calibration(docs[0])
     if str(docs[0].get("command", "")).startswith("profile"):
         return _profile(docs)
+    if any(r.get("op") == "attention" for d in docs for r in d["records"]):
+        return _attention(docs)
     if len(docs) > 1:
         return _side_by_side(docs)
     return _ladder(docs[0])

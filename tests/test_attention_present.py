@@ -105,3 +105,27 @@ def test_plot_compare_and_gate(runner, tmp_path):
     r = runner.invoke(cli, ["gate", a, "--baseline", b])
     assert r.exit_code == 1, r.output
     assert "attn_fused B4 H16 N4096 D128 causal bf16" in r.output
+
+
+def test_ffma_stages_answer_to_the_fp32_roof_and_tensor_ones_to_theirs():
+    """The H200 attention document: 16-bit FFMA stages (40, 41) sit under the fp32 peak, the
+    Tensor Core stages and references under bf16's, and none is drawn above its own roof."""
+    from pathlib import Path
+
+    from rooflinecli import results
+    from rooflinecli.present import image
+    from rooflinecli.present import terminal_chart as chart
+
+    root = Path(__file__).resolve().parent.parent
+    doc = results.load(root / "benchmarks/results/attn-b2-h16-n8192-d128-bf16.json")
+    roof_of = chart.roofs(doc)
+    assert {k: (r.peak_key, r.peak_tflops) for k, r in roof_of.items()} == {
+        "bf16:fp32": ("fp32", 67.0),
+        "bf16": ("bf16_tensor_dense", 989.4),
+    }
+    by_stage = {r["stage"]: chart.roof_id(r) for r in doc["records"]}
+    assert by_stage["attn_naive"] == by_stage["attn_fused"] == "bf16:fp32"
+    assert by_stage["attn_wgmma"] == by_stage["torch_cudnn"] == "bf16"
+    drawn, unplaced = image.series(doc)
+    assert not unplaced
+    assert [s.label for s in drawn if s.flagged] == []

@@ -187,6 +187,10 @@ def test_specs_list_and_show(runner):
         (["run", "gemm"], "error: give a size: --m M"),
         (["run", "gemm", "--sizes", "64,2x3"], "error: bad size '2x3': write N or MxNxK"),
         (["run", "gemm", "--m", "64"], "error: no CUDA device found"),
+        # every run command reaches the GPU probe: its options all bind (a renamed parameter
+        # fails here as a TypeError, not on the GPU machine)
+        (["run", "attention", "--shapes", "1x2x77x64"], "error: no CUDA device found"),
+        (["run", "llm", "--preset", "llama-7b", "--batch", "1"], "error: no CUDA device found"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(runner, args, message, monkeypatch):

@@ -78,9 +78,9 @@ def test_the_shipped_table_is_what_the_seed_script_makes_of_the_committed_docume
         ((1, 4096, 4096), "bf16", "gemv_splitk", "M=1 N=1k-8k K=1k-8k"),
         ((1, 4096, 11008), "bf16", "gemv_splitk@KU=16,NUM_THREADS=256", "M=1 N=1k-8k K=>=8k"),
         ((16, 11008, 4096), "bf16", "gemv_wmma", "M=2-16 N=>=8k K=1k-8k"),
-        ((4096, 4096, 4096), "bf16", "wgmma_persistent", "M=>512 N=1k-8k K=1k-8k"),
+        ((4096, 4096, 4096), "bf16", "wgmma_stagger@CLUSTER_M=1,LAG=1", "M=>512 N=1k-8k K=1k-8k"),
         # no bf16 entry for M=65-512: the nearest class, the larger M on a tie
-        ((512, 4096, 4096), "bf16", "wgmma_persistent", "M=>512 N=1k-8k K=1k-8k"),
+        ((512, 4096, 4096), "bf16", "wgmma_stagger@CLUSTER_M=1,LAG=1", "M=>512 N=1k-8k K=1k-8k"),
         ((1, 4096, 4096), "fp32", "gemv_splitk", "M=1 N=1k-8k K=1k-8k"),
     ],
 )
@@ -185,7 +185,7 @@ def test_run_gemm_best_runs_each_pick_beside_the_reference_and_says_why(fake_gpu
     assert got == [
         (1, "gemv_splitk", "M=1 N=1k-8k K=1k-8k", SHIPPED),
         (1, "cublas_hgemm", None, None),
-        (4096, "wgmma_persistent", "M=>512 N=1k-8k K=1k-8k", SHIPPED),
+        (4096, "wgmma_stagger@CLUSTER_M=1,LAG=1", "M=>512 N=1k-8k K=1k-8k", SHIPPED),
         (4096, "cublas_hgemm", None, None),
     ]
     assert doc["settings"]["stages"] == "best: one stage per shape from the tune table"

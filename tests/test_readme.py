@@ -34,12 +34,20 @@ def test_blocks_name_committed_documents() -> None:
     for _, names, _ in found:
         for name in names.split(","):
             assert docgen._path(name).is_file(), name
-    # the results section's tables: the FP32 ladder, exercise 2, Tensor Cores, the calibration
+    # the results section's tables: the FP32 ladder, exercise 2, Tensor Cores, the calibration,
     assert {n for k, n, _ in found if k == "results"} == {
         "gemm-fp32-4096-interleaved.json",
         "profile-fp32-4096.json,profile-fp32-4096-multistage.json",
         "gemm-fp16-8192-interleaved.json,gemm-bf16-8192-interleaved.json",
         "benchmarks/calibration/h200-2026-12-01.json",
+        # stage 11 against cuBLAS SGEMM, stages 27-29 against cuBLAS, the attention ladder
+        "gemm-fp32-4096-spread.json,gemm-fp32-8192-spread.json",
+        "gemm-fp16-8192-wgmma-27-28.json,gemm-bf16-8192-wgmma-27-28.json",
+        "gemm-fp16-8192-wgmma-29.json,gemm-bf16-8192-wgmma-29.json",
+        "gemm-fp16-4096-wgmma-29.json,gemm-bf16-4096-wgmma-29.json",
+        "attn-b2-h16-n8192-d128-bf16.json,attn-b2-h16-n8192-d128-bf16-causal.json",
+        "attn-sweep-d128-bf16.json,attn-sweep-d128-bf16-causal.json",
+        "attn-sweep-d64-bf16.json,attn-sweep-d64-bf16-causal.json",
     }
 
 

@@ -110,7 +110,7 @@ def model_attention(
     first = doc["records"][0]
     title = (
         f"Attention {shape.label} {dtype}, model on {spec.display_name} ({spec.name}, {why}): "
-        f"{analysis.title(first)}"
+        f"{roofs.title(first)}"
     )
     caption = (
         "FLOPs 4*B*H*N^2*D (halved when causal). fused: Q, K, V and O each moved once. "

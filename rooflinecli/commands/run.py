@@ -331,7 +331,7 @@ def run_attention(
     no_references: bool,
     chart_flag: bool | None,
     quiet: bool,
-    roofs: str,
+    roof_set: str,
     calibration: str | None,
     fmt: str,
     view: View,
@@ -358,7 +358,7 @@ def run_attention(
             wanted, chosen, spec_arg, dtype=dtype, seed=seed, timing=timing, progress=tick,
             references=not no_references,
         )  # fmt: skip
-    doc = place_on_roofs(doc, roofs, calibration)
+    doc = place_on_roofs(doc, roof_set, calibration)
     if output:
         files.write_output(output, results.dumps(doc), force=force)
     document.render(doc, fmt, view, draw)

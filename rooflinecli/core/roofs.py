@@ -473,4 +473,13 @@ def per_row_roofs(recs: list[dict[str, Any]]) -> str | None:
             f"measured roofs; mma.sync stages under mma.sync's own "
             f"{mma[0]['peak_tflops']:.1f} TFLOP/s (attain TF/s, % roof)"
         )
+    keys = list(dict.fromkeys(str(r.get("roof_key") or "") for r in recs))
+    if len(keys) > 1 and "fp32" in keys:  # 16-bit FFMA stages beside Tensor Core ones
+        simt = next(r for r in recs if r.get("roof_key") == "fp32")
+        tensor = next(r for r in recs if r.get("roof_key") != "fp32")
+        return (
+            f"FFMA stages under the {simt['peak_tflops']:g} TFLOP/s fp32 peak, the others under "
+            f"{tensor['roof_key']} {tensor['peak_tflops']:g} TFLOP/s; "
+            f"{tensor['bandwidth_gbs']:g} GB/s; {tensor.get('roof_set') or 'datasheet'} roofs"
+        )
     return None

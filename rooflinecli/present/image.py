@@ -115,7 +115,7 @@ def title(doc: dict[str, Any]) -> str:
         name = preset.get("display_name") or preset.get("name") or "?"
         at = ", ".join(str(b) for b in batches)
         return (
-            f"Roofline: {name} decode, weight GEMMs at batch {at} ({dtypes}) on {device} "
+            f"Roofline: {name} weight GEMMs at batch {at} ({dtypes}) on {device} "
             f"(spec {spec})"
         )
     text = chart.title(doc)
@@ -217,7 +217,7 @@ def series(
         seen: set[tuple[str, str, Any]] = set()
         many = len({(chart.shape_of(r), str(r["dtype"])) for r in recs}) > 1
         for rec in recs:
-            roof = roof_of[rec["dtype"]]
+            roof = roof_of[chart.roof_id(rec)]
             shape = (chart.shape_of(rec), str(rec["dtype"]))
             if (*shape, rec.get("ai_ideal")) not in seen and _pos(rec.get("ai_ideal")):
                 seen.add((*shape, rec.get("ai_ideal")))
@@ -250,7 +250,7 @@ def series(
         # ideal one comes from per-tile counts that do not apply (tiles of padding at M=1)
         if by_instruction and _pos(ai_i) and float(ai_i) < max(p.ai for p in pts):
             tf = pts[0].tflops
-            peak = roof_of[rec["dtype"]].peak_tflops
+            peak = roof_of[chart.roof_id(rec)].peak_tflops
             pts.append(
                 chart.Point(f"{label} by instruction", float(ai_i), tf, peak, "instr", False)
             )
@@ -259,9 +259,9 @@ def series(
     return out, unplaced
 
 
-def _roof_set(doc: dict[str, Any], dtype: str) -> str:
+def _roof_set(doc: dict[str, Any], rid: str) -> str:
     for rec in doc["records"]:
-        if rec["dtype"] == dtype and rec.get("roof_set"):
+        if chart.roof_id(rec) == rid and rec.get("roof_set"):
             return str(rec["roof_set"])
     return "datasheet"
 
@@ -305,7 +305,7 @@ def ceilings(
             add(Ceiling("memory", "DRAM", max(hbm), src))
         if _pos(m.get("l2_read_gbs")):
             add(Ceiling("memory", "L2", float(m["l2_read_gbs"]), src))
-        dtypes = set(roof_of)
+        dtypes = {part for rid in roof_of for part in rid.split(":")}  # "bf16:fp32": both
         if "fp32" in dtypes and _pos(m.get("fp32_fma_tflops")):
             add(Ceiling("compute", "FP32 FMA", float(m["fp32_fma_tflops"]), src))
         if dtypes & {"fp16", "bf16"}:

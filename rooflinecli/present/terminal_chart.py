@@ -86,16 +86,25 @@ def _rooted(rec: dict[str, Any]) -> bool:
     return not (rec.get("kind") == "kernel" and not _finite_pos(rec.get("peak_tflops")))
 
 
+def roof_id(rec: dict[str, Any]) -> str:
+    """Which roof of a chart a record answers to: its dtype's, or, for a record placed under
+    another peak than its dtype's (a 16-bit stage whose math is FFMA: the fp32 peak), that one."""
+    dtype = str(rec["dtype"])
+    key = rec.get("roof_key") or rec.get("peak_key")
+    return f"{dtype}:{key}" if key == "fp32" and dtype != "fp32" else dtype
+
+
 def roofs(doc: dict[str, Any]) -> dict[str, Roof]:
-    """dtype -> its roof, for every dtype among the records (records' peaks, else the spec's)."""
+    """roof_id -> its roof, for every roof among the records (records' peaks, else the spec's):
+    a dtype's, and a second one where some records of that dtype sit under another peak."""
     spec = doc.get("spec") or {}
     bw: Any = spec.get("memory_bandwidth_gbs")
     if not _finite_pos(bw):
         raise RooflineError("the document's spec gives no memory_bandwidth_gbs: nothing to chart")
     out: dict[str, Roof] = {}
     for rec in doc["records"]:
-        dtype = rec["dtype"]
-        if dtype in out or not _rooted(rec):
+        dtype, rid = rec["dtype"], roof_id(rec)
+        if rid in out or not _rooted(rec):
             continue
         key = rec.get("peak_key") or DTYPE_PEAK.get(dtype, dtype)
         peak: Any = rec.get("peak_tflops")
@@ -104,7 +113,7 @@ def roofs(doc: dict[str, Any]) -> dict[str, Roof]:
         if not _finite_pos(peak):
             raise RooflineError(f"the document's spec gives no {key} peak: nothing to chart")
         rec_bw = rec.get("bandwidth_gbs")  # a record placed against another roof set
-        out[dtype] = Roof(key, float(peak), float(rec_bw) if _finite_pos(rec_bw) else float(bw))
+        out[rid] = Roof(key, float(peak), float(rec_bw) if _finite_pos(rec_bw) else float(bw))
     if not out:
         raise RooflineError("no record has a compute roof (no FLOPs counted): nothing to chart")
     return out
@@ -120,7 +129,7 @@ def points(doc: dict[str, Any]) -> tuple[list[Point], list[Unplaced]]:
     if doc.get("device") is None:  # a model document
         seen: set[tuple[str, str, Any]] = set()
         for rec in recs:
-            roof = roof_of[rec["dtype"]]
+            roof = roof_of[roof_id(rec)]
             # GEMM stages of a shape share one ideal point; attention's fused and unfused
             # versions are two (their bytes differ), each named
             ideal = (shape_of(rec), rec["dtype"], rec.get("ai_ideal"))
@@ -173,7 +182,7 @@ def run_points(rec: dict[str, Any], roof_of: dict[str, Roof], label: str) -> lis
     """The points of one record of a run: one per measured memory level, else one at ai_ideal."""
     if not _rooted(rec):
         return Unplaced(label, str(rec.get("roof_note") or "no roof"))
-    roof = roof_of[rec["dtype"]]
+    roof = roof_of[roof_id(rec)]
     tf = speed(rec)
     if not _finite_pos(tf):
         if rec.get("verified") is False:
