@@ -43,6 +43,17 @@ for step in "$@"; do
       mkdir -p "$OUT/${step#gpu_}"
       timeout 500 bash "benchmarks/$step.sh" "$OUT/${step#gpu_}" > "$OUT/${step#gpu_}/stdout.log" 2>&1
       echo "rc=$?"; tail -40 "$OUT/${step#gpu_}/stdout.log" | cut -c1-220 ;;
+    final)  # issue 14's documents: the LLM step at decode and prefill batches on the picks of the
+      # shipped tune table, the Tensor Core shape set on --stages best, the roofs calibrated beside
+      $R calibrate --format json > "$OUT/calibration-h200.json" 2> "$OUT/calibrate.err"; echo "calibrate rc=$?"
+      $R run llm --preset llama-7b --batch 1,16,512 --dtype bf16 --stages best --no-chart \
+        --format markdown -o "$OUT/llm-llama-7b-bf16-best-1-16-512.json" > "$OUT/llm.md" 2>&1; echo "llm rc=$?"
+      grep -iE "per token|best|roofs allow|cublas" "$OUT/llm.md" | tail -12
+      for dt in bf16 fp16; do
+        $R run gemm --dtype $dt --stages best --budget-ms 100 --no-chart --format markdown \
+          --sizes 127x333x65,1000x1016x1032,4096x4104x1032,8x4096x4096,512x4096x4096,512x11008x4096,512x4096x11008,4096x32000x4096,8192 \
+          -o "$OUT/gemm-$dt-tc-shapes-best.json" > "$OUT/tc-$dt.md" 2>&1; echo "tc $dt rc=$?"
+      done ;;
     packall)  # everything under $OUT in one archive (the call returns at most 8 files)
       (cd "$OUT" && tar czf /tmp/all.tgz . && find . -mindepth 1 -delete && mv /tmp/all.tgz . && ls -la) ;;
     pack)  # every results document of the call in one archive (the call returns at most 8 files)

@@ -610,9 +610,12 @@ def tune_gemm(
     budget_ms: float,
     progress: Callable[..., None] | None = None,
     dtype: str | None = None,
+    n: int | None = None,
+    k: int | None = None,
 ) -> dict[str, Any]:
     """Every variant of a stage's tune_space that compiles without spills, verified and timed
-    beside the reference at m^3 in `dtype` (default: the stage's first); the fastest verified
+    beside the reference at m x n x k (n, k default to m) in `dtype` (default: the stage's
+    first); the fastest verified
     one is saved for `run gemm --tuned`. The document's `tune` says which won, which were
     dropped and where the winner went."""
     from rooflinecli.build import stages as registry
@@ -635,7 +638,7 @@ def tune_gemm(
         raise RooflineError(f"no variant of {stage_name} compiles without spills")
     chosen = [*keep, registry.reference_for(dtype)]
     doc = run_gemm(
-        [(m, m, m)],
+        [(m, n or m, k or m)],
         chosen,
         spec_arg,
         dtype=dtype,

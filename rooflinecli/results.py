@@ -226,6 +226,12 @@ def upgrade(doc: dict[str, Any]) -> dict[str, Any]:
             rec["math_instruction"] = _LEGACY_MATH[base]
         if "slower_because" not in rec and base in _LEGACY_SLOWER:
             rec["slower_because"] = _LEGACY_SLOWER[base]
+        # commits e6090e2..694e540 labelled a 16-bit FFMA record's peak "fp32" while placing it
+        # under its dtype's Tensor Core roof (roof_key, peak_tflops): the label follows the roof
+        # the record was placed under (its figures are kept as measured)
+        key, roof_key = rec.get("peak_key"), rec.get("roof_key")
+        if key == "fp32" and roof_key and roof_key != "fp32" and rec.get("dtype") != "fp32":
+            rec["peak_key"] = roof_key
     return doc
 
 

@@ -21,6 +21,7 @@ def test_the_decode_ladder_is_registered_in_order():
         "gemv_splitk",
         "gemv_multirow",
         "gemv_wmma",
+        "gemv_streamk",
     ]
     for s in DECODE:
         assert re.fullmatch(r"3\d_gemv_[a-z]+\.cu", s.file), s.file
@@ -63,6 +64,28 @@ def test_launch_geometry_at_the_llama_shapes():
     assert stages.BY_NAME["gemv_vector"].launch(17, 4096, 132)[0] == (8, 5, 1)
 
 
+def test_stream_k_gemv_fills_every_sm_whatever_the_shape():
+    """Stage 34 is persistent: BLOCKS_PER_SM x SMs blocks (2 x 132 = 264) even at N = 1, and a
+    workspace of M x N fp32 sums plus a counter per TM x BN tile (BN = 256)."""
+    s = stages.BY_NAME["gemv_streamk"]
+    assert (s.params["BLOCKS_PER_SM"], s.params["BN"], s.params["TM"]) == (2, 256, 1)
+    for m, n in ((1, 4096), (1, 32000), (64, 1), (16, 11008)):
+        assert s.launch(m, n, 132)[0] == (264, 1, 1)
+    assert s.workspace_bytes is not None
+    assert s.workspace_bytes(1, 4096, 4096, 264) == 4 * (4096 + 16) == 16448
+    assert s.workspace_bytes(3, 4097, 1031, 264) == 4 * (3 * 4097 + 3 * 17) == 49368
+    wide = s.with_params({"BN": 512, "BLOCKS_PER_SM": 4})
+    assert wide.launch(1, 4096, 132)[0] == (528, 1, 1)
+    assert wide.workspace_bytes is not None and wide.workspace_bytes(1, 4096, 1, 1) == 4 * 4104
+
+
+def test_stream_k_gemv_sources_use_the_streaming_load_wrapper():
+    """B goes through ptx_sm80.cuh's ld.global.nc.L1::no_allocate wrappers, not asm in the stage."""
+    src = compiler.source_of(stages.BY_NAME["gemv_streamk"])
+    assert "ld_nc_na_v4(" in src and "ld_nc_na_l2_256b_v4(" in src
+    assert "asm" not in src
+
+
 def test_wmma_shared_memory_is_the_kernels_formula():
     s = stages.BY_NAME["gemv_wmma"]
     bm, bn, kw, warps = s.params["BM"], s.params["BN"], s.params["KW"], s.threads[0] // 32
@@ -100,7 +123,7 @@ def test_b_is_read_with_16_byte_loads(stage, dtype):
 SPLIT_K = [
     pytest.param(s, d, marks=pytest.mark.prebuild(s, dtype=d, sass=True))
     for s in DECODE
-    if s.entry == "gemv_splitk"
+    if s.entry in ("gemv_splitk", "gemv_streamk")
     for d in s.all_dtypes
 ]
 
@@ -125,3 +148,22 @@ def test_split_k_issues_a_step_of_loads_before_its_first_fma(stage, dtype):
     first_fma = next(n for n, i in enumerate(body) if i.base == "FFMA")
     loads_before = sum(i.base == "LDG" and ".128" in i.opcode for i in body[:first_fma])
     assert loads_before >= 8, (stage.name, dtype, loads_before)
+
+
+STREAM_K = [
+    pytest.param(stages.BY_NAME["gemv_streamk"], d, marks=pytest.mark.prebuild(
+        stages.BY_NAME["gemv_streamk"], dtype=d, sass=True))
+    for d in stages.BY_NAME["gemv_streamk"].all_dtypes
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("stage, dtype", STREAM_K, ids=lambda v: getattr(v, "name", v))
+def test_stream_k_gemv_reduces_without_shared_atomics_and_with_16_byte_reds(stage, dtype):
+    """Partial sums leave a block as 16-byte reductions in L2 (REDG ... F32x4: one per four
+    columns), and the slots of a block meet through plain shared-memory stores: a float atomicAdd
+    on shared memory is a compare-and-swap loop on sm_90 (ATOMS.CAST.SPIN). B's loads skip L1."""
+    _, fn = _report(stage, dtype)
+    ops = {i.opcode for i in fn.instrs}
+    assert any(o.startswith("REDG") and "F32x4" in o for o in ops), sorted(ops)
+    assert not any(o.startswith("ATOMS") for o in ops), sorted(ops)
+    assert any(o.startswith("LDG") and ".NA" in o and ".128" in o for o in ops), sorted(ops)

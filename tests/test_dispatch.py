@@ -76,7 +76,7 @@ def test_the_shipped_table_is_what_the_seed_script_makes_of_the_committed_docume
     ("shape", "dtype", "name", "entry_class"),
     [
         ((1, 4096, 4096), "bf16", "gemv_splitk", "M=1 N=1k-8k K=1k-8k"),
-        ((1, 4096, 11008), "bf16", "gemv_splitk@KU=16,NUM_THREADS=256", "M=1 N=1k-8k K=>=8k"),
+        ((1, 4096, 11008), "bf16", "gemv_streamk@BN=512,U=8", "M=1 N=1k-8k K=>=8k"),
         ((16, 11008, 4096), "bf16", "gemv_wmma", "M=2-16 N=>=8k K=1k-8k"),
         ((4096, 4096, 4096), "bf16", "wgmma_stagger@CLUSTER_M=1,LAG=1", "M=>512 N=1k-8k K=1k-8k"),
         # no bf16 entry for M=65-512: the nearest class, the larger M on a tie
@@ -221,9 +221,9 @@ def test_run_llm_best_sums_the_picks_per_token_beside_cublas_and_the_roofs(fake_
         x["gemm"]: x["stage"] for x in doc["records"] if x["batch"] == 1 and x.get("dispatch_class")
     }
     assert stages_b1 == {
-        "qkv": "gemv_splitk", "o_proj": "gemv_splitk", "ffn_gate": "gemv_splitk",
-        "ffn_up": "gemv_splitk", "ffn_down": "gemv_splitk@KU=16,NUM_THREADS=256",
-        "lm_head": "gemv_splitk",
+        "qkv": "gemv_streamk@BN=512,U=8", "o_proj": "gemv_splitk",
+        "ffn_gate": "gemv_streamk@BN=512,U=8", "ffn_up": "gemv_streamk@BN=512,U=8",
+        "ffn_down": "gemv_streamk@BN=512,U=8", "lm_head": "gemv_streamk@BN=512,U=8",
     }  # fmt: skip
 
 

@@ -45,8 +45,15 @@ WORKLOG_COPIES: dict[str, set[str]] = {
     "store_block": {"24", "25", "26"},  # the WGMMA accumulator layout's register epilogue
     "store_tile_tma": {"26", "27", "28", "29"},  # the TMA-store epilogue of stage 26, unchanged
     "release_slot": {"27", "28"},  # a ring slot released to both producers of a pair
-    "unpack16": {"31", "32"},  # 16 bytes of B to floats (stage 32 = stage 31's loads, split K)
-    "pick_rows": {"31", "32"},  # rows of C per thread chosen at run time from a template ladder
+    # 16 bytes of B to floats (stage 32 = stage 31's loads, split K; 34 = 32's, stream-K)
+    "unpack16": {"31", "32", "34"},
+    "pick_rows": {
+        "31",
+        "32",
+        "34",
+    },  # rows of C per thread chosen at run time from a template ladder
+    "element": {"32", "34"},  # one element of 16 bytes of A as a float
+    "fma_row": {"32", "34"},  # the scalar path: one row of B times A's column
 }
 
 

@@ -124,3 +124,23 @@ def test_renderer_shows_an_unexpected_value_as_text():
     assert report.fixed(2)("fast") == "fast"
     assert report.integer("many") == "many"
     assert report.fixed(2)(None) == "-"
+
+
+def test_a_16bit_ffma_record_says_the_roof_it_stands_under():
+    """Placed under the FP32 peak since its math is FFMA (key, roof and figure agree); records of
+    the window that labelled the tensor roof 'fp32' are relabelled on load, figures kept."""
+    from rooflinecli.build.stages import BY_NAME
+    from rooflinecli.core import roofs, specs
+
+    spec = specs.resolve("h200-sxm")
+    rec = roofs.model_record(BY_NAME["gemv_splitk"], 1, 4096, 4096, spec, dtype="bf16")
+    assert (rec["math_instruction"], rec["peak_key"], rec["roof_key"]) == ("FFMA", "fp32", "fp32")
+    assert rec["peak_tflops"] == spec.peak("fp32")
+    tc = roofs.model_record(BY_NAME["gemv_wmma"], 16, 4096, 4096, spec, dtype="bf16")
+    assert (tc["peak_key"], tc["roof_key"]) == ("bf16_tensor_dense", "bf16_tensor_dense")
+
+    old = {"records": [{"kind": "stage", "stage": "gemv_splitk", "dtype": "bf16",
+                        "peak_key": "fp32", "roof_key": "bf16_tensor_dense",
+                        "peak_tflops": 989.4}]}  # fmt: skip
+    (fixed,) = results.upgrade(old)["records"]
+    assert (fixed["peak_key"], fixed["peak_tflops"]) == ("bf16_tensor_dense", 989.4)

@@ -90,8 +90,9 @@ def only_the_element_type_differs(stage: stages.Stage) -> bool:
     element-type macro (ELEM_BF16, ELEM_FP32): each dtype's code goes through NVRTC and ptxas in
     the sm_90a builds, and what an sm_80 build adds, ptxas for the other target, meets the same
     tiles, loops and registers in each dtype but for the loads and conversions of elements."""
+    sm80 = stage.for_arch("sm_80")
     other = {
-        tuple(o for o in compiler.options_for(stage, "sm_80", d) if not o.startswith("-DELEM_"))
+        tuple(o for o in compiler.options_for(sm80, "sm_80", d) if not o.startswith("-DELEM_"))
         for d in stage.all_dtypes
     }
     return len(other) == 1
@@ -105,10 +106,12 @@ def dtypes_for(stage: stages.Stage, arch: str) -> tuple[str, ...]:
     return (stage.dtype,)
 
 
-# every stage for every target it runs on (built in conftest): on sm_90a in each dtype it builds
-# for, on sm_80 in its own (dtypes_for)
+# every stage for every target it runs on, with the parameters the runner uses there (for_arch):
+# on sm_90a in each dtype it builds for, on sm_80 in its own (dtypes_for); built in conftest
 CASES = [
-    pytest.param(s, arch, d, marks=pytest.mark.prebuild(s, arch=arch, dtype=d))
+    pytest.param(
+        s.for_arch(arch), arch, d, marks=pytest.mark.prebuild(s.for_arch(arch), arch=arch, dtype=d)
+    )
     for s in KERNEL_STAGES
     for arch in ("sm_90a", "sm_80")
     for d in dtypes_for(s, arch)

@@ -48,3 +48,16 @@ def test_tune_refuses_a_dtype_the_stage_does_not_build(runner, monkeypatch):
     r = runner.invoke(cli, ["tune", "gemm", "--stage", "double_buffer", "--dtype", "bf16"])
     assert r.exit_code == 2, r.output
     assert r.stderr.strip() == "error: stage double_buffer builds for fp32, not bf16"
+
+
+def test_tune_takes_a_decode_shape(runner, fake_tune):
+    """--n and --k make the shape a GEMV's (a decode stage refuses M = N = K = 1); the title
+    names it."""
+    args = ["tune", "gemm", "--stage", "gemv_streamk", "--m", "1", "--n", "11008", "--k", "4096"]
+    r = runner.invoke(cli, [*args, "--dtype", "bf16", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    assert fake_tune == {
+        "shapes": [(1, 11008, 4096)],
+        "stages": ["gemv_streamk", "cublas_hgemm"],
+        "dtype": "bf16",
+    }

@@ -13,7 +13,11 @@
 #define ELEM_BF16 0
 #endif
 
+// (an fp32 build of a stage that also builds 16-bit types, -DELEM_FP32=1, takes elem.cuh's float
+// elem_t and uses only the loads below)
+#if !defined(ELEM_FP32) || !ELEM_FP32
 typedef unsigned short elem_t;  // fp16 or bf16 bits
+#endif
 
 // ---- special registers ----
 
@@ -54,7 +58,7 @@ __device__ __forceinline__ unsigned int pack2(float lo, float hi) {
 #endif
 }
 // One element to float (bf16 is the upper half of a float: a shift, no instruction).
-__device__ __forceinline__ float to_float(elem_t x) {
+__device__ __forceinline__ float to_float(unsigned short x) {
 #if ELEM_BF16
     return __uint_as_float(static_cast<unsigned int>(x) << 16);
 #else
@@ -84,6 +88,29 @@ __device__ __forceinline__ void st_shared_v4_u32(unsigned int addr, unsigned int
     asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(addr), "r"(x), "r"(y), "r"(z),
                  "r"(w)
                  : "memory");
+}
+
+// ---- global loads of a stream read once ----
+
+// ld.global.nc.L1::no_allocate.v4.u32: 16 read-only bytes that L1 does not keep (a stream read
+// once). Not volatile: a pure read of data the kernel never writes, so the compiler may issue
+// many of them before the first use.
+__device__ __forceinline__ uint4 ld_nc_na_v4(const void* p) {
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
+    return v;
+}
+
+// The same with .L2::256B: L2 fetches the whole 256-byte block around the address from HBM (a
+// prefetch hint for the neighbouring sectors a stream reads next).
+__device__ __forceinline__ uint4 ld_nc_na_l2_256b_v4(const void* p) {
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
+    return v;
 }
 
 // ---- cp.async: global -> shared without passing through registers ----

@@ -114,6 +114,13 @@ __device__ __forceinline__ unsigned int ld_acquire_gpu(const unsigned int* p) {
 __device__ __forceinline__ void st_release_gpu(unsigned int* p, unsigned int v) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+// red.global.add.v4.f32 (sm_90): four floats added to 16 bytes of global memory by one reduction
+// in L2, where scalar RED.ADD.F32 takes four; relaxed, gpu scope. `p` 16-byte aligned.
+__device__ __forceinline__ void red_add_v4_f32(float* p, float a, float b, float c, float d) {
+    asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c),
+                 "f"(d)
+                 : "memory");
+}
 // setmaxnreg.dec: this warpgroup gives registers back, down to N per thread.
 template <int N>
 __device__ __forceinline__ void setmaxnreg_dec() {

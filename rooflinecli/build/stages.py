@@ -531,6 +531,50 @@ def _gemv_wmma(p: dict[str, int]) -> Stage:
     return replace(stage, rebuild=lambda q: _gemv_wmma(dict(q)))
 
 
+def _streamk_gemv_workspace(tm: int, bn: int) -> Callable[[int, int, int, int], int]:
+    """Stage 34's scratch: M x N fp32 partial sums, then one 4-byte counter per tile (TM rows x
+    BN columns of C)."""
+
+    def nbytes(m: int, n: int, k: int, blocks: int) -> int:
+        return 4 * (m * n + -(-m // tm) * -(-n // bn))
+
+    return nbytes
+
+
+def _gemv_streamk(p: dict[str, int]) -> Stage:
+    """Stage 34: a persistent grid cuts the line of (row block, strip, U rows of K) units into
+    equal shares, one per block; partial sums of a cut strip meet in an fp32 workspace."""
+    stage = _decode(
+        "gemv_streamk",
+        f"stream-K decode: {p['BLOCKS_PER_SM']} persistent blocks per SM share the rows of B "
+        f"equally, each thread issues {p['U']} 16-byte loads of B before its first FMA "
+        f"({p['NUM_THREADS'] * p['U'] * 16 // 1024} KiB per block in flight); cut strips are "
+        "summed in an fp32 workspace by the block that completes them",
+        "34_gemv_streamk.cu",
+        p,
+        per_thread=(p["TM"], _VEC),
+        threads=(p["NUM_THREADS"], 1),
+        tile=(p["TM"], p["BN"]),
+        persistent_blocks_per_sm=p["BLOCKS_PER_SM"],
+        persistent_fill=True,
+        workspace_bytes=_streamk_gemv_workspace(p["TM"], p["BN"]),
+        # 64 variants, those that spill dropped (PIPE = 1 doubles B's registers). At 64 registers
+        # (256 threads x 4 blocks) ptxas interleaves a pass's loads with its FMAs (3 of 9 issued
+        # before the first FFMA); kept to be measured
+        tune_space=MappingProxyType(
+            {
+                "U": (8, 16),
+                "NUM_THREADS": (128, 256),
+                "BLOCKS_PER_SM": (2, 4),
+                "BN": (256, 512),
+                "L2PF": (0, 1),
+                "PIPE": (0, 1),
+            }
+        ),
+    )
+    return replace(stage, rebuild=lambda q: _gemv_streamk(dict(q)))
+
+
 STAGES: tuple[Stage, ...] = (
     Stage(
         name="naive_xcol",
@@ -796,6 +840,9 @@ STAGES: tuple[Stage, ...] = (
         "at M <= 4 three row groups compute rows past M (clamped, never stored)",
     ),
     _gemv_wmma({"BM": 16, "BN": 32, "KW": 64, "NUM_THREADS": 256, "MIN_BLOCKS": 2}),
+    _gemv_streamk(
+        {"TM": 1, "BN": 256, "U": 16, "NUM_THREADS": 256, "BLOCKS_PER_SM": 2, "L2PF": 0, "PIPE": 0}
+    ),
 )
 
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}

@@ -28,7 +28,15 @@ def tune() -> None:
 
 @tune.command("gemm")
 @click.option("--stage", "stage_name", required=True, help="A stage with a tune_space.")
-@click.option("--m", type=SIZE, default=4096, show_default=True, help="Square size to tune at.")
+@click.option(
+    "--m",
+    type=SIZE,
+    default=4096,
+    show_default=True,
+    help="Rows of C to tune at (square by default).",
+)
+@click.option("--n", type=SIZE, default=None, help="Columns of C (default: --m).")
+@click.option("--k", type=SIZE, default=None, help="The inner dimension (default: --m).")
 @click.option(
     "--dtype",
     type=click.Choice(DTYPES),
@@ -44,6 +52,8 @@ def tune() -> None:
 def tune_gemm(
     stage_name: str,
     m: int,
+    n: int | None,
+    k: int | None,
     dtype: str | None,
     spec_arg: str | None,
     budget_ms: float,
@@ -58,14 +68,20 @@ def tune_gemm(
 
     report.select(report.RUN, view)
     with progress(not quiet and fmt == "table", "tuning") as tick:
-        doc = api.tune_gemm(stage_name, m, spec_arg, budget_ms, progress=tick, dtype=dtype)
+        doc = api.tune_gemm(
+            stage_name, m, spec_arg, budget_ms, progress=tick, dtype=dtype, n=n, k=k
+        )
     device, info = doc["device"], doc["tune"]
     dropped = info["dropped"]
     win = next((r for r in doc["records"] if r["stage"] == info["winner"]), None)
     if output:
         files.write_output(output, results.dumps(doc), force=force)
     report.emit(
-        doc, fmt, report.RUN, title=f"tune {stage_name} at {m}^3 on {device['name']}", view=view
+        doc,
+        fmt,
+        report.RUN,
+        title=f"tune {stage_name} at {m}x{n or m}x{k or m} on {device['name']}",
+        view=view,
     )
     if fmt == "table":
         con = report.console()

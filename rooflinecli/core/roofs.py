@@ -150,7 +150,8 @@ def model_record(
         "slower_because": stage.slower_because or None,
         "attainable_instruction_tflops": None,
     }
-    put_under(rec, datasheet_roof(spec, dtype), "datasheet", spec.peak_clock(DTYPE_PEAK[dtype]))
+    roof = datasheet_roof_for(spec, dtype, rec["math_instruction"])
+    put_under(rec, roof, "datasheet", spec.peak_clock(roof.peak_key))
     return rec
 
 
@@ -177,9 +178,11 @@ def put_under(
     """Place a record (in place) under `roof` of `roof_set`; its speed, if any, is re-rated."""
     ai = rec["ai_ideal"]
     rec.update(
-        peak_key=instruction_peak_key(rec["dtype"], rec.get("math_instruction"))
-        if rec["dtype"] in DTYPE_PEAK
-        else roof.peak_key,
+        # the dtype's family of roofs (roof sets swap within it), or fp32 when the record was
+        # put under the FP32 peak for its FFMA math (instruction_peak_key)
+        peak_key=roof.peak_key
+        if roof.peak_key == "fp32" or rec["dtype"] not in DTYPE_PEAK
+        else DTYPE_PEAK[rec["dtype"]],
         roof_set=roof_set,
         roof_key=roof_key or roof.peak_key,
         peak_tflops=roof.peak_tflops,

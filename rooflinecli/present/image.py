@@ -115,7 +115,7 @@ def title(doc: dict[str, Any]) -> str:
         name = preset.get("display_name") or preset.get("name") or "?"
         at = ", ".join(str(b) for b in batches)
         return (
-            f"Roofline: {name} decode, weight GEMMs at batch {at} ({dtypes}) on {device} "
+            f"Roofline: {name} weight GEMMs at batch {at} ({dtypes}) on {device} "
             f"(spec {spec})"
         )
     text = chart.title(doc)
