@@ -432,6 +432,19 @@ def model_attention(shape: Any, dtype: str, spec: Spec) -> dict[str, Any]:
     return results.new_document(spec.to_dict(), None, records, command="model attention")
 
 
+def timing_settings(seed: int, timing: Any) -> dict[str, Any]:
+    """The settings every run document records of its seed and its timing (a gpu.timer.Timing;
+    the GPU layer is imported where a run starts, not here)."""
+    return {
+        "seed": seed,
+        "budget_ms": timing.budget_ms,
+        "repeats": timing.max_repeats if timing.min_repeats == timing.max_repeats else None,
+        "max_noise_pct": timing.max_noise_pct,
+        "flush_l2": timing.flush_l2,
+        "l2_flush_kind": timing.flush_kind if timing.flush_l2 else None,
+    }
+
+
 def run_gemm(
     shapes: list[tuple[int, int, int]],
     stages: list[Any],
@@ -479,12 +492,7 @@ def run_gemm(
         records.sort(key=lambda r: order[(r["m"], r["n"], r["k"])])
         extra.setdefault("settings", {})["stages"] = "best: one stage per shape from the tune table"
     settings = {
-        "seed": seed,
-        "budget_ms": timing.budget_ms,
-        "repeats": timing.max_repeats if timing.min_repeats == timing.max_repeats else None,
-        "max_noise_pct": timing.max_noise_pct,
-        "flush_l2": timing.flush_l2,
-        "l2_flush_kind": timing.flush_kind if timing.flush_l2 else None,
+        **timing_settings(seed, timing),
         "timing": "each stage interleaved with the reference, round by round, alternating which "
         "goes first; every repeat kept (samples_ms); the median reported",
         "timing_method": timer_method(timing),
@@ -528,12 +536,7 @@ def run_attention(
         shapes, stages, spec_arg, dtype, seed, timing, progress, references
     )
     settings = {
-        "seed": seed,
-        "budget_ms": timing.budget_ms,
-        "repeats": timing.max_repeats if timing.min_repeats == timing.max_repeats else None,
-        "max_noise_pct": timing.max_noise_pct,
-        "flush_l2": timing.flush_l2,
-        "l2_flush_kind": timing.flush_kind if timing.flush_l2 else None,
+        **timing_settings(seed, timing),
         "timing": "each stage interleaved with the PyTorch references, round by round, "
         "alternating which goes first; every repeat kept (samples_ms); the median reported",
         "check": "float32 attention of the same rounded inputs computed by CuPy on the GPU "

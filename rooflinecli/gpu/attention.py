@@ -30,8 +30,8 @@ from rooflinecli.gpu.runner import (
     _fail,
     _from_bf16_bits,
     _merge_clock,
-    _to_bf16_bits,
     accumulation_error,
+    store,
 )
 from rooflinecli.gpu.timer import Launch, Timer, Timing, summary
 
@@ -94,10 +94,7 @@ class Problem:
         self.rel_tol, self.max_tol = tolerance(dtype, s.seq, s.head_dim, rounding)
 
     def _store(self, x):  # type: ignore[no-untyped-def]
-        cp = self.cp
-        if self.dtype == "bf16":
-            return _to_bf16_bits(cp, x)
-        return x.astype(cp.float16 if self.dtype == "fp16" else cp.float32)
+        return store(self.cp, x, self.dtype)
 
     def as_f32(self, x):  # type: ignore[no-untyped-def]
         if self.dtype == "bf16":

@@ -83,6 +83,13 @@ def _from_bf16_bits(cp, b):  # type: ignore[no-untyped-def]
     return (b.astype(cp.uint32) << 16).view(cp.float32)
 
 
+def store(cp, x, dtype: str):  # type: ignore[no-untyped-def]
+    """float32 values as the dtype's device array (bf16 as its bits: CuPy has no bf16 dtype)."""
+    if dtype == "bf16":
+        return _to_bf16_bits(cp, x)
+    return x.astype(cp.float16 if dtype == "fp16" else cp.float32)
+
+
 class Problem:
     """Device buffers for one shape and dtype: fresh random inputs, the float64 reference, an
     output for the stage under test and one for the reference, and the check."""
@@ -121,10 +128,7 @@ class Problem:
         self.rel_tol, self.max_tol = tolerance(dtype, k, rounding)
 
     def _store(self, x):  # type: ignore[no-untyped-def]
-        cp = self.cp
-        if self.dtype == "bf16":
-            return _to_bf16_bits(cp, x)
-        return x.astype(cp.float16 if self.dtype == "fp16" else cp.float32)
+        return store(self.cp, x, self.dtype)
 
     def as_f64(self, x):  # type: ignore[no-untyped-def]
         cp = self.cp
