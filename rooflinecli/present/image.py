@@ -114,10 +114,7 @@ def title(doc: dict[str, Any]) -> str:
         dtypes = "/".join(dict.fromkeys(str(r["dtype"]) for r in doc["records"]))
         name = preset.get("display_name") or preset.get("name") or "?"
         at = ", ".join(str(b) for b in batches)
-        return (
-            f"Roofline: {name} weight GEMMs at batch {at} ({dtypes}) on {device} "
-            f"(spec {spec})"
-        )
+        return f"Roofline: {name} weight GEMMs at batch {at} ({dtypes}) on {device} (spec {spec})"
     text = chart.title(doc)
     tune = doc.get("tune")
     if isinstance(tune, dict) and tune.get("stage"):
