@@ -61,3 +61,21 @@ def test_tune_takes_a_decode_shape(runner, fake_tune):
         "stages": ["gemv_streamk", "cublas_hgemm"],
         "dtype": "bf16",
     }
+
+
+def test_the_winner_is_the_best_ratio_to_the_reference_timed_beside_it():
+    """On a power-capped GPU the variants' clocks differ: A ran faster in TFLOP/s at a higher
+    clock, B was closer to cuBLAS in the same rounds. The ratio decides; TFLOP/s only where a
+    record has no ratio."""
+    from rooflinecli.gpu import tune
+
+    a = {"kind": "stage", "stage": "s@X=1", "verified": True, "tflops": 700.0,
+         "pct_of_reference": 99.6}  # fmt: skip
+    b = {"kind": "stage", "stage": "s@X=2", "verified": True, "tflops": 692.0,
+         "pct_of_reference": 101.0}  # fmt: skip
+    ref = {"kind": "reference", "stage": "cublas", "verified": True, "tflops": 690.0}
+    bad = {"kind": "stage", "stage": "s@X=3", "verified": False, "tflops": 900.0,
+           "pct_of_reference": 130.0}  # fmt: skip
+    assert tune.best([a, b, ref, bad]) is b
+    assert tune.best([{**a, "pct_of_reference": None}, b]) is not b  # no ratio: TFLOP/s
+    assert tune.best([bad, ref]) is None

@@ -91,7 +91,13 @@ def tune_gemm(
         raise RooflineError(f"no variant of {stage_name} verified")
     if fmt == "table":
         report.console().print(
-            f"winner: {win['stage']} {win['tflops']:.2f} TFLOP/s; saved to {info['saved_to']} "
+            f"winner: {win['stage']} {win['tflops']:.2f} TFLOP/s"
+            + (
+                f", {win['pct_of_reference']:.1f}% of the reference beside it"
+                if win.get("pct_of_reference")
+                else ""
+            )
+            + f"; saved to {info['saved_to']} "
             "(used by `roofline run gemm --tuned`)"
         )
 

@@ -1,4 +1,5 @@
-"""`roofline tune`: try a stage's tune_space on the running GPU, keep the fastest verified one.
+"""`roofline tune`: try a stage's tune_space on the running GPU, keep the verified variant with
+the best ratio to the reference timed beside it.
 
 Variants that do not compile (the kernel's static_asserts) or that spill are dropped on the
 CPU first. Winners are kept per device in the cache (tuned/<device>.json) and applied by
@@ -76,5 +77,13 @@ def save_winner(device_name: str, stage: str, params: dict[str, int]) -> Path:
 
 
 def best(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The winning variant: the highest ratio to the reference it was interleaved with
+    (`pct_of_reference`, both medians over the same rounds), so a variant timed while the
+    power-capped clock sat lower is not ranked below one timed at a higher clock; by TFLOP/s
+    where a record has no ratio."""
     ok = [r for r in records if r.get("kind") == "stage" and r.get("verified") and r.get("tflops")]
-    return max(ok, key=lambda r: r["tflops"]) if ok else None
+    if not ok:
+        return None
+    if all(r.get("pct_of_reference") for r in ok):
+        return max(ok, key=lambda r: r["pct_of_reference"])
+    return max(ok, key=lambda r: r["tflops"])
