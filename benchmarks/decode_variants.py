@@ -9,6 +9,7 @@ that fail to compile or spill are dropped on the CPU first and listed in the doc
 
     python benchmarks/decode_variants.py --precompile sm_90a   # the compile cache, in parallel
     python benchmarks/decode_variants.py --dtype bf16 --output /tmp/out/decode-variants-bf16.json
+    python benchmarks/decode_variants.py --set simt --dtype fp32 --budget-ms 400 --output F.json
 
 Writes one results document (`roofline show FILE` renders it) and prints a markdown table.
 """
@@ -44,11 +45,26 @@ VARIANTS: list[tuple[str, dict[str, int]]] = [
 LLAMA = [(1, 4096, 4096), (1, 11008, 4096), (1, 4096, 11008), (16, 11008, 4096)]
 SHAPES = {"bf16": [*LLAMA, (64, 4096, 4096)], "fp16": LLAMA, "fp32": LLAMA[:2] + LLAMA[3:]}
 
+# --set simt: stage 11's block tile turned round (256x128, cuBLAS SGEMM's on the H200) beside
+# its tuned 128x256 and stage 10, at the sizes issue 15 names (fp32 only)
+SIMT_VARIANTS: list[tuple[str, dict[str, int]]] = [
+    ("multistage", {}),
+    ("spread_copies", {"BK": 32, "STAGES": 4, "COPY_STEP": 2}),
+    ("spread_copies", {"BM": 256, "BN": 128}),
+    ("spread_copies", {"BM": 256, "BN": 128, "BK": 8, "COPY_STEP": 2}),
+    ("spread_copies", {"BM": 256, "BN": 128, "BK": 16, "STAGES": 4, "COPY_STEP": 2}),
+    ("spread_copies", {"BM": 256, "BN": 128, "BK": 32, "STAGES": 4, "COPY_STEP": 2}),
+]
+SIMT_SHAPES = {"fp32": [(4096, 4096, 4096), (8192, 8192, 8192)]}
+SETS = {"decode": (VARIANTS, SHAPES), "simt": (SIMT_VARIANTS, SIMT_SHAPES)}
 
-def variants(dtype: str, arch: str) -> tuple[list[stages.Stage], list[dict[str, str]]]:
+
+def variants(
+    dtype: str, arch: str, which: list[tuple[str, dict[str, int]]] = VARIANTS
+) -> tuple[list[stages.Stage], list[dict[str, str]]]:
     keep: list[stages.Stage] = []
     dropped: list[dict[str, str]] = []
-    for name, change in VARIANTS:
+    for name, change in which:
         base = stages.BY_NAME[name]
         if dtype not in base.all_dtypes:
             continue
@@ -76,14 +92,14 @@ def _compile(job: tuple[str, dict[str, int], str, str]) -> str:
     return ""
 
 
-def precompile(arch: str) -> None:
+def precompile(arch: str, which: list[tuple[str, dict[str, int]]] = VARIANTS) -> None:
     """Every decode stage and variant in every dtype, compiled in parallel into the cache (the
     runs after it then start at once instead of compiling one NVRTC program at a time)."""
     from concurrent.futures import ProcessPoolExecutor
 
     jobs = [
         (name, change, dtype, arch)
-        for name, change in [*((s.name, {}) for s in stages.STAGES if s.m_range), *VARIANTS]
+        for name, change in [*((s.name, {}) for s in stages.STAGES if s.m_range), *which]
         for dtype in stages.BY_NAME[name].all_dtypes
     ]
     with ProcessPoolExecutor() as pool:
@@ -98,9 +114,11 @@ def main() -> int:
     ap.add_argument("--budget-ms", type=float, default=30.0)
     ap.add_argument("--output", help="results document (required unless --precompile)")
     ap.add_argument("--precompile", metavar="ARCH", help="only fill the compile cache, e.g. sm_90a")
+    ap.add_argument("--set", default="decode", choices=sorted(SETS), help="which variants")
     args = ap.parse_args()
+    which, shape_sets = SETS[args.set]
     if args.precompile:
-        precompile(args.precompile)
+        precompile(args.precompile, which)
         return 0
     if not args.output:
         ap.error("--output is required")
@@ -111,18 +129,18 @@ def main() -> int:
     from rooflinecli.present import table as report
 
     dev = gpu.info()
-    keep, dropped = variants(args.dtype, dev["arch"])
+    keep, dropped = variants(args.dtype, dev["arch"], which)
     for d in dropped:
         print(f"dropped {d['stage']}: {d['reason']}", file=sys.stderr)
     chosen = [*keep, stages.reference_for(args.dtype)]
-    shapes = SHAPES.get(args.dtype, SHAPES["bf16"])
+    shapes = shape_sets.get(args.dtype) or next(iter(shape_sets.values()))
     doc = api.run_gemm(
         shapes, chosen, None, dtype=args.dtype, timing=Timing(budget_ms=args.budget_ms),
-        command="benchmarks/decode_variants.py", dropped=dropped,
+        command=f"benchmarks/decode_variants.py --set {args.set}", dropped=dropped,
     )  # fmt: skip
     records = doc["records"]
     files.write_atomic(args.output, results.dumps(doc))
-    report.emit(doc, "markdown", report.RUN_COLUMNS, title=f"decode variants, {args.dtype}")
+    report.emit(doc, "markdown", report.RUN_COLUMNS, title=f"{args.set} variants, {args.dtype}")
     bad = [r for r in records if r.get("verified") is not True]
     return 1 if bad else 0
 

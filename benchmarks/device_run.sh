@@ -54,6 +54,10 @@ for step in "$@"; do
           --sizes 127x333x65,1000x1016x1032,4096x4104x1032,8x4096x4096,512x4096x4096,512x11008x4096,512x4096x11008,4096x32000x4096,8192 \
           -o "$OUT/gemm-$dt-tc-shapes-best.json" > "$OUT/tc-$dt.md" 2>&1; echo "tc $dt rc=$?"
       done ;;
+    simtvariants)  # stage 11's tile turned round (256x128) beside its tuned 128x256, at 4096 and 8192
+      python3 benchmarks/decode_variants.py --set simt --precompile sm_90a
+      python3 benchmarks/decode_variants.py --set simt --dtype fp32 --budget-ms 400 \
+        --output "$OUT/simt-variants-fp32.json" 2>&1 | tail -25 ;;
     packall)  # everything under $OUT in one archive (the call returns at most 8 files)
       (cd "$OUT" && tar czf /tmp/all.tgz . && find . -mindepth 1 -delete && mv /tmp/all.tgz . && ls -la) ;;
     pack)  # every results document of the call in one archive (the call returns at most 8 files)
