@@ -142,6 +142,12 @@ def _ladder(doc: dict[str, Any]) -> str:
         ]
         for r in doc["records"]
     ]
+    shapes = [f"{r['m']}x{r['n']}x{r['k']}" for r in doc["records"]]
+    if len(set(shapes)) > 1:  # several shapes in one document: say each row's
+        header.insert(1, "shape")
+        for row, shape in zip(rows, shapes, strict=True):
+            row.insert(1, shape)
+        return _md(header, "llrrrrrrr", rows)
     return _md(header, "lrrrrrrr", rows)
 
 

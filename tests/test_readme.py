@@ -42,6 +42,7 @@ def test_blocks_name_committed_documents() -> None:
         "benchmarks/calibration/h200-2026-12-01.json",
         # stage 11 against cuBLAS SGEMM, stages 27-29 against cuBLAS, the attention ladder
         "gemm-fp32-4096-spread.json,gemm-fp32-8192-spread.json",
+        "simt-variants-fp32.json",
         "gemm-fp16-8192-wgmma-27-28.json,gemm-bf16-8192-wgmma-27-28.json",
         "gemm-fp16-8192-wgmma-29.json,gemm-bf16-8192-wgmma-29.json",
         "gemm-fp16-4096-wgmma-29.json,gemm-bf16-4096-wgmma-29.json",
