@@ -66,6 +66,10 @@ static_assert(BLOCKS_PER_SM * (SMEM_BYTES + 1024) <= 227 * 1024,
 
 struct Unit {
     int tile, chunk;  // tile = strip * mblocks + row block; chunk: BK rows of K
+
+    __device__ __forceinline__ void next(int chunks) {  // the next unit of the line, K fastest
+        if (++chunk == chunks) chunk = 0, ++tile;
+    }
 };
 
 __device__ __forceinline__ Unit unit_at(long long u, int chunks) {
@@ -238,31 +242,31 @@ __device__ __forceinline__ void run(int M, int N, int K, float alpha, const elem
     if (lo >= hi) return;
 
     // prologue: STAGES - 1 units in flight (one commit group each, empty past the share)
+    Unit ld = unit_at(lo, chunks);  // the next unit to copy
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (lo + s < hi)
-            load_unit<VEC>(unit_at(lo + s, chunks), mblocks, M, N, K, A, B, sb + s * B_SLOT,
-                           sa + s * A_SLOT);
+            load_unit<VEC>(ld, mblocks, M, N, K, A, B, sb + s * B_SLOT, sa + s * A_SLOT);
+        ld.next(chunks);
         cp_async_commit();
     }
     float acc[NT][4];
 #pragma unroll
     for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-    int seg_k0 = unit_at(lo, chunks).chunk * BK;
+    Unit un = unit_at(lo, chunks);  // the unit computed now
+    int seg_k0 = un.chunk * BK;
     int slot = 0;
     for (long long u = lo; u < hi; ++u) {
         cp_async_wait<STAGES - 2>();  // unit u has landed (this thread's copies) ...
         __syncthreads();              // ... everyone's; and slot u - 1 is free again
-        const long long nx = u + STAGES - 1;
         const int nslot = (slot + STAGES - 1) % STAGES;
-        if (nx < hi)
-            load_unit<VEC>(unit_at(nx, chunks), mblocks, M, N, K, A, B, sb + nslot * B_SLOT,
-                           sa + nslot * A_SLOT);
+        if (u + STAGES - 1 < hi)
+            load_unit<VEC>(ld, mblocks, M, N, K, A, B, sb + nslot * B_SLOT, sa + nslot * A_SLOT);
+        ld.next(chunks);
         cp_async_commit();
         mma_unit(sb + slot * B_SLOT, sa + slot * A_SLOT, acc);
         slot = (slot + 1) % STAGES;
 
-        const Unit un = unit_at(u, chunks);
         if (u + 1 == hi || un.chunk + 1 == chunks) {  // the segment ends: flush its sums
             const int k1 = min((un.chunk + 1) * BK, K);
             flush(acc, un.tile, mblocks, seg_k0, k1, M, N, K, alpha, beta, C, ws, count, last);
@@ -270,6 +274,7 @@ __device__ __forceinline__ void run(int M, int N, int K, float alpha, const elem
             for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
             seg_k0 = 0;  // the next segment starts a strip at k = 0
         }
+        un.next(chunks);
     }
     cp_async_wait<0>();  // no copies outlive the block
 }

@@ -28,8 +28,7 @@ def test_the_decode_ladder_is_registered_in_order():
     ]
     for s in DECODE:
         assert re.fullmatch(r"3\d_gemv_[a-z_]+\.cu", s.file), s.file
-        # stage 35 pads M to 16 rows of HMMA: M = 1 is stage 34's
-        assert s.needs_multiple == 1 and s.m_range == (2 if s.name == "gemv_streamk_mma" else 1, 64)
+        assert s.needs_multiple == 1 and s.m_range == (1, 64)
         assert s.chapter == (12 if s.name in TENSOR_CORE else 14)
         assert set(s.all_dtypes) == (
             {"fp16", "bf16"} if s.chapter == 12 else {"fp32", "fp16", "bf16"}
@@ -38,12 +37,11 @@ def test_the_decode_ladder_is_registered_in_order():
 
 @pytest.mark.parametrize("stage", DECODE, ids=lambda s: s.name)
 def test_decode_stages_take_m_up_to_64_and_any_n_k(stage):
-    lo = stage.m_range[0]
-    for m in (lo, 3, 17, 64):
+    for m in (1, 3, 17, 64):
         for n, k in ((4099, 1031), (4096, 4096), (11008, 4096), (1, 1)):
             assert stage.refuses(m, n, k) is None
     why = stage.refuses(65, 4096, 4096)
-    assert why is not None and f"decode stage for M = {lo}..64" in why and "M = 65" in why
+    assert why is not None and "decode stage for M = 1..64" in why and "M = 65" in why
     # the kernel is correct past 64 (tests/gpu/test_decode_gpu.py runs it there): only the
     # shape class says no
     assert replace(stage, m_range=None).refuses(4096, 4096, 4096) is None
@@ -181,7 +179,7 @@ def test_stream_k_mma_geometry_workspace_and_shared_memory():
     s = stages.BY_NAME["gemv_streamk_mma"]
     bn, bk, st = s.params["BN"], s.params["BK"], s.params["STAGES"]
     assert (bn, bk, st, s.params["BLOCKS_PER_SM"]) == (128, 64, 5, 2)
-    for m, n in ((2, 4096), (16, 11008), (64, 1), (17, 32000)):
+    for m, n in ((1, 4096), (16, 11008), (64, 1), (17, 32000)):
         assert s.launch(m, n, 132)[0] == (264, 1, 1)
     assert s.workspace_bytes is not None
     assert s.workspace_bytes(16, 11008, 4096, 264) == 4 * (16 * 11008 + 86)
@@ -193,7 +191,6 @@ def test_stream_k_mma_geometry_workspace_and_shared_memory():
     src = compiler.source_of(s)
     assert "constexpr int SMEM_BYTES = STAGES * (B_SLOT + A_SLOT) * 2;" in src
     assert "asm" not in src  # PTX through ptx_sm80.cuh / ptx_sm90.cuh's wrappers
-    assert s.refuses(1, 4096, 4096) is not None and s.refuses(2, 4097, 1031) is None
 
 
 MMA_CASES = [

@@ -593,14 +593,13 @@ def _gemv_streamk_mma(p: dict[str, int]) -> Stage:
         dtypes=("fp16", "bf16"),
         chapter=12,  # HMMA: the Tensor Core claim of chapter 12, like stage 33
         min_cc=80,
-        m_range=(2, 64),  # M = 1: stage 34 streams B without the detour through shared memory
         threads=(p["NUM_THREADS"], 1),
         tile=(16, p["BN"]),
         smem_bytes=smem,
         persistent_blocks_per_sm=p["BLOCKS_PER_SM"],
         persistent_fill=True,
         workspace_bytes=_streamk_gemv_workspace(16, p["BN"]),
-        # 24 combinations, 18 that fit in shared memory (the static_assert drops the rest):
+        # 36 combinations, 18 that fit in shared memory (the static_assert drops the rest):
         # 32 to 160 KiB of B in flight per SM
         tune_space=MappingProxyType(
             {"BN": (128, 256), "BK": (32, 64, 128), "STAGES": (4, 6, 8), "BLOCKS_PER_SM": (1, 2)}
@@ -877,9 +876,7 @@ STAGES: tuple[Stage, ...] = (
     _gemv_streamk(
         {"TM": 1, "BN": 256, "U": 16, "NUM_THREADS": 256, "BLOCKS_PER_SM": 2, "L2PF": 0, "PIPE": 0}
     ),
-    _gemv_streamk_mma(
-        {"BN": 128, "BK": 64, "STAGES": 5, "NUM_THREADS": 256, "BLOCKS_PER_SM": 2}
-    ),
+    _gemv_streamk_mma({"BN": 128, "BK": 64, "STAGES": 5, "NUM_THREADS": 256, "BLOCKS_PER_SM": 2}),
 )
 
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}
