@@ -153,6 +153,26 @@ __device__ __forceinline__ void store_c(elem_t* C, size_t idx, float sum, float 
     C[idx] = elem_from_float(v);
 }
 
+// The block whose rows complete K of a tile: every other segment has added its partials; read
+// the sums back, write C, leave the workspace and the counter zeroed. Not inlined: it runs once
+// or twice per block, and kept out of line its loop does not hide the main loop from tools
+// that look for the innermost loop doing arithmetic (tests/test_stages.py's SASS claim).
+__device__ __noinline__ void finish_tile(int tile, int mblocks, int M, int N, float alpha,
+                                         float beta, elem_t* __restrict__ C,
+                                         float* __restrict__ ws, unsigned* count) {
+    __threadfence();
+    const int mb = tile % mblocks * TM, rows = min(TM, M - mb), s0 = tile / mblocks * BN;
+    for (int o = threadIdx.x; o < rows * BN; o += NUM_THREADS) {
+        const int r = o / BN, n = s0 + o % BN;
+        if (n >= N) continue;
+        const size_t idx = static_cast<size_t>(mb + r) * N + n;
+        const float sum = __ldcg(&ws[idx]);  // from L2: L1 may hold a stale line
+        __stcg(&ws[idx], 0.0f);              // zero for the next launch
+        store_c(C, idx, sum, alpha, beta);
+    }
+    if (threadIdx.x == 0) count[tile] = 0;
+}
+
 // The end of a segment (rows [k0, k1) of K of one tile): write C, or add to the workspace and
 // finish the tile if this block's rows complete K. Block-uniform (contains barriers).
 __device__ __forceinline__ void flush(float (&acc)[NT][4], int tile, int mblocks, int k0, int k1,
@@ -210,19 +230,7 @@ __device__ __forceinline__ void flush(float (&acc)[NT][4], int tile, int mblocks
         *last = done + (k1 - k0) == static_cast<unsigned>(K);
     }
     __syncthreads();
-    if (*last) {  // every other segment of the tile has added its partials: finish the tile
-        __threadfence();
-        const int rows = min(TM, M - mb), s0 = tile / mblocks * BN;
-        for (int o = threadIdx.x; o < rows * BN; o += NUM_THREADS) {
-            const int r = o / BN, n = s0 + o % BN;
-            if (n >= N) continue;
-            const size_t idx = static_cast<size_t>(mb + r) * N + n;
-            const float sum = __ldcg(&ws[idx]);  // from L2: L1 may hold a stale line
-            __stcg(&ws[idx], 0.0f);              // zero for the next launch
-            store_c(C, idx, sum, alpha, beta);
-        }
-        if (threadIdx.x == 0) count[tile] = 0;
-    }
+    if (*last) finish_tile(tile, mblocks, M, N, alpha, beta, C, ws, count);
     __syncthreads();  // `last` is read by all before the next segment's flush rewrites it
 }
 
