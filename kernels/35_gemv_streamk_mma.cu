@@ -67,7 +67,7 @@ static_assert(BLOCKS_PER_SM * (SMEM_BYTES + 1024) <= 227 * 1024,
 struct Unit {
     int tile, chunk;  // tile = strip * mblocks + row block; chunk: BK rows of K
 
-    __device__ __forceinline__ void next(int chunks) {  // the next unit of the line, K fastest
+    __device__ __forceinline__ void advance(int chunks) {  // the next unit of the line, K fastest
         if (++chunk == chunks) chunk = 0, ++tile;
     }
 };
@@ -255,7 +255,7 @@ __device__ __forceinline__ void run(int M, int N, int K, float alpha, const elem
     for (int s = 0; s < STAGES - 1; ++s) {
         if (lo + s < hi)
             load_unit<VEC>(ld, mblocks, M, N, K, A, B, sb + s * B_SLOT, sa + s * A_SLOT);
-        ld.next(chunks);
+        ld.advance(chunks);
         cp_async_commit();
     }
     float acc[NT][4];
@@ -270,7 +270,7 @@ __device__ __forceinline__ void run(int M, int N, int K, float alpha, const elem
         const int nslot = (slot + STAGES - 1) % STAGES;
         if (u + STAGES - 1 < hi)
             load_unit<VEC>(ld, mblocks, M, N, K, A, B, sb + nslot * B_SLOT, sa + nslot * A_SLOT);
-        ld.next(chunks);
+        ld.advance(chunks);
         cp_async_commit();
         mma_unit(sb + slot * B_SLOT, sa + slot * A_SLOT, acc);
         slot = (slot + 1) % STAGES;
@@ -282,7 +282,7 @@ __device__ __forceinline__ void run(int M, int N, int K, float alpha, const elem
             for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
             seg_k0 = 0;  // the next segment starts a strip at k = 0
         }
-        un.next(chunks);
+        un.advance(chunks);
     }
     cp_async_wait<0>();  // no copies outlive the block
 }
