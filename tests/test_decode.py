@@ -11,7 +11,9 @@ import pytest
 from rooflinecli.build import compiler, sass, stages
 
 DECODE = [s for s in stages.STAGES if s.m_range is not None]
-VECTOR = [s for s in DECODE if s.name != "gemv_naive"]  # the stages built on 16-byte loads
+# the stages built on 16-byte loads into registers (stage 35 copies B by cp.async instead)
+VECTOR = [s for s in DECODE if s.name not in ("gemv_naive", "gemv_streamk_mma")]
+TENSOR_CORE = ("gemv_wmma", "gemv_streamk_mma")  # chapter 12's HMMA claim, fp16 and bf16 only
 
 
 def test_the_decode_ladder_is_registered_in_order():
@@ -22,11 +24,12 @@ def test_the_decode_ladder_is_registered_in_order():
         "gemv_multirow",
         "gemv_wmma",
         "gemv_streamk",
+        "gemv_streamk_mma",
     ]
     for s in DECODE:
-        assert re.fullmatch(r"3\d_gemv_[a-z]+\.cu", s.file), s.file
+        assert re.fullmatch(r"3\d_gemv_[a-z_]+\.cu", s.file), s.file
         assert s.needs_multiple == 1 and s.m_range == (1, 64)
-        assert s.chapter == (12 if s.name == "gemv_wmma" else 14)
+        assert s.chapter == (12 if s.name in TENSOR_CORE else 14)
         assert set(s.all_dtypes) == (
             {"fp16", "bf16"} if s.chapter == 12 else {"fp32", "fp16", "bf16"}
         )
@@ -167,3 +170,48 @@ def test_stream_k_gemv_reduces_without_shared_atomics_and_with_16_byte_reds(stag
     assert any(o.startswith("REDG") and "F32x4" in o for o in ops), sorted(ops)
     assert not any(o.startswith("ATOMS") for o in ops), sorted(ops)
     assert any(o.startswith("LDG") and ".NA" in o and ".128" in o for o in ops), sorted(ops)
+
+
+def test_stream_k_mma_geometry_workspace_and_shared_memory():
+    """Stage 35: persistent like stage 34 (2 x 132 blocks whatever the shape), a workspace of
+    M x N fp32 sums plus a counter per 16-row x BN tile, and per slot BK x (BN + 8) of B and
+    16 x (BK + 8) of A in dynamic shared memory: the kernel's SMEM_BYTES formula."""
+    s = stages.BY_NAME["gemv_streamk_mma"]
+    bn, bk, st = s.params["BN"], s.params["BK"], s.params["STAGES"]
+    assert (bn, bk, st, s.params["BLOCKS_PER_SM"]) == (128, 64, 5, 2)
+    for m, n in ((1, 4096), (16, 11008), (64, 1), (17, 32000)):
+        assert s.launch(m, n, 132)[0] == (264, 1, 1)
+    assert s.workspace_bytes is not None
+    assert s.workspace_bytes(16, 11008, 4096, 264) == 4 * (16 * 11008 + 86)
+    assert s.workspace_bytes(17, 4097, 1031, 264) == 4 * (17 * 4097 + 2 * 33)
+    assert s.smem_bytes == st * (bk * (bn + 8) + 16 * (bk + 8)) * 2 == 98560
+    assert 2 * (s.smem_bytes + 1024) <= 227 * 1024  # two blocks per SM fit
+    # (STAGES - 1) x BK x BN x 2 bytes of B in flight per block: 64 KiB, 128 KiB per SM
+    assert (st - 1) * bk * bn * 2 == 64 * 1024
+    src = compiler.source_of(s)
+    assert "constexpr int SMEM_BYTES = STAGES * (B_SLOT + A_SLOT) * 2;" in src
+    assert "asm" not in src  # PTX through ptx_sm80.cuh / ptx_sm90.cuh's wrappers
+
+
+MMA_CASES = [
+    pytest.param(stages.BY_NAME["gemv_streamk_mma"], d, marks=pytest.mark.prebuild(
+        stages.BY_NAME["gemv_streamk_mma"], dtype=d, sass=True))
+    for d in ("fp16", "bf16")
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("stage, dtype", MMA_CASES, ids=lambda v: getattr(v, "name", v))
+def test_stream_k_mma_streams_b_by_cp_async_into_hmma(stage, dtype):
+    """B and A reach shared memory by 16-byte cp.async.cg (LDGSTS.E.BYPASS.128, no registers),
+    the fragments come out by ldmatrix (LDSM, .MT88 the transposed B), the math is HMMA 16816,
+    partials leave as 16-byte reductions in L2 (REDG ... F32x4) and no shared-memory atomics;
+    nothing spills."""
+    built, fn = _report(stage, dtype)
+    ops = {i.opcode for i in fn.instrs}
+    assert any(o.startswith("LDGSTS") and "BYPASS" in o and ".128" in o for o in ops), sorted(ops)
+    assert any(o.startswith("LDSM.16.MT88.4") for o in ops), sorted(ops)
+    assert any(o.startswith("LDSM.16.M88.4") for o in ops), sorted(ops)
+    assert sass.mix(fn.instrs)["HMMA"] > 0
+    assert any(o.startswith("REDG") and "F32x4" in o for o in ops), sorted(ops)
+    assert not any(o.startswith("ATOMS") for o in ops), sorted(ops)
+    assert built.resources.spill_bytes == 0

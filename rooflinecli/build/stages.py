@@ -446,7 +446,7 @@ def _decode(name: str, what: str, file: str, params: dict[str, int], **fields: A
         file=file,
         params=MappingProxyType(dict(params)),
         ai_global=thread_tile_intensity(rows, cols, DTYPE_BYTES["fp16"]),
-        m_range=_DECODE_M,
+        m_range=fields.pop("m_range", _DECODE_M),
         **{"entry": name, "dtype": "fp16", "dtypes": _DECODE_DTYPES, "chapter": 14, **fields},
     )
 
@@ -573,6 +573,39 @@ def _gemv_streamk(p: dict[str, int]) -> Stage:
         ),
     )
     return replace(stage, rebuild=lambda q: _gemv_streamk(dict(q)))
+
+
+def _gemv_streamk_mma(p: dict[str, int]) -> Stage:
+    """Stage 35: stage 34's stream-K shares of B, the math on mma.sync m16n8k16 (HMMA) fed by a
+    STAGES-deep cp.async pipeline; per slot BK x (BN + 8) of B and 16 x (BK + 8) of A, the same
+    formula as the kernel's SMEM_BYTES."""
+    smem = p["STAGES"] * (p["BK"] * (p["BN"] + 8) + 16 * (p["BK"] + 8)) * 2
+    flight = (p["STAGES"] - 1) * p["BK"] * p["BN"] * 2 // 1024
+    stage = _decode(
+        "gemv_streamk_mma",
+        f"stream-K decode on Tensor Cores: {p['BLOCKS_PER_SM']} persistent blocks per SM share "
+        f"the units (16 rows of C x {p['BN']} columns x {p['BK']} rows of K) equally; cp.async "
+        f"keeps {p['STAGES'] - 1} units ({flight} KiB of B) in flight per block, mma.sync "
+        "m16n8k16 from ldmatrix(.trans); cut strips meet in an fp32 workspace",
+        "35_gemv_streamk_mma.cu",
+        p,
+        per_thread=(16, p["BN"]),  # per block and k: 16 rows of A and BN of B feed 16*BN MACs
+        dtypes=("fp16", "bf16"),
+        chapter=12,  # HMMA: the Tensor Core claim of chapter 12, like stage 33
+        min_cc=80,
+        threads=(p["NUM_THREADS"], 1),
+        tile=(16, p["BN"]),
+        smem_bytes=smem,
+        persistent_blocks_per_sm=p["BLOCKS_PER_SM"],
+        persistent_fill=True,
+        workspace_bytes=_streamk_gemv_workspace(16, p["BN"]),
+        # 36 combinations, 18 that fit in shared memory (the static_assert drops the rest):
+        # 32 to 160 KiB of B in flight per SM
+        tune_space=MappingProxyType(
+            {"BN": (128, 256), "BK": (32, 64, 128), "STAGES": (4, 6, 8), "BLOCKS_PER_SM": (1, 2)}
+        ),
+    )
+    return replace(stage, rebuild=lambda q: _gemv_streamk_mma(dict(q)))
 
 
 STAGES: tuple[Stage, ...] = (
@@ -843,6 +876,7 @@ STAGES: tuple[Stage, ...] = (
     _gemv_streamk(
         {"TM": 1, "BN": 256, "U": 16, "NUM_THREADS": 256, "BLOCKS_PER_SM": 2, "L2PF": 0, "PIPE": 0}
     ),
+    _gemv_streamk_mma({"BN": 128, "BK": 64, "STAGES": 5, "NUM_THREADS": 256, "BLOCKS_PER_SM": 2}),
 )
 
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}
