@@ -83,21 +83,5 @@ timeout 30 $R run gemm --m 4096 --stages $S --quiet --format markdown \
 echo "  rc=$?"
 cat "$OUT/gemm-fp32-4096-registry.md"
 step "summary (pct: of cuBLAS in the same run)"
-python3 - "$OUT" <<'PY'
-import json
-import sys
-from pathlib import Path
-
-for name in ("gemm-fp32-4096.json", "gemm-fp32-8192.json", "gemm-fp32-4096-registry.json"):
-    path = Path(sys.argv[1]) / name
-    if not path.is_file():
-        print(f"{name}: missing")
-        continue
-    for r in json.loads(path.read_text())["records"]:
-        params = ",".join(f"{k}={v}" for k, v in (r.get("params") or {}).items()
-                          if k in ("BK", "STAGES", "COPY_STEP"))
-        print(f"{name}: {r['stage']:14} {r.get('tflops') or 0:6.2f} TFLOP/s "
-              f"{r.get('pct_of_reference') or 0:6.1f}% verified={r.get('verified')} "
-              f"clock={r.get('sm_clock_mhz')} {params}")
-PY
+python3 benchmarks/summarize_runs.py "$OUT" gemm-fp32-4096.json gemm-fp32-8192.json gemm-fp32-4096-registry.json
 step "done"

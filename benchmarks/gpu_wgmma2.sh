@@ -65,24 +65,6 @@ for m in 8192 4096; do
   done
 done
 echo "== summary: stage, params that differ from the registry, TFLOP/s, % of cuBLAS, SM clock"
-python3 - "$OUT" <<'PY'
-import json, sys
-from pathlib import Path
-from rooflinecli.build import stages
-for path in sorted(Path(sys.argv[1]).glob("*.json")):
-    try:
-        recs = json.loads(path.read_text())["records"]
-    except (OSError, ValueError, KeyError) as exc:
-        print(f"{path.name}: unreadable ({exc})")
-        continue
-    for r in recs:
-        base = stages.BY_NAME.get(r["stage"].split("@")[0])
-        diff = ",".join(f"{k}={v}" for k, v in (r.get("params") or {}).items()
-                        if base is not None and base.params.get(k) != v)
-        pct, tf = r.get("pct_of_reference"), r.get("tflops")
-        print(f"{path.stem:28} {r['m']}x{r['n']}x{r['k']:<6} {r['stage']:34} {diff:24} "
-              f"{tf or 0:7.1f} {pct or 0:6.1f}% {r.get('sm_clock_mhz') or '-'} MHz "
-              f"{'ok' if r.get('verified') else 'NOT VERIFIED ' + str(r.get('error') or '')}")
-PY
+python3 benchmarks/summarize_runs.py "$OUT"
 echo "== done (${SECONDS}s)"
 rm -rf "$ROOFLINE_CACHE_DIR"
