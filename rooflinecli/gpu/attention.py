@@ -31,6 +31,7 @@ from rooflinecli.gpu.runner import (
     _from_bf16_bits,
     _merge_clock,
     accumulation_error,
+    gpu_setup,
     store,
 )
 from rooflinecli.gpu.timer import Launch, Timer, Timing, summary
@@ -317,15 +318,8 @@ def run_attention(
 ) -> tuple[dict[str, Any], Spec, list[dict[str, Any]], dict[str, Any] | None]:
     """Verify and time every stage at every shape, each interleaved with the PyTorch references
     (when importable, and `references`). Returns (device, spec, records, torch versions)."""
-    from rooflinecli.core import specs as specreg
-
     timing = timing or Timing()
-    cp = device.cupy()
-    dev = device.info()
-    spec = specreg.resolve(spec_arg) if spec_arg else specreg.for_device(dev["name"])
-    arch = dev["arch"]
-    cc = int(dev["compute_capability"].replace(".", ""))
-    limits = occupancy.SmLimits.from_spec(spec)
+    cp, dev, spec, arch, cc, limits = gpu_setup(spec_arg)
     info = torch_info() if references and dtype != "fp32" else None
     refs = list(registry.REFERENCES) if info else []
     timer = Timer(timing)

@@ -358,6 +358,18 @@ def _fail(rec: dict[str, Any], why: str) -> dict[str, Any]:
     return rec
 
 
+def gpu_setup(spec_arg: str | None) -> tuple[Any, dict[str, Any], Any, str, int, Any]:
+    """What every run starts from: CuPy, the device, its spec (named, else the device's), the
+    NVRTC target, the compute capability as an int (90) and the SM limits for occupancy."""
+    from rooflinecli.core import specs as specreg
+
+    cp = device.cupy()
+    dev = device.info()
+    spec = specreg.resolve(spec_arg) if spec_arg else specreg.for_device(dev["name"])
+    cc = int(dev["compute_capability"].replace(".", ""))
+    return cp, dev, spec, dev["arch"], cc, occupancy.SmLimits.from_spec(spec)
+
+
 def run_gemm(
     shapes: list[tuple[int, int, int]],
     stages: list[Stage],
@@ -372,15 +384,8 @@ def run_gemm(
     """Verify and time every stage at every shape, each interleaved with the reference.
     Returns (device, spec, records). `progress(label, total=steps)` is called as each stage
     and shape begins (rooflinecli.present.progress draws it)."""
-    from rooflinecli.core import specs as specreg
-
     timing = timing or Timing()
-    cp = device.cupy()
-    dev = device.info()
-    spec = specreg.resolve(spec_arg) if spec_arg else specreg.for_device(dev["name"])
-    arch = dev["arch"]
-    cc = int(dev["compute_capability"].replace(".", ""))
-    limits = occupancy.SmLimits.from_spec(spec)
+    cp, dev, spec, arch, cc, limits = gpu_setup(spec_arg)
     records: list[dict[str, Any]] = []
     timer = Timer(timing)
     reference = next((s for s in stages if s.reference), None)
