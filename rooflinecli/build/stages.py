@@ -972,6 +972,6 @@ def _variant(stage: Stage, spec: str, item: str) -> Stage:
     changed = {k: v for k, v in variant.params.items() if stage.params.get(k) != v}
     if not changed:
         return stage
-    return replace(
-        variant, name=stage.name + "@" + ",".join(f"{k}={v}" for k, v in changed.items())
-    )
+    name = stage.name + "@" + ",".join(f"{k}={v}" for k, v in changed.items())
+    # the params given are final: no per-arch entry may override them later (for_arch)
+    return replace(variant, name=name, arch_params=MappingProxyType({}))

@@ -41,3 +41,47 @@ def test_tensor_core_stages_read_c_when_beta_is_not_zero(runner):
     )  # fmt: skip
     ran = [r for r in recs if not stages.BY_NAME[r["stage"]].refuses(r["m"], r["n"], r["k"])]
     assert ran and all(r["verified"] is True for r in ran), recs
+
+
+# The tile variants `--stages best` may pick away from large squares (benchmarks/gpu_tcshape.sh):
+# BN = 128 (m64n128k16) on stages 26-29, small cp.async tiles on stage 22 (its scalar path loads
+# a whole tile before storing it when GATHER)
+TILE_VARIANTS = (
+    "wgmma_persistent@BN=128", "wgmma_persistent@BN=128,STAGES=6", "wgmma_cluster@BN=128",
+    "wgmma_stagger@BN=128,CLUSTER_M=1,LAG=1", "wgmma_streamk@BN=128",
+    "wgmma_streamk@BN=128,STAGES=6", "mma_multistage@BM=64,BN=64,WM=32,WN=32,STAGES=3",
+    "mma_multistage@BM=64,BN=64,BK=64,WM=32,WN=32,STAGES=2",
+)  # fmt: skip
+
+
+def _check_variants(recs):
+    assert {r["stage"] for r in recs if r["kind"] == "stage"} == set(TILE_VARIANTS)
+    for rec in recs:
+        if rec["kind"] != "stage":
+            continue
+        stage = stages.select(rec["stage"], rec["dtype"])[0]
+        if stage.refuses(rec["m"], rec["n"], rec["k"]):  # TMA stages at 127x333x65
+            assert rec["verified"] is None and rec["error"].startswith("skipped: "), rec
+        else:
+            assert rec["verified"] is True, rec
+            assert rec["tflops"] > 0
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_tile_variants_verify_at_odd_shapes(runner, dtype):
+    # 1000x1016x1032: 64 tiles of 128 x 128, all of them cut by stream-K; 264x4104x72: a 33rd
+    # column tile 8 wide and one K slice and a bit
+    recs = _run(
+        runner, "--dtype", dtype, "--stages", ",".join(TILE_VARIANTS),
+        "--sizes", "1000x1016x1032,264x4104x72,127x333x65",
+    )  # fmt: skip
+    _check_variants(recs)
+    assert any(r["m"] == 127 and r["verified"] for r in recs)  # stage 22's scalar path ran
+
+
+def test_tile_variants_read_c_when_beta_is_not_zero(runner):
+    recs = _run(
+        runner, "--dtype", "bf16", "--stages", ",".join(TILE_VARIANTS), "--sizes", "264x200x72",
+        "--alpha", "0.5", "--beta", "2",
+    )  # fmt: skip
+    _check_variants(recs)
