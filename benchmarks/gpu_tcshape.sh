@@ -8,13 +8,17 @@
 #        odd    127x333x65 (N, K no multiples of 8: the cp.async stages, 64 x 64 tiles)
 #        decode 8x4096x4096 (the decode stages and two gemv_wmma variants without spills)
 #        tc     the other seven shapes (WGMMA stages, BN = 128 variants, stream-K)
+#      Each group also measures the shapes of the committed documents (benchmarks/results/) that
+#      share a class with a shape of SET (e.g. bf16 512x12288x4096 beside 512x11008x4096): a
+#      class's pick is the stage that wins most of its shapes, here and when seed_dispatch.py
+#      reseeds the shipped table from every document, so both pick from the same measurements;
 #      documents tune-dispatch-tc-DT-GROUP.json; each saves its classes to the user's table;
 #   3. `roofline run gemm --stages best` over SET per dtype from that table
 #      (gemm-DT-tc-shapes-best.json), and the user's table itself (dispatch-table.json);
 #   4. per shape best/cuBLAS and the geomean per dtype (summary.txt).
 # Usage: benchmarks/gpu_tcshape.sh OUTDIR
-# Expected run time: about 300 s (step 2 about 200 s of it); every step is cut at a shared
-# deadline of 410 s, and step 2 stops by 340 s so that step 3 always runs.
+# Expected run time: about 320 s (step 2 about 230 s of it); every step is cut at a shared
+# deadline of 410 s, and step 2 stops by 350 s so that step 3 always runs.
 set -u
 OUT=${1:?usage: gpu_tcshape.sh OUTDIR}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
@@ -34,6 +38,10 @@ DEC_SIZES=8x4096x4096
 # gemv_wmma spills 144 bytes in bf16 with NVRTC 13.0 at MIN_BLOCKS=2; MIN_BLOCKS=1 or KW=32 do not
 DEC=gemv_wmma,gemv_wmma@MIN_BLOCKS=1,gemv_wmma@KW=32,gemv_streamk,gemv_streamk@BN=512,U=8,gemv_streamk_mma,gemv_streamk_mma@BK=32,STAGES=4
 TC_SIZES=1000x1016x1032,4096x4104x1032,512x4096x4096,512x11008x4096,512x4096x11008,4096x32000x4096,8192
+# the committed documents' shapes in the classes of SET (the shipped table's picks stand on them)
+declare -A DEC_MORE=([bf16]=2x4096x4096,4x4096x4096,16x4096x4096 [fp16]=16x4096x4096)
+declare -A TC_MORE=([bf16]=512x12288x4096,512x32000x4096,4096
+  [fp16]=256x4096x4096,256x4096x11008,256x11008x4096,256x12288x4096,256x32000x4096,4096)
 TC=wgmma_tma,wgmma_ws,wgmma_persistent,wgmma_persistent@BN=128,wgmma_persistent@BN=128,STAGES=6,wgmma_cluster,wgmma_stagger@CLUSTER_M=1,LAG=1,wgmma_stagger@BN=128,CLUSTER_M=1,LAG=1,wgmma_streamk,wgmma_streamk@BN=128,wgmma_streamk@BN=128,STAGES=6
 
 log "0: compile the candidates in parallel ($ARCH)"
@@ -51,7 +59,7 @@ timeout "$(left 45)" python3 -m pytest -q -p no:cacheprovider tests/gpu/test_ten
 log "rc $?: $(tail -1 "$OUT/test-variants-gpu.txt")"
 
 tune() {  # tune DT GROUP SIZES STAGES CAP
-  timeout "$(left "$5" 340)" roofline tune dispatch --dtype "$1" --sizes "$3" --stages "$4" \
+  timeout "$(left "$5" 350)" roofline tune dispatch --dtype "$1" --sizes "$3" --stages "$4" \
     --budget-ms 100 -q --columns stage,time_ms,pct_of_reference,registers,verified \
     -o "$OUT/tune-dispatch-tc-$1-$2.json" --force > "$OUT/tune-dispatch-tc-$1-$2.txt" 2>&1
   local rc=$?
@@ -62,8 +70,8 @@ tune() {  # tune DT GROUP SIZES STAGES CAP
 for DT in bf16 fp16; do
   log "2: tune dispatch $DT"
   tune $DT odd $ODD_SIZES "$ODD" 25
-  tune $DT decode $DEC_SIZES "$DEC" 25
-  tune $DT tc $TC_SIZES "$TC" 110
+  tune $DT decode "$DEC_SIZES,${DEC_MORE[$DT]}" "$DEC" 30
+  tune $DT tc "$TC_SIZES,${TC_MORE[$DT]}" "$TC" 130
 done
 python3 -c "from rooflinecli.build import dispatch; print(dispatch.user_table_path('NVIDIA H200'))" \
   > "$OUT/dispatch-table-path.txt" 2>&1 && cp "$(cat "$OUT/dispatch-table-path.txt")" \
