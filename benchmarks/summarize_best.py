@@ -70,10 +70,12 @@ def main(path: str) -> None:
         )
     if ratios and doc.get("command") == "run gemm":
         dtype = doc["records"][0]["dtype"]
-        if None in ratios:
-            print(f"geomean {dtype}: - ({ratios.count(None)} of {len(ratios)} shapes unverified)")
+        known = [x for x in ratios if x is not None]
+        if len(known) < len(ratios):
+            lost = len(ratios) - len(known)
+            print(f"geomean {dtype}: - ({lost} of {len(ratios)} shapes unverified)")
         else:
-            mean = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+            mean = math.exp(sum(math.log(x) for x in known) / len(known))
             print(f"geomean {dtype}: {100 * mean:.1f}% of cuBLAS speed over {len(ratios)} shapes")
     for row in doc.get("per_token", []):
         cells = ", ".join(
