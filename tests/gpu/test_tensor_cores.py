@@ -45,12 +45,13 @@ def test_tensor_core_stages_read_c_when_beta_is_not_zero(runner):
 
 # The tile variants `--stages best` may pick away from large squares (benchmarks/gpu_tcshape.sh):
 # BN = 128 (m64n128k16) on stages 26-29, small cp.async tiles on stage 22 (its scalar path loads
-# a whole tile before storing it when GATHER)
+# a whole tile, and the whole prologue, before storing it when GATHER)
 TILE_VARIANTS = (
     "wgmma_persistent@BN=128", "wgmma_persistent@BN=128,STAGES=6", "wgmma_cluster@BN=128",
     "wgmma_stagger@BN=128,CLUSTER_M=1,LAG=1", "wgmma_streamk@BN=128",
     "wgmma_streamk@BN=128,STAGES=6", "mma_multistage@BM=64,BN=64,WM=32,WN=32,STAGES=3",
     "mma_multistage@BM=64,BN=64,BK=64,WM=32,WN=32,STAGES=2",
+    "mma_multistage@BM=64,BN=64,BK=64,WM=32,WN=32,STAGES=3",
 )  # fmt: skip
 
 
