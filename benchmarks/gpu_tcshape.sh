@@ -2,8 +2,7 @@
 # Issue 14's last target on the H200: `--stages best` within 95% of cuBLAS (geomean) in bf16
 # and fp16 over SET (below), away from large squares. Steps:
 #   0. compile the candidates (registry stages and the tile variants below) in parallel;
-#   1. tests/gpu: the variants verify at odd shapes, and with alpha 0.5 beta 2;
-#   2. `roofline tune dispatch` per dtype over SET, in three groups of shapes, each with its own
+#   1. `roofline tune dispatch` per dtype over SET, in three groups of shapes, each with its own
 #      candidates (a group's classes are its own: the later runs never replace another's):
 #        odd    127x333x65 (N, K no multiples of 8: the cp.async stages, 64 x 64 tiles)
 #        decode 8x4096x4096 (the decode stages and two gemv_wmma variants without spills)
@@ -13,12 +12,13 @@
 #      class's pick is the stage that wins most of its shapes, here and when seed_dispatch.py
 #      reseeds the shipped table from every document, so both pick from the same measurements;
 #      documents tune-dispatch-tc-DT-GROUP.json; each saves its classes to the user's table;
-#   3. `roofline run gemm --stages best` over SET per dtype from that table
+#   2. `roofline run gemm --stages best` over SET per dtype from that table
 #      (gemm-DT-tc-shapes-best.json), and the user's table itself (dispatch-table.json);
-#   4. per shape best/cuBLAS and the geomean per dtype (summary.txt).
+#   3. per shape best/cuBLAS and the geomean per dtype (summary.txt);
+#   4. tests/gpu: the tile variants verify at odd shapes and with alpha 0.5 beta 2.
 # Usage: benchmarks/gpu_tcshape.sh OUTDIR
-# Expected run time: about 320 s (step 2 about 230 s of it); every step is cut at a shared
-# deadline of 410 s, and step 2 stops by 350 s so that step 3 always runs.
+# Expected run time: about 320 s (step 1 about 220 s of it, step 4 about 40 s); step 1 stops by
+# 350 s so that step 2 always runs; steps 2-4 are cut at a shared deadline of 415 s.
 set -u
 OUT=${1:?usage: gpu_tcshape.sh OUTDIR}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
@@ -53,11 +53,6 @@ timeout "$(left 60)" python3 benchmarks/precompile_stage.py "$ARCH" $ITEMS \
   2> "$OUT/precompile.err" | tee -a "$OUT/summary.txt"
 log "precompile done at $(( $(date +%s) - START )) s"
 
-log "1: tests/gpu: the tile variants verify at odd shapes and read C when beta != 0"
-timeout "$(left 45)" python3 -m pytest -q -p no:cacheprovider tests/gpu/test_tensor_cores.py \
-  -k variants > "$OUT/test-variants-gpu.txt" 2>&1
-log "rc $?: $(tail -1 "$OUT/test-variants-gpu.txt")"
-
 tune() {  # tune DT GROUP SIZES STAGES CAP
   timeout "$(left "$5" 350)" roofline tune dispatch --dtype "$1" --sizes "$3" --stages "$4" \
     --budget-ms 100 -q --columns stage,time_ms,pct_of_reference,registers,verified \
@@ -68,7 +63,7 @@ tune() {  # tune DT GROUP SIZES STAGES CAP
     "$OUT/tune-dispatch-tc-$1-$2.json" 2>&1 | tee -a "$OUT/summary.txt"
 }
 for DT in bf16 fp16; do
-  log "2: tune dispatch $DT"
+  log "1: tune dispatch $DT"
   tune $DT odd $ODD_SIZES "$ODD" 25
   tune $DT decode "$DEC_SIZES,${DEC_MORE[$DT]}" "$DEC" 30
   tune $DT tc "$TC_SIZES,${TC_MORE[$DT]}" "$TC" 130
@@ -78,15 +73,21 @@ python3 -c "from rooflinecli.build import dispatch; print(dispatch.user_table_pa
   "$OUT/dispatch-table.json" 2>> "$OUT/dispatch-table-path.txt"
 
 for DT in bf16 fp16; do
-  log "3: run gemm --stages best $DT"
-  timeout "$(left 35)" roofline run gemm --stages best --sizes $SET --dtype $DT --budget-ms 100 \
+  log "2: run gemm --stages best $DT"
+  timeout "$(left 35 415)" roofline run gemm --stages best --sizes $SET --dtype $DT --budget-ms 100 \
     -q --no-chart -o "$OUT/gemm-$DT-tc-shapes-best.json" --force \
     > "$OUT/gemm-$DT-tc-shapes-best.txt" 2>&1 || log "run gemm best $DT: rc $? (see the .txt)"
 done
 
-log "4: best/cuBLAS per shape, geomean per dtype"
+log "3: best/cuBLAS per shape, geomean per dtype"
 for DT in bf16 fp16; do
   [ -s "$OUT/gemm-$DT-tc-shapes-best.json" ] && python3 benchmarks/summarize_best.py \
     "$OUT/gemm-$DT-tc-shapes-best.json" 2>&1 | tee -a "$OUT/summary.txt"
 done
+
+log "4: tests/gpu: the tile variants verify at odd shapes and read C when beta != 0"
+# last, in the time left: the tests compile their kernels again (their own cache), about 40 s
+timeout "$(left 70 415)" python3 -m pytest -q -p no:cacheprovider tests/gpu/test_tensor_cores.py \
+  -k variants > "$OUT/test-variants-gpu.txt" 2>&1
+log "rc $?: $(tail -1 "$OUT/test-variants-gpu.txt")"
 log "total $(( $(date +%s) - START )) s"
