@@ -376,10 +376,12 @@ def _wgmma_cluster(p: dict[str, int]) -> Stage:
     """Stage 27: stage 26 with pairs of blocks (CLUSTER_M=2) on consecutive row tiles sharing
     B through TMA multicast; the persistent grid is at most MAX_BLOCKS blocks (0: one per SM)."""
     pair = p["CLUSTER_M"] > 1
+    a_kib, b_kib = p["BM"] * p["BK"] * 2 // 1024, p["BN"] * p["BK"] * 2 // 1024  # per K step
     stage = _tensor_core(
         "wgmma_cluster",
         "2x1 clusters: a pair of persistent blocks on row tiles 2i, 2i+1 loads half of B each "
-        "and the TMA multicasts it to both (L2 sends 32 KiB per K step, not 48)"
+        f"and the TMA multicasts it to both (L2 sends {a_kib + b_kib // 2} KiB per K step, not "
+        f"{a_kib + b_kib})"
         if pair
         else "stage 26 on a capped persistent grid (CLUSTER_M=1: no multicast)",
         "27_wgmma_cluster.cu",
