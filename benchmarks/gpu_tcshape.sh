@@ -5,7 +5,7 @@
 #   1. `roofline tune dispatch` per dtype over SET, in three groups of shapes, each with its own
 #      candidates (a group's classes are its own: the later runs never replace another's):
 #        odd    127x333x65 (N, K no multiples of 8: the cp.async stages, 64 x 64 tiles)
-#        decode 8x4096x4096 (the decode stages and two gemv_wmma variants without spills)
+#        decode 8x4096x4096 (the decode stages and three gemv_wmma variants without spills)
 #        tc     the other seven shapes (WGMMA stages, BN = 128 variants, stream-K)
 #      Each group also measures the shapes of the committed documents (benchmarks/results/) that
 #      share a class with a shape of SET (e.g. bf16 512x12288x4096 beside 512x11008x4096): a
