@@ -5,8 +5,9 @@
 
 The records of the documents measured on that device go through the same choice as
 `roofline tune dispatch` (rooflinecli.build.dispatch.winners): per dtype and shape the fastest
-verified stage; per class, the stage that won the most shapes. Each entry names the documents
-and measurements it came from.
+verified stage; per class, the stage with the highest geometric mean of its speed against the
+reference over the class's shapes (among those verified at all of them; else the stage that won
+the most shapes). Each entry names the documents and measurements it came from.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from rooflinecli.build import dispatch
 HEADER = """The default tune table of the {device}, shipped in the wheel: `--stages best` takes the
 entry of a shape's class (docs/dispatch.md); the user's own table, written by
 `roofline tune dispatch`, wins where it has the class. Made by benchmarks/seed_dispatch.py from
-the committed documents (benchmarks/results/): per class, the stage that was fastest (verified)
-at the most shapes; `from` names the documents and measurements. Classes no document measured
+the committed documents (benchmarks/results/): per class, the verified stage with the highest
+geomean of % of the reference over the class's shapes; `from` names the documents and
+measurements. Classes no document measured
 have no entry: their shapes take the nearest class's."""
 
 

@@ -581,7 +581,8 @@ def tune_dispatch(
     progress: Callable[..., None] | None = None,
 ) -> dict[str, Any]:
     """`roofline tune dispatch`: every stage of the dtype (or `stage_list`) at every shape; per
-    class the stage that won the most shapes goes into the user's tune table of this GPU (what
+    class the stage with the best geomean against the reference (dispatch.winners) goes into
+    the user's tune table of this GPU (what
     `--stages best` reads first). The document's `dispatch` says what was saved where."""
     from rooflinecli.build import dispatch
     from rooflinecli.build import stages as registry

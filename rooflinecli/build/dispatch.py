@@ -17,6 +17,7 @@ the nearest class that runs it; the resolution says which class and which table 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -255,11 +256,21 @@ def resolve(m: int, n: int, k: int, dtype: str, tables: list[Table], device: str
     raise RooflineError(f"--stages best: no {dtype} stage runs {m}x{n}x{k}")
 
 
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
 def winners(found: Iterable[tuple[dict[str, Any], str]]) -> list[Entry]:
-    """Entries from measured records (record, name of its document): per dtype and shape the
-    fastest verified stage; per class, the stage and params that won the most shapes (a tie:
-    the least total time). Each entry's `from` lists the measurements it stands on."""
+    """Entries from measured records (record, name of its document), per dtype and class.
+
+    A class's pick is the stage (with its params) whose speed against the reference, measured
+    beside it in the same run (`pct_of_reference`), has the highest geometric mean over the
+    class's shapes, among the stages verified at every one of them: the quantity a shape set's
+    verdict takes. Where no stage was measured at all of them, the stage that was fastest at the
+    most shapes (a tie: the least total time). Each entry's `from` lists what it stands on."""
     best: dict[tuple[str, int, int, int], tuple[dict[str, Any], str]] = {}
+    # per (dtype, class): stage -> shape -> (best % of the reference, record, document)
+    ratio: dict[tuple[str, str], dict[str, dict[tuple[int, int, int], tuple]]] = {}
     for r, doc in found:
         if r.get("kind") != "stage" or r.get("verified") is not True or not r.get("time_ms"):
             continue
@@ -268,28 +279,51 @@ def winners(found: Iterable[tuple[dict[str, Any], str]]) -> list[Entry]:
         key = (r["dtype"], r["m"], r["n"], r["k"])
         if key not in best or r["time_ms"] < best[key][0]["time_ms"]:
             best[key] = (r, doc)
+        pct = r.get("pct_of_reference")
+        if pct:
+            shape = (r["m"], r["n"], r["k"])
+            per = ratio.setdefault((r["dtype"], class_of(*shape)), {}).setdefault(r["stage"], {})
+            if shape not in per or pct > per[shape][0]:
+                per[shape] = (pct, r, doc)
     by_class: dict[tuple[str, str], list[tuple[dict[str, Any], str]]] = {}
     for (dt, m, n, k), won in sorted(best.items()):
         by_class.setdefault((dt, class_of(m, n, k)), []).append(won)
     out = []
     for (dt, cls), wins in sorted(by_class.items()):
-        count: dict[str, list[tuple[dict[str, Any], str]]] = {}
-        for r, doc in wins:
-            count.setdefault(r["stage"], []).append((r, doc))
-        name = max(count, key=lambda s: (len(count[s]), -sum(r["time_ms"] for r, _ in count[s])))
+        shapes = {(r["m"], r["n"], r["k"]) for r, _ in wins}
+        full = {s: per for s, per in ratio.get((dt, cls), {}).items() if set(per) >= shapes}
+        if full:
+            scores = {s: _geomean([per[shape][0] for shape in shapes]) for s, per in full.items()}
+            total = {
+                s: sum(per[shape][1]["time_ms"] for shape in shapes) for s, per in full.items()
+            }
+            name = max(full, key=lambda s: (scores[s], -total[s]))  # a tie: least time, then first
+            chosen = [(full[name][shape][1], full[name][shape][2]) for shape in sorted(shapes)]
+            why = (
+                f"{scores[name]:.1f}% of the reference (geomean) over the {len(shapes)} "
+                "shape(s) of the class"
+            )
+        else:
+            count: dict[str, list[tuple[dict[str, Any], str]]] = {}
+            for r, doc in wins:
+                count.setdefault(r["stage"], []).append((r, doc))
+            name = max(
+                count, key=lambda s: (len(count[s]), -sum(r["time_ms"] for r, _ in count[s]))
+            )
+            chosen = count[name]
+            why = f"fastest at {len(chosen)} of {len(wins)} shape(s)"
         base = stages.BY_NAME[name.split("@")[0]]
         params = {
             k: int(v)
-            for k, v in (count[name][0][0].get("params") or {}).items()
+            for k, v in (chosen[0][0].get("params") or {}).items()
             if base.params.get(k) != v
         }
         notes = []
-        for r, doc in count[name]:
+        for r, doc in chosen:
             ref = r.get("pct_of_reference")
             of_ref = f", {ref:.1f}% of the reference" if ref else ""
             notes.append(f"{doc} {r['m']}x{r['n']}x{r['k']} {r['time_ms'] * 1e3:.1f} us{of_ref}")
-        note = f"fastest at {len(count[name])} of {len(wins)} shape(s): {'; '.join(notes)}"
-        out.append(Entry(dt, cls, base.name, params, note))
+        out.append(Entry(dt, cls, base.name, params, f"{why}: {'; '.join(notes)}"))
     return out
 
 
