@@ -51,11 +51,19 @@ def main() -> None:
                     "gbs": nbytes / (ms * 1e-3) / 1e9,
                 }
             )
+    # the same launch reading nothing (n4 = 0): what events around a kernel of this grid cost
+    # with no bytes to move (launch, block scheduling, the end of the grid, the events)
+    for per_sm in (1, 4, 8):
+        grid = sms * per_sm
+        a = (big, np.int64(0), np.int32(1), sentinel, out)
+        t = timer.time([Launch("read0", lambda a=a, g=grid: fn((g,), (256,), a))])
+        empty_us = float(np.median(t.samples[0])) * 1e3
+        rows.append({"mib": 0, "blocks_per_sm": per_sm, "median_us": empty_us, "gbs": 0.0})
     best2g = max(r["gbs"] for r in rows if r["mib"] == 2048)
     print(f"2 GiB rate {best2g:,.0f} GB/s")
     print("MiB  blk/SM   us     GB/s  %2GiB  excess_us")
     for r in rows:
-        ideal = r["mib"] * MIB / (best2g * 1e9) * 1e6
+        ideal = r["mib"] * MIB / (best2g * 1e9) * 1e6  # 0 for the empty launches
         r["excess_us"] = r["median_us"] - ideal
         print(
             f"{r['mib']:5d} {r['blocks_per_sm']:3d} {r['median_us']:9.2f} {r['gbs']:8,.0f} "
