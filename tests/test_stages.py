@@ -78,6 +78,25 @@ def test_selection():
     assert everything[-1].reference and everything[0].name == "naive_xcol"
 
 
+def test_selection_with_parameters():
+    """NAME@K=V,K=V: the stage with those parameters (tile and shared memory follow), named as
+    `roofline tune` names its variants; bare K=V items continue the item before them."""
+    chosen = stages.select("spread_copies@BM=256,BN=128,twin_blocks@BK=8,twin_blocks", "fp32")
+    names = [s.name for s in chosen]
+    assert names == ["spread_copies@BM=256,BN=128", "twin_blocks@BK=8", "twin_blocks", "cublas"]
+    assert chosen[0].tile == (256, 128) and chosen[0].params["BK"] == 16
+    assert chosen[1].smem_bytes == 4 * 8 * (128 + 4 + 128) * 4  # STAGES x BK x (BM + 4 + BN)
+    for bad, why in [
+        ("BK=8", "follows no stage@PARAM=VALUE"),
+        ("twin_blocks@BK", "a parameter is NAME=INTEGER"),
+        ("twin_blocks@BK=x", "a parameter is NAME=INTEGER"),
+        ("twin_blocks@NOPE=3", "has no parameter"),
+        ("nope@BK=8", "unknown stage 'nope'"),
+    ]:
+        with pytest.raises(RooflineError, match=why):
+            stages.select(bad, "fp32")
+
+
 def test_seed_by_instruction_intensities():
     assert stages.BY_NAME["naive_xcol"].ai_instruction == 0.25
     assert stages.BY_NAME["naive_xrow"].ai_instruction == 0.25
@@ -455,3 +474,53 @@ def test_stage_11_hot_loop_holds_no_edge_code():
         assert checks == 0, mix
         assert widths["LDGSTS.32"] == 8 and widths["LDGSTS.128"] == 4, widths
         assert mix["FFMA"] / len(instrs) > 0.9, len(instrs)
+
+
+TWIN_CONTROLS = {"BM": 256, "MIN_BLOCKS": 1}  # stage 11's block tile, one 8-warp block per SM
+
+
+@pytest.mark.prebuild(
+    stages.BY_NAME["twin_blocks"],
+    stages.BY_NAME["twin_blocks"].with_params({"SERPENTINE": 0, "WNITER": 4}),
+    sass=True,
+)
+def test_stage_12_serpentine_fmas_reuse_an_operand():
+    """Stage 12's hot loop: stage 11's (8 x 16 x BK FFMAs, 6 LDS.128 per k-step, no bounds
+    checks) with a 4-warp block's copies (BK 16: 16 A floats, 4 B float4s per thread), within
+    the registers of two blocks per SM; in serpentine order nearly every FFMA flags an operand
+    .reuse (ptxas's reuse cache), clearly more than the row-major order of stage 11."""
+    from rooflinecli.build import sass
+
+    reuse = {}
+    for stage in (
+        stages.BY_NAME["twin_blocks"],
+        stages.BY_NAME["twin_blocks"].with_params({"SERPENTINE": 0, "WNITER": 4}),
+    ):
+        built = compiler.compile_stage(stage, "sm_90a")
+        assert built.resources is not None
+        assert built.resources.spill_bytes == 0  # 128 accumulators in 2 x 128 threads per SM
+        fn = sass.parse(sass.disassemble(built.cubin_path))[stage.entry]
+        loop = sass.main_loop(fn)
+        assert loop is not None
+        instrs = sass.body(fn, loop)
+        mix, widths = sass.mix(instrs), sass.widths(instrs)
+        assert mix["FFMA"] == 8 * 16 * 16 and widths["LDS.128"] == 6 * 16, mix
+        assert mix["ISETP"] + mix["SEL"] == 0, mix
+        assert widths["LDGSTS.32"] == 16 and widths["LDGSTS.128"] == 4, widths
+        reuse[stage.params["SERPENTINE"]] = sum(
+            ".reuse" in i.operands for i in instrs if i.base == "FFMA"
+        )
+    assert reuse[1] > 0.9 * 2048 and reuse[1] > reuse[0] + 200, reuse
+
+
+def test_stage_12_launches_twin_blocks_and_refuses_what_cannot_be_resident():
+    twin = stages.BY_NAME["twin_blocks"]
+    grid, block, smem = twin.launch(4096, 4096)
+    assert grid == (32, 32, 1) and block == (128, 1, 1) and smem == 4 * 16 * 260 * 4
+    # two blocks' slots (and 1 KiB each the SM keeps) within 228 KiB: 4 stages of BK 32 are not
+    wide = twin.with_params({"BK": 32})
+    assert 2 * (wide.smem_bytes + 1024) > 228 * 1024
+    with pytest.raises(RooflineError, match="MIN_BLOCKS blocks' slots"):
+        compiler.compile_stage(wide, "sm_90a")
+    control = twin.with_params(TWIN_CONTROLS)
+    assert control.threads == (256, 1) and control.tile == (256, 128)

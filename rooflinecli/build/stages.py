@@ -261,6 +261,22 @@ def _spread_copies(p: dict[str, int]) -> Stage:
     return replace(stage, smem_bytes=smem, min_cc=80, rebuild=lambda q: _spread_copies(dict(q)))
 
 
+def _twin_blocks(p: dict[str, int]) -> Stage:
+    """Stage 12: stage 11's loop in smaller blocks (128 x 128, 4 warps), MIN_BLOCKS of them per
+    SM, the FFMAs of a k-step in serpentine order (SERPENTINE=1) for the operand reuse cache."""
+    blocks = p["MIN_BLOCKS"]
+    stage = _warptile(
+        "twin_blocks",
+        f"stage 11's loop in {p['BM']}x{p['BN']} blocks, {blocks} per SM: a barrier or a late "
+        "copy stalls one block, not the SM; FFMAs in serpentine order (A or B operand reused)",
+        "12_twin_blocks.cu",
+        "gemm_twin_blocks",
+        p,
+    )
+    smem = p["STAGES"] * p["BK"] * (p["BM"] + 4 + p["BN"]) * _FP32
+    return replace(stage, smem_bytes=smem, min_cc=80, rebuild=lambda q: _twin_blocks(dict(q)))
+
+
 def _tensor_core(
     name: str,
     what: str,
@@ -753,6 +769,29 @@ STAGES: tuple[Stage, ...] = (
         # `roofline tune gemm --stage spread_copies` tries these (NUM_THREADS, smem_bytes follow)
         tune_space=MappingProxyType({"BK": (8, 16, 32), "STAGES": (3, 4), "COPY_STEP": (2, 4, 12)}),
     ),
+    replace(
+        _twin_blocks(
+            {
+                "BM": 128,
+                "BN": 128,
+                "BK": 16,
+                "WM": 64,
+                "WN": 64,
+                "WNITER": 2,
+                "TM": 4,
+                "TN": 4,
+                "NUM_THREADS": 128,
+                "STAGES": 4,
+                "COPY_STEP": 2,
+                "GROUP_M": 8,
+                "MIN_BLOCKS": 2,
+                "SERPENTINE": 1,
+            }
+        ),
+        # `roofline tune gemm --stage twin_blocks` tries these (NUM_THREADS, smem_bytes follow);
+        # benchmarks/gpu_simt12.sh times the block shapes and the controls
+        tune_space=MappingProxyType({"BK": (8, 16, 32), "STAGES": (3, 4), "WNITER": (2, 4)}),
+    ),
     Stage(
         name="cublas",
         what="cuBLAS SGEMM (cublasSgemm, FP32 compute, no TF32): the reference",
@@ -897,16 +936,40 @@ def reference_for(dtype: str) -> Stage:
     raise RooflineError(f"no reference stage for dtype {dtype}")
 
 
+def _items(names: str) -> list[tuple[str, dict[str, int]]]:
+    """--stages items as (name, parameter changes). `twin_blocks@BK=8,STAGES=3` is the stage with
+    those parameters, written as `roofline tune` names its variants: an item K=V without a stage
+    name continues the parameters of the item before it."""
+    items: list[tuple[str, dict[str, int]]] = []
+    for raw in names.split(","):
+        item = raw.strip()
+        if not item:  # as options.split_list says it (stages cannot import the CLI)
+            raise RooflineError(f"--stages: empty item in {names!r}")
+        name, at, assign = item.partition("@")
+        if not at and "=" in item:  # K=V: one more parameter of the previous item
+            if not items or not items[-1][1]:
+                raise RooflineError(f"--stages: {item!r} follows no stage@PARAM=VALUE")
+            name, assign = items[-1][0], item
+        key, eq, value = assign.partition("=")
+        if at or assign:
+            if not eq or not key.strip() or not value.strip().lstrip("-").isdigit():
+                raise RooflineError(f"--stages: {item!r}: a parameter is NAME=INTEGER")
+        change = {key.strip(): int(value)} if assign else {}
+        if assign and not at:
+            items[-1][1].update(change)
+        else:
+            items.append((name.strip(), change))
+    return items
+
+
 def select(names: str | None, dtype: str) -> list[Stage]:
-    """--stages a,b,c (or every stage of the dtype); the dtype's reference always comes along."""
+    """--stages a,b,c (or every stage of the dtype); the dtype's reference always comes along.
+    An item NAME@K=V,K=V is the stage with those parameters, named so in the results."""
     if names is None or names.strip() in ("", "all"):
         chosen = [s for s in STAGES if dtype in s.all_dtypes and not s.reference]
     else:
         chosen = []
-        for raw in names.split(","):
-            name = raw.strip()
-            if not name:  # as options.split_list says it (stages cannot import the CLI)
-                raise RooflineError(f"--stages: empty item in {names!r}")
+        for name, change in _items(names):
             if name not in BY_NAME:
                 raise RooflineError(
                     f"unknown stage {name!r}; known: {', '.join(stage_names(dtype))}"
@@ -915,6 +978,13 @@ def select(names: str | None, dtype: str) -> list[Stage]:
             if dtype not in stage.all_dtypes:
                 have = "/".join(stage.all_dtypes)
                 raise RooflineError(f"stage {name} is {have}, not {dtype} (use --dtype)")
+            if change and not stage.reference:
+                try:
+                    variant = stage.with_params(change)
+                except (KeyError, ValueError, ZeroDivisionError) as exc:
+                    raise RooflineError(f"stage {name} with {change}: {exc}") from None
+                label = name + "@" + ",".join(f"{k}={v}" for k, v in change.items())
+                stage = replace(variant, name=label)
             if stage not in chosen and not stage.reference:
                 chosen.append(stage)
     chosen.append(reference_for(dtype))
