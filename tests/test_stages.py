@@ -5,6 +5,8 @@ import re
 import pytest
 
 from rooflinecli.build import attention, compiler, stages
+from rooflinecli.core import occupancy
+from rooflinecli.core.specs import resolve
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import data_dir
 
@@ -517,6 +519,10 @@ def test_stage_12_launches_twin_blocks_and_refuses_what_cannot_be_resident():
     twin = stages.BY_NAME["twin_blocks"]
     grid, block, smem = twin.launch(4096, 4096)
     assert grid == (32, 32, 1) and block == (128, 1, 1) and smem == 4 * 16 * 260 * 4
+    h200 = occupancy.SmLimits.from_spec(resolve("h200-sxm"))
+    for stage, per_sm in ((twin, 2), (twin.with_params(TWIN_CONTROLS), 1)):  # at 255 registers
+        occ = occupancy.theoretical(h200, stage.threads[0], 255, stage.smem_bytes)
+        assert occ.blocks_per_sm == per_sm and occ.warps_per_sm == 8, occ
     # two blocks' slots (and 1 KiB each the SM keeps) within 228 KiB: 4 stages of BK 32 are not
     wide = twin.with_params({"BK": 32})
     assert 2 * (wide.smem_bytes + 1024) > 228 * 1024
