@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Issue 15, SIMT target: stage 12 (twin_blocks) beside stage 11's best variant and cuBLAS SGEMM.
+# Issue 15, SIMT target: stage 12 (paired_lanes) beside stage 11's best variant and cuBLAS SGEMM.
 # GPU wall time: about 120 s on an H200, at most 240 s (the timeouts below add up to 230 s):
-# 24 NVRTC builds on the device's cores (~20 s), odd-shape checks (~15 s), the screen of 11
+# 26 NVRTC builds on the device's cores (~20 s), odd-shape checks (~15 s), the screen of 12
 # stage 12 variants and stage 11 at 4096^3 and 8192^3 with default timing (~50 s), two documents
 # (~25 s). Every run verifies against a float64 product; a failed check shows as failed.
 #   1. precompile every variant under both names it runs by (benchmarks/decode_variants.py
 #      --set simt12 --precompile);
-#   2. sanity: the registry's twin_blocks, its 2-warp blocks (4 per SM) and its 8-warp control at
-#      odd shapes (edge tiles, partial K tiles, N % 4 != 0), beta != 0;
+#   2. sanity: the registry's paired_lanes, its 2-warp blocks (4 per SM) and its 8-warp control
+#      at odd shapes (edge tiles, partial K tiles, N % 4 != 0), beta != 0;
 #   3. the screen: decode_variants.py --set simt12, default timing (400 ms budget, L2 flushed,
 #      each stage interleaved with cuBLAS) -> simt12-variants-fp32.json; per variant % of cuBLAS
-#      at each size, its blocks per SM and registers;
+#      at each size, its blocks per SM and registers. The controls each undo one change of
+#      stage 12: PAIR_LANES=0 (row-major lanes), BM=256,MIN_BLOCKS=1 (one 8-warp block per SM),
+#      SERPENTINE=0, WNITER=4 (stage 11's 8 x 16 thread tile);
 #   4. the documents: stage 11's best and the best 3 stage 12 variants of the screen (mean % of
 #      cuBLAS over both sizes) beside cuBLAS, `roofline run gemm --m N --stages ...`, default
 #      timing -> gemm-fp32-4096-simt12.json, gemm-fp32-8192-simt12.json.
@@ -24,19 +26,19 @@ S11="spread_copies@BM=256,BN=128,BK=16,STAGES=4,COPY_STEP=2"  # stage 11's best 
 start=$SECONDS
 step() { echo "== $* ($((SECONDS - start)) s)"; }
 
-step "precompile the simt12 variants in parallel (NVRTC one at a time would take two minutes)"
+step "precompile the simt12 variants in parallel (one NVRTC build at a time: ~3 minutes)"
 timeout 45 python3 benchmarks/decode_variants.py --set simt12 --precompile sm_90a \
   > "$OUT/precompile.txt" 2>&1
 echo "  rc=$?"
 tail -5 "$OUT/precompile.txt"
 
-step "sanity: twin_blocks at odd shapes"
-SANE="twin_blocks,twin_blocks@BN=64,COPY_STEP=4,MIN_BLOCKS=4,twin_blocks@BM=256,MIN_BLOCKS=1"
+step "sanity: paired_lanes at odd shapes"
+SANE="paired_lanes,paired_lanes@BN=64,COPY_STEP=4,MIN_BLOCKS=4,paired_lanes@BM=256,MIN_BLOCKS=1"
 timeout 40 $R run gemm --sizes 127x333x65,1000,4097,1x4096x4096,8192x4096x1000 --stages "$SANE" \
   --budget-ms 2 --no-flush --quiet --format csv > "$OUT/sanity-odd.csv" 2>&1
 echo "  rc=$? (0: all verified; 1: a check failed, named below)"
 grep -iE "^error|verification failed|False" "$OUT/sanity-odd.csv"
-timeout 15 $R run gemm --sizes 1000,127x333x65 --beta 0.5 --stages twin_blocks --budget-ms 2 \
+timeout 15 $R run gemm --sizes 1000,127x333x65 --beta 0.5 --stages paired_lanes --budget-ms 2 \
   --no-flush --quiet --format csv > "$OUT/sanity-beta.csv" 2>&1
 echo "  beta rc=$?"
 grep -iE "^error|verification failed|False" "$OUT/sanity-beta.csv"
@@ -71,7 +73,7 @@ for name, by_m in pct.items():
     vals = [by_m.get(4096), by_m.get(8192)]
     cells = " ".join(f"{v:6.1f}%" if v else "   fail" for v in vals)
     print(f"  {name:58} {cells}  {info[name][0]} {info[name][1]}", file=sys.stderr)
-    if all(vals) and name.startswith("twin_blocks"):
+    if all(vals) and name.startswith("paired_lanes"):
         mean[name] = sum(vals) / 2
 best = sorted(mean, key=mean.get, reverse=True)[:3]
 for name in best:
@@ -79,7 +81,7 @@ for name in best:
 print(",".join(best))
 PY
 )
-[ -n "$BEST" ] || BEST="twin_blocks"  # no screen: the registry's parameters
+[ -n "$BEST" ] || BEST="paired_lanes"  # no screen: the registry's parameters
 
 for m in 4096 8192; do
   step "run gemm --m $m: stage 11's best and $BEST"

@@ -83,16 +83,16 @@ def test_selection():
 def test_selection_with_parameters():
     """NAME@K=V,K=V: the stage with those parameters (tile and shared memory follow), named as
     `roofline tune` names its variants; bare K=V items continue the item before them."""
-    chosen = stages.select("spread_copies@BM=256,BN=128,twin_blocks@BK=8,twin_blocks", "fp32")
+    chosen = stages.select("spread_copies@BM=256,BN=128,paired_lanes@BK=8,paired_lanes", "fp32")
     names = [s.name for s in chosen]
-    assert names == ["spread_copies@BM=256,BN=128", "twin_blocks@BK=8", "twin_blocks", "cublas"]
+    assert names == ["spread_copies@BM=256,BN=128", "paired_lanes@BK=8", "paired_lanes", "cublas"]
     assert chosen[0].tile == (256, 128) and chosen[0].params["BK"] == 16
     assert chosen[1].smem_bytes == 4 * 8 * (128 + 4 + 128) * 4  # STAGES x BK x (BM + 4 + BN)
     for bad, why in [
         ("BK=8", "follows no stage@PARAM=VALUE"),
-        ("twin_blocks@BK", "a parameter is NAME=INTEGER"),
-        ("twin_blocks@BK=x", "a parameter is NAME=INTEGER"),
-        ("twin_blocks@NOPE=3", "has no parameter"),
+        ("paired_lanes@BK", "a parameter is NAME=INTEGER"),
+        ("paired_lanes@BK=x", "a parameter is NAME=INTEGER"),
+        ("paired_lanes@NOPE=3", "has no parameter"),
         ("nope@BK=8", "unknown stage 'nope'"),
     ]:
         with pytest.raises(RooflineError, match=why):
@@ -478,25 +478,26 @@ def test_stage_11_hot_loop_holds_no_edge_code():
         assert mix["FFMA"] / len(instrs) > 0.9, len(instrs)
 
 
-TWIN_CONTROLS = {"BM": 256, "MIN_BLOCKS": 1}  # stage 11's block tile, one 8-warp block per SM
+ONE_BLOCK = {"BM": 256, "MIN_BLOCKS": 1}  # stage 11's block tile, one 8-warp block per SM
 
 
 @pytest.mark.prebuild(
-    stages.BY_NAME["twin_blocks"],
-    stages.BY_NAME["twin_blocks"].with_params({"SERPENTINE": 0, "WNITER": 4}),
+    stages.BY_NAME["paired_lanes"],
+    stages.BY_NAME["paired_lanes"].with_params({"SERPENTINE": 0, "WNITER": 4}),
     sass=True,
 )
 def test_stage_12_serpentine_fmas_reuse_an_operand():
-    """Stage 12's hot loop: stage 11's (8 x 16 x BK FFMAs, 6 LDS.128 per k-step, no bounds
-    checks) with a 4-warp block's copies (BK 16: 16 A floats, 4 B float4s per thread), within
-    the registers of two blocks per SM; in serpentine order nearly every FFMA flags an operand
-    .reuse (ptxas's reuse cache), clearly more than the row-major order of stage 11."""
+    """Stage 12's hot loop: stage 11's (128 x BK FFMAs, 6 LDS.128 per k-step, no bounds
+    checks; pairing the lanes changes only addresses set before it) with a 4-warp block's
+    copies (BK 16: 16 A floats, 4 B float4s per thread), within the registers of two blocks per
+    SM; in serpentine order nearly every FFMA flags an operand .reuse (ptxas's reuse cache),
+    clearly more than in the row-major order of stage 11."""
     from rooflinecli.build import sass
 
     reuse = {}
     for stage in (
-        stages.BY_NAME["twin_blocks"],
-        stages.BY_NAME["twin_blocks"].with_params({"SERPENTINE": 0, "WNITER": 4}),
+        stages.BY_NAME["paired_lanes"],
+        stages.BY_NAME["paired_lanes"].with_params({"SERPENTINE": 0, "WNITER": 4}),
     ):
         built = compiler.compile_stage(stage, "sm_90a")
         assert built.resources is not None
@@ -515,18 +516,18 @@ def test_stage_12_serpentine_fmas_reuse_an_operand():
     assert reuse[1] > 0.9 * 2048 and reuse[1] > reuse[0] + 200, reuse
 
 
-def test_stage_12_launches_twin_blocks_and_refuses_what_cannot_be_resident():
-    twin = stages.BY_NAME["twin_blocks"]
-    grid, block, smem = twin.launch(4096, 4096)
+def test_stage_12_launches_two_blocks_per_sm_and_refuses_what_cannot_be_resident():
+    paired = stages.BY_NAME["paired_lanes"]
+    grid, block, smem = paired.launch(4096, 4096)
     assert grid == (32, 32, 1) and block == (128, 1, 1) and smem == 4 * 16 * 260 * 4
     h200 = occupancy.SmLimits.from_spec(resolve("h200-sxm"))
-    for stage, per_sm in ((twin, 2), (twin.with_params(TWIN_CONTROLS), 1)):  # at 255 registers
+    for stage, per_sm in ((paired, 2), (paired.with_params(ONE_BLOCK), 1)):  # at 255 registers
         occ = occupancy.theoretical(h200, stage.threads[0], 255, stage.smem_bytes)
         assert occ.blocks_per_sm == per_sm and occ.warps_per_sm == 8, occ
     # two blocks' slots (and 1 KiB each the SM keeps) within 228 KiB: 4 stages of BK 32 are not
-    wide = twin.with_params({"BK": 32})
+    wide = paired.with_params({"BK": 32})
     assert 2 * (wide.smem_bytes + 1024) > 228 * 1024
     with pytest.raises(RooflineError, match="MIN_BLOCKS blocks' slots"):
         compiler.compile_stage(wide, "sm_90a")
-    control = twin.with_params(TWIN_CONTROLS)
+    control = paired.with_params(ONE_BLOCK)
     assert control.threads == (256, 1) and control.tile == (256, 128)

@@ -261,20 +261,21 @@ def _spread_copies(p: dict[str, int]) -> Stage:
     return replace(stage, smem_bytes=smem, min_cc=80, rebuild=lambda q: _spread_copies(dict(q)))
 
 
-def _twin_blocks(p: dict[str, int]) -> Stage:
-    """Stage 12: stage 11's loop in smaller blocks (128 x 128, 4 warps), MIN_BLOCKS of them per
-    SM, the FFMAs of a k-step in serpentine order (SERPENTINE=1) for the operand reuse cache."""
-    blocks = p["MIN_BLOCKS"]
+def _paired_lanes(p: dict[str, int]) -> Stage:
+    """Stage 12: stage 11's loop with its lanes paired (PAIR_LANES=1: lanes n, n^1 share A
+    operands and n, n^2 share B, so an LDS.128 returns in 2 cycles, not 4), in smaller blocks
+    (128 x 128, 4 warps) MIN_BLOCKS per SM, FFMAs in serpentine order (SERPENTINE=1)."""
     stage = _warptile(
-        "twin_blocks",
-        f"stage 11's loop in {p['BM']}x{p['BN']} blocks, {blocks} per SM: a barrier or a late "
-        "copy stalls one block, not the SM; FFMAs in serpentine order (A or B operand reused)",
-        "12_twin_blocks.cu",
-        "gemm_twin_blocks",
+        "paired_lanes",
+        "stage 11's loop with lanes paired so that each LDS.128 returns in 2 cycles, not 4 "
+        f"(half the shared-memory read cycles), in {p['BM']}x{p['BN']} blocks, "
+        f"{p['MIN_BLOCKS']} per SM, FFMAs in serpentine order",
+        "12_paired_lanes.cu",
+        "gemm_paired_lanes",
         p,
     )
     smem = p["STAGES"] * p["BK"] * (p["BM"] + 4 + p["BN"]) * _FP32
-    return replace(stage, smem_bytes=smem, min_cc=80, rebuild=lambda q: _twin_blocks(dict(q)))
+    return replace(stage, smem_bytes=smem, min_cc=80, rebuild=lambda q: _paired_lanes(dict(q)))
 
 
 def _tensor_core(
@@ -770,7 +771,7 @@ STAGES: tuple[Stage, ...] = (
         tune_space=MappingProxyType({"BK": (8, 16, 32), "STAGES": (3, 4), "COPY_STEP": (2, 4, 12)}),
     ),
     replace(
-        _twin_blocks(
+        _paired_lanes(
             {
                 "BM": 128,
                 "BN": 128,
@@ -785,10 +786,11 @@ STAGES: tuple[Stage, ...] = (
                 "COPY_STEP": 2,
                 "GROUP_M": 8,
                 "MIN_BLOCKS": 2,
+                "PAIR_LANES": 1,
                 "SERPENTINE": 1,
             }
         ),
-        # `roofline tune gemm --stage twin_blocks` tries these (NUM_THREADS, smem_bytes follow);
+        # `roofline tune gemm --stage paired_lanes` tries these (NUM_THREADS, smem_bytes follow);
         # benchmarks/gpu_simt12.sh times the block shapes and the controls
         tune_space=MappingProxyType({"BK": (8, 16, 32), "STAGES": (3, 4), "WNITER": (2, 4)}),
     ),
@@ -937,7 +939,7 @@ def reference_for(dtype: str) -> Stage:
 
 
 def _items(names: str) -> list[tuple[str, dict[str, int]]]:
-    """--stages items as (name, parameter changes). `twin_blocks@BK=8,STAGES=3` is the stage with
+    """--stages items as (name, parameter changes). `paired_lanes@BK=8,STAGES=3` is the stage with
     those parameters, written as `roofline tune` names its variants: an item K=V without a stage
     name continues the parameters of the item before it."""
     items: list[tuple[str, dict[str, int]]] = []

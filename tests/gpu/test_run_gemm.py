@@ -41,13 +41,15 @@ def _refused(rec):
 
 
 def test_stage_12_block_shapes_verify_at_odd_shapes(runner):
-    """twin_blocks' other block shapes (2-warp blocks, 4 per SM; one 8-warp 256 x 128 block per
-    SM) and its K tile of 32 take their edge paths where M, N, K are not multiples of the tiles
-    (1000: interior blocks too; K = 1031: a partial last K tile), named NAME@K=V in the run."""
+    """paired_lanes' other block shapes (2-warp blocks, 4 per SM; one 8-warp 256 x 128 block per
+    SM), its K tile of 32 and its 8 x 16 thread tile (lanes 8 x 4, paired) take their edge paths
+    where M, N, K are not multiples of the tiles (1000: interior blocks too; K = 1031: a partial
+    last K tile), named NAME@K=V in the run."""
     names = [
-        "twin_blocks@BN=64,COPY_STEP=4,MIN_BLOCKS=4",
-        "twin_blocks@BM=256,MIN_BLOCKS=1",
-        "twin_blocks@BK=32,STAGES=3",
+        "paired_lanes@BN=64,COPY_STEP=4,MIN_BLOCKS=4",
+        "paired_lanes@BM=256,MIN_BLOCKS=1",
+        "paired_lanes@BK=32,STAGES=3",
+        "paired_lanes@WNITER=4",
     ]
     sizes = "127x333x65,1000,300x260x1031"
     r = _run(runner, "--sizes", sizes, "--stages", ",".join(names), "--beta", "0.5")
@@ -58,7 +60,7 @@ def test_stage_12_block_shapes_verify_at_odd_shapes(runner):
     for rec in records:
         assert rec["verified"] is True and rec["rel_error"] < 1e-4, rec
     blocks = {rec["stage"]: rec["blocks_per_sm"] for rec in records if rec["stage"] != "cublas"}
-    assert blocks == dict(zip(names, (4, 1, 2), strict=True))
+    assert blocks == dict(zip(names, (4, 1, 2, 2), strict=True))
 
 
 def test_beta_reads_c(runner):

@@ -1,39 +1,49 @@
-// Stage 12: stage 11's main loop in blocks of 4 warps, two blocks per SM, and an FFMA order that
-// lets the operand reuse cache serve nearly every FFMA.
-// Stage 11 at cuBLAS's own shape (256 x 128 x 16, 8 warps of 64 x 64, 249 registers, one block
-// per SM) reaches 93.6% of cuBLAS SGEMM at 4096^3 and 94.5% at 8192^3, and its hot loop is
-// already 91% FFMA: issue slots are not what is left. What is left is the time a scheduler has
-// no ready warp. With one 8-warp block per SM a scheduler holds two warps, both of the same
-// block, and every K tile they meet at one barrier (after the wait for the next tile's copies):
-// the SM idles until the slowest of its 8 warps arrives, and every block of the wave starts its
-// K tiles in step, so the copies of all 8 warps are queued at the same k-steps. Here:
-//   - one block is 4 warps of 64 x 64 on a 128 x 128 tile, MIN_BLOCKS = 2 of them per SM
-//     (__launch_bounds__(128, 2): 255 registers are still allowed, 2 x 128 x 255 <= 64 Ki; the
-//     default tile uses 240; 2 x 67.6 KiB of slots at 4 stages). A scheduler still holds two
-//     warps, but of two blocks that run independently: when one block waits at its barrier or
-//     on its copies, the other block's warp keeps issuing FFMAs, and the blocks drift out of
-//     phase, so their copies and barriers no longer line up. A block has half the threads, so
-//     it copies more per thread (BK 16: 16 A floats and 4 B float4s, stage 11: 16 and 2);
-//     the SM copies 1.33x the bytes per FLOP (two 128-row tiles of A and B per 256 x 128 of C),
-//     traffic that stays in L2 (42.7 -> 32 FLOP per byte from global memory);
-//   - the lanes of a warp are 4 rows x 8 columns (WNITER = 2: the thread tile is 16 x 8 as 4 x 2
-//     sub-tiles of 4 x 4; stage 11's is 8 x 16 as 2 x 4) and the FFMAs of a k-step go row by
-//     row in serpentine order (row i walks its 8 columns forwards when i is even, backwards
-//     when odd). ptxas marks an operand .reuse when the next FFMA reads the same register in
-//     the same slot: along a row the A operand repeats, and at the turn the B operand does.
-//     That saves register-file reads, which on this power-capped card (1.4-1.98 GHz under
-//     load) are energy a clock can be bought with;
-//   - everything else is stage 11's: the cp.async pipeline (STAGES slots, one barrier per K
-//     tile), copies spread COPY_STEP per k-step, the interior loop without edge code, the
-//     grouped block order, the epilogue. Any M, N, K stays correct.
-// SASS of the hot loop (NVRTC 13.0, sm_90a; `roofline inspect gemm --stage twin_blocks`), per
+// Stage 12: stage 11's main loop with its lanes paired for the shared-memory return path, in
+// blocks of 4 warps, two per SM, its FFMAs in serpentine order.
+// Stage 11 at cuBLAS's own shape (256 x 128 x 16, 8 warps of 64 x 64, one block per SM) reaches
+// 93.6% of cuBLAS SGEMM at 4096^3 and 94.5% at 8192^3, and its hot loop is already 91% FFMA:
+// issue slots are not what is left. Three things are:
+//   - shared-memory read cycles. The SM's shared memory returns 128 bytes per clock: one 4-byte
+//     register for each of 32 lanes, so an LDS.128 takes 4 cycles, or 2 when every pair of
+//     lanes n, n ^ 1 (or every pair n, n ^ 2) reads the same address and the pair's registers
+//     are packed into one return (NVIDIA's answer in forums.developer.nvidia.com/t/77228, for
+//     CC 7.x; the PAIR_LANES = 0 control measures it on the H200). Stage 11's lanes are 8 rows
+//     x 4 columns, row-major: n, n ^ 1 share a row, so its 2 A loads per k-step take 2 cycles,
+//     but no pair shares a column, so its 4 B loads take 4: 20 cycles per warp k-step. At one
+//     FFMA per scheduler per clock the SM runs 4 warp k-steps (128 FFMAs each) per 128 clocks,
+//     so operand reads hold the return path 80 of 128 clocks (62.5%), with the cp.async writes
+//     (~5%) on top, in bursts at the same k-steps in every warp. Here bit 0 of the lane picks a
+//     column and bit 1 a row (PAIR_LANES = 1): n, n ^ 1 share A operands and n, n ^ 2 share B
+//     operands, every LDS.128 takes 2 cycles, and the thread tile is 16 x 8 (4 x 2 sub-tiles of
+//     4 x 4, WNITER = 2, lanes 4 rows x 8 columns): 4 + 2 loads x 2 cycles = 12 cycles per warp
+//     k-step, 37.5% of the return path. The loads and their count are stage 11's; only which
+//     lane reads what changes (two shifts and masks before the loop);
+//   - barriers. One 8-warp block per SM means a scheduler's two warps belong to the same block
+//     and meet every K tile at one barrier: the SM idles until the slowest of 8 warps arrives,
+//     and every block of the wave copies and waits at the same k-steps. Here a block is 4 warps
+//     of 64 x 64 on a 128 x 128 tile, MIN_BLOCKS = 2 per SM (__launch_bounds__(128, 2) still
+//     allows 255 registers, 2 x 128 x 255 <= 64 Ki; 240 are used; 2 x 65 KiB of slots at 4
+//     stages). A scheduler still holds two warps, but of two blocks that run independently:
+//     while one block waits at its barrier or for its copies, the other one's warp issues FFMAs.
+//     The cost: the SM copies 1.33x the bytes per FLOP (two 128-row tiles of A and B per
+//     256 x 128 of C: 32 FLOP per byte from global memory instead of 42.7), which stay in L2,
+//     and a thread copies 16 A floats and 4 B float4s per K tile of 16 (stage 11: 16 and 2);
+//   - register-file reads, on a power-capped card (1.4-1.98 GHz under load: energy saved is
+//     clock gained). ptxas flags an operand .reuse when the next FFMA reads the same register
+//     in the same slot. Along a row of the outer product the A operand repeats; in serpentine
+//     order (odd rows walk their columns backwards, SERPENTINE = 1) the B operand repeats at
+//     each turn as well.
+// Everything else is stage 11's: the cp.async pipeline (STAGES slots, one barrier per K tile),
+// copies spread COPY_STEP per k-step, the interior loop without edge code, the grouped block
+// order, the epilogue. Any M, N, K stays correct.
+// SASS of the hot loop (NVRTC 13.0, sm_90a; `roofline inspect gemm --stage paired_lanes`), per
 // K tile of 16 k-steps: 240 registers, no spills, 2263 instructions, 2048 FFMA (90.5%), 96
 // LDS.128, 20 LDGSTS, 30 never-taken `@!PT LDS` (3 per cluster of cp.async, as in stage 11);
-// 2014 FFMAs carry a .reuse operand (2.16 register-file reads per FFMA), against 1624 (2.27)
-// in stage 11's best variant and 1628 here with SERPENTINE = 0 and the 2 x 4 sub-tiles.
-// `roofline tune gemm --stage twin_blocks` measures BK 8/16/32 x STAGES 3/4 x WNITER 2/4;
-// benchmarks/gpu_simt12.sh also times the controls: stage 11's 256 x 128 tile with this
-// loop (MIN_BLOCKS = 1), SERPENTINE = 0, and 64-thread blocks, 4 per SM.
+// 1972 FFMAs flag a .reuse operand, against 1624 in stage 11's best variant and 1628 here with
+// SERPENTINE = 0 and WNITER = 4.
+// `roofline tune gemm --stage paired_lanes` measures BK 8/16/32 x STAGES 3/4 x WNITER 2/4;
+// benchmarks/gpu_simt12.sh also times the controls, one change undone each: PAIR_LANES = 0,
+// stage 11's 256 x 128 block (MIN_BLOCKS = 1), SERPENTINE = 0; and 2-warp blocks, 4 per SM.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -72,6 +82,9 @@
 #endif
 #ifndef MIN_BLOCKS
 #error "MIN_BLOCKS (blocks resident per SM, promised to ptxas) must be given as -DMIN_BLOCKS=..."
+#endif
+#ifndef PAIR_LANES
+#error "PAIR_LANES (1: lanes n, n^1 share A operands and n, n^2 share B) must be given as -DPAIR_LANES=..."
 #endif
 #ifndef SERPENTINE
 #error "SERPENTINE (1: odd rows of FFMAs walk columns backwards) must be given as -DSERPENTINE=..."
@@ -114,6 +127,8 @@ static_assert(WMITER >= 1 && WMITER * 32 * TM * TN * WNITER == WM * WN,
 static_assert(WN % WNITER == 0 && WSUBN % TN == 0 && WSUBM % TM == 0,
               "thread sub-tiles must tile the warp sub-tile");
 static_assert(LANES_N * (WSUBM / TM) == 32, "a warp sub-tile is (WSUBM/TM) x (WSUBN/TN) lanes");
+static_assert(!PAIR_LANES || (LANES_N % 2 == 0 && (32 / LANES_N) % 2 == 0),
+              "paired lanes take bit 0 of the lane for a column and bit 1 for a row");
 static_assert(TM % 4 == 0 && TN % 4 == 0, "operands are read and C rows written as float4");
 static_assert(BK % 8 == 0, "an A copy instruction covers 8 consecutive k (one 32-byte sector per "
                            "row); an even BK also keeps the fragment buffers in step across tiles");
@@ -161,7 +176,7 @@ __device__ __forceinline__ void load_frags(float (&regM)[RM], float (&regN)[RN],
 }
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, MIN_BLOCKS)
-gemm_twin_blocks(int M, int N, int K, float alpha, const float* __restrict__ A,
+gemm_paired_lanes(int M, int N, int K, float alpha, const float* __restrict__ A,
                 const float* __restrict__ B, float beta, float* __restrict__ C) {
     extern __shared__ __align__(16) float smem[];  // STAGES x (A tile [BK][AS], B tile [BK][BN])
     const u32 sbase = static_cast<u32>(__cvta_generic_to_shared(smem));
@@ -170,8 +185,15 @@ gemm_twin_blocks(int M, int N, int K, float alpha, const float* __restrict__ A,
     const int warp = tid / 32, lane = tid % 32;
     const int wRow = (warp / WARPS_N) * WM;  // this warp's tile inside the block tile
     const int wCol = (warp % WARPS_N) * WN;
-    const int tRow = (lane / LANES_N) * TM;  // this lane's sub-tile inside a warp sub-tile
-    const int tCol = (lane % LANES_N) * TN;
+    // This lane's sub-tile inside a warp sub-tile. Row-major lanes (PAIR_LANES 0, stage 11):
+    // row lane / LANES_N, column lane % LANES_N. Paired lanes: bit 0 of the lane is a column
+    // bit and bit 1 a row bit, the other bits as before, so lanes n and n ^ 1 read the same A
+    // operands and lanes n and n ^ 2 the same B operands: both LDS.128 return in 2 cycles.
+    const int hi = lane >> 2;  // bits 2..4
+    const int laneRow = PAIR_LANES ? ((lane >> 1) & 1) | (hi / (LANES_N / 2)) << 1 : lane / LANES_N;
+    const int laneCol = PAIR_LANES ? (lane & 1) | (hi % (LANES_N / 2)) << 1 : lane % LANES_N;
+    const int tRow = laneRow * TM;
+    const int tCol = laneCol * TN;
     // Grouped block order: block b of the launch takes, within a group of GROUP_M rows of tiles,
     // the tiles column by column, so the blocks resident together share their rows of A and
     // their columns of B in L2 (row by row, a wave of 132 blocks touches all of B).
