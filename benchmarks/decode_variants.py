@@ -73,6 +73,8 @@ SIMT12_VARIANTS: list[tuple[str, dict[str, int]]] = [
     ("paired_lanes", {"BM": 256, "MIN_BLOCKS": 1}),  # control: one 8-warp block per SM
     ("paired_lanes", {"SERPENTINE": 0}),  # control: row-major FFMA order
     ("paired_lanes", {"WNITER": 4}),  # control: stage 11's 8 x 16 thread tile, lanes paired
+    # stage 11's best with only its lanes paired: block, thread tile, FFMA order all stage 11's
+    ("paired_lanes", {"BM": 256, "MIN_BLOCKS": 1, "WNITER": 4, "SERPENTINE": 0}),
     ("paired_lanes", {"BN": 64, "COPY_STEP": 4, "MIN_BLOCKS": 4}),  # 2-warp blocks, 4 per SM
     ("paired_lanes", {"BM": 64, "COPY_STEP": 4, "MIN_BLOCKS": 4}),
 ]

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 15, SIMT target: stage 12 (paired_lanes) beside stage 11's best variant and cuBLAS SGEMM.
-# GPU wall time: about 120 s on an H200, at most 240 s (the timeouts below add up to 230 s):
-# 26 NVRTC builds on the device's cores (~20 s), odd-shape checks (~15 s), the screen of 12
-# stage 12 variants and stage 11 at 4096^3 and 8192^3 with default timing (~50 s), two documents
+# GPU wall time: about 120 s on an H200, at most 240 s (the timeouts below add up to 225 s):
+# 28 NVRTC builds on the device's cores (~20 s), odd-shape checks (~15 s), the screen of 13
+# stage 12 variants and stage 11 at 4096^3 and 8192^3 with default timing (~55 s), two documents
 # (~25 s). Every run verifies against a float64 product; a failed check shows as failed.
 #   1. precompile every variant under both names it runs by (benchmarks/decode_variants.py
 #      --set simt12 --precompile);
@@ -12,7 +12,8 @@
 #      each stage interleaved with cuBLAS) -> simt12-variants-fp32.json; per variant % of cuBLAS
 #      at each size, its blocks per SM and registers. The controls each undo one change of
 #      stage 12: PAIR_LANES=0 (row-major lanes), BM=256,MIN_BLOCKS=1 (one 8-warp block per SM),
-#      SERPENTINE=0, WNITER=4 (stage 11's 8 x 16 thread tile);
+#      SERPENTINE=0, WNITER=4 (stage 11's 8 x 16 thread tile); and the last three at once
+#      (BM=256,MIN_BLOCKS=1,WNITER=4,SERPENTINE=0: stage 11's best with only its lanes paired);
 #   4. the documents: stage 11's best and the best 3 stage 12 variants of the screen (mean % of
 #      cuBLAS over both sizes) beside cuBLAS, `roofline run gemm --m N --stages ...`, default
 #      timing -> gemm-fp32-4096-simt12.json, gemm-fp32-8192-simt12.json.
@@ -27,14 +28,14 @@ start=$SECONDS
 step() { echo "== $* ($((SECONDS - start)) s)"; }
 
 step "precompile the simt12 variants in parallel (one NVRTC build at a time: ~3 minutes)"
-timeout 45 python3 benchmarks/decode_variants.py --set simt12 --precompile sm_90a \
+timeout 55 python3 benchmarks/decode_variants.py --set simt12 --precompile sm_90a \
   > "$OUT/precompile.txt" 2>&1
 echo "  rc=$?"
 tail -5 "$OUT/precompile.txt"
 
 step "sanity: paired_lanes at odd shapes"
 SANE="paired_lanes,paired_lanes@BN=64,COPY_STEP=4,MIN_BLOCKS=4,paired_lanes@BM=256,MIN_BLOCKS=1"
-timeout 40 $R run gemm --sizes 127x333x65,1000,4097,1x4096x4096,8192x4096x1000 --stages "$SANE" \
+timeout 35 $R run gemm --sizes 127x333x65,1000,4097,1x4096x4096,8192x4096x1000 --stages "$SANE" \
   --budget-ms 2 --no-flush --quiet --format csv > "$OUT/sanity-odd.csv" 2>&1
 echo "  rc=$? (0: all verified; 1: a check failed, named below)"
 grep -iE "^error|verification failed|False" "$OUT/sanity-odd.csv"

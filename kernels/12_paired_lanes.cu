@@ -17,7 +17,9 @@
 //     operands, every LDS.128 takes 2 cycles, and the thread tile is 16 x 8 (4 x 2 sub-tiles of
 //     4 x 4, WNITER = 2, lanes 4 rows x 8 columns): 4 + 2 loads x 2 cycles = 12 cycles per warp
 //     k-step, 37.5% of the return path. The loads and their count are stage 11's; only which
-//     lane reads what changes (two shifts and masks before the loop);
+//     lane reads what changes (two shifts and masks before the loop). CUTLASS's SIMT warp tile
+//     (MmaSimtPolicy in its sm80 SGEMM configurations) is arranged the same way: lanes 4 x 8,
+//     interleaved in pairs (RowMajorInterleaved<2>), 4 x 4 results per lane per sub-tile;
 //   - barriers. One 8-warp block per SM means a scheduler's two warps belong to the same block
 //     and meet every K tile at one barrier: the SM idles until the slowest of 8 warps arrives,
 //     and every block of the wave copies and waits at the same k-steps. Here a block is 4 warps
@@ -84,7 +86,7 @@
 #error "MIN_BLOCKS (blocks resident per SM, promised to ptxas) must be given as -DMIN_BLOCKS=..."
 #endif
 #ifndef PAIR_LANES
-#error "PAIR_LANES (1: lanes n, n^1 share A operands and n, n^2 share B) must be given as -DPAIR_LANES=..."
+#error "PAIR_LANES (1: lanes n, n^1 share A and n, n^2 share B) must be given as -DPAIR_LANES=..."
 #endif
 #ifndef SERPENTINE
 #error "SERPENTINE (1: odd rows of FFMAs walk columns backwards) must be given as -DSERPENTINE=..."
