@@ -44,8 +44,10 @@
 // 1972 FFMAs flag a .reuse operand, against 1624 in stage 11's best variant and 1628 here with
 // SERPENTINE = 0 and WNITER = 4.
 // `roofline tune gemm --stage paired_lanes` measures BK 8/16/32 x STAGES 3/4 x WNITER 2/4;
-// benchmarks/gpu_simt12.sh also times the controls, one change undone each: PAIR_LANES = 0,
-// stage 11's 256 x 128 block (MIN_BLOCKS = 1), SERPENTINE = 0; and 2-warp blocks, 4 per SM.
+// benchmarks/gpu_simt12.sh also times the controls, each undoing one change (PAIR_LANES = 0;
+// stage 11's 256 x 128 block, MIN_BLOCKS = 1; SERPENTINE = 0; WNITER = 4), stage 11's best with
+// only its lanes paired (its hot loop is stage 11's, instruction for instruction), and 2-warp
+// blocks, 4 per SM.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
