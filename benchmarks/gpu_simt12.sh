@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Issue 15, SIMT target: stage 12 (paired_lanes) beside stage 11's best variant and cuBLAS SGEMM.
-# GPU wall time: about 120 s on an H200, at most 240 s (the timeouts below add up to 225 s):
+# GPU wall time: about 125 s on an H200, at most 240 s (the timeouts below add up to 239 s):
 # 28 NVRTC builds on the device's cores (~20 s), odd-shape checks (~15 s), the screen of 13
 # stage 12 variants and stage 11 at 4096^3 and 8192^3 with default timing (~55 s), two documents
-# (~25 s). Every run verifies against a float64 product; a failed check shows as failed.
+# (~25 s), a residency check (~5 s). Every run verifies against a float64 product; a failed
+# check shows as failed.
 #   1. precompile every variant under both names it runs by (benchmarks/decode_variants.py
 #      --set simt12 --precompile);
 #   2. sanity: the registry's paired_lanes, its 2-warp blocks (4 per SM) and its 8-warp control
-#      at odd shapes (edge tiles, partial K tiles, N % 4 != 0), beta != 0;
+#      at odd shapes (edge tiles, partial K tiles, N % 4 != 0), beta != 0; then the blocks per
+#      SM the driver lets each of them keep resident (2, 4, 1: the premise of the block shapes);
 #   3. the screen: decode_variants.py --set simt12, default timing (400 ms budget, L2 flushed,
 #      each stage interleaved with cuBLAS) -> simt12-variants-fp32.json; per variant % of cuBLAS
 #      at each size, its blocks per SM and registers. The controls each undo one change of
@@ -28,7 +30,7 @@ start=$SECONDS
 step() { echo "== $* ($((SECONDS - start)) s)"; }
 
 step "precompile the simt12 variants in parallel (one NVRTC build at a time: ~3 minutes)"
-timeout 55 python3 benchmarks/decode_variants.py --set simt12 --precompile sm_90a \
+timeout 50 python3 benchmarks/decode_variants.py --set simt12 --precompile sm_90a \
   > "$OUT/precompile.txt" 2>&1
 echo "  rc=$?"
 tail -5 "$OUT/precompile.txt"
@@ -43,6 +45,35 @@ timeout 15 $R run gemm --sizes 1000,127x333x65 --beta 0.5 --stages paired_lanes 
   --no-flush --quiet --format csv > "$OUT/sanity-beta.csv" 2>&1
 echo "  beta rc=$?"
 grep -iE "^error|verification failed|False" "$OUT/sanity-beta.csv"
+
+step "resident blocks per SM, as the driver computes them"
+timeout 15 python3 - <<'PY'
+import cupy as cp
+
+from rooflinecli.build import compiler, stages
+
+for change in ({}, {"BN": 64, "COPY_STEP": 4, "MIN_BLOCKS": 4}, {"BM": 256, "MIN_BLOCKS": 1}):
+    try:
+        st = stages.BY_NAME["paired_lanes"].with_params(change)
+        built = compiler.compile_stage(st, "sm_90a")
+        fn = cp.RawModule(path=built.cubin_path).get_function(st.entry)
+        fn.max_dynamic_shared_size_bytes = st.smem_bytes
+        try:
+            n = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+                fn.ptr, st.threads[0], st.smem_bytes
+            )
+        except AttributeError:  # CuPy without the wrapper: cuda-bindings
+            from cuda.bindings import driver
+
+            err, n = driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                driver.CUfunction(fn.ptr), st.threads[0], st.smem_bytes
+            )
+        print(f"  paired_lanes {change or '(registry)'}: {n} blocks of {st.threads[0]} threads "
+              f"per SM (MIN_BLOCKS {st.params['MIN_BLOCKS']}), {built.resources.registers} "
+              f"registers, {st.smem_bytes} B of slots")
+    except Exception as exc:  # noqa: BLE001 - a report line, the script goes on
+        print(f"  paired_lanes {change}: {type(exc).__name__}: {exc}")
+PY
 
 step "screen: stage 12 variants and stage 11's best beside cuBLAS at 4096^3 and 8192^3"
 timeout 70 python3 benchmarks/decode_variants.py --set simt12 --dtype fp32 --budget-ms 400 \
@@ -86,7 +117,7 @@ PY
 
 for m in 4096 8192; do
   step "run gemm --m $m: stage 11's best and $BEST"
-  timeout 30 $R run gemm --m "$m" --stages "$S11,$BEST" --quiet --format markdown \
+  timeout 27 $R run gemm --m "$m" --stages "$S11,$BEST" --quiet --format markdown \
     --output "$OUT/gemm-fp32-$m-simt12.json" > "$OUT/gemm-fp32-$m-simt12.md" 2>&1
   echo "  rc=$?"
   cat "$OUT/gemm-fp32-$m-simt12.md"
