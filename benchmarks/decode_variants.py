@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,9 +84,14 @@ SETS = {
 }
 
 
-def label(name: str, change: dict[str, int]) -> str:
-    """The variant's name in the results, as `roofline run gemm --stages NAME@K=V` names it."""
-    return name + ("@" + ",".join(f"{k}={v}" for k, v in change.items()) if change else "")
+def variant(name: str, change: dict[str, int], dtype: str) -> stages.Stage:
+    """The variant as `roofline run gemm --stages NAME@K=V` builds and names it (the parameters
+    that differ from the registry's, derived ones included, in the registry's order): the
+    screen's records name the variants so, and the compile cache holds one build per name."""
+    if not change:
+        return stages.BY_NAME[name]
+    spec = ",".join(f"{k}={v}" for k, v in change.items())
+    return stages.select(f"{name}@{spec}", dtype)[0]
 
 
 def variants(
@@ -96,12 +100,12 @@ def variants(
     keep: list[stages.Stage] = []
     dropped: list[dict[str, str]] = []
     for name, change in which:
-        base = stages.BY_NAME[name]
-        if dtype not in base.all_dtypes:
+        if dtype not in stages.BY_NAME[name].all_dtypes:
             continue
-        named = label(name, change)
+        named = name + "".join(f" {k}={v}" for k, v in change.items())  # if it cannot be built
         try:
-            v = base.with_params(change)
+            v = variant(name, change, dtype)
+            named = v.name
             built = compiler.compile_stage(v, arch, dtype)
         except (RooflineError, KeyError, ValueError) as exc:
             dropped.append({"stage": named, "reason": str(exc)})
@@ -110,17 +114,14 @@ def variants(
         if spill:
             dropped.append({"stage": named, "reason": f"spills {spill} bytes"})
             continue
-        keep.append(replace(v, name=named))
+        keep.append(v)
     return keep, dropped
 
 
 def _compile(job: tuple[str, dict[str, int], str, str]) -> str:
     name, change, dtype, arch = job
     try:
-        v = stages.BY_NAME[name].with_params(change)
-        compiler.compile_stage(v, arch, dtype)
-        # the run compiles it again under its label (the cache file is named after the stage)
-        compiler.compile_stage(replace(v, name=label(name, change)), arch, dtype)
+        compiler.compile_stage(variant(name, change, dtype), arch, dtype)
     except (RooflineError, KeyError, ValueError) as exc:
         return f"{name} {change} {dtype}: {exc}"
     return ""
@@ -128,7 +129,7 @@ def _compile(job: tuple[str, dict[str, int], str, str]) -> str:
 
 def precompile(arch: str, which: list[tuple[str, dict[str, int]]] = VARIANTS) -> None:
     """Every variant (and for the decode set every decode stage) in every dtype, compiled in
-    parallel into the cache under both names it runs by (the runs after it then start at once
+    parallel into the cache under the name it runs by (the runs after it then start at once
     instead of compiling one NVRTC program at a time)."""
     from concurrent.futures import ProcessPoolExecutor
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Issue 15, SIMT target: stage 12 (paired_lanes) beside stage 11's best variant and cuBLAS SGEMM.
 # GPU wall time: about 125 s on an H200, at most 240 s (the timeouts below add up to 239 s):
-# 28 NVRTC builds on the device's cores (~20 s), odd-shape checks (~15 s), the screen of 13
+# 14 NVRTC builds on the device's cores (~20 s), odd-shape checks (~15 s), the screen of 13
 # stage 12 variants and stage 11 at 4096^3 and 8192^3 with default timing (~55 s), two documents
 # (~25 s), a residency check (~5 s). Every run verifies against a float64 product; a failed
 # check shows as failed.
-#   1. precompile every variant under both names it runs by (benchmarks/decode_variants.py
+#   1. precompile every variant under the name it runs by (benchmarks/decode_variants.py
 #      --set simt12 --precompile);
 #   2. sanity: the registry's paired_lanes, its 2-warp blocks (4 per SM) and its 8-warp control
 #      at odd shapes (edge tiles, partial K tiles, N % 4 != 0), beta != 0; then the blocks per
@@ -25,11 +25,11 @@ export PYTHONUNBUFFERED=1
 OUT=${1:?usage: gpu_simt12.sh OUTDIR}
 mkdir -p "$OUT"
 R="python3 -m rooflinecli"
-S11="spread_copies@BM=256,BN=128,BK=16,STAGES=4,COPY_STEP=2"  # stage 11's best (93.6 / 94.5%)
+S11="spread_copies@BM=256,BN=128,STAGES=4,COPY_STEP=2"  # stage 11's best (93.6 / 94.5%), BK 16
 start=$SECONDS
 step() { echo "== $* ($((SECONDS - start)) s)"; }
 
-step "precompile the simt12 variants in parallel (one NVRTC build at a time: ~3 minutes)"
+step "precompile the simt12 variants in parallel (one NVRTC build at a time: ~2 minutes)"
 timeout 50 python3 benchmarks/decode_variants.py --set simt12 --precompile sm_90a \
   > "$OUT/precompile.txt" 2>&1
 echo "  rc=$?"

@@ -20,7 +20,12 @@
 // Block order: blocks are renumbered in groups of GROUP_M block rows (column-major inside a
 // group), so the ~132 blocks in flight share a few A row panels and B column panels in L2.
 // Any M, N, K: chunks outside the matrices are zero-filled by cp.async (src-size 0); when K or
-// N is not a multiple of 8, a second copy of the main loop loads 2-byte elements instead.
+// N is not a multiple of 8, a second copy of the main loop loads 2-byte elements instead; with
+// tiles of 64 accumulators a thread or fewer (GATHER) all of a tile's before any shared store,
+// and all of the prologue's tiles before the first. 127x333x65 took 17 us on the H200 with the
+// 256 x 128 tile, whose chunks wait for each other (18 trips to memory for 3 K tiles); a 64 x 64
+// tile with BK 64 and 3 stages (`--stages mma_multistage@BM=64,BN=64,BK=64,WM=32,WN=32,
+// STAGES=3`) makes 12 blocks that fetch both K tiles in one trip.
 // Measured on the H200 (NVRTC 13.0): 394 / 407 TFLOP/s at 8192^3 (fp16 / bf16), 40% / 41% of
 // the 989 dense peak, with these 256 x 128 tiles; 128 x 256 gave 375 / 388. Of the 13 other
 // tile shapes, depths and ring lengths `roofline tune` tried, 256 x 128 tiles were 5-6% faster,
@@ -66,6 +71,10 @@ constexpr int A_PER_THREAD = BM / A_ROW_STEP;
 constexpr int B_PER_THREAD = BK / B_ROW_STEP;
 constexpr int A_BYTES = BM * BK * 2;
 constexpr int STAGE_BYTES = A_BYTES + BK * BN * 2;
+// Scalar path (K or N not a multiple of 8): hold a whole tile's chunks in registers before the
+// shared stores, where the accumulators leave room (64 a thread or fewer: 64 x 64 warp tiles
+// and smaller). The 256 x 128 tile's 128 accumulators spill with 24 more live registers.
+constexpr bool GATHER = MI * NI * 4 <= 64;
 
 static_assert(BK == 32 || BK == 64, "A rows are 64 or 128 bytes (the two swizzles below)");
 static_assert(BN % 64 == 0, "the B swizzle permutes groups of 8 chunks (128 bytes) of a row");
@@ -88,11 +97,11 @@ __device__ __forceinline__ u32 b_off(int r, int c) {
     return static_cast<u32>(r * (BN * 2) + ((c ^ (r & 7)) * 16));
 }
 
-// 8 elements from column c of row r, zeros outside the matrix: the path for K or N not a
-// multiple of 8, where 16-byte copies would be misaligned.
-__device__ __forceinline__ void store_chunk_scalar(u32 dst, const elem_t* __restrict__ p, int r,
-                                                   int c, int rows, int cols) {
-    u32 w[4] = {0u, 0u, 0u, 0u};
+// 8 elements from column c of row r, zeros outside the matrix, packed in pairs: the path for
+// K or N not a multiple of 8, where 16-byte copies would be misaligned.
+__device__ __forceinline__ void load_chunk_scalar(u32 (&w)[4], const elem_t* __restrict__ p,
+                                                  int r, int c, int rows, int cols) {
+    w[0] = w[1] = w[2] = w[3] = 0u;
     if (r < rows) {
         const elem_t* src = p + static_cast<size_t>(r) * cols + c;
 #pragma unroll
@@ -102,6 +111,12 @@ __device__ __forceinline__ void store_chunk_scalar(u32 dst, const elem_t* __rest
             w[i] = lo | (hi << 16);
         }
     }
+}
+
+// The shared stores are asm volatile "memory", so no load moves above one: a chunk stored
+// right after its loads makes the next chunk's loads wait a whole trip to memory. With GATHER
+// all of a tile's chunks are loaded first, one trip per tile.
+__device__ __forceinline__ void store_chunk(u32 dst, const u32 (&w)[4]) {
     st_shared_v4_u32(dst, w[0], w[1], w[2], w[3]);
 }
 
@@ -128,6 +143,28 @@ __device__ __forceinline__ void mainloop(float (&acc)[MI][NI][4], int M, int N, 
         a_rows_ok |= (m0 + a_row + i * A_ROW_STEP < M ? 1u : 0u) << i;
     const bool b_col_ok = n0 + 8 * b_c < N;
 
+    // The scalar path in two halves: a tile's chunks into registers (fetch), then into shared
+    // memory (put). With GATHER a tile's fetch is whole before its put, so its loads are in
+    // flight together; without, each chunk is put right after its loads (fewer live registers).
+    typedef u32 ChunksA[A_PER_THREAD][4];
+    typedef u32 ChunksB[B_PER_THREAD][4];
+    auto fetch = [&](int kt, ChunksA& wa, ChunksB& wb) {
+        const int k0 = kt * BK;
+#pragma unroll
+        for (int i = 0; i < A_PER_THREAD; ++i)
+            load_chunk_scalar(wa[i], A, m0 + a_row + i * A_ROW_STEP, k0 + 8 * a_c, M, K);
+#pragma unroll
+        for (int i = 0; i < B_PER_THREAD; ++i)  // rows past K: zeros (the K tail)
+            load_chunk_scalar(wb[i], B, k0 + b_row + i * B_ROW_STEP, n0 + 8 * b_c, K, N);
+    };
+    auto put = [&](int stage, const ChunksA& wa, const ChunksB& wb) {
+        const u32 sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
+#pragma unroll
+        for (int i = 0; i < A_PER_THREAD; ++i) store_chunk(sa + a_dst + i * A_ROW_STEP * BK * 2, wa[i]);
+#pragma unroll
+        for (int i = 0; i < B_PER_THREAD; ++i) store_chunk(sb + b_dst + i * B_ROW_STEP * BN * 2, wb[i]);
+    };
+
     auto load_tile = [&](int stage, int kt) {
         const u32 sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
         const int k0 = kt * BK;
@@ -145,16 +182,22 @@ __device__ __forceinline__ void mainloop(float (&acc)[MI][NI][4], int M, int N, 
                 const elem_t* src = b_src + static_cast<size_t>(k0 + i * B_ROW_STEP) * N;
                 cp_async16(sb + b_dst + i * B_ROW_STEP * BN * 2, ok ? src : B, ok ? 16u : 0u);
             }
+        } else if (GATHER) {
+            ChunksA wa;
+            ChunksB wb;
+            fetch(kt, wa, wb);
+            put(stage, wa, wb);
         } else {
+            u32 w[4];
 #pragma unroll
-            for (int i = 0; i < A_PER_THREAD; ++i)
-                store_chunk_scalar(sa + a_dst + i * A_ROW_STEP * BK * 2, A,
-                                   m0 + a_row + i * A_ROW_STEP, k0 + 8 * a_c, M, K);
+            for (int i = 0; i < A_PER_THREAD; ++i) {
+                load_chunk_scalar(w, A, m0 + a_row + i * A_ROW_STEP, k0 + 8 * a_c, M, K);
+                store_chunk(sa + a_dst + i * A_ROW_STEP * BK * 2, w);
+            }
 #pragma unroll
-            for (int i = 0; i < B_PER_THREAD; ++i) {
-                const int r = k0 + b_row + i * B_ROW_STEP;  // rows past K: zeros (K tail)
-                store_chunk_scalar(sb + b_dst + i * B_ROW_STEP * BN * 2, B, r < K ? r : K,
-                                   n0 + 8 * b_c, K, N);
+            for (int i = 0; i < B_PER_THREAD; ++i) {  // rows past K: zeros (the K tail)
+                load_chunk_scalar(w, B, k0 + b_row + i * B_ROW_STEP, n0 + 8 * b_c, K, N);
+                store_chunk(sb + b_dst + i * B_ROW_STEP * BN * 2, w);
             }
         }
     };
@@ -175,10 +218,23 @@ __device__ __forceinline__ void mainloop(float (&acc)[MI][NI][4], int M, int N, 
 
     // Prologue: tiles 0 .. STAGES-2 in flight, one commit group each (empty past the end, so
     // that the wait_group counts stay uniform); then the first fragments of tile 0.
+    if (!VEC && GATHER) {  // every prologue tile fetched before the first put: one trip for all
+        ChunksA wa[STAGES - 1];
+        ChunksB wb[STAGES - 1];
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < ktiles) load_tile(s, s);
-        cp_async_commit();
+        for (int s = 0; s < STAGES - 1; ++s)
+            if (s < ktiles) fetch(s, wa[s], wb[s]);
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < ktiles) put(s, wa[s], wb[s]);
+            cp_async_commit();
+        }
+    } else {
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < ktiles) load_tile(s, s);
+            cp_async_commit();
+        }
     }
     cp_async_wait<STAGES - 2>();
     __syncthreads();

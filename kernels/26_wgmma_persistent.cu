@@ -71,7 +71,7 @@ constexpr int EPI_CHUNK_BYTES = 64 * EPI_COLS * 2;  // 8 KiB
 constexpr int EPI_BYTES = TMA_C ? CONSUMERS * 2 * EPI_CHUNK_BYTES : 0;  // 2 buffers per consumer
 
 static_assert(BK == 64, "A: one tile row is one 128-byte swizzle row of 64 two-byte elements");
-static_assert(BN == 256, "the WGMMA below is m64n256k16: the block is BN = 256 wide");
+static_assert(BN == 128 || BN == 256, "the WGMMA below is m64n128k16 or m64n256k16 (BN wide)");
 static_assert(BN % B_BOX_COLS == 0, "B arrives in whole boxes of 64 columns (128-byte swizzle)");
 static_assert(BM % 64 == 0 && BM <= 256 && BK <= 256, "TMA boxes are at most 256 rows");
 static_assert(CONSUMERS <= 2, "consumers use named barriers 1 .. CONSUMERS (and the registers)");
@@ -84,7 +84,9 @@ static_assert(RING_BYTES + EPI_BYTES + 1024 + 16 * STAGES <= 227 * 1024,
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536,
               "setmaxnreg: the warpgroups' registers must fit in the SM's 64K");
 
-#define WGMMA wgmma_m64n256k16<B_TRANS>
+// BN = 128 (m64n128k16, 64 accumulators a consumer thread): twice the tiles of BN = 256, for
+// shapes whose 128 x 256 tiles leave SMs idle or a last wave nearly empty
+#define WGMMA wgmma_m64nNk16<BN, B_TRANS>
 
 // Tile number -> origin of its BM x BN block of C, grouped order: GROUP_M tile rows are walked
 // column by column (down a column of GROUP_M tiles, then the next column), then the next group.

@@ -172,6 +172,26 @@ def test_winners_keep_the_stage_that_won_most_shapes_of_a_class():
     )
 
 
+def test_a_tile_variant_that_wins_is_saved_with_its_params_and_resolves_to_its_tiles():
+    """A `tune dispatch --stages wgmma_persistent@BN=128,...` record (the variant's name, all
+    its params) becomes an entry of the stage and the params that differ; the pick runs 128 x 128
+    tiles in the shared memory they take, under the same name the record had."""
+    from rooflinecli.build import stages
+
+    variant = stages.select("wgmma_persistent@BN=128", "bf16")[0]
+    rec = {"kind": "stage", "verified": True, "stage": variant.name, "dtype": "bf16",
+           "m": 1000, "n": 1016, "k": 1032, "time_ms": 0.012, "params": dict(variant.params),
+           "pct_of_reference": 91.0}  # fmt: skip
+    slower = {**rec, "stage": "wgmma_persistent", "time_ms": 0.019, "params": {}}
+    (e,) = dispatch.winners([(rec, "tune.json"), (slower, "tune.json")])
+    assert (e.shape_class, e.stage, e.params) == ("M=>512 N=<1k K=1k-8k", "wgmma_persistent",
+                                                  {"BN": 128})  # fmt: skip
+    table = dispatch.Table(H200, "user.json", (e,))
+    pick = dispatch.resolve(1000, 1016, 1032, "bf16", [table], H200)
+    assert pick.stage.name == "wgmma_persistent@BN=128" and pick.stage.tile == (128, 128)
+    assert pick.stage.smem_bytes == variant.smem_bytes == 4 * 256 * 64 * 2 + 32768 + 1024
+
+
 @pytest.fixture
 def fake_gpu(monkeypatch, tmp_path):
     monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))  # no user table

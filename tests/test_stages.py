@@ -80,25 +80,6 @@ def test_selection():
     assert everything[-1].reference and everything[0].name == "naive_xcol"
 
 
-def test_selection_with_parameters():
-    """NAME@K=V,K=V: the stage with those parameters (tile and shared memory follow), named as
-    `roofline tune` names its variants; bare K=V items continue the item before them."""
-    chosen = stages.select("spread_copies@BM=256,BN=128,paired_lanes@BK=8,paired_lanes", "fp32")
-    names = [s.name for s in chosen]
-    assert names == ["spread_copies@BM=256,BN=128", "paired_lanes@BK=8", "paired_lanes", "cublas"]
-    assert chosen[0].tile == (256, 128) and chosen[0].params["BK"] == 16
-    assert chosen[1].smem_bytes == 4 * 8 * (128 + 4 + 128) * 4  # STAGES x BK x (BM + 4 + BN)
-    for bad, why in [
-        ("BK=8", "follows no stage@PARAM=VALUE"),
-        ("paired_lanes@BK", "a parameter is NAME=INTEGER"),
-        ("paired_lanes@BK=x", "a parameter is NAME=INTEGER"),
-        ("paired_lanes@NOPE=3", "has no parameter"),
-        ("nope@BK=8", "unknown stage 'nope'"),
-    ]:
-        with pytest.raises(RooflineError, match=why):
-            stages.select(bad, "fp32")
-
-
 def test_seed_by_instruction_intensities():
     assert stages.BY_NAME["naive_xcol"].ai_instruction == 0.25
     assert stages.BY_NAME["naive_xrow"].ai_instruction == 0.25
@@ -147,6 +128,45 @@ def test_the_dtypes_of_a_stage_differ_only_by_the_element_type():
     assert multi and all(only_the_element_type_differs(s) for s in multi)
     assert dtypes_for(stages.BY_NAME["mma_sync"], "sm_80") == ("fp16",)
     assert dtypes_for(stages.BY_NAME["mma_sync"], "sm_90a") == ("fp16", "bf16")
+
+
+def test_selection_of_variants():
+    """--stages takes a variant as `roofline tune` and the records name it: stage@P=V,Q=W (the
+    items after '@' that hold '=' are its params); its tile, shared memory and workspace follow
+    the params, and a variant equal to the registry's params is the registry's stage."""
+    got = stages.select("wgmma_streamk@BN=128,STAGES=6,mma_sync,wgmma_persistent@BN=256", "bf16")
+    assert [s.name for s in got] == [
+        "wgmma_streamk@BN=128,STAGES=6", "mma_sync", "wgmma_persistent", "cublas_hgemm"
+    ]  # fmt: skip
+    sk = got[0]
+    assert sk.tile == (128, 128) and sk.params["BN"] == 128 and sk.params["STAGES"] == 6
+    # 6 x (128 + 128) x 64 x 2 ring + 2 x 2 x 8 KiB staging + 1 KiB alignment
+    assert sk.smem_bytes == 196608 + 32768 + 1024 == 230400
+    assert sk.workspace_bytes is not None  # one 64 x 128 fp32 partial + a flag per consumer
+    assert sk.workspace_bytes(1000, 1016, 1032, 132) == 132 * 2 * (64 * 128 * 4 + 4)
+    assert got[2] is stages.BY_NAME["wgmma_persistent"]
+    small = stages.select("mma_multistage@BM=64,BN=64,WM=32,WN=32,STAGES=3", "fp16")[0]
+    assert small.threads == (128, 1) and small.smem_bytes == 3 * (64 * 32 + 32 * 64) * 2
+    for bad, why in [
+        ("BN=128,mma_sync", "follows no stage@P=V"),
+        ("wgmma_persistent@BN=x", "integer values"),
+        ("wgmma_persistent@NOPE=1", "no parameter"),
+        ("nope@BN=1", "unknown stage 'nope'"),
+    ]:
+        with pytest.raises(RooflineError, match=why):
+            stages.select(bad, "fp16")
+
+
+@pytest.mark.parametrize(
+    "variant", ["wgmma_streamk@BN=128", "mma_multistage@BM=64,BN=64,WM=32,WN=32,STAGES=3"]
+)
+def test_tile_variants_compile_without_spills(variant):
+    """The BN = 128 WGMMA tile (m64n128k16 through wgmma_m64nNk16) and stage 22's small tile,
+    whose scalar path holds a whole tile's chunks (GATHER): no spills, no stack."""
+    stage = stages.select(variant, "bf16")[0]
+    r = compiler.compile_stage(stage, "sm_90a", "bf16").resources
+    assert r.spill_bytes == 0 and r.stack_frame_bytes == 0
+    assert 0 < r.registers <= 255
 
 
 @pytest.mark.parametrize("stage, arch, dtype", CASES, ids=lambda v: getattr(v, "name", v))

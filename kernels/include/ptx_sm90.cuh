@@ -383,6 +383,18 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], unsigned long 
         : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(imm_trans_b));
 }
 
+// wgmma m64nNk16 for a block tile N = 128 or 256 columns wide (a stage's BN): the m64n128k16
+// or m64n256k16 above, so one stage source builds either tile width; d holds N / 2 accumulators.
+template <int N, int imm_trans_b>
+__device__ __forceinline__ void wgmma_m64nNk16(float (&d)[N / 2], unsigned long long desc_a,
+                                               unsigned long long desc_b, int scale_d) {
+    static_assert(N == 128 || N == 256, "wgmma_m64nNk16 wraps the n128 and n256 shapes");
+    if constexpr (N == 128)
+        wgmma_m64n128k16<imm_trans_b>(d, desc_a, desc_b, scale_d);
+    else
+        wgmma_m64n256k16<imm_trans_b>(d, desc_a, desc_b, scale_d);
+}
+
 // wgmma.mma_async m64n64k16 (f32 accumulate) with A from registers (the register-A form) and B
 // from a shared-memory descriptor: D (64 x 64) = A (64 x 16) * B (16 x 64) + (scale_d ? D : 0).
 // a[0..3] of a thread (warp w, lane = 4g + t) hold A's pairs at rows 16w + g (a[0], a[2]) and

@@ -101,6 +101,128 @@ def disassemble(cubin: str | Path, nvdisasm: Path | None = None) -> str:
     return out.stdout
 
 
+# nvdisasm spends about 0.45 s of CPU starting up, whatever it disassembles. Many cubins cost one
+# start-up when their code is handed to it at once as a raw instruction stream (`-b SMxy`): the
+# listing is then cut back into one per cubin, its addresses made section-relative and its code
+# addresses turned into the labels the ELF listing has, so parse() reads both alike
+# (tests/test_sass_batch.py compares them).
+_RAW_ADDR_OPS = frozenset({"BRA", "BSSY", "CALL", "BREAK", "SSY", "PBK", "JMP", "CAL", "PCNT"})
+_HEX_RE = re.compile(r"\b0x([0-9a-fA-F]+)\b")
+
+
+def _elf_code(cubin: bytes) -> tuple[int, list[tuple[str, bytes]]]:
+    """(the SM number in the header's flags, [(kernel, code) of each .text.* section])."""
+    import struct
+
+    if cubin[:4] != b"\x7fELF" or cubin[4] != 2 or cubin[5] != 1:
+        raise ValueError("not a 64-bit little-endian ELF")
+    (flags,) = struct.unpack_from("<I", cubin, 0x30)
+    (shoff,) = struct.unpack_from("<Q", cubin, 0x28)
+    entsize, count, names_at = struct.unpack_from("<HHH", cubin, 0x3A)
+    heads = [struct.unpack_from("<IIQQQQ", cubin, shoff + i * entsize) for i in range(count)]
+    strtab = heads[names_at][4]
+    out = []
+    for name_off, _type, _flags, _addr, offset, size in heads:
+        end = cubin.index(b"\0", strtab + name_off)
+        name = cubin[strtab + name_off : end].decode()
+        if name.startswith(".text.") and size:
+            out.append((name[len(".text.") :], cubin[offset : offset + size]))
+    return (flags >> 8) & 0xFF, out
+
+
+def _cut_listing(raw: str, chunks: list[tuple[int, int, str]]) -> list[str]:
+    """Per chunk (start, end, kernel) of a raw listing: its lines as the ELF listing has them."""
+    by_chunk: list[list[tuple[int, str]]] = [[] for _ in chunks]
+    starts = [c[0] for c in chunks]
+    import bisect
+
+    for line in raw.splitlines():
+        m = _INSTR_RE.match(line)
+        if not m:
+            continue
+        addr = int(m.group(1), 16)
+        i = bisect.bisect_right(starts, addr) - 1
+        if i >= 0 and addr < chunks[i][1]:
+            by_chunk[i].append((addr, line))
+    return [_relabel(lines, *chunk) for chunk, lines in zip(chunks, by_chunk, strict=True)]
+
+
+def _relabel(lines: list[tuple[int, str]], start: int, end: int, name: str) -> str:
+    """One section's raw lines as the ELF listing writes them: addresses from the section's
+    start, code addresses inside it as `(.L_x_ADDR) with the label before its instruction."""
+    if len(lines) != (end - start) // 16:
+        raise ValueError(f"{name}: {len(lines)} instructions, {(end - start) // 16} expected")
+    targets: set[int] = set()
+
+    def label(h: re.Match[str]) -> str:
+        at = int(h.group(1), 16)
+        if not start <= at < end:
+            return h.group(0)
+        targets.add(at - start)
+        return f"`(.L_x_{at - start:x})"
+
+    body = []
+    for addr, line in lines:
+        m = _INSTR_RE.match(line)
+        assert m is not None
+        text = m.group(2)
+        op = _PRED_RE.sub("", text.strip()).split(None, 1)
+        if op and op[0].split(".", 1)[0] in _RAW_ADDR_OPS:
+            text = _HEX_RE.sub(label, text)
+        body.append((addr - start, text))
+    out = [f'\t.section\t.text.{name},"ax",@progbits', f".text.{name}:"]
+    for addr, text in body:
+        if addr in targets:
+            out.append(f".L_x_{addr:x}:")
+        out.append(f"        /*{addr:04x}*/                   {text} ;")
+    return "\n".join(out) + "\n"
+
+
+def disassemble_many(cubins: list[str | Path], nvdisasm: Path | None = None) -> list[str]:
+    """Listings of several cubins from one nvdisasm run (see _RAW_ADDR_OPS above), each in the
+    form parse() reads; a cubin whose code cannot be batched (an architecture nvdisasm's raw mode
+    does not name) gets disassemble()'s listing instead."""
+    exe = nvdisasm or find_nvdisasm()
+    texts: list[str | None] = [None] * len(cubins)
+    groups: dict[int, list[tuple[int, list[tuple[str, bytes]]]]] = {}
+    for i, path in enumerate(cubins):
+        try:
+            sm, code = _elf_code(Path(path).read_bytes())
+        except (OSError, ValueError, IndexError):
+            continue
+        if 75 <= sm <= 121 and code:
+            groups.setdefault(sm, []).append((i, code))
+    import tempfile
+
+    for sm, members in groups.items():
+        blob, chunks, owner = bytearray(), [], []
+        for i, code in members:
+            for name, data in code:
+                chunks.append((len(blob), len(blob) + len(data), name))
+                owner.append(i)
+                blob += data
+        with tempfile.NamedTemporaryFile(suffix=".bin") as f:
+            f.write(blob)
+            f.flush()
+            arch = f"SM{sm}a" if sm == 90 else f"SM{sm}"
+            try:
+                out = subprocess.run(
+                    [str(exe), "-b", arch, "-ndf", f.name],
+                    capture_output=True, text=True, timeout=600,
+                )  # fmt: skip
+            except (OSError, subprocess.TimeoutExpired):
+                continue
+        if out.returncode != 0:
+            continue
+        try:
+            parts = _cut_listing(out.stdout, chunks)
+        except ValueError:
+            continue
+        for i, text in zip(owner, parts, strict=True):
+            texts[i] = (texts[i] or "") + text
+    return [t if t is not None else disassemble(c, exe) for c, t in zip(cubins, texts, strict=True)]
+
+
 @dataclass(frozen=True)
 class Instr:
     addr: int

@@ -368,20 +368,43 @@ def _mma_tma_ws(p: dict[str, int]) -> Stage:
     )
 
 
+def _wgmma_persistent(p: dict[str, int]) -> Stage:
+    """Stage 26: one block per SM walks the BM x BN tiles (BN 256, or 128: m64n128k16, twice the
+    tiles where 128 x 256 ones leave SMs idle); shared memory follows BN and STAGES."""
+    stage = _tensor_core(
+        "wgmma_persistent",
+        f"persistent: one block per SM walks the {p['BM']}x{p['BN']} tiles, the ring runs on "
+        "across tiles, TMA-store epilogue",
+        "26_wgmma_persistent.cu",
+        p,
+        threads=(3 * 128, 1),  # producer + 2 consumer warpgroups
+        shared_tile=(64, p["BN"]),
+        # the ring, two 64x64 staging buffers per consumer for the TMA store, 1 KiB alignment
+        smem_bytes=p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] * 2 + 2 * 2 * 64 * 64 * 2 + 1024,
+        persistent_blocks_per_sm=1,
+        tune_space=MappingProxyType(
+            {"GROUP_M": (8, 16), "TMA_C": (0, 1), "BN": (256, 128), "STAGES": (4, 6)}
+        ),
+    )
+    return replace(stage, rebuild=lambda q: _wgmma_persistent(dict(q)))
+
+
 def _wgmma_cluster(p: dict[str, int]) -> Stage:
     """Stage 27: stage 26 with pairs of blocks (CLUSTER_M=2) on consecutive row tiles sharing
     B through TMA multicast; the persistent grid is at most MAX_BLOCKS blocks (0: one per SM)."""
     pair = p["CLUSTER_M"] > 1
+    a_kib, b_kib = p["BM"] * p["BK"] * 2 // 1024, p["BN"] * p["BK"] * 2 // 1024  # per K step
     stage = _tensor_core(
         "wgmma_cluster",
         "2x1 clusters: a pair of persistent blocks on row tiles 2i, 2i+1 loads half of B each "
-        "and the TMA multicasts it to both (L2 sends 32 KiB per K step, not 48)"
+        f"and the TMA multicasts it to both (L2 sends {a_kib + b_kib // 2} KiB per K step, not "
+        f"{a_kib + b_kib})"
         if pair
         else "stage 26 on a capped persistent grid (CLUSTER_M=1: no multicast)",
         "27_wgmma_cluster.cu",
         p,
         threads=(3 * 128, 1),  # producer + 2 consumer warpgroups
-        shared_tile=(64, 256),
+        shared_tile=(64, p["BN"]),
         # the ring, two 64x64 staging buffers per consumer for the TMA store, 1 KiB alignment
         smem_bytes=p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] * 2 + 2 * 2 * 64 * 64 * 2 + 1024,
         persistent_blocks_per_sm=1,
@@ -404,7 +427,7 @@ def _wgmma_stagger(p: dict[str, int]) -> Stage:
         file="28_wgmma_stagger.cu",
         entry="gemm_wgmma_stagger",
         params=MappingProxyType(dict(p)),
-        tune_space=MappingProxyType({"LAG": (0, 1, 2, 3), "CLUSTER_M": (1, 2)}),
+        tune_space=MappingProxyType({"LAG": (0, 1, 2, 3), "CLUSTER_M": (1, 2), "BN": (256, 128)}),
     )
     return replace(stage, rebuild=lambda q: _wgmma_stagger(dict(q)))
 
@@ -430,7 +453,7 @@ def _wgmma_streamk(p: dict[str, int]) -> Stage:
         "29_wgmma_streamk.cu",
         p,
         threads=(3 * 128, 1),  # producer + 2 consumer warpgroups
-        shared_tile=(64, 256),
+        shared_tile=(64, p["BN"]),
         # the ring, two 64x64 staging buffers per consumer for the TMA store, 1 KiB alignment
         smem_bytes=p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] * 2 + 2 * 2 * 64 * 64 * 2 + 1024,
         persistent_blocks_per_sm=1,
@@ -438,7 +461,10 @@ def _wgmma_streamk(p: dict[str, int]) -> Stage:
         persistent_fill=True,
         workspace_bytes=_streamk_workspace(p["BM"], p["BN"]),
         # STREAMK=0 (whole tiles only, on every SM) measures what the tail costs beside it
-        tune_space=MappingProxyType({"STREAMK": (1, 0), "LAG": (1, 2), "GROUP_M": (16, 8)}),
+        # BN 128: twice the tiles (m64n128k16), so fewer of them are cut at a small shape
+        tune_space=MappingProxyType(
+            {"STREAMK": (1, 0), "LAG": (1, 2), "GROUP_M": (16, 8), "BN": (256, 128)}
+        ),
     )
     return replace(stage, rebuild=lambda q: _wgmma_streamk(dict(q)))
 
@@ -857,18 +883,8 @@ STAGES: tuple[Stage, ...] = (
         slower_because="on small shapes its 128x256 tiles are too few to fill 132 SMs "
         "(1000^3: 32 tiles); a persistent grid or smaller tiles would fix it",
     ),
-    _tensor_core(
-        "wgmma_persistent",
-        "persistent: one block per SM walks the 128x256 tiles, the ring runs on across "
-        "tiles, TMA-store epilogue",
-        "26_wgmma_persistent.cu",
-        {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16, "TMA": 1, "TMA_C": 1},
-        threads=(3 * 128, 1),  # producer + 2 consumer warpgroups
-        shared_tile=(64, 256),
-        # the ring, two 64x64 staging buffers per consumer for the TMA store, 1 KiB alignment
-        smem_bytes=4 * (128 * 64 + 256 * 64) * 2 + 2 * 2 * 64 * 64 * 2 + 1024,
-        persistent_blocks_per_sm=1,
-        tune_space=MappingProxyType({"GROUP_M": (8, 16), "TMA_C": (0, 1)}),
+    _wgmma_persistent(
+        {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16, "TMA": 1, "TMA_C": 1}
     ),
     _wgmma_cluster(
         {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16, "TMA": 1, "TMA_C": 1}
@@ -938,40 +954,16 @@ def reference_for(dtype: str) -> Stage:
     raise RooflineError(f"no reference stage for dtype {dtype}")
 
 
-def _items(names: str) -> list[tuple[str, dict[str, int]]]:
-    """--stages items as (name, parameter changes). `paired_lanes@BK=8,STAGES=3` is the stage with
-    those parameters, written as `roofline tune` names its variants: an item K=V without a stage
-    name continues the parameters of the item before it."""
-    items: list[tuple[str, dict[str, int]]] = []
-    for raw in names.split(","):
-        item = raw.strip()
-        if not item:  # as options.split_list says it (stages cannot import the CLI)
-            raise RooflineError(f"--stages: empty item in {names!r}")
-        name, at, assign = item.partition("@")
-        if not at and "=" in item:  # K=V: one more parameter of the previous item
-            if not items or not items[-1][1]:
-                raise RooflineError(f"--stages: {item!r} follows no stage@PARAM=VALUE")
-            name, assign = items[-1][0], item
-        key, eq, value = assign.partition("=")
-        if at or assign:
-            if not eq or not key.strip() or not value.strip().lstrip("-").isdigit():
-                raise RooflineError(f"--stages: {item!r}: a parameter is NAME=INTEGER")
-        change = {key.strip(): int(value)} if assign else {}
-        if assign and not at:
-            items[-1][1].update(change)
-        else:
-            items.append((name.strip(), change))
-    return items
-
-
 def select(names: str | None, dtype: str) -> list[Stage]:
     """--stages a,b,c (or every stage of the dtype); the dtype's reference always comes along.
-    An item NAME@K=V,K=V is the stage with those parameters, named so in the results."""
+    An item may name a variant as `roofline tune` and the records do, stage@P=V,Q=W: the
+    stage with those parameters, named so (the items after '@' that hold '=' are its params)."""
     if names is None or names.strip() in ("", "all"):
         chosen = [s for s in STAGES if dtype in s.all_dtypes and not s.reference]
     else:
         chosen = []
-        for name, change in _items(names):
+        for item in _items(names):
+            name, _, spec = item.partition("@")
             if name not in BY_NAME:
                 raise RooflineError(
                     f"unknown stage {name!r}; known: {', '.join(stage_names(dtype))}"
@@ -980,14 +972,49 @@ def select(names: str | None, dtype: str) -> list[Stage]:
             if dtype not in stage.all_dtypes:
                 have = "/".join(stage.all_dtypes)
                 raise RooflineError(f"stage {name} is {have}, not {dtype} (use --dtype)")
-            if change and not stage.reference:
-                try:
-                    variant = stage.with_params(change)
-                except (KeyError, ValueError, ZeroDivisionError) as exc:
-                    raise RooflineError(f"stage {name} with {change}: {exc}") from None
-                label = name + "@" + ",".join(f"{k}={v}" for k, v in change.items())
-                stage = replace(variant, name=label)
+            if spec:
+                stage = _variant(stage, spec, item)
             if stage not in chosen and not stage.reference:
                 chosen.append(stage)
     chosen.append(reference_for(dtype))
     return chosen
+
+
+def _items(names: str) -> list[str]:
+    """'a,b@P=1,Q=2,c' -> ['a', 'b@P=1,Q=2', 'c']: an item holding '=' but no '@' continues the
+    variant before it."""
+    items: list[str] = []
+    for raw in names.split(","):
+        item = raw.strip()
+        if not item:  # as options.split_list says it (stages cannot import the CLI)
+            raise RooflineError(f"--stages: empty item in {names!r}")
+        if "=" in item and "@" not in item:
+            if not items or "@" not in items[-1]:
+                raise RooflineError(f"--stages: {item!r} follows no stage@P=V variant")
+            items[-1] += "," + item
+        else:
+            items.append(item)
+    return items
+
+
+def _variant(stage: Stage, spec: str, item: str) -> Stage:
+    """stage with the params of 'P=V,Q=W', named stage@<the params that differ> (as tune names)."""
+    params: dict[str, int] = {}
+    for pair in spec.split(","):
+        key, eq, value = pair.partition("=")
+        try:
+            params[key.strip()] = int(value)
+        except ValueError:
+            eq = ""
+        if not eq or not key.strip():
+            raise RooflineError(f"--stages: {item!r}: write stage@P=V,Q=W with integer values")
+    try:
+        variant = stage.with_params(params)
+    except (KeyError, ValueError, ZeroDivisionError) as exc:
+        raise RooflineError(f"--stages: {item!r}: the geometry cannot express it ({exc})") from None
+    changed = {k: v for k, v in variant.params.items() if stage.params.get(k) != v}
+    if not changed:
+        return stage
+    name = stage.name + "@" + ",".join(f"{k}={v}" for k, v in changed.items())
+    # the params given are final: no per-arch entry may override them later (for_arch)
+    return replace(variant, name=name, arch_params=MappingProxyType({}))

@@ -91,8 +91,8 @@ def _dry_run(
     default=None,
     metavar="LIST",
     help="Comma-separated stages (default: all of the dtype), or 'best': per shape, the stage "
-    "of the GPU's tune table (docs/dispatch.md). The reference always runs. NAME@K=V,K=V runs "
-    "a stage with other tile parameters, as `roofline tune` names its variants. "
+    "of the GPU's tune table (docs/dispatch.md). The reference always runs. An item "
+    "stage@P=V,Q=W is the stage with those tile parameters (as `roofline tune` names them). "
     f"Stages: {', '.join(stages.stage_names(include_reference=False))}.",
 )
 @dtype_option

@@ -110,7 +110,8 @@ def tune_gemm(
 @dtype_option
 @click.option(
     "--stages", "stage_list", default=None, metavar="LIST",
-    help="Only these stages (default: all of the dtype).",
+    help="Only these stages (default: all of the dtype); stage@P=V,Q=W: the stage with those "
+    "tile parameters, e.g. wgmma_persistent@BN=128.",
 )  # fmt: skip
 @spec_option
 @click.option("--budget-ms", type=click.FloatRange(1, 60000), default=200.0, show_default=True)

@@ -41,3 +41,56 @@ def test_tensor_core_stages_read_c_when_beta_is_not_zero(runner):
     )  # fmt: skip
     ran = [r for r in recs if not stages.BY_NAME[r["stage"]].refuses(r["m"], r["n"], r["k"])]
     assert ran and all(r["verified"] is True for r in ran), recs
+
+
+# The tile variants `--stages best` may pick away from large squares (benchmarks/gpu_tcshape.sh):
+# BN = 128 (m64n128k16) on stages 26-29, small cp.async tiles on stage 22 (its scalar path loads
+# a whole tile, and the whole prologue, before storing it when GATHER)
+TILE_VARIANTS = (
+    "wgmma_persistent@BN=128", "wgmma_persistent@BN=128,STAGES=6", "wgmma_cluster@BN=128",
+    "wgmma_stagger@BN=128,CLUSTER_M=1,LAG=1", "wgmma_streamk@BN=128",
+    "wgmma_streamk@BN=128,STAGES=6", "mma_multistage@BM=64,BN=64,WM=32,WN=32,STAGES=3",
+    "mma_multistage@BM=64,BN=64,BK=64,WM=32,WN=32,STAGES=2",
+    "mma_multistage@BM=64,BN=64,BK=64,WM=32,WN=32,STAGES=3",
+)  # fmt: skip
+
+
+SCALAR_VARIANTS = tuple(v for v in TILE_VARIANTS if v.startswith("mma_multistage"))
+
+
+def _check_variants(recs, names):
+    assert {r["stage"] for r in recs if r["kind"] == "stage"} == set(names)
+    for rec in recs:
+        assert rec["verified"] is True, rec
+        assert rec["tflops"] > 0
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_tile_variants_verify_at_odd_shapes(runner, dtype):
+    # 1000x1016x1032: 64 tiles of 128 x 128, all of them cut by stream-K; 264x4104x72: a 33rd
+    # column tile 8 wide and one K slice and a bit
+    recs = _run(
+        runner, "--dtype", dtype, "--stages", ",".join(TILE_VARIANTS),
+        "--sizes", "1000x1016x1032,264x4104x72",
+    )  # fmt: skip
+    _check_variants(recs, TILE_VARIANTS)
+    # N, K no multiples of 8: stage 22's scalar path (TMA stages refuse these shapes), with
+    # K = 1031 through the main loop's copies too, not only the prologue's
+    recs = _run(
+        runner, "--dtype", dtype, "--stages", ",".join(SCALAR_VARIANTS),
+        "--sizes", "127x333x65,1001x600x1031",
+    )  # fmt: skip
+    _check_variants(recs, SCALAR_VARIANTS)
+
+
+def test_tile_variants_read_c_when_beta_is_not_zero(runner):
+    recs = _run(
+        runner, "--dtype", "bf16", "--stages", ",".join(TILE_VARIANTS), "--sizes", "264x200x72",
+        "--alpha", "0.5", "--beta", "2",
+    )  # fmt: skip
+    _check_variants(recs, TILE_VARIANTS)
+    recs = _run(
+        runner, "--dtype", "fp16", "--stages", ",".join(SCALAR_VARIANTS), "--sizes", "127x333x65",
+        "--alpha", "0.5", "--beta", "2",
+    )  # fmt: skip
+    _check_variants(recs, SCALAR_VARIANTS)
