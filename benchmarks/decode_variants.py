@@ -10,6 +10,7 @@ that fail to compile or spill are dropped on the CPU first and listed in the doc
     python benchmarks/decode_variants.py --precompile sm_90a   # the compile cache, in parallel
     python benchmarks/decode_variants.py --dtype bf16 --output /tmp/out/decode-variants-bf16.json
     python benchmarks/decode_variants.py --set simt --dtype fp32 --budget-ms 400 --output F.json
+    python benchmarks/decode_variants.py --set simt12 --precompile sm_90a   # stage 12's variants
 
 Writes one results document (`roofline show FILE` renders it) and prints a markdown table.
 """
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,7 +56,42 @@ SIMT_VARIANTS: list[tuple[str, dict[str, int]]] = [
     ("spread_copies", {"BM": 256, "BN": 128, "BK": 32, "STAGES": 4, "COPY_STEP": 2}),
 ]
 SIMT_SHAPES = {"fp32": [(4096, 4096, 4096), (8192, 8192, 8192)]}
-SETS = {"decode": (VARIANTS, SHAPES), "simt": (SIMT_VARIANTS, SIMT_SHAPES)}
+# --set simt12: stage 12 (paired_lanes) around its defaults, beside stage 11's best variant
+# (simt-variants-fp32.json: 93.6% / 94.5% of cuBLAS at 4096 / 8192), with the controls that say
+# which of its changes pays (each undoes one): row-major lanes, stage 11's block tile (one
+# 8-warp block per SM), row-major FFMA order, stage 11's 8 x 16 thread tile
+SIMT12_VARIANTS: list[tuple[str, dict[str, int]]] = [
+    ("spread_copies", {"BM": 256, "BN": 128, "BK": 16, "STAGES": 4, "COPY_STEP": 2}),
+    ("paired_lanes", {}),  # 128 x 128, 2 blocks per SM, 16 x 8 per thread, paired lanes
+    ("paired_lanes", {"COPY_STEP": 4}),  # 5 clusters of copies per K tile: 15 fewer dummy LDS
+    ("paired_lanes", {"STAGES": 3}),
+    ("paired_lanes", {"BK": 8}),  # cuBLAS's K tile: twice the barriers, half the slots
+    ("paired_lanes", {"BK": 32, "STAGES": 3}),  # half the barriers (4 stages do not fit twice)
+    ("paired_lanes", {"GROUP_M": 16}),
+    ("paired_lanes", {"PAIR_LANES": 0}),  # control: row-major lanes (4-cycle B loads)
+    ("paired_lanes", {"BM": 256, "MIN_BLOCKS": 1}),  # control: one 8-warp block per SM
+    ("paired_lanes", {"SERPENTINE": 0}),  # control: row-major FFMA order
+    ("paired_lanes", {"WNITER": 4}),  # control: stage 11's 8 x 16 thread tile, lanes paired
+    # stage 11's best with only its lanes paired: block, thread tile, FFMA order all stage 11's
+    ("paired_lanes", {"BM": 256, "MIN_BLOCKS": 1, "WNITER": 4, "SERPENTINE": 0}),
+    ("paired_lanes", {"BN": 64, "COPY_STEP": 4, "MIN_BLOCKS": 4}),  # 2-warp blocks, 4 per SM
+    ("paired_lanes", {"BM": 64, "COPY_STEP": 4, "MIN_BLOCKS": 4}),
+]
+SETS = {
+    "decode": (VARIANTS, SHAPES),
+    "simt": (SIMT_VARIANTS, SIMT_SHAPES),
+    "simt12": (SIMT12_VARIANTS, SIMT_SHAPES),
+}
+
+
+def variant(name: str, change: dict[str, int], dtype: str) -> stages.Stage:
+    """The variant as `roofline run gemm --stages NAME@K=V` builds and names it (the parameters
+    that differ from the registry's, derived ones included, in the registry's order): the
+    screen's records name the variants so, and the compile cache holds one build per name."""
+    if not change:
+        return stages.BY_NAME[name]
+    spec = ",".join(f"{k}={v}" for k, v in change.items())
+    return stages.select(f"{name}@{spec}", dtype)[0]
 
 
 def variants(
@@ -65,41 +100,45 @@ def variants(
     keep: list[stages.Stage] = []
     dropped: list[dict[str, str]] = []
     for name, change in which:
-        base = stages.BY_NAME[name]
-        if dtype not in base.all_dtypes:
+        if dtype not in stages.BY_NAME[name].all_dtypes:
             continue
-        label = name + ("@" + ",".join(f"{k}={v}" for k, v in change.items()) if change else "")
+        named = name + "".join(f" {k}={v}" for k, v in change.items())  # if it cannot be built
         try:
-            v = base.with_params(change)
+            v = variant(name, change, dtype)
+            named = v.name
             built = compiler.compile_stage(v, arch, dtype)
         except (RooflineError, KeyError, ValueError) as exc:
-            dropped.append({"stage": label, "reason": str(exc)})
+            dropped.append({"stage": named, "reason": str(exc)})
             continue
         spill = built.resources.spill_bytes if built.resources else 0
         if spill:
-            dropped.append({"stage": label, "reason": f"spills {spill} bytes"})
+            dropped.append({"stage": named, "reason": f"spills {spill} bytes"})
             continue
-        keep.append(replace(v, name=label))
+        keep.append(v)
     return keep, dropped
 
 
 def _compile(job: tuple[str, dict[str, int], str, str]) -> str:
     name, change, dtype, arch = job
     try:
-        compiler.compile_stage(stages.BY_NAME[name].with_params(change), arch, dtype)
+        compiler.compile_stage(variant(name, change, dtype), arch, dtype)
     except (RooflineError, KeyError, ValueError) as exc:
         return f"{name} {change} {dtype}: {exc}"
     return ""
 
 
 def precompile(arch: str, which: list[tuple[str, dict[str, int]]] = VARIANTS) -> None:
-    """Every decode stage and variant in every dtype, compiled in parallel into the cache (the
-    runs after it then start at once instead of compiling one NVRTC program at a time)."""
+    """Every variant (and for the decode set every decode stage) in every dtype, compiled in
+    parallel into the cache under the name it runs by (the runs after it then start at once
+    instead of compiling one NVRTC program at a time)."""
     from concurrent.futures import ProcessPoolExecutor
 
+    decode: list[tuple[str, dict[str, int]]] = []
+    if which is VARIANTS:  # the decode set warms every decode stage too
+        decode = [(s.name, {}) for s in stages.STAGES if s.m_range]
     jobs = [
         (name, change, dtype, arch)
-        for name, change in [*((s.name, {}) for s in stages.STAGES if s.m_range), *which]
+        for name, change in [*decode, *which]
         for dtype in stages.BY_NAME[name].all_dtypes
     ]
     with ProcessPoolExecutor() as pool:

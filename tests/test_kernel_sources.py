@@ -30,13 +30,13 @@ DEVICE_FN_RE = re.compile(
 # step, whole (only architecture primitives go in kernels/include). A new copy of a helper fails
 # the test below until it is listed here, or moved.
 WORKLOG_COPIES: dict[str, set[str]] = {
-    "aligned16": {"07", "08", "09", "10", "11"},  # 16-byte alignment of a pointer (float4 paths)
+    "aligned16": {"07", "08", "09", "10", "11", "12"},  # 16-byte alignment of a pointer (float4)
     "a_coords": {"08", "09"},  # stage 09 = stage 08's tiles, double-buffered
     "load_a": {"08", "09"},
     "load_b": {"08", "09"},
     "store_a": {"08", "09"},
     "store_b": {"08", "09"},
-    "load_frags": {"10", "11"},  # stage 11 = stage 10's fragments, its copies spread over k
+    "load_frags": {"10", "11", "12"},  # 11 = 10's fragments, copies spread over k; 12 = 11's
     "load_chunk": {"20", "21"},  # guarded 8-element global load
     "a_off": {"21", "22"},  # the swizzles (stage 22 generalises A to 128-byte rows)
     "b_off": {"21", "22"},

@@ -5,6 +5,8 @@ import re
 import pytest
 
 from rooflinecli.build import attention, compiler, stages
+from rooflinecli.core import occupancy
+from rooflinecli.core.specs import resolve
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import data_dir
 
@@ -494,3 +496,58 @@ def test_stage_11_hot_loop_holds_no_edge_code():
         assert checks == 0, mix
         assert widths["LDGSTS.32"] == 8 and widths["LDGSTS.128"] == 4, widths
         assert mix["FFMA"] / len(instrs) > 0.9, len(instrs)
+
+
+ONE_BLOCK = {"BM": 256, "MIN_BLOCKS": 1}  # stage 11's block tile, one 8-warp block per SM
+
+
+@pytest.mark.prebuild(
+    stages.BY_NAME["paired_lanes"],
+    stages.BY_NAME["paired_lanes"].with_params({"SERPENTINE": 0, "WNITER": 4}),
+    sass=True,
+)
+def test_stage_12_serpentine_fmas_reuse_an_operand():
+    """Stage 12's hot loop: stage 11's (128 x BK FFMAs, 6 LDS.128 per k-step, no bounds
+    checks; pairing the lanes changes only addresses set before it) with a 4-warp block's
+    copies (BK 16: 16 A floats, 4 B float4s per thread), within the registers of two blocks per
+    SM; in serpentine order nearly every FFMA flags an operand .reuse (ptxas's reuse cache),
+    clearly more than in the row-major order of stage 11."""
+    from rooflinecli.build import sass
+
+    reuse = {}
+    for stage in (
+        stages.BY_NAME["paired_lanes"],
+        stages.BY_NAME["paired_lanes"].with_params({"SERPENTINE": 0, "WNITER": 4}),
+    ):
+        built = compiler.compile_stage(stage, "sm_90a")
+        assert built.resources is not None
+        assert built.resources.spill_bytes == 0  # 128 accumulators in 2 x 128 threads per SM
+        fn = sass.parse(sass.disassemble(built.cubin_path))[stage.entry]
+        loop = sass.main_loop(fn)
+        assert loop is not None
+        instrs = sass.body(fn, loop)
+        mix, widths = sass.mix(instrs), sass.widths(instrs)
+        assert mix["FFMA"] == 8 * 16 * 16 and widths["LDS.128"] == 6 * 16, mix
+        assert mix["ISETP"] + mix["SEL"] == 0, mix
+        assert widths["LDGSTS.32"] == 16 and widths["LDGSTS.128"] == 4, widths
+        reuse[stage.params["SERPENTINE"]] = sum(
+            ".reuse" in i.operands for i in instrs if i.base == "FFMA"
+        )
+    assert reuse[1] > 0.9 * 2048 and reuse[1] > reuse[0] + 200, reuse
+
+
+def test_stage_12_launches_two_blocks_per_sm_and_refuses_what_cannot_be_resident():
+    paired = stages.BY_NAME["paired_lanes"]
+    grid, block, smem = paired.launch(4096, 4096)
+    assert grid == (32, 32, 1) and block == (128, 1, 1) and smem == 4 * 16 * 260 * 4
+    h200 = occupancy.SmLimits.from_spec(resolve("h200-sxm"))
+    for stage, per_sm in ((paired, 2), (paired.with_params(ONE_BLOCK), 1)):  # at 255 registers
+        occ = occupancy.theoretical(h200, stage.threads[0], 255, stage.smem_bytes)
+        assert occ.blocks_per_sm == per_sm and occ.warps_per_sm == 8, occ
+    # two blocks' slots (and 1 KiB each the SM keeps) within 228 KiB: 4 stages of BK 32 are not
+    wide = paired.with_params({"BK": 32})
+    assert 2 * (wide.smem_bytes + 1024) > 228 * 1024
+    with pytest.raises(RooflineError, match="MIN_BLOCKS blocks' slots"):
+        compiler.compile_stage(wide, "sm_90a")
+    control = paired.with_params(ONE_BLOCK)
+    assert control.threads == (256, 1) and control.tile == (256, 128)

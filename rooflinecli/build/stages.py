@@ -261,6 +261,23 @@ def _spread_copies(p: dict[str, int]) -> Stage:
     return replace(stage, smem_bytes=smem, min_cc=80, rebuild=lambda q: _spread_copies(dict(q)))
 
 
+def _paired_lanes(p: dict[str, int]) -> Stage:
+    """Stage 12: stage 11's loop with its lanes paired (PAIR_LANES=1: lanes n, n^1 share A
+    operands and n, n^2 share B, so an LDS.128 returns in 2 cycles, not 4), in smaller blocks
+    (128 x 128, 4 warps) MIN_BLOCKS per SM, FFMAs in serpentine order (SERPENTINE=1)."""
+    stage = _warptile(
+        "paired_lanes",
+        "stage 11's loop with lanes paired so that each LDS.128 returns in 2 cycles, not 4 "
+        f"(half the shared-memory read cycles), in {p['BM']}x{p['BN']} blocks, "
+        f"{p['MIN_BLOCKS']} per SM, FFMAs in serpentine order",
+        "12_paired_lanes.cu",
+        "gemm_paired_lanes",
+        p,
+    )
+    smem = p["STAGES"] * p["BK"] * (p["BM"] + 4 + p["BN"]) * _FP32
+    return replace(stage, smem_bytes=smem, min_cc=80, rebuild=lambda q: _paired_lanes(dict(q)))
+
+
 def _tensor_core(
     name: str,
     what: str,
@@ -778,6 +795,30 @@ STAGES: tuple[Stage, ...] = (
         ),
         # `roofline tune gemm --stage spread_copies` tries these (NUM_THREADS, smem_bytes follow)
         tune_space=MappingProxyType({"BK": (8, 16, 32), "STAGES": (3, 4), "COPY_STEP": (2, 4, 12)}),
+    ),
+    replace(
+        _paired_lanes(
+            {
+                "BM": 128,
+                "BN": 128,
+                "BK": 16,
+                "WM": 64,
+                "WN": 64,
+                "WNITER": 2,
+                "TM": 4,
+                "TN": 4,
+                "NUM_THREADS": 128,
+                "STAGES": 4,
+                "COPY_STEP": 2,
+                "GROUP_M": 8,
+                "MIN_BLOCKS": 2,
+                "PAIR_LANES": 1,
+                "SERPENTINE": 1,
+            }
+        ),
+        # `roofline tune gemm --stage paired_lanes` tries these (NUM_THREADS, smem_bytes follow);
+        # benchmarks/gpu_simt12.sh times the block shapes and the controls
+        tune_space=MappingProxyType({"BK": (8, 16, 32), "STAGES": (3, 4), "WNITER": (2, 4)}),
     ),
     Stage(
         name="cublas",

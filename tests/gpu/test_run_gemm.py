@@ -40,6 +40,31 @@ def _refused(rec):
     return True
 
 
+def test_stage_12_block_shapes_verify_at_odd_shapes(runner):
+    """paired_lanes' other block shapes (2-warp blocks, 4 per SM; one 8-warp 256 x 128 block per
+    SM), its K tile of 32 and its 8 x 16 thread tile (lanes 8 x 4, paired) take their edge paths
+    where M, N, K are not multiples of the tiles (1000: interior blocks too; K = 1031: a partial
+    last K tile), named NAME@K=V in the run."""
+    asked = [
+        "paired_lanes@BN=64,COPY_STEP=4,MIN_BLOCKS=4",
+        "paired_lanes@BM=256,MIN_BLOCKS=1",
+        "paired_lanes@BK=32,STAGES=3",
+        "paired_lanes@WNITER=4",
+    ]
+    names = [s.name for s in stages.select(",".join(asked), "fp32")][:-1]  # as records name them
+    assert names[1] == "paired_lanes@BM=256,NUM_THREADS=256,MIN_BLOCKS=1"
+    sizes = "127x333x65,1000,300x260x1031"
+    r = _run(runner, "--sizes", sizes, "--stages", ",".join(asked), "--beta", "0.5")
+    assert r.exit_code == 0, r.output + r.stderr
+    records = json.loads(r.output)["records"]
+    assert {rec["stage"] for rec in records} == {*names, "cublas"}
+    assert len(records) == 3 * (len(names) + 1)
+    for rec in records:
+        assert rec["verified"] is True and rec["rel_error"] < 1e-4, rec
+    blocks = {rec["stage"]: rec["blocks_per_sm"] for rec in records if rec["stage"] != "cublas"}
+    assert blocks == dict(zip(names, (4, 1, 2, 2), strict=True))
+
+
 def test_beta_reads_c(runner):
     r = _run(runner, "--m", "200", "--n", "190", "--k", "70", "--alpha", "0.5", "--beta", "2")
     assert r.exit_code == 0, r.stderr

@@ -1,0 +1,413 @@
+// Stage 12: stage 11's main loop with its lanes paired for the shared-memory return path, in
+// blocks of 4 warps, two per SM, its FFMAs in serpentine order.
+// Stage 11 at cuBLAS's own shape (256 x 128 x 16, 8 warps of 64 x 64, one block per SM) reaches
+// 93.6% of cuBLAS SGEMM at 4096^3 and 94.5% at 8192^3, and its hot loop is already 91% FFMA:
+// issue slots are not what is left. Three things are:
+//   - shared-memory read cycles. The SM's shared memory returns 128 bytes per clock: one 4-byte
+//     register for each of 32 lanes, so an LDS.128 takes 4 cycles, or 2 when every pair of
+//     lanes n, n ^ 1 (or every pair n, n ^ 2) reads the same address and the pair's registers
+//     are packed into one return (NVIDIA's answer in forums.developer.nvidia.com/t/77228, for
+//     CC 7.x; the PAIR_LANES = 0 control measures it on the H200). Stage 11's lanes are 8 rows
+//     x 4 columns, row-major: n, n ^ 1 share a row, so its 2 A loads per k-step take 2 cycles,
+//     but no pair shares a column, so its 4 B loads take 4: 20 cycles per warp k-step. At one
+//     FFMA per scheduler per clock the SM runs 4 warp k-steps (128 FFMAs each) per 128 clocks,
+//     so operand reads hold the return path 80 of 128 clocks (62.5%), with the cp.async writes
+//     (~5%) on top, in bursts at the same k-steps in every warp. Here bit 0 of the lane picks a
+//     column and bit 1 a row (PAIR_LANES = 1): n, n ^ 1 share A operands and n, n ^ 2 share B
+//     operands, every LDS.128 takes 2 cycles, and the thread tile is 16 x 8 (4 x 2 sub-tiles of
+//     4 x 4, WNITER = 2, lanes 4 rows x 8 columns): 4 + 2 loads x 2 cycles = 12 cycles per warp
+//     k-step, 37.5% of the return path. The loads and their count are stage 11's; only which
+//     lane reads what changes (two shifts and masks before the loop). CUTLASS's SIMT warp tile
+//     (MmaSimtPolicy in its sm80 SGEMM configurations) is arranged the same way: lanes 4 x 8,
+//     interleaved in pairs (RowMajorInterleaved<2>), 4 x 4 results per lane per sub-tile;
+//   - barriers. One 8-warp block per SM means a scheduler's two warps belong to the same block
+//     and meet every K tile at one barrier: the SM idles until the slowest of 8 warps arrives,
+//     and every block of the wave copies and waits at the same k-steps. Here a block is 4 warps
+//     of 64 x 64 on a 128 x 128 tile, MIN_BLOCKS = 2 per SM (__launch_bounds__(128, 2) still
+//     allows 255 registers, 2 x 128 x 255 <= 64 Ki; 240 are used; 2 x 65 KiB of slots at 4
+//     stages). A scheduler still holds two warps, but of two blocks that run independently:
+//     while one block waits at its barrier or for its copies, the other one's warp issues FFMAs.
+//     The cost: the SM copies 1.33x the bytes per FLOP (two 128-row tiles of A and B per
+//     256 x 128 of C: 32 FLOP per byte from global memory instead of 42.7), which stay in L2,
+//     and a thread copies 16 A floats and 4 B float4s per K tile of 16 (stage 11: 16 and 2);
+//   - register-file reads, on a power-capped card (1.4-1.98 GHz under load: energy saved is
+//     clock gained). ptxas flags an operand .reuse when the next FFMA reads the same register
+//     in the same slot. Along a row of the outer product the A operand repeats; in serpentine
+//     order (odd rows walk their columns backwards, SERPENTINE = 1) the B operand repeats at
+//     each turn as well.
+// Everything else is stage 11's: the cp.async pipeline (STAGES slots, one barrier per K tile),
+// copies spread COPY_STEP per k-step, the interior loop without edge code, the grouped block
+// order, the epilogue. Any M, N, K stays correct.
+// SASS of the hot loop (NVRTC 13.0, sm_90a; `roofline inspect gemm --stage paired_lanes`), per
+// K tile of 16 k-steps: 240 registers, no spills, 2263 instructions, 2048 FFMA (90.5%), 96
+// LDS.128, 20 LDGSTS, 30 never-taken `@!PT LDS` (3 per cluster of cp.async, as in stage 11);
+// 1972 FFMAs flag a .reuse operand, against 1624 in stage 11's best variant and 1628 here with
+// SERPENTINE = 0 and WNITER = 4.
+// `roofline tune gemm --stage paired_lanes` measures BK 8/16/32 x STAGES 3/4 x WNITER 2/4;
+// benchmarks/gpu_simt12.sh also times the controls, each undoing one change (PAIR_LANES = 0;
+// stage 11's 256 x 128 block, MIN_BLOCKS = 1; SERPENTINE = 0; WNITER = 4), stage 11's best with
+// only its lanes paired (its hot loop is stage 11's, instruction for instruction), and 2-warp
+// blocks, 4 per SM.
+#ifndef BM
+#error "BM (rows of the C tile) must be given as -DBM=..."
+#endif
+#ifndef BN
+#error "BN (columns of the C tile) must be given as -DBN=..."
+#endif
+#ifndef BK
+#error "BK (depth of one K tile) must be given as -DBK=..."
+#endif
+#ifndef WM
+#error "WM (rows of the warp tile) must be given as -DWM=..."
+#endif
+#ifndef WN
+#error "WN (columns of the warp tile) must be given as -DWN=..."
+#endif
+#ifndef WNITER
+#error "WNITER (sub-tiles of a warp tile along N) must be given as -DWNITER=..."
+#endif
+#ifndef TM
+#error "TM (rows of one thread sub-tile) must be given as -DTM=..."
+#endif
+#ifndef TN
+#error "TN (columns of one thread sub-tile) must be given as -DTN=..."
+#endif
+#ifndef NUM_THREADS
+#error "NUM_THREADS (blockDim.x) must be given as -DNUM_THREADS=..."
+#endif
+#ifndef STAGES
+#error "STAGES (K tiles in flight in shared memory) must be given as -DSTAGES=..."
+#endif
+#ifndef COPY_STEP
+#error "COPY_STEP (cp.async per k-step in interior tiles) must be given as -DCOPY_STEP=..."
+#endif
+#ifndef GROUP_M
+#error "GROUP_M (row tiles per group of the block order) must be given as -DGROUP_M=..."
+#endif
+#ifndef MIN_BLOCKS
+#error "MIN_BLOCKS (blocks resident per SM, promised to ptxas) must be given as -DMIN_BLOCKS=..."
+#endif
+#ifndef PAIR_LANES
+#error "PAIR_LANES (1: lanes n, n^1 share A and n, n^2 share B) must be given as -DPAIR_LANES=..."
+#endif
+#ifndef SERPENTINE
+#error "SERPENTINE (1: odd rows of FFMAs walk columns backwards) must be given as -DSERPENTINE=..."
+#endif
+
+#include "ptx_sm80.cuh"  // cp.async
+
+typedef unsigned int u32;
+
+constexpr int NUM_WARPS = NUM_THREADS / 32;
+constexpr int WARPS_N = BN / WN;  // warps side by side along N
+constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER);  // sub-tiles of a warp tile along M
+constexpr int WSUBM = WM / (WMITER > 0 ? WMITER : 1);  // rows of one warp sub-tile
+constexpr int WSUBN = WN / WNITER;  // columns of one warp sub-tile
+constexpr int LANES_N = WSUBN / TN;  // lanes side by side along N in a sub-tile
+constexpr int RM = WMITER * TM;  // rows of C per thread
+constexpr int RN = WNITER * TN;  // columns of C per thread
+constexpr int AS = BM + 4;  // padded stride of the transposed A tile (k -> k+1: 4 banks)
+constexpr int A_TILE = BK * AS;  // floats of one transposed A tile
+constexpr int B_TILE = BK * BN;  // floats of one row-major B tile
+constexpr int STAGE_FLOATS = A_TILE + B_TILE;  // one slot: A tile, then B tile
+constexpr int SMEM_BYTES = STAGES * STAGE_FLOATS * 4;  // the registry's smem_bytes
+// A copies: one warp instruction = 4 rows x 8 consecutive k; warp w always takes the same 8 k
+// (group w % A_KGROUPS) and rows 4 * (w / A_KGROUPS) + r * A_ROW_STEP, r < A_PER_THREAD.
+constexpr int A_KGROUPS = BK / 8;
+constexpr int A_ROW_STEP = 4 * NUM_WARPS / (A_KGROUPS > 0 ? A_KGROUPS : 1);
+constexpr int A_PER_THREAD = BM * BK / NUM_THREADS;
+// B copies: float4 chunk b_c of row b_row + r * B_ROW_STEP, r < B_PER_THREAD.
+constexpr int B_CHUNKS = BN / 4;  // float4 per B row
+constexpr int B_ROW_STEP = NUM_THREADS / B_CHUNKS;
+constexpr int B_PER_THREAD = BK / (B_ROW_STEP > 0 ? B_ROW_STEP : 1);
+constexpr int N_COPIES = A_PER_THREAD + B_PER_THREAD;  // cp.async per thread per interior tile
+constexpr int COPY_DOTS = (N_COPIES + COPY_STEP - 1) / COPY_STEP;  // k-steps that issue copies
+
+static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must tile the block tile");
+static_assert(NUM_THREADS == 32 * (BM / WM) * (BN / WN), "one warp per warp tile");
+static_assert(NUM_THREADS <= 1024, "at most 1024 threads per block");
+static_assert(WMITER >= 1 && WMITER * 32 * TM * TN * WNITER == WM * WN,
+              "a warp's 32 lanes x WMITER x WNITER sub-tiles of TM x TN must cover WM x WN");
+static_assert(WN % WNITER == 0 && WSUBN % TN == 0 && WSUBM % TM == 0,
+              "thread sub-tiles must tile the warp sub-tile");
+static_assert(LANES_N * (WSUBM / TM) == 32, "a warp sub-tile is (WSUBM/TM) x (WSUBN/TN) lanes");
+static_assert(!PAIR_LANES || (LANES_N % 2 == 0 && (32 / LANES_N) % 2 == 0),
+              "paired lanes take bit 0 of the lane for a column and bit 1 for a row");
+static_assert(TM % 4 == 0 && TN % 4 == 0, "operands are read and C rows written as float4");
+static_assert(BK % 8 == 0, "an A copy instruction covers 8 consecutive k (one 32-byte sector per "
+                           "row); an even BK also keeps the fragment buffers in step across tiles");
+static_assert(NUM_WARPS % A_KGROUPS == 0,
+              "every round of a thread's A copies must fall on the same 8 k (one k per thread)");
+static_assert((BM * BK) % NUM_THREADS == 0 && A_ROW_STEP * A_PER_THREAD == BM,
+              "every thread copies the same number of A floats, 4 rows per warp instruction");
+static_assert(A_PER_THREAD <= 32, "a thread's A row-validity bits must fit one 32-bit mask");
+static_assert(AS % 32 == 4, "padding: k and k+1 of one m land 4 banks apart, so a warp's 4 rows "
+                            "x 8 k of transposing 4-byte copies hit 32 distinct banks");
+static_assert(BN % 4 == 0 && NUM_THREADS % B_CHUNKS == 0 && BK % B_ROW_STEP == 0,
+              "every thread copies the same number of B float4s, whole rows per pass");
+static_assert(STAGES >= 2, "a pipeline needs at least two shared-memory slots");
+static_assert(COPY_DOTS <= BK - 1, "an interior tile commits its copies before the wait of its last "
+                                    "k-step: at most BK - 1 k-steps may issue copies");
+static_assert(GROUP_M >= 1, "a group of the block order holds at least one row of tiles");
+static_assert(SMEM_BYTES <= 227 * 1024, "the slots must fit in 227 KiB (the opt-in per block)");
+static_assert(MIN_BLOCKS >= 1 && MIN_BLOCKS * (SMEM_BYTES + 1024) <= 228 * 1024,
+              "MIN_BLOCKS blocks' slots, and the 1 KiB the SM keeps per block, must fit its 228 KiB");
+static_assert(MIN_BLOCKS * NUM_THREADS * 168 <= 64 * 1024,
+              "MIN_BLOCKS blocks must leave each thread room for 128 accumulators, 2 x 24 fragments "
+              "and addresses in the SM's 64 Ki registers");
+static_assert(RM * RN <= 128,
+              "the accumulator tile must leave registers for two fragment buffers and addresses");
+
+__device__ __forceinline__ bool aligned16(const void* p) {
+    return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
+}
+
+// One k-step's operands: as / bs point at this thread's first A / B operand of a slot's tiles.
+__device__ __forceinline__ void load_frags(float (&regM)[RM], float (&regN)[RN],
+                                           const float* as, const float* bs, int dot) {
+#pragma unroll
+    for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+        for (int i = 0; i < TM; i += 4)
+            *reinterpret_cast<float4*>(&regM[wm * TM + i]) =
+                *reinterpret_cast<const float4*>(&as[dot * AS + wm * WSUBM + i]);
+#pragma unroll
+    for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+        for (int j = 0; j < TN; j += 4)
+            *reinterpret_cast<float4*>(&regN[wn * TN + j]) =
+                *reinterpret_cast<const float4*>(&bs[dot * BN + wn * WSUBN + j]);
+}
+
+extern "C" __global__ void __launch_bounds__(NUM_THREADS, MIN_BLOCKS)
+gemm_paired_lanes(int M, int N, int K, float alpha, const float* __restrict__ A,
+                const float* __restrict__ B, float beta, float* __restrict__ C) {
+    extern __shared__ __align__(16) float smem[];  // STAGES x (A tile [BK][AS], B tile [BK][BN])
+    const u32 sbase = static_cast<u32>(__cvta_generic_to_shared(smem));
+
+    const int tid = threadIdx.x;
+    const int warp = tid / 32, lane = tid % 32;
+    const int wRow = (warp / WARPS_N) * WM;  // this warp's tile inside the block tile
+    const int wCol = (warp % WARPS_N) * WN;
+    // This lane's sub-tile inside a warp sub-tile. Row-major lanes (PAIR_LANES 0, stage 11):
+    // row lane / LANES_N, column lane % LANES_N. Paired lanes: bit 0 of the lane is a column
+    // bit and bit 1 a row bit, the other bits as before, so lanes n and n ^ 1 read the same A
+    // operands and lanes n and n ^ 2 the same B operands: both LDS.128 return in 2 cycles.
+    const int hi = lane >> 2;  // bits 2..4
+    const int laneRow = PAIR_LANES ? ((lane >> 1) & 1) | (hi / (LANES_N / 2)) << 1 : lane / LANES_N;
+    const int laneCol = PAIR_LANES ? (lane & 1) | (hi % (LANES_N / 2)) << 1 : lane % LANES_N;
+    const int tRow = laneRow * TM;
+    const int tCol = laneCol * TN;
+    // Grouped block order: block b of the launch takes, within a group of GROUP_M rows of tiles,
+    // the tiles column by column, so the blocks resident together share their rows of A and
+    // their columns of B in L2 (row by row, a wave of 132 blocks touches all of B).
+    const int tilesN = gridDim.x, tilesM = gridDim.y;
+    const int bid = blockIdx.y * tilesN + blockIdx.x;
+    const int perGroup = GROUP_M * tilesN;
+    const int firstM = (bid / perGroup) * GROUP_M;
+    const int groupM = min(tilesM - firstM, GROUP_M);  // the last group may be shorter
+    const int inGroup = bid % perGroup;
+    const int cRow = (firstM + inGroup % groupM) * BM;
+    const int cCol = (inGroup / groupM) * BN;
+    const int ktiles = (K + BK - 1) / BK;
+
+    // A copies of this thread: k = a_k of every tile, rows a_m + r * A_ROW_STEP.
+    const int a_k = (warp % A_KGROUPS) * 8 + lane / 4;
+    const int a_m = (warp / A_KGROUPS) * 4 + lane % 4;
+    const u32 a_dst = static_cast<u32>((a_k * AS + a_m) * 4);
+    const float* a_src = A + static_cast<size_t>(min(cRow + a_m, M - 1)) * K + a_k;
+    u32 a_rows_ok = 0;  // bit r: row a_m + r * A_ROW_STEP is inside A
+#pragma unroll
+    for (int r = 0; r < A_PER_THREAD; ++r)
+        a_rows_ok |= (cRow + a_m + r * A_ROW_STEP < M ? 1u : 0u) << r;
+
+    // B copies of this thread: columns 4 * b_c .. +3 of rows b_row + r * B_ROW_STEP.
+    const int b_row = tid / B_CHUNKS, b_c = tid % B_CHUNKS;
+    const int b_col = cCol + 4 * b_c;  // first column of this thread's chunk
+    const u32 b_dst = static_cast<u32>((A_TILE + b_row * BN + 4 * b_c) * 4);
+    const float* b_src = B + static_cast<size_t>(b_row) * N + b_col;
+    const bool vecB = (N & 3) == 0 && aligned16(B);  // a float4 is wholly in or out, aligned
+
+    // Decided once per block: all of its rows of A (columns of B) lie inside the matrix, so the
+    // copies of a full K tile need no bounds checks, predicates or pointer selects.
+    const bool rowsA = cRow + BM <= M;
+    const bool colsB = vecB && cCol + BN <= N;
+
+    // Tile kt -> slot `slot`: one cp.async per A float, one per B float4 (or float).
+    auto load_tile = [&](int slot, int kt) {
+        const u32 sa = sbase + static_cast<u32>(slot * STAGE_FLOATS * 4);
+        const int k0 = kt * BK;
+        const bool fullK = k0 + BK <= K;  // uniform: only the last K tile can be partial
+        const float* pa = a_src + k0;
+        if (rowsA && fullK) {  // interior: every copy in bounds
+#pragma unroll
+            for (int r = 0; r < A_PER_THREAD; ++r)
+                cp_async4(sa + a_dst + r * A_ROW_STEP * 4,
+                          pa + static_cast<size_t>(r * A_ROW_STEP) * K, 4u);
+        } else {  // edge: zeros outside A
+            const bool a_k_ok = k0 + a_k < K;
+#pragma unroll
+            for (int r = 0; r < A_PER_THREAD; ++r) {
+                const bool ok = a_k_ok && ((a_rows_ok >> r) & 1u);
+                const float* src = pa + static_cast<size_t>(r * A_ROW_STEP) * K;
+                cp_async4(sa + a_dst + r * A_ROW_STEP * 4, ok ? src : A, ok ? 4u : 0u);
+            }
+        }
+        const float* pb = b_src + static_cast<size_t>(k0) * N;
+        if (colsB && fullK) {  // interior
+#pragma unroll
+            for (int r = 0; r < B_PER_THREAD; ++r)
+                cp_async16(sa + b_dst + r * B_ROW_STEP * BN * 4,
+                           pb + static_cast<size_t>(r * B_ROW_STEP) * N, 16u);
+        } else if (vecB) {  // edge, N % 4 == 0: a float4 is wholly inside or outside B
+            const bool col_ok = b_col < N;
+#pragma unroll
+            for (int r = 0; r < B_PER_THREAD; ++r) {
+                const bool ok = col_ok && k0 + b_row + r * B_ROW_STEP < K;
+                const float* src = pb + static_cast<size_t>(r * B_ROW_STEP) * N;
+                cp_async16(sa + b_dst + r * B_ROW_STEP * BN * 4, ok ? src : B, ok ? 16u : 0u);
+            }
+        } else {  // N % 4 != 0 or B misaligned: 4-byte copies, column by column
+#pragma unroll
+            for (int r = 0; r < B_PER_THREAD; ++r) {
+                const bool row_ok = k0 + b_row + r * B_ROW_STEP < K;
+                const float* src = pb + static_cast<size_t>(r * B_ROW_STEP) * N;
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const bool ok = row_ok && b_col + e < N;
+                    cp_async4(sa + b_dst + (r * B_ROW_STEP * BN + e) * 4, ok ? src + e : B,
+                              ok ? 4u : 0u);
+                }
+            }
+        }
+    };
+
+    float acc[RM][RN];
+#pragma unroll
+    for (int i = 0; i < RM; ++i)
+#pragma unroll
+        for (int j = 0; j < RN; ++j) acc[i][j] = 0.0f;
+
+    // Prologue: tiles 0 .. STAGES-2 in flight, one commit group each (empty past the end).
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < ktiles) load_tile(s, s);
+        cp_async_commit();
+    }
+    cp_async_wait<STAGES - 2>();  // this thread's copies of tile 0 landed
+    __syncthreads();  // everyone's have
+
+    const int a_thr = wRow + tRow;  // this thread's first A operand in a slot (floats)
+    const int b_thr = A_TILE + wCol + tCol;  // and its first B operand
+    float regM[2][RM], regN[2][RN];  // fragments of k-steps dot (buffer dot % 2) and dot + 1
+    load_frags(regM[0], regN[0], smem + a_thr, smem + b_thr, 0);
+
+    // The interior copies walk two running pointers (one 64-bit add per tile each); a copy's
+    // source is one IMAD.WIDE from them.
+    const float* ga = a_src + (STAGES - 1) * BK;  // A: the tile the first iteration copies
+    const float* gb = b_src + static_cast<size_t>((STAGES - 1) * BK) * N;  // B: the same tile
+    const size_t b_tile_step = static_cast<size_t>(BK) * N;
+    int rd = 0;  // slot of tile kt
+    int wr = STAGES - 1;  // slot that takes tile kt + STAGES - 1 (the slot of tile kt - 1)
+    // One iteration of the main loop: the k-steps of tile kt, and the copies of tile
+    // kt + STAGES - 1 into the slot of tile kt - 1 (free since the last barrier). An interior
+    // iteration (the block's rows of A and columns of B inside the matrices, a full K tile to
+    // copy) spreads its copies over the k-steps, COPY_STEP per step, so that no k-step stalls
+    // on a burst of copies in the memory-instruction queue; the others take stage 10's
+    // bounds-checked path at k-step 0. `tag` carries which one as a type, so that the hot loop
+    // below holds no edge code at all (a smaller loop body for the instruction cache). `interior`
+    // is a constant at both call sites and the lambda is inlined into each loop, so each loop is
+    // compiled for its own value (NVRTC 13.0 refuses a generic lambda that would carry it as a
+    // type in device code).
+    auto iteration = [&](int kt, bool interior) {
+        const int nx = rd + 1 == STAGES ? 0 : rd + 1;  // slot of tile kt + 1
+        const float* as = smem + rd * STAGE_FLOATS + a_thr;
+        const float* bs = smem + rd * STAGE_FLOATS + b_thr;
+        const int kc = kt + STAGES - 1;  // the tile this iteration copies
+        const u32 sw = sbase + static_cast<u32>(wr * STAGE_FLOATS * 4);
+#pragma unroll
+        for (int dot = 0; dot < BK; ++dot) {
+            if (dot < BK - 1) {  // the next k-step's operands, before this one's FMAs
+                load_frags(regM[(dot + 1) % 2], regN[(dot + 1) % 2], as, bs, dot + 1);
+            } else if (kt + 1 < ktiles) {  // uniform: the whole block agrees
+                cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt+1 landed
+                __syncthreads();  // everyone's have; everyone is done reading tile kt-1
+                load_frags(regM[(dot + 1) % 2], regN[(dot + 1) % 2],
+                           smem + nx * STAGE_FLOATS + a_thr, smem + nx * STAGE_FLOATS + b_thr, 0);
+            }
+            if (interior) {  // copies dot * COPY_STEP .. + COPY_STEP - 1: A rows, then B rows
+#pragma unroll
+                for (int c = dot * COPY_STEP; c < (dot + 1) * COPY_STEP && c < N_COPIES; ++c) {
+                    if (c < A_PER_THREAD) {
+                        cp_async4(sw + a_dst + c * A_ROW_STEP * 4,
+                                  ga + static_cast<size_t>(c * A_ROW_STEP) * K, 4u);
+                    } else {
+                        const int r = c - A_PER_THREAD;
+                        cp_async16(sw + b_dst + r * B_ROW_STEP * BN * 4,
+                                   gb + static_cast<size_t>(r * B_ROW_STEP) * N, 16u);
+                    }
+                }
+            } else if (dot == 0 && kc < ktiles) {
+                load_tile(wr, kc);  // bounds-checked copies, all at once
+            }
+            if (dot == COPY_DOTS - 1)
+                cp_async_commit();  // one group per iteration, empty or not: uniform counts
+#pragma unroll
+            for (int i = 0; i < RM; ++i)
+#pragma unroll
+                for (int jj = 0; jj < RN; ++jj) {
+                    const int j = SERPENTINE && (i & 1) ? RN - 1 - jj : jj;
+                    acc[i][j] = fmaf(regM[dot % 2][i], regN[dot % 2][j], acc[i][j]);
+                }
+        }
+        rd = nx;
+        wr = wr + 1 == STAGES ? 0 : wr + 1;
+        ga += BK;  // the next iteration's tile, first A float of this thread
+        gb += b_tile_step;  // and first B float4
+    };
+
+    int kt = 0;
+    if (rowsA && colsB) {  // iterations kt whose tile kt + STAGES - 1 is a full K tile
+        const int interior_end = K / BK - (STAGES - 1);  // (kt + STAGES) * BK <= K
+#pragma unroll 1
+        for (; kt < interior_end; ++kt) iteration(kt, true);
+    }
+#pragma unroll 1
+    for (; kt < ktiles; ++kt) iteration(kt, false);
+    cp_async_wait<0>();  // only empty groups remain; no copy may outlive the block regardless
+
+    // Epilogue (stage 09's). beta == 0 must not read C: BLAS semantics, and C may hold NaN.
+    const bool vecC = cRow + BM <= M && cCol + BN <= N && (N & 3) == 0 && aligned16(C);
+#pragma unroll
+    for (int wm = 0; wm < WMITER; ++wm) {
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            const int row = cRow + wRow + wm * WSUBM + tRow + i;
+#pragma unroll
+            for (int wn = 0; wn < WNITER; ++wn) {
+#pragma unroll
+                for (int j = 0; j < TN; j += 4) {
+                    const int col = cCol + wCol + wn * WSUBN + tCol + j;
+                    const float* a = &acc[wm * TM + i][wn * TN + j];
+                    float* p = C + (size_t)row * N + col;
+                    if (vecC) {  // interior tile, aligned rows: one 16-byte store
+                        float4 out = make_float4(alpha * a[0], alpha * a[1], alpha * a[2], alpha * a[3]);
+                        if (beta != 0.0f) {
+                            const float4 old = *reinterpret_cast<const float4*>(p);
+                            out.x = fmaf(beta, old.x, out.x);
+                            out.y = fmaf(beta, old.y, out.y);
+                            out.z = fmaf(beta, old.z, out.z);
+                            out.w = fmaf(beta, old.w, out.w);
+                        }
+                        *reinterpret_cast<float4*>(p) = out;
+                    } else if (row < M) {  // edge tile: element by element, inside C only
+#pragma unroll
+                        for (int jj = 0; jj < 4; ++jj)
+                            if (col + jj < N)
+                                p[jj] = beta == 0.0f ? alpha * a[jj] : fmaf(beta, p[jj], alpha * a[jj]);
+                    }
+                }
+            }
+        }
+    }
+}
