@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9]*\)\..*/\1/p' | head -n 1)
 EXTRAS := $(if $(filter 12 13,$(CUDA_MAJOR)),cuda$(CUDA_MAJOR),compile)
 
-.PHONY: install run test lint bench docs docs-check plots clean
+.PHONY: install run test test-kernels lint bench docs docs-check plots clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +24,13 @@ run: install
 	  $(BIN)/roofline model gemm --m 4096 --spec h200-sxm; \
 	else exit $$rc; fi
 
+# The CPU suite builds each stage once (tests/tiers.py); test-kernels builds the rest of the
+# stage x dtype x target matrix. CI (.ci/run) runs both.
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not matrix"
+
+test-kernels: install
+	$(BIN)/python -m pytest -q -m matrix
 
 lint: install
 	$(BIN)/ruff check rooflinecli tests

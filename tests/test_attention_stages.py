@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+from tiers import primary_dtype, tier
 
 from rooflinecli import results
 from rooflinecli.build import attention as registry
@@ -90,7 +91,15 @@ def build_arch(stage: registry.AttentionStage) -> str:
 
 # every stage in every dtype and head dim, built for the session by the prebuild helper (conftest)
 BUILDS = [
-    pytest.param(s, d, h, marks=pytest.mark.prebuild(s, arch=build_arch(s), dtype=d, head_dim=h))
+    pytest.param(
+        s,
+        d,
+        h,
+        marks=[
+            pytest.mark.prebuild(s, arch=build_arch(s), dtype=d, head_dim=h),
+            *tier(d == primary_dtype(s.dtypes, s.dtypes[0])),
+        ],
+    )
     for s in STAGES
     for d in s.dtypes
     for h in s.head_dims

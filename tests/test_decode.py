@@ -7,6 +7,7 @@ import re
 from dataclasses import replace
 
 import pytest
+from tiers import primary_dtype, tier
 
 from rooflinecli.build import compiler, sass, stages
 
@@ -101,7 +102,14 @@ def test_wmma_shared_memory_is_the_kernels_formula():
 
 # built and disassembled in the session's helper (conftest), with test_stages' SASS cases
 CASES = [
-    pytest.param(s, d, marks=pytest.mark.prebuild(s, dtype=d, sass=True))
+    pytest.param(
+        s,
+        d,
+        marks=[
+            pytest.mark.prebuild(s, dtype=d, sass=True),
+            *tier(d == primary_dtype(s.all_dtypes, s.dtype)),
+        ],
+    )
     for s in VECTOR
     for d in s.all_dtypes
 ]
@@ -124,7 +132,14 @@ def test_b_is_read_with_16_byte_loads(stage, dtype):
 
 
 SPLIT_K = [
-    pytest.param(s, d, marks=pytest.mark.prebuild(s, dtype=d, sass=True))
+    pytest.param(
+        s,
+        d,
+        marks=[
+            pytest.mark.prebuild(s, dtype=d, sass=True),
+            *tier(d == primary_dtype(s.all_dtypes, s.dtype)),
+        ],
+    )
     for s in DECODE
     if s.entry in ("gemv_splitk", "gemv_streamk")
     for d in s.all_dtypes
@@ -154,8 +169,8 @@ def test_split_k_issues_a_step_of_loads_before_its_first_fma(stage, dtype):
 
 
 STREAM_K = [
-    pytest.param(stages.BY_NAME["gemv_streamk"], d, marks=pytest.mark.prebuild(
-        stages.BY_NAME["gemv_streamk"], dtype=d, sass=True))
+    pytest.param(stages.BY_NAME["gemv_streamk"], d, marks=[pytest.mark.prebuild(
+        stages.BY_NAME["gemv_streamk"], dtype=d, sass=True), *tier(d == "bf16")])
     for d in stages.BY_NAME["gemv_streamk"].all_dtypes
 ]  # fmt: skip
 
@@ -194,8 +209,8 @@ def test_stream_k_mma_geometry_workspace_and_shared_memory():
 
 
 MMA_CASES = [
-    pytest.param(stages.BY_NAME["gemv_streamk_mma"], d, marks=pytest.mark.prebuild(
-        stages.BY_NAME["gemv_streamk_mma"], dtype=d, sass=True))
+    pytest.param(stages.BY_NAME["gemv_streamk_mma"], d, marks=[pytest.mark.prebuild(
+        stages.BY_NAME["gemv_streamk_mma"], dtype=d, sass=True), *tier(d == "bf16")])
     for d in ("fp16", "bf16")
 ]  # fmt: skip
 

@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from tiers import primary_dtype, tier
 
 from rooflinecli.build import attention, compiler, stages
 from rooflinecli.core import occupancy
@@ -109,10 +110,17 @@ def dtypes_for(stage: stages.Stage, arch: str) -> tuple[str, ...]:
 
 
 # every stage for every target it runs on, with the parameters the runner uses there (for_arch):
-# on sm_90a in each dtype it builds for, on sm_80 in its own (dtypes_for); built in conftest
+# on sm_90a in each dtype it builds for, on sm_80 in its own (dtypes_for); built in conftest;
+# the first tier (make test) builds the sm_90a primary dtype, the rest is `matrix` (tests/tiers.py)
 CASES = [
     pytest.param(
-        s.for_arch(arch), arch, d, marks=pytest.mark.prebuild(s.for_arch(arch), arch=arch, dtype=d)
+        s.for_arch(arch),
+        arch,
+        d,
+        marks=[
+            pytest.mark.prebuild(s.for_arch(arch), arch=arch, dtype=d),
+            *tier(arch == "sm_90a" and d == primary_dtype(s.all_dtypes, s.dtype)),
+        ],
     )
     for s in KERNEL_STAGES
     for arch in ("sm_90a", "sm_80")
@@ -220,8 +228,9 @@ def test_compile_is_cached(tmp_path, monkeypatch):
 
 def sass_dtype(stage: stages.Stage) -> str:
     """The dtype whose SASS the claims are read from: bf16 where the stage builds it (the
-    element-type path a stage's own fp16 or fp32 build leaves out), else its own."""
-    return "bf16" if "bf16" in stage.all_dtypes else stage.dtype
+    element-type path a stage's own fp16 or fp32 build leaves out), else its own; the first
+    tier's one build of the stage (tests/tiers.py)."""
+    return primary_dtype(stage.all_dtypes, stage.dtype)
 
 
 # one build a stage: the claims are the stage's, not a dtype's, and the dtypes differ only by the

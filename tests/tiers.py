@@ -1,0 +1,29 @@
+"""The CPU suite's two tiers of kernel builds.
+
+`make test` (pytest -m "not matrix") builds each stage once: on sm_90a, in its primary dtype
+(bf16 where the stage builds it, the element-type path its fp16 or fp32 build leaves out, else its
+own). Every assertion a stage makes about its code (compiles, no spills, the math instruction
+in its main loop, its loads and stores) is checked on that build. `make test-kernels`
+(pytest -m matrix) builds the rest of the matrix: every other dtype on sm_90a and every stage on
+sm_80, each with the same assertions. CI runs both, one after the other. The dtypes of a stage
+differ only by the element-type macro (test_stages checks this), so the first tier still sees
+every line of every stage file; the second catches what only another dtype or target trips on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+MATRIX = pytest.mark.matrix
+
+
+def primary_dtype(dtypes: tuple[str, ...], own: str) -> str:
+    """bf16 where it is built, else the stage's own dtype."""
+    return "bf16" if "bf16" in dtypes else own
+
+
+def tier(primary: bool) -> list[Any]:
+    """The marks of a build case: none in the first tier, `matrix` in the second."""
+    return [] if primary else [MATRIX]
