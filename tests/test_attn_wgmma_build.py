@@ -9,6 +9,7 @@ built for the session by the prebuild helper (conftest)."""
 import re
 
 import pytest
+from tiers import tier
 
 from rooflinecli.build import attention, compiler, sass
 
@@ -31,7 +32,10 @@ DEFAULT = [(128, 1, 128), (64, 0, 128), (128, 0, 176)]
 
 @pytest.mark.parametrize(
     "head_dim, bf16, block_n",
-    [pytest.param(*v, marks=variant(v[0], v[1], BLOCK_N=v[2])) for v in DEFAULT],
+    [
+        pytest.param(*v, marks=[variant(v[0], v[1], BLOCK_N=v[2]), *tier(v[1] == 1)])
+        for v in DEFAULT
+    ],
 )
 def test_default_schedule_uses_wgmma_with_register_p_and_tma(head_dim, bf16, block_n):
     """QK^T: HGMMA 64 x BLOCK_N with both operands as descriptors, HEAD_DIM / 16 of them; PV:
@@ -51,16 +55,16 @@ def test_default_schedule_uses_wgmma_with_register_p_and_tma(head_dim, bf16, blo
     assert ("BF16" in gmma[0]) == bool(bf16)
 
 
-@variant(128, 0, BLOCK_N=128, OVERLAP=0, PINGPONG=0)
+@variant(128, 1, BLOCK_N=128, OVERLAP=0, PINGPONG=0)
 def test_sequential_schedule_builds_and_ping_pong_needs_overlap():
     """OVERLAP=0 (S, softmax, PV in turn) issues each chain once; PINGPONG without OVERLAP is
     refused at compile time, with the reason."""
-    built, text = build(128, 0, BLOCK_N=128, OVERLAP=0, PINGPONG=0)
+    built, text = build(128, 1, BLOCK_N=128, OVERLAP=0, PINGPONG=0)
     assert built.resources is not None and built.resources.spill_bytes == 0
     assert text.count("HGMMA") == 128 // 16 + 8
     assert "BAR.ARV" not in text  # no named-barrier hand-over
     with pytest.raises(Exception, match="does not compile"):
-        build(128, 0, BLOCK_N=128, OVERLAP=0, PINGPONG=1)
+        build(128, 1, BLOCK_N=128, OVERLAP=0, PINGPONG=1)
 
 
 @variant(128, 1, BLOCK_N=128, TMA_O=1)

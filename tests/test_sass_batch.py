@@ -49,12 +49,12 @@ def _shape(text: str) -> dict[str, list[tuple]]:
     return out
 
 
-SIMT = stages.BY_NAME["thread_tile_8x8"]
+SIMT = stages.BY_NAME["naive_xcol"]
 WGMMA = stages.BY_NAME["wgmma_ws"]
 
 
 @pytest.mark.prebuild(SIMT, arch="sm_80", dtype="fp32")
-@pytest.mark.prebuild(WGMMA, dtype="fp16")
+@pytest.mark.prebuild(WGMMA, dtype="bf16")
 def test_batched_listings_read_as_the_elf_listings_of_each_cubin():
     try:
         exe = sass.find_nvdisasm()
@@ -62,7 +62,7 @@ def test_batched_listings_read_as_the_elf_listings_of_each_cubin():
         pytest.skip(str(exc))
     cubins = [
         compiler.compile_stage(SIMT, "sm_80", "fp32").cubin_path,
-        compiler.compile_stage(WGMMA, "sm_90a", "fp16").cubin_path,
+        compiler.compile_stage(WGMMA, "sm_90a", "bf16").cubin_path,
     ]
     batched = sass.disassemble_many(cubins, exe)
     for cubin, text in zip(cubins, batched, strict=True):
