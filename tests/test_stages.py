@@ -3,7 +3,7 @@
 import re
 
 import pytest
-from tiers import primary_dtype, tier
+from tiers import MATRIX, primary_dtype, tier
 
 from rooflinecli.build import attention, compiler, stages
 from rooflinecli.core import occupancy
@@ -515,6 +515,7 @@ ONE_BLOCK = {"BM": 256, "MIN_BLOCKS": 1}  # stage 11's block tile, one 8-warp bl
     stages.BY_NAME["paired_lanes"].with_params({"SERPENTINE": 0, "WNITER": 4}),
     sass=True,
 )
+@MATRIX  # its control is a second build of stage 12's largest kernel (4.5 s of NVRTC)
 def test_stage_12_serpentine_fmas_reuse_an_operand():
     """Stage 12's hot loop: stage 11's (128 x BK FFMAs, 6 LDS.128 per k-step, no bounds
     checks; pairing the lanes changes only addresses set before it) with a 4-warp block's
