@@ -8,7 +8,7 @@ from typing import Any
 from rooflinecli.core import roofs
 from rooflinecli.core.attention import label as attention_label
 from rooflinecli.present import View
-from rooflinecli.present import table as report
+from rooflinecli.present import table
 from rooflinecli.present import terminal_chart as chart
 
 
@@ -34,30 +34,30 @@ def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
     return text
 
 
-def columns_of(doc: dict[str, Any]) -> report.ColumnSet:
+def columns_of(doc: dict[str, Any]) -> table.ColumnSet:
     if doc.get("device") is None:
         if doc.get("command") == "model attention":
-            return report.ATTENTION_MODEL
-        return report.MODEL
+            return table.ATTENTION_MODEL
+        return table.MODEL
     if doc.get("command") == "run llm":  # two weight GEMMs can share a shape: name the GEMM
-        return report.LLM
-    return report.RUN
+        return table.LLM
+    return table.RUN
 
 
 def render(doc: dict[str, Any], fmt: str, view: View, draw: bool) -> None:
     """A run or model document as `show` prints it: one table per shape, then the chart."""
     columns = columns_of(doc)
-    report.select(columns, view)  # an unknown --columns name: one line, now
-    out = report.console()
+    table.select(columns, view)  # an unknown --columns name: one line, now
+    out = table.console()
     if fmt in ("json", "csv"):
-        report.emit(doc, fmt, columns, out=out)
+        table.emit(doc, fmt, columns, out=out)
         return
     shapes = list(dict.fromkeys(roofs.shape_key(r) for r in doc["records"]))
     for i, shape in enumerate(shapes):
         recs = [r for r in doc["records"] if roofs.shape_key(r) == shape]
         if fmt == "markdown" and i:
             out.file.write("\n")
-        report.emit(
+        table.emit(
             {**doc, "records": recs}, fmt, columns, title=title(doc, recs), out=out, view=view
         )
     if draw:
