@@ -9,8 +9,7 @@ import click
 from rooflinecli import files, results
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import force_option, format_option
-from rooflinecli.present import gate
-from rooflinecli.present import table
+from rooflinecli.present import gate, table
 
 SAVED_COLUMNS: list[table.Column] = [
     ("path", "baseline", str),

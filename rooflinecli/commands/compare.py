@@ -8,8 +8,7 @@ import click
 
 from rooflinecli import results
 from rooflinecli.options import format_option
-from rooflinecli.present import gate
-from rooflinecli.present import table
+from rooflinecli.present import gate, table
 
 
 def _who(doc: dict[str, Any], path: str) -> str:

@@ -9,8 +9,7 @@ import click
 from rooflinecli import files, results
 from rooflinecli.errors import GateFailure, Inconclusive
 from rooflinecli.options import format_option
-from rooflinecli.present import gate
-from rooflinecli.present import table
+from rooflinecli.present import gate, table
 
 
 def _floors(

@@ -30,8 +30,7 @@ from rooflinecli.options import (
     split_list,
     want_chart,
 )
-from rooflinecli.present import View
-from rooflinecli.present import table
+from rooflinecli.present import View, table
 from rooflinecli.present.terminal_chart import draw as draw_chart
 
 F = TypeVar("F", bound=Callable[..., Any])

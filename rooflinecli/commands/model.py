@@ -18,8 +18,7 @@ from rooflinecli.options import (
     shape_options,
     spec_option,
 )
-from rooflinecli.present import View
-from rooflinecli.present import table
+from rooflinecli.present import View, table
 
 
 @click.group(

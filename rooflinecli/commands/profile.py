@@ -20,8 +20,7 @@ from rooflinecli.options import (
     resolve_shape,
     spec_option,
 )
-from rooflinecli.present import View
-from rooflinecli.present import table
+from rooflinecli.present import View, table
 from rooflinecli.present.progress import progress
 
 _num = table.fixed

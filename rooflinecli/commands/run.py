@@ -32,8 +32,7 @@ from rooflinecli.options import (
     timing_options,
     want_chart,
 )
-from rooflinecli.present import View, document
-from rooflinecli.present import table
+from rooflinecli.present import View, document, table
 from rooflinecli.present.progress import progress
 from rooflinecli.present.terminal_chart import draw as draw_chart
 

@@ -16,9 +16,7 @@ from rooflinecli.options import (
     roofs_option,
     want_chart,
 )
-from rooflinecli.present import View, document
-from rooflinecli.present import table
-from rooflinecli.present import terminal_chart as chart
+from rooflinecli.present import View, document, table, terminal_chart
 
 
 @click.command()
@@ -63,7 +61,7 @@ def show_app(doc: dict[str, Any], fmt: str, want_chart: bool) -> None:
         out.file.write(line + "\n")
     if want_chart:
         try:
-            text = chart.render(doc)
+            text = terminal_chart.render(doc)
         except RooflineError as exc:  # nothing with FLOPs: a table without a chart
             out.file.write(f"(no chart: {exc.message})\n")
             return

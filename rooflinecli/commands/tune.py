@@ -16,8 +16,7 @@ from rooflinecli.options import (
     parse_shapes,
     spec_option,
 )
-from rooflinecli.present import View
-from rooflinecli.present import table
+from rooflinecli.present import View, table
 from rooflinecli.present.progress import progress
 
 

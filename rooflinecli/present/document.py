@@ -7,9 +7,7 @@ from typing import Any
 
 from rooflinecli.core import roofs
 from rooflinecli.core.attention import label as attention_label
-from rooflinecli.present import View
-from rooflinecli.present import table
-from rooflinecli.present import terminal_chart as chart
+from rooflinecli.present import View, table, terminal_chart
 
 
 def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
@@ -61,5 +59,5 @@ def render(doc: dict[str, Any], fmt: str, view: View, draw: bool) -> None:
             {**doc, "records": recs}, fmt, columns, title=title(doc, recs), out=out, view=view
         )
     if draw:
-        text = chart.render(doc)
+        text = terminal_chart.render(doc)
         out.file.write(f"\n```text\n{text}```\n" if fmt == "markdown" else f"\n{text}")
