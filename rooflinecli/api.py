@@ -581,8 +581,7 @@ def tune_dispatch(
     class the stage with the best geomean against the reference (dispatch.winners) goes into
     the user's tune table of this GPU (what
     `--stages best` reads first). The document's `dispatch` says what was saved where."""
-    from rooflinecli.build import dispatch
-    from rooflinecli.build import stages
+    from rooflinecli.build import dispatch, stages
     from rooflinecli.gpu.timer import Timing
 
     chosen = stages.select(stage_list, dtype)

@@ -30,8 +30,7 @@ from rooflinecli.options import (
     split_list,
     want_chart,
 )
-from rooflinecli.present import View, table
-from rooflinecli.present.terminal_chart import draw as draw_chart
+from rooflinecli.present import View, table, terminal_chart
 
 F = TypeVar("F", bound=Callable[..., Any])
 Column = tuple[str, str, Callable[[Any], str]]
@@ -479,7 +478,7 @@ def run_llm(
                 for g in gemms:
                     click.echo(f"{g.name}: {pick_line(picks[g.shape(b)])}")
             if draw:
-                draw_chart({**doc, "records": recs}, fmt, table.console())
+                terminal_chart.draw({**doc, "records": recs}, fmt, table.console())
         if fmt == "markdown":
             click.echo("")
         columns: list[Column] = [("stage", "stage", str)]

@@ -7,8 +7,7 @@ from typing import Any
 import click
 
 from rooflinecli import files, results
-from rooflinecli.build import attention as attention_stages
-from rooflinecli.build import stages
+from rooflinecli.build import attention, stages
 from rooflinecli.commands import LazyGroup
 from rooflinecli.core import roofs
 from rooflinecli.errors import GateFailure, RooflineError
@@ -32,9 +31,8 @@ from rooflinecli.options import (
     timing_options,
     want_chart,
 )
-from rooflinecli.present import View, document, table
+from rooflinecli.present import View, document, table, terminal_chart
 from rooflinecli.present.progress import progress
-from rooflinecli.present.terminal_chart import draw as draw_chart
 
 
 @click.group(
@@ -236,7 +234,7 @@ def run_gemm(
             if picks is not None:
                 con.print(pick_line(picks[shape]), markup=False, highlight=False, soft_wrap=True)
             if draw:
-                draw_chart(one, fmt, con)
+                terminal_chart.draw(one, fmt, con)
         if len(shapes) > 1:
             if fmt == "markdown":
                 con.file.write("\n")
@@ -296,7 +294,7 @@ def parse_attention_shapes(
     default=None,
     metavar="LIST",
     help="Comma-separated attention stages (default: all of the dtype). "
-    f"Stages: {', '.join(attention_stages.stage_names())}.",
+    f"Stages: {', '.join(attention.stage_names())}.",
 )
 @dtype_option
 @spec_option
@@ -346,7 +344,7 @@ def run_attention(
     timing = timing_of(budget_ms, repeats, max_noise, no_flush)
     table.select(table.RUN, view)
     draw = want_chart(chart_flag, fmt, table.console().is_terminal)
-    chosen = attention_stages.select(stage_list, dtype)
+    chosen = attention.select(stage_list, dtype)
     if stage_list:  # stages asked for by name must be able to run every shape asked for
         for stage in chosen:
             for shape in wanted:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rooflinecli.core import roofs
-from rooflinecli.core.attention import label as attention_label
+from rooflinecli.core import attention, roofs
 from rooflinecli.present import View, table, terminal_chart
 
 
@@ -19,7 +18,7 @@ def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
         else f"on {device.get('name', '?')} (spec {spec.get('name', '?')})"
     )
     if r0.get("op") == "attention":
-        text = f"Attention {attention_label(r0)} {r0['dtype']} {where}"
+        text = f"Attention {attention.label(r0)} {r0['dtype']} {where}"
     else:
         text = f"GEMM {r0['m']}x{r0['n']}x{r0['k']} {r0['dtype']} {where}"
     per_row = roofs.per_row_roofs(recs)
