@@ -198,20 +198,19 @@ def hardware_counts(
 ) -> dict[str, Any]:
     """Run this script again under ncu and count the one call its measure(name) makes there:
     FLOPs, bytes and intensities per level (rooflinecli.gpu.ncu), kernel time, kernel names."""
-    from rooflinecli.gpu import ncu, profile_app
-    from rooflinecli.gpu import profile as prof
+    from rooflinecli.gpu import ncu, profile, profile_app
 
     rng = range_name(name)
     env = dict(os.environ, PYTHONUNBUFFERED="1", **{COUNTERS_CHILD: rng})
     filters = profile_app.Filters(nvtx=f"{COUNTERS_DOMAIN}@{rng}/")
     run = profile_app.run_under_ncu(script_argv(), filters, timeout, None, env)
-    total = prof.sum_metrics(run.rows)  # every kernel the call launched
+    total = profile.sum_metrics(run.rows)  # every kernel the call launched
     w = ncu.work(total, run.plan)
     nb = ncu.level_bytes(total, run.plan)
     wgmma = ncu.value(total, run.plan, "wgmma_inst")
     counted = w.total
     ai, notes = ncu.intensities(
-        counted if counted else flops, nb, nbytes, wgmma, prof._why_missing(run.plan)
+        counted if counted else flops, nb, nbytes, wgmma, profile._why_missing(run.plan)
     )
     times = [ncu.value(r["metrics"], run.plan, "time") for r in run.rows]
     known = [t for t in times if t is not None]
@@ -235,19 +234,19 @@ def hardware_counts(
 
 
 def _spec_for(spec: Spec | str | None, records: list[dict[str, Any]]) -> Spec:
-    from rooflinecli.core import specs as specreg
+    from rooflinecli.core import specs
 
     if isinstance(spec, Spec):
         return spec
     if isinstance(spec, str):
-        return specreg.resolve(spec)
+        return specs.resolve(spec)
     names = sorted({str(r["device_name"]) for r in records if r.get("device_name")})
     if len(names) != 1:
         raise RooflineError(
             "document(): pass spec= (a name from `roofline specs`, a TOML path or a Spec): "
             + ("the records name no device" if not names else f"they name {', '.join(names)}")
         )
-    return specreg.for_device(names[0])
+    return specs.for_device(names[0])
 
 
 def _device(names: list[str]) -> dict[str, Any] | None:
@@ -303,18 +302,18 @@ DEFAULT_SPEC = "h100-sxm5"  # the seed's GPU, when none is given and none is det
 
 def default_spec(spec_arg: str | None) -> tuple[Spec, str]:
     """--spec, else the GPU nvidia-smi reports, else the seed's H100 SXM5. Never imports CuPy."""
-    from rooflinecli.core import specs as specreg
+    from rooflinecli.core import specs
     from rooflinecli.gpu.device import smi_device_name
 
     if spec_arg:
-        return specreg.resolve(spec_arg), "given"
+        return specs.resolve(spec_arg), "given"
     name = smi_device_name()
     if name:
         try:
-            return specreg.for_device(name), f"detected {name}"
+            return specs.for_device(name), f"detected {name}"
         except RooflineError:
             pass
-    return specreg.resolve(DEFAULT_SPEC), "default: no GPU detected"
+    return specs.resolve(DEFAULT_SPEC), "default: no GPU detected"
 
 
 DEFAULT_ARCH = "sm_90a"  # the NVRTC target when none is given and no GPU is detected
@@ -416,9 +415,9 @@ def model_gemm(
     stages: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     """The analytic model document of every stage (or `stages`) of a dtype at one shape."""
-    from rooflinecli.build import stages as registry
+    from rooflinecli.build.stages import select
 
-    chosen = list(stages) if stages is not None else registry.select(None, dtype)
+    chosen = list(stages) if stages is not None else select(None, dtype)
     records = [roofs.model_record(s, m, n, k, spec, alpha, beta, dtype) for s in chosen]
     return results.new_document(spec.to_dict(), None, records, command="model gemm")
 
@@ -465,8 +464,7 @@ def run_gemm(
     called as each stage and shape begins: progress(label, total=steps). With `picks` (from
     pick_best), each shape runs its own pick and the reference of `stages` only."""
     from rooflinecli.gpu import runner
-    from rooflinecli.gpu.timer import Timing
-    from rooflinecli.gpu.timer import method_text as timer_method
+    from rooflinecli.gpu.timer import Timing, method_text
 
     timing = timing or Timing()
     if picks is None:
@@ -495,7 +493,7 @@ def run_gemm(
         **timing_settings(seed, timing),
         "timing": "each stage interleaved with the reference, round by round, alternating which "
         "goes first; every repeat kept (samples_ms); the median reported",
-        "timing_method": timer_method(timing),
+        "timing_method": method_text(timing),
         "check": "float64 product of the same inputs (cuBLAS DGEMM via cupy.matmul), output "
         "poisoned first; the first launch and the last timed launch checked",
         "tolerance_rule": runner.tolerance_rule(dtype),
@@ -528,8 +526,7 @@ def run_attention(
     importable) and place every attention stage at every shape (rooflinecli.core.attention.Shape)
     on the GPU here: the results document (rooflinecli.gpu.attention does the work)."""
     from rooflinecli.gpu import attention
-    from rooflinecli.gpu.timer import Timing
-    from rooflinecli.gpu.timer import method_text as timer_method
+    from rooflinecli.gpu.timer import Timing, method_text
 
     timing = timing or Timing()
     device, spec, records, torch_info = attention.run_attention(
@@ -543,7 +540,7 @@ def run_attention(
         "(every element of O), output poisoned with NaN first; the first launch and the last "
         "timed launch checked",
         "tolerance_rule": attention.tolerance_rule(dtype),
-        "timing_method": timer_method(timing),
+        "timing_method": method_text(timing),
         "references": "PyTorch scaled_dot_product_attention under sdpa_kernel(FLASH_ATTENTION) "
         "and sdpa_kernel(CUDNN_ATTENTION), on the same device buffers"
         if torch_info
@@ -584,11 +581,10 @@ def tune_dispatch(
     class the stage with the best geomean against the reference (dispatch.winners) goes into
     the user's tune table of this GPU (what
     `--stages best` reads first). The document's `dispatch` says what was saved where."""
-    from rooflinecli.build import dispatch
-    from rooflinecli.build import stages as registry
+    from rooflinecli.build import dispatch, stages
     from rooflinecli.gpu.timer import Timing
 
-    chosen = registry.select(stage_list, dtype)
+    chosen = stages.select(stage_list, dtype)
     doc = run_gemm(
         shapes, chosen, spec_arg, dtype=dtype, timing=Timing(budget_ms=budget_ms),
         progress=progress, command="tune dispatch",
@@ -622,25 +618,24 @@ def tune_gemm(
     first); the fastest verified
     one is saved for `run gemm --tuned`. The document's `tune` says which won, which were
     dropped and where the winner went."""
-    from rooflinecli.build import stages as registry
-    from rooflinecli.gpu import device
-    from rooflinecli.gpu import tune as core
+    from rooflinecli.build import stages
+    from rooflinecli.gpu import device, tune
     from rooflinecli.gpu.timer import Timing
 
-    if stage_name not in registry.BY_NAME:
-        known = ", ".join(registry.BY_NAME)
+    if stage_name not in stages.BY_NAME:
+        known = ", ".join(stages.BY_NAME)
         raise RooflineError(f"unknown stage {stage_name!r}; known: {known}")
-    stage = registry.BY_NAME[stage_name]
+    stage = stages.BY_NAME[stage_name]
     dtype = dtype or stage.dtype
     if dtype not in stage.all_dtypes:
         raise RooflineError(
             f"stage {stage_name} builds for {', '.join(stage.all_dtypes)}, not {dtype}"
         )
     dev = device.info()
-    keep, dropped = core.candidates(stage, dev["arch"])
+    keep, dropped = tune.candidates(stage, dev["arch"])
     if not keep:
         raise RooflineError(f"no variant of {stage_name} compiles without spills")
-    chosen = [*keep, registry.reference_for(dtype)]
+    chosen = [*keep, stages.reference_for(dtype)]
     doc = run_gemm(
         [(m, n or m, k or m)],
         chosen,
@@ -650,8 +645,8 @@ def tune_gemm(
         progress=progress,
         command="tune gemm",
     )
-    win = core.best(doc["records"])
-    saved = core.save_winner(dev["name"], stage_name, win["params"]) if win else None
+    win = tune.best(doc["records"])
+    saved = tune.save_winner(dev["name"], stage_name, win["params"]) if win else None
     doc["tune"] = {
         "stage": stage_name,
         "dropped": dropped,

@@ -9,13 +9,12 @@ import click
 from rooflinecli import files, results
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import force_option, format_option
-from rooflinecli.present import gate
-from rooflinecli.present import table as report
+from rooflinecli.present import gate, table
 
-SAVED_COLUMNS: list[report.Column] = [
+SAVED_COLUMNS: list[table.Column] = [
     ("path", "baseline", str),
     ("source", "from", str),
-    ("records", "records", report.integer),
+    ("records", "records", table.integer),
     ("device", "device", str),
 ]
 
@@ -61,4 +60,4 @@ def save(src: str, dst: str, force: bool, fmt: str) -> None:
     n, device = len(doc["records"]), gate.describe(doc)
     row = {"path": dst, "source": src, "records": n, "device": device}
     line = f"saved {dst}: {n} record{'s' if n != 1 else ''} from {src} ({device})"
-    report.emit_written(row, fmt, SAVED_COLUMNS, line, title=f"baseline saved: {dst}")
+    table.emit_written(row, fmt, SAVED_COLUMNS, line, title=f"baseline saved: {dst}")

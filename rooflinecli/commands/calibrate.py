@@ -8,7 +8,7 @@ import click
 
 from rooflinecli import results
 from rooflinecli.options import format_option, spec_option
-from rooflinecli.present import table as report
+from rooflinecli.present import table
 
 # measurement key -> (label, unit, datasheet/derived key in a roof set, or None)
 ROOFS: tuple[tuple[str, str, str, str | None], ...] = (
@@ -21,12 +21,12 @@ ROOFS: tuple[tuple[str, str, str, str | None], ...] = (
 )
 
 
-_num = report.fixed(1)
-_pct = report.pct(1)
-_str = report.text
+_num = table.fixed(1)
+_pct = table.pct(1)
+_str = table.text
 
 
-ROOF_COLUMNS: list[report.Column] = [
+ROOF_COLUMNS: list[table.Column] = [
     ("roof", "roof", str),
     ("unit", "unit", str),
     ("measured", "measured", _num),
@@ -36,7 +36,7 @@ ROOF_COLUMNS: list[report.Column] = [
     ("pct_of_derived", "% derived", _pct),
 ]
 
-SET_COLUMNS: list[report.Column] = [
+SET_COLUMNS: list[table.Column] = [
     ("set", "roof set", str),
     ("fp32", "FP32 TFLOP/s", _num),
     ("fp16_tensor_dense", "FP16 TC TFLOP/s", _num),
@@ -90,7 +90,7 @@ def calibrate_command(quick: bool, spec_arg: str | None, fmt: str) -> None:
 
     from rooflinecli.gpu import calibrate
 
-    err = report.console(stderr=True)
+    err = table.console(stderr=True)
     if err.is_terminal:
         with err.status("calibrating") as status:
             doc = calibrate.measure(
@@ -106,7 +106,7 @@ def calibrate_command(quick: bool, spec_arg: str | None, fmt: str) -> None:
     roofs = pd.DataFrame(roof_rows(doc))
     sets = pd.DataFrame(set_rows(doc))
     if fmt == "csv":
-        click.echo(report.csv_text(roof_rows(doc)), nl=False)
+        click.echo(table.csv_text(roof_rows(doc)), nl=False)
         return
     dev = doc["device"]
     title = (
@@ -116,13 +116,13 @@ def calibrate_command(quick: bool, spec_arg: str | None, fmt: str) -> None:
     )
     sets_title = "Roof sets for reports (ridge points in FLOP/byte)"
     if fmt == "markdown":
-        click.echo(report.markdown(roofs, ROOF_COLUMNS, title=title))
+        click.echo(table.markdown(roofs, ROOF_COLUMNS, title=title))
         if len(sets):
-            click.echo(report.markdown(sets, SET_COLUMNS, title=sets_title), nl=False)
+            click.echo(table.markdown(sets, SET_COLUMNS, title=sets_title), nl=False)
         return
-    con = report.console()
+    con = table.console()
     con.print(
-        report.table(
+        table.table(
             roofs,
             ROOF_COLUMNS,
             title=title,
@@ -134,7 +134,7 @@ def calibrate_command(quick: bool, spec_arg: str | None, fmt: str) -> None:
     if len(sets):
         derived = (doc.get("roof_sets") or {}).get("derived", {})
         con.print(
-            report.table(
+            table.table(
                 sets,
                 SET_COLUMNS,
                 title=sets_title,

@@ -8,8 +8,7 @@ import click
 
 from rooflinecli import results
 from rooflinecli.options import format_option
-from rooflinecli.present import gate
-from rooflinecli.present import table as report
+from rooflinecli.present import gate, table
 
 
 def _who(doc: dict[str, Any], path: str) -> str:
@@ -31,13 +30,13 @@ def compare(a_path: str, b_path: str, fmt: str) -> None:
     """
     a, b = results.load(a_path), results.load(b_path)
     rows = gate.compare_rows(a, b, where=(a_path, b_path))
-    out = report.console()
+    out = table.console()
     if fmt == "table":  # written as is: long paths neither wrap nor read as markup
         out.file.write(f"A: {_who(a, a_path)}\nB: {_who(b, b_path)}\n")
-    report.emit_rows(
+    table.emit_rows(
         rows,
         fmt,
-        report.COMPARE_COLUMNS,
+        table.COMPARE_COLUMNS,
         out=out,
         title=None if fmt == "table" else f"A: {_who(a, a_path)}; B: {_who(b, b_path)}",
         caption="B/A TFLOP/s above 1: B is faster. B/A time below 1: B is faster.",

@@ -9,8 +9,7 @@ import click
 from rooflinecli import files, results
 from rooflinecli.errors import GateFailure, Inconclusive
 from rooflinecli.options import format_option
-from rooflinecli.present import gate
-from rooflinecli.present import table as report
+from rooflinecli.present import gate, table
 
 
 def _floors(
@@ -35,7 +34,7 @@ def _markdown(result: gate.GateResult, rows: list[dict[str, Any]], heading: str)
         "",
         f"{result.summary()}.",
         "",
-        report.markdown_rows(rows, report.GATE_COLUMNS).rstrip("\n"),
+        table.markdown_rows(rows, table.GATE_COLUMNS).rstrip("\n"),
         "",
         f"Tolerance {result.tolerance_pct:g}% of TFLOP/s. Rules: "
         + "; ".join(f"{name}: {text}" for name, text in gate.RULES.items())
@@ -156,15 +155,15 @@ def gate_command(
     if benchmark_json:
         files.write_output(benchmark_json, gate.benchmark_json(current), document=False)
     if fmt == "markdown":
-        report.console().file.write(_markdown(result, rows, heading))
+        table.console().file.write(_markdown(result, rows, heading))
     else:
         title = f"Gate: {path}" + (f" against {baseline_path}" if base is not None else "")
         title += f" (tolerance {tolerance:g}%)" if base is not None else " (floors only)"
         caption = f"{result.summary()}. Rules: {gate.RULES_SHORT}."
         if result.mismatches:
             caption += f" Environments differ: {'; '.join(result.mismatches)}."
-        report.emit_rows(
-            rows, fmt, report.GATE_COLUMNS, title=title, caption=caption, payload=result.to_dict()
+        table.emit_rows(
+            rows, fmt, table.GATE_COLUMNS, title=title, caption=caption, payload=result.to_dict()
         )
     if result.outcome == "fail":
         raise GateFailure(result.summary())

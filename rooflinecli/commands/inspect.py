@@ -16,7 +16,7 @@ from rooflinecli import results
 from rooflinecli.build import stages
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import DTYPES, extra_stage_option, format_option, spec_option, split_list
-from rooflinecli.present import table as report
+from rooflinecli.present import table
 
 SCHEMA = "roofline.inspect/1"
 
@@ -29,12 +29,12 @@ def _whole_or_short(v: Any) -> str:
     return f"{int(v):,}"
 
 
-_fmt_num = report.cell(_whole_or_short)
-_fmt_pct = report.pct(1)
-_fmt_str = report.text
+_fmt_num = table.cell(_whole_or_short)
+_fmt_pct = table.pct(1)
+_fmt_str = table.text
 
 
-RESOURCE_COLUMNS: list[report.Column] = [
+RESOURCE_COLUMNS: list[table.Column] = [
     ("stage", "stage", str),
     ("dtype", "dtype", str),
     ("threads", "threads", _fmt_num),
@@ -50,8 +50,8 @@ RESOURCE_COLUMNS: list[report.Column] = [
 ]
 
 
-def _sass_columns(records: list[dict[str, Any]]) -> list[report.Column]:
-    cols: list[report.Column] = [
+def _sass_columns(records: list[dict[str, Any]]) -> list[table.Column]:
+    cols: list[table.Column] = [
         ("stage", "stage", str),
         ("loop_instructions", "loop instr", _fmt_num),
         ("k_per_iter", "k/iter", _fmt_num),
@@ -168,7 +168,7 @@ def inspect_gemm(
     df = pd.DataFrame(flat)
     if fmt == "csv":  # params as param_* columns, sass left to JSON
         tidy = [{k: v for k, v in r.items() if k != "sass"} for r in records]
-        click.echo(report.csv_text(tidy), nl=False)
+        click.echo(table.csv_text(tidy), nl=False)
         return
     res_cols = [c for c in RESOURCE_COLUMNS if c[0] != "error" or df["error"].notna().any()]
     ok = df[df["error"].isna()] if "error" in df else df
@@ -179,12 +179,12 @@ def inspect_gemm(
     )
     sass_title = "SASS of the main loop (nvdisasm), per k step"
     if fmt == "markdown":
-        click.echo(report.markdown(df, res_cols, title=res_title))
-        click.echo(report.markdown(ok, sass_cols, title=sass_title), nl=False)
+        click.echo(table.markdown(df, res_cols, title=res_title))
+        click.echo(table.markdown(ok, sass_cols, title=sass_title), nl=False)
         return
-    con = report.console()
+    con = table.console()
     con.print(
-        report.table(
+        table.table(
             df,
             res_cols,
             title=res_title,
@@ -194,7 +194,7 @@ def inspect_gemm(
         )
     )
     con.print(
-        report.table(
+        table.table(
             ok,
             sass_cols,
             title=sass_title,

@@ -30,18 +30,16 @@ from rooflinecli.options import (
     split_list,
     want_chart,
 )
-from rooflinecli.present import View
-from rooflinecli.present import table as report
-from rooflinecli.present.terminal_chart import draw as draw_chart
+from rooflinecli.present import View, table, terminal_chart
 
 F = TypeVar("F", bound=Callable[..., Any])
 Column = tuple[str, str, Callable[[Any], str]]
 
 
-_missing = report.missing
-_fixed = report.fixed
-_whole = report.integer
-_ai = report.ai
+_missing = table.missing
+_fixed = table.fixed
+_whole = table.integer
+_ai = table.ai
 
 
 def _never(v: Any) -> str:
@@ -220,7 +218,7 @@ def _share_rows(
 
 
 def _print(rows: list[dict[str, Any]], columns: list[Column], fmt: str, **titles: Any) -> None:
-    report.emit({"records": rows}, fmt, columns, **titles)
+    table.emit({"records": rows}, fmt, columns, **titles)
 
 
 @click.command("llm")
@@ -274,7 +272,7 @@ def model_llm(
         if output:
             files.write_output(output, results.dumps(doc), force=force)
         if fmt in ("json", "csv"):
-            report.emit(doc, fmt, columns)
+            table.emit(doc, fmt, columns)
             return
         title = f"FLOPs of one decoded token: {p.describe()}"
         caption = (
@@ -299,7 +297,7 @@ def model_llm(
     if output:
         files.write_output(output, results.dumps(doc), force=force)
     if fmt in ("json", "csv"):
-        report.emit(doc, fmt, GEMM_COLUMNS)
+        table.emit(doc, fmt, GEMM_COLUMNS)
         return
     r0 = gemm_records[0]
     rows = [
@@ -415,8 +413,8 @@ def run_llm(
 
     p = _preset(preset, sizes)
     batches = parse_list(batch_arg, "--batch")
-    report.select(report.LLM, view)  # an unknown --columns name: one line, before any work
-    draw = want_chart(chart_flag, fmt, report.console().is_terminal)
+    table.select(table.LLM, view)  # an unknown --columns name: one line, before any work
+    draw = want_chart(chart_flag, fmt, table.console().is_terminal)
     gemms = llm.weight_gemms(p)
     if gemm_arg:
         wanted = split_list(gemm_arg, "--gemms")
@@ -459,17 +457,17 @@ def run_llm(
     if output:
         files.write_output(output, results.dumps(doc), force=force)
     if fmt in ("json", "csv"):
-        report.emit(doc, fmt, report.LLM)
+        table.emit(doc, fmt, table.LLM)
     else:
         for b in batches:
             recs = [r for r in doc["records"] if r["batch"] == b]
             r0 = recs[0]
             if fmt == "markdown" and b != batches[0]:
                 click.echo("")
-            report.emit(
+            table.emit(
                 {**doc, "records": recs},
                 fmt,
-                report.LLM,
+                table.LLM,
                 view=view,
                 title=(
                     f"{p.display_name} weight GEMMs at batch {b}, {dtype} on {device['name']} "
@@ -480,7 +478,7 @@ def run_llm(
                 for g in gemms:
                     click.echo(f"{g.name}: {pick_line(picks[g.shape(b)])}")
             if draw:
-                draw_chart({**doc, "records": recs}, fmt, report.console())
+                terminal_chart.draw({**doc, "records": recs}, fmt, table.console())
         if fmt == "markdown":
             click.echo("")
         columns: list[Column] = [("stage", "stage", str)]

@@ -18,8 +18,7 @@ from rooflinecli.options import (
     shape_options,
     spec_option,
 )
-from rooflinecli.present import View
-from rooflinecli.present import table as report
+from rooflinecli.present import View, table
 
 
 @click.group(
@@ -61,7 +60,7 @@ def model_gemm(
 ) -> None:
     """FLOPs, ideal bytes and intensity, by-instruction intensity, roof and attainable per stage."""
     m, n, k = resolve_shape(m, n, k)
-    report.select(report.MODEL, view)
+    table.select(table.MODEL, view)
     spec, why = api.default_spec(spec_arg)
     doc = api.model_gemm(m, n, k, dtype, spec, alpha, beta)
     records = doc["records"]
@@ -76,7 +75,7 @@ def model_gemm(
         "AI ideal: every byte moved once (perfect caching). AI instr: what each load "
         "instruction feeds, if nothing were cached; attain@instr is the roof at that intensity."
     )
-    report.emit(doc, fmt, report.MODEL, title=title, caption=caption, view=view)
+    table.emit(doc, fmt, table.MODEL, title=title, caption=caption, view=view)
 
 
 @model.command("attention")
@@ -102,7 +101,7 @@ def model_attention(
 ) -> None:
     """FLOPs, bytes and intensity of attention, fused and unfused, and where each lands."""
     shape = attention_shape(batch, heads, seq, head_dim, kv_heads, causal)
-    report.select(report.ATTENTION_MODEL, view)
+    table.select(table.ATTENTION_MODEL, view)
     spec, why = api.default_spec(spec_arg)
     doc = api.model_attention(shape, dtype, spec)
     if output:
@@ -116,4 +115,4 @@ def model_attention(
         "FLOPs 4*B*H*N^2*D (halved when causal). fused: Q, K, V and O each moved once. "
         "unfused: S and P (fp32, B*H*N^2 each) also written and read once each."
     )
-    report.emit(doc, fmt, report.ATTENTION_MODEL, title=title, caption=caption, view=view)
+    table.emit(doc, fmt, table.ATTENTION_MODEL, title=title, caption=caption, view=view)

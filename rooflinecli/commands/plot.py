@@ -10,12 +10,12 @@ import click
 from rooflinecli import files, results
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import format_option
-from rooflinecli.present import table as report
+from rooflinecli.present import table
 
-WROTE_COLUMNS: list[report.Column] = [
+WROTE_COLUMNS: list[table.Column] = [
     ("path", "file", str),
     ("format", "format", str),
-    ("records", "records", report.integer),
+    ("records", "records", table.integer),
     ("title", "chart", str),
 ]
 CALIBRATION_SCHEMA = "roofline.calibration/1"
@@ -91,4 +91,4 @@ def plot(path: str, output: str, calibration: str | None, by_instruction: bool, 
     title = image.title(doc)
     row = {"path": output, "format": kind, "records": len(doc["records"]), "title": title}
     line = f"wrote {output} ({kind}): {title}"
-    report.emit_written(row, fmt, WROTE_COLUMNS, line, title=f"roofline plot {path}")
+    table.emit_written(row, fmt, WROTE_COLUMNS, line, title=f"roofline plot {path}")

@@ -20,18 +20,17 @@ from rooflinecli.options import (
     resolve_shape,
     spec_option,
 )
-from rooflinecli.present import View
-from rooflinecli.present import table as report
+from rooflinecli.present import View, table
 from rooflinecli.present.progress import progress
 
-_num = report.fixed
-_mb = report.cell(lambda v: f"{v / 1e6:,.1f}")
-_ai = report.ai
-_ratio = report.cell(lambda v: f"{v:.4f}")
-_status = report.text
+_num = table.fixed
+_mb = table.cell(lambda v: f"{v / 1e6:,.1f}")
+_ai = table.ai
+_ratio = table.cell(lambda v: f"{v:.4f}")
+_status = table.text
 
 
-PROFILE_COLUMNS: list[report.Column] = [
+PROFILE_COLUMNS: list[table.Column] = [
     ("stage", "stage", str),
     ("time_ms", "ncu ms", _num(3)),
     ("tflops", "TFLOP/s", _num(2)),
@@ -52,7 +51,7 @@ PROFILE_COLUMNS: list[report.Column] = [
 # the default table: ncu's time and speed, and the intensity at each level beside the
 # instruction's and the ideal one (event time, bytes and the FLOP check: --wide; the check also
 # prints below the table)
-PROFILE = report.ColumnSet(
+PROFILE = table.ColumnSet(
     tuple(PROFILE_COLUMNS),
     compact=(
         "stage", "time_ms", "tflops", "ai_instruction", "ai_smem", "ai_l1", "ai_l2", "ai_dram",
@@ -159,7 +158,7 @@ def profile_gemm_command(
     from rooflinecli.gpu import profile
 
     shape = resolve_shape(m, n, k)
-    report.select(PROFILE, view)  # an unknown --columns name: one line, before any work
+    table.select(PROFILE, view)  # an unknown --columns name: one line, before any work
     chosen = stages.select(stage_list, dtype)
     for st in chosen:
         why = st.refuses(*shape)
@@ -199,9 +198,9 @@ def profile_gemm_command(
         "the time TFLOP/s and every percentage come from; event ms under ncu: CUDA events "
         "around the profiled launch, which ncu replays (never a speed)."
     )
-    report.emit(out, fmt, PROFILE, title=title, caption=caption, view=view)
+    table.emit(out, fmt, PROFILE, title=title, caption=caption, view=view)
     if fmt == "table":
-        con = report.console()
+        con = table.console()
         for line in out["checks"]:
             con.print(f"check: {line}")
         for line in notes(out["records"]):
@@ -301,12 +300,12 @@ def profile_app_command(
     )
     if output:
         files.write_output(output, results.dumps(doc), force=force)
-    con = report.console()
+    con = table.console()
     if fmt in ("json", "csv"):
-        report.emit(doc, fmt, report.APP_COLUMNS, out=con)
+        table.emit(doc, fmt, table.APP_COLUMNS, out=con)
     else:
-        report.emit(doc, fmt, report.APP_COLUMNS, title=report.app_title(doc), out=con)
-        for line in report.app_notes(doc):
+        table.emit(doc, fmt, table.APP_COLUMNS, title=table.app_title(doc), out=con)
+        for line in table.app_notes(doc):
             con.file.write(line + "\n")
     code = (doc.get("program") or {}).get("exit_code")
     if code:

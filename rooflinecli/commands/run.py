@@ -7,8 +7,7 @@ from typing import Any
 import click
 
 from rooflinecli import files, results
-from rooflinecli.build import attention as attention_stages
-from rooflinecli.build import stages
+from rooflinecli.build import attention, stages
 from rooflinecli.commands import LazyGroup
 from rooflinecli.core import roofs
 from rooflinecli.errors import GateFailure, RooflineError
@@ -32,10 +31,8 @@ from rooflinecli.options import (
     timing_options,
     want_chart,
 )
-from rooflinecli.present import View, document
-from rooflinecli.present import table as report
+from rooflinecli.present import View, document, table, terminal_chart
 from rooflinecli.present.progress import progress
-from rooflinecli.present.terminal_chart import draw as draw_chart
 
 
 @click.group(
@@ -77,7 +74,7 @@ def _dry_run(
         f"({why}; NVRTC {nvrtc}); nothing ran"
     )
     payload = {"command": "run gemm --dry-run", "arch": arch, "nvrtc": nvrtc, "rows": rows}
-    report.emit_rows(rows, fmt, report.DRY_RUN_COLUMNS, title=title, payload=payload)
+    table.emit_rows(rows, fmt, table.DRY_RUN_COLUMNS, title=title, payload=payload)
 
 
 @run.command("gemm")
@@ -158,8 +155,8 @@ def run_gemm(
 
     shapes = parse_shapes(m, n, k, sizes)
     timing = timing_of(budget_ms, repeats, max_noise, no_flush)
-    report.select(report.RUN, view)  # an unknown --columns name: one line, before any work
-    draw = want_chart(chart_flag, fmt, report.console().is_terminal)
+    table.select(table.RUN, view)  # an unknown --columns name: one line, before any work
+    draw = want_chart(chart_flag, fmt, table.console().is_terminal)
     best = (stage_list or "").strip() == "best"
     chosen = [stages.reference_for(dtype)] if best else stages.select(stage_list, dtype)
     if best and (tuned or extra_stages):
@@ -218,9 +215,9 @@ def run_gemm(
     doc = place_on_roofs(doc, roof_set, calibration)
     if output:
         files.write_output(output, results.dumps(doc), force=force)
-    con = report.console()
+    con = table.console()
     if fmt in ("json", "csv"):  # one document (or one CSV) for the whole run
-        report.emit(doc, fmt, report.RUN, out=con)
+        table.emit(doc, fmt, table.RUN, out=con)
     else:
         for shape in shapes:
             recs = [r for r in doc["records"] if (r["m"], r["n"], r["k"]) == shape]
@@ -233,15 +230,15 @@ def run_gemm(
             )
             if fmt == "markdown" and shape != shapes[0]:
                 con.file.write("\n")
-            report.emit(one, fmt, report.RUN, title=title, out=con, view=view)
+            table.emit(one, fmt, table.RUN, title=title, out=con, view=view)
             if picks is not None:
                 con.print(pick_line(picks[shape]), markup=False, highlight=False, soft_wrap=True)
             if draw:
-                draw_chart(one, fmt, con)
+                terminal_chart.draw(one, fmt, con)
         if len(shapes) > 1:
             if fmt == "markdown":
                 con.file.write("\n")
-            report.emit_scaling(doc["records"], fmt, out=con)
+            table.emit_scaling(doc["records"], fmt, out=con)
     failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
     if failed:
         raise GateFailure(f"verification failed: {', '.join(sorted(set(failed)))}")
@@ -297,7 +294,7 @@ def parse_attention_shapes(
     default=None,
     metavar="LIST",
     help="Comma-separated attention stages (default: all of the dtype). "
-    f"Stages: {', '.join(attention_stages.stage_names())}.",
+    f"Stages: {', '.join(attention.stage_names())}.",
 )
 @dtype_option
 @spec_option
@@ -345,9 +342,9 @@ def run_attention(
 
     wanted = parse_attention_shapes(batch, heads, seq, head_dim, kv_heads, causal, shapes)
     timing = timing_of(budget_ms, repeats, max_noise, no_flush)
-    report.select(report.RUN, view)
-    draw = want_chart(chart_flag, fmt, report.console().is_terminal)
-    chosen = attention_stages.select(stage_list, dtype)
+    table.select(table.RUN, view)
+    draw = want_chart(chart_flag, fmt, table.console().is_terminal)
+    chosen = attention.select(stage_list, dtype)
     if stage_list:  # stages asked for by name must be able to run every shape asked for
         for stage in chosen:
             for shape in wanted:

@@ -16,9 +16,7 @@ from rooflinecli.options import (
     roofs_option,
     want_chart,
 )
-from rooflinecli.present import View, document
-from rooflinecli.present import table as report
-from rooflinecli.present import terminal_chart as chart
+from rooflinecli.present import View, document, table, terminal_chart
 
 
 @click.command()
@@ -37,7 +35,7 @@ def show(
     """
     doc = results.load(path)
     draw = want_chart(chart_flag, fmt)
-    if report.is_app(doc):
+    if table.is_app(doc):
         if roof_set != "datasheet" or calibration:
             raise RooflineError(
                 "a `profile app` document was placed under this GPU's roofs when it was "
@@ -54,16 +52,16 @@ def show(
 
 def show_app(doc: dict[str, Any], fmt: str, want_chart: bool) -> None:
     """A `profile app` document: one row per kernel and grid, the notes, the chart."""
-    out = report.console()
+    out = table.console()
     if fmt in ("json", "csv"):
-        report.emit(doc, fmt, report.APP_COLUMNS, out=out)
+        table.emit(doc, fmt, table.APP_COLUMNS, out=out)
         return
-    report.emit(doc, fmt, report.APP_COLUMNS, title=report.app_title(doc), out=out)
-    for line in report.app_notes(doc):
+    table.emit(doc, fmt, table.APP_COLUMNS, title=table.app_title(doc), out=out)
+    for line in table.app_notes(doc):
         out.file.write(line + "\n")
     if want_chart:
         try:
-            text = chart.render(doc)
+            text = terminal_chart.render(doc)
         except RooflineError as exc:  # nothing with FLOPs: a table without a chart
             out.file.write(f"(no chart: {exc.message})\n")
             return

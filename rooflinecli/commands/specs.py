@@ -6,7 +6,7 @@ import click
 
 from rooflinecli.core import roofs, specs
 from rooflinecli.options import format_option
-from rooflinecli.present import table as report
+from rooflinecli.present import table
 
 
 @click.group("specs", invoke_without_command=True)
@@ -40,12 +40,12 @@ def list_specs(fmt: str) -> None:
     import pandas as pd
 
     df = pd.DataFrame(rows)
-    out = report.console()
+    out = table.console()
     if fmt == "json":
         out.file.write(df.to_json(orient="records", indent=2) + "\n")
         return
     if fmt == "csv":
-        out.file.write(report.csv_text(rows))
+        out.file.write(table.csv_text(rows))
         return
     keys = [k for k in specs.PEAK_KEYS if f"{k}_tflops" in df.columns]
     short = {k: k.replace("_tensor_dense", " TC") for k in keys}
@@ -65,7 +65,7 @@ def list_specs(fmt: str) -> None:
         cells.append(line)
     title = "GPU specs: dense peak TFLOP/s (ridge point in FLOP/byte = peak / bandwidth)"
     if fmt == "markdown":
-        out.file.write(report.markdown_table(title, headers, [True] * len(headers), cells))
+        out.file.write(table.markdown_table(title, headers, [True] * len(headers), cells))
         return
     from rich.table import Table
 
@@ -88,7 +88,7 @@ def list_specs(fmt: str) -> None:
 def show(name: str, fmt: str) -> None:
     """Show one spec in full, with its ridge points."""
     spec = specs.resolve(name)
-    out = report.console()
+    out = table.console()
     data = spec.to_dict()
     if fmt == "json":
         import json
@@ -98,7 +98,7 @@ def show(name: str, fmt: str) -> None:
         }
         out.file.write(json.dumps({**data, "ridge_points": ridges}, indent=2) + "\n")
         return
-    rows: list[tuple[str, str]] = [(k, report.plain(v)) for k, v in data.items() if k != "tflops"]
+    rows: list[tuple[str, str]] = [(k, table.plain(v)) for k, v in data.items() if k != "tflops"]
     for key, peak in spec.tflops.items():
         ridge = roofs.ridge_point(peak, spec.memory_bandwidth_gbs)
         unit = "TOP/s" if key.startswith("int8") else "TFLOP/s"
@@ -113,7 +113,7 @@ def show(name: str, fmt: str) -> None:
     title = f"{spec.display_name} ({spec.name})"
     if fmt == "markdown":
         table_rows = [[k, v] for k, v in rows]
-        out.file.write(report.markdown_table(title, ["key", "value"], [True, True], table_rows))
+        out.file.write(table.markdown_table(title, ["key", "value"], [True, True], table_rows))
         return
     from rich.table import Table
 

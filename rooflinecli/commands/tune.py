@@ -16,8 +16,7 @@ from rooflinecli.options import (
     parse_shapes,
     spec_option,
 )
-from rooflinecli.present import View
-from rooflinecli.present import table as report
+from rooflinecli.present import View, table
 from rooflinecli.present.progress import progress
 
 
@@ -66,7 +65,7 @@ def tune_gemm(
     """Compile every variant (dropping those that fail or spill), verify and time the rest."""
     from rooflinecli import api
 
-    report.select(report.RUN, view)
+    table.select(table.RUN, view)
     with progress(not quiet and fmt == "table", "tuning") as tick:
         doc = api.tune_gemm(
             stage_name, m, spec_arg, budget_ms, progress=tick, dtype=dtype, n=n, k=k
@@ -76,21 +75,21 @@ def tune_gemm(
     win = next((r for r in doc["records"] if r["stage"] == info["winner"]), None)
     if output:
         files.write_output(output, results.dumps(doc), force=force)
-    report.emit(
+    table.emit(
         doc,
         fmt,
-        report.RUN,
+        table.RUN,
         title=f"tune {stage_name} at {m}x{n or m}x{k or m} on {device['name']}",
         view=view,
     )
     if fmt == "table":
-        con = report.console()
+        con = table.console()
         for d in dropped:
             con.print(f"  dropped {d['stage']}: {d['reason']}")
     if win is None:
         raise RooflineError(f"no variant of {stage_name} verified")
     if fmt == "table":
-        report.console().print(
+        table.console().print(
             f"winner: {win['stage']} {win['tflops']:.2f} TFLOP/s"
             + (
                 f", {win['pct_of_reference']:.1f}% of the reference beside it"
@@ -136,19 +135,19 @@ def tune_dispatch(
     from rooflinecli import api
 
     shapes = parse_shapes(None, None, None, sizes)
-    report.select(report.RUN, view)
+    table.select(table.RUN, view)
     with progress(not quiet and fmt == "table", "tuning") as tick:
         doc = api.tune_dispatch(shapes, dtype, spec_arg, budget_ms, stage_list, progress=tick)
     if output:
         files.write_output(output, results.dumps(doc), force=force)
-    report.emit(
-        doc, fmt, report.RUN, title=f"tune dispatch {dtype} on {doc['device']['name']}", view=view
+    table.emit(
+        doc, fmt, table.RUN, title=f"tune dispatch {dtype} on {doc['device']['name']}", view=view
     )
     info = doc["dispatch"]
     if not info["picks"]:
         raise RooflineError("no stage verified at any shape: nothing saved")
     if fmt == "table":
-        con = report.console()
+        con = table.console()
         for p in info["picks"]:
             con.print(f"  {p['dtype']} {p['class']}: {p['stage']}", markup=False, highlight=False)
         con.print(f"saved to {info['saved_to']} (used by `--stages best`)", markup=False)

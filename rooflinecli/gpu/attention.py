@@ -17,11 +17,15 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from rooflinecli.build import attention as registry
-from rooflinecli.build.attention import AttentionStage, Reference
-from rooflinecli.core import attention as work
+from rooflinecli.build.attention import (
+    REFERENCES,
+    AttentionStage,
+    Reference,
+    compile_stage,
+    workspace_bytes,
+)
 from rooflinecli.core import occupancy, roofs
-from rooflinecli.core.attention import Shape
+from rooflinecli.core.attention import Shape, record
 from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device
@@ -155,7 +159,7 @@ def memory_needed(shape: Shape, dtype: str, stages: list[AttentionStage]) -> int
     qo, kv = s.batch * s.heads * s.seq * s.head_dim, s.batch * s.kv_heads * s.seq * s.head_dim
     elem = 4 if dtype == "fp32" else 2
     chunk = min(CHUNK_BYTES, 4 * s.heads * s.seq * s.seq) * 2 + (4 * s.seq**2 if s.causal else 0)
-    ws = max((registry.workspace_bytes(st, s) for st in stages), default=0)
+    ws = max((workspace_bytes(st, s) for st in stages), default=0)
     return elem * (4 * qo + 2 * kv) + 4 * 3 * qo + chunk + ws
 
 
@@ -166,7 +170,7 @@ def launcher(
     import numpy as np
 
     s = g.shape
-    built = registry.compile_stage(stage, arch, g.dtype, s.head_dim)
+    built = compile_stage(stage, arch, g.dtype, s.head_dim)
     module = cp.RawModule(path=built.cubin_path)
     args: tuple[Any, ...] = (
         np.int32(s.batch), np.int32(s.heads), np.int32(s.kv_heads), np.int32(s.seq),
@@ -174,7 +178,7 @@ def launcher(
     )  # fmt: skip
     workspace = None
     if stage.materializes_scores:
-        workspace = cp.empty(registry.workspace_bytes(stage, s) // 4, dtype=cp.float32)
+        workspace = cp.empty(workspace_bytes(stage, s) // 4, dtype=cp.float32)
         args = (*args, workspace)
     if stage.tma:  # tensor maps after the contract's ten arguments
         from rooflinecli.gpu import tma
@@ -215,7 +219,7 @@ def launcher(
             }
             for fn, ln in calls
         ],  # fmt: skip
-        "workspace_bytes": registry.workspace_bytes(stage, s) or None,
+        "workspace_bytes": workspace_bytes(stage, s) or None,
     }
     meta["_keep"] = workspace  # alive as long as the launch
     return launch, meta
@@ -321,7 +325,7 @@ def run_attention(
     timing = timing or Timing()
     cp, dev, spec, arch, cc, limits = gpu_setup(spec_arg)
     info = torch_info() if references and dtype != "fp32" else None
-    refs = list(registry.REFERENCES) if info else []
+    refs = list(REFERENCES) if info else []
     timer = Timer(timing)
     records: list[dict[str, Any]] = []
     steps = len(shapes) * len(stages)
@@ -348,7 +352,7 @@ def run_attention(
         # the references: launched and checked once, then timed beside every stage
         ref_runs: list[dict[str, Any]] = []
         for ref in refs:
-            rec = work.record(ref.name, "reference", s, spec, dtype, what=ref.what)
+            rec = record(ref.name, "reference", s, spec, dtype, what=ref.what)
             rec.update(check_fields, math_instruction="library")
             rec["implementation"] = _implementation(ref, info or {})
             rec["torch_version"] = (info or {}).get("torch")
@@ -368,7 +372,7 @@ def run_attention(
         for stage in stages:
             if progress:
                 progress(f"{stage.name} {s.label}", total=steps)
-            rec = work.record(
+            rec = record(
                 stage.name, "stage", s, spec, dtype,
                 materializes_scores=stage.materializes_scores,
                 what=stage.what, slower_because=stage.slower_because or None,

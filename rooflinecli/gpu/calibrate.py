@@ -163,7 +163,7 @@ def measure(
     """Run every calibration kernel on GPU 0 and return the calibration document."""
     import numpy as np
 
-    from rooflinecli.core import specs as specreg
+    from rooflinecli.core import specs
     from rooflinecli.gpu import device
     from rooflinecli.gpu.timer import Launch, Timer, Timing
 
@@ -171,7 +171,7 @@ def measure(
     dev = device.info()
     spec = None
     try:
-        spec = specreg.resolve(spec_arg) if spec_arg else specreg.for_device(dev["name"])
+        spec = specs.resolve(spec_arg) if spec_arg else specs.for_device(dev["name"])
     except RooflineError:
         if spec_arg:
             raise

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from rooflinecli.errors import RooflineError
-from rooflinecli.gpu import ncu as catalog
+from rooflinecli.gpu import ncu
 from rooflinecli.paths import executable_from_env
 
 ENV_VAR = "ROOFLINE_NCU"
@@ -47,7 +47,7 @@ NVTX_DOMAIN = "roofline"
 
 # what profile gemm reads: rooflinecli.gpu.ncu's catalogue, plus DRAM sectors (the seed's
 # exercise 2)
-COUNTS: tuple[catalog.Count, ...] = (*catalog.COUNTS, catalog.DRAM_SECTORS)
+COUNTS: tuple[ncu.Count, ...] = (*ncu.COUNTS, ncu.DRAM_SECTORS)
 TIME_METRIC = "gpu__time_duration.sum"
 # every metric any alternative may ask for (the first listed alternative of each count is asked)
 METRICS: tuple[str, ...] = tuple(dict.fromkeys(m for c in COUNTS for m in c.metrics))
@@ -93,9 +93,11 @@ def find_ncu() -> Path:
     )
 
 
-def ncu_version(ncu: Path) -> str | None:
+def ncu_version(ncu_path: Path) -> str | None:
     try:
-        out = subprocess.run([str(ncu), "--version"], capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [str(ncu_path), "--version"], capture_output=True, text=True, timeout=60
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     m = re.search(r"Version\s+([\w.]+)", out.stdout)
@@ -194,7 +196,7 @@ def sum_metrics(rows: list[dict[str, Any]]) -> dict[str, float | None]:
     return total
 
 
-def _why_missing(p: catalog.Plan) -> dict[str, str]:
+def _why_missing(p: ncu.Plan) -> dict[str, str]:
     """Per memory level: why its bytes cannot be counted (a metric this GPU does not list)."""
     parts = {"dram": ("dram_read", "dram_write"), "l2": ("l2",), "l1": ("l1",)}
     parts["smem"] = ("smem_sass", "tma_load", "tma_store")
@@ -208,24 +210,24 @@ def _why_missing(p: catalog.Plan) -> dict[str, str]:
 def derive(
     counters: dict[str, float | None],
     flops_model: float,
-    p: catalog.Plan | None = None,
+    p: ncu.Plan | None = None,
     bytes_ideal: float | None = None,
 ) -> dict[str, Any]:
     """Hardware FLOPs, bytes per level, intensities and checks from summed counters.
 
     p: the metrics asked of ncu (None: whatever the counters hold). A level that carried almost
     none of the kernel's bytes gets no intensity, and ai_<level>_note says why (ncu.intensities)."""
-    p = p or catalog.plan(COUNTS, catalog.available_in(counters))
-    w = catalog.work(counters, p)
+    p = p or ncu.plan(COUNTS, ncu.available_in(counters))
+    w = ncu.work(counters, p)
     flops_hw = w.total
-    nb = catalog.level_bytes(counters, p)
-    t = catalog.value(counters, p, "time")
+    nb = ncu.level_bytes(counters, p)
+    t = ncu.value(counters, p, "time")
     ncu_ms = t * 1e3 if t is not None else None
     flops = flops_hw if flops_hw else flops_model
-    wgmma = catalog.value(counters, p, "wgmma_inst")
-    ai, notes = catalog.intensities(flops, nb, bytes_ideal, wgmma, _why_missing(p))
+    wgmma = ncu.value(counters, p, "wgmma_inst")
+    ai, notes = ncu.intensities(flops, nb, bytes_ideal, wgmma, _why_missing(p))
     ratio = flops_hw / flops_model if flops_hw is not None and flops_model else None
-    sectors = catalog.value(counters, p, "dram_read_sectors")
+    sectors = ncu.value(counters, p, "dram_read_sectors")
     return {
         "flops_hw": flops_hw,
         "flops_hw_fp32": w.by.get("fp32 simt"),
@@ -271,7 +273,7 @@ def speed_from_ncu(record: dict[str, Any], ncu_ms: float | None, under_ncu: bool
     The CUDA-event time of a launch ncu profiled covers ncu's replays of it: it moves to
     time_ms_under_ncu and is never used for speed. Without ncu's time, a record that ran under
     ncu has no time at all; one that did not keeps its event time."""
-    from rooflinecli.core import roofs as analysis
+    from rooflinecli.core import roofs
 
     if not under_ncu:
         record.setdefault("time_ms_under_ncu", None)
@@ -280,7 +282,7 @@ def speed_from_ncu(record: dict[str, Any], ncu_ms: float | None, under_ncu: bool
     timed = record.get("tflops") is not None  # verified and timed by the run
     record.update(time_ms=ncu_ms, time_ms_min=ncu_ms, time_ms_max=ncu_ms, time_ms_stdev=None)
     if ncu_ms and timed and record.get("attainable_tflops") and record.get("peak_tflops"):
-        analysis.place(record, ncu_ms)
+        roofs.place(record, ncu_ms)
     else:
         record.update(tflops=None, pct_of_roof=None, pct_of_peak=None)
 
@@ -289,7 +291,7 @@ def attach(
     record: dict[str, Any],
     rows: list[dict[str, Any]] | None,
     reason: str | None,
-    p: catalog.Plan | None = None,
+    p: ncu.Plan | None = None,
     under_ncu: bool = True,
 ) -> None:
     """Add the counters of `rows` (ncu's kernels for this record) to a run record, in place;
@@ -341,7 +343,7 @@ def run_command(
 
 
 def ncu_command(
-    ncu: Path,
+    ncu_path: Path,
     metrics: list[str],
     report: Path,
     target: list[str],
@@ -352,7 +354,7 @@ def ncu_command(
 ) -> list[str]:
     """ncu filtered to the stage's NVTX range (push/pop range in domain 'roofline': the
     'domain@range/' form), or without nvtx to the first launch of the stage's kernel."""
-    cmd = [str(ncu), "--clock-control", "none", "--target-processes", "all"]
+    cmd = [str(ncu_path), "--clock-control", "none", "--target-processes", "all"]
     if use_nvtx:
         cmd += ["--nvtx", "--nvtx-include", f"{NVTX_DOMAIN}@{stage}/"]
     else:
@@ -395,10 +397,10 @@ def _load_run(json_out: Path, proc: subprocess.CompletedProcess[str]) -> dict[st
     raise RooflineError(f"run gemm failed: {why}")
 
 
-def query_available(ncu: Path) -> set[str] | None:
+def query_available(ncu_path: Path) -> set[str] | None:
     try:
         out = subprocess.run(
-            [str(ncu), "--query-metrics"], capture_output=True, text=True, timeout=120
+            [str(ncu_path), "--query-metrics"], capture_output=True, text=True, timeout=120
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -419,8 +421,8 @@ def profile_gemm(
 ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
     """Profile each stage (reference last) in its own child run. Returns (the last child's
     results document, the records with counters attached, facts about the profiler)."""
-    from rooflinecli.build import stages as stagereg
-    from rooflinecli.core import roofs as analysis
+    from rooflinecli.build import stages
+    from rooflinecli.core import roofs
 
     tick = progress or (lambda _label: None)
     info: dict[str, Any] = {
@@ -432,13 +434,13 @@ def profile_gemm(
         "problem": None,
     }
     try:
-        ncu = find_ncu()
+        ncu_path = find_ncu()
     except RooflineError as exc:
-        ncu, info["problem"] = None, exc.message
-    asked = catalog.plan(COUNTS, None)
-    if ncu is not None:
-        info["ncu"], info["version"] = str(ncu), ncu_version(ncu)
-        asked = catalog.plan(COUNTS, query_available(ncu))
+        ncu_path, info["problem"] = None, exc.message
+    asked = ncu.plan(COUNTS, None)
+    if ncu_path is not None:
+        info["ncu"], info["version"] = str(ncu_path), ncu_version(ncu_path)
+        asked = ncu.plan(COUNTS, query_available(ncu_path))
     metrics = asked.metrics
     info["metrics"], info["dropped_metrics"] = metrics, asked.dropped(COUNTS)
     info["not_counted"] = asked.missing
@@ -447,24 +449,24 @@ def profile_gemm(
     with tempfile.TemporaryDirectory(prefix="roofline-profile-") as tmp:
         folder = Path(tmp)
         for name in stage_names:
-            stage = stagereg.BY_NAME[name]
+            stage = stages.BY_NAME[name]
             tick(name)
             json_out = folder / f"{name}.json"
             target = run_command(shape, name, dtype, spec_arg, json_out)
             use_nvtx = bool(info["nvtx"])
             reason = info["problem"]
-            if ncu is not None and not use_nvtx and stage.reference:
+            if ncu_path is not None and not use_nvtx and stage.reference:
                 reason = (
                     "the nvtx Python package is missing: the cuBLAS kernel is found only by "
                     "its NVTX range (pip install nvtx)"
                 )
             rows = None
-            under_ncu = ncu is not None and info["problem"] is None and reason is None
+            under_ncu = ncu_path is not None and info["problem"] is None and reason is None
             if under_ncu:
-                assert ncu is not None
+                assert ncu_path is not None
                 report = folder / f"{name}.ncu-rep"
                 cmd = ncu_command(
-                    ncu, metrics, report, target, name, stage.entry, use_nvtx, launch_count
+                    ncu_path, metrics, report, target, name, stage.entry, use_nvtx, launch_count
                 )
                 try:
                     proc = _run(cmd, timeout)
@@ -484,7 +486,7 @@ def profile_gemm(
                     err = _first_error(out)
                     reason = f"ncu: {err}" if err else "ncu profiled no kernel in the NVTX range"
                 else:
-                    rows, reason = _import_rows(ncu, report, timeout)
+                    rows, reason = _import_rows(ncu_path, report, timeout)
                     if reports_dir is not None:
                         reports_dir.mkdir(parents=True, exist_ok=True)
                         shutil.copy2(report, reports_dir / report.name)
@@ -506,15 +508,15 @@ def profile_gemm(
             rec = _record_for(doc, name, shape)
             attach(rec, rows, reason, asked, under_ncu)
             records.append(rec)
-    analysis.add_reference_ratios(records)  # both sides at ncu's kernel time
+    roofs.add_reference_ratios(records)  # both sides at ncu's kernel time
     return doc, records, info
 
 
 def _import_rows(
-    ncu: Path, report: Path, timeout: float
+    ncu_path: Path, report: Path, timeout: float
 ) -> tuple[list[dict[str, Any]] | None, str | None]:
     proc = _run(
-        [str(ncu), "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"],
+        [str(ncu_path), "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"],
         timeout,
     )
     rows = parse_raw_csv(proc.stdout)
@@ -553,7 +555,7 @@ def migrate_times(doc: dict[str, Any], by: str = "rooflinecli.gpu.profile.migrat
     False when there was nothing to do (not a profile document, or migrated already)."""
     from datetime import UTC, datetime
 
-    from rooflinecli.core import roofs as analysis
+    from rooflinecli.core import roofs
 
     if doc.get("command") != "profile gemm":
         return False
@@ -566,7 +568,7 @@ def migrate_times(doc: dict[str, Any], by: str = "rooflinecli.gpu.profile.migrat
             continue
         # counters were read: the record's launch ran under ncu, its event time covers replays
         speed_from_ncu(rec, rec.get("ncu_time_ms"), rec.get("counters") is not None)
-    analysis.add_reference_ratios(records)
+    roofs.add_reference_ratios(records)
     doc["migrations"] = [
         *done,
         {

@@ -34,8 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from rooflinecli.errors import RooflineError
-from rooflinecli.gpu import ncu
-from rooflinecli.gpu import profile as prof
+from rooflinecli.gpu import ncu, profile
 
 COUNTS = ncu.COUNTS
 # a record's work sits under its dominant precision's roof; below this share, the record says
@@ -123,22 +122,22 @@ def run_under_ncu(
     missing, may not read the counters, or profiled nothing (with ncu's or the program's reason)."""
     if not program:
         raise RooflineError("no program to profile: give it after --, e.g. -- python app.py")
-    exe = prof.find_ncu()
-    info: dict[str, Any] = {"ncu": str(exe), "version": prof.ncu_version(exe)}
-    p = ncu.plan(COUNTS, prof.query_available(exe))
+    exe = profile.find_ncu()
+    info: dict[str, Any] = {"ncu": str(exe), "version": profile.ncu_version(exe)}
+    p = ncu.plan(COUNTS, profile.query_available(exe))
     info["filters"] = filters.to_dict()
     with tempfile.TemporaryDirectory(prefix="roofline-app-") as tmp:
         report = Path(tmp) / "app.ncu-rep"
         proc = _run(ncu_command(exe, p.metrics, report, filters, program), timeout, env)
         out = proc.stdout + proc.stderr
         info["program_exit_code"] = proc.returncode
-        if prof._PERM_RE.search(out):
+        if profile._PERM_RE.search(out):
             raise RooflineError(
                 "ERR_NVGPUCTRPERM: no permission to read the GPU's performance counters "
                 "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)"
             )
         if not report.is_file():
-            why = prof._first_error(out) or _last_line(proc.stderr)
+            why = profile._first_error(out) or _last_line(proc.stderr)
             raise RooflineError(
                 "ncu profiled no kernel"
                 + (f": {why}" if why else ": check --kernel/--nvtx/--launch-skip")
@@ -148,9 +147,9 @@ def run_under_ncu(
             reports_dir.mkdir(parents=True, exist_ok=True)
             shutil.copy2(report, reports_dir / report.name)
         imported = _run(import_command(exe, report), timeout, env)
-        rows = prof.parse_raw_csv(imported.stdout)
+        rows = profile.parse_raw_csv(imported.stdout)
         if not rows:
-            why = prof._first_error(imported.stdout + imported.stderr)
+            why = profile._first_error(imported.stdout + imported.stderr)
             raise RooflineError(f"ncu --import gave no kernels{': ' + why if why else ''}")
     return Run(rows, p, info)
 
@@ -213,7 +212,7 @@ def kernel_record(
     """One record for the launches of one kernel and grid: counts per launch (the mean), times
     (median, total, spread), FLOPs, bytes and intensities; notes for what was not counted."""
     n = len(rows)
-    total = prof.sum_metrics(rows)
+    total = profile.sum_metrics(rows)
     w = ncu.work(total, p)
     nb = ncu.level_bytes(total, p)
     wgmma = ncu.value(total, p, "wgmma_inst")
@@ -224,7 +223,7 @@ def kernel_record(
         one,
         None,
         wgmma / n if wgmma is not None else None,
-        prof._why_missing(p),
+        profile._why_missing(p),
     )
     times = [ncu.value(r["metrics"], p, "time") for r in rows]
     ms = [t * 1e3 for t in times if t is not None]
@@ -489,11 +488,11 @@ def build_document(
 ) -> dict[str, Any]:
     """The results document of one profiled program (pure but for nvidia-smi and the cache)."""
     from rooflinecli import results
-    from rooflinecli.core import specs as specreg
+    from rooflinecli.core import specs
     from rooflinecli.gpu import calibrate
 
     device = device_from_rows(run.rows)
-    spec = specreg.resolve(spec_arg) if spec_arg else specreg.for_device(device["name"])
+    spec = specs.resolve(spec_arg) if spec_arg else specs.for_device(device["name"])
     if calibration is None:
         calibration = calibrate.load_calibration(
             device["name"], device.get("driver"), device.get("clock_sm_max_mhz")

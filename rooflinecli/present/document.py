@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rooflinecli.core import roofs
-from rooflinecli.core.attention import label as attention_label
-from rooflinecli.present import View
-from rooflinecli.present import table as report
-from rooflinecli.present import terminal_chart as chart
+from rooflinecli.core import attention, roofs
+from rooflinecli.present import View, table, terminal_chart
 
 
 def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
@@ -21,7 +18,7 @@ def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
         else f"on {device.get('name', '?')} (spec {spec.get('name', '?')})"
     )
     if r0.get("op") == "attention":
-        text = f"Attention {attention_label(r0)} {r0['dtype']} {where}"
+        text = f"Attention {attention.label(r0)} {r0['dtype']} {where}"
     else:
         text = f"GEMM {r0['m']}x{r0['n']}x{r0['k']} {r0['dtype']} {where}"
     per_row = roofs.per_row_roofs(recs)
@@ -34,32 +31,32 @@ def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
     return text
 
 
-def columns_of(doc: dict[str, Any]) -> report.ColumnSet:
+def columns_of(doc: dict[str, Any]) -> table.ColumnSet:
     if doc.get("device") is None:
         if doc.get("command") == "model attention":
-            return report.ATTENTION_MODEL
-        return report.MODEL
+            return table.ATTENTION_MODEL
+        return table.MODEL
     if doc.get("command") == "run llm":  # two weight GEMMs can share a shape: name the GEMM
-        return report.LLM
-    return report.RUN
+        return table.LLM
+    return table.RUN
 
 
 def render(doc: dict[str, Any], fmt: str, view: View, draw: bool) -> None:
     """A run or model document as `show` prints it: one table per shape, then the chart."""
     columns = columns_of(doc)
-    report.select(columns, view)  # an unknown --columns name: one line, now
-    out = report.console()
+    table.select(columns, view)  # an unknown --columns name: one line, now
+    out = table.console()
     if fmt in ("json", "csv"):
-        report.emit(doc, fmt, columns, out=out)
+        table.emit(doc, fmt, columns, out=out)
         return
     shapes = list(dict.fromkeys(roofs.shape_key(r) for r in doc["records"]))
     for i, shape in enumerate(shapes):
         recs = [r for r in doc["records"] if roofs.shape_key(r) == shape]
         if fmt == "markdown" and i:
             out.file.write("\n")
-        report.emit(
+        table.emit(
             {**doc, "records": recs}, fmt, columns, title=title(doc, recs), out=out, view=view
         )
     if draw:
-        text = chart.render(doc)
+        text = terminal_chart.render(doc)
         out.file.write(f"\n```text\n{text}```\n" if fmt == "markdown" else f"\n{text}")

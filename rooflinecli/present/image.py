@@ -36,7 +36,7 @@ from typing import Any
 from rooflinecli import files
 from rooflinecli.core.roofs import Roof
 from rooflinecli.errors import RooflineError
-from rooflinecli.present import terminal_chart as chart
+from rooflinecli.present import terminal_chart
 
 KINDS = ("png", "svg", "html")
 
@@ -115,7 +115,7 @@ def title(doc: dict[str, Any]) -> str:
         name = preset.get("display_name") or preset.get("name") or "?"
         at = ", ".join(str(b) for b in batches)
         return f"Roofline: {name} weight GEMMs at batch {at} ({dtypes}) on {device} (spec {spec})"
-    text = chart.title(doc)
+    text = terminal_chart.title(doc)
     tune = doc.get("tune")
     if isinstance(tune, dict) and tune.get("stage"):
         text += f": tile parameters of {tune['stage']} tried by roofline tune"
@@ -157,11 +157,11 @@ class Series:
     name: str
     value: str
     key: str  # what its colour stands for: the stage
-    points: list[chart.Point]
+    points: list[terminal_chart.Point]
     flagged: bool = False
 
     @property
-    def anchor(self) -> chart.Point:
+    def anchor(self) -> terminal_chart.Point:
         """Where the id goes: the right end (ideal intensity, or DRAM)."""
         return max(self.points, key=lambda p: p.ai)
 
@@ -182,7 +182,7 @@ def _kernel_name(rec: dict[str, Any]) -> str:
 
 
 def _name(doc: dict[str, Any]) -> Any:
-    name = chart.namer(doc)
+    name = terminal_chart.namer(doc)
 
     def of(rec: dict[str, Any]) -> str:
         if rec.get("kind") == "kernel" and rec.get("kernel"):
@@ -198,24 +198,24 @@ def _name(doc: dict[str, Any]) -> Any:
 
 def series(
     doc: dict[str, Any], by_instruction: bool = True
-) -> tuple[list[Series], list[chart.Unplaced]]:
+) -> tuple[list[Series], list[terminal_chart.Unplaced]]:
     """Every record's points (ids numbered in record order), and the records not drawn."""
     recs = doc["records"]
-    roof_of = chart.roofs(doc)
+    roof_of = terminal_chart.roofs(doc)
     name = _name(doc)
     out: list[Series] = []
-    unplaced: list[chart.Unplaced] = []
+    unplaced: list[terminal_chart.Unplaced] = []
 
-    def add(label: str, value: str, key: str, pts: list[chart.Point]) -> None:
+    def add(label: str, value: str, key: str, pts: list[terminal_chart.Point]) -> None:
         flagged = any(p.above_roof for p in pts)
         out.append(Series(str(len(out) + 1), label, value, key, pts, flagged))
 
     if doc.get("device") is None:  # a model document: the roof's speed, not a measurement
         seen: set[tuple[str, str, Any]] = set()
-        many = len({(chart.shape_of(r), str(r["dtype"])) for r in recs}) > 1
+        many = len({(terminal_chart.shape_of(r), str(r["dtype"])) for r in recs}) > 1
         for rec in recs:
-            roof = roof_of[chart.roof_id(rec)]
-            shape = (chart.shape_of(rec), str(rec["dtype"]))
+            roof = roof_of[terminal_chart.roof_id(rec)]
+            shape = (terminal_chart.shape_of(rec), str(rec["dtype"]))
             if (*shape, rec.get("ai_ideal")) not in seen and _pos(rec.get("ai_ideal")):
                 seen.add((*shape, rec.get("ai_ideal")))
                 ai = float(rec["ai_ideal"])
@@ -223,22 +223,27 @@ def series(
                 what = "ideal, every byte once" + (f" {' '.join(shape)}" if many else "")
                 if rec.get("op") == "attention":  # fused and unfused: two ideals, named
                     what = name(rec)
-                pt = chart.Point(what, ai, best, best, "ideal", True)
-                add(what, f"{chart.fmt_value(best)} TFLOP/s", "", [pt])
+                pt = terminal_chart.Point(what, ai, best, best, "ideal", True)
+                add(what, f"{terminal_chart.fmt_value(best)} TFLOP/s", "", [pt])
             ai_i = rec.get("ai_instruction")
             if _pos(ai_i):
                 ai, label = float(ai_i), name(rec)
                 best = roof.at(ai)
-                pt = chart.Point(label, ai, best, best, "instr", True)
-                add(label, f"{chart.fmt_value(best)} TFLOP/s by instruction", rec["stage"], [pt])
+                pt = terminal_chart.Point(label, ai, best, best, "instr", True)
+                add(
+                    label,
+                    f"{terminal_chart.fmt_value(best)} TFLOP/s by instruction",
+                    rec["stage"],
+                    [pt],
+                )
             else:
-                unplaced.append(chart.Unplaced(name(rec), "no by-instruction intensity"))
+                unplaced.append(terminal_chart.Unplaced(name(rec), "no by-instruction intensity"))
         return out, unplaced
 
     for rec in recs:
         label = name(rec)
-        got = chart.run_points(rec, roof_of, label)
-        if isinstance(got, chart.Unplaced):
+        got = terminal_chart.run_points(rec, roof_of, label)
+        if isinstance(got, terminal_chart.Unplaced):
             unplaced.append(got)
             continue
         pts = list(got)
@@ -247,18 +252,20 @@ def series(
         # ideal one comes from per-tile counts that do not apply (tiles of padding at M=1)
         if by_instruction and _pos(ai_i) and float(ai_i) < max(p.ai for p in pts):
             tf = pts[0].tflops
-            peak = roof_of[chart.roof_id(rec)].peak_tflops
+            peak = roof_of[terminal_chart.roof_id(rec)].peak_tflops
             pts.append(
-                chart.Point(f"{label} by instruction", float(ai_i), tf, peak, "instr", False)
+                terminal_chart.Point(
+                    f"{label} by instruction", float(ai_i), tf, peak, "instr", False
+                )
             )
         # a stage keeps its colour across shapes; kernels of a program are told apart by name
-        add(label, f"{chart.fmt_value(pts[0].tflops)} TFLOP/s", str(rec["stage"]), pts)
+        add(label, f"{terminal_chart.fmt_value(pts[0].tflops)} TFLOP/s", str(rec["stage"]), pts)
     return out, unplaced
 
 
 def _roof_set(doc: dict[str, Any], rid: str) -> str:
     for rec in doc["records"]:
-        if chart.roof_id(rec) == rid and rec.get("roof_set"):
+        if terminal_chart.roof_id(rec) == rid and rec.get("roof_set"):
             return str(rec["roof_set"])
     return "datasheet"
 
@@ -346,7 +353,7 @@ def _palette(keys: list[str]) -> dict[str, Any]:
     return out
 
 
-def _not_drawn(unplaced: list[chart.Unplaced]) -> list[tuple[str, list[str]]]:
+def _not_drawn(unplaced: list[terminal_chart.Unplaced]) -> list[tuple[str, list[str]]]:
     """Records not drawn, grouped by why (the shape a reason names is left out of the group)."""
     groups: dict[str, list[str]] = {}
     for u in unplaced:
@@ -453,7 +460,7 @@ def figure(
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    roof_of = chart.roofs(doc)
+    roof_of = terminal_chart.roofs(doc)
     all_series, unplaced = series(doc, by_instruction)
     roofs = ceilings(doc, roof_of, calibration)
     colors = _palette([s.key for s in all_series])
@@ -514,7 +521,7 @@ def figure(
     for roof in roof_of.values():
         ax.plot([roof.ridge], [roof.peak_tflops], "o", color="black", ms=5, zorder=4)
         ax.axvline(roof.ridge, color="grey", ls=":", lw=0.8, zorder=0)
-    ridges = ", ".join(f"{chart.fmt_value(r.ridge)}" for r in roof_of.values())
+    ridges = ", ".join(f"{terminal_chart.fmt_value(r.ridge)}" for r in roof_of.values())
     handles.append(Line2D([], [], color="black", marker="o", ms=5, ls="none"))
     labels.append(f"ridge point {ridges} FLOP/B")
     drawn_levels = {p.level for p in pts}

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rooflinecli.core.attention import label as attention_label
+from rooflinecli.core import attention
 from rooflinecli.core.roofs import Roof
 from rooflinecli.core.specs import DTYPE_PEAK
 from rooflinecli.errors import RooflineError
@@ -75,7 +75,7 @@ def _finite_pos(v: Any) -> bool:
 
 def shape_of(rec: dict[str, Any]) -> str:
     if rec.get("op") == "attention":  # 'B4 H16 N4096 D128 causal'
-        return attention_label(rec)
+        return attention.label(rec)
     if rec.get("m") is None:  # a kernel of `profile app`, or measure() without a shape
         return "-"
     return f"{rec['m']}x{rec['n']}x{rec['k']}"
