@@ -133,11 +133,12 @@ __device__ __forceinline__ bool reduce_split_k(float (&d)[BN / 2], float* __rest
     __syncthreads();
     const u32 ticket = ticket_s;
     if (ticket + 1 < SPLIT_K) {  // not the last: leave the sums in slot `ticket`
-        float4* out = reinterpret_cast<float4*>(slots + (static_cast<size_t>(ticket) * tiles + tile) *
-                                                            TILE_FLOATS) + tid;
+        const size_t slot = (static_cast<size_t>(ticket) * tiles + tile) * TILE_FLOATS;
+        float4* out = reinterpret_cast<float4*>(slots + slot) + tid;
 #pragma unroll
         for (int j = 0; j < PARTIAL_VECS; ++j)
-            __stcg(out + NUM_THREADS * j, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
+            __stcg(out + NUM_THREADS * j,
+                   make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
         __syncthreads();  // every thread's stores are issued ...
         if (tid == 0) {
             __threadfence();  // ... and visible at gpu scope before the count says so
@@ -156,8 +157,8 @@ __device__ __forceinline__ bool reduce_split_k(float (&d)[BN / 2], float* __rest
     __syncthreads();  // the block sees what thread 0 acquired
 #pragma unroll 1
     for (int s = 0; s < SPLIT_K - 1; ++s) {
-        const float4* in =
-            reinterpret_cast<const float4*>(slots + (static_cast<size_t>(s) * tiles + tile) * TILE_FLOATS) + tid;
+        const size_t slot = (static_cast<size_t>(s) * tiles + tile) * TILE_FLOATS;
+        const float4* in = reinterpret_cast<const float4*>(slots + slot) + tid;
 #pragma unroll
         for (int j = 0; j < PARTIAL_VECS; ++j) {
             const float4 p = __ldcg(in + NUM_THREADS * j);
@@ -196,8 +197,8 @@ gemm_wgmma_tma(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
     const int n0 = (in_group / group_rows) * BN;
     // this block's run of K tiles: [kt0, kt0 + ktiles) of all; runs differ by at most one tile
     const int all_ktiles = (K + BK - 1) / BK;
-    const int kt0 = static_cast<int>(static_cast<long long>(all_ktiles) * blockIdx.z / SPLIT_K);
-    const int ktiles = static_cast<int>(static_cast<long long>(all_ktiles) * (blockIdx.z + 1) / SPLIT_K) - kt0;
+    const int kt0 = all_ktiles * static_cast<int>(blockIdx.z) / SPLIT_K;
+    const int ktiles = all_ktiles * static_cast<int>(blockIdx.z + 1) / SPLIT_K - kt0;
 
     if (tid == 0) {
         prefetch_tensormap(&tma_a);
