@@ -47,7 +47,7 @@ MS=mma_multistage@BM=64,BN=64
 declare -A CANDS=(
   [odd]=mma_sync,$MS,WM=32,WN=32,STAGES=3,$MS,WM=32,WN=32,$MS,BK=64,WM=32,WN=32,STAGES=3,mma_multistage@BM=32,BN=64,WM=16,WN=32,STAGES=3,mma_multistage@BM=32,BN=64,WM=16,WN=32,mma_multistage@BM=32,BN=64,BK=64,WM=16,WN=32,STAGES=3
   [small]=wgmma_tma,wgmma_tma@BM=64,wgmma_tma@SPLIT_K=2,wgmma_tma@SPLIT_K=3,wgmma_tma@BM=64,SPLIT_K=2,wgmma_tma@BM=64,STAGES=3,SPLIT_K=3,wgmma_persistent@BN=128
-  [big]=wgmma_cluster,wgmma_cluster@GROUP_M=8,wgmma_cluster@MAX_BLOCKS=132,wgmma_stagger,wgmma_stagger@LAG=1,wgmma_stagger@BN=128,CLUSTER_M=1,LAG=1,wgmma_tma,wgmma_tma@BM=64,wgmma_persistent@BN=128,wgmma_persistent@BN=128,GROUP_M=8,wgmma_cluster@BN=128,wgmma_streamk,wgmma_streamk@BN=128,STAGES=6
+  [big]=wgmma_cluster,wgmma_cluster@GROUP_M=8,wgmma_cluster@MAX_BLOCKS=132,wgmma_stagger,wgmma_stagger@LAG=1,wgmma_stagger@BN=128,CLUSTER_M=1,LAG=1,wgmma_tma,wgmma_tma@STAGES=3,wgmma_tma@BM=64,wgmma_tma@BM=64,STAGES=3,wgmma_persistent@BN=128,wgmma_persistent@BN=128,GROUP_M=8,wgmma_cluster@BN=128,wgmma_streamk,wgmma_streamk@BN=128,STAGES=6
 )
 declare -A CAP=([odd]=25 [small]=30 [big]=60)
 
