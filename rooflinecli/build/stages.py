@@ -399,6 +399,8 @@ def _wgmma_tma(p: dict[str, int]) -> Stage:
         smem_bytes=p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] * 2 + 1024,
         grid_z=split,
         workspace_bytes=_split_k_workspace(p["BM"], p["BN"], split) if split > 1 else None,
+        # few tiles: halve them (BM 64), cut K (SPLIT_K), or fit two blocks an SM (3 stages)
+        tune_space=MappingProxyType({"BM": (128, 64), "SPLIT_K": (1, 2, 3), "STAGES": (4, 3)}),
     )
     return replace(stage, rebuild=lambda q: _wgmma_tma(dict(q)))
 
