@@ -23,7 +23,7 @@
 #   4. tests/gpu: the new variants verify at odd shapes, with alpha 0.5 beta 2, and after the
 #      timed launches (split-K's tile counters back to 0);
 #   5. if time is left: ncu names cuBLAS's kernels at 127x333x65 in fp16 and bf16 (why fp16 is
-#      4 us faster there) in ncu-odd-DT.txt.
+#      4 us faster there) beside ours (benchmarks/probe_odd_cublas.py) in ncu-odd-DT.csv.
 # Usage: benchmarks/gpu_tcsmall.sh OUTDIR
 # Expected run time: about 250 s (step 0 about 40 s, step 1 about 100 s, step 2 about 40 s,
 # step 4 about 50 s); step 1 stops by 170 s, step 2 by 215 s, step 4 by 285 s; step 5 runs only
@@ -98,17 +98,13 @@ timeout "$(left 70)" python3 -m pytest -q -p no:cacheprovider tests/gpu/test_ten
 log "rc $?: $(tail -1 "$OUT/test-small-gpu.txt")"
 
 if [ "$(left 25 300)" -ge 25 ] && command -v ncu > /dev/null; then
-  log "5: cuBLAS's kernels at 127x333x65 under ncu"
+  log "5: cuBLAS's kernels at 127x333x65 under ncu (kernel, grid, block, time per dtype)"
   for DT in fp16 bf16; do
-    timeout "$(left 12 300)" roofline profile gemm --m 127 --n 333 --k 65 --dtype $DT \
-      --stages "$MS,WM=32,WN=32,STAGES=3" --launch-count 4 -q --reports "$OUT/ncu-odd-$DT" \
-      > "$OUT/ncu-odd-$DT.txt" 2>&1
-    for REP in "$OUT/ncu-odd-$DT"/*.ncu-rep; do
-      [ -f "$REP" ] && timeout 5 ncu --import "$REP" --print-summary per-kernel \
-        >> "$OUT/ncu-odd-$DT.txt" 2>&1
-    done
-    grep -iE "gemm|kernel|cutlass|sm80|sm90" "$OUT/ncu-odd-$DT.txt" | grep -v "^==" | sort -u \
-      | head -8 | tee -a "$OUT/summary.txt"
+    timeout "$(left 15 300)" roofline profile app --kernel "gemm|xmma|cutlass|[Kk]ernel|splitK" \
+      --launch-count 30 --format csv -- python3 benchmarks/probe_odd_cublas.py $DT \
+      "mma_sync,$MS,WM=32,WN=32,STAGES=3" > "$OUT/ncu-odd-$DT.csv" 2> "$OUT/ncu-odd-$DT.err"
+    log "profile app $DT rc $?"
+    head -c 3000 "$OUT/ncu-odd-$DT.csv" | cut -c1-300 | tee -a "$OUT/summary.txt"
   done
 fi
 log "total $(( $(date +%s) - START )) s"
