@@ -2,15 +2,18 @@
 # Issue 14, the last gaps of `--stages best` against cuBLAS over SET (below) on the H200, where
 # the tcshape run (174ce8f) left the geomean at about 0.91 (bf16) and 0.86 (fp16):
 #   odd   127x333x65: stage 22's 64 x 64 tiles at 10.5 us in both dtypes, cuBLAS 10.0 us in bf16
-#         but 6.5 us in fp16. New: all three K tiles of K = 65 in the prologue (STAGES 4), and
-#         32-row tiles (24 blocks, half the loads a thread); plus the current pick and mma_sync.
+#         but 6.5 us in fp16. New: all three K tiles of K = 65 in the prologue (STAGES 4, the
+#         registry's), and 32-row tiles (24 blocks, half the loads a thread; BK 32 or 64); plus
+#         the current pick, BK 64, and mma_sync.
 #   small 1000x1016x1032: 64 tiles of 128 x 128 on 132 SMs (wgmma_tma, 13.5 us vs 11). New on
 #         stage 24: BM = 64 (one warpgroup, 128 tiles, two blocks an SM) and SPLIT_K = 2 or 3
 #         (grid z cuts K; the last block of a tile adds the others' fp32 sums), and both.
 #   big   4096x4104x1032 (wgmma_cluster 128 x 256, 76 us vs 62; K is 17 tiles, so the per-tile
 #         prologue and epilogue weigh) and 512x11008x4096 (fp16's class pick wgmma_stagger got
 #         77%; wgmma_persistent@BN=128 87% in the same run): stagger with pairs, stage 24's
-#         128 x 128 (1056 tiles: 8 whole waves at 4096x4104), GROUP_M, STAGES 6 at BN = 128.
+#         128 x 128 (1056 tiles: 8 whole waves at 4096x4104; with 3 stages two blocks an SM, so
+#         one's epilogue runs under the other's main loop) and 64 x 128, GROUP_M 8, 132 blocks,
+#         STAGES 6 at BN = 128.
 # Steps:
 #   0. any user tune table of this machine moved aside (kept in OUTDIR): only this run's classes
 #      and the shipped table speak; the candidates compiled in parallel;
