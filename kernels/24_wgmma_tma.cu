@@ -24,6 +24,20 @@
 // N long, so K and N must be multiples of 8 (the registry refuses other shapes); M is free.
 // Tensor maps: kernel parameters 9 and 10 (A: box BK x BM of M x K; B: box 64 x BK of K x N),
 // from rooflinecli/gpu/tma.extra_args.
+// Few tiles (issue 14): 1000x1016x1032 is 64 tiles of 128 x 128 on 132 SMs, half the GPU idle
+// (13.5 us against cuBLAS's 11). Two ways to more blocks, both parameters here:
+//   * BM = 64: one consumer warpgroup (128 threads, m64n128k16), twice the tiles, and a 24 KiB
+//     stage, so two blocks fit an SM;
+//   * SPLIT_K > 1: grid z cuts K into SPLIT_K runs of whole K tiles, one block per run and tile.
+//     At the end each block takes a ticket from its tile's counter (atomicAdd); the first
+//     SPLIT_K - 1 write their fp32 sums to slot `ticket` of a global workspace (st.global.cg:
+//     L2, where the reader looks) and count themselves done; the last waits for that count, adds
+//     the slots to its registers and runs the epilogue (alpha, beta, C) alone, then puts both
+//     counters back to 0 for the next launch. Its wait cannot hang: every block it waits for
+//     already holds a ticket, so it is resident and past its main loop. Slots are laid out in
+//     register order (float4 j of thread t at j * NUM_THREADS + t): coalesced both ways, and no
+//     shared memory. The workspace (Stage.workspace_bytes, zeroed by the runner) is 2 counters a
+//     tile, then (SPLIT_K - 1) slots of BM x BN floats a tile; it is kernel parameter 11.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -38,6 +52,9 @@
 #endif
 #ifndef GROUP_M
 #define GROUP_M 8
+#endif
+#ifndef SPLIT_K
+#define SPLIT_K 1
 #endif
 
 #include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float
@@ -97,13 +114,73 @@ static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0 && B_BOX_BYTES % 10
               "tiles and B boxes stay 1024-byte aligned (the swizzle atom; descriptor base 0)");
 static_assert((B_BOX_BYTES >> 4) < (1 << 14), "the descriptor's LBO field holds 14 bits of 16 B");
 static_assert(STAGES * STAGE_BYTES + 1024 <= 227 * 1024, "the ring must fit in 227 KiB");
+static_assert(SPLIT_K >= 1 && SPLIT_K <= 16, "SPLIT_K: K runs per tile, 1 (no split) to 16");
+
+constexpr int PARTIAL_VECS = BN / 8;  // float4s of one thread's accumulators (BN / 2 floats)
+constexpr int TILE_FLOATS = BM * BN;  // one slot: a whole tile's fp32 sums
+
+// Split-K's end of a block (see the header): true when this block holds the whole tile's sums in
+// d and runs the epilogue; false when it has left its share in the workspace.
+__device__ __forceinline__ bool reduce_split_k(float (&d)[BN / 2], float* __restrict__ workspace,
+                                               int tile, int tiles) {
+    __shared__ u32 ticket_s;
+    const int tid = threadIdx.x;
+    u32* count = reinterpret_cast<u32*>(workspace) + tile;  // tickets taken
+    u32* done = count + tiles;                              // slots written
+    // slots after the 2 * tiles counters, 16-byte aligned
+    float* slots = workspace + ((2 * tiles + 3) & ~3);
+    if (tid == 0) ticket_s = atomicAdd(count, 1u);
+    __syncthreads();
+    const u32 ticket = ticket_s;
+    if (ticket + 1 < SPLIT_K) {  // not the last: leave the sums in slot `ticket`
+        const size_t slot = (static_cast<size_t>(ticket) * tiles + tile) * TILE_FLOATS;
+        float4* out = reinterpret_cast<float4*>(slots + slot) + tid;
+#pragma unroll
+        for (int j = 0; j < PARTIAL_VECS; ++j)
+            __stcg(out + NUM_THREADS * j,
+                   make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
+        __syncthreads();  // every thread's stores are issued ...
+        if (tid == 0) {
+            __threadfence();  // ... and visible at gpu scope before the count says so
+            atomicAdd(done, 1u);
+        }
+        return false;
+    }
+    if (tid == 0) {  // the last: the others hold tickets, so they are resident and finishing
+        for (u32 polls = 1; ld_acquire_gpu(done) != SPLIT_K - 1; ++polls) {
+            if (polls == (1u << 22)) __trap();  // over a second: fail the launch, never hang
+            __nanosleep(32);
+        }
+        *count = 0u;  // both counters back to 0 for the next launch (no block reads them now)
+        *done = 0u;
+    }
+    __syncthreads();  // the block sees what thread 0 acquired
+#pragma unroll 1
+    for (int s = 0; s < SPLIT_K - 1; ++s) {
+        const size_t slot = (static_cast<size_t>(s) * tiles + tile) * TILE_FLOATS;
+        const float4* in = reinterpret_cast<const float4*>(slots + slot) + tid;
+#pragma unroll
+        for (int j = 0; j < PARTIAL_VECS; ++j) {
+            const float4 p = __ldcg(in + NUM_THREADS * j);
+            d[4 * j] += p.x;
+            d[4 * j + 1] += p.y;
+            d[4 * j + 2] += p.z;
+            d[4 * j + 3] += p.w;
+        }
+    }
+    return true;
+}
 
 #define WGMMA wgmma_m64n128k16<B_TRANS>
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 gemm_wgmma_tma(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
                const elem_t* __restrict__ B, float beta, elem_t* __restrict__ C,
-               const __grid_constant__ TmaMap tma_a, const __grid_constant__ TmaMap tma_b) {
+               const __grid_constant__ TmaMap tma_a, const __grid_constant__ TmaMap tma_b
+#if SPLIT_K > 1
+               , float* __restrict__ workspace
+#endif
+) {
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ __align__(8) u64 full_bar[STAGES];
     // 128-byte swizzle repeats every 1024 bytes: tiles start on a 1024-byte boundary
@@ -118,7 +195,10 @@ gemm_wgmma_tma(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
     const int in_group = pid % (GROUP_M * grid_n);
     const int m0 = (first_m + in_group % group_rows) * BM;
     const int n0 = (in_group / group_rows) * BN;
-    const int ktiles = (K + BK - 1) / BK;
+    // this block's run of K tiles: [kt0, kt0 + ktiles) of all; runs differ by at most one tile
+    const int all_ktiles = (K + BK - 1) / BK;
+    const int kt0 = all_ktiles * static_cast<int>(blockIdx.z) / SPLIT_K;
+    const int ktiles = all_ktiles * static_cast<int>(blockIdx.z + 1) / SPLIT_K - kt0;
 
     if (tid == 0) {
         prefetch_tensormap(&tma_a);
@@ -129,8 +209,9 @@ gemm_wgmma_tma(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
     }
     __syncthreads();
 
-    auto issue = [&](int s, int kt) {  // thread 0 only
+    auto issue = [&](int s, int kt) {  // thread 0 only; kt counts from the run's first K tile
         const u32 sa = base + s * STAGE_BYTES, bar = bar0 + 8 * s;
+        kt += kt0;
         mbar_arrive_expect_tx(bar, STAGE_BYTES);
         tma_load_2d(sa, &tma_a, bar, kt * BK, m0);
 #pragma unroll
@@ -160,5 +241,8 @@ gemm_wgmma_tma(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
     }
     wgmma_wait<0>();
 
+#if SPLIT_K > 1
+    if (!reduce_split_k(d, workspace, pid, grid_m * grid_n)) return;
+#endif
     store_block(d, C, M, N, m0 + 64 * wg, n0, alpha, beta);
 }

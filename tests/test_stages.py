@@ -442,6 +442,46 @@ def test_stage_29_hands_partials_over_through_flags():
     assert "MEMBAR.ALL.GPU" in ops and "CCTL.IVALL" in ops  # release; acquire drops stale L1
 
 
+def test_stage_24_splits_k_along_grid_z_and_asks_for_a_workspace():
+    """Stage 24 with few tiles: BM = 64 is one warpgroup and half the shared memory per stage;
+    SPLIT_K = 2 launches two blocks per tile along z and asks for 2 counters per tile (padded to
+    16 bytes) plus one 64 x 128 fp32 slot per tile: 1000x1016 is 16 x 8 tiles of 64 x 128."""
+    plain = stages.BY_NAME["wgmma_tma"]
+    assert plain.params["SPLIT_K"] == 1 and plain.workspace_bytes is None
+    assert plain.launch(1000, 1016)[0] == (8, 8, 1) and plain.threads == (256, 1)
+    assert plain.smem_bytes == 4 * (128 + 128) * 64 * 2 + 1024 == 132096
+    sk = stages.select("wgmma_tma@BM=64,SPLIT_K=2", "bf16")[0]
+    assert sk.name == "wgmma_tma@BM=64,SPLIT_K=2" and sk.threads == (128, 1)
+    assert sk.smem_bytes == 4 * (64 + 128) * 64 * 2 + 1024 == 99328  # two blocks per SM
+    assert sk.launch(1000, 1016)[0] == (8, 16, 2)
+    assert sk.workspace_bytes is not None
+    assert sk.workspace_bytes(1000, 1016, 1032, 256) == 4 * 256 + 128 * 64 * 128 * 4 == 4195328
+    three = stages.select("wgmma_tma@SPLIT_K=3", "fp16")[0]
+    assert three.launch(1000, 1016)[0] == (8, 8, 3)  # 64 tiles: 128 counters, 2 slots each
+    assert three.workspace_bytes(1000, 1016, 1032, 192) == 4 * 128 + 2 * 64 * 128 * 128 * 4
+
+
+@pytest.mark.prebuild(
+    stages.BY_NAME["wgmma_tma"].with_params({"BM": 64, "SPLIT_K": 2}), dtype="bf16", sass=True
+)
+def test_stage_24_split_k_meets_in_l2_without_spills():
+    """Stage 24's split-K end in SASS: the ticket and the done count as two atomics, a block's
+    64 x 128 fp32 sums written (or read, by the last block) as 16 16-byte L2 accesses a thread
+    (STG/LDG.E.128, .cg), the count polled with an acquire load that sleeps between polls and
+    traps after a second; the main loop unchanged (4 HGMMA 64x128 per K tile); no spills."""
+    from rooflinecli.build import sass
+
+    sk = stages.BY_NAME["wgmma_tma"].with_params({"BM": 64, "SPLIT_K": 2})
+    built = compiler.compile_stage(sk, "sm_90a", "bf16")
+    assert built.resources.spill_bytes == 0 and built.resources.stack_frame_bytes == 0
+    ops = [i.opcode for i in sass.parse(sass.disassemble(built.cubin_path))[sk.entry].instrs]
+    assert ops.count("HGMMA.64x128x16.F32.BF16") == 4
+    assert ops.count("ATOMG.E.ADD.STRONG.GPU") == 2
+    assert ops.count("STG.E.128.STRONG.GPU") == ops.count("LDG.E.128.STRONG.GPU") == 16
+    assert "MEMBAR.SC.GPU" in ops and "CCTL.IVALL" in ops  # the writer's fence; acquire
+    assert "NANOSLEEP" in ops and "BPT.TRAP" in ops
+
+
 @pytest.mark.prebuild(stages.BY_NAME["mma_tma_ws"], dtype="bf16", sass=True)
 def test_stage_23_loads_b_fragments_with_ldmatrix_trans():
     """Stage 23's B tile is k rows of n: its .col fragments come through ldmatrix.trans

@@ -57,6 +57,8 @@ class Stage:
     cluster_rows: int = 1
     # a persistent grid of the whole cap even when there are fewer tiles (stream-K splits them)
     persistent_fill: bool = False
+    # blocks along grid z per output tile (split-K: each takes one run of K tiles)
+    grid_z: int = 1
     # bytes of global scratch the kernel takes as one more argument (after any tensor maps),
     # given (M, N, K, blocks in the grid): the runner allocates it zeroed once, and the kernel
     # leaves it as it found it (e.g. stream-K's partial tiles and flags); None: no workspace
@@ -141,7 +143,7 @@ class Stage:
                 blocks = min(-(-gm // c) * c * gn, blocks)
             return (blocks, 1, 1), (self.threads[0], self.threads[1], 1), self.smem_bytes
         gm = -(-gm // self.cluster_rows) * self.cluster_rows
-        grid = (gm, gn, 1) if self.x_is_row else (gn, gm, 1)
+        grid = (gm, gn, self.grid_z) if self.x_is_row else (gn, gm, self.grid_z)
         if grid[1] > 65535:
             raise RooflineError(f"stage {self.name}: output too large for its grid ({m}x{n})")
         return grid, (self.threads[0], self.threads[1], 1), self.smem_bytes
@@ -366,6 +368,41 @@ def _mma_tma_ws(p: dict[str, int]) -> Stage:
     return replace(
         stage, rebuild=lambda q: _mma_tma_ws(dict(q)), cluster_rows=p.get("CLUSTER_M", 1)
     )
+
+
+def _split_k_workspace(bm: int, bn: int, split: int) -> Callable[[int, int, int, int], int]:
+    """Stage 24's split-K scratch: per output tile two 4-byte counters (the runs' tickets and
+    the slots written; padded to 16 bytes in all), then SPLIT_K - 1 fp32 slots of BM x BN."""
+
+    def nbytes(m: int, n: int, k: int, blocks: int) -> int:
+        tiles = blocks // split
+        return 4 * ((2 * tiles + 3) & ~3) + (split - 1) * tiles * bm * bn * 4
+
+    return nbytes
+
+
+def _wgmma_tma(p: dict[str, int]) -> Stage:
+    """Stage 24: BM / 64 warpgroups (BM 64 or 128) on a BM x 128 tile, a ring of STAGES tiles
+    (1 KiB of alignment slack); SPLIT_K > 1 cuts K into that many runs along grid z, their fp32
+    sums met in a workspace (few output tiles: 1000x1016 is 64 of 128 x 128 on 132 SMs)."""
+    split = p.get("SPLIT_K", 1)
+    what = "WGMMA m64n128k16 (HGMMA) on 128B-swizzled tiles loaded by TMA onto mbarriers"
+    if p["BM"] != 128 or split != 1:
+        what += f", {p['BM']}x{p['BN']} tiles" + (f", K split {split} ways" if split > 1 else "")
+    stage = _tensor_core(
+        "wgmma_tma",
+        what,
+        "24_wgmma_tma.cu",
+        p,
+        threads=(p["BM"] // 64 * 128, 1),  # a warpgroup per 64 rows
+        shared_tile=(64, p["BN"]),
+        smem_bytes=p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] * 2 + 1024,
+        grid_z=split,
+        workspace_bytes=_split_k_workspace(p["BM"], p["BN"], split) if split > 1 else None,
+        # few tiles: halve them (BM 64), cut K (SPLIT_K), or fit two blocks an SM (3 stages)
+        tune_space=MappingProxyType({"BM": (128, 64), "SPLIT_K": (1, 2, 3), "STAGES": (4, 3)}),
+    )
+    return replace(stage, rebuild=lambda q: _wgmma_tma(dict(q)))
 
 
 def _wgmma_persistent(p: dict[str, int]) -> Stage:
@@ -863,15 +900,7 @@ STAGES: tuple[Stage, ...] = (
     # warpgroup's 64 rows of A and BN rows of B for 64*BN MACs); TMA loads need tensor maps
     # (params TMA=1: rooflinecli/gpu/tma.extra_args). B is row-major K x N (b_layout "kn"), read
     # N-major from shared memory (wgmma imm-trans-b): no transpose is charged to these stages.
-    _tensor_core(
-        "wgmma_tma",
-        "WGMMA m64n128k16 (HGMMA) on 128B-swizzled tiles loaded by TMA onto mbarriers",
-        "24_wgmma_tma.cu",
-        {"BM": 128, "BN": 128, "BK": 64, "STAGES": 4, "GROUP_M": 8, "TMA": 1},
-        threads=(2 * 128, 1),  # 2 warpgroups
-        shared_tile=(64, 128),
-        smem_bytes=4 * (128 * 64 + 128 * 64) * 2 + 1024,
-    ),
+    _wgmma_tma({"BM": 128, "BN": 128, "BK": 64, "STAGES": 4, "GROUP_M": 8, "TMA": 1, "SPLIT_K": 1}),
     _tensor_core(
         "wgmma_ws",
         "warp-specialized: TMA producer + 2 WGMMA consumer warpgroups, setmaxnreg, 128x256",
