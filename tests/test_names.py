@@ -11,10 +11,7 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parent.parent / "rooflinecli"
 
 # (file, imported name, alias) that may stay, each with its reason
-ALLOWED = {
-    # left while another branch rewrites runner.py; rename it to `specs` once that has merged
-    ("gpu/runner.py", "specs", "specreg"),
-}
+ALLOWED: set[tuple[str, str, str]] = set()
 
 
 def _own_aliases(path: Path, root: Path = PKG) -> set[tuple[str, str, str]]:

@@ -361,11 +361,11 @@ def _fail(rec: dict[str, Any], why: str) -> dict[str, Any]:
 def gpu_setup(spec_arg: str | None) -> tuple[Any, dict[str, Any], Any, str, int, Any]:
     """What every run starts from: CuPy, the device, its spec (named, else the device's), the
     NVRTC target, the compute capability as an int (90) and the SM limits for occupancy."""
-    from rooflinecli.core import specs as specreg
+    from rooflinecli.core import specs
 
     cp = device.cupy()
     dev = device.info()
-    spec = specreg.resolve(spec_arg) if spec_arg else specreg.for_device(dev["name"])
+    spec = specs.resolve(spec_arg) if spec_arg else specs.for_device(dev["name"])
     cc = int(dev["compute_capability"].replace(".", ""))
     return cp, dev, spec, dev["arch"], cc, occupancy.SmLimits.from_spec(spec)
 
