@@ -56,26 +56,26 @@ SIMT_VARIANTS: list[tuple[str, dict[str, int]]] = [
     ("spread_copies", {"BM": 256, "BN": 128, "BK": 32, "STAGES": 4, "COPY_STEP": 2}),
 ]
 SIMT_SHAPES = {"fp32": [(4096, 4096, 4096), (8192, 8192, 8192)]}
-# --set simt12: stage 12 (paired_lanes) around its defaults, beside stage 11's best variant
+# --set simt12: stage 12 (serpentine_ffma) around its defaults, beside stage 11's best variant
 # (simt-variants-fp32.json: 93.6% / 94.5% of cuBLAS at 4096 / 8192), with the controls that say
 # which of its changes pays (each undoes one): row-major lanes, stage 11's block tile (one
 # 8-warp block per SM), row-major FFMA order, stage 11's 8 x 16 thread tile
 SIMT12_VARIANTS: list[tuple[str, dict[str, int]]] = [
     ("spread_copies", {"BM": 256, "BN": 128, "BK": 16, "STAGES": 4, "COPY_STEP": 2}),
-    ("paired_lanes", {}),  # 128 x 128, 2 blocks per SM, 16 x 8 per thread, paired lanes
-    ("paired_lanes", {"COPY_STEP": 4}),  # 5 clusters of copies per K tile: 15 fewer dummy LDS
-    ("paired_lanes", {"STAGES": 3}),
-    ("paired_lanes", {"BK": 8}),  # cuBLAS's K tile: twice the barriers, half the slots
-    ("paired_lanes", {"BK": 32, "STAGES": 3}),  # half the barriers (4 stages do not fit twice)
-    ("paired_lanes", {"GROUP_M": 16}),
-    ("paired_lanes", {"PAIR_LANES": 0}),  # control: row-major lanes (4-cycle B loads)
-    ("paired_lanes", {"BM": 256, "MIN_BLOCKS": 1}),  # control: one 8-warp block per SM
-    ("paired_lanes", {"SERPENTINE": 0}),  # control: row-major FFMA order
-    ("paired_lanes", {"WNITER": 4}),  # control: stage 11's 8 x 16 thread tile, lanes paired
+    ("serpentine_ffma", {}),  # 128 x 128, 2 blocks per SM, 16 x 8 per thread, paired lanes
+    ("serpentine_ffma", {"COPY_STEP": 4}),  # 5 clusters of copies per K tile: 15 fewer dummy LDS
+    ("serpentine_ffma", {"STAGES": 3}),
+    ("serpentine_ffma", {"BK": 8}),  # cuBLAS's K tile: twice the barriers, half the slots
+    ("serpentine_ffma", {"BK": 32, "STAGES": 3}),  # half the barriers (4 stages do not fit twice)
+    ("serpentine_ffma", {"GROUP_M": 16}),
+    ("serpentine_ffma", {"PAIR_LANES": 0}),  # control: row-major lanes (4-cycle B loads)
+    ("serpentine_ffma", {"BM": 256, "MIN_BLOCKS": 1}),  # control: one 8-warp block per SM
+    ("serpentine_ffma", {"SERPENTINE": 0}),  # control: row-major FFMA order
+    ("serpentine_ffma", {"WNITER": 4}),  # control: stage 11's 8 x 16 thread tile, lanes paired
     # stage 11's best with only its lanes paired: block, thread tile, FFMA order all stage 11's
-    ("paired_lanes", {"BM": 256, "MIN_BLOCKS": 1, "WNITER": 4, "SERPENTINE": 0}),
-    ("paired_lanes", {"BN": 64, "COPY_STEP": 4, "MIN_BLOCKS": 4}),  # 2-warp blocks, 4 per SM
-    ("paired_lanes", {"BM": 64, "COPY_STEP": 4, "MIN_BLOCKS": 4}),
+    ("serpentine_ffma", {"BM": 256, "MIN_BLOCKS": 1, "WNITER": 4, "SERPENTINE": 0}),
+    ("serpentine_ffma", {"BN": 64, "COPY_STEP": 4, "MIN_BLOCKS": 4}),  # 2-warp blocks, 4 per SM
+    ("serpentine_ffma", {"BM": 64, "COPY_STEP": 4, "MIN_BLOCKS": 4}),
 ]
 SETS = {
     "decode": (VARIANTS, SHAPES),

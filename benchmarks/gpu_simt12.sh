@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15, SIMT target: stage 12 (paired_lanes) beside stage 11's best variant and cuBLAS SGEMM.
+# Issue 15, SIMT target: stage 12 (serpentine_ffma) beside stage 11's best variant and cuBLAS SGEMM.
 # GPU wall time: about 125 s on an H200, at most 240 s (the timeouts below add up to 239 s):
 # 14 NVRTC builds on the device's cores (~20 s), odd-shape checks (~15 s), the screen of 13
 # stage 12 variants and stage 11 at 4096^3 and 8192^3 with default timing (~55 s), two documents
@@ -7,7 +7,7 @@
 # check shows as failed.
 #   1. precompile every variant under the name it runs by (benchmarks/decode_variants.py
 #      --set simt12 --precompile);
-#   2. sanity: the registry's paired_lanes, its 2-warp blocks (4 per SM) and its 8-warp control
+#   2. sanity: the registry's serpentine_ffma, its 2-warp blocks (4 per SM) and its 8-warp control
 #      at odd shapes (edge tiles, partial K tiles, N % 4 != 0), beta != 0; then the blocks per
 #      SM the driver lets each of them keep resident (2, 4, 1: the premise of the block shapes);
 #   3. the screen: decode_variants.py --set simt12, default timing (400 ms budget, L2 flushed,
@@ -35,13 +35,13 @@ timeout 50 python3 benchmarks/decode_variants.py --set simt12 --precompile sm_90
 echo "  rc=$?"
 tail -5 "$OUT/precompile.txt"
 
-step "sanity: paired_lanes at odd shapes"
-SANE="paired_lanes,paired_lanes@BN=64,COPY_STEP=4,MIN_BLOCKS=4,paired_lanes@BM=256,MIN_BLOCKS=1"
+step "sanity: serpentine_ffma at odd shapes"
+SANE="serpentine_ffma,serpentine_ffma@BN=64,COPY_STEP=4,MIN_BLOCKS=4,serpentine_ffma@BM=256,MIN_BLOCKS=1"
 timeout 35 $R run gemm --sizes 127x333x65,1000,4097,1x4096x4096,8192x4096x1000 --stages "$SANE" \
   --budget-ms 2 --no-flush --quiet --format csv > "$OUT/sanity-odd.csv" 2>&1
 echo "  rc=$? (0: all verified; 1: a check failed, named below)"
 grep -iE "^error|verification failed|False" "$OUT/sanity-odd.csv"
-timeout 15 $R run gemm --sizes 1000,127x333x65 --beta 0.5 --stages paired_lanes --budget-ms 2 \
+timeout 15 $R run gemm --sizes 1000,127x333x65 --beta 0.5 --stages serpentine_ffma --budget-ms 2 \
   --no-flush --quiet --format csv > "$OUT/sanity-beta.csv" 2>&1
 echo "  beta rc=$?"
 grep -iE "^error|verification failed|False" "$OUT/sanity-beta.csv"
@@ -54,7 +54,7 @@ from rooflinecli.build import compiler, stages
 
 for change in ({}, {"BN": 64, "COPY_STEP": 4, "MIN_BLOCKS": 4}, {"BM": 256, "MIN_BLOCKS": 1}):
     try:
-        st = stages.BY_NAME["paired_lanes"].with_params(change)
+        st = stages.BY_NAME["serpentine_ffma"].with_params(change)
         built = compiler.compile_stage(st, "sm_90a")
         fn = cp.RawModule(path=built.cubin_path).get_function(st.entry)
         fn.max_dynamic_shared_size_bytes = st.smem_bytes
@@ -68,11 +68,11 @@ for change in ({}, {"BN": 64, "COPY_STEP": 4, "MIN_BLOCKS": 4}, {"BM": 256, "MIN
             err, n = driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(
                 driver.CUfunction(fn.ptr), st.threads[0], st.smem_bytes
             )
-        print(f"  paired_lanes {change or '(registry)'}: {n} blocks of {st.threads[0]} threads "
+        print(f"  serpentine_ffma {change or '(registry)'}: {n} blocks of {st.threads[0]} threads "
               f"per SM (MIN_BLOCKS {st.params['MIN_BLOCKS']}), {built.resources.registers} "
               f"registers, {st.smem_bytes} B of slots")
     except Exception as exc:  # noqa: BLE001 - a report line, the script goes on
-        print(f"  paired_lanes {change}: {type(exc).__name__}: {exc}")
+        print(f"  serpentine_ffma {change}: {type(exc).__name__}: {exc}")
 PY
 
 step "screen: stage 12 variants and stage 11's best beside cuBLAS at 4096^3 and 8192^3"
@@ -105,7 +105,7 @@ for name, by_m in pct.items():
     vals = [by_m.get(4096), by_m.get(8192)]
     cells = " ".join(f"{v:6.1f}%" if v else "   fail" for v in vals)
     print(f"  {name:58} {cells}  {info[name][0]} {info[name][1]}", file=sys.stderr)
-    if all(vals) and name.startswith("paired_lanes"):
+    if all(vals) and name.startswith("serpentine_ffma"):
         mean[name] = sum(vals) / 2
 best = sorted(mean, key=mean.get, reverse=True)[:3]
 for name in best:
@@ -113,7 +113,7 @@ for name in best:
 print(",".join(best))
 PY
 )
-[ -n "$BEST" ] || BEST="paired_lanes"  # no screen: the registry's parameters
+[ -n "$BEST" ] || BEST="serpentine_ffma"  # no screen: the registry's parameters
 
 for m in 4096 8192; do
   step "run gemm --m $m: stage 11's best and $BEST"

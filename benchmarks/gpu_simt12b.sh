@@ -12,13 +12,13 @@ OUT=${1:?usage: gpu_simt12b.sh OUTDIR}
 mkdir -p "$OUT"
 R="python3 -m rooflinecli"
 S11="spread_copies@BM=256,BN=128,STAGES=4,COPY_STEP=2"
-V="paired_lanes@PAIR_LANES=0,paired_lanes@PAIR_LANES=0,BK=32,STAGES=3"
-V="$V,paired_lanes@PAIR_LANES=0,STAGES=3,paired_lanes@PAIR_LANES=0,GROUP_M=16"
-V="$V,paired_lanes@PAIR_LANES=0,BM=256,NUM_THREADS=256,MIN_BLOCKS=1,paired_lanes"
-timeout 60 python3 benchmarks/precompile_stage.py sm_90a "$S11" paired_lanes \
-  paired_lanes@PAIR_LANES=0 paired_lanes@PAIR_LANES=0,BK=32,STAGES=3 \
-  paired_lanes@PAIR_LANES=0,STAGES=3 paired_lanes@PAIR_LANES=0,GROUP_M=16 \
-  paired_lanes@PAIR_LANES=0,BM=256,NUM_THREADS=256,MIN_BLOCKS=1 > "$OUT/precompile.txt" 2>&1
+V="serpentine_ffma@PAIR_LANES=0,serpentine_ffma@PAIR_LANES=0,BK=32,STAGES=3"
+V="$V,serpentine_ffma@PAIR_LANES=0,STAGES=3,serpentine_ffma@PAIR_LANES=0,GROUP_M=16"
+V="$V,serpentine_ffma@PAIR_LANES=0,BM=256,NUM_THREADS=256,MIN_BLOCKS=1,serpentine_ffma"
+timeout 60 python3 benchmarks/precompile_stage.py sm_90a "$S11" serpentine_ffma \
+  serpentine_ffma@PAIR_LANES=0 serpentine_ffma@PAIR_LANES=0,BK=32,STAGES=3 \
+  serpentine_ffma@PAIR_LANES=0,STAGES=3 serpentine_ffma@PAIR_LANES=0,GROUP_M=16 \
+  serpentine_ffma@PAIR_LANES=0,BM=256,NUM_THREADS=256,MIN_BLOCKS=1 > "$OUT/precompile.txt" 2>&1
 echo "precompile rc=$?"
 for m in 4096 8192; do
   echo "== run gemm --m $m"

@@ -41,18 +41,18 @@ def _refused(rec):
 
 
 def test_stage_12_block_shapes_verify_at_odd_shapes(runner):
-    """paired_lanes' other block shapes (2-warp blocks, 4 per SM; one 8-warp 256 x 128 block per
+    """serpentine_ffma' other block shapes (2-warp blocks, 4 per SM; one 8-warp 256 x 128 block per
     SM), its K tile of 32 and its 8 x 16 thread tile (lanes 8 x 4, paired) take their edge paths
     where M, N, K are not multiples of the tiles (1000: interior blocks too; K = 1031: a partial
     last K tile), named NAME@K=V in the run."""
     asked = [
-        "paired_lanes@BN=64,COPY_STEP=4,MIN_BLOCKS=4",
-        "paired_lanes@BM=256,MIN_BLOCKS=1",
-        "paired_lanes@BK=32,STAGES=3",
-        "paired_lanes@WNITER=4",
+        "serpentine_ffma@BN=64,COPY_STEP=4,MIN_BLOCKS=4",
+        "serpentine_ffma@BM=256,MIN_BLOCKS=1",
+        "serpentine_ffma@BK=32,STAGES=3",
+        "serpentine_ffma@WNITER=4",
     ]
     names = [s.name for s in stages.select(",".join(asked), "fp32")][:-1]  # as records name them
-    assert names[1] == "paired_lanes@BM=256,NUM_THREADS=256,MIN_BLOCKS=1"
+    assert names[1] == "serpentine_ffma@BM=256,NUM_THREADS=256,MIN_BLOCKS=1"
     sizes = "127x333x65,1000,300x260x1031"
     r = _run(runner, "--sizes", sizes, "--stages", ",".join(asked), "--beta", "0.5")
     assert r.exit_code == 0, r.output + r.stderr

@@ -1,5 +1,14 @@
-// Stage 12: stage 11's main loop with its lanes paired for the shared-memory return path, in
-// blocks of 4 warps, two per SM, its FFMAs in serpentine order.
+// Stage 12: stage 11's main loop with its FFMAs in serpentine order, in blocks of 4 warps, two
+// per SM; its lanes can be paired for the shared-memory return path (PAIR_LANES).
+// Measured on the H200 (benchmarks/results/simt12-variants-fp32.json, gemm-fp32-{4096,8192}-
+// simt12b.json, each variant interleaved with cuBLAS SGEMM at the default timing, 1,980 MHz):
+// serpentine order is the step that pays: SERPENTINE = 0 loses 3-3.5% (94.9% / 95.8% of cuBLAS
+// at 4096^3 / 8192^3, against 97.9% / 99.0%). Pairing the lanes does not: PAIR_LANES = 1 is
+// 0.3% slower, so the registry leaves it off. Two 4-warp blocks per SM and one 8-warp block of
+// 256 x 128 are within 0.3% of each other. With STAGES = 3 (the registry's) the stage ran at
+// 99.0% and 100.1% of cuBLAS in one run. In the loop below (NVRTC 13.0, sm_90a, per K tile)
+// 1856 of 2048 FFMAs flag a .reuse operand; stage 11's best flags 1602, this stage with
+// SERPENTINE = 0 flags 1672. The design notes that follow are as written before the run.
 // Stage 11 at cuBLAS's own shape (256 x 128 x 16, 8 warps of 64 x 64, one block per SM) reaches
 // 93.6% of cuBLAS SGEMM at 4096^3 and 94.5% at 8192^3, and its hot loop is already 91% FFMA:
 // issue slots are not what is left. Three things are:
@@ -38,12 +47,12 @@
 // Everything else is stage 11's: the cp.async pipeline (STAGES slots, one barrier per K tile),
 // copies spread COPY_STEP per k-step, the interior loop without edge code, the grouped block
 // order, the epilogue. Any M, N, K stays correct.
-// SASS of the hot loop (NVRTC 13.0, sm_90a; `roofline inspect gemm --stage paired_lanes`), per
+// SASS of the hot loop (NVRTC 13.0, sm_90a; `roofline inspect gemm --stage serpentine_ffma`), per
 // K tile of 16 k-steps: 240 registers, no spills, 2263 instructions, 2048 FFMA (90.5%), 96
 // LDS.128, 20 LDGSTS, 30 never-taken `@!PT LDS` (3 per cluster of cp.async, as in stage 11);
 // 1972 FFMAs flag a .reuse operand, against 1624 in stage 11's best variant and 1628 here with
 // SERPENTINE = 0 and WNITER = 4.
-// `roofline tune gemm --stage paired_lanes` measures BK 8/16/32 x STAGES 3/4 x WNITER 2/4;
+// `roofline tune gemm --stage serpentine_ffma` measures BK 8/16/32 x STAGES 3/4 x WNITER 2/4;
 // benchmarks/gpu_simt12.sh also times the controls, each undoing one change (PAIR_LANES = 0;
 // stage 11's 256 x 128 block, MIN_BLOCKS = 1; SERPENTINE = 0; WNITER = 4), stage 11's best with
 // only its lanes paired (its hot loop is stage 11's, instruction for instruction), and 2-warp
@@ -180,7 +189,7 @@ __device__ __forceinline__ void load_frags(float (&regM)[RM], float (&regN)[RN],
 }
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, MIN_BLOCKS)
-gemm_paired_lanes(int M, int N, int K, float alpha, const float* __restrict__ A,
+gemm_serpentine_ffma(int M, int N, int K, float alpha, const float* __restrict__ A,
                 const float* __restrict__ B, float beta, float* __restrict__ C) {
     extern __shared__ __align__(16) float smem[];  // STAGES x (A tile [BK][AS], B tile [BK][BN])
     const u32 sbase = static_cast<u32>(__cvta_generic_to_shared(smem));
