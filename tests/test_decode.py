@@ -3,6 +3,7 @@ class, the define that tells fp32 from the 16-bit builds, and the SASS their des
 16-byte loads of B, a whole step of loads issued before its first FMA, HMMA for the WMMA stage.
 (tests/test_stages.py compiles every stage for sm_90a and sm_80 without spills.)"""
 
+import json
 import re
 from dataclasses import replace
 
@@ -230,3 +231,30 @@ def test_stream_k_mma_streams_b_by_cp_async_into_hmma(stage, dtype):
     assert any(o.startswith("REDG") and "F32x4" in o for o in ops), sorted(ops)
     assert not any(o.startswith("ATOMS") for o in ops), sorted(ops)
     assert built.resources.spill_bytes == 0
+
+
+def test_the_default_ladder_keeps_the_decode_stages_to_their_rows(monkeypatch, tmp_path):
+    """`run gemm` without --stages runs the stages built for the shape: at M = 4096 the decode
+    stages (M = 1..64) leave the table instead of filling it with skipped rows; at M = 1 (or
+    with M = 1 among --sizes) they run; named with --stages at M = 4096 they are refused."""
+    from click.testing import CliRunner
+    from fakes import fake_run_gemm
+
+    from rooflinecli.cli import cli
+    from rooflinecli.gpu import runner
+
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(runner, "run_gemm", fake_run_gemm(2))
+    decode = [s.name for s in stages.select(None, "fp32") if s.m_range is not None]
+    assert decode and "gemv_naive" in decode
+
+    def names(*args: str) -> list[str]:
+        r = CliRunner().invoke(cli, ["run", "gemm", *args, "--format", "json"])
+        assert r.exit_code == 0, r.output
+        return [x["stage"] for x in json.loads(r.output)["records"]]
+
+    big = names("--m", "4096")
+    assert not set(decode) & set(big) and "warptile" in big and big[-1] == "cublas"
+    assert set(decode) <= set(names("--sizes", "1x4096x4096,4096"))
+    r = CliRunner().invoke(cli, ["run", "gemm", "--m", "4096", "--stages", "gemv_naive"])
+    assert r.exit_code == 2 and "is a decode stage for M = 1..64" in r.stderr

@@ -13,7 +13,7 @@ row-major A (MxK), B (KxN), C (MxN); beta == 0 never reads C. Pure Python: no Cu
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -1010,6 +1010,18 @@ def select(names: str | None, dtype: str) -> list[Stage]:
                 chosen.append(stage)
     chosen.append(reference_for(dtype))
     return chosen
+
+
+def built_for(chosen: list[Stage], ms: Iterable[int]) -> list[Stage]:
+    """The default ladder for these rows of C: the stages without every M out of their
+    `m_range` (decode stages at a GEMM's M leave the table rather than fill it with rows that
+    say they were skipped). Stages asked for by name are never dropped: the caller decides."""
+    rows = list(ms)
+    return [
+        s
+        for s in chosen
+        if s.reference or s.m_range is None or any(s.m_range[0] <= m <= s.m_range[1] for m in rows)
+    ]
 
 
 def _items(names: str) -> list[str]:

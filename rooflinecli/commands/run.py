@@ -159,6 +159,8 @@ def run_gemm(
     draw = want_chart(chart_flag, fmt, table.console().is_terminal)
     best = (stage_list or "").strip() == "best"
     chosen = [stages.reference_for(dtype)] if best else stages.select(stage_list, dtype)
+    if not stage_list:  # the default ladder: only the stages built for these rows of C
+        chosen = stages.built_for(chosen, (m for m, _n, _k in shapes))
     if best and (tuned or extra_stages):
         raise RooflineError("--stages best takes its stages from the tune table: leave out "
                             "--tuned and --extra-stage")  # fmt: skip
