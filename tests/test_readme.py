@@ -43,6 +43,9 @@ def test_blocks_name_committed_documents() -> None:
         # stage 11 against cuBLAS SGEMM, stages 27-29 against cuBLAS, the attention ladder
         "gemm-fp32-4096-spread.json,gemm-fp32-8192-spread.json",
         "simt-variants-fp32.json",
+        "gemm-fp32-4096-simt12c.json,gemm-fp32-8192-simt12c.json",
+        "gemm-bf16-tc-shapes-best.json",
+        "gemm-fp16-tc-shapes-best.json",
         "gemm-fp16-8192-wgmma-27-28.json,gemm-bf16-8192-wgmma-27-28.json",
         "gemm-fp16-8192-wgmma-29.json,gemm-bf16-8192-wgmma-29.json",
         "gemm-fp16-4096-wgmma-29.json,gemm-bf16-4096-wgmma-29.json",
