@@ -176,18 +176,11 @@ def test_every_kind_renders_readable(name: str, mpl: None) -> None:
     series, _ = image.series(doc)
     assert sorted(ids, key=int) == [s.ident for s in series]  # one id per record drawn
     # assert_readable drew it with Agg; writing the PNG is test_png's (it drew it all again)
-
-
-def test_long_title_wraps_inside_the_figure(mpl: None) -> None:
-    from rooflinecli.present import image
-
-    doc = results.load(RESULTS / "llm-llama-7b-fp16.json")
-    fig = image.figure(doc)
-    heading = fig.axes[0].get_title()
-    assert heading.replace("\n", " ") == image.title(doc)
-    # batch 1 is decode, 256 a prefill-sized step: the title names neither
-    assert heading.startswith("Roofline: LLaMA-7B weight GEMMs at batch 1, 256 (fp16)")
-    assert_readable(fig)
+    if name == "llm":  # the longest title, kept inside the figure (assert_readable above)
+        heading = fig.axes[0].get_title()
+        assert heading.replace("\n", " ") == image.title(doc)
+        # batch 1 is decode, 256 a prefill-sized step: the title names neither
+        assert heading.startswith("Roofline: LLaMA-7B weight GEMMs at batch 1, 256 (fp16)")
 
 
 def test_ids_and_legend(mpl: None) -> None:

@@ -6,6 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+from conftest import ENV
 
 from rooflinecli import results
 from rooflinecli.cli import cli
@@ -210,6 +212,23 @@ def fake_ncu(tmp_path, monkeypatch):
     return log
 
 
+@pytest.fixture(scope="module")
+def app_doc(tmp_path_factory) -> Path:
+    """One `profile app` document under the fake ncu (each run starts Python twice: the
+    profiled program's stand-in and the import), read by the show, plot, gate and compare tests
+    below; test_profile_app_command checks what that run asks of ncu."""
+    folder = tmp_path_factory.mktemp("app")
+    out = folder / "app.json"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ROOFLINE_NCU", str(FAKE_NCU))
+        mp.setenv("FAKE_NCU_LOG", str(folder / "ncu-calls.log"))
+        args = ["profile", "app", "--calibration", str(CALIBRATION), "-o", str(out), "--format",
+                "json", "--", *PROGRAM]  # fmt: skip
+        res = CliRunner(env=ENV).invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    return out
+
+
 def _calls(log):
     return [json.loads(ln) for ln in log.read_text().splitlines()]
 
@@ -249,10 +268,8 @@ def test_profile_app_command(runner, fake_ncu, tmp_path):
                             "--print-kernel-base", "demangled"]  # fmt: skip
 
 
-def test_show_renders_a_profile_app_document(runner, fake_ncu, tmp_path):
-    out = tmp_path / "app.json"
-    args = ["profile", "app", "--calibration", str(CALIBRATION), "-o", str(out), "--format", "json"]
-    assert runner.invoke(cli, [*args, "--", *PROGRAM]).exit_code == 0
+def test_show_renders_a_profile_app_document(runner, app_doc):
+    out = app_doc
     res = runner.invoke(cli, ["show", str(out)])
     assert res.exit_code == 0, res.output
     text = res.output
@@ -268,12 +285,9 @@ def test_show_renders_a_profile_app_document(runner, fake_ncu, tmp_path):
     assert bad.exit_code == 2 and "--roofs and --calibration do not apply" in bad.output
 
 
-def test_plot_draws_a_profile_app_document(runner, fake_ncu, tmp_path):
+def test_plot_draws_a_profile_app_document(runner, app_doc, tmp_path):
     pytest.importorskip("matplotlib")
-    out = tmp_path / "app.json"
-    args = ["profile", "app", "-o", str(out), "--format", "json", "--", *PROGRAM]
-    assert runner.invoke(cli, args).exit_code == 0
-    res = runner.invoke(cli, ["plot", str(out), "-o", str(tmp_path / "app.svg")])
+    res = runner.invoke(cli, ["plot", str(app_doc), "-o", str(tmp_path / "app.svg")])
     assert res.exit_code == 0, res.output
     assert "kernels of" in res.output and (tmp_path / "app.svg").stat().st_size > 1000
 
@@ -286,11 +300,9 @@ needs_identity = pytest.mark.skipif(
 
 
 @needs_identity
-def test_gate_and_compare_take_a_profile_app_document(runner, fake_ncu, tmp_path):
-    a, b = tmp_path / "a.json", tmp_path / "b.json"
-    for path in (a, b):
-        args = ["profile", "app", "-o", str(path), "--format", "json", "--", *PROGRAM]
-        assert runner.invoke(cli, args).exit_code == 0
+def test_gate_and_compare_take_a_profile_app_document(runner, app_doc, tmp_path):
+    a, b = app_doc, tmp_path / "b.json"
+    b.write_bytes(a.read_bytes())  # a second run of the fake ncu would give the same numbers
     res = runner.invoke(cli, ["compare", str(a), str(b)])
     assert res.exit_code == 0, res.output
     assert "axpb [2097152x1x1]" in res.output
