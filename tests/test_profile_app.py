@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import ENV
 
 from rooflinecli import results
 from rooflinecli.cli import cli
@@ -224,7 +223,7 @@ def app_doc(tmp_path_factory) -> Path:
         mp.setenv("FAKE_NCU_LOG", str(folder / "ncu-calls.log"))
         args = ["profile", "app", "--calibration", str(CALIBRATION), "-o", str(out), "--format",
                 "json", "--", *PROGRAM]  # fmt: skip
-        res = CliRunner(env=ENV).invoke(cli, args)
+        res = CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}).invoke(cli, args)
     assert res.exit_code == 0, res.output
     return out
 
