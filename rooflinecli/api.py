@@ -414,10 +414,11 @@ def model_gemm(
     beta: float = 0.0,
     stages: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
-    """The analytic model document of every stage (or `stages`) of a dtype at one shape."""
-    from rooflinecli.build.stages import select
+    """The analytic model document of every stage built for the shape (or `stages`) of a dtype
+    at one shape: the default ladder leaves out decode stages outside their rows (built_for)."""
+    from rooflinecli.build.stages import built_for, select
 
-    chosen = list(stages) if stages is not None else select(None, dtype)
+    chosen = list(stages) if stages is not None else built_for(select(None, dtype), [m])
     records = [roofs.model_record(s, m, n, k, spec, alpha, beta, dtype) for s in chosen]
     return results.new_document(spec.to_dict(), None, records, command="model gemm")
 

@@ -236,7 +236,8 @@ def test_stream_k_mma_streams_b_by_cp_async_into_hmma(stage, dtype):
 def test_the_default_ladder_keeps_the_decode_stages_to_their_rows(monkeypatch, tmp_path):
     """`run gemm` without --stages runs the stages built for the shape: at M = 4096 the decode
     stages (M = 1..64) leave the table instead of filling it with skipped rows; at M = 1 (or
-    with M = 1 among --sizes) they run; named with --stages at M = 4096 they are refused."""
+    with M = 1 among --sizes) they run; named with --stages at M = 4096 they are refused.
+    `model gemm` lists the same stages."""
     from click.testing import CliRunner
     from fakes import fake_run_gemm
 
@@ -258,3 +259,8 @@ def test_the_default_ladder_keeps_the_decode_stages_to_their_rows(monkeypatch, t
     assert set(decode) <= set(names("--sizes", "1x4096x4096,4096"))
     r = CliRunner().invoke(cli, ["run", "gemm", "--m", "4096", "--stages", "gemv_naive"])
     assert r.exit_code == 2 and "is a decode stage for M = 1..64" in r.stderr
+    # the model lists the same ladder
+    for m, has_decode in (("4096", False), ("1", True)):
+        r = CliRunner().invoke(cli, ["model", "gemm", "--m", m, "--format", "json"])
+        listed = {x["stage"] for x in json.loads(r.output)["records"]}
+        assert (set(decode) <= listed) is has_decode and "warptile" in listed
