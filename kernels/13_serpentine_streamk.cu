@@ -38,6 +38,10 @@
 // Each piece (K tiles k0 .. k1-1 of one tile) runs stage 12's main loop unchanged: the
 // prologue, the interior loop with copies spread COPY_STEP per k-step, the bounds-checked loop,
 // the serpentine FFMAs; only its K bounds are the piece's. Any M, N, K stays correct.
+// SASS (NVRTC 13.0, sm_90a): 254 registers, no spills; the interior loop is 2276 instructions
+// per K tile of 16 (2048 FFMA, 1869 with a .reuse operand, 96 LDS.128, 20 LDGSTS) against
+// stage 12's 2262: the piece's bounds come from shared memory, and the copies' addresses take
+// a few more integer instructions. With STREAMK = 0: 250 registers, 2269 instructions.
 // Flags are ld.acquire / st.release at gpu scope (ptx_sm90.cuh's wrappers, sm_70+ PTX); the
 // partials go through L2 only (st.global.cg / ld.global.cg), as in stage 29.
 #ifndef BM
@@ -90,7 +94,7 @@
 #error "STREAMK (1: cut the last wave's tiles along K; 0: whole tiles only) must be given"
 #endif
 #ifndef SK_WAVES
-#error "SK_WAVES (waves' worth of tiles cut along K, the partial last one counting as 1) must be given"
+#error "SK_WAVES (waves of tiles cut along K, the partial last one counting 1) must be given"
 #endif
 #ifndef SK_MIN
 #error "SK_MIN (fewest K tiles per stream-K worker) must be given as -DSK_MIN=..."
@@ -278,22 +282,24 @@ gemm_serpentine_streamk(int M, int N, int K, float alpha, const float* __restric
     const int a_thr = wRow + tRow;  // this thread's first A operand in a slot (floats)
     const int b_thr = A_TILE + wCol + tCol;  // and its first B operand
     // the workspace: one partial tile per worker, then one flag per worker
-    u32* flags = reinterpret_cast<u32*>(workspace + static_cast<size_t>(gridDim.x) * PARTIAL_FLOATS);
+    float* const partials = workspace;
+    u32* const flags =
+        reinterpret_cast<u32*>(workspace + static_cast<size_t>(gridDim.x) * PARTIAL_FLOATS);
 
     float acc[RM][RN];
     float regM[2][RM], regN[2][RN];  // fragments of k-steps dot (buffer dot % 2) and dot + 1
     __shared__ Schedule sched;
-    __shared__ Piece pieces[2];  // piece i in pieces[i % 2]: thread 0 writes the next one while
+    __shared__ Piece pieces[2];  // piece n in pieces[n % 2]: thread 0 writes the next one while
                                  // the others may still read this one
     if (tid == 0) {
         sched.init(tilesM * tilesN, ktiles);
         pieces[0] = sched.next();
     }
-    for (int i = 0;; ++i) {
-        __syncthreads();  // piece i is in shared memory; the slots of piece i - 1 are read
-        const Piece p = pieces[i % 2];
+    for (int n = 0;; ++n) {
+        __syncthreads();  // piece n is in shared memory; the slots of piece n - 1 are read
+        const Piece p = pieces[n % 2];
         if (p.k1 < 0) break;  // uniform: no piece left
-        if (tid == 0) pieces[(i + 1) % 2] = sched.next();
+        if (tid == 0) pieces[(n + 1) % 2] = sched.next();
         int cRow, cCol;
         tile_origin(p.tile, tilesM, tilesN, cRow, cCol);
         const int k1 = p.k1;
@@ -373,9 +379,14 @@ gemm_serpentine_streamk(int M, int N, int K, float alpha, const float* __restric
         __syncthreads();  // everyone's have
         load_frags(regM[0], regN[0], smem + a_thr, smem + b_thr, 0);
 
-        const float* ga = a_src + (p.k0 + STAGES - 1) * BK;  // A: the tile the first iteration copies
-        const float* gb = b_src + static_cast<size_t>((p.k0 + STAGES - 1) * BK) * N;  // B: the same
+        // A: the tile the first iteration copies; B: the same
+        const float* ga = a_src + (p.k0 + STAGES - 1) * BK;
+        const float* gb = b_src + static_cast<size_t>((p.k0 + STAGES - 1) * BK) * N;
         const size_t b_tile_step = static_cast<size_t>(BK) * N;
+        // K and N as unsigned: the copies' row offsets are then 32 x 32 -> 64-bit products
+        // (IMAD.WIDE.U32), where a signed int widened to 64 bits costs an IMAD and an IADD3 more
+        // per copy in this loop (NVRTC 13.0 recomputes them here, out of registers)
+        const u32 Ku = static_cast<u32>(K), Nu = static_cast<u32>(N);
         int rd = 0;  // slot of tile kt
         int wr = STAGES - 1;  // slot that takes tile kt + STAGES - 1 (the slot of tile kt - 1)
         // Stage 12's iteration: the k-steps of tile kt, the copies of tile kt + STAGES - 1 (if it
@@ -393,19 +404,20 @@ gemm_serpentine_streamk(int M, int N, int K, float alpha, const float* __restric
                 } else if (kt + 1 < k1) {  // uniform: the whole block agrees
                     cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt+1 landed
                     __syncthreads();  // everyone's have; everyone is done reading tile kt-1
-                    load_frags(regM[(dot + 1) % 2], regN[(dot + 1) % 2],
-                               smem + nx * STAGE_FLOATS + a_thr, smem + nx * STAGE_FLOATS + b_thr, 0);
+                    const float* next = smem + nx * STAGE_FLOATS;
+                    load_frags(regM[(dot + 1) % 2], regN[(dot + 1) % 2], next + a_thr,
+                               next + b_thr, 0);
                 }
                 if (interior) {  // copies dot * COPY_STEP .. + COPY_STEP - 1: A rows, then B rows
 #pragma unroll
                     for (int c = dot * COPY_STEP; c < (dot + 1) * COPY_STEP && c < N_COPIES; ++c) {
                         if (c < A_PER_THREAD) {
                             cp_async4(sw + a_dst + c * A_ROW_STEP * 4,
-                                      ga + static_cast<size_t>(c * A_ROW_STEP) * K, 4u);
+                                      ga + static_cast<size_t>(c * A_ROW_STEP) * Ku, 4u);
                         } else {
                             const int r = c - A_PER_THREAD;
                             cp_async16(sw + b_dst + r * B_ROW_STEP * BN * 4,
-                                       gb + static_cast<size_t>(r * B_ROW_STEP) * N, 16u);
+                                       gb + static_cast<size_t>(r * B_ROW_STEP) * Nu, 16u);
                         }
                     }
                 } else if (dot == 0 && kc < k1) {
@@ -428,7 +440,7 @@ gemm_serpentine_streamk(int M, int N, int K, float alpha, const float* __restric
         };
 
         int kt = p.k0;
-        if (rowsA && colsB) {  // iterations whose tile kt + STAGES - 1 is a full K tile of the piece
+        if (rowsA && colsB) {  // iterations whose tile kt + STAGES - 1 is a full one of the piece
             const int interior_end = min(K / BK, k1) - (STAGES - 1);
 #pragma unroll 1
             for (; kt < interior_end; ++kt) iteration(kt, true);
@@ -438,12 +450,15 @@ gemm_serpentine_streamk(int M, int N, int K, float alpha, const float* __restric
         cp_async_wait<0>();  // only empty groups remain; no copy may outlive the piece regardless
 
         const int me = blockIdx.x;
-        const Piece q = pieces[i % 2];  // p again, from shared memory (no registers in the loop)
+        const Piece q = pieces[n % 2];  // p again, from shared memory (no registers in the loop)
         tile_origin(q.tile, tilesM, tilesN, cRow, cCol);
-        if (q.k0 > 0) {  // this range started inside the tile: its owner finishes it
-            float4* out = reinterpret_cast<float4*>(workspace + static_cast<size_t>(me) * PARTIAL_FLOATS) + tid;
+        // (STREAMK = 0 compiles neither path: every piece is a whole tile)
+        if (STREAMK && q.k0 > 0) {  // this range started inside the tile: its owner finishes it
+            float4* out =
+                reinterpret_cast<float4*>(partials + static_cast<size_t>(me) * PARTIAL_FLOATS) + tid;
+            // st.global.cg: kept in L2, where the owner reads; float4 v of every thread together
 #pragma unroll
-            for (int v = 0; v < PARTIAL_VECS; ++v) {  // st.global.cg: kept in L2, where the owner reads
+            for (int v = 0; v < PARTIAL_VECS; ++v) {
                 const float* a = &acc[v / (RN / 4)][(v % (RN / 4)) * 4];
                 __stcg(out + v * NUM_THREADS, make_float4(a[0], a[1], a[2], a[3]));
             }
@@ -454,7 +469,7 @@ gemm_serpentine_streamk(int M, int N, int K, float alpha, const float* __restric
             }
             continue;
         }
-        if (q.k1 < ktiles) {  // owner of a cut tile: the workers after it hold the rest
+        if (STREAMK && q.k1 < ktiles) {  // owner of a cut tile: the workers after it hold the rest
             const int tile_end = (q.tile + 1) * ktiles;
             for (int w = me + 1; w < sched.workers && sched.start(w) < tile_end; ++w) {
                 if (tid == 0) {
@@ -467,15 +482,16 @@ gemm_serpentine_streamk(int M, int N, int K, float alpha, const float* __restric
                 }
                 __syncthreads();  // the block sees what thread 0 acquired
                 const float4* in =
-                    reinterpret_cast<const float4*>(workspace + static_cast<size_t>(w) * PARTIAL_FLOATS) + tid;
+                    reinterpret_cast<const float4*>(partials + static_cast<size_t>(w) * PARTIAL_FLOATS) +
+                    tid;
 #pragma unroll
                 for (int v = 0; v < PARTIAL_VECS; ++v) {
-                    const float4 q = __ldcg(in + v * NUM_THREADS);
+                    const float4 part = __ldcg(in + v * NUM_THREADS);
                     float* a = &acc[v / (RN / 4)][(v % (RN / 4)) * 4];
-                    a[0] += q.x;
-                    a[1] += q.y;
-                    a[2] += q.z;
-                    a[3] += q.w;
+                    a[0] += part.x;
+                    a[1] += part.y;
+                    a[2] += part.z;
+                    a[3] += part.w;
                 }
                 if (tid == 0) st_release_gpu(flags + w, 0u);  // zeroed again for the next launch
             }
@@ -496,7 +512,8 @@ gemm_serpentine_streamk(int M, int N, int K, float alpha, const float* __restric
                         const float* a = &acc[wm * TM + i][wn * TN + j];
                         float* c = C + (size_t)row * N + col;
                         if (vecC) {  // interior tile, aligned rows: one 16-byte store
-                            float4 out = make_float4(alpha * a[0], alpha * a[1], alpha * a[2], alpha * a[3]);
+                            float4 out =
+                                make_float4(alpha * a[0], alpha * a[1], alpha * a[2], alpha * a[3]);
                             if (beta != 0.0f) {
                                 const float4 old = *reinterpret_cast<const float4*>(c);
                                 out.x = fmaf(beta, old.x, out.x);
@@ -509,7 +526,8 @@ gemm_serpentine_streamk(int M, int N, int K, float alpha, const float* __restric
 #pragma unroll
                             for (int jj = 0; jj < 4; ++jj)
                                 if (col + jj < N)
-                                    c[jj] = beta == 0.0f ? alpha * a[jj] : fmaf(beta, c[jj], alpha * a[jj]);
+                                    c[jj] = beta == 0.0f ? alpha * a[jj]
+                                                         : fmaf(beta, c[jj], alpha * a[jj]);
                         }
                     }
                 }
