@@ -27,7 +27,7 @@
 // MIN_BLOCKS per SM, which __launch_bounds__ promises to fit); an owner polling a flag for over
 // a second traps rather than hang the GPU.
 // By arithmetic (SK_WAVES = 1, BK 16): at 4096^3 a block runs 992 or 993 K tiles instead of
-// 4 x 256 = 1024 (-3.0%); at 8192^3, 7944 or 7945 instead of 16 x 512 = 8192 (-3.0%), for one
+// 4 x 256 = 1024 (-3.0%); at 8192^3, 7943 or 7944 instead of 16 x 512 = 8192 (-3.0%), for one
 // 64 KiB partial written (L2) and read back per cut tile and worker. What it may cost: the
 // workers start their ranges at K offsets that drift over the tiles, so during the stream-K part
 // the blocks of an SM and the SMs do not walk K in step; a block switching pieces drains its

@@ -75,13 +75,13 @@ STAGE_13 = [
 
 def test_stage_13_stream_k_verifies_at_odd_shapes(runner):
     """Stage 13 on its 264 persistent blocks, with alpha 0.5 and beta 2 (the owner of a cut tile
-    applies both once, after adding the partials): fewer tiles than blocks (127x333x65: 6 tiles
-    of 5 K tiles; SK_MIN=1 cuts them into 30 ranges of one K tile, so an owner waits for 4
-    others), K tiles cut 4-5 ways with whole tiles none (1000^3: 64 tiles, 63 K tiles each),
-    K shorter than one range (4000x1000x40: 256 tiles of 3 K tiles; SK_MIN=1 cuts ranges of 2),
-    a partial last K tile (300x260x1031), a row or column of C (1x257x129, 67x1x300), and one
-    wave of whole tiles plus 25 cut ones (2176x2176x300; SK_WAVES=2 cuts all 289)."""
-    sizes = "127x333x65,1000,4000x1000x40,300x260x1031,1x257x129,67x1x300,2176x2176x300"
+    applies both once, after adding the partials): fewer tiles than blocks (127x333x65: 3 tiles
+    of 5 K tiles; SK_MIN=1 cuts them into 15 ranges of one K tile, so an owner waits for 4
+    others), tiles cut 4-5 ways and none whole (1000^3: 64 tiles of 63 K tiles), K shorter than
+    SK_MIN (4000x1000x40: 256 tiles of 3 K tiles, whole; SK_MIN=1 cuts ranges of 2 or 3), a
+    partial last K tile (300x260x1031), a row or a column of C (1x257x129, 67x1x300), and one
+    wave of whole tiles plus 25 cut ones (2176x2176x300; SK_WAVES=2 spreads all 289 tiles over
+    the blocks). The schedule's arithmetic is the kernel header's."""
     import cupy as cp
 
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
