@@ -84,6 +84,7 @@ def test_stage_13_stream_k_verifies_at_odd_shapes(runner):
     the blocks). The schedule's arithmetic is the kernel header's."""
     import cupy as cp
 
+    sizes = "127x333x65,1000,4000x1000x40,300x260x1031,1x257x129,67x1x300,2176x2176x300"
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     r = _run(
         runner, "--sizes", sizes, "--stages", ",".join(STAGE_13), "--alpha", "0.5", "--beta", "2"
