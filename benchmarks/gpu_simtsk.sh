@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15, SIMT target: stage 13 (serpentine_streamk: stage 12's loop on a persistent grid of
+# Issue 15, SIMT target: stage 13 (simt_streamk: stage 12's loop on a persistent grid of
 # the 264 resident blocks, the tiles past the last full wave cut along K over all of them)
 # against stage 12 (serpentine_ffma: 98.9-99.3% of cuBLAS at 4096^3, 100.1% at 8192^3), its
 # STREAMK=0 control (the same persistent grid, whole tiles only) and SK_WAVES=2 (one wave more
@@ -14,9 +14,9 @@ export PYTHONUNBUFFERED=1
 OUT=${1:?usage: gpu_simtsk.sh OUTDIR}
 mkdir -p "$OUT"
 R="python3 -m rooflinecli"
-V="serpentine_ffma,serpentine_streamk,serpentine_streamk@STREAMK=0,serpentine_streamk@SK_WAVES=2"
-timeout 40 python3 benchmarks/precompile_stage.py sm_90a serpentine_ffma serpentine_streamk \
-  serpentine_streamk@STREAMK=0 serpentine_streamk@SK_WAVES=2 serpentine_streamk@SK_MIN=1 \
+V="serpentine_ffma,simt_streamk,simt_streamk@STREAMK=0,simt_streamk@SK_WAVES=2"
+timeout 40 python3 benchmarks/precompile_stage.py sm_90a serpentine_ffma simt_streamk \
+  simt_streamk@STREAMK=0 simt_streamk@SK_WAVES=2 simt_streamk@SK_MIN=1 \
   > "$OUT/precompile.txt" 2>&1
 echo "precompile rc=$?"
 cat "$OUT/precompile.txt" | cut -c1-120

@@ -608,7 +608,7 @@ def test_stage_13_fills_the_resident_blocks_and_asks_for_a_workspace():
     many tiles there are (stream-K cuts a few tiles over all of them), and asks for one fp32
     128 x 128 partial tile and one flag per block: 264 x (65536 + 4) bytes. STREAMK=0 keeps the
     same grid (the control differs only in the schedule)."""
-    sk = stages.BY_NAME["serpentine_streamk"]
+    sk = stages.BY_NAME["simt_streamk"]
     assert sk.chapter == 11 and sk.sass_claims == ("FFMA",)
     assert sk.params["MIN_BLOCKS"] == sk.persistent_blocks_per_sm == 2 and sk.persistent_fill
     assert sk.launch(4096, 4096, 132) == ((264, 1, 1), (128, 1, 1), 3 * 16 * 260 * 4)
@@ -620,7 +620,7 @@ def test_stage_13_fills_the_resident_blocks_and_asks_for_a_workspace():
     assert "and one wave more" in sk.with_params({"SK_WAVES": 2}).what
 
 
-@pytest.mark.prebuild(stages.BY_NAME["serpentine_streamk"], sass=True)
+@pytest.mark.prebuild(stages.BY_NAME["simt_streamk"], sass=True)
 def test_stage_13_runs_stage_12s_hot_loop_and_hands_partials_over_through_flags():
     """Stage 13's interior loop is stage 12's (2048 FFMA, 96 LDS.128, 16 + 4 cp.async per K tile
     of 16, no bounds checks), within the 255 registers of two blocks per SM and without spills;
@@ -628,7 +628,7 @@ def test_stage_13_runs_stage_12s_hot_loop_and_hands_partials_over_through_flags(
     flag is set and cleared with release stores and polled with an acquire load."""
     from rooflinecli.build import sass
 
-    sk = stages.BY_NAME["serpentine_streamk"]
+    sk = stages.BY_NAME["simt_streamk"]
     built = compiler.compile_stage(sk, "sm_90a")
     assert built.resources is not None
     assert built.resources.spill_bytes == 0 and built.resources.stack_frame_bytes == 0

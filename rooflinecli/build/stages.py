@@ -292,7 +292,7 @@ def _simt_streamk_workspace(bm: int, bn: int) -> Callable[[int, int, int, int], 
     return nbytes
 
 
-def _serpentine_streamk(p: dict[str, int]) -> Stage:
+def _simt_streamk(p: dict[str, int]) -> Stage:
     """Stage 13: stage 12's loop and tiles on a persistent grid of exactly the resident blocks
     (MIN_BLOCKS per SM); the tiles past the last full wave (SK_WAVES - 1 waves more) are cut
     along K over every block (STREAMK=1) and summed through a workspace with per-worker flags."""
@@ -310,7 +310,7 @@ def _serpentine_streamk(p: dict[str, int]) -> Stage:
         "(STREAMK=0: the control with a ragged last wave)"
     )
     stage = _warptile(
-        "serpentine_streamk", what, "13_serpentine_streamk.cu", "gemm_serpentine_streamk", p
+        "simt_streamk", what, "13_serpentine_streamk.cu", "gemm_serpentine_streamk", p
     )
     smem = p["STAGES"] * p["BK"] * (p["BM"] + 4 + p["BN"]) * _FP32
     return replace(
@@ -320,7 +320,7 @@ def _serpentine_streamk(p: dict[str, int]) -> Stage:
         persistent_blocks_per_sm=p["MIN_BLOCKS"],
         persistent_fill=True,
         workspace_bytes=_simt_streamk_workspace(p["BM"], p["BN"]),
-        rebuild=lambda q: _serpentine_streamk(dict(q)),
+        rebuild=lambda q: _simt_streamk(dict(q)),
     )
 
 
@@ -903,7 +903,7 @@ STAGES: tuple[Stage, ...] = (
         tune_space=MappingProxyType({"BK": (8, 16, 32), "STAGES": (3, 4), "WNITER": (2, 4)}),
     ),
     replace(
-        _serpentine_streamk(
+        _simt_streamk(
             {
                 "BM": 128,
                 "BN": 128,

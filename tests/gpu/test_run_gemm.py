@@ -66,10 +66,10 @@ def test_stage_12_block_shapes_verify_at_odd_shapes(runner):
 
 
 STAGE_13 = [
-    "serpentine_streamk",
-    "serpentine_streamk@STREAMK=0",
-    "serpentine_streamk@SK_WAVES=2",
-    "serpentine_streamk@SK_MIN=1",
+    "simt_streamk",
+    "simt_streamk@STREAMK=0",
+    "simt_streamk@SK_WAVES=2",
+    "simt_streamk@SK_MIN=1",
 ]
 
 
@@ -111,7 +111,7 @@ def test_stage_13_leaves_its_workspace_zeroed():
     from rooflinecli.gpu import device
     from rooflinecli.gpu import runner as gpu_runner
 
-    stage = stages.select("serpentine_streamk@SK_MIN=1", "fp32")[0]
+    stage = stages.select("simt_streamk@SK_MIN=1", "fp32")[0]
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     g = gpu_runner.Problem(cp, 1000, 1000, 1000, 0.5, 2.0, seed=7)
     built = compiler.compile_stage(stage, device.info()["arch"], "fp32")
