@@ -1,4 +1,5 @@
-// Stage 13: stage 12's loop and tiles on a persistent grid with a stream-K last wave. Stage 12
+// Stage 13 (registry name simt_streamk): stage 12's loop and tiles on a persistent grid with a
+// stream-K last wave. Stage 12
 // launches one block per 128 x 128 tile, two resident per SM (264 on the H200's 132 SMs), and
 // each block walks the whole K. At 4096^3 that is 1024 tiles = 3 waves of 264 and 232 tiles
 // more: the last wave leaves 32 slots idle and every block of it runs a full K loop, so the run
