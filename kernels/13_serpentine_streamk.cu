@@ -1,13 +1,13 @@
 // Stage 13 (registry name simt_streamk): stage 12's loop and tiles on a persistent grid with a
-// stream-K last wave. Stage 12 launches one block per 128 x 128 tile, two resident per SM (264
-// on the H200's 132 SMs), and each block walks the whole K. At 4096^3 that is 1024 tiles = 3
-// waves of 264 and 232 tiles more: the last wave leaves 32 slots idle and every block of it runs a full K loop, so the run
-// takes 4 tile-times where 3.88 would do (3% of it), and stage 12 stays at 98.9-99.3% of cuBLAS
-// at 4096^3 while it reaches 100.1% at 8192^3 (gemm-fp32-{4096,8192}-simt12{b,c}.json). Here the
-// grid is exactly the resident blocks (MIN_BLOCKS per SM; the registry fills it whatever the
-// tile count) and the tiles are split in two parts, as stage 29 does for WGMMA (the hybrid of
-// Osama et al., "Stream-K: Work-centric Parallel Decomposition for Dense Matrix-Matrix
-// Multiplication"):
+// stream-K last wave. Stage 12 launches one block per 128 x 128 tile, two resident per SM (264 on
+// the H200's 132 SMs), and each block walks the whole K. At 4096^3 that is 1024 tiles = 3 waves of
+// 264 and 232 tiles more: the last wave leaves 32 slots idle and every block of it runs a full K
+// loop, so the run takes 4 tile-times where 3.88 would do (3% of it), and stage 12 stays at
+// 98.9-99.3% of cuBLAS at 4096^3 while it reaches 100.1% at 8192^3
+// (gemm-fp32-{4096,8192}-simt12{b,c}.json). Here the grid is exactly the resident blocks
+// (MIN_BLOCKS per SM; the registry fills it whatever the tile count) and the tiles are split in two
+// parts, as stage 29 does for WGMMA (the hybrid of Osama et al., "Stream-K: Work-centric Parallel
+// Decomposition for Dense Matrix-Matrix Multiplication"):
 //   * stream-K first: the first SK tiles of the grouped order, SK = tiles % blocks plus
 //     SK_WAVES - 1 whole waves, as one run of SK x ktiles K tiles cut into WORKERS equal ranges
 //     (within one K tile). WORKERS is every block, but no more than one per SK_MIN K tiles and
