@@ -30,18 +30,23 @@ DEVICE_FN_RE = re.compile(
 # step, whole (only architecture primitives go in kernels/include). A new copy of a helper fails
 # the test below until it is listed here, or moved.
 WORKLOG_COPIES: dict[str, set[str]] = {
-    "aligned16": {"07", "08", "09", "10", "11", "12"},  # 16-byte alignment of a pointer (float4)
+    # 16-byte alignment of a pointer (float4)
+    "aligned16": {"07", "08", "09", "10", "11", "12", "13"},
     "a_coords": {"08", "09"},  # stage 09 = stage 08's tiles, double-buffered
     "load_a": {"08", "09"},
     "load_b": {"08", "09"},
     "store_a": {"08", "09"},
     "store_b": {"08", "09"},
-    "load_frags": {"10", "11", "12"},  # 11 = 10's fragments, copies spread over k; 12 = 11's
+    # 11 = 10's fragments, copies spread over k; 12 = 11's; 13 = 12's loop, run per piece
+    "load_frags": {"10", "11", "12", "13"},
     "load_chunk": {"20", "21"},  # guarded 8-element global load
     "a_off": {"21", "22"},  # the swizzles (stage 22 generalises A to 128-byte rows)
     "b_off": {"21", "22"},
-    # grouped tile order (23: per block; 26, 29: per tile number; 27, 28: per pair of row tiles)
-    "tile_origin": {"23", "26", "27", "28", "29"},
+    # grouped tile order (23: per block; 13, 26, 29: per tile number; 27, 28: per pair of rows)
+    "tile_origin": {"13", "23", "26", "27", "28", "29"},
+    # stage 29's stream-K schedule (range w's first K tile, the next piece), reused by stage 13
+    "start": {"13", "29"},
+    "next": {"13", "29"},
     "store_block": {"24", "25", "26"},  # the WGMMA accumulator layout's register epilogue
     "store_tile_tma": {"26", "27", "28", "29"},  # the TMA-store epilogue of stage 26, unchanged
     "release_slot": {"27", "28"},  # a ring slot released to both producers of a pair

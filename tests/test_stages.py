@@ -601,3 +601,45 @@ def test_stage_12_launches_two_blocks_per_sm_and_refuses_what_cannot_be_resident
         compiler.compile_stage(wide, "sm_90a")
     control = stage12.with_params(ONE_BLOCK)
     assert control.threads == (256, 1) and control.tile == (256, 128)
+
+
+def test_stage_13_fills_the_resident_blocks_and_asks_for_a_workspace():
+    """Stage 13 launches exactly the blocks that fit at once (2 per SM: 264 on 132 SMs) however
+    many tiles there are (stream-K cuts a few tiles over all of them), and asks for one fp32
+    128 x 128 partial tile and one flag per block: 264 x (65536 + 4) bytes. STREAMK=0 keeps the
+    same grid (the control differs only in the schedule)."""
+    sk = stages.BY_NAME["simt_streamk"]
+    assert sk.chapter == 11 and sk.sass_claims == ("FFMA",)
+    assert sk.params["MIN_BLOCKS"] == sk.persistent_blocks_per_sm == 2 and sk.persistent_fill
+    assert sk.launch(4096, 4096, 132) == ((264, 1, 1), (128, 1, 1), 3 * 16 * 260 * 4)
+    assert sk.launch(100, 100, 132)[0] == (264, 1, 1)  # 1 tile, still every block
+    assert sk.with_params({"STREAMK": 0}).launch(8192, 8192, 132)[0] == (264, 1, 1)
+    assert sk.workspace_bytes is not None
+    assert sk.workspace_bytes(4096, 4096, 4096, 264) == 264 * (128 * 128 * 4 + 4) == 17302560
+    assert "whole tiles only" in sk.with_params({"STREAMK": 0}).what
+    assert "and one wave more" in sk.with_params({"SK_WAVES": 2}).what
+
+
+@pytest.mark.prebuild(stages.BY_NAME["simt_streamk"], sass=True)
+def test_stage_13_runs_stage_12s_hot_loop_and_hands_partials_over_through_flags():
+    """Stage 13's interior loop is stage 12's (2048 FFMA, 96 LDS.128, 16 + 4 cp.async per K tile
+    of 16, no bounds checks), within the 255 registers of two blocks per SM and without spills;
+    a thread's 128 partial sums go to L2 and come back as 32 16-byte accesses each (.cg), the
+    flag is set and cleared with release stores and polled with an acquire load."""
+    from rooflinecli.build import sass
+
+    sk = stages.BY_NAME["simt_streamk"]
+    built = compiler.compile_stage(sk, "sm_90a")
+    assert built.resources is not None
+    assert built.resources.spill_bytes == 0 and built.resources.stack_frame_bytes == 0
+    fn = sass.parse(sass.disassemble(built.cubin_path))[sk.entry]
+    loop = sass.main_loop(fn)
+    assert loop is not None
+    instrs = sass.body(fn, loop)
+    mix, widths = sass.mix(instrs), sass.widths(instrs)
+    assert mix["FFMA"] == 8 * 16 * 16 and widths["LDS.128"] == 6 * 16, mix
+    assert widths["LDGSTS.32"] == 16 and widths["LDGSTS.128"] == 4, widths
+    ops = [i.opcode for i in fn.instrs]
+    assert ops.count("STG.E.128.STRONG.GPU") == ops.count("LDG.E.128.STRONG.GPU") == 32
+    assert ops.count("STG.E.STRONG.GPU") == 2  # the flag: set by a worker, cleared by the owner
+    assert "MEMBAR.ALL.GPU" in ops and "CCTL.IVALL" in ops  # release; acquire drops stale L1

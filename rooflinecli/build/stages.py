@@ -282,6 +282,48 @@ def _serpentine_ffma(p: dict[str, int]) -> Stage:
     return replace(stage, smem_bytes=smem, min_cc=80, rebuild=lambda q: _serpentine_ffma(dict(q)))
 
 
+def _simt_streamk_workspace(bm: int, bn: int) -> Callable[[int, int, int, int], int]:
+    """Stage 13's scratch: per block one fp32 BM x BN partial tile, then one 4-byte flag per
+    block; only the stream-K workers whose range starts inside a tile use theirs."""
+
+    def nbytes(m: int, n: int, k: int, blocks: int) -> int:
+        return blocks * (bm * bn * 4 + 4)
+
+    return nbytes
+
+
+def _simt_streamk(p: dict[str, int]) -> Stage:
+    """Stage 13: stage 12's loop and tiles on a persistent grid of exactly the resident blocks
+    (MIN_BLOCKS per SM); the tiles past the last full wave (SK_WAVES - 1 waves more) are cut
+    along K over every block (STREAMK=1) and summed through a workspace with per-worker flags."""
+    split = (
+        f"the tiles past the last full wave{' and one wave more' if p['SK_WAVES'] == 2 else ''}"
+        if p["SK_WAVES"] <= 2
+        else f"the last {p['SK_WAVES']} waves' tiles"
+    )
+    what = (
+        f"stage 12 on a persistent grid ({p['MIN_BLOCKS']} blocks per SM) with a stream-K tail: "
+        f"{split} are one run of K tiles cut evenly over every block; cut tiles are summed in "
+        "fp32 through a workspace (per-worker flags), so no SM idles in the last wave"
+        if p["STREAMK"]
+        else f"stage 12 on a persistent grid ({p['MIN_BLOCKS']} blocks per SM), whole tiles only "
+        "(STREAMK=0: the control with a ragged last wave)"
+    )
+    stage = _warptile(
+        "simt_streamk", what, "13_serpentine_streamk.cu", "gemm_serpentine_streamk", p
+    )
+    smem = p["STAGES"] * p["BK"] * (p["BM"] + 4 + p["BN"]) * _FP32
+    return replace(
+        stage,
+        smem_bytes=smem,
+        min_cc=80,
+        persistent_blocks_per_sm=p["MIN_BLOCKS"],
+        persistent_fill=True,
+        workspace_bytes=_simt_streamk_workspace(p["BM"], p["BN"]),
+        rebuild=lambda q: _simt_streamk(dict(q)),
+    )
+
+
 def _tensor_core(
     name: str,
     what: str,
@@ -859,6 +901,33 @@ STAGES: tuple[Stage, ...] = (
         # benchmarks/gpu_simt12.sh times the block shapes and the controls; STAGES 3 and
         # PAIR_LANES 0 won gpu_simt12b.sh's round (gemm-fp32-{4096,8192}-simt12b.json)
         tune_space=MappingProxyType({"BK": (8, 16, 32), "STAGES": (3, 4), "WNITER": (2, 4)}),
+    ),
+    replace(
+        _simt_streamk(
+            {
+                "BM": 128,
+                "BN": 128,
+                "BK": 16,
+                "WM": 64,
+                "WN": 64,
+                "WNITER": 2,
+                "TM": 4,
+                "TN": 4,
+                "NUM_THREADS": 128,
+                "STAGES": 3,
+                "COPY_STEP": 2,
+                "GROUP_M": 8,
+                "MIN_BLOCKS": 2,
+                "PAIR_LANES": 0,
+                "SERPENTINE": 1,
+                "STREAMK": 1,
+                "SK_WAVES": 1,
+                "SK_MIN": 8,
+            }
+        ),
+        # STREAMK=0 (whole tiles on the same persistent grid) measures what the cut tail gives;
+        # benchmarks/gpu_simtsk.sh times both and SK_WAVES 2 beside stage 12 and cuBLAS
+        tune_space=MappingProxyType({"STREAMK": (1, 0), "SK_WAVES": (1, 2), "STAGES": (3, 4)}),
     ),
     Stage(
         name="cublas",

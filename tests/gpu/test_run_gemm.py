@@ -65,6 +65,74 @@ def test_stage_12_block_shapes_verify_at_odd_shapes(runner):
     assert blocks == dict(zip(names, (4, 1, 2, 2), strict=True))
 
 
+STAGE_13 = [
+    "simt_streamk",
+    "simt_streamk@STREAMK=0",
+    "simt_streamk@SK_WAVES=2",
+    "simt_streamk@SK_MIN=1",
+]
+
+
+def test_stage_13_stream_k_verifies_at_odd_shapes(runner):
+    """Stage 13 on its 264 persistent blocks, with alpha 0.5 and beta 2 (the owner of a cut tile
+    applies both once, after adding the partials): fewer tiles than blocks (127x333x65: 3 tiles
+    of 5 K tiles; SK_MIN=1 cuts them into 15 ranges of one K tile, so an owner waits for 4
+    others), tiles cut 4-5 ways and none whole (1000^3: 64 tiles of 63 K tiles), K shorter than
+    SK_MIN (4000x1000x40: 256 tiles of 3 K tiles, whole; SK_MIN=1 cuts ranges of 2 or 3), a
+    partial last K tile (300x260x1031), a row or a column of C (1x257x129, 67x1x300), and one
+    wave of whole tiles plus 25 cut ones (2176x2176x300; SK_WAVES=2 spreads all 289 tiles over
+    the blocks). The schedule's arithmetic is the kernel header's."""
+    import cupy as cp
+
+    sizes = "127x333x65,1000,4000x1000x40,300x260x1031,1x257x129,67x1x300,2176x2176x300"
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    r = _run(
+        runner, "--sizes", sizes, "--stages", ",".join(STAGE_13), "--alpha", "0.5", "--beta", "2"
+    )
+    assert r.exit_code == 0, r.output + r.stderr
+    records = json.loads(r.output)["records"]
+    assert {rec["stage"] for rec in records} == {*STAGE_13, "cublas"}
+    assert len(records) == 7 * (len(STAGE_13) + 1)
+    for rec in records:
+        assert rec["verified"] is True and rec["rel_error"] < 1e-4, rec
+        if rec["stage"] != "cublas":  # every resident block, whatever the tile count
+            assert rec["grid"] == [2 * sms, 1, 1], rec
+
+
+def test_stage_13_leaves_its_workspace_zeroed():
+    """Two launches on one workspace (as the timer does): each writes C right, and after each
+    every flag is zero again (the owner clears each flag it consumed), so the next launch's
+    owners wait for fresh partials. The partials stay as written (stage 29 does the same): a
+    flag, not the values, says whether one is ready."""
+    import cupy as cp
+    import numpy as np
+
+    from rooflinecli.build import compiler
+    from rooflinecli.gpu import device
+    from rooflinecli.gpu import runner as gpu_runner
+
+    stage = stages.select("simt_streamk@SK_MIN=1", "fp32")[0]
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    g = gpu_runner.Problem(cp, 1000, 1000, 1000, 0.5, 2.0, seed=7)
+    built = compiler.compile_stage(stage, device.info()["arch"], "fp32")
+    fn = cp.RawModule(path=built.cubin_path).get_function(stage.entry)
+    grid, block, smem = stage.launch(g.m, g.n, sms)
+    fn.max_dynamic_shared_size_bytes = smem
+    assert stage.workspace_bytes is not None
+    ws = cp.zeros(stage.workspace_bytes(g.m, g.n, g.k, grid[0]) // 4, dtype=cp.float32)
+    args = (np.int32(g.m), np.int32(g.n), np.int32(g.k), np.float32(g.alpha), g.A, g.B)
+    args += (np.float32(g.beta), g.C, ws)
+    for _ in range(2):
+        g.reset_output()
+        fn(grid, block, args, shared_mem=smem)
+        cp.cuda.runtime.deviceSynchronize()
+        ok, rel, mx = g.check()
+        assert ok, (rel, mx)
+        flags = ws[grid[0] * 128 * 128 :].view(cp.uint32)
+        assert flags.size == grid[0] and int(flags.sum()) == 0
+        assert float(cp.abs(ws[: grid[0] * 128 * 128]).max()) > 0  # partials were used
+
+
 def test_beta_reads_c(runner):
     r = _run(runner, "--m", "200", "--n", "190", "--k", "70", "--alpha", "0.5", "--beta", "2")
     assert r.exit_code == 0, r.stderr
