@@ -36,7 +36,7 @@ def test_blocks_name_committed_documents() -> None:
             assert docgen._path(name).is_file(), name
     # the results section's tables: the FP32 ladder, exercise 2, Tensor Cores, the calibration,
     assert {n for k, n, _ in found if k == "results"} == {
-        "gemm-fp32-4096-interleaved.json",
+        "gemm-fp32-4096-ladder.json",
         "profile-fp32-4096.json,profile-fp32-4096-multistage.json",
         "gemm-fp16-8192-interleaved.json,gemm-bf16-8192-interleaved.json",
         "benchmarks/calibration/h200-2026-12-01.json",
@@ -115,7 +115,7 @@ def test_a_new_document_makes_the_readme_stale(
     """Replace a document the README names (as a new GPU run would): the check fails until
     `make docs` writes its numbers."""
     shutil.copytree(ROOT / "benchmarks", tmp_path / "benchmarks")
-    path = tmp_path / "benchmarks" / "results" / "gemm-fp32-4096-interleaved.json"
+    path = tmp_path / "benchmarks" / "results" / "gemm-fp32-4096-ladder.json"
     doc = json.loads(path.read_text())
     doc["records"][0]["time_ms"] = 30.0
     path.write_text(json.dumps(doc))

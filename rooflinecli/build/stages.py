@@ -321,6 +321,11 @@ def _simt_streamk(p: dict[str, int]) -> Stage:
         persistent_fill=True,
         workspace_bytes=_simt_streamk_workspace(p["BM"], p["BN"]),
         rebuild=lambda q: _simt_streamk(dict(q)),
+        # measured (gemm-fp32-{4096,8192}-simtsk.json, each beside cuBLAS in one run)
+        slower_because="the persistent grid costs more than the ragged last wave it removes: "
+        "whole tiles only (STREAMK=0) it is already 3% slower than stage 12 (96.2% of cuBLAS "
+        "at 4096^3 against 99.3%; 254 registers, the tile schedule walked in shared memory), "
+        "and cutting the tail along K takes another 2% (94.2%)",
     )
 
 
