@@ -71,15 +71,16 @@ def main() -> None:
         finish(job, time.thread_time() - cpu)
 
     def lister() -> None:
-        """Lists the waiting cubins in batches: whatever is waiting, topped up for at most a
-        second while builds go on, so a test waits little and nvdisasm starts rarely."""
+        """Lists the waiting cubins in batches: whatever is waiting, topped up for at most 3 s
+        while builds go on (builds finish about one a second; each nvdisasm run costs 0.45 s of
+        CPU to start, so a batch of a few saves more than the test that waits for it loses)."""
         done = False
         while not done:
             first = waiting.get()
             if first is None:
                 return
             batch = [first]
-            until = time.monotonic() + 1.0
+            until = time.monotonic() + 3.0
             while len(batch) < 32:
                 try:
                     item = waiting.get(timeout=max(0.0, until - time.monotonic()))
@@ -89,6 +90,8 @@ def main() -> None:
                     done = True
                     break
                 batch.append(item)
+            with lock:
+                print(f"listing {len(batch)} cubin(s) in one nvdisasm run", file=sys.stderr)
             try:
                 texts = sass.disassemble_many([cubin for _, cubin, _ in batch])
             except Exception:
