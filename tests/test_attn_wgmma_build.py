@@ -9,7 +9,7 @@ built for the session by the prebuild helper (conftest)."""
 import re
 
 import pytest
-from tiers import tier
+from tiers import MATRIX, tier
 
 from rooflinecli.build import attention, compiler, sass
 
@@ -27,13 +27,16 @@ def build(head_dim: int, bf16: int, **params: int) -> tuple[compiler.Compiled, s
     return built, sass.disassemble(built.cubin_path)
 
 
-DEFAULT = [(128, 1, 128), (64, 0, 128), (128, 0, 176)]
+# the registry's bf16 builds (BLOCK_N 176 at head dim 128, 128 at 64: the builds of
+# test_attention_stages) in the first tier; fp16 and the 128-key tile at 128 in the second
+DEFAULT = [(128, 1, 176), (64, 1, 128), (128, 1, 128), (64, 0, 128), (128, 0, 176)]
+FIRST_TIER = {(128, 1, 176), (64, 1, 128)}
 
 
 @pytest.mark.parametrize(
     "head_dim, bf16, block_n",
     [
-        pytest.param(*v, marks=[variant(v[0], v[1], BLOCK_N=v[2]), *tier(v[1] == 1)])
+        pytest.param(*v, marks=[variant(v[0], v[1], BLOCK_N=v[2]), *tier(v in FIRST_TIER)])
         for v in DEFAULT
     ],
 )
@@ -56,6 +59,7 @@ def test_default_schedule_uses_wgmma_with_register_p_and_tma(head_dim, bf16, blo
 
 
 @variant(128, 1, BLOCK_N=128, OVERLAP=0, PINGPONG=0)
+@MATRIX  # a schedule variant: the second tier (tests/tiers.py)
 def test_sequential_schedule_builds_and_ping_pong_needs_overlap():
     """OVERLAP=0 (S, softmax, PV in turn) issues each chain once; PINGPONG without OVERLAP is
     refused at compile time, with the reason."""
@@ -68,6 +72,7 @@ def test_sequential_schedule_builds_and_ping_pong_needs_overlap():
 
 
 @variant(128, 1, BLOCK_N=128, TMA_O=1)
+@MATRIX  # a variant (TMA_O=1)
 def test_tma_o_stores_each_box_through_the_copy_engine():
     """TMA_O=1: O leaves through shared memory, one UTMASTG per 64-column box (per consumer
     warpgroup), and no global store instruction is left (STG) for it."""

@@ -168,6 +168,7 @@ def test_selection_of_variants():
 @pytest.mark.parametrize(
     "variant", ["wgmma_streamk@BN=128", "mma_multistage@BM=64,BN=64,WM=32,WN=32,STAGES=3"]
 )
+@MATRIX  # tune variants: the second tier (tests/tiers.py)
 def test_tile_variants_compile_without_spills(variant):
     """The BN = 128 WGMMA tile (m64n128k16 through wgmma_m64nNk16) and stage 22's small tile,
     whose scalar path holds a whole tile's chunks (GATHER): no spills, no stack."""
@@ -261,6 +262,7 @@ def test_sass_holds_the_math_the_stage_claims(stage, dtype):
 @pytest.mark.prebuild(
     stages.BY_NAME["mma_tma_ws"].with_params({"CLUSTER_M": 2}), dtype="bf16", sass=True
 )
+@MATRIX  # a tune variant (CLUSTER_M=2)
 def test_stage_23_pairs_of_blocks_share_b_by_multicast():
     """CLUSTER_M=2 (in stage 23's tune space): the grid's rows come in pairs (an odd count is
     rounded up), each block's B box is half the tile, and the SASS multicasts B and arrives on
@@ -342,6 +344,7 @@ def test_wgmma_stages_read_b_n_major(name):
     dtype="bf16",
     sass=True,
 )
+@MATRIX  # its control is a tune variant (CLUSTER_M=1, MAX_BLOCKS=0)
 def test_stage_27_pairs_persistent_blocks_and_caps_the_grid():
     """Stage 27's persistent grid is whole pairs of blocks, at most MAX_BLOCKS (128: 64 pairs)
     of them; a pair covers two row tiles, so an odd count of row tiles is rounded up. Its SASS
@@ -374,6 +377,7 @@ def test_stage_27_pairs_persistent_blocks_and_caps_the_grid():
     dtype="bf16",
     sass=True,
 )
+@MATRIX  # its control is a tune variant (LAG=0)
 def test_stage_28_staggers_the_consumers_with_one_named_barrier():
     """Stage 28 is stage 27 plus LAG: consumer 0 arrives (BAR.ARV, never waiting) where consumer
     1 waits once, in a loop and after it (fewer slices than LAG); LAG=0 has no arrival. LAG must
@@ -464,6 +468,7 @@ def test_stage_24_splits_k_along_grid_z_and_asks_for_a_workspace():
 @pytest.mark.prebuild(
     stages.BY_NAME["wgmma_tma"].with_params({"BM": 64, "SPLIT_K": 2}), dtype="bf16", sass=True
 )
+@MATRIX  # a tune variant (BM=64, SPLIT_K=2)
 def test_stage_24_split_k_meets_in_l2_without_spills():
     """Stage 24's split-K end in SASS: the ticket and the done count as two atomics, a block's
     64 x 128 fp32 sums written (or read, by the last block) as 16 16-byte L2 accesses a thread

@@ -1,13 +1,15 @@
 """The CPU suite's two tiers of kernel builds.
 
-`make test` (pytest -m "not matrix") builds each stage once: on sm_90a, in its primary dtype
-(bf16 where the stage builds it, the element-type path its fp16 or fp32 build leaves out, else its
-own). Every assertion a stage makes about its code (compiles, no spills, the math instruction
-in its main loop, its loads and stores) is checked on that build. `make test-kernels`
-(pytest -m matrix) builds the rest of the matrix: every other dtype on sm_90a and every stage on
-sm_80, each with the same assertions. CI runs both, one after the other. The dtypes of a stage
-differ only by the element-type macro (test_stages checks this), so the first tier still sees
-every line of every stage file; the second catches what only another dtype or target trips on.
+`make test` (pytest -m "not matrix") builds each stage once, as it ships: its registry
+parameters, on sm_90a, in its primary dtype (bf16 where the stage builds it, the element-type
+path its fp16 or fp32 build leaves out, else its own). Every assertion a stage makes about its
+code (compiles, no spills, the math instruction in its main loop, its loads and stores) is
+checked on that build. `make test-kernels` (pytest -m matrix) builds the rest of the matrix:
+every other dtype on sm_90a, every stage on sm_80, and the tune variants whose SASS a test reads
+(a cluster pair, a split-K tile, a schedule's control), each with the same assertions. CI runs
+both, one after the other. The dtypes of a stage differ only by the element-type macro
+(test_stages checks this), so the first tier still sees every line of every stage file; the
+second catches what only another dtype, target or variant trips on.
 """
 
 from __future__ import annotations
