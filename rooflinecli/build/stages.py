@@ -292,6 +292,28 @@ def _simt_streamk_workspace(bm: int, bn: int) -> Callable[[int, int, int, int], 
     return nbytes
 
 
+# stage 12's registry parameters, which stage 13 starts from
+_STAGE12: Mapping[str, int] = MappingProxyType(
+    {
+        "BM": 128,
+        "BN": 128,
+        "BK": 16,
+        "WM": 64,
+        "WN": 64,
+        "WNITER": 2,
+        "TM": 4,
+        "TN": 4,
+        "NUM_THREADS": 128,
+        "STAGES": 3,
+        "COPY_STEP": 2,
+        "GROUP_M": 8,
+        "MIN_BLOCKS": 2,
+        "PAIR_LANES": 0,
+        "SERPENTINE": 1,
+    }
+)
+
+
 def _simt_streamk(p: dict[str, int]) -> Stage:
     """Stage 13: stage 12's loop and tiles on a persistent grid of exactly the resident blocks
     (MIN_BLOCKS per SM); the tiles past the last full wave (SK_WAVES - 1 waves more) are cut
@@ -883,53 +905,15 @@ STAGES: tuple[Stage, ...] = (
         tune_space=MappingProxyType({"BK": (8, 16, 32), "STAGES": (3, 4), "COPY_STEP": (2, 4, 12)}),
     ),
     replace(
-        _serpentine_ffma(
-            {
-                "BM": 128,
-                "BN": 128,
-                "BK": 16,
-                "WM": 64,
-                "WN": 64,
-                "WNITER": 2,
-                "TM": 4,
-                "TN": 4,
-                "NUM_THREADS": 128,
-                "STAGES": 3,
-                "COPY_STEP": 2,
-                "GROUP_M": 8,
-                "MIN_BLOCKS": 2,
-                "PAIR_LANES": 0,
-                "SERPENTINE": 1,
-            }
-        ),
+        _serpentine_ffma(dict(_STAGE12)),
         # `roofline tune gemm --stage serpentine_ffma` tries these (NUM_THREADS, smem_bytes follow);
         # benchmarks/gpu_simt12.sh times the block shapes and the controls; STAGES 3 and
         # PAIR_LANES 0 won gpu_simt12b.sh's round (gemm-fp32-{4096,8192}-simt12b.json)
         tune_space=MappingProxyType({"BK": (8, 16, 32), "STAGES": (3, 4), "WNITER": (2, 4)}),
     ),
     replace(
-        _simt_streamk(
-            {
-                "BM": 128,
-                "BN": 128,
-                "BK": 16,
-                "WM": 64,
-                "WN": 64,
-                "WNITER": 2,
-                "TM": 4,
-                "TN": 4,
-                "NUM_THREADS": 128,
-                "STAGES": 3,
-                "COPY_STEP": 2,
-                "GROUP_M": 8,
-                "MIN_BLOCKS": 2,
-                "PAIR_LANES": 0,
-                "SERPENTINE": 1,
-                "STREAMK": 1,
-                "SK_WAVES": 1,
-                "SK_MIN": 8,
-            }
-        ),
+        # stage 12's tiles and loop, on a persistent grid with a stream-K tail
+        _simt_streamk({**_STAGE12, "STREAMK": 1, "SK_WAVES": 1, "SK_MIN": 8}),
         # STREAMK=0 (whole tiles on the same persistent grid) measures what the cut tail gives;
         # benchmarks/gpu_simtsk.sh times both and SK_WAVES 2 beside stage 12 and cuBLAS
         tune_space=MappingProxyType({"STREAMK": (1, 0), "SK_WAVES": (1, 2), "STAGES": (3, 4)}),
