@@ -10,11 +10,14 @@ Pure Python apart from running nvdisasm; no CuPy.
 
 from __future__ import annotations
 
+import bisect
 import importlib.util
 import os
 import re
 import shutil
+import struct
 import subprocess
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,8 +115,6 @@ _HEX_RE = re.compile(r"\b0x([0-9a-fA-F]+)\b")
 
 def _elf_code(cubin: bytes) -> tuple[int, list[tuple[str, bytes]]]:
     """(the SM number in the header's flags, [(kernel, code) of each .text.* section])."""
-    import struct
-
     if cubin[:4] != b"\x7fELF" or cubin[4] != 2 or cubin[5] != 1:
         raise ValueError("not a 64-bit little-endian ELF")
     (flags,) = struct.unpack_from("<I", cubin, 0x30)
@@ -134,8 +135,6 @@ def _cut_listing(raw: str, chunks: list[tuple[int, int, str]]) -> list[str]:
     """Per chunk (start, end, kernel) of a raw listing: its lines as the ELF listing has them."""
     by_chunk: list[list[tuple[int, str]]] = [[] for _ in chunks]
     starts = [c[0] for c in chunks]
-    import bisect
-
     for line in raw.splitlines():
         m = _INSTR_RE.match(line)
         if not m:
@@ -192,7 +191,6 @@ def disassemble_many(cubins: list[str | Path], nvdisasm: Path | None = None) -> 
             continue
         if 75 <= sm <= 121 and code:
             groups.setdefault(sm, []).append((i, code))
-    import tempfile
 
     for sm, members in groups.items():
         blob, chunks, owner = bytearray(), [], []
