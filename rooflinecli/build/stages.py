@@ -476,6 +476,12 @@ def _wgmma_tma(p: dict[str, int]) -> Stage:
     return replace(stage, rebuild=lambda q: _wgmma_tma(dict(q)))
 
 
+def _persistent_smem(p: Mapping[str, int]) -> int:
+    """Shared memory of the persistent WGMMA stages (26-29): the ring of STAGES (BM + BN) x BK
+    two-byte tiles, two 64x64 staging buffers per consumer for the TMA store, 1 KiB alignment."""
+    return p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] * 2 + 2 * 2 * 64 * 64 * 2 + 1024
+
+
 def _wgmma_persistent(p: dict[str, int]) -> Stage:
     """Stage 26: one block per SM walks the BM x BN tiles (BN 256, or 128: m64n128k16, twice the
     tiles where 128 x 256 ones leave SMs idle); shared memory follows BN and STAGES."""
@@ -487,8 +493,7 @@ def _wgmma_persistent(p: dict[str, int]) -> Stage:
         p,
         threads=(3 * 128, 1),  # producer + 2 consumer warpgroups
         shared_tile=(64, p["BN"]),
-        # the ring, two 64x64 staging buffers per consumer for the TMA store, 1 KiB alignment
-        smem_bytes=p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] * 2 + 2 * 2 * 64 * 64 * 2 + 1024,
+        smem_bytes=_persistent_smem(p),
         persistent_blocks_per_sm=1,
         tune_space=MappingProxyType(
             {"GROUP_M": (8, 16), "TMA_C": (0, 1), "BN": (256, 128), "STAGES": (4, 6)}
@@ -513,8 +518,7 @@ def _wgmma_cluster(p: dict[str, int]) -> Stage:
         p,
         threads=(3 * 128, 1),  # producer + 2 consumer warpgroups
         shared_tile=(64, p["BN"]),
-        # the ring, two 64x64 staging buffers per consumer for the TMA store, 1 KiB alignment
-        smem_bytes=p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] * 2 + 2 * 2 * 64 * 64 * 2 + 1024,
+        smem_bytes=_persistent_smem(p),
         persistent_blocks_per_sm=1,
         persistent_max_blocks=p["MAX_BLOCKS"],
         cluster_rows=p["CLUSTER_M"],
@@ -562,8 +566,7 @@ def _wgmma_streamk(p: dict[str, int]) -> Stage:
         p,
         threads=(3 * 128, 1),  # producer + 2 consumer warpgroups
         shared_tile=(64, p["BN"]),
-        # the ring, two 64x64 staging buffers per consumer for the TMA store, 1 KiB alignment
-        smem_bytes=p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] * 2 + 2 * 2 * 64 * 64 * 2 + 1024,
+        smem_bytes=_persistent_smem(p),
         persistent_blocks_per_sm=1,
         persistent_max_blocks=p["MAX_BLOCKS"],
         persistent_fill=True,

@@ -65,22 +65,23 @@ def _check_variants(recs, names):
         assert rec["tflops"] > 0
 
 
+def _verify_at_odd_shapes(runner, dtype, tma_variants, scalar_variants):
+    """The TMA variants at 1000x1016x1032 and 264x4104x72; the cp.async (scalar path) ones at
+    127x333x65 and 1001x600x1031 (N, K no multiples of 8, which the TMA stages refuse)."""
+    for names, sizes in (
+        (tma_variants, "1000x1016x1032,264x4104x72"),
+        (scalar_variants, "127x333x65,1001x600x1031"),
+    ):
+        recs = _run(runner, "--dtype", dtype, "--stages", ",".join(names), "--sizes", sizes)
+        _check_variants(recs, names)
+
+
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 def test_tile_variants_verify_at_odd_shapes(runner, dtype):
     # 1000x1016x1032: 64 tiles of 128 x 128, all of them cut by stream-K; 264x4104x72: a 33rd
-    # column tile 8 wide and one K slice and a bit
-    recs = _run(
-        runner, "--dtype", dtype, "--stages", ",".join(TILE_VARIANTS),
-        "--sizes", "1000x1016x1032,264x4104x72",
-    )  # fmt: skip
-    _check_variants(recs, TILE_VARIANTS)
-    # N, K no multiples of 8: stage 22's scalar path (TMA stages refuse these shapes), with
-    # K = 1031 through the main loop's copies too, not only the prologue's
-    recs = _run(
-        runner, "--dtype", dtype, "--stages", ",".join(SCALAR_VARIANTS),
-        "--sizes", "127x333x65,1001x600x1031",
-    )  # fmt: skip
-    _check_variants(recs, SCALAR_VARIANTS)
+    # column tile 8 wide and one K slice and a bit. N, K no multiples of 8: stage 22's scalar
+    # path, with K = 1031 through the main loop's copies too, not only the prologue's
+    _verify_at_odd_shapes(runner, dtype, TILE_VARIANTS, SCALAR_VARIANTS)
 
 
 # Issue 14's small shapes (benchmarks/gpu_tcsmall.sh): stage 24 with BM = 64 and split-K, and
@@ -100,16 +101,7 @@ def test_small_shape_variants_verify_at_odd_shapes(runner, dtype):
     # 1000x1016x1032: 17 K tiles cut in 2 or 3 runs (8 + 9, 5 + 6 + 6); 264x4104x72: 2 K tiles, so
     # SPLIT_K = 3 has a run of none (its block adds zeros); the last timed launch is checked too,
     # so the tile counters went back to 0 after every launch
-    recs = _run(
-        runner, "--dtype", dtype, "--stages", ",".join(SMALL_VARIANTS),
-        "--sizes", "1000x1016x1032,264x4104x72",
-    )  # fmt: skip
-    _check_variants(recs, SMALL_VARIANTS)
-    recs = _run(
-        runner, "--dtype", dtype, "--stages", ",".join(SMALL_SCALAR_VARIANTS),
-        "--sizes", "127x333x65,1001x600x1031",
-    )  # fmt: skip
-    _check_variants(recs, SMALL_SCALAR_VARIANTS)
+    _verify_at_odd_shapes(runner, dtype, SMALL_VARIANTS, SMALL_SCALAR_VARIANTS)
 
 
 def test_small_shape_variants_read_c_when_beta_is_not_zero(runner):
