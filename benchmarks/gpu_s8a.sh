@@ -16,7 +16,8 @@ echo "== build the peer library"
 LIBCUDA=$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')
 nvcc -std=c++17 -O3 -DNDEBUG -w --expt-relaxed-constexpr --expt-extended-lambda --use_fast_math \
   -gencode arch=compute_90a,code=sm_90a -Xcompiler=-fPIC -shared -I.peer/fastcu \
-  -o /tmp/peer/libpeer.so benchmarks/peer/fastcu_wrap.cu ${LIBCUDA:--lcuda} > "$OUT/nvcc.log" 2>&1
+  -o /tmp/peer/libpeer.so benchmarks/peer/fastcu_wrap.cu \
+  ${LIBCUDA:+-L$(dirname "$LIBCUDA")} -l:libcuda.so.1 > "$OUT/nvcc.log" 2>&1
 echo "  rc=$? (libcuda: ${LIBCUDA:-none found})"; tail -3 "$OUT/nvcc.log"
 echo "== peer probe"
 timeout 200 python3 benchmarks/probe_peer.py --lib /tmp/peer/libpeer.so --sizes 8192,4096 \
@@ -24,10 +25,11 @@ timeout 200 python3 benchmarks/probe_peer.py --lib /tmp/peer/libpeer.so --sizes 
 echo "  rc=${PIPESTATUS[0]}"
 echo "== ncu: cuBLAS beside ours"
 S="--section LaunchStats --section SpeedOfLight --section ComputeWorkloadAnalysis"
-for case in "bf16 wgmma_stagger,wgmma_streamk 4096x4096x4096" "bf16 wgmma_stagger 8192x8192x8192" \
-            "fp32 serpentine_ffma 4096x4096x4096" "fp32 serpentine_ffma 8192x8192x8192"; do
+CASES=("bf16 wgmma_stagger,wgmma_streamk 4096x4096x4096" "bf16 wgmma_stagger 8192x8192x8192")
+[ -n "${S8A_BF16_ONLY:-}" ] || CASES+=("fp32 serpentine_ffma 4096x4096x4096" "fp32 serpentine_ffma 8192x8192x8192")
+for case in "${CASES[@]}"; do
   set -- $case
-  timeout 150 ncu --clock-control none $S --kernel-name regex:'gemm|xmma|cutlass' \
+  timeout 150 ncu --clock-control none $S --kernel-name regex:'gemm|xmma|cutlass|nvjet' \
     --csv python3 benchmarks/probe_odd_cublas.py "$1" "$2" "$3" > "$OUT/ncu-$1-$3.csv" 2> "$OUT/ncu-$1-$3.err"
   echo "  $case rc=$?"
   python3 - "$OUT/ncu-$1-$3.csv" <<'PY'
