@@ -12,8 +12,8 @@ once outside the timing (our stages take B K x N, cuBLAS runs NN; cuBLAS runs NN
 same speed on this card, see ../shared/anchors/h200.md). Each peer output is checked once, after
 the timed rounds, against the float64 product, read as C (M x N) and as C^T.
 
-Usage: python3 benchmarks/probe_peer.py --lib PATH [--sizes 8192,4096] [--kernels 12,11]
-    [--stages wgmma_stagger,...] [--budget-ms 400] [--output FILE.json]
+Usage: python3 benchmarks/probe_peer.py [--lib PATH] [--sizes 8192,4096] [--kernels 12,11]
+    [--stages wgmma_stagger,...] [--dtype bf16|fp16] [--budget-ms 400] [--output FILE.json]
 """
 
 from __future__ import annotations
@@ -46,10 +46,11 @@ def peer_error(g: runner.Problem, out) -> dict[str, float]:  # type: ignore[no-u
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
+    ap.add_argument("--lib", help="the peer library (without it: our stages and cuBLAS only)")
     ap.add_argument("--sizes", default="8192,4096")
     ap.add_argument("--kernels", default="12,11")
     ap.add_argument("--stages", default="wgmma_stagger,wgmma_streamk,wgmma_cluster")
+    ap.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"))
     ap.add_argument("--budget-ms", type=float, default=400.0)
     ap.add_argument("--output")
     args = ap.parse_args()
@@ -57,20 +58,25 @@ def main() -> None:
     cp = device.cupy()
     info = device.info()
     arch, sms = info["arch"], info["sm_count"]
-    lib = ctypes.CDLL(args.lib)
-    lib.peer_gemm.argtypes = [ctypes.c_int] * 4 + [ctypes.c_void_p] * 3
-    lib.peer_gemm.restype = ctypes.c_int
+    lib = ctypes.CDLL(args.lib) if args.lib else None
+    if lib is not None:
+        lib.peer_gemm.argtypes = [ctypes.c_int] * 4 + [ctypes.c_void_p] * 3
+        lib.peer_gemm.restype = ctypes.c_int
+    else:
+        args.kernels = ""
     timer = Timer(Timing(budget_ms=args.budget_ms))
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
         m = n = k = size
-        g = runner.Problem(cp, m, n, k, 1.0, 0.0, 0, "bf16")
+        g = runner.Problem(cp, m, n, k, 1.0, 0.0, 0, args.dtype)
         bt = cp.ascontiguousarray(g.B.T)  # the peer's B: N x K, made once, outside the timing
         launches = []
         checks = {}
-        ref = stages.reference_for("bf16")
-        launches.append(Launch("cublas", runner.launcher(cp, ref, g, arch, sms)[0]))
-        for st in stages.select(args.stages, "bf16")[:-1]:
+        ref = runner.launcher(cp, stages.reference_for(args.dtype), g, arch, sms)[0]
+        ref()  # cuBLAS loads its kernel on first use (~18 ms): not a time to size the repeats by
+        cp.cuda.runtime.deviceSynchronize()
+        launches.append(Launch("cublas", ref))
+        for st in stages.select(args.stages, args.dtype)[:-1]:
             call = runner.launcher(cp, st, g, arch, sms)[0]
             g.reset_output()
             call()
@@ -78,7 +84,8 @@ def main() -> None:
             checks[st.name] = g.check()
             launches.append(Launch(st.name, call))
         outs = {}
-        for kn in (int(x) for x in args.kernels.split(",")):
+        peers = [int(x) for x in args.kernels.split(",") if x] if args.dtype == "bf16" else []
+        for kn in peers:  # the series is bf16 only
             out = cp.empty((m, n), dtype=g.A.dtype)
             outs[kn] = out
 
@@ -123,7 +130,7 @@ def main() -> None:
             "what": "a public Hopper GEMM series timed with roofline's timer beside cuBLAS and "
             "our stages (benchmarks/probe_peer.py)",
             "device": info,
-            "settings": {"budget_ms": args.budget_ms, "flush_l2": True, "dtype": "bf16"},
+            "settings": {"budget_ms": args.budget_ms, "flush_l2": True, "dtype": args.dtype},
             "rows": rows,
         }
         Path(args.output).write_text(json.dumps(doc, indent=1))

@@ -544,6 +544,27 @@ def _wgmma_stagger(p: dict[str, int]) -> Stage:
     return replace(stage, rebuild=lambda q: _wgmma_stagger(dict(q)))
 
 
+def _wgmma_stmatrix(p: dict[str, int]) -> Stage:
+    """Stage 36: stage 28 whose consumers stage their whole 64 x BN block of C at once with
+    stmatrix (four 64-column buffers each) and hand it to the TMA store in one group; the ring
+    drops to STAGES=3 to make room."""
+    stage = replace(
+        _wgmma_stagger(p),
+        name="wgmma_stmatrix",
+        what="stage 28 with a whole-tile epilogue: stmatrix stages each consumer's 64x"
+        f"{p['BN']} block in one pass (one wait, two barriers, where stage 28 had eight), the TMA "
+        f"stores go out together; a {p['STAGES']}-deep ring makes room",
+        file="36_wgmma_stmatrix.cu",
+        entry="gemm_wgmma_stmatrix",
+        smem_bytes=p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] * 2
+        + (p["BM"] // 64) * p["BN"] * 64 * 2
+        + 1024,
+        params=MappingProxyType(dict(p)),
+        tune_space=MappingProxyType({"LAG": (0, 1, 2), "CLUSTER_M": (1, 2), "BN": (256, 128)}),
+    )
+    return replace(stage, rebuild=lambda q: _wgmma_stmatrix(dict(q)))
+
+
 def _streamk_workspace(bm: int, bn: int) -> Callable[[int, int, int, int], int]:
     """Stage 29's scratch: per block, one fp32 64 x BN partial tile and one 4-byte flag per
     consumer warpgroup (BM / 64 of them); only the stream-K workers use theirs."""
@@ -990,6 +1011,10 @@ STAGES: tuple[Stage, ...] = (
     _wgmma_streamk(
         {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16, "TMA": 1, "TMA_C": 1}
         | {"MAX_BLOCKS": 0, "LAG": 1, "STREAMK": 1, "SK_MIN": 8}
+    ),
+    _wgmma_stmatrix(
+        {"BM": 128, "BN": 256, "BK": 64, "STAGES": 3, "GROUP_M": 16, "TMA": 1, "TMA_C": 1}
+        | {"CLUSTER_M": 2, "MAX_BLOCKS": 128, "LAG": 2}
     ),
     Stage(
         name="cublas_hgemm",
