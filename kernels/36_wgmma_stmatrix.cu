@@ -17,7 +17,12 @@
 //     8 different 16-byte bank groups (conflict-free), and the TMA store reads it as before;
 //   * one fence and barrier, then the leader issues the four chunk stores and commits once.
 // The ring loses a stage to pay for it: 3 x 48 KiB + 2 x 32 KiB of staging + 1 KiB = 209 KiB
-// (fast.cu runs 3 too). The rest is stage 28: 2x1 clusters with B multicast (CLUSTER_M),
+// (fast.cu runs 3 too). With 3 slots the release changes too (IN_FLIGHT=0): stage 28 keeps one
+// WGMMA batch running while it waits for the next slice (wgmma.wait_group 1), so each consumer
+// holds two slots and a 3-deep ring leaves the producer one to fill ahead: measured 7-9% slower
+// than stage 28 (s8 call 2). Here a consumer waits for its own batch (wait_group 0) and frees
+// its slot at once: the other consumer's batch keeps the tensor cores busy meanwhile, and the
+// producer has two slots to fill ahead. IN_FLIGHT=1 is stage 28's release, for comparison. The rest is stage 28: 2x1 clusters with B multicast (CLUSTER_M),
 // persistent blocks capped at MAX_BLOCKS, consumer 1 LAG slices behind consumer 0, producer
 // warpgroup + 2 consumers of 64 x BN, m64nBNk16 with B N-major, BK 64, grouped order.
 #ifndef BM
@@ -37,6 +42,9 @@
 #endif
 #ifndef CLUSTER_M
 #define CLUSTER_M 2  // 1: no cluster (stage 26's loads)
+#endif
+#ifndef IN_FLIGHT
+#define IN_FLIGHT 0  // WGMMA batches a consumer leaves running while it waits for the next slice
 #endif
 #ifndef LAG
 #define LAG 2  // K slices consumer 1 starts behind consumer 0 (0: in step, as stage 27)
@@ -72,6 +80,7 @@ static_assert(BM % 64 == 0 && BM <= 256 && BK <= 256, "TMA boxes are at most 256
 static_assert(BN % 16 == 0, "stmatrix.x4 stores 16 columns (two 8 x 8 blocks wide) at a time");
 static_assert(CONSUMERS <= 2, "consumers use named barriers 1 .. CONSUMERS (and the registers)");
 static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "a cluster is one block or a pair of row tiles");
+static_assert(IN_FLIGHT == 0 || IN_FLIGHT == 1, "a consumer holds its slice's slot, or two");
 static_assert(LAG >= 0 && LAG < STAGES,
               "consumer 0 issues LAG slices alone: the ring must hold them and one more");
 static_assert(B_BOXES % CLUSTER_M == 0, "each block of a pair loads a whole number of B boxes");
@@ -270,12 +279,19 @@ gemm_wgmma_stmatrix(int M, int N, int K, float alpha, const elem_t* __restrict__
                           smem_desc_mn_sw128(sb + 16 * 128 * kk, B_BOX_BYTES), (kt | kk) != 0);
                 wgmma_commit();
                 if (LAG > 0 && c == 0 && it == LAG - 1) bar_arrive(STAGGER_BAR, 256);  // once
-                wgmma_wait<1>();  // the batch of slice it-1 has completed: release its slot
-                if (kt >= 1) release_slot(empty0 + 8 * ((it - 1) % STAGES));
+                if (IN_FLIGHT == 0) {
+                    wgmma_wait<0>();  // this slice's WGMMAs are done: its slot goes back now
+                    release_slot(empty0 + 8 * s);
+                } else {
+                    wgmma_wait<1>();  // the batch of slice it-1 has completed: release its slot
+                    if (kt >= 1) release_slot(empty0 + 8 * ((it - 1) % STAGES));
+                }
             }
-            wgmma_wait<0>();
-            // the tile's last slice: released here, the producers refill it during the epilogue
-            release_slot(empty0 + 8 * ((it - 1) % STAGES));
+            if (IN_FLIGHT != 0) {
+                wgmma_wait<0>();
+                // the tile's last slice: released here, refilled during the epilogue
+                release_slot(empty0 + 8 * ((it - 1) % STAGES));
+            }
             store_tile_stmatrix(d, &tma_c, C, M, N, m0 + 64 * c, n0, alpha, beta, bufs, 1 + c,
                                 leader);
         }

@@ -547,7 +547,8 @@ def _wgmma_stagger(p: dict[str, int]) -> Stage:
 def _wgmma_stmatrix(p: dict[str, int]) -> Stage:
     """Stage 36: stage 28 whose consumers stage their whole 64 x BN block of C at once with
     stmatrix (four 64-column buffers each) and hand it to the TMA store in one group; the ring
-    drops to STAGES=3 to make room."""
+    drops to STAGES=3 to make room, and a consumer frees each slot as soon as its WGMMAs are
+    done (IN_FLIGHT=0), so the producer still has two slots to fill ahead."""
     stage = replace(
         _wgmma_stagger(p),
         name="wgmma_stmatrix",
@@ -560,7 +561,9 @@ def _wgmma_stmatrix(p: dict[str, int]) -> Stage:
         + (p["BM"] // 64) * p["BN"] * 64 * 2
         + 1024,
         params=MappingProxyType(dict(p)),
-        tune_space=MappingProxyType({"LAG": (0, 1, 2), "CLUSTER_M": (1, 2), "BN": (256, 128)}),
+        tune_space=MappingProxyType(
+            {"LAG": (0, 1, 2), "CLUSTER_M": (1, 2), "IN_FLIGHT": (0, 1), "BN": (256, 128)}
+        ),
     )
     return replace(stage, rebuild=lambda q: _wgmma_stmatrix(dict(q)))
 
@@ -1014,7 +1017,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     _wgmma_stmatrix(
         {"BM": 128, "BN": 256, "BK": 64, "STAGES": 3, "GROUP_M": 16, "TMA": 1, "TMA_C": 1}
-        | {"CLUSTER_M": 2, "MAX_BLOCKS": 128, "LAG": 2}
+        | {"CLUSTER_M": 2, "MAX_BLOCKS": 128, "LAG": 2, "IN_FLIGHT": 0}
     ),
     Stage(
         name="cublas_hgemm",
