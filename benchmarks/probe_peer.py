@@ -53,6 +53,13 @@ def main() -> None:
     ap.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"))
     ap.add_argument("--budget-ms", type=float, default=400.0)
     ap.add_argument("--output")
+    ap.add_argument(
+        "--launch-only",
+        type=int,
+        default=0,
+        metavar="N",
+        help="launch each N times, untimed, and stop (for ncu)",
+    )
     args = ap.parse_args()
 
     cp = device.cupy()
@@ -99,6 +106,13 @@ def main() -> None:
             call()  # the series' first call builds its tensor maps and schedule (host, untimed)
             cp.cuda.runtime.deviceSynchronize()
             launches.append(Launch(f"peer_kernel{kn}", call))
+        if args.launch_only:
+            for x in launches:
+                for _ in range(args.launch_only):
+                    x.call()
+                cp.cuda.runtime.deviceSynchronize()
+                print(f"{size}^3 {x.name}: {args.launch_only} launch(es)")
+            continue
         timed = timer.time(launches)
         for kn, out in outs.items():
             checks[f"peer_kernel{kn}"] = peer_error(g, out)
