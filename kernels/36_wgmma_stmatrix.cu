@@ -16,6 +16,10 @@
 //   * still the 128-byte swizzle per 64-column chunk, so each matrix's 8 row addresses fall in
 //     8 different 16-byte bank groups (conflict-free), and the TMA store reads it as before;
 //   * one fence and barrier, then the leader issues the four chunk stores and commits once.
+// Its WGMMAs take slot 0's descriptors plus constant offsets (smem_desc_add): stage 28 rebuilt
+// both from the address for every WGMMA, about 40 of the consumer loop's ~80 instructions per
+// slice; ncu counted 245 M instructions issued at 8192^3 for stage 28 against 173 M for fast.cu's
+// kernel 12 (benchmarks/logs/s8/ncu), and on a power-capped card every issue costs power.
 // The ring loses a stage to pay for it: 3 x 48 KiB + 2 x 32 KiB of staging + 1 KiB = 209 KiB
 // (fast.cu runs 3 too). With 3 slots the release changes too (IN_FLIGHT=0): stage 28 keeps one
 // WGMMA batch running while it waits for the next slice (wgmma.wait_group 1), so each consumer
@@ -261,6 +265,9 @@ gemm_wgmma_stmatrix(int M, int N, int K, float alpha, const elem_t* __restrict__
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;  // defined once; each tile starts scale-d 0
 
+        // slot 0's descriptors, k step 0: every WGMMA adds its slot's and step's offset to them
+        const u64 desc_a = smem_desc_k_sw128(base + c * (64 * BK * 2));
+        const u64 desc_b = smem_desc_mn_sw128(base + A_BYTES, B_BOX_BYTES);
         u32 it = 0;  // the producer's K-slice counter, followed slice by slice
         constexpr int STAGGER_BAR = 3;  // ids 1, 2: the consumers' epilogues
         if (LAG > 0 && c == 1) bar_sync(STAGGER_BAR, 256);  // consumer 0 has issued LAG slices
@@ -270,13 +277,12 @@ gemm_wgmma_stmatrix(int M, int N, int K, float alpha, const elem_t* __restrict__
             for (int kt = 0; kt < ktiles; ++kt, ++it) {
                 const u32 s = it % STAGES;
                 mbar_wait(full0 + 8 * s, (it / STAGES) & 1);  // use it / STAGES has landed
-                const u32 sa = base + s * STAGE_BYTES + c * (64 * BK * 2);
-                const u32 sb = base + s * STAGE_BYTES + A_BYTES;
+                const u32 slot = s * STAGE_BYTES;
                 wgmma_fence();
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk)  // A: +32 bytes inside its rows; B: +16 rows
-                    WGMMA(d, smem_desc_k_sw128(sa + 32 * kk),
-                          smem_desc_mn_sw128(sb + 16 * 128 * kk, B_BOX_BYTES), (kt | kk) != 0);
+                    WGMMA(d, smem_desc_add(desc_a, slot + 32 * kk),
+                          smem_desc_add(desc_b, slot + 16 * 128 * kk), (kt | kk) != 0);
                 wgmma_commit();
                 if (LAG > 0 && c == 0 && it == LAG - 1) bar_arrive(STAGGER_BAR, 256);  // once
                 if (IN_FLIGHT == 0) {

@@ -260,6 +260,16 @@ __device__ __forceinline__ unsigned long long smem_desc_mn_sw128(unsigned int ad
                                                                  unsigned int mn_block_bytes) {
     return smem_desc(addr, mn_block_bytes, 1024, WgmmaSwizzle::b128);
 }
+// The descriptor of the same layout `bytes` further on: the start address is the low 14 bits in
+// 16-byte units, so while the tile stays in the 256 KiB the field spans (all of shared memory) the
+// add never carries out of it (nor out of the low word, whose upper half is the LBO field). A loop can keep one descriptor per operand and add
+// constants, where rebuilding it from the address costs a mask, a shift and the ORs every time.
+__device__ __forceinline__ unsigned long long smem_desc_add(unsigned long long desc,
+                                                            unsigned int bytes) {
+    // a 32-bit add on the low word (the high word, SBO and swizzle, passes through untouched)
+    const unsigned int lo = static_cast<unsigned int>(desc) + (bytes >> 4);
+    return (desc & 0xFFFFFFFF00000000ull) | lo;
+}
 // wgmma.fence: the warpgroup's accumulator registers (and shared operands) are ready for wgmma.
 __device__ __forceinline__ void wgmma_fence() {
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
