@@ -47,6 +47,9 @@
 #ifndef CLUSTER_M
 #define CLUSTER_M 2  // 1: no cluster (stage 26's loads)
 #endif
+#ifndef WG_RELEASE
+#define WG_RELEASE 1  // one arrival per consumer warpgroup releases a slot (0: one per warp)
+#endif
 #ifndef IN_FLIGHT
 #define IN_FLIGHT 0  // WGMMA batches a consumer leaves running while it waits for the next slice
 #endif
@@ -113,10 +116,17 @@ __device__ __forceinline__ void tile_origin(int tile, int grid_cm, int grid_n, i
     n0 = (in_group / group_rows) * BN;
 }
 
-// The consumers of both blocks read slot s: each warp releases it to every producer that writes
-// it (lane r arrives on block r's empty barrier; alone, lane 0 on its own).
+// The consumers of both blocks read slot s: it goes back to every producer that writes it (lane
+// r arrives on block r's empty barrier; alone, lane 0 on its own). WG_RELEASE=1: only warp 0 of
+// each consumer warpgroup arrives, as CUTLASS's TMA pipeline counts its consumers (one arrival
+// per consumer warpgroup and destination block): a WGMMA is one operation of the whole
+// warpgroup, so when warp 0's wgmma.wait_group has seen it complete, its shared-memory reads are
+// over for all four warps. WG_RELEASE=0 is stage 28's arrival from every warp (4x the arrivals,
+// half of them remote with a pair, and the producer waits for the last of them).
+constexpr int RELEASERS = WG_RELEASE ? 1 : 4;  // warps of a consumer warpgroup that arrive
 __device__ __forceinline__ void release_slot(u32 empty_bar) {
     const int lane = threadIdx.x % 32;
+    if (WG_RELEASE && (threadIdx.x / 32) % 4 != 0) return;
     if (CLUSTER_M == 1) {
         if (lane == 0) mbar_arrive(empty_bar);
     } else if (lane < CLUSTER_M) {
@@ -213,8 +223,8 @@ gemm_wgmma_stmatrix(int M, int N, int K, float alpha, const elem_t* __restrict__
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full0 + 8 * s, 1);  // the producer's arrive.expect_tx
-            // one arrival per consumer warp of every block the slot's B is multicast to
-            mbar_init(empty0 + 8 * s, CONSUMERS * 4 * CLUSTER_M);
+            // one arrival per releasing consumer warp of every block the slot's B is multicast to
+            mbar_init(empty0 + 8 * s, CONSUMERS * RELEASERS * CLUSTER_M);
         }
         fence_mbarrier_init();  // visible to TMA and to the peer block
     }

@@ -562,7 +562,7 @@ def _wgmma_stmatrix(p: dict[str, int]) -> Stage:
         + 1024,
         params=MappingProxyType(dict(p)),
         tune_space=MappingProxyType(
-            {"LAG": (0, 1, 2), "CLUSTER_M": (1, 2), "IN_FLIGHT": (0, 1), "BN": (256, 128)}
+            {"LAG": (0, 1, 2), "CLUSTER_M": (1, 2), "IN_FLIGHT": (0, 1), "WG_RELEASE": (0, 1)}
         ),
         slower_because="the ring stage it gives up costs more than the epilogue saves: at "
         "8192^3 bf16 it ran at 96.3% of cuBLAS where stage 28 ran at 100.7% and stage 28 on the "
@@ -1021,7 +1021,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     _wgmma_stmatrix(
         {"BM": 128, "BN": 256, "BK": 64, "STAGES": 3, "GROUP_M": 16, "TMA": 1, "TMA_C": 1}
-        | {"CLUSTER_M": 2, "MAX_BLOCKS": 128, "LAG": 2, "IN_FLIGHT": 0}
+        | {"CLUSTER_M": 2, "MAX_BLOCKS": 128, "LAG": 2, "IN_FLIGHT": 0, "WG_RELEASE": 1}
     ),
     Stage(
         name="cublas_hgemm",
