@@ -1,12 +1,13 @@
 // Stage 36 (the twenties are taken): stage 28 with an epilogue that stages the whole tile.
+// A measured step that did not pay: it verifies, and runs 3-4% slower than stage 28 (below).
 // Stage 28's epilogue hands C to the TMA store engine 64 columns at a time through two 8 KiB
 // buffers per consumer: four rounds of 16 four-byte shared stores per thread, each round behind
-// two named barriers and a wait until the store two chunks back has read its buffer. So every
-// tile ends with eight barriers in a row and a copy engine that is waited on, while the
-// consumer's tensor-core work stops. Measured beside it (benchmarks/probe_peer.py, s8 call 2):
-// a public series whose kernels differ from ours mainly there (fast.cu kernels 11 and 12: the
-// same 128 x 256 tiles, 2x1 clusters and 3-deep ring) gained 2.9% at 4096^3 from exactly this
-// change, and reached 99.5% of cuBLAS where stage 28 reached 96.8%.
+// two named barriers and a wait until the store two chunks back has read its buffer, while the
+// consumer's tensor-core work stops. A public series whose kernels differ from ours mainly there
+// (fast.cu kernels 11 and 12: the same 128 x 256 tiles, 2x1 clusters, a 3-deep ring), timed by
+// benchmarks/probe_peer.py in the same rounds as cuBLAS and stage 28, gained 1.5-2.9% from this
+// change: kernel 12 ran at 102.3% of cuBLAS at 8192^3 and 99.3% at 4096^3 (stage 28: 100.8%,
+// 96.8%; benchmarks/logs/s8/probe-s8f-bf16.json).
 // Here each consumer owns four 8 KiB buffers, the whole 64 x 256 of its tile:
 //   * one wait at the start of the epilogue (the previous tile's four stores have read their
 //     buffers: they had a whole main loop to do it), one barrier;
@@ -16,19 +17,22 @@
 //   * still the 128-byte swizzle per 64-column chunk, so each matrix's 8 row addresses fall in
 //     8 different 16-byte bank groups (conflict-free), and the TMA store reads it as before;
 //   * one fence and barrier, then the leader issues the four chunk stores and commits once.
-// Its WGMMAs take slot 0's descriptors plus constant offsets (smem_desc_add): stage 28 rebuilt
-// both from the address for every WGMMA, about 40 of the consumer loop's ~80 instructions per
-// slice; ncu counted 245 M instructions issued at 8192^3 for stage 28 against 173 M for fast.cu's
-// kernel 12 (benchmarks/logs/s8/ncu), and on a power-capped card every issue costs power.
-// The ring loses a stage to pay for it: 3 x 48 KiB + 2 x 32 KiB of staging + 1 KiB = 209 KiB
-// (fast.cu runs 3 too). With 3 slots the release changes too (IN_FLIGHT=0): stage 28 keeps one
-// WGMMA batch running while it waits for the next slice (wgmma.wait_group 1), so each consumer
-// holds two slots and a 3-deep ring leaves the producer one to fill ahead: measured 7-9% slower
-// than stage 28 (s8 call 2). Here a consumer waits for its own batch (wait_group 0) and frees
-// its slot at once: the other consumer's batch keeps the tensor cores busy meanwhile, and the
-// producer has two slots to fill ahead. IN_FLIGHT=1 is stage 28's release, for comparison. The rest is stage 28: 2x1 clusters with B multicast (CLUSTER_M),
-// persistent blocks capped at MAX_BLOCKS, consumer 1 LAG slices behind consumer 0, producer
-// warpgroup + 2 consumers of 64 x BN, m64nBNk16 with B N-major, BK 64, grouped order.
+// The ring loses a stage to pay for it: 3 x 48 KiB + 2 x 32 KiB of staging + 1 KiB = 209 KiB.
+// With 3 slots the release changes too (IN_FLIGHT=0): stage 28 keeps one WGMMA batch running
+// while it waits for the next slice (wgmma.wait_group 1), so each consumer holds two slots and a
+// 3-deep ring leaves the producer one to fill ahead (91-93% of cuBLAS, s8 call 2). Here a
+// consumer waits for its own batch (wait_group 0) and frees its slot at once: the other
+// consumer's batch keeps the tensor cores busy meanwhile. IN_FLIGHT=1 is stage 28's release.
+// Two more of fast.cu's habits, each measured (s8 calls 5 and 6, same rounds):
+//   * the WGMMAs take slot 0's descriptors plus constant offsets (smem_desc_add), where stage 28
+//     rebuilt both from the address for every WGMMA: 69 instructions per slice in the consumer
+//     loop instead of 85, 193 M issued at 8192^3 instead of 233 M (fast.cu: 173 M); +0.5%;
+//   * a slot is released once per consumer warpgroup (WG_RELEASE=1), not once per warp: +0.4%.
+// What is left: ncu finds its tensor pipe busy 93% of the time against 97.5% for kernel 12, and
+// without the cluster (CLUSTER_M=1) it runs 2% faster (98.7% of cuBLAS at 8192^3).
+// The rest is stage 28: 2x1 clusters with B multicast (CLUSTER_M), persistent blocks capped at
+// MAX_BLOCKS, consumer 1 LAG slices behind consumer 0, producer warpgroup + 2 consumers of
+// 64 x BN, m64nBNk16 with B N-major, BK 64, grouped order.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif

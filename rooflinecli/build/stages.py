@@ -565,9 +565,10 @@ def _wgmma_stmatrix(p: dict[str, int]) -> Stage:
             {"LAG": (0, 1, 2), "CLUSTER_M": (1, 2), "IN_FLIGHT": (0, 1), "WG_RELEASE": (0, 1)}
         ),
         slower_because="the ring stage it gives up costs more than the epilogue saves: at "
-        "8192^3 bf16 it ran at 96.3% of cuBLAS where stage 28 ran at 100.7% and stage 28 on the "
-        "same 3-deep ring at 99.0%, in the same rounds (benchmarks/logs/s8/probe-s8c-bf16.json); "
-        "fast.cu's kernel 12, which made this change, reached 102.4% there",
+        "8192^3 bf16 it ran at 96.9% of cuBLAS where stage 28 ran at 100.8%, 98.7% without the "
+        "cluster (CLUSTER_M=1), in the same rounds (benchmarks/logs/s8/probe-s8f-bf16.json); its "
+        "tensor pipe is busy 93% of the time against 97.5% for fast.cu's kernel 12 (ncu), which "
+        "made this change on the same 3-deep ring and reached 102.3%",
     )
     return replace(stage, rebuild=lambda q: _wgmma_stmatrix(dict(q)))
 
