@@ -49,6 +49,8 @@ def test_blocks_name_committed_documents() -> None:
         "gemm-fp16-8192-wgmma-27-28.json,gemm-bf16-8192-wgmma-27-28.json",
         "gemm-fp16-8192-wgmma-29.json,gemm-bf16-8192-wgmma-29.json",
         "gemm-fp16-4096-wgmma-29.json,gemm-bf16-4096-wgmma-29.json",
+        "gemm-fp16-8192-s8.json,gemm-bf16-8192-s8.json",
+        "gemm-fp16-4096-s8.json,gemm-bf16-4096-s8.json",
         "attn-b2-h16-n8192-d128-bf16.json,attn-b2-h16-n8192-d128-bf16-causal.json",
         "attn-sweep-d128-bf16.json,attn-sweep-d128-bf16-causal.json",
         "attn-sweep-d64-bf16.json,attn-sweep-d64-bf16-causal.json",
