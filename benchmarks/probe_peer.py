@@ -5,8 +5,9 @@ stages: default budget (400 ms), L2 flushed by a read before every launch, gated
 every repeat kept, the median reported, the SM clock sampled. So the peer's figure and ours are
 measured on equal terms, on the same power-capped card, in one run.
 
-The peer's kernels come from a shared library built by benchmarks/gpu_peer.sh
-(benchmarks/peer/fastcu_wrap.cu around the series' headers, exported to .peer/, not committed).
+The peer's kernels come from a shared library that benchmarks/gpu_s8a.sh (and the later calls)
+builds with nvcc: benchmarks/peer/fastcu_wrap.cu around the series' headers, which
+benchmarks/peer/export_fastcu.sh exports from a clone to .peer/ (ignored, never committed).
 They compute C = A * B^T, A M x K and B N x K both K-contiguous: the probe gives them B^T made
 once outside the timing (our stages take B K x N, cuBLAS runs NN; cuBLAS runs NN and TN at the
 same speed on this card, see ../shared/anchors/h200.md). Each peer output is checked once, after

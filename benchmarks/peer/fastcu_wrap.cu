@@ -1,7 +1,8 @@
 // A C entry point around a public Hopper GEMM series (pranjalssh/fast.cu, MIT), so that
 // benchmarks/probe_peer.py can time its kernels with this tool's timer, interleaved with cuBLAS
 // and our stages. Nothing of that project is committed here: its headers are exported from the
-// public repository into .peer/fastcu/ (ignored) and reach nvcc through -I (benchmarks/gpu_peer.sh).
+// public repository into .peer/fastcu/ (ignored; benchmarks/peer/export_fastcu.sh) and reach
+// nvcc through -I (benchmarks/gpu_s8a.sh and later).
 // The series computes C = A * B^T with A M x K and B N x K, both K-contiguous, in bf16 with fp32
 // accumulation; its kernels need M and N multiples of their 256 x 256 cluster tile.
 #include <cuda.h>
