@@ -4,7 +4,7 @@ compiles, each built once, in a helper process, while the tests that need none o
 Compiling is most of the suite's time: NVRTC, and nvdisasm (~0.5 s of start-up a cubin). A test
 marked `prebuild(...)` names what it compiles (and disassembles); at the start of the session a
 helper process (tests/_prebuild.py) builds what the selected tests name, in the order they need
-it, on as many threads as there are cores, into the session's compile cache, and writes the
+it, in as many worker processes as there are cores, into the session's compile cache, and writes the
 listings beside it. A marked test waits for its kernels, then makes its usual calls
 (compiler.compile_stage, sass.analyze_cubin, the CLI), which find them there. Prebuilding is only
 a warm-up: a kernel that fails to build in the helper fails again, with its message, in the test
@@ -164,7 +164,7 @@ class Prebuilt:
         sassed = sum(job["sass"] for job in self.jobs)
         return (
             f"prebuilt {len(self.jobs)} kernels ({sassed} disassembled) on {self.workers} "
-            f"threads of a helper process: {took:.1f} s{cpu}"
+            f"worker processes of a helper: {took:.1f} s{cpu}"
         )
 
 
