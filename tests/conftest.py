@@ -39,6 +39,7 @@ from rooflinecli.errors import RooflineError
 
 ENV = {"COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
 HELPER = Path(__file__).with_name("_prebuild.py")
+FAKE_NCU = Path(__file__).parent / "fixtures" / "ncu" / "fake_ncu.py"
 WAIT_S = 600  # for one kernel; past that the test compiles it itself
 
 
@@ -247,6 +248,18 @@ def prebuilt(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Prebu
 @pytest.fixture(scope="session")
 def session_cache(prebuilt: Prebuilt) -> Path:
     return prebuilt.cache
+
+
+@pytest.fixture(scope="session")
+def ncu_stand_in(tmp_path_factory) -> Path:
+    """An executable that runs tests/fixtures/ncu/fake_ncu.py (ROOFLINE_NCU points at it) with
+    this interpreter and without `site` (it needs only the standard library). Its own shebang
+    finds whatever python3 is first on PATH: a pyenv shim there is a shell script that costs
+    about 0.2 s a start, and one `profile app` run starts ncu four times; this costs 0.03 s."""
+    exe = tmp_path_factory.mktemp("ncu") / "ncu"
+    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "{FAKE_NCU}" "$@"\n')
+    exe.chmod(0o755)
+    return exe
 
 
 @pytest.fixture(autouse=True)
