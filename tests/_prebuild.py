@@ -26,6 +26,10 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 
+BATCH = 14  # cubins a listing run waits for: about three runs for the first tier's 40
+BATCH_WAIT_S = 12.0  # at most this long after the first of them was built
+
+
 def listing_path(folder: Path, cubin: str | Path) -> Path:
     """Where the listing of this cubin, as it is now (size, time), is kept."""
     st = os.stat(cubin)
@@ -77,17 +81,18 @@ def main() -> None:
             print("done", job["id"], flush=True)
 
     def lister() -> None:
-        """Lists the waiting cubins in batches: whatever is waiting, topped up for at most 3 s
-        while builds go on (builds finish about one a second; each nvdisasm run costs 0.45 s of
-        CPU to start, so a batch of a few saves more than the test that waits for it loses)."""
+        """Lists the waiting cubins in batches of BATCH, or fewer where the first has waited
+        BATCH_WAIT_S or the builds are over. Each nvdisasm run costs about 0.5 s of CPU to start
+        (42 cubins: 3.5 s of CPU in one run, 6.4 s in runs of 7). A test that waits for a listing
+        costs no CPU while builds go on: the builds have both cores then."""
         done = False
         while not done:
             first = waiting.get()
             if first is None:
                 return
             batch = [first]
-            until = time.monotonic() + 3.0
-            while len(batch) < 32:
+            until = time.monotonic() + BATCH_WAIT_S
+            while len(batch) < BATCH:
                 try:
                     item = waiting.get(timeout=max(0.0, until - time.monotonic()))
                 except queue.Empty:
