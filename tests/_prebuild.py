@@ -25,8 +25,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-
-BATCH = 14  # cubins a listing run waits for: about three runs for the first tier's 40
+BATCH = 14  # cubins a listing run waits for: 3-4 runs for the first tier's 40
 BATCH_WAIT_S = 12.0  # at most this long after the first of them was built
 
 
