@@ -293,7 +293,7 @@ def test_tma_stages_take_the_contracts_b_and_any_m():
     names = {s.name for s in TMA_STAGES}
     assert names == {
         "mma_tma_ws", "wgmma_tma", "wgmma_ws", "wgmma_persistent", "wgmma_cluster", "wgmma_stagger",
-        "wgmma_streamk",
+        "wgmma_streamk", "wgmma_stmatrix",
     }  # fmt: skip
     for s in TMA_STAGES:
         assert s.b_layout == "kn", s.name
@@ -316,6 +316,7 @@ def test_tma_stages_take_the_contracts_b_and_any_m():
             "wgmma_cluster",
             "wgmma_stagger",
             "wgmma_streamk",
+            "wgmma_stmatrix",
         )  # fmt: skip
     ],
 )
@@ -394,6 +395,31 @@ def test_stage_28_staggers_the_consumers_with_one_named_barrier():
         assert sum(o.startswith("HGMMA.64x256x16.F32") for o in ops) == 4
     with pytest.raises(RooflineError, match="the ring must hold them"):
         compiler.compile_stage(lagged.with_params({"LAG": 4}), "sm_90a", "bf16")
+
+
+@pytest.mark.prebuild(stages.BY_NAME["wgmma_stmatrix"], dtype="bf16", sass=True)
+def test_stage_36_stages_the_whole_tile_with_stmatrix():
+    """Stage 36 is stage 28 with its epilogue in one pass: 16 stmatrix.x4 per thread and tile
+    (BN / 16; no st.shared), the four 64-column TMA stores issued together after one barrier,
+    where stage 28 staged 16 st.shared.b32 per chunk behind two barriers each. Its ring is one
+    stage shorter, so ring + the whole tile's staging fits: 3 x 48 + 2 x 32 + 1 KiB."""
+    from rooflinecli.build import sass
+
+    st = stages.BY_NAME["wgmma_stmatrix"]
+    assert st.params["STAGES"] == 3 and st.smem_bytes == (3 * 48 + 2 * 32 + 1) * 1024
+    assert st.launch(8192, 8192, 132) == stages.BY_NAME["wgmma_stagger"].launch(8192, 8192, 132)[
+        :2
+    ] + (st.smem_bytes,)
+    built = compiler.compile_stage(st, "sm_90a", "bf16")
+    assert built.resources.spill_bytes == 0 and built.resources.stack_frame_bytes == 0
+    ops = [i.opcode for i in sass.parse(sass.disassemble(built.cubin_path))[st.entry].instrs]
+    stsm = [o for o in ops if o.startswith("STSM")]
+    assert len(stsm) == 256 // 16 and all(o == "STSM.16.M88.4" for o in stsm), stsm
+    assert not [o for o in ops if o.split(".")[0] == "STS"]
+    assert sum(o.startswith("HGMMA.64x256x16.F32") for o in ops) == 4
+    assert ops.count("BAR.ARV") == 2  # stage 28's stagger, unchanged
+    with pytest.raises(RooflineError, match="must fit in 227 KiB"):
+        compiler.compile_stage(st.with_params({"STAGES": 4}), "sm_90a", "bf16")
 
 
 def test_stage_29_fills_every_sm_and_asks_for_a_workspace():

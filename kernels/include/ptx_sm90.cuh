@@ -100,6 +100,16 @@ __device__ __forceinline__ void bar_arrive(int id, int threads) {
 __device__ __forceinline__ void fence_proxy_async() {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
+// stmatrix.sync.aligned.m8n8.x4.shared.b16: a warp stores four 8 x 8 matrices of 16-bit
+// elements. Register i of lane l holds row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 of matrix
+// i (the accumulator fragment of mma and wgmma, packed to 16 bits); lane l gives the shared
+// address of row l % 8 of matrix l / 8 (16 bytes, 16-byte aligned).
+__device__ __forceinline__ void stmatrix_x4(unsigned int addr, unsigned int r0, unsigned int r1,
+                                            unsigned int r2, unsigned int r3) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr),
+                 "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+                 : "memory");
+}
 // ---- flags in global memory, between blocks of one grid ----
 
 // ld.acquire.gpu.global.u32: a flag another block sets; what that block wrote before setting it
@@ -249,6 +259,16 @@ __device__ __forceinline__ unsigned long long smem_desc_k_sw128(unsigned int add
 __device__ __forceinline__ unsigned long long smem_desc_mn_sw128(unsigned int addr,
                                                                  unsigned int mn_block_bytes) {
     return smem_desc(addr, mn_block_bytes, 1024, WgmmaSwizzle::b128);
+}
+// The descriptor of the same layout `bytes` further on: the start address is the low 14 bits in
+// 16-byte units, so while the tile stays in the 256 KiB the field spans (all of shared memory) the
+// add never carries out of it (nor out of the low word, whose upper half is the LBO field). A loop can keep one descriptor per operand and add
+// constants, where rebuilding it from the address costs a mask, a shift and the ORs every time.
+__device__ __forceinline__ unsigned long long smem_desc_add(unsigned long long desc,
+                                                            unsigned int bytes) {
+    // a 32-bit add on the low word (the high word, SBO and swizzle, passes through untouched)
+    const unsigned int lo = static_cast<unsigned int>(desc) + (bytes >> 4);
+    return (desc & 0xFFFFFFFF00000000ull) | lo;
 }
 // wgmma.fence: the warpgroup's accumulator registers (and shared operands) are ready for wgmma.
 __device__ __forceinline__ void wgmma_fence() {

@@ -544,6 +544,35 @@ def _wgmma_stagger(p: dict[str, int]) -> Stage:
     return replace(stage, rebuild=lambda q: _wgmma_stagger(dict(q)))
 
 
+def _wgmma_stmatrix(p: dict[str, int]) -> Stage:
+    """Stage 36: stage 28 whose consumers stage their whole 64 x BN block of C at once with
+    stmatrix (four 64-column buffers each) and hand it to the TMA store in one group; the ring
+    drops to STAGES=3 to make room, and a consumer frees each slot as soon as its WGMMAs are
+    done (IN_FLIGHT=0), so the producer still has two slots to fill ahead."""
+    stage = replace(
+        _wgmma_stagger(p),
+        name="wgmma_stmatrix",
+        what="stage 28 with a whole-tile epilogue: stmatrix stages each consumer's 64x"
+        f"{p['BN']} block in one pass (one wait, two barriers, where stage 28 had eight), the TMA "
+        f"stores go out together; a {p['STAGES']}-deep ring makes room",
+        file="36_wgmma_stmatrix.cu",
+        entry="gemm_wgmma_stmatrix",
+        smem_bytes=p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] * 2
+        + (p["BM"] // 64) * p["BN"] * 64 * 2
+        + 1024,
+        params=MappingProxyType(dict(p)),
+        tune_space=MappingProxyType(
+            {"LAG": (0, 1, 2), "CLUSTER_M": (1, 2), "IN_FLIGHT": (0, 1), "WG_RELEASE": (0, 1)}
+        ),
+        slower_because="the ring stage it gives up costs more than the epilogue saves: at "
+        "8192^3 bf16 it ran at 96.9% of cuBLAS where stage 28 ran at 100.8%, 98.7% without the "
+        "cluster (CLUSTER_M=1), in the same rounds (benchmarks/logs/s8/probe-s8f-bf16.json); its "
+        "tensor pipe is busy 93% of the time against 97.5% for fast.cu's kernel 12 (ncu), which "
+        "made this change on the same 3-deep ring and reached 102.3%",
+    )
+    return replace(stage, rebuild=lambda q: _wgmma_stmatrix(dict(q)))
+
+
 def _streamk_workspace(bm: int, bn: int) -> Callable[[int, int, int, int], int]:
     """Stage 29's scratch: per block, one fp32 64 x BN partial tile and one 4-byte flag per
     consumer warpgroup (BM / 64 of them); only the stream-K workers use theirs."""
@@ -990,6 +1019,10 @@ STAGES: tuple[Stage, ...] = (
     _wgmma_streamk(
         {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16, "TMA": 1, "TMA_C": 1}
         | {"MAX_BLOCKS": 0, "LAG": 1, "STREAMK": 1, "SK_MIN": 8}
+    ),
+    _wgmma_stmatrix(
+        {"BM": 128, "BN": 256, "BK": 64, "STAGES": 3, "GROUP_M": 16, "TMA": 1, "TMA_C": 1}
+        | {"CLUSTER_M": 2, "MAX_BLOCKS": 128, "LAG": 2, "IN_FLIGHT": 0, "WG_RELEASE": 1}
     ),
     Stage(
         name="cublas_hgemm",
