@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -109,7 +110,7 @@ class Prebuilt:
         with open(self.cache.parent / "prebuild.log", "w") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, str(HELPER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=log, text=True,
+                stderr=log, text=True, start_new_session=True,  # a process group: see _kill
             )  # fmt: skip
         assert self.proc.stdin and self.proc.stdout
         self.proc.stdin.write(json.dumps(task))
@@ -139,16 +140,26 @@ class Prebuilt:
             return
         if not all(event.is_set() for event in self.done):
             self.stopped_early = True  # the session ended first (-x, ^C, a skipped test)
-            self.proc.kill()
+            self._kill()
         try:
             self.proc.wait(10)  # done: it reports its CPU time and exits
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            self._kill()
             self.proc.wait()
         if self.reader is not None:
             self.reader.join(10)
         assert self.proc.stdout
-        self.proc.stdout.close()
+        if self.reader is None or not self.reader.is_alive():  # else close() would wait for it
+            self.proc.stdout.close()
+
+    def _kill(self) -> None:
+        """The helper, its worker processes and their nvdisasm runs: its process group. A worker
+        left running holds the helper's stdout open, and the reader would wait for it."""
+        assert self.proc is not None
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # all gone already
 
     def summary(self) -> str | None:
         if self.proc is None:
