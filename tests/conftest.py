@@ -110,7 +110,7 @@ class Prebuilt:
         with open(self.cache.parent / "prebuild.log", "w") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, str(HELPER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=log, text=True, start_new_session=True,  # a process group: see _kill
+                stderr=log, text=True, process_group=0,  # a process group of its own: see _kill
             )  # fmt: skip
         assert self.proc.stdin and self.proc.stdout
         self.proc.stdin.write(json.dumps(task))
