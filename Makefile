@@ -12,12 +12,22 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip "setuptools>=68" wheel
 
+# `make install` always installs; the targets below install only when the venv has not been, or
+# pyproject.toml (dependencies, entry points) changed since: the install is editable, so it sees
+# every edit of the code, and `pip install -e` again cost `make test` about 9 s each time.
+INSTALLED := $(VENV)/.installed
+
 install: $(BIN)/python
 	$(BIN)/python -m pip install -q -e ".[$(EXTRAS),dev,plot]"
+	touch $(INSTALLED)
+
+$(INSTALLED): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[$(EXTRAS),dev,plot]"
+	touch $@
 
 # The main job. Without a GPU, `run` says so in one line (exit 2) and the model of the same GEMM
 # is shown instead, on the H200 SXM: the GPU the README's results were measured on.
-run: install
+run: $(INSTALLED)
 	@$(BIN)/roofline run gemm --m 4096; rc=$$?; \
 	if [ $$rc -eq 2 ]; then \
 	  echo "No GPU run here; the analytic model of the same GEMM on the H200 SXM (the README's GPU):"; \
@@ -26,30 +36,30 @@ run: install
 
 # The CPU suite builds each stage once (tests/tiers.py); test-kernels builds the rest of the
 # stage x dtype x target matrix. CI (.ci/run) runs both.
-test: install
+test: $(INSTALLED)
 	$(BIN)/python -m pytest -q -m "not matrix"
 
-test-kernels: install
+test-kernels: $(INSTALLED)
 	$(BIN)/python -m pytest -q -m matrix
 
-lint: install
+lint: $(INSTALLED)
 	$(BIN)/ruff check rooflinecli tests
 	$(BIN)/ruff format --check rooflinecli tests
 	$(BIN)/mypy
 
 # Benchmarks on a GPU: results documents land in benchmarks/results/.
-bench: install
+bench: $(INSTALLED)
 	$(BIN)/roofline run gemm --m 4096 --output benchmarks/results/gemm-fp32-4096-$$(date +%Y%m%d-%H%M%S).json
 
-docs: install
+docs: $(INSTALLED)
 	$(BIN)/python -m rooflinecli.docgen docs/cli.md
 
-docs-check: install
+docs-check: $(INSTALLED)
 	$(BIN)/python -m rooflinecli.docgen --check docs/cli.md
 
 # The README's pictures, from the committed H200 documents and calibration (no GPU needed).
 CAL := benchmarks/calibration/h200-2026-12-01.json
-plots: install
+plots: $(INSTALLED)
 	$(BIN)/roofline plot benchmarks/results/gemm-fp32-4096-interleaved.json --calibration $(CAL) -o docs/roofline-h200-fp32-4096.png
 	$(BIN)/roofline plot benchmarks/results/profile-fp32-4096.json --calibration $(CAL) -o docs/roofline-h200-fp32-measured.png
 	$(BIN)/roofline plot benchmarks/results/gemm-bf16-8192-interleaved.json --calibration $(CAL) -o docs/roofline-h200-bf16-8192.png

@@ -3,7 +3,9 @@ session's compile cache and writes their nvdisasm listings beside it, while the 
 none of them run.
 
 A process of its own, so that what a test changes for itself (environment, monkeypatched
-functions, the umask) never reaches a build. Reads one JSON object on stdin:
+functions, the umask) never reaches a build. It compiles in worker processes, not threads: NVRTC
+runs one compile at a time within a process (two threads took as long as one, and about 15% more
+CPU), so only processes build two kernels at once. Reads one JSON object on stdin:
 {"path": sys.path, "listings": folder, "workers": n, "jobs": [{"id", "kind": "stage" |
 "attention" | "calibration", "name", "params", "arch", "dtype", "head_dim" (attention), "sass"}]},
 and writes "done ID" on stdout when a job is over, built or not (the test that compiles it reports
@@ -13,14 +15,18 @@ why), then "cpu SECONDS".
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import queue
 import resource
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
+
+BATCH = 14  # cubins a listing run waits for: 3-4 runs for the first tier's 40
+BATCH_WAIT_S = 12.0  # at most this long after the first of them was built
 
 
 def listing_path(folder: Path, cubin: str | Path) -> Path:
@@ -29,13 +35,36 @@ def listing_path(folder: Path, cubin: str | Path) -> Path:
     return folder / f"{Path(cubin).name}.{st.st_size}.{st.st_mtime_ns}.sass"
 
 
+def build(job: dict) -> tuple[str | None, float]:
+    """In a worker process: the job's cubin (None when it does not build: the test that compiles
+    it says why) and the CPU time its build took."""
+    from rooflinecli.build import attention, compiler, stages
+    from rooflinecli.gpu import calibrate
+
+    cpu = time.process_time()  # one build at a time in this process
+    try:
+        if job["kind"] == "stage":
+            stage = stages.BY_NAME[job["name"]].with_params(job["params"])
+            built = compiler.compile_stage(stage, job["arch"], job["dtype"])
+        elif job["kind"] == "attention":
+            built = attention.compile_stage(
+                attention.ATTENTION_BY_NAME[job["name"]], job["arch"], job["dtype"],
+                job["head_dim"], job["params"],
+            )  # fmt: skip
+        else:
+            built = calibrate.compile_kernel(job["name"], job["arch"])
+    except Exception:
+        return None, time.process_time() - cpu
+    return built.cubin_path, time.process_time() - cpu
+
+
 def main() -> None:
     task = json.loads(sys.stdin.read())
     if hasattr(os, "nice"):  # the tests keep their core (some time themselves); this takes the rest
         os.nice(10)
     sys.path[:] = task["path"]  # import rooflinecli from where the test session does
-    from rooflinecli.build import attention, compiler, sass, stages
-    from rooflinecli.gpu import calibrate
+    from rooflinecli.build import attention, compiler, sass, stages  # noqa: F401 (the workers')
+    from rooflinecli.gpu import calibrate  # noqa: F401
 
     listings = Path(task["listings"])
     listings.mkdir(parents=True, exist_ok=True)
@@ -50,38 +79,19 @@ def main() -> None:
             print(f"{what} {job.get('params') or ''}: {cpu:.2f} s of CPU", file=sys.stderr)
             print("done", job["id"], flush=True)
 
-    def build(job: dict) -> None:
-        cpu = time.thread_time()  # NVRTC runs in this thread
-        try:
-            if job["kind"] == "stage":
-                stage = stages.BY_NAME[job["name"]].with_params(job["params"])
-                built = compiler.compile_stage(stage, job["arch"], job["dtype"])
-            elif job["kind"] == "attention":
-                built = attention.compile_stage(
-                    attention.ATTENTION_BY_NAME[job["name"]], job["arch"], job["dtype"],
-                    job["head_dim"], job["params"],
-                )  # fmt: skip
-            else:
-                built = calibrate.compile_kernel(job["name"], job["arch"])
-            if job["sass"]:
-                waiting.put((job, built.cubin_path, time.thread_time() - cpu))
-                return
-        except Exception:
-            pass  # the test that compiles it says why
-        finish(job, time.thread_time() - cpu)
-
     def lister() -> None:
-        """Lists the waiting cubins in batches: whatever is waiting, topped up for at most 3 s
-        while builds go on (builds finish about one a second; each nvdisasm run costs 0.45 s of
-        CPU to start, so a batch of a few saves more than the test that waits for it loses)."""
+        """Lists the waiting cubins in batches of BATCH, or fewer where the first has waited
+        BATCH_WAIT_S or the builds are over. Each nvdisasm run costs about 0.5 s of CPU to start
+        (42 cubins: 3.5 s of CPU in one run, 6.4 s in runs of 7). A test that waits for a listing
+        costs no CPU while builds go on: the builds have both cores then."""
         done = False
         while not done:
             first = waiting.get()
             if first is None:
                 return
             batch = [first]
-            until = time.monotonic() + 3.0
-            while len(batch) < 32:
+            until = time.monotonic() + BATCH_WAIT_S
+            while len(batch) < BATCH:
                 try:
                     item = waiting.get(timeout=max(0.0, until - time.monotonic()))
                 except queue.Empty:
@@ -104,10 +114,23 @@ def main() -> None:
                     os.replace(tmp, path)
                 finish(job, cpu)
 
+    # forked workers inherit the imports above; forked before any thread of ours starts
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
     listing = threading.Thread(target=lister)
-    listing.start()
-    with ThreadPoolExecutor(task["workers"]) as pool:
-        list(pool.map(build, task["jobs"]))
+    with ProcessPoolExecutor(task["workers"], mp_context=context) as pool:
+        builds = {pool.submit(build, job): job for job in task["jobs"]}  # in the order given
+        listing.start()
+        for future in as_completed(builds):
+            job = builds[future]
+            try:
+                cubin, cpu = future.result()
+            except Exception:  # a worker died: the test that compiles it says why
+                cubin, cpu = None, 0.0
+            if job["sass"] and cubin is not None:
+                waiting.put((job, cubin, cpu))
+            else:
+                finish(job, cpu)
     waiting.put(None)
     listing.join()
     me, kids = (

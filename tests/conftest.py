@@ -4,7 +4,7 @@ compiles, each built once, in a helper process, while the tests that need none o
 Compiling is most of the suite's time: NVRTC, and nvdisasm (~0.5 s of start-up a cubin). A test
 marked `prebuild(...)` names what it compiles (and disassembles); at the start of the session a
 helper process (tests/_prebuild.py) builds what the selected tests name, in the order they need
-it, on as many threads as there are cores, into the session's compile cache, and writes the
+it, in as many worker processes as there are cores, into the session's compile cache, and writes the
 listings beside it. A marked test waits for its kernels, then makes its usual calls
 (compiler.compile_stage, sass.analyze_cubin, the CLI), which find them there. Prebuilding is only
 a warm-up: a kernel that fails to build in the helper fails again, with its message, in the test
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -39,6 +40,7 @@ from rooflinecli.errors import RooflineError
 
 ENV = {"COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
 HELPER = Path(__file__).with_name("_prebuild.py")
+FAKE_NCU = Path(__file__).parent / "fixtures" / "ncu" / "fake_ncu.py"
 WAIT_S = 600  # for one kernel; past that the test compiles it itself
 
 
@@ -108,7 +110,7 @@ class Prebuilt:
         with open(self.cache.parent / "prebuild.log", "w") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, str(HELPER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=log, text=True,
+                stderr=log, text=True, process_group=0,  # a process group of its own: see _kill
             )  # fmt: skip
         assert self.proc.stdin and self.proc.stdout
         self.proc.stdin.write(json.dumps(task))
@@ -138,16 +140,26 @@ class Prebuilt:
             return
         if not all(event.is_set() for event in self.done):
             self.stopped_early = True  # the session ended first (-x, ^C, a skipped test)
-            self.proc.kill()
+            self._kill()
         try:
             self.proc.wait(10)  # done: it reports its CPU time and exits
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            self._kill()
             self.proc.wait()
         if self.reader is not None:
             self.reader.join(10)
         assert self.proc.stdout
-        self.proc.stdout.close()
+        if self.reader is None or not self.reader.is_alive():  # else close() would wait for it
+            self.proc.stdout.close()
+
+    def _kill(self) -> None:
+        """The helper, its worker processes and their nvdisasm runs: its process group. A worker
+        left running holds the helper's stdout open, and the reader would wait for it."""
+        assert self.proc is not None
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # all gone already
 
     def summary(self) -> str | None:
         if self.proc is None:
@@ -164,7 +176,7 @@ class Prebuilt:
         sassed = sum(job["sass"] for job in self.jobs)
         return (
             f"prebuilt {len(self.jobs)} kernels ({sassed} disassembled) on {self.workers} "
-            f"threads of a helper process: {took:.1f} s{cpu}"
+            f"worker processes of a helper: {took:.1f} s{cpu}"
         )
 
 
@@ -247,6 +259,18 @@ def prebuilt(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Prebu
 @pytest.fixture(scope="session")
 def session_cache(prebuilt: Prebuilt) -> Path:
     return prebuilt.cache
+
+
+@pytest.fixture(scope="session")
+def ncu_stand_in(tmp_path_factory) -> Path:
+    """An executable that runs tests/fixtures/ncu/fake_ncu.py (ROOFLINE_NCU points at it) with
+    this interpreter and without `site` (it needs only the standard library). Its own shebang
+    finds whatever python3 is first on PATH: a pyenv shim there is a shell script that costs
+    about 0.2 s a start, and one `profile app` run starts ncu four times; this costs 0.03 s."""
+    exe = tmp_path_factory.mktemp("ncu") / "ncu"
+    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "{FAKE_NCU}" "$@"\n')
+    exe.chmod(0o755)
+    return exe
 
 
 @pytest.fixture(autouse=True)

@@ -33,12 +33,12 @@ def fake_gpu(monkeypatch):
 
 
 @pytest.fixture
-def one_gemm_csv(tmp_path, monkeypatch):
+def one_gemm_csv(tmp_path, monkeypatch, ncu_stand_in):
     """ncu's rows for one call: the first FP16 GEMM launch of the fixture's CSV."""
     lines = (FIXTURES / "app-raw.csv").read_text().splitlines()
     path = tmp_path / "one.csv"
     path.write_text("\n".join(lines[:3]) + "\n")
-    monkeypatch.setenv("ROOFLINE_NCU", str(FIXTURES / "fake_ncu.py"))
+    monkeypatch.setenv("ROOFLINE_NCU", str(ncu_stand_in))
     monkeypatch.setenv("FAKE_NCU_CSV", str(path))
     monkeypatch.setenv("FAKE_NCU_LOG", str(tmp_path / "calls.log"))
     monkeypatch.setenv("FAKE_NCU_ENV_LOG", str(tmp_path / "env.log"))

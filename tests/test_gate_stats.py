@@ -37,11 +37,12 @@ def samples(rng: np.random.Generator, median_ms: float, n: int = 200) -> list[fl
     x = rng.normal(median_ms, 0.01 * median_ms, n)
     out = rng.choice(n, size=n // 20, replace=False)
     x[out] = median_ms * rng.uniform(1.5, 5.0, out.size)
-    return [float(v) for v in x]
+    return x.tolist()  # Python floats, as a document read from JSON holds them
 
 
 def record(stage: str, times: list[float]) -> dict[str, Any]:
-    t = float(np.median(times))
+    arr = np.asarray(times)
+    t = float(np.median(arr))
     return {
         "stage": stage,
         "kind": "stage",
@@ -51,9 +52,9 @@ def record(stage: str, times: list[float]) -> dict[str, Any]:
         "k": K,
         "flops": FLOPS,
         "time_ms": t,
-        "time_ms_min": min(times),
-        "time_ms_max": max(times),
-        "time_ms_stdev": float(np.std(times, ddof=1)),
+        "time_ms_min": float(arr.min()),
+        "time_ms_max": float(arr.max()),
+        "time_ms_stdev": float(np.std(arr, ddof=1)),
         "repeats": len(times),
         "tflops": FLOPS / (t * 1e-3) / 1e12,
         "verified": True,

@@ -10,6 +10,7 @@ functions count too (they are read from the syntax tree, not by importing).
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parent.parent / "rooflinecli"
@@ -43,7 +44,8 @@ def _part(module: str) -> str:
     return bits[1] if len(bits) > 1 else "__init__"
 
 
-def _imports(path: Path) -> list[str]:
+@functools.cache  # each file read and parsed once for both tests below
+def _imports(path: Path) -> tuple[str, ...]:
     tree = ast.parse(path.read_text(), str(path))
     here = "rooflinecli." + ".".join(path.relative_to(PKG).with_suffix("").parts)
     out: list[str] = []
@@ -59,7 +61,7 @@ def _imports(path: Path) -> list[str]:
             out.append(mod)
             if mod == "rooflinecli":  # `from rooflinecli import results` names a module
                 out += [f"rooflinecli.{a.name}" for a in node.names]
-    return out
+    return tuple(out)
 
 
 def _name(path: Path) -> str:

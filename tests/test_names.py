@@ -6,6 +6,7 @@ from the module instead. Read from the syntax tree, imports inside functions inc
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parent.parent / "rooflinecli"
@@ -30,8 +31,9 @@ def _own_aliases(path: Path, root: Path = PKG) -> set[tuple[str, str, str]]:
     return found
 
 
-def _all_own_aliases() -> set[tuple[str, str, str]]:
-    return {hit for path in sorted(PKG.rglob("*.py")) for hit in _own_aliases(path)}
+@functools.cache  # the package read and parsed once for both tests below
+def _all_own_aliases() -> frozenset[tuple[str, str, str]]:
+    return frozenset({hit for path in sorted(PKG.rglob("*.py")) for hit in _own_aliases(path)})
 
 
 def test_package_modules_keep_their_names() -> None:

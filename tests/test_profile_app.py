@@ -15,7 +15,6 @@ from rooflinecli.gpu import profile as prof
 from rooflinecli.gpu import profile_app as app
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "ncu"
-FAKE_NCU = FIXTURES / "fake_ncu.py"
 CSV = (FIXTURES / "app-raw.csv").read_text()
 QUERY = (FIXTURES / "query.txt").read_text()
 CALIBRATION = (
@@ -204,22 +203,22 @@ def test_short_names():
 
 
 @pytest.fixture
-def fake_ncu(tmp_path, monkeypatch):
+def fake_ncu(tmp_path, monkeypatch, ncu_stand_in):
     log = tmp_path / "ncu-calls.log"
-    monkeypatch.setenv("ROOFLINE_NCU", str(FAKE_NCU))
+    monkeypatch.setenv("ROOFLINE_NCU", str(ncu_stand_in))
     monkeypatch.setenv("FAKE_NCU_LOG", str(log))
     return log
 
 
 @pytest.fixture(scope="module")
-def app_doc(tmp_path_factory) -> Path:
+def app_doc(tmp_path_factory, ncu_stand_in) -> Path:
     """One `profile app` document under the fake ncu (each run starts Python twice: the
     profiled program's stand-in and the import), read by the show, plot, gate and compare tests
     below; test_profile_app_command checks what that run asks of ncu."""
     folder = tmp_path_factory.mktemp("app")
     out = folder / "app.json"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ROOFLINE_NCU", str(FAKE_NCU))
+        mp.setenv("ROOFLINE_NCU", str(ncu_stand_in))
         mp.setenv("FAKE_NCU_LOG", str(folder / "ncu-calls.log"))
         args = ["profile", "app", "--calibration", str(CALIBRATION), "-o", str(out), "--format",
                 "json", "--", *PROGRAM]  # fmt: skip

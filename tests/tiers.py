@@ -2,11 +2,13 @@
 
 `make test` (pytest -m "not matrix") builds each stage once, as it ships: its registry
 parameters, on sm_90a, in its primary dtype (bf16 where the stage builds it, the element-type
-path its fp16 or fp32 build leaves out, else its own). Every assertion a stage makes about its
-code (compiles, no spills, the math instruction in its main loop, its loads and stores) is
-checked on that build. `make test-kernels` (pytest -m matrix) builds the rest of the matrix:
-every other dtype on sm_90a, every stage on sm_80, and the tune variants whose SASS a test reads
-(a cluster pair, a split-K tile, a schedule's control), each with the same assertions. CI runs
+path its fp16 or fp32 build leaves out, else its own), an attention stage at head dim 128. Every
+assertion a stage makes about its code (compiles, no spills, the math instruction in its main
+loop, its loads and stores) is checked on that build. `make test-kernels` (pytest -m matrix)
+builds the rest of the matrix: every other dtype on sm_90a, every stage on sm_80, the attention
+stages at head dim 64 (the same assertions, with the head dim in their counts), and the tune
+variants whose SASS a test reads (a cluster pair, a split-K tile, a schedule's control), each
+with the same assertions. CI runs
 both, one after the other. The dtypes of a stage differ only by the element-type macro
 (test_stages checks this), so the first tier still sees every line of every stage file; the
 second catches what only another dtype, target or variant trips on.
