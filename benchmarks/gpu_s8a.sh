@@ -12,13 +12,7 @@ set -u
 export PYTHONUNBUFFERED=1
 OUT=${1:?usage: gpu_s8a.sh OUTDIR}
 mkdir -p "$OUT" /tmp/peer
-echo "== build the peer library"
-LIBCUDA=$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')
-nvcc -std=c++17 -O3 -DNDEBUG -w --expt-relaxed-constexpr --expt-extended-lambda --use_fast_math \
-  -gencode arch=compute_90a,code=sm_90a -Xcompiler=-fPIC -shared -I.peer/fastcu \
-  -o /tmp/peer/libpeer.so benchmarks/peer/fastcu_wrap.cu \
-  ${LIBCUDA:+-L$(dirname "$LIBCUDA")} -l:libcuda.so.1 > "$OUT/nvcc.log" 2>&1
-echo "  rc=$? (libcuda: ${LIBCUDA:-none found})"; tail -3 "$OUT/nvcc.log"
+bash benchmarks/peer/build.sh /tmp/peer/libpeer.so "$OUT/nvcc.log"
 echo "== peer probe"
 timeout 200 python3 benchmarks/probe_peer.py --lib /tmp/peer/libpeer.so --sizes 8192,4096 \
   --output "$OUT/peer-fastcu-bf16.json" 2>&1 | tee "$OUT/peer.log" | cut -c1-200

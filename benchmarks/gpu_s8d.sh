@@ -9,12 +9,7 @@ set -u
 export PYTHONUNBUFFERED=1
 OUT=${1:?usage: gpu_s8d.sh OUTDIR}
 mkdir -p "$OUT" /tmp/peer
-LIBCUDA=$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')
-nvcc -std=c++17 -O3 -DNDEBUG -w --expt-relaxed-constexpr --expt-extended-lambda --use_fast_math \
-  -gencode arch=compute_90a,code=sm_90a -Xcompiler=-fPIC -shared -I.peer/fastcu \
-  -o /tmp/peer/libpeer.so benchmarks/peer/fastcu_wrap.cu \
-  ${LIBCUDA:+-L$(dirname "$LIBCUDA")} -l:libcuda.so.1 > "$OUT/nvcc.log" 2>&1
-echo "nvcc rc=$?"
+bash benchmarks/peer/build.sh /tmp/peer/libpeer.so "$OUT/nvcc.log"
 MET="smsp__inst_executed.sum,sm__cycles_active.avg,gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,lts__t_bytes.sum,dram__bytes_read.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
 for size in 8192 4096; do
   timeout 200 ncu --clock-control none --kernel-name regex:'gemm_wgmma|matmulKernel|nvjet' \

@@ -9,25 +9,11 @@ set -u
 export PYTHONUNBUFFERED=1
 OUT=${1:?usage: gpu_s8f.sh OUTDIR}
 mkdir -p "$OUT" /tmp/peer
-echo "== build the peer library"
-LIBCUDA=$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')
-nvcc -std=c++17 -O3 -DNDEBUG -w --expt-relaxed-constexpr --expt-extended-lambda --use_fast_math \
-  -gencode arch=compute_90a,code=sm_90a -Xcompiler=-fPIC -shared -I.peer/fastcu \
-  -o /tmp/peer/libpeer.so benchmarks/peer/fastcu_wrap.cu \
-  ${LIBCUDA:+-L$(dirname "$LIBCUDA")} -l:libcuda.so.1 > "$OUT/nvcc.log" 2>&1
-echo "  rc=$?"
+source benchmarks/s8_steps.sh
+bash benchmarks/peer/build.sh /tmp/peer/libpeer.so "$OUT/nvcc.log"
 CAND="wgmma_stagger,wgmma_streamk,wgmma_stmatrix,wgmma_stmatrix@WG_RELEASE=0,wgmma_stmatrix@CLUSTER_M=1,LAG=0,wgmma_stmatrix@CLUSTER_M=1,LAG=0,WG_RELEASE=0,wgmma_stmatrix@LAG=0"
-for dt in bf16 fp16; do
-  echo "== probe $dt"
-  timeout 180 python3 benchmarks/probe_peer.py --lib /tmp/peer/libpeer.so --dtype $dt \
-    --sizes 8192,4096 --stages "$CAND" --output "$OUT/probe-s8f-$dt.json" 2>&1 \
-    | tee "$OUT/probe-$dt.log" | cut -c1-112
-done
-echo "== GPU tests (Tensor Core stages)"
-timeout 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_tensor_cores.py \
-  -k "test_every_tensor_core_stage_verifies_at_odd_shapes or test_tensor_core_stages_read_c_when_beta_is_not_zero" \
-  > "$OUT/gputests.log" 2>&1
-echo "  rc=$?"; tail -4 "$OUT/gputests.log" | cut -c1-300
+probe_dtypes s8f "$CAND"
+tc_gputests
 echo "== ncu: instructions issued by stage 36 now (8192^3 bf16)"
 timeout 120 ncu --clock-control none --kernel-name regex:'gemm_wgmma|matmulKernel12' \
   --metrics smsp__inst_executed.sum,gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active \
