@@ -19,11 +19,11 @@
 //   * one fence and barrier, then the leader issues the four chunk stores and commits once.
 // The ring loses a stage to pay for it: 3 x 48 KiB + 2 x 32 KiB of staging + 1 KiB = 209 KiB.
 // With 3 slots the release changes too (IN_FLIGHT=0): stage 28 keeps one WGMMA batch running
-// while it waits for the next slice (wgmma.wait_group 1), so each consumer holds two slots and a
-// 3-deep ring leaves the producer one to fill ahead (91-93% of cuBLAS, s8 call 2). Here a
+// while it waits for the next slice (wgmma.wait_group 1), so each consumer holds two slots and
+// a 3-deep ring leaves the producer one to fill ahead (91-93% of cuBLAS, gpu_s8b.sh). Here a
 // consumer waits for its own batch (wait_group 0) and frees its slot at once: the other
 // consumer's batch keeps the tensor cores busy meanwhile. IN_FLIGHT=1 is stage 28's release.
-// Two more of fast.cu's habits, each measured (s8 calls 5 and 6, same rounds):
+// Two more of fast.cu's habits, each measured (benchmarks/gpu_s8e.sh, gpu_s8f.sh; same rounds):
 //   * the WGMMAs take slot 0's descriptors plus constant offsets (smem_desc_add), where stage 28
 //     rebuilt both from the address for every WGMMA: 69 instructions per slice in the consumer
 //     loop instead of 85, 193 M issued at 8192^3 instead of 233 M (fast.cu: 173 M); +0.5%;
@@ -176,7 +176,7 @@ __device__ __forceinline__ void store_tile_stmatrix(const float (&d)[BN / 2], co
             }
             v[mm] = pack2(v0, v1);
         }
-        const int jj = (2 * J + mi / 2) % 8;  // the 16-byte piece of this lane's row, in chunk J / 4
+        const int jj = (2 * J + mi / 2) % 8;  // 16-byte piece of this lane's row, chunk J / 4
         const u32 addr = bufs + (J / 4) * EPI_CHUNK_BYTES + r_addr * 128 + ((jj ^ ri) << 4);
         stmatrix_x4(addr, v[0], v[1], v[2], v[3]);
     }
