@@ -77,8 +77,10 @@ def test_set_up_is_two_commands_and_the_no_gpu_model_is_the_h200() -> None:
     assert "(`roofline model gemm --m 4096 --spec h200-sxm`)" in text
     make = (ROOT / "Makefile").read_text()
     # `make run` and `make test` install first (unless the venv already is, for this
-    # pyproject.toml: the stamp file)
-    run = make[make.index("\nrun: $(INSTALLED)\n") : make.index("\ntest: $(INSTALLED)\n")]
+    # pyproject.toml: the stamp file), then compile the package's bytecode
+    assert "\nbytecode: $(INSTALLED)\n\t@$(BYTECODE)\n" in make
+    assert "\nBYTECODE := $(BIN)/python -m compileall -q rooflinecli\n" in make
+    run = make[make.index("\nrun: bytecode\n") : make.index("\ntest: bytecode\n")]
     assert "$(BIN)/roofline run gemm --m 4096;" in run
     assert "$(BIN)/roofline model gemm --m 4096 --spec h200-sxm;" in run
 
