@@ -5,11 +5,17 @@ none of them run.
 A process of its own, so that what a test changes for itself (environment, monkeypatched
 functions, the umask) never reaches a build. It compiles in worker processes, not threads: NVRTC
 runs one compile at a time within a process (two threads took as long as one, and about 15% more
-CPU), so only processes build two kernels at once. Reads one JSON object on stdin:
-{"path": sys.path, "listings": folder, "workers": n, "jobs": [{"id", "kind": "stage" |
-"attention" | "calibration", "name", "params", "arch", "dtype", "head_dim" (attention), "sass"}]},
-and writes "done ID" on stdout when a job is over, built or not (the test that compiles it reports
-why), then "cpu SECONDS".
+CPU), so only processes build two kernels at once.
+
+Reads two lines of JSON on stdin. The first, {"path": sys.path, "listings": folder, "workers": n,
+"jobs": [{"id", "kind": "stage" | "attention" | "calibration", "name", "params", "arch", "dtype",
+"head_dim" (attention)}]}, comes before the tests are collected: for a whole-suite run its jobs
+are a guess at the first tier's builds (tests/tiers.py), which the helper starts on while pytest
+collects (~4.5 s on one core otherwise idle). The second, {"jobs": [...], "order": [ids],
+"sass": [ids]}, comes once they are: the jobs the guess left out, every id the tests need, in the
+order they need them (what is not started yet is built in that order; a guessed job no test
+needs is dropped), and those whose listing they read. Writes "done ID" on stdout when a job is
+over, built, dropped or failed (the test that compiles it reports why), then "cpu SECONDS".
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import resource
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
 
 BATCH = 14  # cubins a listing run waits for: 3-4 runs for the first tier's 40
@@ -59,7 +65,7 @@ def build(job: dict) -> tuple[str | None, float]:
 
 
 def main() -> None:
-    task = json.loads(sys.stdin.read())
+    task = json.loads(sys.stdin.readline())
     if hasattr(os, "nice"):  # the tests keep their core (some time themselves); this takes the rest
         os.nice(10)
     sys.path[:] = task["path"]  # import rooflinecli from where the test session does
@@ -68,16 +74,52 @@ def main() -> None:
 
     listings = Path(task["listings"])
     listings.mkdir(parents=True, exist_ok=True)
-    lock = threading.Lock()
+    lock = threading.RLock()  # finish() takes it, also from where it is held
     # cubins waiting for their listing: one nvdisasm run lists a batch (sass.disassemble_many),
     # since each run costs about 0.45 s of CPU to start whatever it disassembles
     waiting: queue.Queue[tuple[dict, str, float] | None] = queue.Queue()
+    jobs = {job["id"]: job for job in task["jobs"]}
+    pending = [job["id"] for job in task["jobs"]]  # not yet handed to a worker, in this order
+    started: set[int] = set()
+    held: list[tuple[int, str | None, float]] = []  # built before the tests' own list came
+    final = threading.Event()  # the tests' list has come: what they need, what they read
+    needed: set[int] = set()
+    listed: set[int] = set()
 
-    def finish(job: dict, cpu: float) -> None:
+    def finish(job: dict, cpu: float, why: str = "") -> None:
         what = " ".join(str(job[k]) for k in ("name", "arch", "dtype", "head_dim") if k in job)
         with lock:
-            print(f"{what} {job.get('params') or ''}: {cpu:.2f} s of CPU", file=sys.stderr)
+            print(f"{what} {job.get('params') or ''}: {why or f'{cpu:.2f} s of CPU'}",
+                  file=sys.stderr)  # fmt: skip
             print("done", job["id"], flush=True)
+
+    def built(i: int, cubin: str | None, cpu: float) -> None:
+        """A build is over: its listing is queued where a test reads it (called under lock)."""
+        if not final.is_set():
+            held.append((i, cubin, cpu))
+        elif i in listed and cubin is not None:
+            waiting.put((jobs[i], cubin, cpu))
+        else:
+            finish(jobs[i], cpu)
+
+    def read_the_tests_list() -> None:
+        """The second line: jobs the first left out, the ids the tests need in the order they
+        need them, and those whose listing they read. Guessed jobs no test needs are dropped
+        unless a worker has them already."""
+        line = sys.stdin.readline()
+        msg = json.loads(line) if line.strip() else {"jobs": [], "order": [], "sass": []}
+        with lock:
+            jobs.update((job["id"], job) for job in msg["jobs"])
+            needed.update(msg["order"])
+            listed.update(msg["sass"])
+            dropped = [i for i in pending if i not in needed]
+            pending[:] = [i for i in msg["order"] if i not in started]
+            final.set()
+            for item in held:
+                built(*item)
+            held.clear()
+        for i in dropped:
+            finish(jobs[i], 0.0, "no test needs it")
 
     def lister() -> None:
         """Lists the waiting cubins in batches of BATCH, or fewer where the first has waited
@@ -114,23 +156,36 @@ def main() -> None:
                     os.replace(tmp, path)
                 finish(job, cpu)
 
-    # forked workers inherit the imports above; forked before any thread of ours starts
+    # forked workers inherit the imports above; forked (all at the first submit) before any
+    # thread of ours starts
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    listing = threading.Thread(target=lister)
     with ProcessPoolExecutor(task["workers"], mp_context=context) as pool:
-        builds = {pool.submit(build, job): job for job in task["jobs"]}  # in the order given
+        pool.submit(int).result()
+        threading.Thread(target=read_the_tests_list, daemon=True).start()
+        listing = threading.Thread(target=lister)
         listing.start()
-        for future in as_completed(builds):
-            job = builds[future]
-            try:
-                cubin, cpu = future.result()
-            except Exception:  # a worker died: the test that compiles it says why
-                cubin, cpu = None, 0.0
-            if job["sass"] and cubin is not None:
-                waiting.put((job, cubin, cpu))
-            else:
-                finish(job, cpu)
+        running: dict[Future, int] = {}
+        while True:
+            with lock:
+                while pending and len(running) < task["workers"]:
+                    i = pending.pop(0)
+                    started.add(i)
+                    running[pool.submit(build, jobs[i])] = i
+                if not running and final.is_set() and not pending:
+                    break
+            if not running:
+                final.wait(0.5)
+                continue
+            # a timeout: the tests' list may have come meanwhile, with work for an idle worker
+            for future in wait(running, timeout=0.5, return_when=FIRST_COMPLETED).done:
+                i = running.pop(future)
+                try:
+                    cubin, cpu = future.result()
+                except Exception:  # a worker died: the test that compiles it says why
+                    cubin, cpu = None, 0.0
+                with lock:
+                    built(i, cubin, cpu)
     waiting.put(None)
     listing.join()
     me, kids = (

@@ -2,13 +2,15 @@
 compiles, each built once, in a helper process, while the tests that need none of them run.
 
 Compiling is most of the suite's time: NVRTC, and nvdisasm (~0.5 s of start-up a cubin). A test
-marked `prebuild(...)` names what it compiles (and disassembles); at the start of the session a
-helper process (tests/_prebuild.py) builds what the selected tests name, in the order they need
-it, in as many worker processes as there are cores, into the session's compile cache, and writes the
-listings beside it. A marked test waits for its kernels, then makes its usual calls
-(compiler.compile_stage, sass.analyze_cubin, the CLI), which find them there. Prebuilding is only
-a warm-up: a kernel that fails to build in the helper fails again, with its message, in the test
-that compiles it.
+marked `prebuild(...)` names what it compiles (and disassembles). A helper process
+(tests/_prebuild.py) builds what the selected tests name, in the order they need it, in as many
+worker processes as there are cores, into the session's compile cache, and writes the listings
+beside it. Where the whole suite runs (`make test`), it starts before collection on a guess at
+the first tier's builds (tiers.first_tier_builds), since collecting takes ~4.5 s of one core, and
+is told what the tests really need once they are collected. A marked test waits for its kernels,
+then makes its usual calls (compiler.compile_stage, sass.analyze_cubin, the CLI), which find
+them there. Prebuilding is only a warm-up: a kernel that fails to build in the helper fails
+again, with its message, in the test that compiles it.
 """
 
 from __future__ import annotations
@@ -69,19 +71,20 @@ def runner() -> CliRunner:
 class Prebuilt:
     """The helper process, the jobs it was given and those it has finished."""
 
-    def __init__(self, cache: Path, items: Iterable[pytest.Item], workers: int) -> None:
+    def __init__(self, cache: Path, workers: int) -> None:
         self.cache, self.listings, self.workers = cache, cache / "listings", workers
         self.jobs: list[dict[str, Any]] = []
         self.ids: dict[tuple[Any, ...], int] = {}
         self.done: list[threading.Event] = []
+        self.needed: list[int] = []  # what the collected tests name, in the order they need it
+        self.sassed: set[int] = set()
+        self.sent = 0  # jobs the helper has been told of
+        self.guessed = 0  # of which a guess, before collection
         self.proc: subprocess.Popen[str] | None = None
         self.reader: threading.Thread | None = None
         self.stopped_early = False
         self.started = self.finished = 0.0
         self.cpu: float | None = None
-        for item in items:
-            for mark in item.iter_markers("prebuild"):
-                self._ids(mark, add=True)
 
     def _ids(self, mark: pytest.Mark, add: bool = False) -> list[int]:
         unknown = set(mark.kwargs) - {"arch", "dtype", "sass", "head_dim", "params"}
@@ -94,18 +97,18 @@ class Prebuilt:
                 if not add:
                     continue  # no selected test asked for it: whoever needs it compiles it
                 self.ids[key] = len(self.jobs)
-                self.jobs.append({**job, "id": len(self.jobs), "sass": False})
+                self.jobs.append({**job, "id": len(self.jobs)})
                 self.done.append(threading.Event())
             out.append(self.ids[key])
-            if add and mark.kwargs.get("sass", False):
-                self.jobs[self.ids[key]]["sass"] = True
         return out
 
-    def start(self) -> None:
-        if not self.jobs:
-            return
+    def start(self, guess: Iterable[tuple[object, dict[str, Any]]] = ()) -> None:
+        """The helper, on the guessed builds (tiers.first_tier_builds) while pytest collects."""
+        for kernel, kwargs in guess:
+            self._ids(pytest.mark.prebuild(kernel, **kwargs).mark, add=True)
         task = {"path": sys.path, "listings": str(self.listings), "workers": self.workers,
                 "jobs": self.jobs}  # fmt: skip
+        self.sent = self.guessed = len(self.jobs)
         self.started = time.perf_counter()
         with open(self.cache.parent / "prebuild.log", "w") as log:
             self.proc = subprocess.Popen(
@@ -113,10 +116,28 @@ class Prebuilt:
                 stderr=log, text=True, process_group=0,  # a process group of its own: see _kill
             )  # fmt: skip
         assert self.proc.stdin and self.proc.stdout
-        self.proc.stdin.write(json.dumps(task))
-        self.proc.stdin.close()
+        self.proc.stdin.write(json.dumps(task) + "\n")
+        self.proc.stdin.flush()
         self.reader = threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True)
         self.reader.start()
+
+    def collected(self, items: Iterable[pytest.Item]) -> None:
+        """What the selected tests name, in their order: the helper's second line."""
+        for item in items:
+            for mark in item.iter_markers("prebuild"):
+                ids = self._ids(mark, add=True)
+                self.needed += [i for i in ids if i not in self.needed]
+                if mark.kwargs.get("sass", False):
+                    self.sassed.update(ids)
+        if not self.needed and self.proc is None:
+            return
+        if self.proc is None:
+            self.start()
+        assert self.proc is not None and self.proc.stdin
+        msg = {"jobs": self.jobs[self.sent :], "order": self.needed, "sass": sorted(self.sassed)}
+        self.sent = len(self.jobs)
+        self.proc.stdin.write(json.dumps(msg) + "\n")
+        self.proc.stdin.close()
 
     def _read(self, out: IO[str]) -> None:
         for line in out:
@@ -138,7 +159,9 @@ class Prebuilt:
     def stop(self) -> None:
         if self.proc is None:
             return
-        if not all(event.is_set() for event in self.done):
+        if self.proc.stdin and not self.proc.stdin.closed:
+            self.proc.stdin.close()  # never told what the tests need (collection failed)
+        if not all(self.done[i].is_set() for i in self.needed):
             self.stopped_early = True  # the session ended first (-x, ^C, a skipped test)
             self._kill()
         try:
@@ -173,10 +196,14 @@ class Prebuilt:
             )
         cpu = f", {self.cpu:.1f} s of CPU" if self.cpu is not None else ""
         took = self.finished - self.started
-        sassed = sum(job["sass"] for job in self.jobs)
+        guessed = ""
+        if self.guessed:
+            missed = sum(i >= self.guessed for i in self.needed)
+            dropped = len(self.jobs) - len(self.needed)
+            guessed = f"; started on a guess of {self.guessed}: {missed} more needed, {dropped} not"
         return (
-            f"prebuilt {len(self.jobs)} kernels ({sassed} disassembled) on {self.workers} "
-            f"worker processes of a helper: {took:.1f} s{cpu}"
+            f"prebuilt {len(self.needed)} kernels ({len(self.sassed)} disassembled) on "
+            f"{self.workers} worker processes of a helper: {took:.1f} s{cpu}{guessed}"
         )
 
 
@@ -237,23 +264,56 @@ class Listings:
         return self.kept[key]
 
 
-@pytest.fixture(scope="session", autouse=True)
-def prebuilt(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Prebuilt]:
-    """The session's compile cache (never the user's) and the helper that fills it."""
-    cache = tmp_path_factory.getbasetemp() / "cache"
+_PREBUILT = pytest.StashKey[tuple[Prebuilt, pytest.MonkeyPatch]]()
+_SUMMARY = pytest.StashKey[str | None]()
+
+
+def _whole_suite(config: pytest.Config) -> bool:
+    """A run of the test paths as configured, by tier (`make test`, plain pytest): the guess at
+    its builds is worth starting before collection; a narrower run collects what it needs."""
+    return (
+        config.args_source == pytest.Config.ArgsSource.TESTPATHS
+        and not config.option.keyword
+        and config.option.markexpr in ("", "not matrix")
+        and not config.option.collectonly
+    )
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The session's compile cache (never the user's), and the helper that fills it, started
+    before collection on a guess where the whole first tier runs (tiers.first_tier_builds)."""
+    config = session.config
+    cache = config._tmp_path_factory.getbasetemp() / "cache"  # the tmp_path_factory fixture's
     cache.mkdir(exist_ok=True)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    workers = max(2, min(8, cores or 2))
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ROOFLINE_CACHE_DIR", str(cache))
+    pre = Prebuilt(cache, max(2, min(8, cores or 2)))
+    config.stash[_PREBUILT] = (pre, mp)
+    if _whole_suite(config):
+        from tiers import first_tier_builds
+
+        pre.start(first_tier_builds())
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    session.config.stash[_PREBUILT][0].collected(session.items)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    pre, mp = session.config.stash[_PREBUILT]
+    pre.stop()
+    mp.undo()
+    session.config.stash[_SUMMARY] = pre.summary()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def prebuilt(request: pytest.FixtureRequest) -> Iterator[Prebuilt]:
+    """The session's helper, and its listings in place of nvdisasm's own runs."""
+    pre = request.config.stash[_PREBUILT][0]
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ROOFLINE_CACHE_DIR", str(cache))
-        pre = Prebuilt(cache, request.session.items, workers)
-        pre.start()
         mp.setattr(sass, "disassemble", Listings(pre).disassemble)
-        try:
-            yield pre
-        finally:
-            pre.stop()
-            request.config.stash[_SUMMARY] = pre.summary()
+        yield pre
 
 
 @pytest.fixture(scope="session")
@@ -279,9 +339,6 @@ def _cache(request: pytest.FixtureRequest, prebuilt: Prebuilt, monkeypatch) -> N
     its prebuild marks name."""
     monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(prebuilt.cache))
     prebuilt.wait(*request.node.iter_markers("prebuild"))
-
-
-_SUMMARY = pytest.StashKey[str | None]()
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:

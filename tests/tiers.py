@@ -31,3 +31,26 @@ def primary_dtype(dtypes: tuple[str, ...], own: str) -> str:
 def tier(primary: bool) -> list[Any]:
     """The marks of a build case: none in the first tier, `matrix` in the second."""
     return [] if primary else [MATRIX]
+
+
+def first_tier_builds() -> list[tuple[Any, dict[str, Any]]]:
+    """What the first tier builds, as (kernel, prebuild keywords), read off the registries the
+    way test_stages, test_attention_stages and test_calibrate mark their first-tier cases.
+
+    A guess for the prebuild helper (tests/conftest.py), which starts on it while pytest collects
+    the tests; the collected marks then say what is really needed. A build the guess misses is
+    only started later, and one it names that no test needs is dropped."""
+    from rooflinecli.build import attention, stages
+    from rooflinecli.gpu import calibrate
+
+    out: list[tuple[Any, dict[str, Any]]] = [
+        (s.for_arch("sm_90a"), {"dtype": primary_dtype(s.all_dtypes, s.dtype)})
+        for s in stages.STAGES
+        if not s.reference
+    ]
+    out += [
+        (s, {"dtype": primary_dtype(s.dtypes, s.dtypes[0]), "head_dim": 128})
+        for s in attention.ATTENTION_STAGES
+    ]
+    out += [(name, {}) for name in calibrate.KERNELS]
+    return out
