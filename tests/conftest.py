@@ -297,7 +297,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    session.config.stash[_PREBUILT][0].collected(session.items)
+    if not session.config.option.collectonly:  # nothing will run
+        session.config.stash[_PREBUILT][0].collected(session.items)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
