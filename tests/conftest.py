@@ -106,9 +106,10 @@ class Prebuilt:
         """The helper, on the guessed builds (tiers.first_tier_builds) while pytest collects."""
         for kernel, kwargs in guess:
             self._ids(pytest.mark.prebuild(kernel, **kwargs).mark, add=True)
+            self.guessed = len(self.jobs)
         task = {"path": sys.path, "listings": str(self.listings), "workers": self.workers,
                 "jobs": self.jobs}  # fmt: skip
-        self.sent = self.guessed = len(self.jobs)
+        self.sent = len(self.jobs)
         self.started = time.perf_counter()
         with open(self.cache.parent / "prebuild.log", "w") as log:
             self.proc = subprocess.Popen(
