@@ -5,7 +5,6 @@ Every command that presents, compares or gates reads such a document and needs n
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -185,6 +184,8 @@ def _clean(obj: Any) -> Any:
 
 
 def dumps(doc: dict[str, Any]) -> str:
+    import json  # here: `model` into a table writes no JSON, and json compiles 6 regexes
+
     return json.dumps(_clean(doc), indent=2) + "\n"
 
 
@@ -271,6 +272,8 @@ def environment() -> dict[str, Any]:
 
 def load(path: str | Path) -> dict[str, Any]:
     """Read and validate a results document; one-line RooflineError on anything malformed."""
+    import json
+
     p = Path(path)
     try:
         doc = json.loads(p.read_text())

@@ -569,13 +569,16 @@ def notes(records: list[dict[str, Any]]) -> list[str]:
     """One line per record that failed or was skipped and that the verdict does not speak for
     (rooflinecli.present.verdict), and one on a held-down clock, so a table row is never
     unexplained."""
-    from rooflinecli.present.terminal_chart import shape_of
     from rooflinecli.present.verdict import explains
 
     out = []
     for r in records:
         if explains(r):
             continue
+        # here, not above: the chart module (and attention's) is no cost of a table that the
+        # verdict explains in full (`model`)
+        from rooflinecli.present.terminal_chart import shape_of
+
         shape = shape_of(r) if r.get("m") is not None or r.get("op") else "NonexNonexNone"
         if r.get("error"):
             out.append(f"  {r['stage']} {shape}: {r['error']}")
