@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rooflinecli import __version__
 from rooflinecli.core import roofs
@@ -107,10 +106,10 @@ def complete_record(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@dataclass(frozen=True)
-class Identity:
+class Identity(NamedTuple):
     """What a record measures: the key that pairs records across documents (gate, compare,
-    baseline). Two records of one document must not share it."""
+    baseline). Two records of one document must not share it. (A NamedTuple, as
+    rooflinecli.present.View says why.)"""
 
     stage: str  # the stage, or the name given to measure()
     dtype: str

@@ -64,6 +64,8 @@ DTYPE_PEAK: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Spec:
+    """One GPU's datasheet, as its specs/NAME.toml gives it (validated by _check)."""
+
     name: str
     display_name: str
     architecture: str

@@ -11,8 +11,7 @@ import os
 import sys
 import textwrap
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rooflinecli import lazy, results
 from rooflinecli.errors import RooflineError
@@ -92,8 +91,7 @@ RUN_COLUMNS: list[Column] = [
 OPTIONAL_FIELDS = frozenset({"sm_clock_mhz", "noise_pct"})
 
 
-@dataclass(frozen=True)
-class ColumnSet:
+class ColumnSet(NamedTuple):
     """The columns a kind of record table can show, and which of them it shows by default.
 
     compact: the default, chosen to fit 100 terminal columns with whole stage names (what a
