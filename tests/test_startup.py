@@ -1,8 +1,8 @@
 """Start-up: `roofline --help` and `roofline model gemm --m 4096` import neither pandas, NumPy,
 CuPy nor matplotlib (read from `python -X importtime` of a fresh process); `model gemm` into a
 pipe draws its table without rich (rooflinecli.present.boxed) and loads no module that only other
-commands or formats need; the program leaves its objects frozen for the exit. Their wall time is measured as whole processes in the note, not here: a timed unit
-test would be flaky."""
+commands or formats need; the program leaves its objects frozen for the exit. Their wall time is
+measured as whole processes in the note, not here: a timed unit test would be flaky."""
 
 import subprocess
 import sys
