@@ -13,8 +13,8 @@ class View(NamedTuple):
     one (`--wide`), or the ones named (`--columns`, by record field). JSON and CSV always carry
     every field. rooflinecli.present.table.select applies it to a column set.
 
-    A NamedTuple, as are the other small immutable values that every command loads (ColumnSet,
-    Roof, Identity): a frozen dataclass costs about 1 ms of start-up to create (Python 3.11 execs
+    A NamedTuple, as are the other immutable values that every command loads (ColumnSet, Roof,
+    Identity, Spec): a frozen dataclass costs about 1 ms of start-up to create (Python 3.11 execs
     each generated method), a NamedTuple about 0.2 ms."""
 
     wide: bool = False
