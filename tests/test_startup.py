@@ -96,3 +96,29 @@ def test_the_lazy_command_lists_say_what_each_command_says():
         return seen
 
     assert walk(cli) == 14  # 12 commands, and llm under model and under run
+
+
+def test_model_gemm_creates_one_dataclass():
+    """On Python 3.11 each frozen dataclass costs about 1 ms of start-up to create; the values
+    every command loads are NamedTuples instead, and only Stage (its registry is built with
+    dataclasses.replace) stays one. A new dataclass on this path should be a choice."""
+    code = """
+import dataclasses, io, sys
+from rooflinecli.cli import cli
+
+sys.argv, out, sys.stdout = ["roofline", "model", "gemm", "--m", "4096"], sys.stdout, io.StringIO()
+try:
+    cli(prog_name="roofline")
+except SystemExit:
+    pass
+sys.stdout = out
+for name, module in sorted(sys.modules.items()):
+    if name.startswith("rooflinecli"):
+        for attr, obj in vars(module).items():
+            if dataclasses.is_dataclass(obj) and isinstance(obj, type) and obj.__module__ == name:
+                print(f"{name}.{attr}")
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.split() == ["rooflinecli.build.stages.Stage"], out.stdout
