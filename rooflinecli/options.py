@@ -9,7 +9,6 @@ from typing import Any, TypeVar, cast
 import click
 from click.core import ParameterSource
 
-from rooflinecli import files
 from rooflinecli.core import roofs
 from rooflinecli.errors import RooflineError
 from rooflinecli.present import FORMATS, View
@@ -144,6 +143,8 @@ def _check_output(ctx: click.Context, param: click.Parameter, value: str | None)
     output for the document, and the command's other output goes to standard error."""
     if value is None:
         return None
+    from rooflinecli import files  # here: a command run without --output never loads it
+
     files.check_output(value, force=bool(ctx.params.get("force")))
     if value == files.STDOUT:
         ctx.call_on_close(files.claim_stdout())

@@ -5,13 +5,11 @@ Every command that presents, compares or gates reads such a document and needs n
 
 from __future__ import annotations
 
-import json
 import math
 import os
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rooflinecli import __version__
 from rooflinecli.core import roofs
@@ -108,10 +106,10 @@ def complete_record(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@dataclass(frozen=True)
-class Identity:
+class Identity(NamedTuple):
     """What a record measures: the key that pairs records across documents (gate, compare,
-    baseline). Two records of one document must not share it."""
+    baseline). Two records of one document must not share it. (A NamedTuple, as
+    rooflinecli.present.View says why.)"""
 
     stage: str  # the stage, or the name given to measure()
     dtype: str
@@ -185,6 +183,8 @@ def _clean(obj: Any) -> Any:
 
 
 def dumps(doc: dict[str, Any]) -> str:
+    import json  # here: `model` into a table writes no JSON, and json compiles 6 regexes
+
     return json.dumps(_clean(doc), indent=2) + "\n"
 
 
@@ -271,6 +271,8 @@ def environment() -> dict[str, Any]:
 
 def load(path: str | Path) -> dict[str, Any]:
     """Read and validate a results document; one-line RooflineError on anything malformed."""
+    import json
+
     p = Path(path)
     try:
         doc = json.loads(p.read_text())

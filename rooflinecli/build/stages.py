@@ -24,6 +24,9 @@ from rooflinecli.errors import RooflineError
 
 @dataclass(frozen=True)
 class Stage:
+    """One rung of the ladder: a kernels/ file's entry point with its parameters and geometry
+    (or, reference=True, the vendor library it is measured against)."""
+
     name: str
     what: str  # one line: the technique this stage demonstrates
     dtype: str

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rooflinecli import api, files, results
+from rooflinecli import api, results
 from rooflinecli.commands import LazyGroup
 from rooflinecli.core import roofs
 from rooflinecli.options import (
@@ -65,6 +65,8 @@ def model_gemm(
     doc = api.model_gemm(m, n, k, dtype, spec, alpha, beta)
     records = doc["records"]
     if output:
+        from rooflinecli import files  # only with --output: `model` into a table needs none
+
         files.write_output(output, results.dumps(doc), force=force)
     first = records[0]
     title = (
@@ -105,6 +107,8 @@ def model_attention(
     spec, why = api.default_spec(spec_arg)
     doc = api.model_attention(shape, dtype, spec)
     if output:
+        from rooflinecli import files  # only with --output: `model` into a table needs none
+
         files.write_output(output, results.dumps(doc), force=force)
     first = doc["records"][0]
     title = (

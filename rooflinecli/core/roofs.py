@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from rooflinecli.core import model
 from rooflinecli.core.specs import DTYPE_PEAK, Spec
@@ -43,9 +42,9 @@ def binding_roof(ai: float, peak_tflops: float, bandwidth_gbs: float) -> str:
     return "memory" if ai < ridge_point(peak_tflops, bandwidth_gbs) else "compute"
 
 
-@dataclass(frozen=True)
-class Roof:
-    """One roofline: a compute ceiling (peak_key names it) and a memory slope."""
+class Roof(NamedTuple):
+    """One roofline: a compute ceiling (peak_key names it) and a memory slope (a NamedTuple, as
+    rooflinecli.present.View says why)."""
 
     peak_key: str
     peak_tflops: float

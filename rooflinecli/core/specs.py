@@ -5,9 +5,8 @@ Pure Python: no CuPy. Peaks are dense figures in TFLOP/s (TOP/s for int8); bandw
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import data_dir, read_toml
@@ -62,8 +61,10 @@ DTYPE_PEAK: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(NamedTuple):
+    """One GPU's datasheet, as its specs/NAME.toml gives it (validated by _check, the one maker;
+    a NamedTuple, as rooflinecli.present.View says why: this one saves about 2 ms a command)."""
+
     name: str
     display_name: str
     architecture: str
@@ -83,9 +84,9 @@ class Spec:
     max_threads_per_sm: int
     max_blocks_per_sm: int
     tflops: dict[str, float]
+    peak_clock_mhz: dict[str, float]  # {} where the file states none
     notes: str = ""
-    peak_clock_mhz: dict[str, float] = field(default_factory=dict)
-    path: str = field(default="", compare=False)
+    path: str = ""  # the file it was read from
 
     @property
     def bandwidth_tbs(self) -> float:

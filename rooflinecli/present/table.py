@@ -11,8 +11,7 @@ import os
 import sys
 import textwrap
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rooflinecli import lazy, results
 from rooflinecli.errors import RooflineError
@@ -92,8 +91,7 @@ RUN_COLUMNS: list[Column] = [
 OPTIONAL_FIELDS = frozenset({"sm_clock_mhz", "noise_pct"})
 
 
-@dataclass(frozen=True)
-class ColumnSet:
+class ColumnSet(NamedTuple):
     """The columns a kind of record table can show, and which of them it shows by default.
 
     compact: the default, chosen to fit 100 terminal columns with whole stage names (what a
@@ -569,13 +567,16 @@ def notes(records: list[dict[str, Any]]) -> list[str]:
     """One line per record that failed or was skipped and that the verdict does not speak for
     (rooflinecli.present.verdict), and one on a held-down clock, so a table row is never
     unexplained."""
-    from rooflinecli.present.terminal_chart import shape_of
     from rooflinecli.present.verdict import explains
 
     out = []
     for r in records:
         if explains(r):
             continue
+        # here, not above: the chart module (and attention's) is no cost of a table that the
+        # verdict explains in full (`model`)
+        from rooflinecli.present.terminal_chart import shape_of
+
         shape = shape_of(r) if r.get("m") is not None or r.get("op") else "NonexNonexNone"
         if r.get("error"):
             out.append(f"  {r['stage']} {shape}: {r['error']}")
