@@ -457,6 +457,7 @@ def figure(
     _matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
@@ -487,7 +488,6 @@ def figure(
     title_lines = heading.count("\n") + 1
     height = AXES_HEIGHT_IN + 0.25 * title_lines + 0.45 + rows * 0.2
     fig.set_size_inches(WIDTH_IN, height)
-    fig.set_layout_engine("constrained")
 
     ax = fig.add_subplot(1, 1, 1)
     ax.set_xscale("log")
@@ -621,14 +621,18 @@ def figure(
     ax.set_ylabel("performance (TFLOP/s)")
     ax.grid(True, which="major", ls="-", lw=0.4, alpha=0.5)
     ax.set_title(heading, fontsize=TITLE_SIZE)
-    fig.draw_without_rendering()  # the constrained layout places the axes
+    # The constrained layout places the axes and the legends, run here rather than attached to
+    # the figure: an attached engine runs at every draw, and savefig draws the whole figure once
+    # more, unrendered, before the real draw (it does so for any engine, even "none" after one).
+    # Placed once, the axes stay where they are (the ids below are placed in their pixels).
+    layout = ConstrainedLayoutEngine()
+    layout.execute(fig)
     fitted = _wrap_to(renderer, fig, title(doc), TITLE_SIZE, ax.get_window_extent(renderer).width)
     if fitted != heading:
         more = fitted.count("\n") - heading.count("\n")
         fig.set_size_inches(WIDTH_IN, height + 0.25 * more)
         ax.set_title(fitted, fontsize=TITLE_SIZE)
-        fig.draw_without_rendering()
-    fig.set_layout_engine("none")  # from here on the axes stay where they are
+        layout.execute(fig)
     _place_ids(fig, ax, [(s, colors[s.key]) for s in all_series], renderer)
     return fig
 
