@@ -24,6 +24,7 @@ What a figure holds, so that it can go into a talk as it is:
 
 from __future__ import annotations
 
+import functools
 import html
 import io
 import math
@@ -346,6 +347,28 @@ def _text_size(renderer: Any, fig: Any, s: str, size: float, weight: str = "norm
     return t.get_window_extent(renderer)
 
 
+@functools.cache
+def _in_view_locator() -> Any:
+    """A LogLocator that gives only the ticks inside the view, the only ones drawn.
+
+    matplotlib's gives a decade more on each side, and an axis makes a tick (two lines, a grid
+    line and two texts) for each location it gets, then updates them all each time its extent is
+    asked for: about a dozen times per layout pass, and once more to draw. On our axes a third
+    of the minor ticks lie outside the view. The margin kept is wider than the tolerance with
+    which matplotlib decides that a tick is inside (1e-10 of the view, in log space), so every
+    tick it would draw is still there and the picture is the same."""
+    import numpy as np
+    from matplotlib.ticker import LogLocator
+
+    class InView(LogLocator):  # type: ignore[misc]
+        def tick_values(self, vmin: float, vmax: float) -> Any:
+            locs = np.asarray(super().tick_values(vmin, vmax))
+            lo, hi = sorted((vmin, vmax))
+            return locs[(locs >= lo * (1 - 1e-6)) & (locs <= hi * (1 + 1e-6))]
+
+    return InView
+
+
 def _palette(keys: list[str]) -> dict[str, Any]:
     names = [k for k in dict.fromkeys(keys) if k]
     out: dict[str, Any] = {k: POINT_COLORS[i % len(POINT_COLORS)] for i, k in enumerate(names)}
@@ -459,7 +482,7 @@ def figure(
     from matplotlib.figure import Figure
     from matplotlib.layout_engine import ConstrainedLayoutEngine
     from matplotlib.lines import Line2D
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
     roof_of = terminal_chart.roofs(doc)
     all_series, unplaced = series(doc, by_instruction)
@@ -612,9 +635,12 @@ def figure(
     ax.set_xlim(x0, x1)
     ax.set_ylim(y0, y1)
     plain = FuncFormatter(lambda v, _pos: f"{v:,.0f}" if v >= 1 else f"{v:g}")
+    in_view = _in_view_locator()
     for axis, lo, hi in ((ax.xaxis, x0, x1), (ax.yaxis, y0, y1)):
-        if math.log10(hi / lo) < 2.0:  # under two decades: 1, 2, 5 of each labelled
-            axis.set_major_locator(LogLocator(base=10.0, subs=(1.0, 2.0, 5.0)))
+        # the log scale's own locators (1 of each decade; 2-9 between), ticks in view only
+        major = (1.0, 2.0, 5.0) if math.log10(hi / lo) < 2.0 else (1.0,)  # few decades: 1, 2, 5
+        axis.set_major_locator(in_view(base=10.0, subs=major))
+        axis.set_minor_locator(in_view(base=10.0, subs="auto"))
         axis.set_major_formatter(plain)
         axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
