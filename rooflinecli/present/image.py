@@ -422,18 +422,17 @@ def _place_ids(fig: Any, ax: Any, items: list[tuple[Series, Any]], renderer: Any
         px, py = to_px((s.anchor.ai, s.anchor.tflops))
         ext = _text_size(renderer, fig, s.ident, ID_SIZE, "bold")
         w, h = float(ext.width) + 2, float(ext.height) + 1
-        cands = []
+        # candidates (x0, y0, penalty): 14 columns each side, 61 rows, right before left in
+        # each row, then straight above and below the point
         step = h / 2 + 0.5
-        for j in range(14):
-            right = px + r + 1 + j * (w + 3)
-            left = px - r - 1 - w - j * (w + 3)
-            for k in range(-30, 31):
-                y0 = py - h / 2 + k * step
-                cands.append((right, y0, 0.0))
-                cands.append((left, y0, 6.0))  # the right side reads first
-        cands.append((px - w / 2, py + r + 1, 1.0))
-        cands.append((px - w / 2, py - r - 1 - h, 1.0))
-        c = np.array(cands)
+        cols = np.arange(14.0)[:, None]
+        grid = np.empty((14, 61, 2, 3))
+        grid[:, :, 0, 0] = px + r + 1 + cols * (w + 3)
+        grid[:, :, 1, 0] = px - r - 1 - w - cols * (w + 3)
+        grid[:, :, :, 1] = (py - h / 2 + np.arange(-30.0, 31.0) * step)[None, :, None]
+        grid[:, :, :, 2] = (0.0, 6.0)  # the right side reads first
+        ends = [(px - w / 2, py + r + 1, 1.0), (px - w / 2, py - r - 1 - h, 1.0)]
+        c = np.concatenate([grid.reshape(-1, 3), ends])
         cx, cy = c[:, 0] + w / 2, c[:, 1] + h / 2
         score = np.hypot(cx - px, (cy - py) * 1.3) + c[:, 2]
         c = c[np.argsort(score, kind="stable")]
