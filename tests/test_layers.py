@@ -13,6 +13,8 @@ import ast
 import functools
 from pathlib import Path
 
+import pkgsource
+
 PKG = Path(__file__).resolve().parent.parent / "rooflinecli"
 
 # layer of each top-level part of the package; equal numbers are siblings that must not mix
@@ -44,12 +46,11 @@ def _part(module: str) -> str:
     return bits[1] if len(bits) > 1 else "__init__"
 
 
-@functools.cache  # each file read and parsed once for both tests below
+@functools.cache  # each file read and parsed once (pkgsource) for both tests below
 def _imports(path: Path) -> tuple[str, ...]:
-    tree = ast.parse(path.read_text(), str(path))
     here = "rooflinecli." + ".".join(path.relative_to(PKG).with_suffix("").parts)
     out: list[str] = []
-    for node in ast.walk(tree):
+    for node in pkgsource.imports(path):
         if isinstance(node, ast.Import):
             out += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):

@@ -9,6 +9,8 @@ import ast
 import functools
 from pathlib import Path
 
+import pkgsource
+
 PKG = Path(__file__).resolve().parent.parent / "rooflinecli"
 
 # (file, imported name, alias) that may stay, each with its reason
@@ -19,7 +21,7 @@ def _own_aliases(path: Path, root: Path = PKG) -> set[tuple[str, str, str]]:
     """(file relative to root, name, alias) of every aliased import of the package itself."""
     rel = path.relative_to(root).as_posix()
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in pkgsource.imports(path):  # parsed once for this file and test_layers.py
         if isinstance(node, ast.Import):
             own = [a for a in node.names if a.name.split(".")[0] == "rooflinecli"]
         elif isinstance(node, ast.ImportFrom):
