@@ -170,12 +170,29 @@ KINDS = {
 }
 
 
-@pytest.mark.parametrize("name", [*KINDS, "model"])
-def test_every_kind_renders_readable(name: str, mpl: None) -> None:
+@pytest.fixture(scope="module")
+def figures() -> Any:
+    """figures(name): the document of that kind and its figure with the calibration, made once
+    for every test of this file that reads it."""
+    pytest.importorskip("matplotlib")
     from rooflinecli.present import image
 
-    doc = model_doc() if name == "model" else results.load(RESULTS / KINDS[name])
-    fig = image.figure(doc, calibration())
+    made: dict[str, tuple[dict[str, Any], Any]] = {}
+
+    def of(name: str) -> tuple[dict[str, Any], Any]:
+        if name not in made:
+            doc = model_doc() if name == "model" else results.load(RESULTS / KINDS[name])
+            made[name] = (doc, image.figure(doc, calibration()))
+        return made[name]
+
+    return of
+
+
+@pytest.mark.parametrize("name", [*KINDS, "model"])
+def test_every_kind_renders_readable(name: str, figures: Any) -> None:
+    from rooflinecli.present import image
+
+    doc, fig = figures(name)
     assert_readable(fig)
     ids = [t.get_text() for t in fig.axes[0].texts]
     series, _ = image.series(doc)
@@ -188,11 +205,8 @@ def test_every_kind_renders_readable(name: str, mpl: None) -> None:
         assert heading.startswith("Roofline: LLaMA-7B weight GEMMs at batch 1, 256 (fp16)")
 
 
-def test_ids_and_legend(mpl: None) -> None:
-    from rooflinecli.present import image
-
-    doc = results.load(RESULTS / "gemm-fp32-4096.json")
-    fig = image.figure(doc)
+def test_ids_and_legend(figures: Any) -> None:
+    _, fig = figures("gemm run")  # gemm-fp32-4096.json; its ids and legend need no calibration
     legend_texts = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
     assert "1  naive_xcol  5.4 TFLOP/s" in legend_texts
     assert "12  cublas  51.4 TFLOP/s" in legend_texts
