@@ -58,9 +58,27 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests that compile nothing first, then those marked prebuild (each group in its own
-    order): the helper builds while the former run, and the test process seldom waits for it."""
-    items.sort(key=lambda item: item.get_closest_marker("prebuild") is not None)
+    """The tests that compile nothing first; then those marked prebuild, each after the last of
+    its builds in the helper's order (the order the kernels are first named in), ties in their
+    own order. The helper builds while the former run; then each test runs as soon as its
+    kernels are built, rather than all the compile checks first and the SASS checks of the same
+    kernels after the last build, on one core, while the other idles."""
+
+    def builds(item: pytest.Item) -> list[tuple[Any, ...]]:
+        return [
+            _describe(kernel, mark.kwargs.get("arch", "sm_90a"), mark.kwargs)[0]
+            for mark in item.iter_markers("prebuild")
+            for kernel in mark.args
+        ]
+
+    order: dict[tuple[Any, ...], int] = {}
+    last = {}
+    for item in items:
+        named = builds(item)
+        for key in named:
+            order.setdefault(key, len(order))
+        last[item.nodeid] = max((order[key] for key in named), default=-1)
+    items.sort(key=lambda item: last[item.nodeid])
 
 
 @pytest.fixture
