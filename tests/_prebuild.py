@@ -7,15 +7,17 @@ functions, the umask) never reaches a build. It compiles in worker processes, no
 runs one compile at a time within a process (two threads took as long as one, and about 15% more
 CPU), so only processes build two kernels at once.
 
-Reads two lines of JSON on stdin. The first, {"path": sys.path, "listings": folder, "workers": n,
-"jobs": [{"id", "kind": "stage" | "attention" | "calibration", "name", "params", "arch", "dtype",
-"head_dim" (attention)}]}, comes before the tests are collected: for a whole-suite run its jobs
-are a guess at the first tier's builds (tests/tiers.py), which the helper starts on while pytest
-collects (~4.5 s on one core otherwise idle). The second, {"jobs": [...], "order": [ids],
-"sass": [ids]}, comes once they are: the jobs the guess left out, every id the tests need, in the
-order they need them (what is not started yet is built in that order; a guessed job no test
-needs is dropped), and those whose listing they read. Writes "done ID" on stdout when a job is
-over, built, dropped or failed (the test that compiles it reports why), then "cpu SECONDS".
+Reads two lines of JSON on stdin. The first comes before the tests are collected: {"path":
+sys.path, "listings": folder, "workers": n, "jobs": [{"id", "kind": "stage" | "attention" |
+"calibration", "name", "params", "arch", "dtype", "head_dim" (attention), "weight"}]}. For a
+whole-suite run its jobs are a guess at the first tier's builds (tests/tiers.py), which the
+helper starts on while pytest collects (~4.5 s on one core otherwise idle). The second comes once
+they are collected: {"jobs": [...], "order": [ids], "sass": [ids]}, the jobs the guess left out,
+every id the tests need, in the order they need them, and those whose listing they read. What is
+not started yet is built heaviest first ("weight", a rough measure of a build's time:
+conftest.weight), so that no long build is left alone at the end with a core idle beside it; a
+guessed job no test needs is dropped. Writes "done ID" on stdout when a job is over, built,
+dropped or failed (the test that compiles it reports why), then "cpu SECONDS".
 """
 
 from __future__ import annotations
@@ -79,7 +81,8 @@ def main() -> None:
     # since each run costs about 0.45 s of CPU to start whatever it disassembles
     waiting: queue.Queue[tuple[dict, str, float] | None] = queue.Queue()
     jobs = {job["id"]: job for job in task["jobs"]}
-    pending = [job["id"] for job in task["jobs"]]  # not yet handed to a worker, in this order
+    # not yet handed to a worker, in this order: the heaviest first (conftest.weight)
+    pending = sorted(jobs, key=lambda i: -jobs[i]["weight"])
     started: set[int] = set()
     held: list[tuple[int, str | None, float]] = []  # built before the tests' own list came
     final = threading.Event()  # the tests' list has come: what they need, what they read
@@ -113,7 +116,8 @@ def main() -> None:
             needed.update(msg["order"])
             listed.update(msg["sass"])
             dropped = [i for i in pending if i not in needed]
-            pending[:] = [i for i in msg["order"] if i not in started]
+            heavy_first = sorted(msg["order"], key=lambda i: -jobs[i]["weight"])  # stable
+            pending[:] = [i for i in heavy_first if i not in started]
             final.set()
             for item in held:
                 built(*item)

@@ -60,30 +60,26 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The tests that compile nothing first; then those marked prebuild, each after the last of
-    its builds in the helper's order, ties in their own order.
-
-    The helper builds while the former run, the longest builds first (by `weight`), so that no
-    long build is left alone at the end with a core idle beside it; and each marked test runs as
-    soon as its kernels are built, rather than all the compile checks first and the SASS checks
-    of the same kernels after the last build, on one core."""
-    kernels: dict[tuple[Any, ...], object] = {}
-    named: dict[str, list[tuple[Any, ...]]] = {}
+    its builds in the order the tests first name them (the helper's order), ties in their own
+    order. The helper builds while the former run; then each marked test runs as soon as its
+    kernels are built, rather than all the compile checks first and the SASS checks of the same
+    kernels after the last build, on one core, while the other idles."""
+    place: dict[tuple[Any, ...], int] = {}
+    last: dict[str, int] = {}
     for item in items:
-        named[item.nodeid] = []
+        last[item.nodeid] = -1
         for mark in item.iter_markers("prebuild"):
             for kernel in mark.args:
                 key = _describe(kernel, mark.kwargs.get("arch", "sm_90a"), mark.kwargs)[0]
-                kernels.setdefault(key, kernel)
-                named[item.nodeid].append(key)
-    heavy_first = sorted(kernels, key=lambda key: -weight(kernels[key]))  # stable: ties in order
-    place = {key: i for i, key in enumerate(heavy_first)}
-    items.sort(key=lambda item: max((place[k] for k in named[item.nodeid]), default=-1))
+                last[item.nodeid] = max(last[item.nodeid], place.setdefault(key, len(place)))
+    items.sort(key=lambda item: last[item.nodeid])
 
 
 def weight(kernel: object) -> int:
     """A kernel's likely build time, roughly: the `#pragma unroll`s in its source. NVVM and
     ptxas spend their time on unrolled loops: the first tier's kernels with 23 or more take 2-5 s
-    of CPU each, those with under 10 take under 1 s."""
+    of CPU each, those with under 10 take under 1 s. The helper builds the heaviest first, so
+    that none is left alone at the end with a core idle beside it."""
     if isinstance(kernel, str):
         from rooflinecli.gpu.calibrate import kernel_source
 
@@ -128,7 +124,7 @@ class Prebuilt:
                 if not add:
                     continue  # no selected test asked for it: whoever needs it compiles it
                 self.ids[key] = len(self.jobs)
-                self.jobs.append({**job, "id": len(self.jobs)})
+                self.jobs.append({**job, "id": len(self.jobs), "weight": weight(kernel)})
                 self.done.append(threading.Event())
             out.append(self.ids[key])
         return out
@@ -325,7 +321,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if _whole_suite(config):
         from tiers import first_tier_builds
 
-        pre.start(sorted(first_tier_builds(), key=lambda build: -weight(build[0])))
+        pre.start(first_tier_builds())
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
