@@ -3,7 +3,7 @@ compiles, each built once, in a helper process, while the tests that need none o
 
 Compiling is most of the suite's time: NVRTC, and nvdisasm (~0.5 s of start-up a cubin). A test
 marked `prebuild(...)` names what it compiles (and disassembles). A helper process
-(tests/_prebuild.py) builds what the selected tests name, in the order they need it, in as many
+(tests/_prebuild.py) builds what the selected tests name, the heaviest builds first, in as many
 worker processes as there are cores, into the session's compile cache, and writes the listings
 beside it. Where the whole suite runs (`make test`), it starts before collection on a guess at
 the first tier's builds (tiers.first_tier_builds), since collecting takes ~4.5 s of one core, and
@@ -60,10 +60,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The tests that compile nothing first; then those marked prebuild, each after the last of
-    its builds in the order the tests first name them (the helper's order), ties in their own
-    order. The helper builds while the former run; then each marked test runs as soon as its
-    kernels are built, rather than all the compile checks first and the SASS checks of the same
-    kernels after the last build, on one core, while the other idles."""
+    its builds in the order the tests first name them, ties in their own order. The helper
+    builds while the former run (the heaviest builds first: `weight`); then each marked test
+    runs as soon as its kernels are built, rather than all the compile checks first and the SASS
+    checks of the same kernels after the last build, on one core, while the other idles."""
     place: dict[tuple[Any, ...], int] = {}
     last: dict[str, int] = {}
     for item in items:
