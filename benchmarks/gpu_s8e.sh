@@ -14,9 +14,4 @@ bash benchmarks/peer/build.sh /tmp/peer/libpeer.so "$OUT/nvcc.log"
 CAND="wgmma_stagger,wgmma_streamk,wgmma_stmatrix,wgmma_stmatrix@LAG=0,wgmma_stmatrix@CLUSTER_M=1,LAG=1,wgmma_stmatrix@CLUSTER_M=1,LAG=0,wgmma_stmatrix@CLUSTER_M=1,LAG=1,MAX_BLOCKS=132"
 probe_dtypes s8e "$CAND"
 tc_gputests
-echo "== ncu: instructions issued by stage 36 now (8192^3 bf16)"
-timeout 120 ncu --clock-control none --kernel-name regex:'gemm_wgmma|matmulKernel12' \
-  --metrics smsp__inst_executed.sum,gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active \
-  python3 benchmarks/probe_peer.py --lib /tmp/peer/libpeer.so --sizes 8192 --launch-only 1 --kernels 12 \
-  --stages wgmma_stmatrix,wgmma_stmatrix@CLUSTER_M=1,LAG=1 > "$OUT/ncu-8192.txt" 2>&1
-echo "  rc=$?"; grep -E "gemm_wgmma|matmulKernel|inst_executed|duration|per_second|hmma" "$OUT/ncu-8192.txt" | cut -c1-120
+ncu_stage36 wgmma_stmatrix,wgmma_stmatrix@CLUSTER_M=1,LAG=1
