@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rooflinecli.build.stages import BY_NAME  # noqa: E402
+from rooflinecli.stages.gemm import BY_NAME  # noqa: E402
 from rooflinecli.commands.run import parse_shapes  # noqa: E402
 from rooflinecli.gpu import runner  # noqa: E402
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from rooflinecli.build import compiler
+from rooflinecli.stages import compiler
 from rooflinecli.gpu import device
 from rooflinecli.gpu.timer import Launch, Timer, Timing
 

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cupy as cp  # noqa: E402
 
-from rooflinecli.build.stages import BY_NAME, stage_names  # noqa: E402
+from rooflinecli.stages.gemm import BY_NAME, stage_names  # noqa: E402
 from rooflinecli.gpu import device, runner  # noqa: E402
 
 

@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import cupy as cp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rooflinecli.build.compiler import arch_for_cc, compile_stage  # noqa: E402
-from rooflinecli.build.stages import BY_NAME, STAGES, Stage  # noqa: E402
+from rooflinecli.stages.compiler import arch_for_cc, compile_stage  # noqa: E402
+from rooflinecli.stages.gemm import BY_NAME, STAGES, Stage  # noqa: E402
 
 SHAPES = [
     (4096, 4096, 4096),

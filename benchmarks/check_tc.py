@@ -53,7 +53,7 @@ os.environ.setdefault("CUPY_TF32", "0")  # the float32 reference must be true FP
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rooflinecli.build.stages import BY_NAME, STAGES, Stage  # noqa: E402
+from rooflinecli.stages.gemm import BY_NAME, STAGES, Stage  # noqa: E402
 
 TOL = {"fp16": 2e-3, "bf16": 1e-2}
 CHECK_SHAPES = [(256, 256, 256), (4096, 4096, 4096), (8192, 8192, 8192)]
@@ -110,7 +110,7 @@ def worker(spec: str, dtypes: list[str], seed: int, do_time: bool, arch: str | N
     import cupy as cp
     import numpy as np
 
-    from rooflinecli.build.compiler import arch_for_cc
+    from rooflinecli.stages.compiler import arch_for_cc
 
     name, _, assigns = spec.partition(":")
     stage = retile(BY_NAME[name], assigns) if assigns else BY_NAME[name]
@@ -146,7 +146,7 @@ def from_elem(cp, x, dtype):  # type: ignore[no-untyped-def]
 
 
 def check_dtype(cp, np, stage: Stage, dtype: str, arch: str, rng, do_time: bool) -> int:  # type: ignore[no-untyped-def]
-    from rooflinecli.build.compiler import compile_stage, nvrtc_version
+    from rooflinecli.stages.compiler import compile_stage, nvrtc_version
     from rooflinecli.gpu import tma as tc_host
     from rooflinecli.gpu.runner import workspace_args
 

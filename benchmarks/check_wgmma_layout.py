@@ -146,7 +146,7 @@ def zero_map():  # type: ignore[no-untyped-def]
 
 
 def run_one(cp, np, dtype, n, k, trans_b, lbo, sbo, fill, rng):  # type: ignore[no-untyped-def]
-    from rooflinecli.build.compiler import compile_source
+    from rooflinecli.stages.compiler import compile_source
     from rooflinecli.gpu.tma import encode_tensor_map
 
     defines = {"TILE_N": n, "TRANS_B": trans_b, "ELEM_BF16": int(dtype == "bf16")}

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rooflinecli import results  # noqa: E402
-from rooflinecli.build import compiler, stages  # noqa: E402
+from rooflinecli.stages import compiler, gemm as stages  # noqa: E402
 from rooflinecli.errors import RooflineError  # noqa: E402
 
 # (stage, parameter changes): a handful around each default, not a grid search

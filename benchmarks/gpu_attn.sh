@@ -27,7 +27,7 @@ say "compiling every attention stage, dtype and head dim for $ARCH, in parallel"
 timeout 45 python3 - "$ARCH" <<'PY' > "$OUT/precompile.log" 2>&1
 import sys
 from concurrent.futures import ProcessPoolExecutor
-from rooflinecli.build import attention as A
+from rooflinecli.stages import attention as A
 
 def build(job):
     name, dtype, hd = job
@@ -51,7 +51,7 @@ timeout 120 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_attention_gp
 say "tests rc=$? : $(tail -n 1 "$OUT/gpu-tests.log")"
 grep -E "FAILED|Error" "$OUT/gpu-tests.log" | head -n 5
 
-FUSED=$(python3 -c "from rooflinecli.build.attention import ATTENTION_STAGES as S
+FUSED=$(python3 -c "from rooflinecli.stages.attention import ATTENTION_STAGES as S
 print(','.join(s.name for s in S if not s.materializes_scores and 'bf16' in s.dtypes))")
 say "fused stages: $FUSED"
 

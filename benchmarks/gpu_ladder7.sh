@@ -16,7 +16,7 @@ rc=$?
 echo "ladder rc=$rc"
 if [ $rc -ne 0 ]; then
   tail -3 "$OUT/ladder.err"
-  S=$(python3 -c "from rooflinecli.build import stages; print(','.join(s.name for s in stages.built_for(stages.select(None, 'fp32'), [4096]) if not s.reference and s.name != 'simt_streamk'))")
+  S=$(python3 -c "from rooflinecli.stages import stages; print(','.join(s.name for s in stages.built_for(stages.select(None, 'fp32'), [4096]) if not s.reference and s.name != 'simt_streamk'))")
   timeout 150 $R run gemm --m 4096 --stages "$S" --quiet --format markdown --no-chart \
     -o "$OUT/gemm-fp32-4096-ladder.json" > "$OUT/ladder.md" 2> "$OUT/ladder.err"
   echo "ladder without stage 13 rc=$?"

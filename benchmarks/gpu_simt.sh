@@ -28,7 +28,7 @@ from dataclasses import replace
 from multiprocessing import get_context
 
 from rooflinecli import api
-from rooflinecli.build import compiler, stages
+from rooflinecli.stages import compiler, gemm as stages
 from rooflinecli.gpu import tune
 
 ARCH = api.target_arch(None)[0]

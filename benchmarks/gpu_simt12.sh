@@ -50,7 +50,7 @@ step "resident blocks per SM, as the driver computes them"
 timeout 15 python3 - <<'PY'
 import cupy as cp
 
-from rooflinecli.build import compiler, stages
+from rooflinecli.stages import compiler, gemm as stages
 
 for change in ({}, {"BN": 64, "COPY_STEP": 4, "MIN_BLOCKS": 4}, {"BM": 256, "MIN_BLOCKS": 1}):
     try:

@@ -47,7 +47,7 @@ TC=wgmma_tma,wgmma_ws,wgmma_persistent,wgmma_persistent@BN=128,wgmma_persistent@
 
 log "0: compile the candidates in parallel ($ARCH)"
 # precompile_stage.py takes one stage or variant per argument: split the lists at the stage names
-ITEMS=$(python3 -c "import sys; from rooflinecli.build import stages
+ITEMS=$(python3 -c "import sys; from rooflinecli.stages import gemm as stages
 print(' '.join(s.name for s in stages.select(sys.argv[1], 'fp16')[:-1]))" "$ODD,$DEC,$TC")
 # shellcheck disable=SC2086  # one argument per item
 timeout "$(left 60)" python3 benchmarks/precompile_stage.py "$ARCH" $ITEMS \
@@ -69,7 +69,7 @@ for DT in bf16 fp16; do
   tune $DT decode "$DEC_SIZES,${DEC_MORE[$DT]}" "$DEC" 30
   tune $DT tc "$TC_SIZES,${TC_MORE[$DT]}" "$TC" 130
 done
-python3 -c "from rooflinecli.build import dispatch; print(dispatch.user_table_path('NVIDIA H200'))" \
+python3 -c "from rooflinecli.stages import dispatch; print(dispatch.user_table_path('NVIDIA H200'))" \
   > "$OUT/dispatch-table-path.txt" 2>&1 && cp "$(cat "$OUT/dispatch-table-path.txt")" \
   "$OUT/dispatch-table.json" 2>> "$OUT/dispatch-table-path.txt"
 

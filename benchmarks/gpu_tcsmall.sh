@@ -55,12 +55,12 @@ declare -A CANDS=(
 declare -A CAP=([odd]=25 [small]=30 [big]=60)
 
 log "0: user tune table moved aside; compile the candidates in parallel ($ARCH)"
-TABLE=$(python3 -c "from rooflinecli.build import dispatch; print(dispatch.user_table_path('NVIDIA H200'))" 2>> "$OUT/summary.txt")
+TABLE=$(python3 -c "from rooflinecli.stages import dispatch; print(dispatch.user_table_path('NVIDIA H200'))" 2>> "$OUT/summary.txt")
 if [ -n "$TABLE" ] && [ -f "$TABLE" ]; then
   mv "$TABLE" "$OUT/dispatch-table-before.json" && log "moved $TABLE to dispatch-table-before.json"
 fi
 # precompile_stage.py takes one stage or variant per argument: split the lists at the stage names
-ITEMS=$(python3 -c "import sys; from rooflinecli.build import stages
+ITEMS=$(python3 -c "import sys; from rooflinecli.stages import gemm as stages
 print(' '.join(s.name for s in stages.select(sys.argv[1], 'fp16')[:-1]))" \
   "${CANDS[odd]},${CANDS[small]},${CANDS[big]}")
 # shellcheck disable=SC2086  # one argument per item

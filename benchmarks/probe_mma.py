@@ -174,7 +174,7 @@ class Sentinel:
     """The sentinel compiled and loaded, with its output buffer."""
 
     def __init__(self, cp, sms: int) -> None:  # type: ignore[no-untyped-def]
-        from rooflinecli.build import compiler
+        from rooflinecli.stages import compiler
 
         built = compiler.compile_source(SENTINEL, "sm_clock", "sm_clock", "sm_90a")
         self.cp, self.sms = cp, sms
@@ -232,7 +232,7 @@ def main() -> int:
     import cupy as cp
 
     from rooflinecli import files, results
-    from rooflinecli.build import compiler
+    from rooflinecli.stages import compiler
     from rooflinecli.gpu import device, nvml
     from rooflinecli.gpu.timer import Timer, Timing
 

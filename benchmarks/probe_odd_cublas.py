@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rooflinecli.build import compiler, stages  # noqa: E402
+from rooflinecli.stages import compiler, gemm as stages  # noqa: E402
 from rooflinecli.gpu import runner  # noqa: E402
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rooflinecli.build import stages  # noqa: E402
+from rooflinecli.stages import gemm as stages  # noqa: E402
 from rooflinecli.gpu import device, runner  # noqa: E402
 from rooflinecli.gpu.timer import Launch, Timer, Timing  # noqa: E402
 

@@ -4,7 +4,7 @@
         > dispatch/h200-sxm.toml
 
 The records of the documents measured on that device go through the same choice as
-`roofline tune dispatch` (rooflinecli.build.dispatch.winners): per dtype and shape the fastest
+`roofline tune dispatch` (rooflinecli.stages.dispatch.winners): per dtype and shape the fastest
 verified stage; per class, the stage with the highest geometric mean of its speed against the
 reference over the class's shapes (among those verified at all of them; else the stage that won
 the most shapes). Each entry names the documents and measurements it came from.
@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from rooflinecli.build import dispatch
+from rooflinecli.stages import dispatch
 
 HEADER = """The default tune table of the {device}, shipped in the wheel: `--stages best` takes the
 entry of a shape's class (docs/dispatch.md); the user's own table, written by

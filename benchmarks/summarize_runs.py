@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rooflinecli.build import stages  # noqa: E402
+from rooflinecli.stages import gemm as stages  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from rooflinecli.build import stages
+from rooflinecli.stages import gemm as stages
 from rooflinecli.gpu import profile
 
 

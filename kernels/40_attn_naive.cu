@@ -9,7 +9,7 @@
 // the chip. Each kernel is itself chapter-10 naive: one thread per output element, operands
 // straight from global memory, FFMA in fp32.
 //
-// Contract (rooflinecli/build/attention.py): the fused stages' ten arguments plus the fp32
+// Contract (rooflinecli/stages/attention.py): the fused stages' ten arguments plus the fp32
 // workspace S ([B, H, N, N]), passed to every kernel; Q, O [B, H, N, HEAD_DIM], K, V
 // [B, H_kv, N, HEAD_DIM] row-major; query head h reads KV head h / (H / H_kv).
 #ifndef HEAD_DIM

@@ -34,7 +34,7 @@ constexpr int SCOLS = BLOCK_N / TPR;          // scores per thread per tile
 constexpr int OCOLS = HEAD_DIM / TPR;         // output columns per thread
 constexpr int QK_STRIDE = HEAD_DIM + 1;       // padded: rows of Q (and K) land in other banks
 constexpr int S_STRIDE = BLOCK_N + 1;
-// the dynamic shared memory the host must give (rooflinecli/build/attention.py: smem_bytes)
+// the dynamic shared memory the host must give (rooflinecli/stages/attention.py: smem_bytes)
 constexpr int SMEM_FLOATS = BLOCK_M * QK_STRIDE + BLOCK_N * QK_STRIDE + BLOCK_N * HEAD_DIM +
                             BLOCK_M * S_STRIDE;
 static_assert(SMEM_FLOATS * 4 <= 227 * 1024, "the tiles must fit one SM's shared memory (227 KiB)");

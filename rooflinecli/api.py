@@ -322,8 +322,8 @@ DEFAULT_ARCH = "sm_90a"  # the NVRTC target when none is given and no GPU is det
 def target_arch(arch: str | None = None) -> tuple[str, str]:
     """(NVRTC target, why): --arch, else the compute capability nvidia-smi reports, else
     DEFAULT_ARCH. Never imports CuPy: this is what compiles before any GPU is looked for."""
-    from rooflinecli.build import compiler
     from rooflinecli.gpu.device import smi_compute_capability
+    from rooflinecli.stages import compiler
 
     if arch:
         compiler.cc_of_arch(arch)  # a malformed one: one line
@@ -338,7 +338,7 @@ def compile_user_stages(stages: Sequence[Any], arch: str, dtype: str) -> None:
     """Compile each user stage (--extra-stage) with NVRTC for `arch`, so a compile error is one
     line naming its stage file and the compiler's first error, before any GPU is looked for.
     Cached: the run that follows finds the cubin."""
-    from rooflinecli.build import compiler
+    from rooflinecli.stages import compiler
 
     for stage in stages:
         toml = getattr(stage, "toml_path", "")
@@ -362,7 +362,7 @@ def dry_run_gemm(
     block, shared memory) and the compiler's registers and spills. One row per stage and shape;
     a stage that does not compile is a RooflineError (one line; a user stage's names its file).
     Persistent stages size their grid by the spec's SM count."""
-    from rooflinecli.build import compiler
+    from rooflinecli.stages import compiler
 
     cc = compiler.cc_of_arch(arch)
     rows: list[dict[str, Any]] = []
@@ -416,7 +416,7 @@ def model_gemm(
 ) -> dict[str, Any]:
     """The analytic model document of every stage built for the shape (or `stages`) of a dtype
     at one shape: the default ladder leaves out decode stages outside their rows (built_for)."""
-    from rooflinecli.build.stages import built_for, select
+    from rooflinecli.stages.gemm import built_for, select
 
     chosen = list(stages) if stages is not None else built_for(select(None, dtype), [m])
     records = [roofs.model_record(s, m, n, k, spec, alpha, beta, dtype) for s in chosen]
@@ -562,8 +562,8 @@ def pick_best(
     shapes: Sequence[tuple[int, int, int]], dtype: str, device_name: str | None = None
 ) -> dict[tuple[int, int, int], Any]:
     """`--stages best`: per shape, the stage of the tune tables of the GPU here (or the device
-    named), as rooflinecli.build.dispatch resolves it (a Pick: stage, class, table)."""
-    from rooflinecli.build import dispatch
+    named), as rooflinecli.stages.dispatch resolves it (a Pick: stage, class, table)."""
+    from rooflinecli.stages import dispatch
 
     name = device_name or _device_name()
     tables = dispatch.tables_for(name)
@@ -582,10 +582,10 @@ def tune_dispatch(
     class the stage with the best geomean against the reference (dispatch.winners) goes into
     the user's tune table of this GPU (what
     `--stages best` reads first). The document's `dispatch` says what was saved where."""
-    from rooflinecli.build import dispatch, stages
     from rooflinecli.gpu.timer import Timing
+    from rooflinecli.stages import dispatch, gemm
 
-    chosen = stages.select(stage_list, dtype)
+    chosen = gemm.select(stage_list, dtype)
     doc = run_gemm(
         shapes, chosen, spec_arg, dtype=dtype, timing=Timing(budget_ms=budget_ms),
         progress=progress, command="tune dispatch",
@@ -619,14 +619,14 @@ def tune_gemm(
     first); the fastest verified
     one is saved for `run gemm --tuned`. The document's `tune` says which won, which were
     dropped and where the winner went."""
-    from rooflinecli.build import stages
     from rooflinecli.gpu import device, tune
     from rooflinecli.gpu.timer import Timing
+    from rooflinecli.stages import gemm
 
-    if stage_name not in stages.BY_NAME:
-        known = ", ".join(stages.BY_NAME)
+    if stage_name not in gemm.BY_NAME:
+        known = ", ".join(gemm.BY_NAME)
         raise RooflineError(f"unknown stage {stage_name!r}; known: {known}")
-    stage = stages.BY_NAME[stage_name]
+    stage = gemm.BY_NAME[stage_name]
     dtype = dtype or stage.dtype
     if dtype not in stage.all_dtypes:
         raise RooflineError(
@@ -636,7 +636,7 @@ def tune_gemm(
     keep, dropped = tune.candidates(stage, dev["arch"])
     if not keep:
         raise RooflineError(f"no variant of {stage_name} compiles without spills")
-    chosen = [*keep, stages.reference_for(dtype)]
+    chosen = [*keep, gemm.reference_for(dtype)]
     doc = run_gemm(
         [(m, n or m, k or m)],
         chosen,

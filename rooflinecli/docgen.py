@@ -58,7 +58,7 @@ BEGIN, END = "<!-- stages:begin (make docs) -->", "<!-- stages:end -->"
 
 def stages_table() -> str:
     """The README's stage table, derived from the registry."""
-    from rooflinecli.build.stages import STAGES
+    from rooflinecli.stages.gemm import STAGES
 
     rows = [
         "| stage | file | dtype | ch. | tile params | what it shows |",
@@ -116,7 +116,7 @@ def _ai(v: Any) -> str:
 
 def _stage(rec: dict[str, Any]) -> str:
     """The stage, and for the reference the library call (from the registry's description)."""
-    from rooflinecli.build.stages import STAGES
+    from rooflinecli.stages.gemm import STAGES
 
     name = str(rec["stage"])
     if rec.get("kind") != "reference":
@@ -221,7 +221,7 @@ def _attention(docs: list[dict[str, Any]]) -> str:
 def _profile(docs: list[dict[str, Any]]) -> str:
     """The intensities Nsight Compute measured, a stage once (the first document that has it),
     in the registry's order."""
-    from rooflinecli.build.stages import STAGES
+    from rooflinecli.stages.gemm import STAGES
 
     order = {s.name: i for i, s in enumerate(STAGES)}
     seen: dict[str, dict[str, Any]] = {}

@@ -46,8 +46,9 @@ def listing_path(folder: Path, cubin: str | Path) -> Path:
 def build(job: dict) -> tuple[str | None, float]:
     """In a worker process: the job's cubin (None when it does not build: the test that compiles
     it says why) and the CPU time its build took."""
-    from rooflinecli.build import attention, compiler, stages
     from rooflinecli.gpu import calibrate
+    from rooflinecli.stages import attention, compiler
+    from rooflinecli.stages import gemm as stages
 
     cpu = time.process_time()  # one build at a time in this process
     try:
@@ -71,8 +72,8 @@ def main() -> None:
     if hasattr(os, "nice"):  # the tests keep their core (some time themselves); this takes the rest
         os.nice(10)
     sys.path[:] = task["path"]  # import rooflinecli from where the test session does
-    from rooflinecli.build import attention, compiler, sass, stages  # noqa: F401 (the workers')
     from rooflinecli.gpu import calibrate  # noqa: F401
+    from rooflinecli.stages import attention, compiler, sass  # noqa: F401 (the workers')
 
     listings = Path(task["listings"])
     listings.mkdir(parents=True, exist_ok=True)

@@ -37,9 +37,10 @@ import rich.table  # noqa: F401
 from _prebuild import listing_path
 from click.testing import CliRunner
 
-from rooflinecli.build import attention, compiler, sass, stages
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import data_dir
+from rooflinecli.stages import attention, compiler, sass
+from rooflinecli.stages import gemm as stages
 
 ENV = {"COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
 HELPER = Path(__file__).with_name("_prebuild.py")

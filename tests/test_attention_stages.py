@@ -10,10 +10,10 @@ import pytest
 from tiers import primary_dtype, tier
 
 from rooflinecli import results
-from rooflinecli.build import attention as registry
 from rooflinecli.core.attention import Shape
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import data_dir
+from rooflinecli.stages import attention as registry
 
 KERNELS = data_dir("kernels")
 STAGES = registry.ATTENTION_STAGES
@@ -136,7 +136,7 @@ def test_compiles_with_nvrtc_without_spills(stage, arch, dtype, head_dim):
     ids=lambda s: s.name,
 )
 def test_sass_holds_the_math_the_stage_claims(stage):
-    from rooflinecli.build import sass
+    from rooflinecli.stages import sass
 
     built = registry.compile_stage(stage, "sm_90a", "bf16", 128)
     text = sass.disassemble(built.cubin_path)

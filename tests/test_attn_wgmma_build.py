@@ -11,7 +11,7 @@ import re
 import pytest
 from tiers import MATRIX, tier
 
-from rooflinecli.build import attention, compiler, sass
+from rooflinecli.stages import attention, compiler, sass
 
 STAGE = attention.ATTENTION_BY_NAME["attn_wgmma"]
 

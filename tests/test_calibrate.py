@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from rooflinecli.build import sass
 from rooflinecli.core import roofs
 from rooflinecli.core.specs import resolve
 from rooflinecli.gpu import calibrate as cal
+from rooflinecli.stages import sass
 
 H100 = resolve("h100-sxm5")
 

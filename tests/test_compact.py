@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 from fakes import fake_run_gemm
 
-from rooflinecli.build import stages as registry
 from rooflinecli.cli import cli
 from rooflinecli.present import View
 from rooflinecli.present import table as report
+from rooflinecli.stages import gemm as registry
 
 ROOT = Path(__file__).resolve().parent.parent
 FP32 = str(ROOT / "benchmarks" / "results" / "gemm-fp32-4096.json")

@@ -11,11 +11,11 @@ import pytest
 from click.testing import CliRunner
 from fakes import fake_run_gemm
 
-from rooflinecli.build import dispatch
 from rooflinecli.cli import cli
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device, runner
 from rooflinecli.paths import data_dir
+from rooflinecli.stages import dispatch
 
 H200 = "NVIDIA H200"
 SHIPPED = str(data_dir("dispatch") / "h200-sxm.toml")
@@ -206,7 +206,7 @@ def test_a_tile_variant_that_wins_is_saved_with_its_params_and_resolves_to_its_t
     """A `tune dispatch --stages wgmma_persistent@BN=128,...` record (the variant's name, all
     its params) becomes an entry of the stage and the params that differ; the pick runs 128 x 128
     tiles in the shared memory they take, under the same name the record had."""
-    from rooflinecli.build import stages
+    from rooflinecli.stages import gemm as stages
 
     variant = stages.select("wgmma_persistent@BN=128", "bf16")[0]
     rec = {"kind": "stage", "verified": True, "stage": variant.name, "dtype": "bf16",

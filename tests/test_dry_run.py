@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from rooflinecli import api
-from rooflinecli.build import stages
 from rooflinecli.cli import cli
 from rooflinecli.core import specs
 from rooflinecli.gpu import device
+from rooflinecli.stages import gemm as stages
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = str(ROOT / "examples" / "my_gemm.toml")

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from fakes import fake_run_gemm
 
-from rooflinecli.build import stages
 from rooflinecli.cli import cli
+from rooflinecli.stages import gemm as stages
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = str(ROOT / "benchmarks/results/gemm-fp32-4096.json")

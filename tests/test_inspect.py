@@ -9,11 +9,12 @@ import json
 
 import pytest
 
-from rooflinecli.build import sass, stages
-from rooflinecli.build.inspect import inspect_stage, ratio
 from rooflinecli.core import occupancy
 from rooflinecli.core.specs import resolve
 from rooflinecli.errors import RooflineError
+from rooflinecli.stages import gemm as stages
+from rooflinecli.stages import sass
+from rooflinecli.stages.inspect import inspect_stage, ratio
 
 H100 = occupancy.SmLimits.from_spec(resolve("h100-sxm5"))
 

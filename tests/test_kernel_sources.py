@@ -42,24 +42,24 @@ WORKLOG_COPIES: dict[str, set[str]] = {
     "load_chunk": {"20", "21"},  # guarded 8-element global load
     "a_off": {"21", "22"},  # the swizzles (stage 22 generalises A to 128-byte rows)
     "b_off": {"21", "22"},
-    # grouped tile order (23: per block; 13, 26, 29: per tile number; 27, 28, 36: per pair of rows)
-    "tile_origin": {"13", "23", "26", "27", "28", "29", "36"},
+    # grouped tile order (23: per block; 13, 26, 29: per tile number; 27, 28, 30: per pair of rows)
+    "tile_origin": {"13", "23", "26", "27", "28", "29", "30"},
     # stage 29's stream-K schedule (range w's first K tile, the next piece), reused by stage 13
     "start": {"13", "29"},
     "next": {"13", "29"},
     "store_block": {"24", "25", "26"},  # the WGMMA accumulator layout's register epilogue
     "store_tile_tma": {"26", "27", "28", "29"},  # the TMA-store epilogue of stage 26, unchanged
-    # a ring slot released to both producers of a pair (36: once per warpgroup, WG_RELEASE)
-    "release_slot": {"27", "28", "36"},
-    # 16 bytes of B to floats (stage 32 = stage 31's loads, split K; 34 = 32's, stream-K)
-    "unpack16": {"31", "32", "34"},
+    # a ring slot released to both producers of a pair (30: once per warpgroup, WG_RELEASE)
+    "release_slot": {"27", "28", "30"},
+    # 16 bytes of B to floats (stage 52 = stage 51's loads, split K; 54 = 52's, stream-K)
+    "unpack16": {"51", "52", "54"},
     "pick_rows": {
-        "31",
-        "32",
-        "34",
+        "51",
+        "52",
+        "54",
     },  # rows of C per thread chosen at run time from a template ladder
-    "element": {"32", "34"},  # one element of 16 bytes of A as a float
-    "fma_row": {"32", "34"},  # the scalar path: one row of B times A's column
+    "element": {"52", "54"},  # one element of 16 bytes of A as a float
+    "fma_row": {"52", "54"},  # the scalar path: one row of B times A's column
 }
 
 

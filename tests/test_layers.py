@@ -1,8 +1,8 @@
 """The import rule: layers import downward only, and no library module imports click.
 
-    errors < paths < core < results, build < gpu, present < api < options < commands < cli
+    errors < paths < core < results, stages < gpu, present < api < options < commands < cli
 
-A module may import its own package and any layer below; `results` and `build` do not import
+A module may import its own package and any layer below; `results` and `stages` do not import
 each other, nor do `gpu` and `present`, nor one command module another. Imports inside
 functions count too (they are read from the syntax tree, not by importing).
 """
@@ -25,7 +25,7 @@ LAYERS = {
     "lazy": 0,
     "core": 2,
     "results": 3,
-    "build": 3,
+    "stages": 3,
     "gpu": 4,
     "present": 4,
     "api": 5,

@@ -365,7 +365,7 @@ def test_model_llm_bad_arguments(runner, args, message):
 
 
 def test_run_llm_without_stages_of_the_dtype_or_gpu_is_one_line(runner, monkeypatch):
-    from rooflinecli.build import stages
+    from rooflinecli.stages import gemm as stages
 
     real = stages.stage_names
     monkeypatch.setattr(

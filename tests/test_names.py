@@ -62,10 +62,10 @@ def test_an_alias_is_caught(tmp_path: Path) -> None:
         "from rooflinecli.core import specs as specs\n"
         "from . import ncu as catalog\n"
         "def f():\n"
-        "    from rooflinecli.build import stages as registry\n"
+        "    from rooflinecli.stages import gemm as registry\n"
     )
     assert _own_aliases(src, tmp_path / "rooflinecli") == {
         ("gpu/x.py", "rooflinecli.core.specs", "s1"),
         ("gpu/x.py", "ncu", "catalog"),
-        ("gpu/x.py", "stages", "registry"),
+        ("gpu/x.py", "gemm", "registry"),
     }

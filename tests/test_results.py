@@ -129,8 +129,8 @@ def test_renderer_shows_an_unexpected_value_as_text():
 def test_a_16bit_ffma_record_says_the_roof_it_stands_under():
     """Placed under the FP32 peak since its math is FFMA (key, roof and figure agree); records of
     the window that labelled the tensor roof 'fp32' are relabelled on load, figures kept."""
-    from rooflinecli.build.stages import BY_NAME
     from rooflinecli.core import roofs, specs
+    from rooflinecli.stages.gemm import BY_NAME
 
     spec = specs.resolve("h200-sxm")
     rec = roofs.model_record(BY_NAME["gemv_splitk"], 1, 4096, 4096, spec, dtype="bf16")

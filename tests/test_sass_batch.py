@@ -7,8 +7,9 @@ import subprocess
 
 import pytest
 
-from rooflinecli.build import compiler, sass, stages
 from rooflinecli.errors import RooflineError
+from rooflinecli.stages import compiler, sass
+from rooflinecli.stages import gemm as stages
 
 RAW = """\t.headerflags\t@"EF_CUDA_SM90"
         /*0000*/                   MOV R1, c[0x0][0x28] ;

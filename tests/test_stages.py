@@ -5,11 +5,12 @@ import re
 import pytest
 from tiers import MATRIX, primary_dtype, tier
 
-from rooflinecli.build import attention, compiler, stages
 from rooflinecli.core import occupancy
 from rooflinecli.core.specs import resolve
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import data_dir
+from rooflinecli.stages import attention, compiler
+from rooflinecli.stages import gemm as stages
 
 KERNELS = data_dir("kernels")
 KERNEL_STAGES = [s for s in stages.STAGES if not s.reference]
@@ -247,7 +248,7 @@ SASS_CASES = [
 def test_sass_holds_the_math_the_stage_claims(stage, dtype):
     """mma.sync stages show HMMA, WGMMA stages HGMMA, SIMT stages FFMA, in their main loop;
     and no stage falls back to a slower path (a WGMMA stage without HMMA, SIMT without either)."""
-    from rooflinecli.build import sass
+    from rooflinecli.stages import sass
 
     built = compiler.compile_stage(stage, "sm_90a", dtype)
     rep = sass.analyze_cubin(built.cubin_path, stage.entry)
@@ -267,7 +268,7 @@ def test_stage_23_pairs_of_blocks_share_b_by_multicast():
     """CLUSTER_M=2 (in stage 23's tune space): the grid's rows come in pairs (an odd count is
     rounded up), each block's B box is half the tile, and the SASS multicasts B and arrives on
     the peer's barriers, still without spills."""
-    from rooflinecli.build import sass
+    from rooflinecli.stages import sass
 
     base = stages.BY_NAME["mma_tma_ws"]
     pair = base.with_params({"CLUSTER_M": 2})
@@ -323,7 +324,7 @@ def test_tma_stages_take_the_contracts_b_and_any_m():
 def test_wgmma_stages_read_b_n_major(name):
     """Row-major B lands in shared memory N-major: every HGMMA takes B transposed (imm-trans-b
     = 1: SASS .tnspB) and A as it is (K-major); B comes as 64-column TMA boxes, A as one box."""
-    from rooflinecli.build import sass
+    from rooflinecli.stages import sass
 
     stage = stages.BY_NAME[name]
     built = compiler.compile_stage(stage, "sm_90a", "bf16")
@@ -351,7 +352,7 @@ def test_stage_27_pairs_persistent_blocks_and_caps_the_grid():
     of them; a pair covers two row tiles, so an odd count of row tiles is rounded up. Its SASS
     multicasts B, arrives on the peer's barriers and meets the peer at a cluster barrier, with
     no spills; CLUSTER_M=1 has none of that."""
-    from rooflinecli.build import sass
+    from rooflinecli.stages import sass
 
     pair = stages.BY_NAME["wgmma_cluster"]
     alone = pair.with_params({"CLUSTER_M": 1, "MAX_BLOCKS": 0})
@@ -383,7 +384,7 @@ def test_stage_28_staggers_the_consumers_with_one_named_barrier():
     """Stage 28 is stage 27 plus LAG: consumer 0 arrives (BAR.ARV, never waiting) where consumer
     1 waits once, in a loop and after it (fewer slices than LAG); LAG=0 has no arrival. LAG must
     leave one slot of the ring: LAG = STAGES does not compile."""
-    from rooflinecli.build import sass
+    from rooflinecli.stages import sass
 
     lagged = stages.BY_NAME["wgmma_stagger"]
     assert lagged.params["LAG"] > 0 and lagged.launch(8192, 8192, 132)[0] == (128, 1, 1)
@@ -398,12 +399,12 @@ def test_stage_28_staggers_the_consumers_with_one_named_barrier():
 
 
 @pytest.mark.prebuild(stages.BY_NAME["wgmma_stmatrix"], dtype="bf16", sass=True)
-def test_stage_36_stages_the_whole_tile_with_stmatrix():
+def test_stage_30_stages_the_whole_tile_with_stmatrix():
     """Stage 36 is stage 28 with its epilogue in one pass: 16 stmatrix.x4 per thread and tile
     (BN / 16; no st.shared), the four 64-column TMA stores issued together after one barrier,
     where stage 28 staged 16 st.shared.b32 per chunk behind two barriers each. Its ring is one
     stage shorter, so ring + the whole tile's staging fits: 3 x 48 + 2 x 32 + 1 KiB."""
-    from rooflinecli.build import sass
+    from rooflinecli.stages import sass
 
     st = stages.BY_NAME["wgmma_stmatrix"]
     assert st.params["STAGES"] == 3 and st.smem_bytes == (3 * 48 + 2 * 32 + 1) * 1024
@@ -458,7 +459,7 @@ def test_stage_29_hands_partials_over_through_flags():
     TMA store per 64-column chunk, the partial tile written and read as 32 16-byte L2 accesses
     each (STG/LDG.E.128, .cg), the flag set and cleared with release stores and polled with an
     acquire load; no spills, no stack."""
-    from rooflinecli.build import sass
+    from rooflinecli.stages import sass
 
     sk = stages.BY_NAME["wgmma_streamk"]
     built = compiler.compile_stage(sk, "sm_90a", "bf16")
@@ -500,7 +501,7 @@ def test_stage_24_split_k_meets_in_l2_without_spills():
     64 x 128 fp32 sums written (or read, by the last block) as 16 16-byte L2 accesses a thread
     (STG/LDG.E.128, .cg), the count polled with an acquire load that sleeps between polls and
     traps after a second; the main loop unchanged (4 HGMMA 64x128 per K tile); no spills."""
-    from rooflinecli.build import sass
+    from rooflinecli.stages import sass
 
     sk = stages.BY_NAME["wgmma_tma"].with_params({"BM": 64, "SPLIT_K": 2})
     built = compiler.compile_stage(sk, "sm_90a", "bf16")
@@ -517,7 +518,7 @@ def test_stage_24_split_k_meets_in_l2_without_spills():
 def test_stage_23_loads_b_fragments_with_ldmatrix_trans():
     """Stage 23's B tile is k rows of n: its .col fragments come through ldmatrix.trans
     (LDSM.16.MT88.4), as many as A's plain ones (4 + 4 per k16 step of a 64 x 64 warp tile)."""
-    from rooflinecli.build import sass
+    from rooflinecli.stages import sass
 
     stage = stages.BY_NAME["mma_tma_ws"]
     built = compiler.compile_stage(stage, "sm_90a", "bf16")
@@ -557,7 +558,7 @@ def test_stage_11_hot_loop_holds_no_edge_code():
     """Stage 11's main loop (the interior one) issues a K tile's 8 x 16 x BK FFMAs, 6 LDS.128
     per k-step and each thread's copies (8 transposing 4-byte A copies, 4 16-byte B copies at
     BK 16), and no bounds checks: no per-thread compare or select (stage 10's loop has both)."""
-    from rooflinecli.build import sass
+    from rooflinecli.stages import sass
 
     for name in ("spread_copies", "multistage"):
         stage = stages.BY_NAME[name]
@@ -593,7 +594,7 @@ def test_stage_12_serpentine_fmas_reuse_an_operand():
     copies (BK 16: 16 A floats, 4 B float4s per thread), within the registers of two blocks per
     SM; in serpentine order nearly every FFMA flags an operand .reuse (ptxas's reuse cache),
     clearly more than in the row-major order of stage 11."""
-    from rooflinecli.build import sass
+    from rooflinecli.stages import sass
 
     reuse = {}
     for stage in (
@@ -657,7 +658,7 @@ def test_stage_13_runs_stage_12s_hot_loop_and_hands_partials_over_through_flags(
     of 16, no bounds checks), within the 255 registers of two blocks per SM and without spills;
     a thread's 128 partial sums go to L2 and come back as 32 16-byte accesses each (.cg), the
     flag is set and cleared with release stores and polled with an acquire load."""
-    from rooflinecli.build import sass
+    from rooflinecli.stages import sass
 
     sk = stages.BY_NAME["simt_streamk"]
     built = compiler.compile_stage(sk, "sm_90a")

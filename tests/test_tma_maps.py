@@ -5,9 +5,9 @@ import dataclasses
 
 import pytest
 
-from rooflinecli.build import stages
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import tma
+from rooflinecli.stages import gemm as stages
 
 TMA_STAGES = [s for s in stages.STAGES if s.params.get("TMA")]
 PAIR = stages.BY_NAME["mma_tma_ws"].with_params({"CLUSTER_M": 2})

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from rooflinecli import results
-from rooflinecli.build import compiler
-from rooflinecli.build.userstage import Formula, FormulaError, UserStage, load_user_stage
 from rooflinecli.cli import cli
 from rooflinecli.errors import RooflineError
+from rooflinecli.stages import compiler
+from rooflinecli.stages.userstage import Formula, FormulaError, UserStage, load_user_stage
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "my_gemm.toml"

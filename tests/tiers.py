@@ -40,8 +40,9 @@ def first_tier_builds() -> list[tuple[Any, dict[str, Any]]]:
     A guess for the prebuild helper (tests/conftest.py), which starts on it while pytest collects
     the tests; the collected marks then say what is really needed. A build the guess misses is
     only started later, and one it names that no test needs is dropped."""
-    from rooflinecli.build import attention, stages
     from rooflinecli.gpu import calibrate
+    from rooflinecli.stages import attention
+    from rooflinecli.stages import gemm as stages
 
     out: list[tuple[Any, dict[str, Any]]] = [
         (s.for_arch("sm_90a"), {"dtype": primary_dtype(s.all_dtypes, s.dtype)})

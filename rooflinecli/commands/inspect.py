@@ -13,10 +13,10 @@ from typing import Any
 import click
 
 from rooflinecli import results
-from rooflinecli.build import stages
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import DTYPES, extra_stage_option, format_option, spec_option, split_list
 from rooflinecli.present import table
+from rooflinecli.stages import gemm
 
 SCHEMA = "roofline.inspect/1"
 
@@ -56,7 +56,7 @@ def _sass_columns(records: list[dict[str, Any]]) -> list[table.Column]:
         ("loop_instructions", "loop instr", _fmt_num),
         ("k_per_iter", "k/iter", _fmt_num),
     ]
-    from rooflinecli.build.inspect import PER_K
+    from rooflinecli.stages.inspect import PER_K
 
     for op in PER_K:
         if any(r.get(f"loop_{op.lower()}") for r in records):
@@ -70,18 +70,18 @@ def _sass_columns(records: list[dict[str, Any]]) -> list[table.Column]:
     return cols
 
 
-def _pick(stage_args: tuple[str, ...], dtype: str | None) -> list[stages.Stage]:
+def _pick(stage_args: tuple[str, ...], dtype: str | None) -> list[gemm.Stage]:
     names: list[str] = []
     for arg in stage_args:
         names += split_list(arg, "--stage")
     if not names:
         return [
-            s for s in stages.STAGES if not s.reference and (dtype is None or dtype in s.all_dtypes)
+            s for s in gemm.STAGES if not s.reference and (dtype is None or dtype in s.all_dtypes)
         ]
-    known = [s.name for s in stages.STAGES if not s.reference]
+    known = [s.name for s in gemm.STAGES if not s.reference]
     chosen = []
     for name in names:
-        st = stages.BY_NAME.get(name)
+        st = gemm.BY_NAME.get(name)
         if st is None or st.reference:
             why = "is a library call: nothing compiled to inspect" if st else "is unknown"
             raise RooflineError(f"stage {name!r} {why}; stages: {', '.join(known)}")
@@ -126,14 +126,14 @@ def inspect_gemm(
 ) -> None:  # fmt: skip
     """Registers, shared memory, spills, occupancy and the SASS mix of each stage's main loop."""
     from rooflinecli.api import default_spec
-    from rooflinecli.build import compiler, sass
-    from rooflinecli.build.inspect import check_arch, inspect_stage
-    from rooflinecli.build.userstage import load_user_stage
+    from rooflinecli.stages import compiler, sass
+    from rooflinecli.stages.inspect import check_arch, inspect_stage
+    from rooflinecli.stages.userstage import load_user_stage
 
     spec, why = default_spec(spec_arg)
     arch = arch or compiler.arch_for_cc(spec.compute_capability)
     check_arch(arch)  # a bad --arch fails here, in one line
-    chosen: list[stages.Stage] = _pick(stage_args, dtype)
+    chosen: list[gemm.Stage] = _pick(stage_args, dtype)
     for path in extra_stages:
         user = load_user_stage(path)
         if dtype is not None and dtype not in user.all_dtypes:

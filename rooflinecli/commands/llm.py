@@ -13,7 +13,6 @@ import click
 
 from rooflinecli import files, results
 from rooflinecli.api import default_spec
-from rooflinecli.build import stages
 from rooflinecli.core import llm, roofs
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
@@ -31,6 +30,7 @@ from rooflinecli.options import (
     want_chart,
 )
 from rooflinecli.present import View, table, terminal_chart
+from rooflinecli.stages import gemm
 
 F = TypeVar("F", bound=Callable[..., Any])
 Column = tuple[str, str, Callable[[Any], str]]
@@ -339,17 +339,17 @@ def model_llm(
         )
 
 
-def _check_dtype(dtype: str, extra: Sequence[stages.Stage]) -> None:
+def _check_dtype(dtype: str, extra: Sequence[gemm.Stage]) -> None:
     """One line, before any GPU work, when the registry cannot time this dtype yet."""
-    have = sorted({d for s in stages.STAGES if not s.reference for d in s.all_dtypes})
+    have = sorted({d for s in gemm.STAGES if not s.reference for d in s.all_dtypes})
     hint = f"use --dtype {' or '.join(d for d in have if d != dtype) or 'fp32'}"
     try:
-        stages.reference_for(dtype)
+        gemm.reference_for(dtype)
     except RooflineError:
         raise RooflineError(
             f"no {dtype} reference in the stage registry yet, nothing to check against: {hint}"
         ) from None
-    if not stages.stage_names(dtype, include_reference=False) and not extra:
+    if not gemm.stage_names(dtype, include_reference=False) and not extra:
         raise RooflineError(f"no {dtype} stages in the registry yet: {hint}")
 
 
@@ -407,9 +407,9 @@ def run_llm(
 ) -> None:
     """Time the weight GEMMs of one decode step at each batch, and place them on the roofline."""
     from rooflinecli import api
-    from rooflinecli.build.userstage import load_user_stage
     from rooflinecli.gpu.timer import Timing
     from rooflinecli.present.progress import progress
+    from rooflinecli.stages.userstage import load_user_stage
 
     p = _preset(preset, sizes)
     batches = parse_list(batch_arg, "--batch")
@@ -439,12 +439,12 @@ def run_llm(
         if extra:
             raise RooflineError("--stages best takes its stages from the tune table: leave out "
                                 "--extra-stage")  # fmt: skip
-        chosen = [stages.reference_for(dtype)]
+        chosen = [gemm.reference_for(dtype)]
         picks = api.pick_best(
             list(dict.fromkeys(g.shape(b) for b in batches for g in gemms)), dtype
         )
     else:
-        chosen = stages.select(stage_list, dtype)
+        chosen = gemm.select(stage_list, dtype)
         chosen = chosen[:-1] + extra + chosen[-1:]  # the reference stays last
 
     timing = Timing(budget_ms=budget_ms, flush_l2=not no_flush, max_noise_pct=max_noise)

@@ -8,7 +8,6 @@ from typing import Any
 import click
 
 from rooflinecli import files, results
-from rooflinecli.build import stages
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
     SIZE,
@@ -22,6 +21,7 @@ from rooflinecli.options import (
 )
 from rooflinecli.present import View, table
 from rooflinecli.present.progress import progress
+from rooflinecli.stages import gemm
 
 _num = table.fixed
 _mb = table.cell(lambda v: f"{v / 1e6:,.1f}")
@@ -159,7 +159,7 @@ def profile_gemm_command(
 
     shape = resolve_shape(m, n, k)
     table.select(PROFILE, view)  # an unknown --columns name: one line, before any work
-    chosen = stages.select(stage_list, dtype)
+    chosen = gemm.select(stage_list, dtype)
     for st in chosen:
         why = st.refuses(*shape)
         if why:

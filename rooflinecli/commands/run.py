@@ -7,7 +7,6 @@ from typing import Any
 import click
 
 from rooflinecli import files, results
-from rooflinecli.build import attention, stages
 from rooflinecli.commands import LazyGroup
 from rooflinecli.core import roofs
 from rooflinecli.errors import GateFailure, RooflineError
@@ -33,6 +32,7 @@ from rooflinecli.options import (
 )
 from rooflinecli.present import View, document, table, terminal_chart
 from rooflinecli.present.progress import progress
+from rooflinecli.stages import attention, gemm
 
 
 @click.group(
@@ -52,7 +52,7 @@ def run() -> None:
 
 def _dry_run(
     shapes: list[tuple[int, int, int]],
-    chosen: list[stages.Stage],
+    chosen: list[gemm.Stage],
     arch: str,
     why: str,
     dtype: str,
@@ -61,8 +61,8 @@ def _dry_run(
 ) -> None:
     """`run gemm --dry-run`: what would run, compiled for `arch`; no GPU touched."""
     from rooflinecli import api
-    from rooflinecli.build import compiler
-    from rooflinecli.build.inspect import check_arch
+    from rooflinecli.stages import compiler
+    from rooflinecli.stages.inspect import check_arch
 
     check_arch(arch)
     spec, _ = api.default_spec(spec_arg)
@@ -90,7 +90,7 @@ def _dry_run(
     help="Comma-separated stages (default: all of the dtype), or 'best': per shape, the stage "
     "of the GPU's tune table (docs/dispatch.md). The reference always runs. An item "
     "stage@P=V,Q=W is the stage with those tile parameters (as `roofline tune` names them). "
-    f"Stages: {', '.join(stages.stage_names(include_reference=False))}.",
+    f"Stages: {', '.join(gemm.stage_names(include_reference=False))}.",
 )
 @dtype_option
 @spec_option
@@ -151,16 +151,16 @@ def run_gemm(
 ) -> None:
     """Verify each stage against a float64 product, time it, and place it on the roofline."""
     from rooflinecli import api
-    from rooflinecli.build.userstage import load_user_stage
+    from rooflinecli.stages.userstage import load_user_stage
 
     shapes = parse_shapes(m, n, k, sizes)
     timing = timing_of(budget_ms, repeats, max_noise, no_flush)
     table.select(table.RUN, view)  # an unknown --columns name: one line, before any work
     draw = want_chart(chart_flag, fmt, table.console().is_terminal)
     best = (stage_list or "").strip() == "best"
-    chosen = [stages.reference_for(dtype)] if best else stages.select(stage_list, dtype)
+    chosen = [gemm.reference_for(dtype)] if best else gemm.select(stage_list, dtype)
     if not stage_list:  # the default ladder: only the stages built for these rows of C
-        chosen = stages.built_for(chosen, (m for m, _n, _k in shapes))
+        chosen = gemm.built_for(chosen, (m for m, _n, _k in shapes))
     if best and (tuned or extra_stages):
         raise RooflineError("--stages best takes its stages from the tune table: leave out "
                             "--tuned and --extra-stage")  # fmt: skip

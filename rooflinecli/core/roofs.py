@@ -70,7 +70,7 @@ MATH_INSTRUCTIONS = ("FFMA", "HMMA", "HGMMA", "library")
 
 
 class StageLike(Protocol):
-    """What placing a stage needs of it (rooflinecli.build.stages.Stage has it all)."""
+    """What placing a stage needs of it (rooflinecli.stages.gemm.Stage has it all)."""
 
     @property
     def name(self) -> str: ...
@@ -124,7 +124,7 @@ def model_record(
     elem = model.DTYPE_BYTES[dtype]
     flops = model.gemm_flops(m, n, k)
     nbytes = model.gemm_bytes_ideal(m, n, k, elem, beta_nonzero=beta != 0.0)
-    # a user's stage may count its own work (rooflinecli.build.userstage: flops/bytes formulas)
+    # a user's stage may count its own work (rooflinecli.stages.userstage: flops/bytes formulas)
     flops_of, bytes_of = getattr(stage, "flops_of", None), getattr(stage, "bytes_of", None)
     if flops_of is not None and bytes_of is not None:
         flops, nbytes = flops_of(m, n, k), bytes_of(m, n, k)

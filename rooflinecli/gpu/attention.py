@@ -17,13 +17,6 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from rooflinecli.build.attention import (
-    REFERENCES,
-    AttentionStage,
-    Reference,
-    compile_stage,
-    workspace_bytes,
-)
 from rooflinecli.core import occupancy, roofs
 from rooflinecli.core.attention import Shape, record
 from rooflinecli.core.specs import Spec
@@ -39,6 +32,13 @@ from rooflinecli.gpu.runner import (
     store,
 )
 from rooflinecli.gpu.timer import Launch, Timer, Timing, summary
+from rooflinecli.stages.attention import (
+    REFERENCES,
+    AttentionStage,
+    Reference,
+    compile_stage,
+    workspace_bytes,
+)
 
 CHUNK_BYTES = 1 << 30  # the reference's score matrix, at most this many bytes at a time
 

@@ -77,7 +77,7 @@ def kernel_source(name: str) -> str:
 
 def compile_kernel(name: str, arch: str):  # type: ignore[no-untyped-def]
     """Compile one calibration kernel (NVRTC, cached). Returns compiler.Compiled."""
-    from rooflinecli.build import compiler
+    from rooflinecli.stages import compiler
 
     _file, entry, defines, _cc, _arch_a = KERNELS[name]
     return compiler.compile_source(kernel_source(name), name, entry, arch, defines)
@@ -85,7 +85,7 @@ def compile_kernel(name: str, arch: str):  # type: ignore[no-untyped-def]
 
 def kernels_for(arch: str) -> list[str]:
     """The calibration kernels that build for this target (wgmma needs exactly sm_90a)."""
-    from rooflinecli.build.compiler import cc_of_arch
+    from rooflinecli.stages.compiler import cc_of_arch
 
     cc = cc_of_arch(arch)
     out = []

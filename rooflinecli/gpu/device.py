@@ -102,7 +102,7 @@ def _attr(cp, num: int) -> int | None:  # type: ignore[no-untyped-def]
 def info() -> dict[str, Any]:
     """What a results document records of the current GPU: name, compute capability, SMs,
     memory, clocks, driver, CUDA driver and runtime, CuPy, NVRTC, the NVRTC target."""
-    from rooflinecli.build import compiler
+    from rooflinecli.stages import compiler
 
     cp = cupy()
     rt = cp.cuda.runtime

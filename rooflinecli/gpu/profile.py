@@ -421,8 +421,8 @@ def profile_gemm(
 ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
     """Profile each stage (reference last) in its own child run. Returns (the last child's
     results document, the records with counters attached, facts about the profiler)."""
-    from rooflinecli.build import stages
     from rooflinecli.core import roofs
+    from rooflinecli.stages import gemm
 
     tick = progress or (lambda _label: None)
     info: dict[str, Any] = {
@@ -449,7 +449,7 @@ def profile_gemm(
     with tempfile.TemporaryDirectory(prefix="roofline-profile-") as tmp:
         folder = Path(tmp)
         for name in stage_names:
-            stage = stages.BY_NAME[name]
+            stage = gemm.BY_NAME[name]
             tick(name)
             json_out = folder / f"{name}.json"
             target = run_command(shape, name, dtype, spec_arg, json_out)

@@ -27,13 +27,13 @@ def run(
 ) -> None:
     """Verify `stage` at `shape` and time one launch (the one ncu profiles); write the document."""
     from rooflinecli import files, results
-    from rooflinecli.build import stages
     from rooflinecli.errors import RooflineError
     from rooflinecli.gpu import runner
+    from rooflinecli.stages import gemm
 
-    if stage not in stages.BY_NAME:
+    if stage not in gemm.BY_NAME:
         raise RooflineError(f"unknown stage {stage!r}")
-    chosen = stages.BY_NAME[stage]
+    chosen = gemm.BY_NAME[stage]
     if dtype not in chosen.all_dtypes:
         raise RooflineError(f"stage {stage} is {'/'.join(chosen.all_dtypes)}, not {dtype}")
     # one timed repeat and no flush: the launch ncu replays is the only one in the NVTX range

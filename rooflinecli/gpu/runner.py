@@ -17,14 +17,14 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from rooflinecli.build import compiler
-from rooflinecli.build.stages import Stage
 from rooflinecli.core import occupancy, roofs
 from rooflinecli.core.specs import Spec
 from rooflinecli.core.stats import noise_pct
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device
 from rooflinecli.gpu.timer import Launch, Timer, Timing, summary
+from rooflinecli.stages import compiler
+from rooflinecli.stages.gemm import Stage
 
 __all__ = [
     "Timing",

@@ -146,8 +146,8 @@ def make_gate(cp) -> Gate | None:  # type: ignore[no-untyped-def]
     device without unified addressing (the rounds then go ungated, and records say so)."""
     import numpy as np
 
-    from rooflinecli.build import compiler
     from rooflinecli.paths import data_dir
+    from rooflinecli.stages import compiler
 
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     if not props.get("unifiedAddressing", 1):

@@ -44,8 +44,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rooflinecli.build.stages import Stage
 from rooflinecli.errors import RooflineError
+from rooflinecli.stages.gemm import Stage
 
 TMA_SWIZZLE_BYTES = 128  # the kernels' WGMMA descriptors assume 128-byte swizzled tiles
 # B's box: BK rows (k) x 64 columns (n) of the K x N matrix, one 128-byte swizzle row per k

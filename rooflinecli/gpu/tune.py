@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from rooflinecli import files, paths
-from rooflinecli.build import compiler
-from rooflinecli.build.stages import Stage
 from rooflinecli.errors import RooflineError
+from rooflinecli.stages import compiler
+from rooflinecli.stages.gemm import Stage
 
 
 def label(base: Stage, variant: Stage) -> str:

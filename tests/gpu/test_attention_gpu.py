@@ -7,10 +7,10 @@ import json
 import pytest
 
 from rooflinecli import api
-from rooflinecli.build import attention as registry
 from rooflinecli.cli import cli
 from rooflinecli.core.attention import Shape
 from rooflinecli.gpu.timer import Timing
+from rooflinecli.stages import attention as registry
 
 pytestmark = pytest.mark.gpu
 

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from rooflinecli.build import stages
 from rooflinecli.gpu import runner
+from rooflinecli.stages import gemm as stages
 
 pytestmark = pytest.mark.gpu
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rooflinecli.build import stages
 from rooflinecli.gpu import runner
 from rooflinecli.gpu.timer import Timing
+from rooflinecli.stages import gemm as stages
 
 pytestmark = pytest.mark.gpu
 

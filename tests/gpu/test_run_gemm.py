@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from rooflinecli.build import stages
 from rooflinecli.cli import cli
+from rooflinecli.stages import gemm as stages
 
 pytestmark = pytest.mark.gpu
 
@@ -109,9 +109,9 @@ def test_stage_13_leaves_its_workspace_zeroed():
     import cupy as cp
     import numpy as np
 
-    from rooflinecli.build import compiler
     from rooflinecli.gpu import device
     from rooflinecli.gpu import runner as gpu_runner
+    from rooflinecli.stages import compiler
 
     stage = stages.select("simt_streamk@SK_MIN=1", "fp32")[0]
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from rooflinecli.build import stages
 from rooflinecli.cli import cli
+from rooflinecli.stages import gemm as stages
 
 pytestmark = pytest.mark.gpu
 

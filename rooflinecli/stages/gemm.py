@@ -548,7 +548,7 @@ def _wgmma_stagger(p: dict[str, int]) -> Stage:
 
 
 def _wgmma_stmatrix(p: dict[str, int]) -> Stage:
-    """Stage 36: stage 28 whose consumers stage their whole 64 x BN block of C at once with
+    """Stage 30: stage 28 whose consumers stage their whole 64 x BN block of C at once with
     stmatrix (four 64-column buffers each) and hand it to the TMA store in one group; the ring
     drops to STAGES=3 to make room, and a consumer frees each slot as soon as its WGMMAs are
     done (IN_FLIGHT=0), so the producer still has two slots to fill ahead."""
@@ -558,7 +558,7 @@ def _wgmma_stmatrix(p: dict[str, int]) -> Stage:
         what="stage 28 with a whole-tile epilogue: stmatrix stages each consumer's 64x"
         f"{p['BN']} block in one pass (one wait, two barriers, where stage 28 had eight), the TMA "
         f"stores go out together; a {p['STAGES']}-deep ring makes room",
-        file="36_wgmma_stmatrix.cu",
+        file="30_wgmma_stmatrix.cu",
         entry="gemm_wgmma_stmatrix",
         smem_bytes=p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] * 2
         + (p["BM"] // 64) * p["BN"] * 64 * 2
@@ -643,7 +643,7 @@ def _gemv_vector(p: dict[str, int]) -> Stage:
         "gemv_vector",
         f"16-byte loads along N: a thread owns 8 columns x {p['TM']} rows of C and walks all "
         "of K; A's rows by broadcast",
-        "31_gemv_vector.cu",
+        "51_gemv_vector.cu",
         p,
         per_thread=(p["TM"], _VEC),
         threads=(p["NUM_THREADS"], 1),
@@ -672,7 +672,7 @@ def _gemv_splitk(p: dict[str, int], name: str = "gemv_splitk", **extra: Any) -> 
     stage = _decode(
         name,
         what,
-        "32_gemv_splitk.cu",
+        "52_gemv_splitk.cu",
         p,
         entry="gemv_splitk",
         per_thread=(p["TM"], _VEC),
@@ -698,7 +698,7 @@ def _gemv_wmma(p: dict[str, int]) -> Stage:
         "gemv_wmma",
         f"decode on Tensor Cores: stage 32's split-K over warps feeding WMMA 16x16x16 (HMMA) "
         f"from shared memory, {bm} rows of A per block (M padded to 16)",
-        "33_gemv_wmma.cu",
+        "53_gemv_wmma.cu",
         p,
         per_thread=(bm, bn),  # per warp: per k, BM elements of A and BN of B feed BM*BN MACs
         dtypes=("fp16", "bf16"),
@@ -736,7 +736,7 @@ def _gemv_streamk(p: dict[str, int]) -> Stage:
         f"equally, each thread issues {p['U']} 16-byte loads of B before its first FMA "
         f"({p['NUM_THREADS'] * p['U'] * 16 // 1024} KiB per block in flight); cut strips are "
         "summed in an fp32 workspace by the block that completes them",
-        "34_gemv_streamk.cu",
+        "54_gemv_streamk.cu",
         p,
         per_thread=(p["TM"], _VEC),
         threads=(p["NUM_THREADS"], 1),
@@ -773,7 +773,7 @@ def _gemv_streamk_mma(p: dict[str, int]) -> Stage:
         f"the units (16 rows of C x {p['BN']} columns x {p['BK']} rows of K) equally; cp.async "
         f"keeps {p['STAGES'] - 1} units ({flight} KiB of B) in flight per block, mma.sync "
         "m16n8k16 from ldmatrix(.trans); cut strips meet in an fp32 workspace",
-        "35_gemv_streamk_mma.cu",
+        "55_gemv_streamk_mma.cu",
         p,
         per_thread=(16, p["BN"]),  # per block and k: 16 rows of A and BN of B feed 16*BN MACs
         dtypes=("fp16", "bf16"),
@@ -1041,7 +1041,7 @@ STAGES: tuple[Stage, ...] = (
         "gemv_naive",
         "decode, one thread per C element: a warp reads 32 neighbouring elements of a row of B "
         "per k, a block is 128 columns of one row of C",
-        "30_gemv_naive.cu",
+        "50_gemv_naive.cu",
         {"NUM_THREADS": 128},
         per_thread=(1, 1),
         threads=(128, 1),

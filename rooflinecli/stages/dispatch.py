@@ -26,8 +26,8 @@ from types import MappingProxyType
 from typing import Any
 
 from rooflinecli import files, paths
-from rooflinecli.build import stages
 from rooflinecli.errors import RooflineError
+from rooflinecli.stages import gemm
 
 M_BUCKETS: tuple[tuple[int, int | None, str], ...] = (
     (1, 1, "1"),
@@ -96,7 +96,7 @@ class Table:
 
 @dataclass(frozen=True)
 class Pick:
-    stage: stages.Stage  # renamed stage@P=V when its params differ from the registry's
+    stage: gemm.Stage  # renamed stage@P=V when its params differ from the registry's
     shape_class: str  # the class of the shape
     entry_class: str  # the class of the entry used (another when the shape's own refused it)
     table: str  # the file the entry came from
@@ -131,7 +131,7 @@ def _entries(raw: Any, where: str) -> tuple[Entry, ...]:
                 f"tune table {where}: each pick needs dtype, class, stage (params, from optional)"
             ) from None
         _class_index(entry.shape_class)
-        if entry.stage not in stages.BY_NAME:
+        if entry.stage not in gemm.BY_NAME:
             raise RooflineError(f"tune table {where}: unknown stage {entry.stage!r}")
         if (entry.dtype, entry.shape_class) in seen:
             raise RooflineError(
@@ -211,14 +211,14 @@ def tables_for(device_name: str) -> list[Table]:
     return out
 
 
-def label(base: stages.Stage, params: dict[str, int]) -> str:
+def label(base: gemm.Stage, params: dict[str, int]) -> str:
     """stage@P=V,... for the params that differ from the registry's (as `roofline tune` names)."""
     changed = {k: v for k, v in params.items() if base.params.get(k) != v}
     return base.name + ("@" + ",".join(f"{k}={v}" for k, v in changed.items()) if changed else "")
 
 
-def _stage_of(entry: Entry) -> stages.Stage:
-    base = stages.BY_NAME[entry.stage]
+def _stage_of(entry: Entry) -> gemm.Stage:
+    base = gemm.BY_NAME[entry.stage]
     picked = base.with_params(entry.params)
     # the table's params are final: no per-arch entry may override them later (for_arch)
     return replace(picked, name=label(base, entry.params), arch_params=MappingProxyType({}))
@@ -250,7 +250,7 @@ def resolve(m: int, n: int, k: int, dtype: str, tables: list[Table], device: str
         if stage.refuses(m, n, k) is None:
             return Pick(stage, want, e.shape_class, table.where, e.source)
     # no entry runs it: the registry's last (most developed) stage of the dtype that does
-    for stage in reversed(stages.select(None, dtype)[:-1]):
+    for stage in reversed(gemm.select(None, dtype)[:-1]):
         if stage.refuses(m, n, k) is None:
             return Pick(stage, want, "none", "the registry (no table entry runs the shape)", "")
     raise RooflineError(f"--stages best: no {dtype} stage runs {m}x{n}x{k}")
@@ -274,7 +274,7 @@ def winners(found: Iterable[tuple[dict[str, Any], str]]) -> list[Entry]:
     for r, doc in found:
         if r.get("kind") != "stage" or r.get("verified") is not True or not r.get("time_ms"):
             continue
-        if r["stage"].split("@")[0] not in stages.BY_NAME:
+        if r["stage"].split("@")[0] not in gemm.BY_NAME:
             continue
         key = (r["dtype"], r["m"], r["n"], r["k"])
         if key not in best or r["time_ms"] < best[key][0]["time_ms"]:
@@ -312,7 +312,7 @@ def winners(found: Iterable[tuple[dict[str, Any], str]]) -> list[Entry]:
             )
             chosen = count[name]
             why = f"fastest at {len(chosen)} of {len(wins)} shape(s)"
-        base = stages.BY_NAME[name.split("@")[0]]
+        base = gemm.BY_NAME[name.split("@")[0]]
         params = {
             k: int(v)
             for k, v in (chosen[0][0].get("params") or {}).items()

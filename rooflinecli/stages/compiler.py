@@ -16,9 +16,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rooflinecli import files
-from rooflinecli.build.stages import Stage
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import cache_dir, data_dir
+from rooflinecli.stages.gemm import Stage
 
 _ARCH_RE = re.compile(r"^sm_(\d{2,3})a?$")
 

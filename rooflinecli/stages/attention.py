@@ -1,4 +1,4 @@
-"""The attention stages: the one list of them (beside the GEMM registry, rooflinecli.build.stages).
+"""The attention stages: the one list of them (beside the GEMM registry, rooflinecli.stages.gemm).
 CLI choices, tests, the device script and docs derive from ATTENTION_STAGES.
 
 A stage is one kernels/4N_attn_*.cu plus one entry here. Every fused stage exports one kernel:
@@ -326,8 +326,8 @@ def compile_stage(
     """NVRTC to a cubin (cached) holding every kernel of the stage, for one dtype and head dim;
     `params` overrides some of the config's (a variant of its schedule: the tests' and tuning's;
     an override equal to the config's value builds, and finds in the cache, the stage itself)."""
-    from rooflinecli.build import compiler
     from rooflinecli.paths import data_dir
+    from rooflinecli.stages import compiler
 
     if head_dim not in stage.configs:
         raise RooflineError(f"stage {stage.name} has no config for head dim {head_dim}")

@@ -6,10 +6,10 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from rooflinecli.build import compiler, sass, stages
 from rooflinecli.core import occupancy
 from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
+from rooflinecli.stages import compiler, gemm, sass
 
 # instructions counted per k step of the main loop
 PER_K = ("LDG", "LDS", "LDGSTS", "UTMALDG", "STS", "LDSM", "FFMA", "HMMA", "HGMMA")
@@ -23,14 +23,14 @@ def ratio(a: int, b: int) -> str | None:
     return f"{f.numerator}:{f.denominator}"
 
 
-def results_per_thread(stage: stages.Stage) -> float:
+def results_per_thread(stage: gemm.Stage) -> float:
     """Elements of C one thread computes: each needs one multiply-add per k step."""
     threads = stage.threads[0] * stage.threads[1]
     return stage.tile[0] * stage.tile[1] / threads
 
 
 def inspect_stage(
-    stage: stages.Stage, arch: str, spec: Spec, dtype: str | None = None
+    stage: gemm.Stage, arch: str, spec: Spec, dtype: str | None = None
 ) -> dict[str, Any]:
     """One flat record: resources, occupancy on `spec`, SASS mix of the main loop per k step."""
     dtype = dtype or stage.dtype

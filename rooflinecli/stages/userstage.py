@@ -13,7 +13,7 @@
     x_is_row = false                  # optional: grid.x walks rows of C
     smem_bytes = 0                    # optional: dynamic shared memory per block
 
-The kernel honours the stages' contract (see rooflinecli/stages.py):
+The kernel honours the stages' contract (see rooflinecli/stages/gemm.py):
 
     extern "C" __global__ void ENTRY(int M, int N, int K, float alpha,
                                      const T* A, const T* B, float beta, T* C)
@@ -34,10 +34,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from rooflinecli.build.stages import BY_NAME, Stage
 from rooflinecli.core.model import DTYPE_BYTES
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import read_toml
+from rooflinecli.stages.gemm import BY_NAME, Stage
 
 USER_DTYPES = ("fp32", "fp16", "bf16")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")

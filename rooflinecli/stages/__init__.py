@@ -1,0 +1,2 @@
+"""The stages: the GEMM and attention registries, compiling them, their SASS and resources, and
+the dispatch behind --stages best."""
