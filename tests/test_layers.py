@@ -22,6 +22,7 @@ LAYERS = {
     "errors": 0,
     "paths": 1,
     "files": 1,
+    "names": 1,
     "lazy": 0,
     "core": 2,
     "results": 3,
