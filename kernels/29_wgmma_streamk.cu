@@ -98,6 +98,7 @@ static_assert(BN == 128 || BN == 256, "the WGMMA below is m64n128k16 or m64n256k
 static_assert(BN % B_BOX_COLS == 0, "B arrives in whole boxes of 64 columns (128-byte swizzle)");
 static_assert(BM % 64 == 0 && BM <= 256 && BK <= 256, "TMA boxes are at most 256 rows");
 static_assert(CONSUMERS <= 2, "consumers use named barriers 1 .. CONSUMERS (and the registers)");
+static_assert(CONSUMERS == 2 || LAG == 0, "the stagger holds one consumer behind the other");
 static_assert(LAG >= 0 && LAG < STAGES,
               "consumer 0 issues LAG slices alone: the ring must hold them and one more");
 static_assert(SK_MIN >= 1, "a stream-K worker takes at least one K slice");

@@ -596,7 +596,7 @@ def _wgmma_streamk(p: dict[str, int]) -> Stage:
         "(per-tile flags), so no SM idles in the last wave",
         "29_wgmma_streamk.cu",
         p,
-        threads=(3 * 128, 1),  # producer + 2 consumer warpgroups
+        threads=(128 * (1 + p["BM"] // 64), 1),  # producer + a consumer warpgroup per 64 rows
         shared_tile=(64, p["BN"]),
         smem_bytes=_persistent_smem(p),
         persistent_blocks_per_sm=1,
