@@ -1,0 +1,394 @@
+// Stage 31: skinny GEMMs (an LLM's batch of 2 to a few hundred rows times its weights) on WGMMA,
+// A and B swapped, every SM streaming B. At M = 16-64 the 64-row side of WGMMA leaves most of a
+// 128 x 128 tile empty, and at N = 4096-6144 such tiles number 32-48 for 132 SMs: the earlier
+// stages read the weights at a fraction of the HBM rate, and at these shapes reading B once is
+// all the work there is (64 x 14336 x 4096: 117 MB of B against 1.8 MB of C).
+//   * Swapped product: C^T = B^T A^T. The instruction's 64-row operand is 64 columns of B (the
+//     wide N fills it), its N side is BM rows of A (m64nBMk16, BM = 8 .. 256: a tile holds the
+//     batch with little padding). B is row-major K x N, so a 64-column TMA box is N-major in
+//     shared memory: imm-trans-a = 1, smem_desc_mn_sw128, +2048 bytes per k16 step. A is M x K
+//     row-major, so its BM x 64 box is K-major: imm-trans-b = 0, smem_desc_k_sw128, +32 bytes per
+//     k16 step (wgmma_at_m64nNk16, ptx_sm90.cuh). D's rows are columns of C and its columns rows
+//     of C: a thread holds C[m0 + 8j + 2t + e][n0 + 16w + g + 8h] in d[4j + 2h + e].
+//   * Pure stream-K over every SM: the tiles (BM rows x BN columns, m fastest, so the row tiles
+//     of one column strip are neighbours) times their K slices of 64 form one line of
+//     tiles x ktiles slices, cut into one equal range per block (no fewer than SK_MIN slices a
+//     range). A range may start and end inside tiles: the worker holding a tile's first slice
+//     owns it; a worker whose range starts inside a tile computes that piece first, writes its
+//     fp32 partial to a global workspace and sets a flag; the owner, at the end of its range,
+//     adds the partials of the workers after it and runs the epilogue (stage 29's scheme, here
+//     for every tile: with so few tiles, a wave of whole tiles would leave SMs idle). Waits point
+//     from a worker to higher ones, which did their share first: no cycle. All blocks resident.
+//   * A deep ring: the TMA producer runs up to STAGES slices ahead, STAGES as many as fit in
+//     RING_KIB KiB of shared memory (at most MAX_STAGES): 18 KiB a slice at BM = 16, BN = 128, so
+//     11 slices (198 KiB of B and A) in flight per SM.
+//   * Epilogue from registers, bounds-checked, element by element (any M and N; C is M / K of
+//     the bytes of B, so its scattered 16-byte runs cost little); beta == 0 never reads C.
+// Consumers: BN / 64 warpgroups, consumer c computes columns n0 + 64c .. +63 of the tile; warp 0
+// of the producer warpgroup issues the copies.
+//
+// ODD = 1 (stage 32, wgmma_swapab_any): any N and K. TMA needs 16-byte row pitches, i.e. N and K
+// multiples of 8 in 16-bit types; the contract's B (pitch N) and A (pitch K) then have none.
+//   * B: eight consecutive rows of B are 8N elements, a multiple of 16 bytes whatever N is. A
+//     tensor map over B as "super-rows" of 8N elements (K / 8 of them; tma.py) with boxes of
+//     64 elements x 8 super-rows: box j of a 64-row K slice, at coordinates (j*N + n0, kt*8),
+//     holds rows kt*64 + j + 8i (i = 0..7) of columns n0 .. n0+63, and lands at j * 1024 bytes:
+//     slot row 8j + i holds K row j + 8i, a fixed permutation of the slice's 64 rows (an 8 x 8
+//     transpose). Columns past N read the next row's first elements: they reach only columns of
+//     C that are never stored. Super-rows past K / 8 are outside the map: zeros.
+//   * A: three producer warps load it element by element (A is BM x 64 elements a slice, from
+//     L2: every worker reads the same A), permuted the same way (slot column 8q + i holds k
+//     kt*64 + q + 8i), zeros past M and K, store it 128-byte swizzled, fence it for the async
+//     proxy and arrive on the slot's barrier (which then waits for the B bytes and one A warp).
+//     Each A warp takes every third slice, so three slices of A are in flight.
+//   * The last K % 8 rows of B (past the super-rows) are added by each tile's owner in the
+//     epilogue, from global memory: a rank-(K % 8) update of its C block.
+//   When N is a multiple of 8 the B map is the plain one (rows of N), in boxes of 64 x 8 rows,
+//   and nothing is permuted; A still comes through the loads (its pitch K need not be).
+#ifndef BM
+#error "BM (rows of C per tile: the instruction's N, 8 .. 256) must be given as -DBM=..."
+#endif
+#ifndef BN
+#error "BN (columns of C per tile: 64 per consumer warpgroup) must be given as -DBN=..."
+#endif
+#ifndef BK
+#error "BK (depth of one K slice) must be given as -DBK=..."
+#endif
+#ifndef RING_KIB
+#define RING_KIB 200  // shared memory for the ring of slices (KiB)
+#endif
+#ifndef MAX_STAGES
+#define MAX_STAGES 12
+#endif
+#ifndef SK_MIN
+#define SK_MIN 4  // fewest K slices in one worker's range
+#endif
+#ifndef ODD
+#define ODD 0
+#endif
+
+#include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float, st_shared_v4_u32
+#include "ptx_sm90.cuh"  // TmaMap, mbarriers, TMA loads, wgmma (A transposed), global flags
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+constexpr int CONSUMERS = BN / 64;                  // a warpgroup per 64 columns of C
+constexpr int NUM_THREADS = 128 * (1 + CONSUMERS);  // + the producer warpgroup
+constexpr int B_BOX_BYTES = BK * 128;               // 64 columns x BK rows of B
+constexpr int B_BYTES = CONSUMERS * B_BOX_BYTES;
+constexpr int A_BYTES = BM * BK * 2;  // BM rows of A, one 128-byte swizzled row each
+constexpr int STAGE_BYTES = B_BYTES + A_BYTES;
+constexpr int RING_STAGES = RING_KIB * 1024 / STAGE_BYTES;
+constexpr int STAGES = RING_STAGES < MAX_STAGES ? RING_STAGES : MAX_STAGES;
+constexpr int PARTIAL_FLOATS = 64 * BM;  // one consumer's fp32 partial block
+constexpr int PARTIAL_VECS = BM / 8;     // float4 per thread: its BM / 2 accumulators
+constexpr int A_WARPS = 3;               // ODD: warps 1..3 of the producer load A
+
+static_assert(BK == 64, "one K slice is one 128-byte swizzle row of 64 two-byte elements");
+static_assert(BN == 64 || BN == 128 || BN == 256, "1, 2 or 4 consumer warpgroups of 64 columns");
+static_assert(BM == 8 || BM == 16 || BM == 32 || BM == 64 || BM == 128 || BM == 256,
+              "BM is the wgmma's N: 8, 16, 32, 64, 128 or 256 (wgmma_at_m64nNk16)");
+static_assert(BM / 2 + 40 <= 65536 / NUM_THREADS,
+              "a consumer's BM / 2 accumulators and its addresses must fit its registers");
+static_assert(STAGES >= 2, "the ring holds at least two slices");
+static_assert(STAGE_BYTES % 1024 == 0, "slots stay 1024-byte aligned (the swizzle atom)");
+static_assert(STAGES * STAGE_BYTES + 1024 <= 227 * 1024, "the ring must fit in 227 KiB");
+static_assert(SK_MIN >= 1, "a worker takes at least one K slice");
+
+// mbar_wait with a deadline: a slot that never fills (a copy that never lands, a producer that
+// never ran) fails the launch after about two seconds instead of hanging the GPU.
+__device__ __forceinline__ void swap_wait(u32 bar, u32 parity) {
+    if (mbar_try_wait(bar, parity)) return;
+    const long long t0 = clock64();
+    while (!mbar_try_wait(bar, parity))
+        if (clock64() - t0 > 4000000000ll) __trap();
+}
+
+// This block's pieces (K slices k0 .. k1-1 of one tile): one range of the line of all tiles'
+// slices. The producer and the consumers walk the same sequence.
+struct SwapPiece {
+    int tile, k0, k1;
+};
+struct SwapRange {
+    int ktiles, workers, per, extra, pos, end;
+
+    __device__ SwapRange(int tiles, int ktiles_) : ktiles(ktiles_) {
+        const int slices = tiles * ktiles;
+        workers = max(1, min(static_cast<int>(gridDim.x), slices / SK_MIN));
+        per = slices / workers;
+        extra = slices % workers;
+        const int b = blockIdx.x;
+        pos = b < workers ? first_slice(b) : 0;
+        end = b < workers ? first_slice(b + 1) : 0;
+    }
+    // worker w's first slice (w == workers: the end of the line)
+    __device__ int first_slice(int w) const { return w * per + min(w, extra); }
+    __device__ bool take(SwapPiece& p) {
+        if (pos >= end) return false;
+        p.tile = pos / ktiles;
+        p.k0 = pos - p.tile * ktiles;
+        p.k1 = min(ktiles, p.k0 + (end - pos));
+        pos += p.k1 - p.k0;
+        return true;
+    }
+};
+
+// A worker whose range starts inside a tile: its warpgroup's partial sums to its slot (float4
+// j of thread t at j * 128 + t: whole lines, and the owner's thread t reads its own back), then
+// the flag, after every thread of the warpgroup has written.
+__device__ __forceinline__ void swap_put_partial(const float (&d)[BM / 2], float* slot, u32* flag,
+                                                 int bar_id, bool leader) {
+    float4* out = reinterpret_cast<float4*>(slot) + threadIdx.x % 128;
+#pragma unroll
+    for (int j = 0; j < PARTIAL_VECS; ++j)  // st.global.cg: kept in L2, where the owner reads
+        __stcg(out + 128 * j, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
+    bar_sync(bar_id, 128);
+    if (leader) {
+        __threadfence();
+        st_release_gpu(flag, 1u);
+    }
+}
+
+// The owner of a cut tile: wait for one later worker's flag, add its partial, and put the flag
+// back to 0 for the next launch (the host zeroed the workspace once).
+__device__ __forceinline__ void swap_add_partial(float (&d)[BM / 2], const float* slot, u32* flag,
+                                                 int bar_id, bool leader) {
+    if (leader) {
+        for (u32 polls = 1; ld_acquire_gpu(flag) == 0u; ++polls) {
+            if (polls == (1u << 22)) __trap();  // seconds without it: fail, never hang the GPU
+            __nanosleep(64);
+        }
+    }
+    bar_sync(bar_id, 128);  // the warpgroup sees what the leader acquired
+    const float4* in = reinterpret_cast<const float4*>(slot) + threadIdx.x % 128;
+#pragma unroll
+    for (int j = 0; j < PARTIAL_VECS; ++j) {
+        const float4 p = __ldcg(in + 128 * j);
+        d[4 * j] += p.x;
+        d[4 * j + 1] += p.y;
+        d[4 * j + 2] += p.z;
+        d[4 * j + 3] += p.w;
+    }
+    if (leader) st_release_gpu(flag, 0u);
+}
+
+// ODD: the rows k0 .. K-1 of B past the super-rows, added to a thread's block from global memory
+// (A and B read through L2; at most 7 rows).
+__device__ __forceinline__ void swap_add_tail(float (&d)[BM / 2], const elem_t* __restrict__ A,
+                                              const elem_t* __restrict__ B, int M, int N, int K,
+                                              int k0, int m0, int n0) {
+    const int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4;
+    const int g = lane / 4, t = lane % 4;
+    for (int k = k0; k < K; ++k) {
+        float b[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int n = n0 + 16 * w + g + 8 * h;
+            b[h] = n < N ? to_float(B[static_cast<size_t>(k) * N + n]) : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < BM / 8; ++j) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int m = m0 + 8 * j + 2 * t + e;
+                const float a = m < M ? to_float(A[static_cast<size_t>(m) * K + k]) : 0.0f;
+                d[4 * j + e] = fmaf(a, b[0], d[4 * j + e]);
+                d[4 * j + 2 + e] = fmaf(a, b[1], d[4 * j + 2 + e]);
+            }
+        }
+    }
+}
+
+// C = alpha * D (+ beta * C) for a consumer's 64 columns x BM rows at (m0, n0), one element at a
+// time, bounds-checked: 8 lanes write 16 contiguous bytes of a row of C.
+__device__ __forceinline__ void swap_store(const float (&d)[BM / 2], elem_t* __restrict__ C, int M,
+                                           int N, int m0, int n0, float alpha, float beta) {
+    const int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4;
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int n = n0 + 16 * w + g + 8 * h;
+        if (n >= N) continue;
+#pragma unroll
+        for (int j = 0; j < BM / 8; ++j) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int m = m0 + 8 * j + 2 * t + e;
+                if (m >= M) continue;
+                const size_t idx = static_cast<size_t>(m) * N + n;
+                float v = alpha * d[4 * j + 2 * h + e];
+                if (beta != 0.0f) v = fmaf(beta, to_float(C[idx]), v);  // beta == 0: never read
+                C[idx] = static_cast<elem_t>(pack2(v, 0.0f) & 0xffffu);
+            }
+        }
+    }
+}
+
+#define WGMMA wgmma_at_m64nNk16<BM>
+
+extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
+gemm_wgmma_swapab(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
+                  const elem_t* __restrict__ B, float beta, elem_t* __restrict__ C,
+#if !ODD
+                  const __grid_constant__ TmaMap tma_a,
+#endif
+                  const __grid_constant__ TmaMap tma_b, float* __restrict__ workspace) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    __shared__ __align__(8) u64 full_bar[STAGES], empty_bar[STAGES];
+    // 128-byte swizzle repeats every 1024 bytes: slots start on a 1024-byte boundary
+    const u32 smem0 = static_cast<u32>(__cvta_generic_to_shared(smem));
+    const u32 base = (smem0 + 1023u) & ~1023u;
+    const u32 full0 = static_cast<u32>(__cvta_generic_to_shared(full_bar));
+    const u32 empty0 = static_cast<u32>(__cvta_generic_to_shared(empty_bar));
+    const int tid = threadIdx.x, wg = tid / 128, warp = tid / 32, lane = tid % 32;
+
+    const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN;
+    const int ktiles = (K + BK - 1) / BK;
+    // ODD with N not a multiple of 8: B in super-rows, K slices permuted; the last K % 8 rows
+    // of B come in the epilogue (K8: the rows the super-rows hold)
+    const bool perm = ODD && N % 8 != 0;
+    const int K8 = perm ? (K & ~7) : K;
+
+    if (tid == 0) {
+#if !ODD
+        prefetch_tensormap(&tma_a);
+#endif
+        prefetch_tensormap(&tma_b);
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full0 + 8 * s, ODD ? 2 : 1);  // the B copies' arrival (+ one A warp's)
+            mbar_init(empty0 + 8 * s, CONSUMERS * 4);  // one arrival per consumer warp
+        }
+        fence_mbarrier_init();  // visible to TMA
+    }
+    __syncthreads();
+
+    SwapRange range(grid_m * grid_n, ktiles);
+    SwapPiece p;
+    if (wg == 0) {
+        if (warp == 0 && lane == 0) {
+            // the copies; `it` counts K slices across pieces (slot it % STAGES, use it / STAGES)
+            u32 it = 0;
+            while (range.take(p)) {
+                const int m0 = (p.tile % grid_m) * BM, n0 = (p.tile / grid_m) * BN;
+                for (int kt = p.k0; kt < p.k1; ++kt, ++it) {
+                    const u32 s = it % STAGES;
+                    if (it >= STAGES) swap_wait(empty0 + 8 * s, ((it / STAGES) - 1) & 1);
+                    const u32 sb = base + s * STAGE_BYTES, bar = full0 + 8 * s;
+#if !ODD
+                    mbar_arrive_expect_tx(bar, STAGE_BYTES);
+                    tma_load_2d(sb + B_BYTES, &tma_a, bar, kt * BK, m0);
+#pragma unroll
+                    for (int q = 0; q < CONSUMERS; ++q)  // columns n0 + 64q .., rows kt*BK ..
+                        tma_load_2d(sb + q * B_BOX_BYTES, &tma_b, bar, n0 + 64 * q, kt * BK);
+#else
+                    mbar_arrive_expect_tx(bar, B_BYTES);
+#pragma unroll
+                    for (int q = 0; q < CONSUMERS; ++q) {
+#pragma unroll
+                        for (int j = 0; j < 8; ++j) {  // 8 boxes of 64 columns x 8 rows
+                            const u32 dst = sb + q * B_BOX_BYTES + j * 1024;
+                            if (perm)  // rows kt*64 + j + 8i: super-rows kt*8 .., offset j*N
+                                tma_load_2d(dst, &tma_b, bar, j * N + n0 + 64 * q, kt * 8);
+                            else  // rows kt*64 + 8j + i of the plain map
+                                tma_load_2d(dst, &tma_b, bar, n0 + 64 * q, kt * BK + 8 * j);
+                        }
+                    }
+#endif
+                }
+            }
+        }
+#if ODD
+        if (warp >= 1 && warp <= A_WARPS) {
+            // A warp aw loads A for the slices it % A_WARPS == aw: BM rows x 8 chunks of 16 B
+            const int aw = warp - 1;
+            u32 it = 0;
+            while (range.take(p)) {
+                const int m0 = (p.tile % grid_m) * BM;
+                for (int kt = p.k0; kt < p.k1; ++kt, ++it) {
+                    if (static_cast<int>(it % A_WARPS) != aw) continue;
+                    const u32 s = it % STAGES;
+                    if (it >= STAGES) swap_wait(empty0 + 8 * s, ((it / STAGES) - 1) & 1);
+                    const u32 sa = base + s * STAGE_BYTES + B_BYTES;
+#pragma unroll 2
+                    for (int c = lane; c < BM * 8; c += 32) {
+                        const int r = c / 8, q = c % 8, m = m0 + r;
+                        u32 v[4];
+#pragma unroll
+                        for (int i = 0; i < 8; i += 2) {
+                            const int ka = kt * BK + (perm ? q + 8 * i : 8 * q + i);
+                            const int kb = kt * BK + (perm ? q + 8 * (i + 1) : 8 * q + i + 1);
+                            const size_t row = static_cast<size_t>(m) * K;
+                            const u32 lo = m < M && ka < K8 ? __ldg(A + row + ka) : 0u;
+                            const u32 hi = m < M && kb < K8 ? __ldg(A + row + kb) : 0u;
+                            v[i / 2] = lo | (hi << 16);
+                        }
+                        st_shared_v4_u32(sa + r * 128 + ((q ^ (r % 8)) << 4), v[0], v[1], v[2],
+                                         v[3]);
+                    }
+                    fence_proxy_async();  // each writer: its stores visible to wgmma ...
+                    __syncwarp();
+                    if (lane == 0) mbar_arrive(full0 + 8 * s);  // ... before the warp arrives
+                }
+            }
+        }
+#endif
+    } else {
+        const int c = wg - 1;  // consumer c: columns 64c .. 64c+63 of each tile
+        const bool leader = tid % 128 == 0;
+        const int bar_id = 1 + c;
+        // the workspace: every block's partials (CONSUMERS each), then their flags
+        u32* flags = reinterpret_cast<u32*>(workspace + static_cast<size_t>(gridDim.x) *
+                                                            CONSUMERS * PARTIAL_FLOATS);
+        // ODD, N not a multiple of 8 and K < 8: the super-rows hold nothing (the tail does all)
+        const bool mma = K8 > 0;
+        float d[BM / 2];
+#pragma unroll
+        for (int i = 0; i < BM / 2; ++i) d[i] = 0.0f;
+
+        u32 it = 0;
+        while (range.take(p)) {
+            const int m0 = (p.tile % grid_m) * BM, n0 = (p.tile / grid_m) * BN;
+            for (int kt = p.k0; kt < p.k1; ++kt, ++it) {
+                const u32 s = it % STAGES;
+                swap_wait(full0 + 8 * s, (it / STAGES) & 1);
+                const u32 sb = base + s * STAGE_BYTES + c * B_BOX_BYTES;
+                const u32 sa = base + s * STAGE_BYTES + B_BYTES;
+                if (mma) {
+                    wgmma_fence();
+#pragma unroll
+                    for (int kk = 0; kk < BK / 16; ++kk)  // B: +16 rows; A: +32 bytes in its rows
+                        WGMMA(d, smem_desc_mn_sw128(sb + 16 * 128 * kk, B_BOX_BYTES),
+                              smem_desc_k_sw128(sa + 32 * kk), kt != p.k0 || kk != 0);
+                    wgmma_commit();
+                }
+                wgmma_wait<1>();  // the batch of slice it-1 has completed: release its slot
+                if (kt > p.k0 && lane == 0) mbar_arrive(empty0 + 8 * ((it - 1) % STAGES));
+            }
+            wgmma_wait<0>();
+            if (lane == 0) mbar_arrive(empty0 + 8 * ((it - 1) % STAGES));
+            if (!mma) {
+#pragma unroll
+                for (int i = 0; i < BM / 2; ++i) d[i] = 0.0f;
+            }
+            const int me = blockIdx.x;
+            if (p.k0 > 0) {  // the range started inside this tile: its owner finishes it
+                const int i = me * CONSUMERS + c;
+                swap_put_partial(d, workspace + static_cast<size_t>(i) * PARTIAL_FLOATS,
+                                 flags + i, bar_id, leader);
+                continue;
+            }
+            if (p.k1 < ktiles) {  // owner of a cut tile: the workers after it hold the rest
+                const int tile_end = (p.tile + 1) * ktiles;
+                for (int w = me + 1; w < range.workers && range.first_slice(w) < tile_end; ++w) {
+                    const int i = w * CONSUMERS + c;
+                    swap_add_partial(d, workspace + static_cast<size_t>(i) * PARTIAL_FLOATS,
+                                     flags + i, bar_id, leader);
+                }
+            }
+            if (perm && K8 < K) swap_add_tail(d, A, B, M, N, K, K8, m0, n0 + 64 * c);
+            swap_store(d, C, M, N, m0, n0 + 64 * c, alpha, beta);
+        }
+    }
+}
