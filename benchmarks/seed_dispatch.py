@@ -6,8 +6,11 @@
 The records of the documents measured on that device go through the same choice as
 `roofline tune dispatch` (rooflinecli.stages.dispatch.winners): per dtype and shape the fastest
 verified stage; per class, the stage with the highest geometric mean of its speed against the
-reference over the class's shapes (among those verified at all of them; else the stage that won
-the most shapes). Each entry names the documents and measurements it came from.
+reference over the class's shapes it runs (among those verified at all of them; else the stage
+that won the most shapes). The grid's documents (tune-dispatch-grid-*.json, made by
+benchmarks/shapes.sh grid) decide every class they measure; the other documents only the
+classes the grid leaves out. Records of `--stages best` runs (they carry dispatch_class) are
+verdicts on the table, never candidates for it. Each entry names what it came from.
 """
 
 from __future__ import annotations
@@ -22,19 +25,34 @@ HEADER = """The default tune table of the {device}, shipped in the wheel: `--sta
 entry of a shape's class (docs/dispatch.md); the user's own table, written by
 `roofline tune dispatch`, wins where it has the class. Made by benchmarks/seed_dispatch.py from
 the committed documents (benchmarks/results/): per class, the verified stage with the highest
-geomean of % of the reference over the class's shapes; `from` names the documents and
-measurements. Classes no document measured
-have no entry: their shapes take the nearest class's."""
+geomean of % of the reference over the class's shapes it runs; the grid's documents
+(tune-dispatch-grid-*.json: benchmarks/shapes/grid.txt, made by benchmarks/shapes.sh grid)
+decide the classes they measure, the other documents the rest; `from` names the documents and
+measurements. Classes no document measured have no entry: their shapes take the nearest
+class's."""
+
+
+GRID = "tune-dispatch-grid-"  # the documents of the grid (benchmarks/shapes.sh grid)
 
 
 def main(device: str, spec: str, docs: list[str]) -> None:
-    found = []
+    grid: list[tuple[dict, str]] = []
+    other: list[tuple[dict, str]] = []
     for name in docs:
         doc = json.loads(Path(name).read_text())
         if (doc.get("device") or {}).get("name") != device or "profile" in doc.get("command", ""):
             continue
-        found += [(r, Path(name).name) for r in doc["records"]]
-    entries = dispatch.winners(found)
+        # a `--stages best` record measures the table's pick: a verdict on the table, not a
+        # candidate for it (the held-out set's document must not feed the table it judges)
+        records = [r for r in doc["records"] if "dispatch_class" not in r]
+        (grid if Path(name).name.startswith(GRID) else other).extend(
+            (r, Path(name).name) for r in records
+        )
+    # the grid's classes from the grid alone; the classes it does not measure from the rest
+    entries = dispatch.winners(grid)
+    have = {(e.dtype, e.shape_class) for e in entries}
+    entries += [e for e in dispatch.winners(other) if (e.dtype, e.shape_class) not in have]
+    entries.sort(key=lambda e: (e.dtype, e.shape_class))
     sys.stdout.write(dispatch.to_toml(device, spec, entries, HEADER.format(device=device)))
 
 

@@ -4,7 +4,7 @@ A tune table maps a class of shapes to the stage that was fastest (verified) in 
 Shapes are grouped by M (the rows of C, the batch of an LLM's decode step) and by the size of N
 and K (docs/dispatch.md):
 
-    M:    1 | 2-16 | 17-64 | 65-512 | >512
+    M:    1 | 2-4 | 5-16 | 17-32 | 33-64 | 65-128 | 129-256 | 257-512 | 513-1024 | >1024
     N, K: <1k (< 1024) | 1k-8k (1024..8191) | >=8k (>= 8192)
 
 Two tables can hold a device's picks: the user's, written by `roofline tune dispatch` to the
@@ -29,12 +29,20 @@ from rooflinecli import files, paths
 from rooflinecli.errors import RooflineError
 from rooflinecli.stages import gemm
 
+# M in powers of two: the skinny stages' tile (wgmma_swapab's BM, the instruction's N: 8 .. 256)
+# is the next power of two at or above M, so each bucket is the rows one tile shape serves
+# (2-4 and 5-16 both take 16-row WMMA or 8/16-row WGMMA tiles; above 512 the full GEMM stages)
 M_BUCKETS: tuple[tuple[int, int | None, str], ...] = (
     (1, 1, "1"),
-    (2, 16, "2-16"),
-    (17, 64, "17-64"),
-    (65, 512, "65-512"),
-    (513, None, ">512"),
+    (2, 4, "2-4"),
+    (5, 16, "5-16"),
+    (17, 32, "17-32"),
+    (33, 64, "33-64"),
+    (65, 128, "65-128"),
+    (129, 256, "129-256"),
+    (257, 512, "257-512"),
+    (513, 1024, "513-1024"),
+    (1025, None, ">1024"),
 )
 SIZE_BUCKETS: tuple[tuple[int, int | None, str], ...] = (
     (1, 1023, "<1k"),
@@ -73,7 +81,7 @@ def _class_index(name: str) -> tuple[int, int, int]:
         )
     except ValueError:
         raise RooflineError(
-            f"unknown shape class {name!r}: write 'M=<1|2-16|17-64|65-512|>512> "
+            f"unknown shape class {name!r}: write 'M=<{'|'.join(b[2] for b in M_BUCKETS)}> "
             "N=<<1k|1k-8k|>=8k> K=<...>'"
         ) from None
 
@@ -224,10 +232,25 @@ def _stage_of(entry: Entry) -> gemm.Stage:
     return replace(picked, name=label(base, entry.params), arch_params=MappingProxyType({}))
 
 
+def _twin_of(entry: Entry) -> gemm.Stage | None:
+    """The entry's stage as its any-shape twin (Stage.any_shape) with the entry's params, or
+    None where the stage has no twin or the twin lacks one of the params."""
+    base = gemm.BY_NAME[entry.stage]
+    if not base.any_shape:
+        return None
+    twin = gemm.BY_NAME[base.any_shape]
+    params = {k: v for k, v in entry.params.items() if k in twin.params}
+    if len(params) != len(entry.params):
+        return None
+    picked = twin.with_params(params)
+    return replace(picked, name=label(twin, params), arch_params=MappingProxyType({}))
+
+
 def resolve(m: int, n: int, k: int, dtype: str, tables: list[Table], device: str) -> Pick:
     """The stage to run at one shape: the entry of the shape's class in the first table that
-    has one; where none does, or its stage refuses the shape, the nearest class's entry that
-    runs it (nearest in M buckets first, then N and K)."""
+    has one; where its stage refuses the shape (a TMA stage at N or K no multiple of 8), the
+    stage's any-shape twin with the same tiles; where none does, the nearest class's entry that
+    runs it, or whose twin does (nearest in M buckets first, then N and K)."""
     want = class_of(m, n, k)
     wi = _class_index(want)
     ranked: list[tuple[tuple[int, int, int], Entry, Table]] = []  # (rank, entry, table)
@@ -249,11 +272,28 @@ def resolve(m: int, n: int, k: int, dtype: str, tables: list[Table], device: str
         stage = _stage_of(e)
         if stage.refuses(m, n, k) is None:
             return Pick(stage, want, e.shape_class, table.where, e.source)
+        twin = _twin_of(e)  # the same technique and tiles for the shapes the stage refuses
+        if twin is not None and twin.refuses(m, n, k) is None:
+            return Pick(twin, want, e.shape_class, table.where, e.source)
     # no entry runs it: the registry's last (most developed) stage of the dtype that does
     for stage in reversed(gemm.select(None, dtype)[:-1]):
         if stage.refuses(m, n, k) is None:
             return Pick(stage, want, "none", "the registry (no table entry runs the shape)", "")
     raise RooflineError(f"--stages best: no {dtype} stage runs {m}x{n}x{k}")
+
+
+def _runs(
+    name: str, per: dict[tuple[int, int, int], tuple], shapes: set[tuple[int, int, int]]
+) -> set[tuple[int, int, int]]:
+    """The shapes of `shapes` that the stage a record names (stage@P=V, its params read off
+    one of its records) runs rather than refuses; every shape when the registry cannot say."""
+    base = gemm.BY_NAME[name.split("@")[0]]
+    params = dict(next(iter(per.values()))[1].get("params") or {})
+    try:
+        stage = base.with_params({k: int(v) for k, v in params.items() if base.params.get(k) != v})
+    except (RooflineError, KeyError, ValueError, ZeroDivisionError):
+        return set(shapes)
+    return {sh for sh in shapes if stage.refuses(*sh) is None}
 
 
 def _geomean(values: list[float]) -> float:
@@ -291,18 +331,23 @@ def winners(found: Iterable[tuple[dict[str, Any], str]]) -> list[Entry]:
     out = []
     for (dt, cls), wins in sorted(by_class.items()):
         shapes = {(r["m"], r["n"], r["k"]) for r, _ in wins}
-        full = {s: per for s, per in ratio.get((dt, cls), {}).items() if set(per) >= shapes}
+        # each stage over the class's shapes it runs (a TMA stage refuses N, K no multiple of
+        # 8: its any-shape twin runs those), verified at every one of them
+        runs = {s: _runs(s, per, shapes) for s, per in ratio.get((dt, cls), {}).items()}
+        full = {
+            s: per for s, per in ratio.get((dt, cls), {}).items() if runs[s] and set(per) >= runs[s]
+        }
         if full:
-            scores = {s: _geomean([per[shape][0] for shape in shapes]) for s, per in full.items()}
-            total = {
-                s: sum(per[shape][1]["time_ms"] for shape in shapes) for s, per in full.items()
-            }
+            scores = {s: _geomean([per[sh][0] for sh in runs[s]]) for s, per in full.items()}
+            total = {s: sum(per[sh][1]["time_ms"] for sh in runs[s]) for s, per in full.items()}
             name = max(full, key=lambda s: (scores[s], -total[s]))  # a tie: least time, then first
-            chosen = [(full[name][shape][1], full[name][shape][2]) for shape in sorted(shapes)]
+            chosen = [(full[name][sh][1], full[name][sh][2]) for sh in sorted(runs[name])]
             why = (
-                f"{scores[name]:.1f}% of the reference (geomean) over the {len(shapes)} "
+                f"{scores[name]:.1f}% of the reference (geomean) over the {len(runs[name])} "
                 "shape(s) of the class"
             )
+            if len(runs[name]) < len(shapes):
+                why += f" it runs (of {len(shapes)})"
         else:
             count: dict[str, list[tuple[dict[str, Any], str]]] = {}
             for r, doc in wins:
