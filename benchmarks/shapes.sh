@@ -15,7 +15,7 @@
 #     3. `roofline run llm --preset llama-7b --batch 1,16 --stages best` (bf16);
 #     4. per document the geometric mean of % of cuBLAS and the worst shape (summary.txt).
 #
-# Everything lands in OUTDIR/docs and is packed into OUTDIR/shapes-STEP.tar.xz (one file to
+# Everything lands in OUTDIR/docs and is packed into OUTDIR/shapes-STEP.tgz (one file to
 # fetch from a remote machine). Run from anywhere; ROOFLINE_COMMIT names the code measured.
 set -u
 STEP=${1:?usage: shapes.sh grid|verdict OUTDIR}
@@ -50,10 +50,10 @@ declare -A CAND=(
 )
 GRID_MS="1 3 12 24 56 112 200 320"
 
-pack() {
-  log "total $(( $(date +%s) - START )) s"
-  tar -C "$D" -cJf "$OUT/shapes-$STEP.tar.xz" . && ls -la "$OUT/shapes-$STEP.tar.xz"
-}
+# the documents so far, in one file (repacked after each step: a run cut short keeps them)
+pack() { tar -C "$D" -cf - . | gzip -1 > "$OUT/shapes-$STEP.tgz.part" && mv "$OUT/shapes-$STEP.tgz.part" "$OUT/shapes-$STEP.tgz"; }
+DEADLINE=${SHAPES_DEADLINE:-330}  # seconds after which no further run starts
+late() { [ $(( $(date +%s) - START )) -ge "$DEADLINE" ] && { log "deadline: $* not run"; return 0; }; return 1; }
 
 if [ "$STEP" = grid ]; then
   log "0: compile the candidates in parallel ($ARCH)"
@@ -64,18 +64,21 @@ print(' '.join(s.name for s in stages.select(sys.argv[1].rstrip(','), 'fp16')[:-
   timeout 120 python3 benchmarks/precompile_stage.py "$ARCH" $ITEMS wgmma_swapab_any \
     > "$D/precompile.txt" 2>&1
   log "precompiled (rc $?) at $(( $(date +%s) - START )) s"
-  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_swapab.py \
+  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_swapab.py \
     > "$D/test-swapab-gpu.txt" 2>&1
   log "0: tests/gpu/test_swapab.py rc $?: $(tail -1 "$D/test-swapab-gpu.txt") at $(( $(date +%s) - START )) s"
   for DT in bf16 fp16; do
     for m in $GRID_MS; do
       S=$(grep -v '^#' benchmarks/shapes/grid.txt | grep "^${m}x" | paste -sd, -)
+      late "tune dispatch $DT M=$m" && continue
       timeout 120 $R tune dispatch --dtype "$DT" --sizes "$S" --stages "${CAND[$m]}" \
         --budget-ms 10 -q --format csv -o "$D/tune-dispatch-grid-$DT-m$m.json" --force \
         > "$D/tune-dispatch-grid-$DT-m$m.csv" 2> "$D/tune-dispatch-grid-$DT-m$m.err"
       log "1: tune dispatch $DT M=$m rc $? at $(( $(date +%s) - START )) s"
+      pack
     done
   done
+  log "total $(( $(date +%s) - START )) s"
   pack
   exit 0
 fi
@@ -84,19 +87,22 @@ if [ "$STEP" = verdict ]; then
   export ROOFLINE_CACHE_DIR=$OUT/cache  # no user table: the shipped one decides
   for DT in bf16 fp16; do
     for SET in public odd heldout; do
+      late "run gemm best $DT $SET" && continue
       timeout 200 $R run gemm --stages best --dtype "$DT" --sizes "$(shapes $SET)" \
         --budget-ms 20 -q --no-chart --format csv -o "$D/gemm-$DT-$SET-best.json" --force \
         > "$D/gemm-$DT-$SET-best.csv" 2> "$D/gemm-$DT-$SET-best.err"
       log "2: run gemm best $DT $SET rc $? at $(( $(date +%s) - START )) s"
+      pack
     done
   done
-  timeout 120 $R run llm --preset llama-7b --batch 1,16 --stages best --dtype bf16 -q \
+  late "run llm" || timeout 120 $R run llm --preset llama-7b --batch 1,16 --stages best --dtype bf16 -q \
     -o "$D/llm-llama-7b-bf16-best-1-16.json" --force > "$D/llm-llama-7b-bf16-best-1-16.txt" \
     2>&1
   log "3: run llm rc $? at $(( $(date +%s) - START )) s"
   for f in "$D"/gemm-*-best.json "$D"/llm-*.json; do
     [ -s "$f" ] && python3 benchmarks/summarize_best.py "$f" 2>&1 | tail -3 >> "$D/summary.txt"
   done
+  log "total $(( $(date +%s) - START )) s"
   pack
   exit 0
 fi
