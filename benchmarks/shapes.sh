@@ -9,6 +9,7 @@
 #        documents, copied into benchmarks/results/, are what benchmarks/seed_dispatch.py seeds
 #        the shipped table of the grid's classes from (docs/dispatch.md).
 #   benchmarks/shapes.sh verdict OUTDIR
+#     0. the GPU tests of the skinny stages, as in step 0;
 #     2. per dtype, `roofline run gemm --stages best` over the public set, the odd shapes and
 #        the held-out set (benchmarks/shapes/*.txt) from the table as shipped (a bare cache):
 #        gemm-DT-public-best.json, gemm-DT-odd-best.json, gemm-DT-heldout-best.json;
@@ -55,6 +56,18 @@ pack() { tar -C "$D" -cf - . | gzip -1 > "$OUT/shapes-$STEP.tgz.part" && mv "$OU
 DEADLINE=${SHAPES_DEADLINE:-330}  # seconds after which no further run starts
 late() { [ $(( $(date +%s) - START )) -ge "$DEADLINE" ] && { log "deadline: $* not run"; return 0; }; return 1; }
 
+# tests/gpu/test_swapab.py, each test in its own process (a kernel that fails its launch takes
+# the CUDA context of its process with it: the tests after it would fail for that alone)
+gpu_tests() {
+  local t rc
+  for t in $(python3 -m pytest -q --collect-only -p no:cacheprovider tests/gpu/test_swapab.py \
+      2>/dev/null | grep '::'); do
+    timeout 90 python3 -m pytest -q -p no:cacheprovider "$t" >> "$D/test-swapab-gpu.txt" 2>&1
+    rc=$?
+    log "tests/gpu: $t rc $rc at $(( $(date +%s) - START )) s"
+  done
+}
+
 if [ "$STEP" = grid ]; then
   log "0: compile the candidates in parallel ($ARCH)"
   ALL=$(for m in $GRID_MS; do printf '%s,' "${CAND[$m]}"; done)
@@ -64,9 +77,7 @@ print(' '.join(s.name for s in stages.select(sys.argv[1].rstrip(','), 'fp16')[:-
   timeout 120 python3 benchmarks/precompile_stage.py "$ARCH" $ITEMS wgmma_swapab_any \
     > "$D/precompile.txt" 2>&1
   log "precompiled (rc $?) at $(( $(date +%s) - START )) s"
-  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_swapab.py \
-    > "$D/test-swapab-gpu.txt" 2>&1
-  log "0: tests/gpu/test_swapab.py rc $?: $(tail -1 "$D/test-swapab-gpu.txt") at $(( $(date +%s) - START )) s"
+  gpu_tests
   for DT in bf16 fp16; do
     for m in $GRID_MS; do
       S=$(grep -v '^#' benchmarks/shapes/grid.txt | grep "^${m}x" | paste -sd, -)
@@ -84,6 +95,8 @@ print(' '.join(s.name for s in stages.select(sys.argv[1].rstrip(','), 'fp16')[:-
 fi
 
 if [ "$STEP" = verdict ]; then
+  log "0: the GPU tests of the skinny stages"
+  gpu_tests
   export ROOFLINE_CACHE_DIR=$OUT/cache  # no user table: the shipped one decides
   for DT in bf16 fp16; do
     for SET in public odd heldout; do

@@ -150,27 +150,43 @@ __device__ __forceinline__ void swap_put_partial(const float (&d)[BM / 2], float
     }
 }
 
-// The owner of a cut tile: wait for one later worker's flag, add its partial, and put the flag
-// back to 0 for the next launch (the host zeroed the workspace once).
-__device__ __forceinline__ void swap_add_partial(float (&d)[BM / 2], const float* slot, u32* flag,
-                                                 int bar_id, bool leader) {
-    if (leader) {
-        for (u32 polls = 1; ld_acquire_gpu(flag) == 0u; ++polls) {
-            if (polls == (1u << 22)) __trap();  // seconds without it: fail, never hang the GPU
-            __nanosleep(64);
+// The owner of a cut tile: the partials of workers w0 .. w1-1 (their ranges start inside it)
+// added to d. The first warp's lanes wait for the flags side by side (lane i: worker w0 + i)
+// and put them back to 0 for the next launch (the host zeroed the workspace once; each worker
+// sets its flag at most once a launch); after the warpgroup's barrier every thread reads its
+// fragment of each partial from L2 (ld.global.cg).
+__device__ __forceinline__ void swap_add_partials(float (&d)[BM / 2], const float* workspace,
+                                                  u32* flags, int w0, int w1, int c, int bar_id) {
+    if (threadIdx.x % 128 < 32) {
+        for (int w = w0 + static_cast<int>(threadIdx.x % 32); w < w1; w += 32) {
+            u32* flag = flags + w * CONSUMERS + c;
+            for (u32 polls = 1; ld_acquire_gpu(flag) == 0u; ++polls) {
+                // seconds without it: a worker never ran (all blocks resident?); fail, never hang
+                if (polls == (1u << 22)) __trap();
+                __nanosleep(64);
+            }
+            st_release_gpu(flag, 0u);
         }
     }
-    bar_sync(bar_id, 128);  // the warpgroup sees what the leader acquired
-    const float4* in = reinterpret_cast<const float4*>(slot) + threadIdx.x % 128;
+    bar_sync(bar_id, 128);  // the warpgroup sees what the lanes acquired
+    for (int w = w0; w < w1; ++w) {
+        const float* slot = workspace + static_cast<size_t>(w * CONSUMERS + c) * PARTIAL_FLOATS;
+        const float4* in = reinterpret_cast<const float4*>(slot) + threadIdx.x % 128;
+        constexpr int G = PARTIAL_VECS < 8 ? PARTIAL_VECS : 8;  // loads in flight at once
 #pragma unroll
-    for (int j = 0; j < PARTIAL_VECS; ++j) {
-        const float4 p = __ldcg(in + 128 * j);
-        d[4 * j] += p.x;
-        d[4 * j + 1] += p.y;
-        d[4 * j + 2] += p.z;
-        d[4 * j + 3] += p.w;
+        for (int j0 = 0; j0 < PARTIAL_VECS; j0 += G) {
+            float4 p[G];
+#pragma unroll
+            for (int j = 0; j < G; ++j) p[j] = __ldcg(in + 128 * (j0 + j));
+#pragma unroll
+            for (int j = 0; j < G; ++j) {
+                d[4 * (j0 + j)] += p[j].x;
+                d[4 * (j0 + j) + 1] += p[j].y;
+                d[4 * (j0 + j) + 2] += p[j].z;
+                d[4 * (j0 + j) + 3] += p[j].w;
+            }
+        }
     }
-    if (leader) st_release_gpu(flag, 0u);
 }
 
 // ODD: the rows k0 .. K-1 of B past the super-rows, added to a thread's block from global memory
@@ -283,6 +299,10 @@ gemm_wgmma_swapab(int M, int N, int K, float alpha, const elem_t* __restrict__ A
                     for (int q = 0; q < CONSUMERS; ++q)  // columns n0 + 64q .., rows kt*BK ..
                         tma_load_2d(sb + q * B_BOX_BYTES, &tma_b, bar, n0 + 64 * q, kt * BK);
 #else
+                    if (K8 == 0) {  // no group of 8 rows (K < 8, N odd): the tail does it all
+                        mbar_arrive(bar);
+                        continue;
+                    }
                     mbar_arrive_expect_tx(bar, B_BYTES);
 #pragma unroll
                     for (int q = 0; q < CONSUMERS; ++q) {
@@ -381,11 +401,9 @@ gemm_wgmma_swapab(int M, int N, int K, float alpha, const elem_t* __restrict__ A
             }
             if (p.k1 < ktiles) {  // owner of a cut tile: the workers after it hold the rest
                 const int tile_end = (p.tile + 1) * ktiles;
-                for (int w = me + 1; w < range.workers && range.first_slice(w) < tile_end; ++w) {
-                    const int i = w * CONSUMERS + c;
-                    swap_add_partial(d, workspace + static_cast<size_t>(i) * PARTIAL_FLOATS,
-                                     flags + i, bar_id, leader);
-                }
+                int w1 = me + 1;
+                while (w1 < range.workers && range.first_slice(w1) < tile_end) ++w1;
+                swap_add_partials(d, workspace, flags, me + 1, w1, c, bar_id);
             }
             if (perm && K8 < K) swap_add_tail(d, A, B, M, N, K, K8, m0, n0 + 64 * c);
             swap_store(d, C, M, N, m0, n0 + 64 * c, alpha, beta);
