@@ -74,7 +74,7 @@ if [ "$STEP" = grid ]; then
   ITEMS=$(python3 -c "import sys; from rooflinecli.stages import gemm as stages
 print(' '.join(s.name for s in stages.select(sys.argv[1].rstrip(','), 'fp16')[:-1]))" "$ALL")
   # shellcheck disable=SC2086  # one argument per item
-  timeout 120 python3 benchmarks/precompile_stage.py "$ARCH" $ITEMS wgmma_swapab_any \
+  timeout 120 python3 benchmarks/precompile_stage.py "$ARCH" $ITEMS \
     > "$D/precompile.txt" 2>&1
   log "precompiled (rc $?) at $(( $(date +%s) - START )) s"
   gpu_tests

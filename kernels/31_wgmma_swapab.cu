@@ -26,25 +26,9 @@
 //     the bytes of B, so its scattered 16-byte runs cost little); beta == 0 never reads C.
 // Consumers: BN / 64 warpgroups, consumer c computes columns n0 + 64c .. +63 of the tile; warp 0
 // of the producer warpgroup issues the copies.
-//
-// ODD = 1 (stage 32, wgmma_swapab_any): any N and K. TMA needs 16-byte row pitches, i.e. N and K
-// multiples of 8 in 16-bit types; the contract's B (pitch N) and A (pitch K) then have none.
-//   * B: eight consecutive rows of B are 8N elements, a multiple of 16 bytes whatever N is. A
-//     tensor map over B as "super-rows" of 8N elements (K / 8 of them; tma.py) with boxes of
-//     64 elements x 8 super-rows: box j of a 64-row K slice, at coordinates (j*N + n0, kt*8),
-//     holds rows kt*64 + j + 8i (i = 0..7) of columns n0 .. n0+63, and lands at j * 1024 bytes:
-//     slot row 8j + i holds K row j + 8i, a fixed permutation of the slice's 64 rows (an 8 x 8
-//     transpose). Columns past N read the next row's first elements: they reach only columns of
-//     C that are never stored. Super-rows past K / 8 are outside the map: zeros.
-//   * A: three producer warps load it element by element (A is BM x 64 elements a slice, from
-//     L2: every worker reads the same A), permuted the same way (slot column 8q + i holds k
-//     kt*64 + q + 8i), zeros past M and K, store it 128-byte swizzled, fence it for the async
-//     proxy and arrive on the slot's barrier (which then waits for the B bytes and one A warp).
-//     Each A warp takes every third slice, so three slices of A are in flight.
-//   * The last K % 8 rows of B (past the super-rows) are added by each tile's owner in the
-//     epilogue, from global memory: a rank-(K % 8) update of its C block.
-//   When N is a multiple of 8 the B map is the plain one (rows of N), in boxes of 64 x 8 rows,
-//   and nothing is permuted; A still comes through the loads (its pitch K need not be).
+// Shapes: any M; N and K multiples of 8 (TMA row pitches of whole 16-byte units; the registry
+// refuses others, and `--stages best` takes another stage there). Tensor maps as stage 24's
+// (A: boxes of BM rows x 64, B: 64 x 64), then the workspace.
 #ifndef BM
 #error "BM (rows of C per tile: the instruction's N, 8 .. 256) must be given as -DBM=..."
 #endif
@@ -63,11 +47,8 @@
 #ifndef SK_MIN
 #define SK_MIN 4  // fewest K slices in one worker's range
 #endif
-#ifndef ODD
-#define ODD 0
-#endif
 
-#include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float, st_shared_v4_u32
+#include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float
 #include "ptx_sm90.cuh"  // TmaMap, mbarriers, TMA loads, wgmma (A transposed), global flags
 
 typedef unsigned int u32;
@@ -83,7 +64,6 @@ constexpr int RING_STAGES = RING_KIB * 1024 / STAGE_BYTES;
 constexpr int STAGES = RING_STAGES < MAX_STAGES ? RING_STAGES : MAX_STAGES;
 constexpr int PARTIAL_FLOATS = 64 * BM;  // one consumer's fp32 partial block
 constexpr int PARTIAL_VECS = BM / 8;     // float4 per thread: its BM / 2 accumulators
-constexpr int A_WARPS = 3;               // ODD: warps 1..3 of the producer load A
 
 static_assert(BK == 64, "one K slice is one 128-byte swizzle row of 64 two-byte elements");
 static_assert(BN == 64 || BN == 128 || BN == 256, "1, 2 or 4 consumer warpgroups of 64 columns");
@@ -189,33 +169,6 @@ __device__ __forceinline__ void swap_add_partials(float (&d)[BM / 2], const floa
     }
 }
 
-// ODD: the rows k0 .. K-1 of B past the super-rows, added to a thread's block from global memory
-// (A and B read through L2; at most 7 rows).
-__device__ __forceinline__ void swap_add_tail(float (&d)[BM / 2], const elem_t* __restrict__ A,
-                                              const elem_t* __restrict__ B, int M, int N, int K,
-                                              int k0, int m0, int n0) {
-    const int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4;
-    const int g = lane / 4, t = lane % 4;
-    for (int k = k0; k < K; ++k) {
-        float b[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int n = n0 + 16 * w + g + 8 * h;
-            b[h] = n < N ? to_float(B[static_cast<size_t>(k) * N + n]) : 0.0f;
-        }
-#pragma unroll
-        for (int j = 0; j < BM / 8; ++j) {
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int m = m0 + 8 * j + 2 * t + e;
-                const float a = m < M ? to_float(A[static_cast<size_t>(m) * K + k]) : 0.0f;
-                d[4 * j + e] = fmaf(a, b[0], d[4 * j + e]);
-                d[4 * j + 2 + e] = fmaf(a, b[1], d[4 * j + 2 + e]);
-            }
-        }
-    }
-}
-
 // C = alpha * D (+ beta * C) for a consumer's 64 columns x BM rows at (m0, n0), one element at a
 // time, bounds-checked: 8 lanes write 16 contiguous bytes of a row of C.
 __device__ __forceinline__ void swap_store(const float (&d)[BM / 2], elem_t* __restrict__ C, int M,
@@ -246,10 +199,7 @@ __device__ __forceinline__ void swap_store(const float (&d)[BM / 2], elem_t* __r
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 gemm_wgmma_swapab(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
                   const elem_t* __restrict__ B, float beta, elem_t* __restrict__ C,
-#if !ODD
-                  const __grid_constant__ TmaMap tma_a,
-#endif
-                  const __grid_constant__ TmaMap tma_b, float* __restrict__ workspace) {
+                  const __grid_constant__ TmaMap tma_a, const __grid_constant__ TmaMap tma_b, float* __restrict__ workspace) {
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ __align__(8) u64 full_bar[STAGES], empty_bar[STAGES];
     // 128-byte swizzle repeats every 1024 bytes: slots start on a 1024-byte boundary
@@ -261,19 +211,13 @@ gemm_wgmma_swapab(int M, int N, int K, float alpha, const elem_t* __restrict__ A
 
     const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN;
     const int ktiles = (K + BK - 1) / BK;
-    // ODD with N not a multiple of 8: B in super-rows, K slices permuted; the last K % 8 rows
-    // of B come in the epilogue (K8: the rows the super-rows hold)
-    const bool perm = ODD && N % 8 != 0;
-    const int K8 = perm ? (K & ~7) : K;
 
     if (tid == 0) {
-#if !ODD
         prefetch_tensormap(&tma_a);
-#endif
         prefetch_tensormap(&tma_b);
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full0 + 8 * s, ODD ? 2 : 1);  // the B copies' arrival (+ one A warp's)
+            mbar_init(full0 + 8 * s, 1);  // the producer's arrive.expect_tx
             mbar_init(empty0 + 8 * s, CONSUMERS * 4);  // one arrival per consumer warp
         }
         fence_mbarrier_init();  // visible to TMA
@@ -292,68 +236,14 @@ gemm_wgmma_swapab(int M, int N, int K, float alpha, const elem_t* __restrict__ A
                     const u32 s = it % STAGES;
                     if (it >= STAGES) swap_wait(empty0 + 8 * s, ((it / STAGES) - 1) & 1);
                     const u32 sb = base + s * STAGE_BYTES, bar = full0 + 8 * s;
-#if !ODD
                     mbar_arrive_expect_tx(bar, STAGE_BYTES);
                     tma_load_2d(sb + B_BYTES, &tma_a, bar, kt * BK, m0);
 #pragma unroll
                     for (int q = 0; q < CONSUMERS; ++q)  // columns n0 + 64q .., rows kt*BK ..
                         tma_load_2d(sb + q * B_BOX_BYTES, &tma_b, bar, n0 + 64 * q, kt * BK);
-#else
-                    if (K8 == 0) {  // no group of 8 rows (K < 8, N odd): the tail does it all
-                        mbar_arrive(bar);
-                        continue;
-                    }
-                    mbar_arrive_expect_tx(bar, B_BYTES);
-#pragma unroll
-                    for (int q = 0; q < CONSUMERS; ++q) {
-#pragma unroll
-                        for (int j = 0; j < 8; ++j) {  // 8 boxes of 64 columns x 8 rows
-                            const u32 dst = sb + q * B_BOX_BYTES + j * 1024;
-                            if (perm)  // rows kt*64 + j + 8i: super-rows kt*8 .., offset j*N
-                                tma_load_2d(dst, &tma_b, bar, j * N + n0 + 64 * q, kt * 8);
-                            else  // rows kt*64 + 8j + i of the plain map
-                                tma_load_2d(dst, &tma_b, bar, n0 + 64 * q, kt * BK + 8 * j);
-                        }
-                    }
-#endif
                 }
             }
         }
-#if ODD
-        if (warp >= 1 && warp <= A_WARPS) {
-            // A warp aw loads A for the slices it % A_WARPS == aw: BM rows x 8 chunks of 16 B
-            const int aw = warp - 1;
-            u32 it = 0;
-            while (range.take(p)) {
-                const int m0 = (p.tile % grid_m) * BM;
-                for (int kt = p.k0; kt < p.k1; ++kt, ++it) {
-                    if (static_cast<int>(it % A_WARPS) != aw) continue;
-                    const u32 s = it % STAGES;
-                    if (it >= STAGES) swap_wait(empty0 + 8 * s, ((it / STAGES) - 1) & 1);
-                    const u32 sa = base + s * STAGE_BYTES + B_BYTES;
-#pragma unroll 2
-                    for (int c = lane; c < BM * 8; c += 32) {
-                        const int r = c / 8, q = c % 8, m = m0 + r;
-                        u32 v[4];
-#pragma unroll
-                        for (int i = 0; i < 8; i += 2) {
-                            const int ka = kt * BK + (perm ? q + 8 * i : 8 * q + i);
-                            const int kb = kt * BK + (perm ? q + 8 * (i + 1) : 8 * q + i + 1);
-                            const size_t row = static_cast<size_t>(m) * K;
-                            const u32 lo = m < M && ka < K8 ? __ldg(A + row + ka) : 0u;
-                            const u32 hi = m < M && kb < K8 ? __ldg(A + row + kb) : 0u;
-                            v[i / 2] = lo | (hi << 16);
-                        }
-                        st_shared_v4_u32(sa + r * 128 + ((q ^ (r % 8)) << 4), v[0], v[1], v[2],
-                                         v[3]);
-                    }
-                    fence_proxy_async();  // each writer: its stores visible to wgmma ...
-                    __syncwarp();
-                    if (lane == 0) mbar_arrive(full0 + 8 * s);  // ... before the warp arrives
-                }
-            }
-        }
-#endif
     } else {
         const int c = wg - 1;  // consumer c: columns 64c .. 64c+63 of each tile
         const bool leader = tid % 128 == 0;
@@ -361,8 +251,6 @@ gemm_wgmma_swapab(int M, int N, int K, float alpha, const elem_t* __restrict__ A
         // the workspace: every block's partials (CONSUMERS each), then their flags
         u32* flags = reinterpret_cast<u32*>(workspace + static_cast<size_t>(gridDim.x) *
                                                             CONSUMERS * PARTIAL_FLOATS);
-        // ODD, N not a multiple of 8 and K < 8: the super-rows hold nothing (the tail does all)
-        const bool mma = K8 > 0;
         float d[BM / 2];
 #pragma unroll
         for (int i = 0; i < BM / 2; ++i) d[i] = 0.0f;
@@ -375,23 +263,17 @@ gemm_wgmma_swapab(int M, int N, int K, float alpha, const elem_t* __restrict__ A
                 swap_wait(full0 + 8 * s, (it / STAGES) & 1);
                 const u32 sb = base + s * STAGE_BYTES + c * B_BOX_BYTES;
                 const u32 sa = base + s * STAGE_BYTES + B_BYTES;
-                if (mma) {
-                    wgmma_fence();
+                wgmma_fence();
 #pragma unroll
-                    for (int kk = 0; kk < BK / 16; ++kk)  // B: +16 rows; A: +32 bytes in its rows
-                        WGMMA(d, smem_desc_mn_sw128(sb + 16 * 128 * kk, B_BOX_BYTES),
-                              smem_desc_k_sw128(sa + 32 * kk), kt != p.k0 || kk != 0);
-                    wgmma_commit();
-                }
+                for (int kk = 0; kk < BK / 16; ++kk)  // B: +16 rows; A: +32 bytes in its rows
+                    WGMMA(d, smem_desc_mn_sw128(sb + 16 * 128 * kk, B_BOX_BYTES),
+                          smem_desc_k_sw128(sa + 32 * kk), kt != p.k0 || kk != 0);
+                wgmma_commit();
                 wgmma_wait<1>();  // the batch of slice it-1 has completed: release its slot
                 if (kt > p.k0 && lane == 0) mbar_arrive(empty0 + 8 * ((it - 1) % STAGES));
             }
             wgmma_wait<0>();
             if (lane == 0) mbar_arrive(empty0 + 8 * ((it - 1) % STAGES));
-            if (!mma) {
-#pragma unroll
-                for (int i = 0; i < BM / 2; ++i) d[i] = 0.0f;
-            }
             const int me = blockIdx.x;
             if (p.k0 > 0) {  // the range started inside this tile: its owner finishes it
                 const int i = me * CONSUMERS + c;
@@ -405,7 +287,6 @@ gemm_wgmma_swapab(int M, int N, int K, float alpha, const elem_t* __restrict__ A
                 while (w1 < range.workers && range.first_slice(w1) < tile_end) ++w1;
                 swap_add_partials(d, workspace, flags, me + 1, w1, c, bar_id);
             }
-            if (perm && K8 < K) swap_add_tail(d, A, B, M, N, K, K8, m0, n0 + 64 * c);
             swap_store(d, C, M, N, m0, n0 + 64 * c, alpha, beta);
         }
     }

@@ -26,8 +26,7 @@ structured scalar of dtype [("b", np.uint64, 16)] (align=True), which CuPy copie
 parameter buffer.
 
 Stage 31 (31_wgmma_swapab.cu) takes the same two maps, A's box BM rows (its tile's rows of C)
-x BK; stage 32 (the same file with ODD=1: any N and K) takes one map, over B alone
-(`rows8_map`), and loads A itself.
+x BK.
 
 With TMA_C=1 as well (23_mma_tma_ws.cu and 26-29) a third map follows, over C
 (M x N row-major): the kernel stores its results through the copy engine in boxes of
@@ -163,27 +162,11 @@ def extra_args(
     bm, bn, bk = int(p["BM"]), int(p["BN"]), int(p["BK"])
     if bn % B_BOX_COLS:
         raise RooflineError(f"stage {stage.name}: BN = {bn} is not whole {B_BOX_COLS}-column boxes")
-    if int(p.get("ODD", 0)) == 1:  # stage 32: B alone, in boxes of 64 columns x 8 rows
-        return (rows8_map(B, K, N, dtype),)
     tma_a = encode_tensor_map(A, M, K, bm, bk, dtype)
     tma_b = encode_tensor_map(B, K, N, bk, B_BOX_COLS, dtype)
     if int(p.get("TMA_C", 0)) == 1:  # the TMA-store epilogue: a map over C too
         return (tma_a, tma_b, encode_tensor_map(C, M, N, C_BOX_ROWS, C_BOX_COLS, dtype))
     return (tma_a, tma_b)
-
-
-def rows8_map(B: Any, K: int, N: int, dtype: str | None = None) -> Any:
-    """Stage 32's map over the contract's K x N B, boxes of 64 columns x 8 rows. With N a
-    multiple of 8, the plain one (rows of N). Otherwise B as K // 8 "super-rows" of 8N elements
-    (eight rows of B: a pitch of 16N bytes, whole 16-byte units whatever N is), so box j of a
-    slice, at (j * N + n0, k0 / 8), holds rows k0 + j + 8i of columns n0 ..; the last K % 8
-    rows are not in it (the kernel adds them in its epilogue). K < 8 leaves no super-row: a map
-    of one 8-element row is given and never read."""
-    if N % 8 == 0:
-        return encode_tensor_map(B, K, N, 8, B_BOX_COLS, dtype)
-    if K < 8:
-        return encode_tensor_map(B, 1, 8, 1, 8, dtype)
-    return encode_tensor_map(B, K // 8, 8 * N, 8, B_BOX_COLS, dtype)
 
 
 # The attention stage (43_attn_wgmma.cu): boxes of 64 d columns (one 128-byte swizzle row) by

@@ -232,25 +232,10 @@ def _stage_of(entry: Entry) -> gemm.Stage:
     return replace(picked, name=label(base, entry.params), arch_params=MappingProxyType({}))
 
 
-def _twin_of(entry: Entry) -> gemm.Stage | None:
-    """The entry's stage as its any-shape twin (Stage.any_shape) with the entry's params, or
-    None where the stage has no twin or the twin lacks one of the params."""
-    base = gemm.BY_NAME[entry.stage]
-    if not base.any_shape:
-        return None
-    twin = gemm.BY_NAME[base.any_shape]
-    params = {k: v for k, v in entry.params.items() if k in twin.params}
-    if len(params) != len(entry.params):
-        return None
-    picked = twin.with_params(params)
-    return replace(picked, name=label(twin, params), arch_params=MappingProxyType({}))
-
-
 def resolve(m: int, n: int, k: int, dtype: str, tables: list[Table], device: str) -> Pick:
     """The stage to run at one shape: the entry of the shape's class in the first table that
-    has one; where its stage refuses the shape (a TMA stage at N or K no multiple of 8), the
-    stage's any-shape twin with the same tiles; where none does, the nearest class's entry that
-    runs it, or whose twin does (nearest in M buckets first, then N and K)."""
+    has one; where none does, or its stage refuses the shape, the nearest class's entry that
+    runs it (nearest in M buckets first, then N and K)."""
     want = class_of(m, n, k)
     wi = _class_index(want)
     ranked: list[tuple[tuple[int, int, int], Entry, Table]] = []  # (rank, entry, table)
@@ -272,9 +257,6 @@ def resolve(m: int, n: int, k: int, dtype: str, tables: list[Table], device: str
         stage = _stage_of(e)
         if stage.refuses(m, n, k) is None:
             return Pick(stage, want, e.shape_class, table.where, e.source)
-        twin = _twin_of(e)  # the same technique and tiles for the shapes the stage refuses
-        if twin is not None and twin.refuses(m, n, k) is None:
-            return Pick(twin, want, e.shape_class, table.where, e.source)
     # no entry runs it: the registry's last (most developed) stage of the dtype that does
     for stage in reversed(gemm.select(None, dtype)[:-1]):
         if stage.refuses(m, n, k) is None:
@@ -332,7 +314,7 @@ def winners(found: Iterable[tuple[dict[str, Any], str]]) -> list[Entry]:
     for (dt, cls), wins in sorted(by_class.items()):
         shapes = {(r["m"], r["n"], r["k"]) for r, _ in wins}
         # each stage over the class's shapes it runs (a TMA stage refuses N, K no multiple of
-        # 8: its any-shape twin runs those), verified at every one of them
+        # 8, which another class's pick runs), verified at every one of them
         runs = {s: _runs(s, per, shapes) for s, per in ratio.get((dt, cls), {}).items()}
         full = {
             s: per for s, per in ratio.get((dt, cls), {}).items() if runs[s] and set(per) >= runs[s]

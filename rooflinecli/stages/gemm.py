@@ -74,9 +74,6 @@ class Stage:
     # the rows of C (M) the stage is built for, or None for any: a decode stage streams B once
     # per BM rows of C, so outside its range it refuses the shape (it stays correct for any M)
     m_range: tuple[int, int] | None = None
-    # the stage of the same technique that runs the shapes this one refuses (e.g. N, K that
-    # TMA cannot describe), taking the same params: `--stages best` runs it there instead
-    any_shape: str = ""
     # rebuilds the entry from other params (tile, threads, intensities follow the params)
     rebuild: Callable[[Mapping[str, int]], Stage] | None = field(default=None, compare=False)
 
@@ -632,29 +629,16 @@ def _swapab_workspace(bm: int, bn: int) -> Callable[[int, int, int, int], int]:
     return nbytes
 
 
-def _wgmma_swapab(p: dict[str, int], name: str = "wgmma_swapab") -> Stage:
-    """Stages 31-32: C^T = B^T A^T on WGMMA (64 columns of B fill the instruction's 64-row side,
+def _wgmma_swapab(p: dict[str, int]) -> Stage:
+    """Stage 31: C^T = B^T A^T on WGMMA (64 columns of B fill the instruction's 64-row side,
     BM rows of A its N side), pure stream-K over every SM, a ring as deep as shared memory
-    allows; ODD=1 (wgmma_swapab_any) takes any N and K (B through 8-row groups, A by loads)."""
-    odd = bool(p.get("ODD", 0))
+    allows (the kernel's own formula: _swapab_stages)."""
     stages = _swapab_stages(p)
-    what = (
+    stage = _tensor_core(
+        "wgmma_swapab",
         f"skinny M: A and B swapped (C^T = B^T A^T, m64n{p['BM']}k16 HGMMA with B's 64 "
         f"columns as the 64-row side), {p['BM']}x{p['BN']} tiles of C, pure stream-K over "
-        f"every SM (fp32 partials met through a workspace), a {stages}-slice TMA ring"
-    )
-    if odd:
-        what += (
-            "; any N and K: B's rows in groups of 8 (8N elements: a 16-byte pitch whatever N "
-            "is) through TMA, K slices permuted to match, A by loads, the last K % 8 rows in "
-            "the epilogue"
-        )
-    fields: dict[str, Any] = (
-        {"needs_multiple": 1, "multiple_of": "MNK"} if odd else {"any_shape": "wgmma_swapab_any"}
-    )
-    stage = _tensor_core(
-        name,
-        what,
+        f"every SM (fp32 partials met through a workspace), a {stages}-slice TMA ring",
         "31_wgmma_swapab.cu",
         p,
         threads=(128 * (1 + p["BN"] // 64), 1),  # producer + a consumer warpgroup per 64 columns
@@ -666,11 +650,8 @@ def _wgmma_swapab(p: dict[str, int], name: str = "wgmma_swapab") -> Stage:
         tune_space=MappingProxyType(
             {"BM": (8, 16, 32, 64, 128, 256), "BN": (64, 128, 256), "SK_MIN": (4, 16)}
         ),
-        **fields,
     )
-    return replace(
-        stage, entry="gemm_wgmma_swapab", rebuild=lambda q: _wgmma_swapab(dict(q), name)
-    )
+    return replace(stage, rebuild=lambda q: _wgmma_swapab(dict(q)))
 
 
 # Chapter 14: decode. M = batch (1..64) rows of activations times each weight matrix: every weight
@@ -1091,12 +1072,7 @@ STAGES: tuple[Stage, ...] = (
     # skinny and medium M (an LLM's batch times its weights): A and B swapped, stream-K on every SM
     _wgmma_swapab(
         {"BM": 64, "BN": 128, "BK": 64, "RING_KIB": 200, "MAX_STAGES": 12, "SK_MIN": 4}
-        | {"TMA": 1, "ODD": 0}
-    ),
-    _wgmma_swapab(
-        {"BM": 64, "BN": 128, "BK": 64, "RING_KIB": 200, "MAX_STAGES": 12, "SK_MIN": 4}
-        | {"TMA": 1, "ODD": 1},
-        "wgmma_swapab_any",
+        | {"TMA": 1}
     ),
     Stage(
         name="cublas_hgemm",
