@@ -294,7 +294,7 @@ def test_tma_stages_take_the_contracts_b_and_any_m():
     names = {s.name for s in TMA_STAGES}
     assert names == {
         "mma_tma_ws", "wgmma_tma", "wgmma_ws", "wgmma_persistent", "wgmma_cluster", "wgmma_stagger",
-        "wgmma_streamk", "wgmma_stmatrix",
+        "wgmma_streamk", "wgmma_stmatrix", "wgmma_swapab",
     }  # fmt: skip
     for s in TMA_STAGES:
         assert s.b_layout == "kn", s.name
