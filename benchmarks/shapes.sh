@@ -17,7 +17,7 @@
 #     4. per document the geometric mean of % of cuBLAS and the worst shape (summary.txt).
 #
 # Everything lands in OUTDIR/docs and is packed into OUTDIR/shapes-STEP.tgz (one file to
-# fetch from a remote machine). Run from anywhere; ROOFLINE_COMMIT names the code measured.
+# fetch from a remote machine). Run from anywhere; ROOFLINE_COMMIT (the full hash) names the code.
 set -u
 STEP=${1:?usage: shapes.sh grid|verdict OUTDIR}
 OUT=${2:?usage: shapes.sh grid|verdict OUTDIR}

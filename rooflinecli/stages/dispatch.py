@@ -272,7 +272,9 @@ def _runs(
     base = gemm.BY_NAME[name.split("@")[0]]
     params = dict(next(iter(per.values()))[1].get("params") or {})
     try:
-        stage = base.with_params({k: int(v) for k, v in params.items() if base.params.get(k) != v})
+        stage = base.with_params(
+            {k: int(v) for k, v in params.items() if k in base.params and base.params.get(k) != v}
+        )
     except (RooflineError, KeyError, ValueError, ZeroDivisionError):
         return set(shapes)
     return {sh for sh in shapes if stage.refuses(*sh) is None}
@@ -340,10 +342,10 @@ def winners(found: Iterable[tuple[dict[str, Any], str]]) -> list[Entry]:
             chosen = count[name]
             why = f"fastest at {len(chosen)} of {len(wins)} shape(s)"
         base = gemm.BY_NAME[name.split("@")[0]]
-        params = {
+        params = {  # the params that differ, of those the stage still has
             k: int(v)
             for k, v in (chosen[0][0].get("params") or {}).items()
-            if base.params.get(k) != v
+            if k in base.params and base.params.get(k) != v
         }
         notes = []
         for r, doc in chosen:
