@@ -638,7 +638,7 @@ def _wgmma_swapab(p: dict[str, int]) -> Stage:
         "wgmma_swapab",
         f"skinny M: A and B swapped (C^T = B^T A^T, m64n{p['BM']}k16 HGMMA with B's 64 "
         f"columns as the 64-row side), {p['BM']}x{p['BN']} tiles of C, pure stream-K over "
-        f"every SM (fp32 partials met through a workspace), a {stages}-slice TMA ring",
+        f"every SM (fp32 partials met through a workspace), a TMA ring of {stages} slices",
         "31_wgmma_swapab.cu",
         p,
         threads=(128 * (1 + p["BN"] // 64), 1),  # producer + a consumer warpgroup per 64 columns
