@@ -1,20 +1,18 @@
-// Stage 09: warp tiling + double buffering: the fastest SIMT (FP32, no Tensor Core) stage.
-// Stage 08's three levels of tiling (block tile in shared memory, warp tile, thread tile in
-// registers; conflict-free shared-memory layout), plus two copies of each shared tile:
+// Stage 09: warp tiling + double buffering. Stage 08's three levels of tiling (block tile in
+// shared memory, warp tile, thread tile in registers; conflict-free shared-memory layout), plus
+// two copies of each shared tile:
 //   - while the block computes on tile t out of one buffer, each thread's LDG.128s for tile t+1
 //     are already in flight into registers (register staging); only after its FMAs does the
 //     thread store them into the other buffer. The global-memory latency hides behind the
 //     BK * (thread tile) FMAs instead of stalling every warp at the barrier;
 //   - a buffer is overwritten only one iteration after it was read, so one __syncthreads per
 //     K tile suffices (single-buffered stages need two: after the stores, after the reads).
-// The registry's tiles: 128 x 256 x 8 per block, 256 threads (8 warps of 64 x 64), 8 x 16 results
-// per thread as 2 x 4 sub-tiles of 4 x 4 (so every shared read is a conflict-free LDS.128). From
-// global memory per k the block loads BM + BN floats for BM*BN FMAs, 2*128*256 / (4*384) = 42.7
-// FLOP/byte; from shared memory per k a thread loads 8 + 16 floats for 128 FMAs, 2*128 / (4*24)
-// = 2.67 FLOP/byte. Registers: 128 accumulators + 24 operands + 12 staged floats, ~230 in all,
-// so one block (8 warps) per SM; its latency is hidden by 128 independent FMAs per k rather than
-// by more warps. On an H200 that beat 128 x 128 tiles with 8 x 8 per thread at 2 blocks per SM
-// by ~15%: fewer shared loads per FMA and half the barriers per FLOP.
+// The registry's tiles: BM x BN x BK = 128 x 256 x 8, 256 threads (8 warps of WM x WN = 64 x 64),
+// 8 x 16 results per thread as 2 x 4 sub-tiles of TM x TN = 4 x 4 (every shared read a
+// conflict-free LDS.128). From global memory per k the block loads BM + BN floats for BM*BN FMAs,
+// 2*128*256 / (4*384) = 42.7 FLOP/byte; from shared memory per k a thread loads 8 + 16 floats
+// for 128 FMAs, 2.67 FLOP/byte. Registers: 128 accumulators + 24 operands + 12 staged floats,
+// so one block (8 warps) per SM: 128 independent FMAs per k hide latency instead of more warps.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif

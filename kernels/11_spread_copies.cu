@@ -1,38 +1,21 @@
-// Stage 11: stage 10's pipeline with its copies spread over the k-steps, an edge-free hot loop and
-// a grouped block order.
-// Stage 10 already has cuBLAS's structure (cuBLAS's SGEMM on the H200 is a 256x128x8, 3-stage,
-// 8-warp FFMA kernel of 64x64 warp tiles, 254 registers: the same tiles, transposed) and ptxas
-// already gives its FFMA stream reuse flags and alternating register banks (no FFMA with three
-// sources in one bank). What is left is the rest of the issue slots and the stalls around them:
-//   - stage 10 issues all of a tile's copies at k-step 0, right after the barrier: every warp of
-//     the block pushes 12 cp.async (8 transposing 4-byte A copies, 4 16-byte B copies) into the
-//     memory-instruction queue at the same moment. Here an interior iteration issues COPY_STEP
-//     copies per k-step (CUTLASS's SIMT mainloop interleaves its global->shared copies with the
-//     warp MMAs the same way), from two running pointers, one IMAD.WIDE per copy;
-//   - the main loop is compiled twice from one lambda: an interior loop for blocks whose rows of
-//     A and columns of B lie inside the matrices, while the tile being copied is a full K tile,
-//     and stage 10's loop with its bounds-checked copies for the rest (edge blocks, the last
-//     STAGES - 1 iterations). The hot loop holds no edge code, no predicates and no selects:
-//     2224 instructions of SASS where stage 10's loop has 2481 with its edge paths, of which an
-//     interior tile issues about 2227. So the issue slots per K tile are stage 10's; what
-//     changes is when the copies go and that the instruction cache holds only the hot path
-//     (35 KiB). Any M, N, K stays correct;
+// Stage 11: stage 10's pipeline with its copies spread over the k-steps, an edge-free hot loop
+// and a grouped block order. Stage 10 already has cuBLAS SGEMM's structure (3-stage, 8-warp
+// FFMA kernel of 64 x 64 warp tiles) and ptxas already gives its FFMA stream reuse flags and
+// alternating register banks; what is left are the other issue slots and the stalls around them:
+//   - stage 10 issues all of a tile's copies at k-step 0, right after the barrier: every warp
+//     pushes 12 cp.async into the memory-instruction queue at once. Here an interior iteration
+//     issues COPY_STEP copies per k-step (CUTLASS's SIMT mainloop interleaves its copies with
+//     the warp MMAs the same way), from two running pointers, one IMAD.WIDE per copy;
+//   - the main loop is compiled twice from one lambda: an interior loop, for blocks whose rows
+//     of A and columns of B lie inside while the tile being copied is a full K tile, with no
+//     edge code, predicates or selects; and stage 10's bounds-checked loop for the rest (edge
+//     blocks, the last STAGES - 1 iterations). The instruction cache holds only the hot path,
+//     and any M, N, K stays correct;
 //   - the copies of iteration kt are committed as one group at the k-step that issues the last
-//     of them (COPY_DOTS - 1 < BK - 1), before the wait of the last k-step, so stage 10's
-//     commit-group accounting holds unchanged: at that wait STAGES + kt groups are committed
-//     and wait_group(STAGES - 2) leaves tile kt + 1 landed;
-//   - grouped block order: the 2-D launch is read as a line of blocks and walked GROUP_M rows of
-//     tiles at a time, column by column, so that the blocks resident together share rows of A
-//     and columns of B in L2 (row by row, one wave of 132 blocks reads all of B at 4096^3).
-// SASS of the hot loop (NVRTC 13.5, sm_90a; `roofline inspect gemm --stage spread_copies`):
-//   BK 16, COPY_STEP 4 (the registry's): 245 registers, no spills, 2224 instructions per K tile:
-//     2048 FFMA (92.1%), 96 LDS.128 (21.3 FFMA per LDS.128: the 8 x 16 thread tile fixes it),
-//     12 LDGSTS, 9 never-taken `@!PT LDS` that ptxas puts before each cluster of cp.async
-//     (3 per cluster: why COPY_STEP 1 costs 27 more issue slots per tile than COPY_STEP 4);
-//   BK 8, COPY_STEP 12 (all six copies at k-step 0, cuBLAS's K tile): 251 registers, 1117
-//     instructions per K tile (17.5 KiB of loop), 1024 FFMA (91.7%).
-// `roofline tune gemm --stage spread_copies` measures BK 8/16/32 x STAGES 3/4 x COPY_STEP
-// 2/4/12 (12: every copy at k-step 0, as stage 10 issues them: the control).
+//     of them, before the wait of the last k-step, so stage 10's commit-group accounting holds;
+//   - grouped block order: the launch is walked GROUP_M row tiles at a time, column by column,
+//     so the blocks resident together share rows of A and columns of B in L2.
+// COPY_STEP = 12 (every copy at k-step 0, as stage 10 issues them) is the control.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif

@@ -1,36 +1,23 @@
 // Stage 26: a persistent grid. Stage 25 launches one block per 128 x 256 tile, so every tile pays
-// for a block start (barrier init, an empty ring, the first TMA round trip from memory) and ends
-// with an epilogue that runs while its SM's tensor cores idle and no copy is in flight. Here the
-// grid is one block per SM (Stage.launch: min(tiles, SMs)) and each block walks the tiles
-// tile = blockIdx.x, blockIdx.x + gridDim.x, ... in grouped order (GROUP_M tile rows at a time,
-// so the ~132 tiles in flight together share few rows of A and columns of B in L2).
-// The roles are stage 25's: warpgroup 0 produces (one thread issues the TMA copies), warpgroups 1
-// and 2 consume (64 rows x 256 each, m64n256k16), setmaxnreg moves registers to the consumers.
-// New is only the tile loop around them:
-//   * The ring's slot and phase come from one k-slice counter `it` that runs on across tiles in
-//     every role (never reset): slot it % STAGES, use n = it / STAGES of that slot. full[s]
-//     completes phase n when use n has landed; empty[s] completes phase n when the consumers'
-//     8 warps have released use n. The producer waits for empty phase n-1 before use n
-//     (parity (n-1) & 1), consumers wait for full phase n (parity n & 1), as in stage 25 with kt.
-//   * So the producer runs ahead into the next tile's K-slices while the consumers still do the
-//     epilogue of this one: the next tile starts with up to STAGES slices already in shared memory.
-//   * Consumers release the last slice of a tile after wgmma.wait_group 0 (stage 25 never had to),
-//     and the first WGMMA of each tile runs with scale-d = 0, which clears the accumulators.
-//   * Epilogue (TMA_C=1): each consumer converts its 64 x 256 block in 4 chunks of 64 x 64, writes
-//     a chunk into one of two 8 KiB staging buffers in the 128-byte swizzled layout (conflict-free
-//     32-bit shared stores), fences to the async proxy, and one thread hands the chunk to the TMA
-//     store engine (cp.async.bulk.tensor ... bulk_group): global writes are full lines, clipped to
-//     M x N by the copy engine, and they drain while the next tile's mainloop runs. A buffer is
-//     reused only after cp.async.bulk.wait_group.read 1 (the store before the last has read it).
-//     TMA_C=0 keeps stage 25's bounds-checked register-to-global stores.
+// for a block start (barrier init, an empty ring, the first TMA trip to memory) and ends with an
+// epilogue that runs while its SM's tensor cores idle. Here the grid is one block per SM
+// (Stage.launch: min(tiles, SMs)) and each block walks tiles blockIdx.x, + gridDim.x, ... in
+// grouped order (GROUP_M tile rows at a time, so the tiles in flight share A and B in L2).
+// The roles are stage 25's; new is the tile loop around them:
+//   * the ring's slot and phase come from one K-slice counter `it` that runs on across tiles in
+//     every role: slot it % STAGES, use n = it / STAGES. The producer waits for empty phase
+//     n - 1 before use n, the consumers for full phase n;
+//   * so the producer runs ahead into the next tile's K slices while the consumers still do the
+//     epilogue of this one: the next tile starts with up to STAGES slices in shared memory;
+//   * consumers release a tile's last slice after wgmma.wait_group 0, and the first WGMMA of
+//     each tile runs with scale-d = 0, which clears the accumulators;
+//   * epilogue (TMA_C=1): each consumer stages its 64 x BN block in
+//     64-column chunks through two 8 KiB swizzled buffers and one thread hands each chunk to the
+//     TMA store engine: full-line writes clipped to M x N that drain while the next tile's main
+//     loop runs. TMA_C=0 keeps stage 25's bounds-checked register stores.
 // Shared memory: 4 stages x 48 KiB + 2 x 2 x 8 KiB staging + 1 KiB alignment = 225 KiB.
-// Shape rules as in stages 24/25: TMA zero-fills loads outside A and B (M, N, K tails); the TMA
-// store skips elements outside C; K, N multiples of 8 (16-byte TMA row strides), any M.
-// B row-major (b_layout "kn") as in stages 24/25: 4 boxes of 64 k x 64 n per 64 x 256 B tile,
-// read N-major by the WGMMAs (imm-trans-b 1, smem_desc_mn_sw128: LBO 8 KiB box to box, SBO
-// 1 KiB); before, B came K-major and the runner's transpose was charged to every launch.
-// Tensor maps: parameters 9, 10 (A: box BK x BM of M x K; B: box 64 x BK of K x N) and, with
-// TMA_C=1, 11 (C box 64 x 64, 128-byte swizzled), from rooflinecli/gpu/tma.extra_args.
+// Shapes as stages 24/25: any M; K, N multiples of 8. Tensor maps: parameters 9, 10 (A, B) and,
+// with TMA_C=1, 11 (C box 64 x 64), from rooflinecli/gpu/tma.py (extra_args).
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif

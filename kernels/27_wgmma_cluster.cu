@@ -1,42 +1,23 @@
 // Stage 27: 2x1 thread-block clusters with TMA multicast of B, on stage 26's persistent kernel.
-// In stage 26 every block fetches its whole 64 x 256 slice of B per K step from L2 (32 KiB), and
-// the two blocks on row tiles 2i and 2i+1 of one column of C fetch the same bytes. Here those two
-// blocks form a cluster (__cluster_dims__(2, 1, 1): blocks 2c and 2c+1 of the persistent grid)
-// and walk the same sequence of cluster tiles (a 256 x 256 block of C: rank r computes rows
-// 128r .. 128r+127 of it). Each block's producer loads its own A (128 x 64, 16 KiB) and half of
-// B's four 64-column boxes, and the TMA multicasts those boxes into the same offset of both
-// blocks' shared memory, counting the bytes on each block's own full barrier. So per K step L2
-// sends a block 16 + 16 KiB instead of 16 + 32: a third less traffic out of L2 for the same
-// MACs. On a power-capped card that is power left for the tensor cores' clock, and it is the
-// shared-operand traffic a public Hopper series (fast.cu, "Outperforming cuBLAS on H100") cuts
-// the same way, with a 2x1 cluster on 128 of the SMs.
-//   * A slot of the ring is written by both producers, so it is refilled only when the
-//     consumers of both blocks have released it: every empty barrier counts the 8 consumer warps
-//     of both blocks (16 arrivals), lane r of each consumer warp arrives on block r's barrier
-//     (mbarrier.arrive.shared::cluster on the mapa address).
-//   * Each full barrier expects the whole stage (A + all four B boxes): the peer's multicast may
-//     land before this block's producer announced the bytes (the tx-count goes below zero for a
-//     while; the phase still needs the producer's arrival to complete).
-//   * Both blocks of a pair run the same number of K slices in the same order (same tile list,
-//     same K): the ring's counter `it` stays in step across the pair. A rank whose row tile lies
-//     past M (M over an odd number of row tiles) still takes part: it skips its A load (and
-//     expects that many bytes fewer), computes on stale A and stores nothing.
-//   * Blocks meet the peer at a cluster barrier after the barriers are initialised (before
-//     anything is multicast to them) and again before exiting (the peer may still arrive on, or
-//     multicast into, this block's shared memory).
-//   * The grid is at most MAX_BLOCKS blocks (Stage.launch; 0: one per SM), a whole number of
-//     clusters. A pair must sit in one GPC, and whether all 66 pairs of 132 SMs fit at once
-//     depends on how the SMs are spread over the GPCs (a pair that does not fit waits for a
-//     whole persistent block to finish); 128 blocks (64 pairs) is what fast.cu launches, and the
-//     tune space tries 132. At 8192^3 and 4096^3 the cap costs no wave: 2048 (512) tiles are
-//     16 (4) waves of 128 and 15.5 (3.9) of 132. CLUSTER_M=1 is stage 26 again (with the cap).
-// Everything else is stage 26's: a producer warpgroup (setmaxnreg 40) and two consumer warpgroups
-// (232, 64 x 256 each, m64n256k16, B read N-major through imm-trans-b), BK 64, a STAGES-deep
-// ring whose counter runs on across tiles, grouped tile order over cluster tiles, and the
-// TMA-store epilogue through two 8 KiB staging buffers per consumer.
-// Shared memory: 4 stages x 48 KiB + 2 x 2 x 8 KiB staging + 1 KiB alignment = 225 KiB.
-// Shapes: any M; N, K multiples of 8 (16-byte TMA row strides); TMA zero-fills A and B past the
-// matrix and the TMA store skips C past it. Tensor maps as stage 26 (rooflinecli/gpu/tma.py).
+// In stage 26 the two blocks on row tiles 2i and 2i+1 of one column of C each fetch the same
+// 64 x 256 slice of B per K step from L2. Here they form a cluster (__cluster_dims__(2, 1, 1):
+// blocks 2c, 2c+1 of the persistent grid) and walk the same cluster tiles (256 x 256 of C; rank
+// r computes rows 128r .. 128r+127). Each producer loads its own A and half of B's 64-column
+// boxes, and the TMA multicasts those boxes into the same offset of both blocks' shared memory,
+// counting the bytes on each block's full barrier: per K step L2 sends a block 16 + 16 KiB
+// instead of 16 + 32 (fast.cu, "Outperforming cuBLAS on H100", cuts this traffic the same way).
+//   * A slot is written by both producers, so it is refilled only when the consumers of both
+//     blocks have released it: every empty barrier counts both blocks' 8 consumer warps; lane r
+//     of each consumer warp arrives on block r's barrier (mbarrier.arrive.shared::cluster).
+//   * Each full barrier expects the whole stage: the peer's multicast may land before this
+//     block's producer announced the bytes (the phase still needs the producer's arrival).
+//   * Both blocks run the same K slices in the same order, so `it` stays in step; a rank whose
+//     row tile lies past M skips its A load (and its bytes), computes on stale A, stores nothing.
+//   * The pair meets at a cluster barrier after the mbarriers are initialised and before exit.
+//   * The grid is at most MAX_BLOCKS blocks, a whole number of clusters: a pair must sit in one
+//     GPC, and whether every pair of the SMs fits at once depends on the GPCs (fast.cu launches
+//     128 blocks). CLUSTER_M=1 is stage 26 again (with the cap).
+// Everything else is stage 26's. Shared memory: 4 x 48 KiB + 2 x 2 x 8 KiB + 1 KiB = 225 KiB.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif

@@ -1,23 +1,23 @@
 // Stage 28: the two consumer warpgroups staggered, so one's epilogue overlaps the other's
 // WGMMAs. In stages 26 and 27 both consumers wait on the same full barriers and so run in step:
-// they finish a tile together, and while both convert, stage and store their halves of C (and
-// drain their last WGMMAs) the tensor cores have nothing to do. One consumer's WGMMA stream
-// (m64n256k16 from a whole warpgroup) can keep all four tensor cores of the SM busy on its own;
-// two in step only share them. Here consumer 1 starts LAG K slices behind consumer 0: it waits
-// at named barrier 3 until consumer 0 has issued its first LAG slices (bar.arrive there, so
-// consumer 0 never waits). From then on the lag keeps itself:
-//   * in the main loop both issue and share the tensor cores, and both release every slot
-//     (a slot is refilled only when both have), so consumer 0 can run at most STAGES slices
-//     ahead of consumer 1: the lag costs consumer 0 LAG slices of the ring's lookahead;
+// they finish a tile together, and while both convert, stage and store their halves of C the
+// tensor cores have nothing to do. One consumer's WGMMA stream (m64n256k16 from a whole
+// warpgroup) can keep the SM's tensor cores busy on its own; two in step only share them.
+// Here consumer 1 starts LAG K slices behind consumer 0: it waits at named barrier 3 until
+// consumer 0 has issued its first LAG slices (bar.arrive there, so consumer 0 never waits).
+// From then on the lag keeps itself:
+//   * in the main loop both issue and share the tensor cores, and both release every slot (a
+//     slot is refilled only when both have), so consumer 0 runs at most STAGES slices ahead:
+//     the lag costs consumer 0 LAG slices of the ring's lookahead;
 //   * when consumer 0 reaches the end of a tile it does its epilogue while consumer 1 computes
-//     its last LAG slices alone, at up to twice the rate; then consumer 1 does its epilogue while
-//     consumer 0 starts the next tile alone. Both epilogues are hidden behind tensor-core work
-//     as long as they take at most LAG slices of one warpgroup's full rate (LAG x 1 M MACs).
+//     its last LAG slices alone, at up to twice the rate; then consumer 1 does its epilogue
+//     while consumer 0 starts the next tile alone. Both epilogues hide behind tensor-core work
+//     as long as each takes at most LAG slices of one warpgroup's full rate.
 // LAG=0 is stage 27 again. LAG < STAGES: consumer 0 issues its first LAG slices before
 // consumer 1 has released any slot, so they must already be in the ring.
 // Everything else is stage 27's: 2x1 clusters with B multicast (CLUSTER_M), persistent blocks
-// capped at MAX_BLOCKS, producer warpgroup + 2 consumers of 64 x 256, m64n256k16 with B N-major,
-// BK 64, STAGES-deep ring, grouped order, TMA-store epilogue.
+// capped at MAX_BLOCKS, producer warpgroup + 2 consumers of 64 x BN with B N-major, BK 64,
+// a STAGES-deep ring, grouped order, TMA-store epilogue.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif

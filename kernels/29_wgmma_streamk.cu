@@ -1,51 +1,23 @@
-// Stage 29: a stream-K tail. Stages 26-28 hand whole 128 x 256 tiles to persistent blocks, so the
-// last wave is partly empty: at 8192^3 there are 2048 tiles = 15 waves of 132 and 68 tiles more,
-// and the 68 take a whole tile's time on 68 SMs while 64 idle (16 tile-times where 15.52 would
-// do: 3% lost); at 4096^3, 512 tiles = 3 waves and 116 (4 where 3.88 would do). Here the grid is
-// every SM (MAX_BLOCKS=0) and the work is split in two parts (the hybrid of Osama et al.,
-// "Stream-K: Work-centric Parallel Decomposition for Dense Matrix-Matrix Multiplication"):
+// Stage 29: a stream-K tail. Stages 26-28 hand whole tiles to persistent blocks, so when the
+// tiles are not a whole number of waves the last wave is partly empty: its tiles take a whole
+// tile's time while the other SMs idle. Here the grid is every SM (MAX_BLOCKS=0) and the work is
+// split in two parts (the hybrid of Osama et al., "Stream-K: Work-centric Parallel Decomposition
+// for Dense Matrix-Matrix Multiplication"):
 //   * stream-K first: the first SK = tiles % blocks tiles of the grouped order, as one run of
-//     SK x ktiles K slices, cut into WORKERS equal ranges (within one slice); worker w takes
-//     range w, which may start inside one tile and end inside another. WORKERS is every block,
-//     but no more than one per SK_MIN slices (a range much shorter than that costs more in
-//     partial sums than it saves) and no fewer than SK (each at least a tile's worth);
-//   * then data-parallel: the other tiles, whole, in waves of `blocks` (tile SK + b + i*blocks).
-//     Stream-K goes first because all blocks start it together, so an owner rarely waits; the
-//     drift between blocks that whole tiles build up falls on the last waves, where none waits.
-// So every block does the same number of K slices within one, and all of them finish together.
-// A tile cut between workers is finished by its owner, the worker whose range holds its first
-// slice (the lowest of them): the others (the range starts inside the tile) compute their slices
-// of it first thing, write the fp32 partial tile to a global workspace and set a flag; the owner
-// gets there at the end of its range, waits for the flags of the workers whose ranges start
-// inside the tile, adds their partials and runs the epilogue. Dependencies only point from a
-// worker to higher ones, whose part was done first: no cycle, and little waiting. It needs all
-// blocks resident at once (one per SM by shared memory, the grid no larger than the SMs); an owner
-// that polls a flag for seconds traps rather than hang the GPU.
-//   * Each consumer warpgroup has its own partial (64 x 256 floats) and flag per worker: with
-//     the stagger below the two run LAG slices apart and meet nobody else. A thread stores its 128
-//     accumulators as 32 float4 at (j * 128 + thread) of its slot: whole 2 KiB lines per warpgroup
-//     store, and the owner's thread of the same index reads exactly its own fragment back.
-//   * The flag: the writers meet at their named barrier, the leader fences and stores 1 with
-//     release; the owner's leader spins on an acquire load, then its warpgroup meets and reads the
-//     partial from L2 (ld.global.cg: never a stale L1 line). The owner puts the flag back to 0,
-//     so the workspace the host zeroed once stays ready for the next launch (a worker sets at most
-//     one flag per launch: only the first piece of its range can start inside a tile).
-// The workspace (kernel argument after the tensor maps) is blocks x 2 partials of 64 KiB, then
-// the flags: Stage.workspace_bytes sizes it for the grid, the runner allocates it zeroed.
-// By arithmetic a block runs 1986 K slices at 8192^3 instead of 16 x 128 = 2048 (-3.0%), and 249
-// at 4096^3 instead of 256 (-2.7%), for one or two 64 KiB partial writes and reads per consumer.
-// What it may cost: workers start their ranges at K offsets that drift across the tiles, so
-// during the stream-K part the SMs do not walk K in step as whole waves do, and the operands of
-// the SK tiles (about 49 MiB at 8192^3, 31 MiB at 4096^3) must stay in L2 to be reused.
-// On a power-capped card the gain may shrink too: idle SMs in a ragged last wave drew less
-// power, which the clock got back. STREAMK=0 (the tune space has it) runs the same kernel with
-// whole tiles only, on every SM, to measure exactly what the cut tail gives.
-// Everything else is stage 28's, without clusters (a pair would need both blocks to walk the same
-// ranges, and every pair resident at once, which stage 27's header doubts): producer warpgroup
-// + 2 consumers of 64 x 256, m64n256k16 with B N-major, BK 64, a STAGES-deep ring across tiles,
-// consumer 1 LAG slices behind consumer 0, grouped order, TMA-store epilogue.
-// Shared memory: 4 stages x 48 KiB + 2 x 2 x 8 KiB staging + 1 KiB alignment = 225 KiB.
-// Shapes: any M; N, K multiples of 8 (TMA row strides). Tensor maps as stage 26.
+//     SK x ktiles K slices, cut into WORKERS equal ranges; WORKERS is every block, but at most
+//     one per SK_MIN slices and at least SK. A range may start inside one tile and end inside
+//     another;
+//   * then data-parallel: the other tiles, whole, in waves of `blocks`.
+// So every block does the same number of K slices within one, and all finish together. A cut
+// tile is finished by its owner (the worker whose range holds its first slice): the others
+// write their fp32 partial (one per consumer warpgroup, st.global.cg) and set a flag with
+// release; the owner waits for those flags (acquire), adds the partials, puts the flags back to
+// 0 (the workspace the runner zeroed stays ready) and runs the epilogue. Dependencies point only
+// to higher workers, whose part came first: no cycle, while all blocks are resident; an owner
+// that polls a flag for seconds traps. STREAMK=0 runs whole tiles only (the control).
+// Everything else is stage 28's, without clusters (a pair would need both blocks to walk the
+// same ranges): producer + 2 consumers of 64 x BN, LAG, grouped order, TMA-store epilogue.
+// Workspace (after the tensor maps): blocks x 2 partials of 64 x BN floats, then the flags.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif

@@ -1,38 +1,23 @@
-// Stage 30: stage 28 with an epilogue that stages the whole tile.
-// A measured step that did not pay: it verifies, and runs 3-4% slower than stage 28 (below).
-// Stage 28's epilogue hands C to the TMA store engine 64 columns at a time through two 8 KiB
-// buffers per consumer: four rounds of 16 four-byte shared stores per thread, each round behind
-// two named barriers and a wait until the store two chunks back has read its buffer, while the
-// consumer's tensor-core work stops. A public series whose kernels differ from ours mainly there
-// (fast.cu kernels 11 and 12: the same 128 x 256 tiles, 2x1 clusters, a 3-deep ring), timed by
-// benchmarks/probe_peer.py in the same rounds as cuBLAS and stage 28, gained 1.5-2.9% from this
-// change: kernel 12 ran at 102.3% of cuBLAS at 8192^3 and 99.3% at 4096^3 (stage 28: 100.8%,
-// 96.8%; benchmarks/logs/s8/probe-s8f-bf16.json).
+// Stage 30: stage 28 with an epilogue that stages the whole tile (stmatrix), and fast.cu's
+// habits around it (fast.cu kernels 11 and 12, "Outperforming cuBLAS on H100": the same tiles,
+// 2x1 clusters, a 3-deep ring). Stage 28 hands C to the TMA store engine 64 columns at a time
+// through two 8 KiB buffers per consumer: four rounds of shared stores per tile, each behind two
+// named barriers and a wait for the store two chunks back, while the tensor cores' work stops.
 // Here each consumer owns four 8 KiB buffers, the whole 64 x 256 of its tile:
-//   * one wait at the start of the epilogue (the previous tile's four stores have read their
-//     buffers: they had a whole main loop to do it), one barrier;
-//   * stmatrix.x4 writes four 8 x 8 blocks of bf16/fp16 per instruction: 16 per thread and tile
-//     where 64 st.shared.b32 did the same; the fragment a thread holds after WGMMA (row g,
-//     columns 2t, 2t+1 of each 8 x 8 block) is exactly the register stmatrix takes from it;
-//   * still the 128-byte swizzle per 64-column chunk, so each matrix's 8 row addresses fall in
-//     8 different 16-byte bank groups (conflict-free), and the TMA store reads it as before;
+//   * one wait at the start of the epilogue (the previous tile's stores have had a whole main
+//     loop to read their buffers), one barrier;
+//   * stmatrix.x4 writes four 8 x 8 blocks of 16-bit C per instruction: the fragment a thread
+//     holds after WGMMA is exactly the register stmatrix takes; the 128-byte swizzle per chunk
+//     keeps each matrix's 8 row addresses in 8 bank groups, and the TMA store reads it as before;
 //   * one fence and barrier, then the leader issues the four chunk stores and commits once.
 // The ring loses a stage to pay for it: 3 x 48 KiB + 2 x 32 KiB of staging + 1 KiB = 209 KiB.
-// With 3 slots the release changes too (IN_FLIGHT=0): stage 28 keeps one WGMMA batch running
-// while it waits for the next slice (wgmma.wait_group 1), so each consumer holds two slots and
-// a 3-deep ring leaves the producer one to fill ahead (91-93% of cuBLAS, gpu_s8b.sh). Here a
-// consumer waits for its own batch (wait_group 0) and frees its slot at once: the other
-// consumer's batch keeps the tensor cores busy meanwhile. IN_FLIGHT=1 is stage 28's release.
-// Two more of fast.cu's habits, each measured (benchmarks/gpu_s8e.sh, gpu_s8f.sh; same rounds):
-//   * the WGMMAs take slot 0's descriptors plus constant offsets (smem_desc_add), where stage 28
-//     rebuilt both from the address for every WGMMA: 69 instructions per slice in the consumer
-//     loop instead of 85, 193 M issued at 8192^3 instead of 233 M (fast.cu: 173 M); +0.5%;
-//   * a slot is released once per consumer warpgroup (WG_RELEASE=1), not once per warp: +0.4%.
-// What is left: ncu finds its tensor pipe busy 93% of the time against 97.5% for kernel 12, and
-// without the cluster (CLUSTER_M=1) it runs 2% faster (98.7% of cuBLAS at 8192^3).
-// The rest is stage 28: 2x1 clusters with B multicast (CLUSTER_M), persistent blocks capped at
-// MAX_BLOCKS, consumer 1 LAG slices behind consumer 0, producer warpgroup + 2 consumers of
-// 64 x BN, m64nBNk16 with B N-major, BK 64, grouped order.
+// With 3 slots a consumer waits for its own batch (IN_FLIGHT=0: wait_group 0) and frees its
+// slot at once, the other consumer's batch keeping the tensor cores busy; IN_FLIGHT=1 is stage
+// 28's release (one batch in flight, two slots held per consumer). The WGMMAs take slot 0's
+// descriptors plus constant offsets (smem_desc_add) instead of rebuilding both from the address
+// for every WGMMA, and a slot is released once per consumer warpgroup (WG_RELEASE=1), as
+// CUTLASS's TMA pipeline counts its consumers. A step that verifies but did not pay against
+// stage 28 (the results pages in docs/ hold the figures). The rest is stage 28's.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif

@@ -1,8 +1,11 @@
-"""One home for each PTX wrapper: the stage files hold no inline asm and no copy of a helper.
+"""The kernel sources read as a worklog: one home for each PTX wrapper, no copy of a helper, a
+short header per stage, and no measurement or history in any comment.
 
 Every PTX instruction the kernels use is wrapped once, in kernels/include/ptx_sm80.cuh or
 ptx_sm90.cuh; stage files (kernels/NN_*.cu) and calibration kernels (kernels/calibrate/*.cu)
-include them. Read as text: nothing is compiled here.
+include them. Each stage file opens with a header of at most HEADER_LINES comment lines saying
+what its step changes and why; the figures a stage reaches live in the results documents and the
+pages generated from them, never in a kernel source. Read as text: nothing is compiled here.
 """
 
 import re
@@ -18,6 +21,8 @@ HEADERS = sorted((KERNELS / "include").glob("ptx_*.cuh"))  # the PTX wrappers
 ALL_HEADERS = sorted((KERNELS / "include").glob("*.cuh"))
 STAGE_FILES = sorted(KERNELS.glob("[0-9][0-9]_*.cu"))
 CALIBRATION_FILES = sorted((KERNELS / "calibrate").glob("*.cu"))
+SOURCES = sorted(p for p in KERNELS.rglob("*") if p.suffix in (".cu", ".cuh"))
+HEADER_LINES = 20  # the most a stage file's leading comment may take
 
 ASM_RE = re.compile(r"\basm\s*(?:volatile\s*)?\(")
 # a __device__ function definition or declaration: qualifiers, return type, then NAME(
@@ -130,3 +135,81 @@ def test_no_helper_is_defined_in_two_stage_files():
     assert "store_block" in where and "load_frags" in where  # the pattern finds definitions
     copies = {name: files for name, files in where.items() if len(files) > 1}
     assert copies == WORKLOG_COPIES
+
+
+def leading_comment(path: Path) -> list[str]:
+    """The comment lines a file opens with, up to its first line of code."""
+    lines = path.read_text().splitlines()
+    n = next((i for i, line in enumerate(lines) if not line.startswith("//")), len(lines))
+    return lines[:n]
+
+
+def prose(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every comment and string literal: where a figure or a path could be."""
+    src = path.read_text()
+    found = re.finditer(r'//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"', src, flags=re.S)
+    return [(src.count("\n", 0, m.start()) + 1, m.group(0)) for m in found]
+
+
+# what a kernel source never says: measured figures, results documents, logs, device scripts,
+# and how the project was made (case-insensitive; a modulo in prose is written `k % 8`)
+NOT_IN_KERNELS = {
+    "a measured percentage": r"\d%",
+    "a throughput": r"\d\s*(?:[kMGTP]?FLOP/s|TFLOPS)\b",
+    "a bandwidth": r"\d\s*[kMGT]i?B/s\b",
+    "a time": r"\d\s*(?:µs|us|ms)\b",
+    "a measurement": r"\bmeasured (?:on|at)\b|\bran at\b",
+    "a results document": r"\.json\b",
+    "a log": r"\blogs?/|\.log\b",
+    "a device script": r"\b\w+\.sh\b",
+    "history": r"\bsession\b|\blent\b|\bdevice[-_ ](?:call|log)|\bcalls? [0-9]|\bgpu_s[0-9]"
+    r"|\bissue [0-9]|-s[0-9]\.json",
+}
+
+
+@pytest.mark.parametrize("path", STAGE_FILES, ids=lambda p: p.name)
+def test_each_stage_file_opens_with_a_short_header(path):
+    """A worklog step: `// Stage NN: ...` first, at most HEADER_LINES lines of why and what."""
+    header = leading_comment(path)
+    assert header and header[0].startswith(f"// Stage {path.name[:2]}: "), header[:1]
+    assert len(header) <= HEADER_LINES, f"{path.name}: a header of {len(header)} lines"
+
+
+def test_the_header_rules_see_what_they_look_for():
+    assert len(leading_comment(KERNELS / "12_serpentine_ffma.cu")) > 5
+    # (the history words are split so that the repository's own history check passes this file)
+    bad = "// 97.9% of cuBLAS, 394 TFLOP/s, 4.6 TB/s, 13.5 us (gemm-x.json, logs/" + "s8/a.log, "
+    bad += "gpu_" + "s8b.sh)"
+    hits = [what for what, rx in NOT_IN_KERNELS.items() if re.search(rx, bad, re.I)]
+    assert hits == [
+        "a measured percentage", "a throughput", "a bandwidth", "a time", "a results document",
+        "a log", "a device script", "history",
+    ]  # fmt: skip
+    fine = "// chunk c ^ (k % 8), 2.67 FLOP/byte, 4096 FLOPs, 8 KiB, a round trip, 64-column boxes"
+    assert [w for w, rx in NOT_IN_KERNELS.items() if re.search(rx, fine, re.I)] == []
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.relative_to(KERNELS).as_posix())
+def test_no_kernel_source_holds_a_measurement_or_history(path):
+    bad = [
+        f"{path.name}:{line}: {what}: {text.strip()[:90]}"
+        for line, text in prose(path)
+        for what, rx in NOT_IN_KERNELS.items()
+        if re.search(rx, text, re.I)
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_stages_cited_in_the_sources_exist():
+    """`stage NN` in a comment names a stage file (the families were renumbered once)."""
+    numbers = {p.name[:2] for p in STAGE_FILES}
+    cite = re.compile(r"\bstages? (\d\d(?:(?:\s*[-/,]\s*|\s+and\s+|\s+or\s+)\d\d)*)", re.I)
+    bad, seen = [], 0
+    for path in SOURCES:
+        for line, text in prose(path):
+            for m in cite.finditer(text):
+                for n in re.findall(r"\d\d", m.group(1)):
+                    seen += 1
+                    if n not in numbers:
+                        bad.append(f"{path.name}:{line}: stage {n}")
+    assert seen > 50 and not bad, bad

@@ -1,6 +1,6 @@
-// Calibration (rooflinecli/calibrate.py): the FP16 Tensor Core roofs, f32 accumulate, operands
-// that never change (the loop measures issue rate, not data movement). One source, two kernels,
-// each compiled when its -D defines are given:
+// Calibration (rooflinecli/gpu/calibrate.py): the FP16 Tensor Core roofs, f32 accumulate,
+// operands that never change (the loop measures issue rate, not data movement). One source, two
+// kernels, each compiled when its -D defines are given:
 //   NACC (calibrate.MMA_SYNC_NACC): tc_mma_sync, mma.sync m16n8k16 on register operands, NACC
 //     independent accumulators per warp (sm_80+);
 //   WG_N, KSTEPS (calibrate.WGMMA_N, WGMMA_KSTEPS): tc_wgmma, wgmma.mma_async m64nWG_Nk16 with A

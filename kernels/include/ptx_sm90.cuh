@@ -255,7 +255,7 @@ __device__ __forceinline__ unsigned long long smem_desc_k_sw128(unsigned int add
 //      SBO = from one group of 8 k rows to the next (1024 bytes: one swizzle atom).
 // K-major is the other way round (SBO = the 8-row step along M/N, LBO unused). Base offset 0:
 // the tile starts on a 1024-byte boundary and each k16 step advances 2048 bytes.
-// benchmarks/check_wgmma_layout.py tests these fields on one tile (and the swapped pair).
+// A layout probe in benchmarks/ (check_wgmma_layout.py) tests these fields on one tile.
 __device__ __forceinline__ unsigned long long smem_desc_mn_sw128(unsigned int addr,
                                                                  unsigned int mn_block_bytes) {
     return smem_desc(addr, mn_block_bytes, 1024, WgmmaSwizzle::b128);

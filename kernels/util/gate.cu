@@ -1,7 +1,7 @@
 // The timer's gate (rooflinecli/gpu/timer.py): one thread that holds the stream until the host
 // says the batch of timed rounds behind it is fully queued. Without it, a host that queues a
 // round slower than the GPU runs it leaves the GPU idle between a start event and its kernel,
-// and that idle time is counted as kernel time (8-60 us decode kernels against a Python loop).
+// and that idle time is counted as kernel time (short decode kernels queued by a Python loop).
 // The same idea as nvbench's blocking kernel.
 //
 // flag[0]: the ticket the host has released so far (only grows, so an old gate that starts
@@ -17,6 +17,6 @@ extern "C" __global__ void gate(volatile int* flag, int ticket, long long timeou
             flag[1] = 1;
             return;
         }
-        __nanosleep(2000);  // poll every ~2 us: the bus is not hammered, the release is seen fast
+        __nanosleep(2000);  // between polls: the bus is not hammered, the release is seen fast
     }
 }
