@@ -74,7 +74,7 @@
 #endif
 
 #include "ptx_sm80.cuh"  // cp.async
-#include "ptx_sm90.cuh"  // ld_acquire_gpu, st_release_gpu (flags between blocks)
+#include "sm70/flags.cuh"  // ld_acquire_gpu, st_release_gpu
 
 typedef unsigned int u32;
 

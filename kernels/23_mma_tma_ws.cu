@@ -47,7 +47,12 @@
 #endif
 
 #include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float, ldmatrix, mma, lane_id
-#include "ptx_sm90.cuh"  // TmaMap, mbarriers, TMA loads (multicast) and stores, clusters, setmaxnreg
+#include "sm70/named_barrier.cuh"  // bar_sync
+#include "sm90/cluster.cuh"        // cluster_sync, mbar_arrive_cluster
+#include "sm90/fence.cuh"          // fence_proxy_async
+#include "sm90/mbarrier.cuh"       // mbarrier init, arrivals and waits
+#include "sm90/setmaxnreg.cuh"     // setmaxnreg_dec, setmaxnreg_inc
+#include "sm90/tma.cuh"            // TmaMap, TMA loads and stores, bulk groups
 
 typedef unsigned int u32;
 typedef unsigned long long u64;

@@ -29,7 +29,11 @@
 #endif
 
 #include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float
-#include "ptx_sm90.cuh"  // TmaMap, mbarriers, TMA loads, setmaxnreg, wgmma
+#include "sm90/mbarrier.cuh"    // mbarrier init, arrivals and waits
+#include "sm90/setmaxnreg.cuh"  // setmaxnreg_dec, setmaxnreg_inc
+#include "sm90/tma.cuh"         // TmaMap, prefetch_tensormap, tma_load_2d
+#include "sm90/wgmma.cuh"       // wgmma_commit, wgmma_fence, wgmma_m64n256k16, wgmma_wait
+#include "sm90/wgmma_desc.cuh"  // smem_desc_k_sw128, smem_desc_mn_sw128
 
 typedef unsigned int u32;
 typedef unsigned long long u64;

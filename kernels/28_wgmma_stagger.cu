@@ -41,7 +41,14 @@
 #endif
 
 #include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float
-#include "ptx_sm90.cuh"  // TmaMap, mbarriers, clusters, TMA loads (multicast) and stores, wgmma
+#include "sm70/named_barrier.cuh"  // bar_arrive, bar_sync
+#include "sm90/cluster.cuh"        // cluster_sync, mbar_arrive_cluster
+#include "sm90/fence.cuh"          // fence_proxy_async
+#include "sm90/mbarrier.cuh"       // mbarrier init, arrivals and waits
+#include "sm90/setmaxnreg.cuh"     // setmaxnreg_dec, setmaxnreg_inc
+#include "sm90/tma.cuh"            // TmaMap, TMA loads and stores, bulk groups
+#include "sm90/wgmma.cuh"          // wgmma_commit, wgmma_fence, wgmma_m64nNk16, wgmma_wait
+#include "sm90/wgmma_desc.cuh"     // smem_desc_k_sw128, smem_desc_mn_sw128
 
 typedef unsigned int u32;
 typedef unsigned long long u64;

@@ -38,7 +38,13 @@
 #endif
 
 #include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, ex2_approx
-#include "ptx_sm90.cuh"  // TmaMap, mbarriers, TMA loads, named barriers, setmaxnreg, wgmma
+#include "sm70/named_barrier.cuh"  // bar_arrive, bar_sync
+#include "sm90/fence.cuh"          // fence_proxy_async
+#include "sm90/mbarrier.cuh"       // mbarrier init, arrivals and waits
+#include "sm90/setmaxnreg.cuh"     // setmaxnreg_dec, setmaxnreg_inc
+#include "sm90/tma.cuh"            // TmaMap, TMA loads and stores, bulk groups
+#include "sm90/wgmma.cuh"          // wgmma fence, commit, wait and its m64nNk16 shapes
+#include "sm90/wgmma_desc.cuh"     // smem_desc_k_sw128, smem_desc_mn_sw128
 
 typedef unsigned int u32;
 typedef unsigned long long u64;

@@ -41,7 +41,7 @@
 
 #include "elem.cuh"      // elem_t (fp32, fp16 or bf16 bits), elem_to_float, elem_from_float
 #include "ptx_sm80.cuh"  // ld.global.nc.L1::no_allocate
-#include "ptx_sm90.cuh"  // red.global.add.v4.f32 (used on sm_90 only)
+#include "sm90/red.cuh"  // red_add_v4_f32
 
 constexpr int PER16 = 16 / sizeof(elem_t);  // columns a thread owns: one 16-byte piece of a row
 constexpr int TPR = BN / PER16;             // threads across the strip

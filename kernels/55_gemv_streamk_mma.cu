@@ -35,7 +35,7 @@
 
 #include "elem.cuh"      // elem_t (fp16 or bf16 bits), elem_to_float, elem_from_float
 #include "ptx_sm80.cuh"  // cp.async, ldmatrix, mma.sync m16n8k16
-#include "ptx_sm90.cuh"  // red.global.add.v4.f32 (used on sm_90 only)
+#include "sm90/red.cuh"  // red_add_v4_f32
 
 constexpr int TM = 16;                   // rows of C per unit: the MMA's M
 constexpr int WARPS = NUM_THREADS / 32;

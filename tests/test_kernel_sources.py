@@ -1,11 +1,15 @@
 """The kernel sources read as a worklog: one home for each PTX wrapper, no copy of a helper, a
 short header per stage, and no measurement or history in any comment.
 
-Every PTX instruction the kernels use is wrapped once, in kernels/include/ptx_sm80.cuh or
-ptx_sm90.cuh; stage files (kernels/NN_*.cu) and calibration kernels (kernels/calibrate/*.cu)
-include them. Each stage file opens with a header of at most HEADER_LINES comment lines saying
-what its step changes and why; the figures a stage reaches live in the results documents and the
-pages generated from them, never in a kernel source. Read as text: nothing is compiled here.
+Every PTX instruction the kernels use is wrapped once, in the manner of CuTe's arch layer: in
+kernels/include/ptx_sm80.cuh (the Ampere-era instructions) or in one header per operation under
+kernels/include/sm90/ and sm70/ (mbarriers, clusters, TMA, WGMMA and its descriptors, ...).
+Stage files (kernels/NN_*.cu) and calibration kernels (kernels/calibrate/*.cu) include the
+headers of what they use; ptx_sm90.cuh includes them all, for user stages. What several stages
+run unchanged (an epilogue, the producer and consumer steps of a ring) lives in
+kernels/include/gemm/. Each stage file opens with a header of at most HEADER_LINES comment lines
+saying what its step changes and why; the figures a stage reaches live in the results documents
+and the pages generated from them, never in a kernel source. Read as text: nothing is compiled.
 """
 
 import re
@@ -16,15 +20,38 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "kernels"
-HEADERS = sorted((KERNELS / "include").glob("ptx_*.cuh"))  # the PTX wrappers
-# every shared header: the PTX wrappers, and elem.cuh (the element type of fp32/fp16/bf16 stages)
-ALL_HEADERS = sorted((KERNELS / "include").glob("*.cuh"))
+INCLUDE = KERNELS / "include"
+# the PTX wrappers: one header per operation (sm90/, sm70/) and the Ampere-era ptx_sm80.cuh
+OPERATION_HEADERS = sorted((INCLUDE / "sm70").glob("*.cuh")) + sorted(
+    (INCLUDE / "sm90").glob("*.cuh")
+)
+HEADERS = [INCLUDE / "ptx_sm80.cuh", *OPERATION_HEADERS]
+# every shared header: the PTX wrappers, ptx_sm90.cuh (all of sm90/ and sm70/), elem.cuh (the
+# element type of fp32/fp16/bf16 stages) and the steps several stages share (gemm/)
+ALL_HEADERS = sorted(INCLUDE.rglob("*.cuh"))
+SHARED_STEPS = sorted((INCLUDE / "gemm").glob("*.cuh"))
 STAGE_FILES = sorted(KERNELS.glob("[0-9][0-9]_*.cu"))
 CALIBRATION_FILES = sorted((KERNELS / "calibrate").glob("*.cu"))
 SOURCES = sorted(p for p in KERNELS.rglob("*") if p.suffix in (".cu", ".cuh"))
 HEADER_LINES = 20  # the most a stage file's leading comment may take
+# the PTX each operation header wraps: every asm template in it starts with one of these
+OPERATIONS = {
+    "sm70/flags.cuh": ("ld.acquire.gpu", "st.release.gpu"),
+    "sm70/named_barrier.cuh": ("bar.sync", "bar.arrive"),
+    "sm90/cluster.cuh": ("mapa", "mbarrier.arrive.shared::cluster", "barrier.cluster"),
+    "sm90/fence.cuh": ("fence.proxy.async",),
+    "sm90/mbarrier.cuh": ("mbarrier.", "{ .reg .b64 state; mbarrier.", "{ .reg .pred p; mbarrier.",
+                          "fence.mbarrier_init"),
+    "sm90/red.cuh": ("red.global",),
+    "sm90/setmaxnreg.cuh": ("setmaxnreg",),
+    "sm90/stmatrix.cuh": ("stmatrix",),
+    "sm90/tma.cuh": ("cp.async.bulk", "prefetch.tensormap"),
+    "sm90/wgmma.cuh": ("wgmma.", "{ .reg .pred p; setp.ne.b32 p, %"),
+    "sm90/wgmma_desc.cuh": (),  # descriptors are built in C++: no PTX
+}  # fmt: skip
 
 ASM_RE = re.compile(r"\basm\s*(?:volatile\s*)?\(")
+INCLUDE_RE = re.compile(r'^#include "([^"]+)"', re.M)
 # a __device__ function definition or declaration: qualifiers, return type, then NAME(
 DEVICE_FN_RE = re.compile(
     r"\b__device__\s+(?:(?:__forceinline__|__noinline__|inline|static|constexpr)\s+)*"
@@ -79,33 +106,109 @@ def device_functions(path: Path) -> set[str]:
 
 
 def test_the_files_are_there():
-    assert [h.name for h in HEADERS] == ["ptx_sm80.cuh", "ptx_sm90.cuh"]
+    assert sorted(h.relative_to(INCLUDE).as_posix() for h in OPERATION_HEADERS) == sorted(
+        OPERATIONS
+    )
+    assert (INCLUDE / "ptx_sm90.cuh").is_file()
     assert len(STAGE_FILES) >= 17
     assert CALIBRATION_FILES
 
 
-@pytest.mark.parametrize("path", STAGE_FILES + CALIBRATION_FILES, ids=lambda p: p.name)
-def test_no_inline_asm_outside_the_headers(path):
+NOT_WRAPPERS = [p for p in ALL_HEADERS if p not in HEADERS]  # ptx_sm90.cuh, elem.cuh, gemm/
+
+
+@pytest.mark.parametrize(
+    "path",
+    STAGE_FILES + CALIBRATION_FILES + NOT_WRAPPERS,
+    ids=lambda p: p.relative_to(KERNELS).as_posix(),
+)
+def test_no_inline_asm_outside_the_wrappers(path):
     found = ASM_RE.findall(code(path))
-    assert not found, f"{path.name}: inline asm belongs in kernels/include/ptx_sm*.cuh"
+    assert not found, f"{path.name}: inline asm belongs in a PTX wrapper header (kernels/include)"
+
+
+def asm_templates(header: Path) -> list[str]:
+    """The instruction text of every asm in a header: its string literals (and the macros that
+    name instructions) up to the first operand list, white space folded."""
+    src, out = code(header), []
+    for m in ASM_RE.finditer(src):
+        head = re.match(r'((?:\s*(?:"(?:[^"\\]|\\.)*"|[A-Z_0-9]+))+)', src[m.end() :])
+        assert head, src[m.start() : m.start() + 80]
+        text = " ".join(re.sub(r'"\s*"|\\n', " ", head.group(1)).split()).strip('" ')
+        out.append(text)
+    return out
 
 
 def test_the_headers_hold_the_asm():
-    # the pattern above finds what it looks for
-    for header in HEADERS:
-        assert len(ASM_RE.findall(code(header))) >= 10, header.name
+    assert len(asm_templates(INCLUDE / "ptx_sm80.cuh")) >= 10  # the pattern finds what it seeks
+    assert sum(len(asm_templates(h)) for h in OPERATION_HEADERS) >= 30
+
+
+@pytest.mark.parametrize("path", OPERATION_HEADERS, ids=lambda p: p.relative_to(INCLUDE).as_posix())
+def test_each_operation_header_wraps_its_operation(path):
+    """sm90/tma.cuh wraps TMA and nothing else, and so on: one header per operation."""
+    allowed = OPERATIONS[path.relative_to(INCLUDE).as_posix()]
+    for text in asm_templates(path):
+        assert text.startswith(allowed), f"{path.name} wraps {text[:60]!r}"
+
+
+@pytest.mark.parametrize("path", HEADERS, ids=lambda p: p.relative_to(INCLUDE).as_posix())
+def test_each_wrapper_says_what_it_wraps(path):
+    """A comment line right above every wrapper (above its template line, if any)."""
+    lines = path.read_text().splitlines()
+    found = 0
+    for i, line in enumerate(lines):
+        if line.startswith("__device__"):
+            found += 1
+            above = i - 1 if not lines[i - 1].startswith("template") else i - 2
+            assert lines[above].startswith("//"), f"{path.name}:{i + 1}: {line[:60]}"
+    assert found, path.name
+
+
+def test_ptx_sm90_includes_every_operation_header():
+    included = set(INCLUDE_RE.findall((INCLUDE / "ptx_sm90.cuh").read_text()))
+    assert included == {h.relative_to(INCLUDE).as_posix() for h in OPERATION_HEADERS}
+
+
+def provided(header: str, seen: set[str] | None = None) -> set[str]:
+    """The names a header defines, with those of every header it includes."""
+    seen = set() if seen is None else seen
+    if header in seen:
+        return set()
+    seen.add(header)
+    path = INCLUDE / header
+    src = code(path)
+    names = set(DEVICE_FN_RE.findall(src)) | set(
+        re.findall(r"\bstruct\s+(?:__align__\(\d+\)\s+)?(\w+)", src)
+    )
+    for inner in INCLUDE_RE.findall(path.read_text()):
+        names |= provided(inner, seen)
+    return names
+
+
+@pytest.mark.parametrize("path", STAGE_FILES + CALIBRATION_FILES, ids=lambda p: p.name)
+def test_each_source_includes_the_headers_of_what_it_uses(path):
+    """No stage or calibration kernel includes ptx_sm90.cuh whole: it includes the operation
+    headers whose wrappers it calls (directly, or through a shared step of gemm/ it includes),
+    and each operation header it includes is one it calls a wrapper of."""
+    includes = INCLUDE_RE.findall(path.read_text())
+    assert "ptx_sm90.cuh" not in includes
+    body = code(path)
+    reachable = set().union(*(provided(h) for h in includes)) if includes else set()
+    for header in OPERATION_HEADERS:
+        name = header.relative_to(INCLUDE).as_posix()
+        used = {n for n in provided(name) if re.search(rf"\b{n}\b", body)}
+        missing = used - reachable
+        assert not missing, f"{path.name} calls {sorted(missing)} without including {name}"
+        if name in includes:
+            assert used, f"{path.name} includes {name} but calls none of its wrappers"
 
 
 def test_each_asm_template_is_written_once():
     """No wrapper is a copy of another: the same instruction text appears in one asm only."""
     seen: dict[str, str] = {}
     for header in HEADERS:
-        src = code(header)
-        for m in ASM_RE.finditer(src):
-            # the string literals (and macros naming instructions) up to the first operand list
-            head = re.match(r'((?:\s*(?:"(?:[^"\\]|\\.)*"|[A-Z_0-9]+))+)', src[m.end() :])
-            assert head, src[m.start() : m.start() + 80]
-            text = " ".join(head.group(1).split())
+        for text in asm_templates(header):
             assert text not in seen, f"{header.name} wraps {text!r} twice (also {seen[text]})"
             seen[text] = header.name
 
@@ -213,3 +316,4 @@ def test_stages_cited_in_the_sources_exist():
                     if n not in numbers:
                         bad.append(f"{path.name}:{line}: stage {n}")
     assert seen > 50 and not bad, bad
+

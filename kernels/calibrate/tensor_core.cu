@@ -7,7 +7,9 @@
 //     and B from shared memory (sm_90a); one warpgroup per block issues KSTEPS wgmmas on the same
 //     accumulators, commits, waits: the accumulators stay in registers throughout.
 #include "ptx_sm80.cuh"
-#include "ptx_sm90.cuh"
+#include "sm90/fence.cuh"       // fence_proxy_async
+#include "sm90/wgmma.cuh"       // wgmma fence, commit, wait and its m64nNk16 shapes
+#include "sm90/wgmma_desc.cuh"  // WgmmaSwizzle, smem_desc
 
 // Operand bits: halves of magnitude in [2^-7, 2^-6), mixed signs, from a hash of the index:
 // never zero (zeros run faster), sums stay far from overflow.
