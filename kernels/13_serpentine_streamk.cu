@@ -75,6 +75,7 @@
 
 #include "ptx_sm80.cuh"  // cp.async
 #include "sm70/flags.cuh"  // ld_acquire_gpu, st_release_gpu
+#include "gemm/simt_epilogue.cuh"  // aligned16, store_warp_tile (the float4 epilogue)
 
 typedef unsigned int u32;
 
@@ -137,10 +138,6 @@ static_assert(MIN_BLOCKS * NUM_THREADS * 168 <= 64 * 1024,
               "and addresses in the SM's 64 Ki registers");
 static_assert(RM * RN <= 128,
               "the accumulator tile must leave registers for two fragment buffers and addresses");
-
-__device__ __forceinline__ bool aligned16(const void* p) {
-    return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
-}
 
 // One k-step's operands: as / bs point at this thread's first A / B operand of a slot's tiles.
 __device__ __forceinline__ void load_frags(float (&regM)[RM], float (&regN)[RN],
@@ -470,41 +467,8 @@ gemm_serpentine_streamk(int M, int N, int K, float alpha, const float* __restric
             }
         }
 
-        // Epilogue (stage 12's). beta == 0 must not read C: BLAS semantics, and C may hold NaN.
-        const bool vecC = cRow + BM <= M && cCol + BN <= N && (N & 3) == 0 && aligned16(C);
-#pragma unroll
-        for (int wm = 0; wm < WMITER; ++wm) {
-#pragma unroll
-            for (int i = 0; i < TM; ++i) {
-                const int row = cRow + wRow + wm * WSUBM + tRow + i;
-#pragma unroll
-                for (int wn = 0; wn < WNITER; ++wn) {
-#pragma unroll
-                    for (int j = 0; j < TN; j += 4) {
-                        const int col = cCol + wCol + wn * WSUBN + tCol + j;
-                        const float* a = &acc[wm * TM + i][wn * TN + j];
-                        float* c = C + (size_t)row * N + col;
-                        if (vecC) {  // interior tile, aligned rows: one 16-byte store
-                            float4 out =
-                                make_float4(alpha * a[0], alpha * a[1], alpha * a[2], alpha * a[3]);
-                            if (beta != 0.0f) {
-                                const float4 old = *reinterpret_cast<const float4*>(c);
-                                out.x = fmaf(beta, old.x, out.x);
-                                out.y = fmaf(beta, old.y, out.y);
-                                out.z = fmaf(beta, old.z, out.z);
-                                out.w = fmaf(beta, old.w, out.w);
-                            }
-                            *reinterpret_cast<float4*>(c) = out;
-                        } else if (row < M) {  // edge tile: element by element, inside C only
-#pragma unroll
-                            for (int jj = 0; jj < 4; ++jj)
-                                if (col + jj < N)
-                                    c[jj] = beta == 0.0f ? alpha * a[jj]
-                                                         : fmaf(beta, c[jj], alpha * a[jj]);
-                        }
-                    }
-                }
-            }
-        }
+        // Epilogue (gemm/simt_epilogue.cuh): beta == 0 never reads C.
+        store_warp_tile<BM, BN, WMITER, WNITER, TM, TN, WSUBM, WSUBN>(
+            acc, C, M, N, alpha, beta, cRow, cCol, wRow, wCol, tRow, tCol);
     }
 }

@@ -46,12 +46,13 @@
 #include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float
 #include "sm70/flags.cuh"          // ld_acquire_gpu, st_release_gpu
 #include "sm70/named_barrier.cuh"  // bar_arrive, bar_sync
-#include "sm90/fence.cuh"          // fence_proxy_async
-#include "sm90/mbarrier.cuh"       // mbarrier init, arrivals and waits
+#include "sm90/mbarrier.cuh"       // fence_mbarrier_init, mbar_arrive, mbar_init
 #include "sm90/setmaxnreg.cuh"     // setmaxnreg_dec, setmaxnreg_inc
-#include "sm90/tma.cuh"            // TmaMap, TMA loads and stores, bulk groups
-#include "sm90/wgmma.cuh"          // wgmma_commit, wgmma_fence, wgmma_m64nNk16, wgmma_wait
-#include "sm90/wgmma_desc.cuh"     // smem_desc_k_sw128, smem_desc_mn_sw128
+#include "sm90/tma.cuh"            // TmaMap, bulk_wait, prefetch_tensormap
+#include "sm90/wgmma.cuh"          // wgmma_wait
+#include "gemm/tile_order.cuh"      // grouped_tile_origin
+#include "gemm/wgmma_pipeline.cuh"  // load_slice, mma_slice
+#include "gemm/tma_epilogue.cuh"    // store_tile_tma
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
@@ -87,21 +88,6 @@ static_assert(RING_BYTES + EPI_BYTES + 1024 <= 227 * 1024,
               "ring + staging (+ alignment) must fit in 227 KiB");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536,
               "setmaxnreg: the warpgroups' registers must fit in the SM's 64K");
-
-// BN = 128 (m64n128k16, 64 accumulators a consumer thread): twice the tiles of BN = 256, for
-// shapes whose 128 x 256 tiles leave SMs idle or a last wave nearly empty
-#define WGMMA wgmma_m64nNk16<BN, B_TRANS>
-
-// Tile number -> origin of its BM x BN block of C, in grouped order: GROUP_M row tiles walked
-// column by column, then the next group.
-__device__ __forceinline__ void tile_origin(int tile, int grid_m, int grid_n, int& m0, int& n0) {
-    const int per_group = GROUP_M * grid_n;
-    const int group = tile / per_group, first_m = group * GROUP_M;
-    const int group_rows = min(grid_m - first_m, GROUP_M);
-    const int in_group = tile - group * per_group;
-    m0 = (first_m + in_group % group_rows) * BM;
-    n0 = (in_group / group_rows) * BN;
-}
 
 // One piece of a block's work: K slices k0 .. k1-1 of one tile.
 struct Piece {
@@ -145,54 +131,6 @@ struct Schedule {
         return false;
     }
 };
-
-// C = alpha * D (+ beta * C) for a warpgroup's 64 x BN block at (row0, col0) through the TMA
-// store engine, 64 columns at a time (stage 26's epilogue: two swizzled 8 KiB staging buffers,
-// `stores` counts this warpgroup's committed store groups across tiles).
-__device__ __forceinline__ void store_tile_tma(const float (&d)[BN / 2], const TmaMap* map,
-                                               const elem_t* C, int M, int N, int row0, int col0,
-                                               float alpha, float beta, u32 bufs, int bar_id,
-                                               bool leader, u32& stores) {
-    if (row0 >= M) return;  // this warpgroup's rows are all outside C (uniform over it)
-    const int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4;
-    const int g = lane / 4, t = lane % 4;
-#pragma unroll
-    for (int q = 0; q < BN / EPI_COLS; ++q) {
-        const int c0 = col0 + EPI_COLS * q;
-        if (c0 >= N) break;  // this and later chunks are outside C (uniform)
-        const u32 buf = bufs + (stores & 1u) * EPI_CHUNK_BYTES;
-        // the group committed two chunks ago read this buffer: it must have finished
-        if (leader) bulk_wait_read<1>();
-        bar_sync(bar_id, 128);
-#pragma unroll
-        for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
-            const int j = (EPI_COLS / 8) * q + jj;  // 8-column group of the accumulator layout
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int r = 16 * w + g + 8 * h;
-                float v0 = alpha * d[4 * j + 2 * h], v1 = alpha * d[4 * j + 2 * h + 1];
-                if (beta != 0.0f) {  // beta == 0: C is never read
-                    const int row = row0 + r, col = c0 + 8 * jj + 2 * t;
-                    if (row < M && col < N) {  // N is even: col + 1 < N too
-                        // ld.global.cg (L2): not the read-only path, C is written in this kernel
-                        const u32 old = __ldcg(
-                            reinterpret_cast<const unsigned int*>(C + static_cast<size_t>(row) * N + col));
-                        v0 = fmaf(beta, to_float(static_cast<elem_t>(old & 0xffffu)), v0);
-                        v1 = fmaf(beta, to_float(static_cast<elem_t>(old >> 16)), v1);
-                    }
-                }
-                st_shared_u32(buf + r * 128 + ((jj ^ g) << 4) + 4 * t, pack2(v0, v1));
-            }
-        }
-        fence_proxy_async();  // each writer: its stores visible to the copy engine ...
-        bar_sync(bar_id, 128);  // ... all writers done before the leader hands the chunk over
-        if (leader) {
-            tma_store_2d(map, buf, c0, row0);
-            bulk_commit();
-        }
-        ++stores;
-    }
-}
 
 // A worker whose range starts inside a tile: its warpgroup's partial sums to its slot, then the
 // flag (after every thread of the warpgroup has written).
@@ -274,19 +212,10 @@ gemm_wgmma_streamk(int M, int N, int K, float alpha, const elem_t* __restrict__ 
             u32 it = 0;
             while (sched.next(p)) {
                 int m0, n0;
-                tile_origin(p.tile, grid_m, grid_n, m0, n0);
-                for (int kt = p.k0; kt < p.k1; ++kt, ++it) {
-                    const u32 s = it % STAGES;
-                    // use n >= 1 of slot s: wait until the consumers released use n - 1
-                    if (it >= STAGES) mbar_wait(empty0 + 8 * s, ((it / STAGES) - 1) & 1);
-                    const u32 sa = base + s * STAGE_BYTES, bar = full0 + 8 * s;
-                    mbar_arrive_expect_tx(bar, STAGE_BYTES);
-                    tma_load_2d(sa, &tma_a, bar, kt * BK, m0);
-#pragma unroll
-                    for (int q = 0; q < B_BOXES; ++q)  // columns n0 + 64q .., rows kt*BK ..
-                        tma_load_2d(sa + A_BYTES + q * B_BOX_BYTES, &tma_b, bar,
-                                    n0 + q * B_BOX_COLS, kt * BK);
-                }
+                grouped_tile_origin<BM, BN, GROUP_M>(p.tile, grid_m, grid_n, m0, n0);
+                for (int kt = p.k0; kt < p.k1; ++kt, ++it)  // A and all of B: STAGE_BYTES
+                    load_slice<BM, BN, BK, STAGES, 1>(it, base, full0, empty0, &tma_a, &tma_b,
+                                                      kt, m0, n0, 0, true, STAGE_BYTES);
             }
         }
     } else {
@@ -308,19 +237,9 @@ gemm_wgmma_streamk(int M, int N, int K, float alpha, const elem_t* __restrict__ 
         if (LAG > 0 && c == 1) bar_sync(STAGGER_BAR, 256);  // consumer 0 has issued LAG slices
         while (sched.next(p)) {
             int m0, n0;
-            tile_origin(p.tile, grid_m, grid_n, m0, n0);
+            grouped_tile_origin<BM, BN, GROUP_M>(p.tile, grid_m, grid_n, m0, n0);
             for (int kt = p.k0; kt < p.k1; ++kt, ++it) {
-                const u32 s = it % STAGES;
-                mbar_wait(full0 + 8 * s, (it / STAGES) & 1);  // use it / STAGES has landed
-                const u32 sa = base + s * STAGE_BYTES + c * (64 * BK * 2);
-                const u32 sb = base + s * STAGE_BYTES + A_BYTES;
-                wgmma_fence();
-#pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk)  // A: +32 bytes inside its rows; B: +16 rows
-                    WGMMA(d, smem_desc_k_sw128(sa + 32 * kk),
-                          smem_desc_mn_sw128(sb + 16 * 128 * kk, B_BOX_BYTES),
-                          kt != p.k0 || kk != 0);
-                wgmma_commit();
+                mma_slice<BM, BN, BK, STAGES, B_TRANS>(d, it, base, full0, c, kt != p.k0);
                 if (LAG > 0 && c == 0 && it == LAG - 1) bar_arrive(STAGGER_BAR, 256);  // once
                 wgmma_wait<1>();  // the batch of slice it-1 has completed: release its slot
                 if (kt > p.k0 && (tid % 32) == 0) mbar_arrive(empty0 + 8 * ((it - 1) % STAGES));
@@ -343,8 +262,8 @@ gemm_wgmma_streamk(int M, int N, int K, float alpha, const elem_t* __restrict__ 
                                 flags + i, bar_id, leader);
                 }
             }
-            store_tile_tma(d, &tma_c, C, M, N, m0 + 64 * c, n0, alpha, beta, bufs, bar_id,
-                           leader, stores);
+            store_tile_tma<BN>(d, &tma_c, C, M, N, m0 + 64 * c, n0, alpha, beta, bufs, bar_id,
+                               leader, stores);
         }
         // fewer than LAG slices in all: consumer 0 never reached the arrival above
         if (LAG > 0 && c == 0 && it < LAG) bar_arrive(STAGGER_BAR, 256);
