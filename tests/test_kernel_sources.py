@@ -313,3 +313,22 @@ def test_stages_cited_in_the_sources_exist():
                         bad.append(f"{path.name}:{line}: stage {n}")
     assert seen > 50 and not bad, bad
 
+
+def test_kernels_readme_is_the_registries_listing(tmp_path):
+    """kernels/README.md: one line per stage, generated from the registries' `what` fields."""
+    from rooflinecli.stages import listing
+
+    text = listing.kernels_readme()
+    fix = "python -m rooflinecli.stages.listing kernels/README.md"
+    assert (KERNELS / "README.md").read_text() == text, f"out of date: {fix}"
+    rows = [line for line in text.splitlines() if re.match(r"\| \d\d \| ", line)]
+    files = {re.search(r"`(\d\d_\w+\.cu)`", row).group(1) for row in rows}  # type: ignore[union-attr]
+    assert files == {p.name for p in STAGE_FILES}  # every stage file, and only those
+    for title, lo, hi in listing.FAMILIES:  # each family's rows under its own heading
+        section = text.split(f"## {title} ({lo:02d}-{hi:02d})")[1].split("\n## ")[0]
+        numbers = {int(n) for n in re.findall(r"^\| (\d\d) \|", section, re.M)}
+        assert numbers and all(lo <= n <= hi for n in numbers), title
+    stale = tmp_path / "README.md"
+    stale.write_text("old\n")
+    assert listing.main(["--check", str(stale)]) == 1
+    assert listing.main([str(stale)]) == 0 and listing.main(["--check", str(stale)]) == 0
