@@ -302,17 +302,12 @@ def place_on_roofs(doc: dict[str, Any], roof_set: str, calibration: str | None) 
     one cached for the document's device (rooflinecli.gpu.calibrate), then core.roofs."""
     if roof_set == "datasheet":
         return doc
-    import json
-
     from rooflinecli.gpu import calibrate
 
     device = doc.get("device") or {}
     cal = None
     if calibration:
-        try:
-            cal = json.loads(open(calibration).read())
-        except (OSError, ValueError) as exc:
-            raise RooflineError(f"cannot read calibration {calibration}: {exc}") from None
+        cal = calibrate.read_calibration(calibration)
     elif device:
         cal = calibrate.load_calibration(
             device["name"], device.get("driver"), device.get("clock_sm_max_mhz")

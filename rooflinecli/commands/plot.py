@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -18,7 +17,6 @@ WROTE_COLUMNS: list[table.Column] = [
     ("records", "records", table.integer),
     ("title", "chart", str),
 ]
-CALIBRATION_SCHEMA = "roofline.calibration/1"
 
 
 def load_calibration(path: str | None, doc: dict[str, Any]) -> dict[str, Any] | None:
@@ -33,14 +31,7 @@ def load_calibration(path: str | None, doc: dict[str, Any]) -> dict[str, Any] | 
         return calibrate.load_calibration(
             device["name"], device.get("driver"), device.get("clock_sm_max_mhz")
         )
-    try:
-        cal = json.loads(open(path, encoding="utf-8").read())
-    except (OSError, ValueError) as exc:
-        raise RooflineError(f"cannot read calibration {path}: {exc}") from None
-    if not isinstance(cal, dict) or cal.get("schema") != CALIBRATION_SCHEMA:
-        raise RooflineError(f"{path} is not a calibration document ({CALIBRATION_SCHEMA})")
-    if not isinstance(cal.get("measurements"), dict):
-        raise RooflineError(f"{path} has no measurements")
+    cal = calibrate.read_calibration(path)
     theirs = (cal.get("device") or {}).get("name")
     if device.get("name") and theirs != device["name"]:
         raise RooflineError(f"{path} calibrates {theirs}, the document ran on {device['name']}")

@@ -535,14 +535,9 @@ def profile_app(
     timeout: float = 3600.0,
 ) -> dict[str, Any]:
     """Run `program` under ncu and return its results document."""
-    import json
+    from rooflinecli.gpu import calibrate
 
-    calibration = None
-    if calibration_path:
-        try:
-            calibration = json.loads(Path(calibration_path).read_text())
-        except (OSError, ValueError) as exc:
-            raise RooflineError(f"cannot read calibration {calibration_path}: {exc}") from None
+    calibration = calibrate.read_calibration(calibration_path) if calibration_path else None
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     run = run_under_ncu(program, filters, timeout, reports_dir, env)
     return build_document(run, program, spec_arg, calibration, calibration_path)
