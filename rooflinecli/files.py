@@ -25,12 +25,23 @@ STDOUT = "-"  # -o -: the document goes to standard output
 _claimed_stdout: TextIO | None = None
 
 
+def stdout_closed() -> bool:
+    """Standard output was closed when the program started (rooflinecli.cli.guard_streams says
+    so on the stream it puts there), or there is none."""
+    if sys.stdout is None:
+        return True
+    raw = getattr(getattr(sys.stdout, "buffer", None), "raw", None)
+    return bool(getattr(raw, "closed_at_start", False))
+
+
 def claim_stdout() -> Callable[[], None]:
     """Keep standard output for the document (-o -): until the returned function is called,
     sys.stdout is standard error, so tables and messages do not mix into the document."""
     global _claimed_stdout
     if _claimed_stdout is not None:
         raise RooflineError("only one output can be - (standard output)")
+    if stdout_closed():
+        raise RooflineError("cannot write the document to standard output (-o -): it is closed")
     _claimed_stdout, sys.stdout = sys.stdout, sys.stderr
 
     def release() -> None:
