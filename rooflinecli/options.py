@@ -346,6 +346,33 @@ def extra_stage_option(help_text: str) -> Callable[[F], F]:
     return deco
 
 
+# The most shapes a sweep (--sizes, --shapes) takes unless --max-shapes says more: each shape
+# runs every stage, some seconds of GPU time each (the default ladder at 4096: 12 s), so 2,000
+# shapes are hours.
+MAX_SHAPES = 2_000
+
+
+def max_shapes_option(f: F) -> F:
+    """--max-shapes N: the sweep's limit (MAX_SHAPES)."""
+    return click.option(
+        "--max-shapes",
+        type=click.IntRange(min=1),
+        default=MAX_SHAPES,
+        show_default=True,
+        help="Refuse a sweep of more shapes than this (each shape runs every stage: seconds of "
+        "GPU time each).",
+    )(f)
+
+
+def check_sweep(shapes: list[Any], max_shapes: int, option: str) -> None:
+    """A sweep of more than `max_shapes` shapes is one line, before any work."""
+    if len(shapes) > max_shapes:
+        raise RooflineError(
+            f"{option}: {len(shapes):,} shapes, more than a sweep takes ({max_shapes:,}); "
+            f"pass --max-shapes {len(shapes)} to run them all"
+        )
+
+
 def parse_shapes(
     m: int | None, n: int | None, k: int | None, sizes: str | None
 ) -> list[tuple[int, int, int]]:
