@@ -67,13 +67,13 @@ def _dry_run(
     from rooflinecli.stages.inspect import check_arch
 
     check_arch(arch)
-    spec, _ = api.default_spec(spec_arg)
+    spec, spec_why = api.default_spec(spec_arg)
     rows = api.dry_run_gemm(shapes, chosen, arch, dtype, spec)
     nvrtc = compiler.nvrtc_version()
     compiled = sum(1 for s in chosen if not s.reference)
     title = (
         f"Dry run: {compiled} stage(s) x {len(shapes)} shape(s), {dtype}, compiled for {arch} "
-        f"({why}; NVRTC {nvrtc}); nothing ran"
+        f"({why}; NVRTC {nvrtc}), grids for {spec.name} ({spec_why}); nothing ran"
     )
     payload = {"command": "run gemm --dry-run", "arch": arch, "nvrtc": nvrtc, "rows": rows}
     table.emit_rows(rows, fmt, table.DRY_RUN_COLUMNS, title=title, payload=payload)
