@@ -10,7 +10,7 @@ EXTRAS := $(if $(filter 12 13,$(CUDA_MAJOR)),cuda$(CUDA_MAJOR),compile)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip "setuptools>=68" wheel
+	$(BIN)/python -m pip install -q --upgrade pip "setuptools>=77" wheel
 
 # `make install` always installs; the targets below install only when the venv has not been, or
 # pyproject.toml (dependencies, entry points) changed since: the install is editable, so it sees
