@@ -131,11 +131,9 @@ def run_under_ncu(
         proc = _run(ncu_command(exe, p.metrics, report, filters, program), timeout, env)
         out = proc.stdout + proc.stderr
         info["program_exit_code"] = proc.returncode
-        if profile._PERM_RE.search(out):
-            raise RooflineError(
-                "ERR_NVGPUCTRPERM: no permission to read the GPU's performance counters "
-                "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)"
-            )
+        perm = profile.counter_access_problem(out)
+        if perm:
+            raise RooflineError(perm)
         if not report.is_file():
             why = profile._first_error(out) or _last_line(proc.stderr)
             raise RooflineError(
