@@ -116,8 +116,10 @@ def gate_command(
     A stage fails when it lost more TFLOP/s than --tolerance against the baseline, is missing or
     unverified, or misses a floor. With the repeats recorded (samples_ms) on both sides, the 99%
     bootstrap interval of the change decides: all of it beyond the tolerance fails, none of it
-    passes, and an interval across the tolerance is inconclusive (too noisy to tell). Without
-    samples, the medians alone decide, with no noise allowance. Each check says its rule.
+    passes, and an interval across the tolerance is inconclusive (too noisy to tell). With fewer
+    than 10 samples, or none, the median times alone decide, with no noise allowance (never the
+    stored TFLOP/s: a document whose speeds its times contradict is refused). Each check says
+    its rule.
 
     \b
     Exit codes:
