@@ -36,7 +36,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rooflinecli import lazy
+from rooflinecli import lazy, names
 from rooflinecli.core import stats
 from rooflinecli.errors import RooflineError
 from rooflinecli.results import Identity, identity
@@ -521,8 +521,13 @@ def junit_xml(result: GateResult, suite: str = "roofline gate") -> str:
     classname, time: the current run's median time in seconds) holding at most one of <failure>
     (a failed check), <error type="inconclusive"> (too noisy to tell) or <skipped>; then
     <system-out> (the summary and every check's reason) and <system-err>, at suite level.
+
+    Every name and reason goes through names.xml: the file parses whatever a document named
+    (ElementTree escapes markup; names.xml replaces what XML 1.0 cannot hold).
     """
     import xml.etree.ElementTree as ET
+
+    x = names.xml
 
     checks = result.checks
     root = ET.Element("testsuites")
@@ -533,7 +538,7 @@ def junit_xml(result: GateResult, suite: str = "roofline gate") -> str:
         package="roofline",
         id="0",
         timestamp=_junit_timestamp(result.timestamp),
-        hostname=result.hostname or "localhost",
+        hostname=x(result.hostname or "localhost"),
         tests=str(len(checks)),
         failures=str(sum(c.verdict == FAIL for c in checks)),
         errors=str(sum(c.verdict == INCONCLUSIVE for c in checks)),
@@ -546,26 +551,28 @@ def junit_xml(result: GateResult, suite: str = "roofline gate") -> str:
     for rule, text in RULES.items():
         ET.SubElement(props, "property", name=f"rule_{rule}", value=text)
     for m in result.mismatches:
-        ET.SubElement(props, "property", name="mismatch", value=m)
+        ET.SubElement(props, "property", name="mismatch", value=x(m))
     for c in checks:
         tc = ET.SubElement(
             ts,
             "testcase",
-            name=c.name,
-            classname=f"roofline.gate.{c.key.dtype}",
+            name=x(c.name),
+            classname=x(f"roofline.gate.{c.key.dtype}"),
             time=_decimal(c.time_s),
         )
+        # the row as JSON: ASCII (json.dumps escapes the rest), which XML holds as it is
         if c.verdict == FAIL:
-            fail = ET.SubElement(tc, "failure", message=c.reason, type=c.failure_type or "failure")
+            kind = c.failure_type or "failure"
+            fail = ET.SubElement(tc, "failure", message=x(c.reason), type=kind)
             fail.text = json.dumps(c.row(), indent=2)
         elif c.verdict == INCONCLUSIVE:
-            err = ET.SubElement(tc, "error", message=c.reason, type="inconclusive")
+            err = ET.SubElement(tc, "error", message=x(c.reason), type="inconclusive")
             err.text = json.dumps(c.row(), indent=2)
         elif c.verdict == SKIP:
-            ET.SubElement(tc, "skipped", message=c.reason)
+            ET.SubElement(tc, "skipped", message=x(c.reason))
     out = ET.SubElement(ts, "system-out")
-    out.text = "\n".join(
-        [result.summary(), *(f"{c.name}: {c.verdict}: {c.reason}" for c in checks)]
+    out.text = x(
+        "\n".join([result.summary(), *(f"{c.name}: {c.verdict}: {c.reason}" for c in checks)])
     )
     ET.SubElement(ts, "system-err").text = ""
     ET.indent(root)
