@@ -57,9 +57,10 @@ lint: $(INSTALLED)
 	$(BIN)/ruff format --check rooflinecli tests
 	$(BIN)/mypy
 
-# Benchmarks on a GPU: results documents land in benchmarks/results/.
+# Benchmarks on a GPU: the FP32 ladder's documents land in build/bench/ (the whole suite and
+# which document each step makes: benchmarks/README.md).
 bench: $(INSTALLED)
-	$(BIN)/roofline run gemm --m 4096 --output benchmarks/results/gemm-fp32-4096-$$(date +%Y%m%d-%H%M%S).json
+	PATH="$(abspath $(BIN)):$$PATH" bash benchmarks/gemm_fp32_ladder.sh build/bench ladder
 
 docs: $(INSTALLED)
 	$(BIN)/python -m rooflinecli.docgen docs/cli.md
