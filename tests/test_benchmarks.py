@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,55 @@ def test_the_private_name_check_finds_one(tmp_path: Path) -> None:
         "profile._run(['x'], 1)\nprofile.run_command\n"
     )
     assert private_uses(script) == ["probe.py:2 imports _device", "probe.py:3 profile._run"]
+
+
+FAKE_LIB = r"""
+suite() { OUT=/nonexistent; STEPS=(); ARCH=sm_90a; cd "$ROOT" || exit 2; }
+left() { echo "$1"; }
+step() { :; }
+calibration() { :; }
+precompile() { :; }
+doc() { shift 2; printf 'DOC'; printf '\t%s' "$@"; echo; }
+run_steps() {
+  local s
+  for s in $(declare -F | sed -n 's/^declare -f step_//p'); do "step_$s" 2> /dev/null; done
+}
+"""
+
+
+def suite_commands(tmp_path: Path) -> list[list[str]]:
+    """Every `doc` command of the suite's steps, its shell variables expanded: each script run
+    against a step library that prints the commands instead of running them."""
+    (tmp_path / "lib.sh").write_text(FAKE_LIB)
+    out = []
+    for script in SCRIPTS:
+        if script.name in ("lib.sh", "probes.sh"):  # probes.sh runs programs, not documents
+            continue
+        copy = tmp_path / script.name
+        copy.write_text(script.read_text())
+        res = subprocess.run(
+            ["bash", str(copy), "unused"],
+            capture_output=True, text=True, env={"ROOT": str(ROOT), "PATH": "/usr/bin:/bin"},
+        )  # fmt: skip
+        out += [line.split("\t")[1:] for line in res.stdout.splitlines() if line.startswith("DOC")]
+    return out
+
+
+def test_every_stage_list_of_the_suite_names_stages_the_registry_has(tmp_path: Path) -> None:
+    """A stage renamed or dropped from the registry breaks the step that names it: found here,
+    on the CPU, not on the GPU machine."""
+    from rooflinecli.stages import attention, gemm
+
+    commands = suite_commands(tmp_path)
+    assert len(commands) > 50
+    for cmd in commands:
+        opts = {a: b for a, b in zip(cmd, cmd[1:], strict=False) if a.startswith("--")}
+        if cmd[:2] == ["tune", "gemm"]:
+            assert opts["--stage"] in gemm.BY_NAME, cmd
+        names = opts.get("--stages")
+        if names is None or names == "best":
+            continue
+        if cmd[:2] == ["run", "attention"]:
+            assert set(names.split(",")) <= set(attention.ATTENTION_BY_NAME), cmd
+        else:
+            assert gemm.select(names, opts.get("--dtype", "fp32")), cmd
