@@ -1,7 +1,8 @@
 """benchmarks/ is a suite a maintainer can run again: every document the README and docs cite is
 listed in benchmarks/README.md with the script that makes it, every script that page names
 exists, every committed document is written by a step of some script, the scripts share one
-step library, and nothing in benchmarks/ reaches into the package's private names."""
+step library, their stage lists name stages the registry has, and nothing in benchmarks/
+reaches into the package's private names."""
 
 from __future__ import annotations
 
