@@ -99,7 +99,7 @@ def run_doc(name: str, gpu: bool = True) -> dict[str, Any]:
 
 def app_doc(name: str) -> dict[str, Any]:
     """A committed `profile app` document with its first kernel renamed."""
-    doc = json.loads((RESULTS / "profile-app-cupy-matmul-fp32.json").read_text())
+    doc = json.loads((RESULTS / "profile-app-cupy-matmul-fp16.json").read_text())
     r = doc["records"][0]
     grid = r["stage"][r["stage"].rindex(" [") :]
     r["kernel"], r["label"], r["stage"], r["name"] = name, name, name + grid, name + grid
