@@ -68,7 +68,7 @@ docs: $(INSTALLED)
 docs-check: $(INSTALLED)
 	$(BIN)/python -m rooflinecli.docgen --check docs/cli.md
 
-# The README's pictures, from the committed H200 documents and calibration (no GPU needed).
+# The pictures of docs/results.md, from the committed H200 documents and calibration (no GPU).
 CAL := benchmarks/calibration/h200-2026-12-01.json
 plots: $(INSTALLED)
 	$(BIN)/roofline plot benchmarks/results/gemm-fp32-4096-interleaved.json --calibration $(CAL) -o docs/roofline-h200-fp32-4096.png

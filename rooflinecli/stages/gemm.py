@@ -1,4 +1,4 @@
-"""The stage registry: the one list of GEMM stages. CLI choices, README and tests derive from it.
+"""The stage registry: the one list of GEMM stages; CLI choices, docs/stages.md and tests read it.
 
 A stage is one kernels/NN_technique.cu plus one entry here: its entry point, dtype, tile
 parameters (passed to NVRTC as -DNAME=value compile-time constants), launch geometry and the
