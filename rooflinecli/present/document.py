@@ -59,4 +59,4 @@ def render(doc: dict[str, Any], fmt: str, view: View, draw: bool) -> None:
         )
     if draw:
         text = terminal_chart.render(doc)
-        out.file.write(f"\n```text\n{text}```\n" if fmt == "markdown" else f"\n{text}")
+        out.file.write(terminal_chart.block(text, fmt) if fmt == "markdown" else f"\n{text}")
