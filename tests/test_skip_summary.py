@@ -1,5 +1,5 @@
-"""`make test` ends with its result and one line of skips grouped by reason (tests/conftest.py
-skip_summary), not a line per skipped test; `-rs` still lists each."""
+"""`make test` ends with its result and one line of skips grouped by reason (tests/skips.py,
+written by tests/conftest.py), not a line per skipped test; `-rs` still lists each."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from conftest import skip_summary
+from skips import skip_summary
 
 HERE = Path(__file__).resolve().parent
 SAMPLE = HERE / "fixtures" / "skips" / "sample_skips.py"
