@@ -156,7 +156,12 @@ def test_a_wrong_kernel_is_reported_failed_never_fast(tmp_path, monkeypatch):
         "  C[row * N + col] = alpha * acc; }\n"
     )
     bad = stages.Stage(
-        name="bad", what="test", dtype="fp32", chapter=0, math="FFMA", file=str(src),
+        name="bad",
+        what="test",
+        dtype="fp32",
+        chapter=0,
+        math="FFMA",
+        file=str(src),
         entry="gemm_bad",
     )
     _, _, recs = runner.run_gemm(
