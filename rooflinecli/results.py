@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -114,8 +113,7 @@ def complete_record(record: dict[str, Any]) -> dict[str, Any]:
 # written(): here, where the schema is.
 
 
-@dataclass
-class Check:
+class Check(NamedTuple):
     """What comparing one output with the reference found."""
 
     ok: bool
@@ -123,8 +121,7 @@ class Check:
     max_rel_error: float  # largest element's error / the reference's largest element
 
 
-@dataclass
-class Repeats:
+class Repeats(NamedTuple):
     """Timed repeats of one launch: every sample, the SM clock over them, how they were queued,
     and with a noise target (--max-noise) the noise reached."""
 
@@ -135,8 +132,7 @@ class Repeats:
     noise_target_met: bool | None = None
 
 
-@dataclass
-class Pairing:
+class Pairing(NamedTuple):
     """The references a stage was timed beside: the first one's samples of the same rounds and,
     where the kind names each reference (attention), every verified one's median."""
 
@@ -144,30 +140,39 @@ class Pairing:
     reference_time_ms: float | None  # None when that reference failed its check
     reference_samples_ms: list[float]
     timing: str
-    medians: list[tuple[str, float]] = field(default_factory=list)  # (reference, median ms)
+    medians: tuple[tuple[str, float], ...] = ()  # (reference, median ms)
 
 
-@dataclass
 class RunRecord:
     """One stage, or one library reference, at one shape of a run. `model` is the record before
-    anything ran (work, bytes, the roof: rooflinecli.core); the rest is what the run found.
-    to_dict() writes it with the fields in the order the documents have always had them."""
+    anything ran (work, bytes, the roof: rooflinecli.core); the rest is what the run found, set
+    part by part by the runner loop. to_dict() writes it with the fields in the order the
+    documents have always had them. (A plain class: a dataclass would cost every command about
+    1 ms of start-up to create, as rooflinecli.present.View says.)"""
 
-    model: dict[str, Any]
-    checked: dict[str, Any]  # how its output is checked: tolerances (attention: what and scale)
-    about: dict[str, Any] = field(default_factory=dict)  # a library reference: what it is
-    launch: dict[str, Any] | None = None  # registers, shared memory, spills, grid, block, ...
-    occupancy_pct: float | None = None
-    blocks_per_sm: int | None = None
-    verified: bool | None = None  # None: skipped
-    error: str | None = None
-    first: Check | None = None  # the first launch's output
-    conversion_ms: float | None = None  # a B layout conversion alone (charged to the stage)
-    repeats: Repeats | None = None  # a reference's: every repeat of the shape, pooled
-    last: Check | None = None  # the last timed launch's output
-    time_ms: float | None = None  # the median placed on the roofline; None: no speed
-    paired: Pairing | None = None
-    timing: str | None = None  # a reference's note on its pooled repeats
+    __slots__ = (
+        "model", "checked", "about", "launch", "occupancy_pct", "blocks_per_sm", "verified",
+        "error", "first", "conversion_ms", "repeats", "last", "time_ms", "paired", "timing",
+    )  # fmt: skip
+
+    def __init__(
+        self, model: dict[str, Any], checked: dict[str, Any], about: dict[str, Any] | None = None
+    ) -> None:
+        self.model = model
+        self.checked = checked  # how its output is checked: tolerances (attention: what, scale)
+        self.about = about or {}  # a library reference: what it is
+        self.launch: dict[str, Any] | None = None  # registers, shared memory, grid, block, ...
+        self.occupancy_pct: float | None = None
+        self.blocks_per_sm: int | None = None
+        self.verified: bool | None = None  # None: skipped
+        self.error: str | None = None
+        self.first: Check | None = None  # the first launch's output
+        self.conversion_ms: float | None = None  # a B layout conversion alone (charged)
+        self.repeats: Repeats | None = None  # a reference's: every repeat of the shape, pooled
+        self.last: Check | None = None  # the last timed launch's output
+        self.time_ms: float | None = None  # the median placed on the roofline; None: no speed
+        self.paired: Pairing | None = None
+        self.timing: str | None = None  # a reference's note on its pooled repeats
 
     @property
     def reference(self) -> bool:

@@ -6,7 +6,7 @@ weight GEMM sits on the roofline at a batch. `run llm` times those exact GEMM sh
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
@@ -30,7 +30,6 @@ from rooflinecli.options import (
     want_chart,
 )
 from rooflinecli.present import View, table, terminal_chart
-from rooflinecli.stages import gemm
 
 F = TypeVar("F", bound=Callable[..., Any])
 Column = tuple[str, str, Callable[[Any], str]]
@@ -339,20 +338,6 @@ def model_llm(
         )
 
 
-def _check_dtype(dtype: str, extra: Sequence[gemm.Stage]) -> None:
-    """One line, before any GPU work, when the registry cannot time this dtype yet."""
-    have = sorted({d for s in gemm.STAGES if not s.reference for d in s.all_dtypes})
-    hint = f"use --dtype {' or '.join(d for d in have if d != dtype) or 'fp32'}"
-    try:
-        gemm.reference_for(dtype)
-    except RooflineError:
-        raise RooflineError(
-            f"no {dtype} reference in the stage registry yet, nothing to check against: {hint}"
-        ) from None
-    if not gemm.stage_names(dtype, include_reference=False) and not extra:
-        raise RooflineError(f"no {dtype} stages in the registry yet: {hint}")
-
-
 @click.command("llm")
 @preset_options
 @click.option(
@@ -406,16 +391,15 @@ def run_llm(
     **sizes: int | None,
 ) -> None:
     """Time the weight GEMMs of one decode step at each batch, and place them on the roofline."""
-    from rooflinecli import api
+    from rooflinecli import api, plan
     from rooflinecli.gpu.timer import Timing
     from rooflinecli.present.progress import progress
-    from rooflinecli.stages.userstage import load_user_stage
 
-    p = _preset(preset, sizes)
+    model = _preset(preset, sizes)
     batches = parse_list(batch_arg, "--batch")
     table.select(table.LLM, view)  # an unknown --columns name: one line, before any work
     draw = want_chart(chart_flag, fmt, table.console().is_terminal)
-    gemms = llm.weight_gemms(p)
+    gemms = llm.weight_gemms(model)
     if gemm_arg:
         wanted = split_list(gemm_arg, "--gemms")
         known = [g.name for g in gemms]
@@ -425,33 +409,17 @@ def run_llm(
                 f"unknown GEMM {', '.join(bad) or '(none)'}; known: {', '.join(known)}"
             )
         gemms = [g for g in gemms if g.name in wanted]
-    extra = [load_user_stage(path) for path in extra_stages]
-    for s in extra:
-        if s.dtype != dtype:
-            raise RooflineError(
-                f"stage {s.name} ({s.toml_path}) is {s.dtype}, not {dtype} (use --dtype)"
-            )
-    _check_dtype(dtype, extra)
-    api.compile_user_stages(extra, api.target_arch()[0], dtype)  # one line, before any GPU
-    best = (stage_list or "").strip() == "best"
-    picks = None
-    if best:
-        if extra:
-            raise RooflineError("--stages best takes its stages from the tune table: leave out "
-                                "--extra-stage")  # fmt: skip
-        chosen = [gemm.reference_for(dtype)]
-        picks = api.pick_best(
-            list(dict.fromkeys(g.shape(b) for b in batches for g in gemms)), dtype
-        )
-    else:
-        chosen = gemm.select(stage_list, dtype)
-        chosen = chosen[:-1] + extra + chosen[-1:]  # the reference stays last
+    shapes = list(dict.fromkeys(g.shape(b) for b in batches for g in gemms))
+    p = plan.llm_plan(shapes, stage_list, dtype, extra_stages)
+    api.compile_user_stages(p.user_stages, api.target_arch()[0], dtype)  # one line, before any GPU
+    picks = p.picks
 
     timing = Timing(budget_ms=budget_ms, flush_l2=not no_flush, max_noise_pct=max_noise)
     with progress(not quiet and fmt == "table") as tick:
         doc = api.run_llm(
-            p, gemms, batches, chosen, spec_arg, dtype, seed, timing, progress=tick,
-            settings={"extra_stages": [s.toml_path for s in extra]}, picks=picks,
+            model, gemms, batches, p.chosen, spec_arg, dtype, seed, timing, progress=tick,
+            settings={"extra_stages": [s.toml_path for s in p.user_stages]}, picks=picks,
+            work=p.work, **p.document_fields(),
         )  # fmt: skip
     device, spec_name, per_token = doc["device"], doc["spec"]["name"], doc["per_token"]
     if output:
@@ -470,7 +438,7 @@ def run_llm(
                 table.LLM,
                 view=view,
                 title=(
-                    f"{p.display_name} weight GEMMs at batch {b}, {dtype} on {device['name']} "
+                    f"{model.display_name} weight GEMMs at batch {b}, {dtype} on {device['name']} "
                     f"(spec {spec_name}: {roofs.title(r0)})"
                 ),
             )
@@ -479,6 +447,9 @@ def run_llm(
                     click.echo(f"{g.name}: {pick_line(picks[g.shape(b)])}")
             if draw:
                 terminal_chart.draw({**doc, "records": recs}, fmt, table.console())
+        summary = table.skip_summary(doc.get("skipped"))
+        if summary:
+            click.echo(f"\n{summary}" if fmt == "markdown" else summary)
         if fmt == "markdown":
             click.echo("")
         columns: list[Column] = [("stage", "stage", str)]
@@ -487,7 +458,7 @@ def run_llm(
             per_token,
             columns,
             fmt,
-            title=f"{p.display_name}: the {len(gemms)} weight GEMM(s) of one token, all layers",
+            title=f"{model.display_name}: the {len(gemms)} weight GEMM(s) of one token, all layers",
             caption="Sum of count x time / batch; '-' where a stage did not run every shape.",
         )
     failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]

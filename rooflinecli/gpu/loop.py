@@ -202,13 +202,11 @@ def _one_shape(
                 else None,
                 reference_samples_ms=timed.samples[1],
                 timing=kind.pairing,
-                medians=[
+                medians=tuple(
                     (r.launch.name, statistics.median(paired))
                     for r, paired in zip(refs, timed.samples[1:], strict=True)
-                    if r.record.verified
-                ]
-                if kind.names_each_reference
-                else [],
+                    if r.record.verified and kind.names_each_reference
+                ),
             )
     for r in refs:
         rec = r.record

@@ -57,6 +57,9 @@ def render(doc: dict[str, Any], fmt: str, view: View, draw: bool) -> None:
         table.emit(
             {**doc, "records": recs}, fmt, columns, title=title(doc, recs), out=out, view=view
         )
+    summary = table.skip_summary(doc.get("skipped"))
+    if summary:
+        out.file.write(f"\n{summary}\n" if fmt == "markdown" else f"{summary}\n")
     if draw:
         text = terminal_chart.render(doc)
         out.file.write(f"\n```text\n{text}```\n" if fmt == "markdown" else f"\n{text}")

@@ -613,6 +613,24 @@ def notes(records: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def skip_summary(skipped: list[dict[str, Any]] | None) -> str | None:
+    """One line for the stages a run left out where they cannot run the shape (a document's
+    `skipped`, from rooflinecli.plan: nobody named them), by what they are and why: "25 decode
+    stages skipped (5 at 5 shapes): they run at M = 1..64"."""
+    if not skipped:
+        return None
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for s in skipped:
+        groups.setdefault((str(s.get("kind")), str(s.get("because"))), []).append(s)
+    parts = []
+    for (kind, because), items in groups.items():
+        stages = len({str(s.get("stage")) for s in items})
+        shapes = len({str(s.get("shape")) for s in items})
+        where = f"{stages} at {shapes} shape{'s' if shapes != 1 else ''}"
+        parts.append(f"{len(items)} {kind} skipped ({where}): {because}")
+    return "; ".join(parts)
+
+
 # Comparisons and gate verdicts (`roofline compare`, `roofline gate`): rows, not result records.
 
 
@@ -738,9 +756,24 @@ def scaling(records: list[dict[str, Any]]) -> pd.DataFrame:
 
     df["shape"] = [shape_of(r) if r.get("op") else f"{r['m']}x{r['n']}x{r['k']}" for r in recs]
     order = list(dict.fromkeys(df["shape"]))
-    stages_in_order = list(dict.fromkeys(df["stage"]))
+    stages_in_order = _merged(
+        [[str(r["stage"]) for r, s in zip(recs, df["shape"], strict=True) if s == shape]
+         for shape in order]
+    )  # fmt: skip
     pivot = df.pivot_table(index="stage", columns="shape", values="tflops", aggfunc="first")
     return pivot.reindex(index=stages_in_order, columns=order)
+
+
+def _merged(runs: list[list[str]]) -> list[str]:
+    """One order of the stages of every shape, each shape's order kept: a stage a shape left
+    out (rooflinecli.plan) comes back in its place, the reference stays last."""
+    order: list[str] = []
+    for run in runs:
+        for i, name in enumerate(run):
+            if name not in order:
+                before = [x for x in run[:i] if x in order]
+                order.insert(order.index(before[-1]) + 1 if before else 0, name)
+    return order
 
 
 def emit_scaling(records: list[dict[str, Any]], fmt: str, out: Console | None = None) -> None:

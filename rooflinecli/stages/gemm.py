@@ -16,10 +16,20 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from rooflinecli.core.model import DTYPE_BYTES, thread_tile_intensity
 from rooflinecli.errors import RooflineError
+
+
+class Refusal(NamedTuple):
+    """Why a stage cannot run a shape: in full (`why`, what a skipped record says), and in the
+    words a summary of many such skips uses: what the stages are and why they were left out
+    ("decode stages", "they run at M = 1..64")."""
+
+    why: str
+    kind: str
+    because: str
 
 
 @dataclass(frozen=True)
@@ -163,16 +173,27 @@ class Stage:
 
     def refuses(self, m: int, n: int, k: int) -> str | None:
         """Why this stage cannot run the shape, or None."""
+        refusal = self.refusal(m, n, k)
+        return refusal.why if refusal else None
+
+    def refusal(self, m: int, n: int, k: int) -> Refusal | None:
+        """refuses(), with the words a summary of such skips uses."""
         q = self.needs_multiple
         dims = {"M": m, "N": n, "K": k}
         if q > 1 and any(dims[d] % q for d in self.multiple_of):
             which = ", ".join(self.multiple_of)
-            return f"{self.name} needs {which} multiples of {q} (got {m}x{n}x{k})"
+            return Refusal(
+                f"{self.name} needs {which} multiples of {q} (got {m}x{n}x{k})",
+                "stages",
+                f"they need {which} multiples of {q}",
+            )
         if self.m_range is not None and not self.m_range[0] <= m <= self.m_range[1]:
             lo, hi = self.m_range
-            return (
+            return Refusal(
                 f"{self.name} is a decode stage for M = {lo}..{hi} (got M = {m}): it streams B "
-                "once per few rows of C; a GEMM stage suits this shape"
+                "once per few rows of C; a GEMM stage suits this shape",
+                "decode stages",
+                f"they run at M = {lo}..{hi}",
             )
         return None
 
