@@ -11,6 +11,7 @@ from rooflinecli import files, results
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import format_option
 from rooflinecli.present import table
+from rooflinecli.present.output import written
 
 WROTE_COLUMNS: list[table.Column] = [
     ("path", "file", str),
@@ -91,4 +92,4 @@ def plot(path: str, output: str, calibration: str | None, by_instruction: bool, 
     title = image.title(doc)
     row = {"path": output, "format": kind, "records": len(doc["records"]), "title": title}
     line = f"wrote {output} ({kind}): {title}"
-    table.emit_written(row, fmt, WROTE_COLUMNS, line, title=f"roofline plot {path}")
+    written(row, fmt, WROTE_COLUMNS, line, title=f"roofline plot {path}")

@@ -8,7 +8,6 @@ import click
 
 from rooflinecli import files, results
 from rooflinecli.commands import LazyGroup
-from rooflinecli.core import roofs
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
     SIZE,
@@ -21,16 +20,15 @@ from rooflinecli.options import (
     format_option,
     output_option,
     parse_shapes,
-    pick_line,
     place_on_roofs,
     roofs_option,
     spec_option,
     split_list,
     timing_of,
     timing_options,
-    want_chart,
 )
-from rooflinecli.present import View, document, table, terminal_chart
+from rooflinecli.present import View, document, output, table
+from rooflinecli.present.output import chart_wanted, emit, live
 from rooflinecli.present.progress import progress
 from rooflinecli.stages import attention, gemm
 
@@ -70,12 +68,12 @@ def _dry_run(p: Any, arch: str, why: str, spec_arg: str | None, fmt: str) -> Non
         f"Dry run: {compiled} stage(s) x {len(p.shapes)} shape(s), {p.dtype}, compiled for "
         f"{arch} ({why}; NVRTC {nvrtc}); nothing ran"
     )
+    skipped = p.document_fields()
     payload = {"command": "run gemm --dry-run", "arch": arch, "nvrtc": nvrtc, "rows": rows,
-               **p.document_fields()}  # fmt: skip
-    table.emit_rows(rows, fmt, table.DRY_RUN_COLUMNS, title=title, payload=payload)
-    summary = table.skip_summary(p.document_fields().get("skipped"))
-    if summary and fmt in ("table", "markdown"):
-        table.console().file.write(f"{summary}\n")
+               **skipped}  # fmt: skip
+    columns = table.DRY_RUN_COLUMNS
+    parts = [output.Rows(rows, columns, title=title), *document.skipped_line(skipped)]
+    emit(output.of_rows(rows, columns, parts, payload), fmt)
 
 
 @run.command("gemm")
@@ -156,7 +154,7 @@ def run_gemm(
     shapes = parse_shapes(m, n, k, sizes)
     timing = timing_of(budget_ms, repeats, max_noise, no_flush)
     table.select(table.RUN, view)  # an unknown --columns name: one line, before any work
-    draw = want_chart(chart_flag, fmt, table.console().is_terminal)
+    draw = chart_wanted(chart_flag, fmt, table.console().is_terminal)
     if arch and not dry_run:
         raise RooflineError("--arch goes with --dry-run (a run compiles for the GPU it runs on)")
     if dry_run and output:
@@ -165,47 +163,19 @@ def run_gemm(
         shapes, stage_list, dtype, tuned=tuned, extra_stages=extra_stages, dry_run=dry_run
     )
     target, why = api.target_arch(arch)
-    picks, chosen = p.picks, p.chosen
     if dry_run:
         _dry_run(p, target, why, spec_arg, fmt)
         return
     api.compile_user_stages(p.user_stages, target, dtype)  # a compile error: one line, first
-    with progress(not quiet and fmt == "table") as tick:
+    with progress(not quiet and live(fmt)) as tick:
         doc = api.run_gemm(
-            shapes, chosen, spec_arg, dtype=dtype, alpha=alpha, beta=beta, seed=seed,
-            timing=timing, progress=tick, picks=picks, work=p.work, **p.document_fields(),
+            shapes, p.chosen, spec_arg, dtype=dtype, alpha=alpha, beta=beta, seed=seed,
+            timing=timing, progress=tick, picks=p.picks, work=p.work, **p.document_fields(),
         )  # fmt: skip
-    device = doc["device"]
     doc = place_on_roofs(doc, roof_set, calibration)
     if output:
         files.write_output(output, results.dumps(doc), force=force)
-    con = table.console()
-    if fmt in ("json", "csv"):  # one document (or one CSV) for the whole run
-        table.emit(doc, fmt, table.RUN, out=con)
-    else:
-        for shape in shapes:
-            recs = [r for r in doc["records"] if (r["m"], r["n"], r["k"]) == shape]
-            one = {**doc, "records": recs}
-            r0 = recs[0]
-            roofs_text = roofs.per_row_roofs(recs) or roofs.title(r0)
-            title = (
-                f"GEMM {shape[0]}x{shape[1]}x{shape[2]} {dtype} on {device['name']} "
-                f"(spec {doc['spec']['name']}: {roofs_text})"
-            )
-            if fmt == "markdown" and shape != shapes[0]:
-                con.file.write("\n")
-            table.emit(one, fmt, table.RUN, title=title, out=con, view=view)
-            if picks is not None:
-                con.print(pick_line(picks[shape]), markup=False, highlight=False, soft_wrap=True)
-            if draw:
-                terminal_chart.draw(one, fmt, con)
-        summary = table.skip_summary(doc.get("skipped"))
-        if summary:
-            con.file.write(f"\n{summary}\n" if fmt == "markdown" else f"{summary}\n")
-        if len(shapes) > 1:
-            if fmt == "markdown":
-                con.file.write("\n")
-            table.emit_scaling(doc["records"], fmt, out=con)
+    emit(document.gemm_run(doc, shapes, view, draw, p.picks), fmt)
     failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
     if failed:
         raise GateFailure(f"verification failed: {', '.join(sorted(set(failed)))}")
@@ -310,9 +280,9 @@ def run_attention(
     wanted = parse_attention_shapes(batch, heads, seq, head_dim, kv_heads, causal, shapes)
     timing = timing_of(budget_ms, repeats, max_noise, no_flush)
     table.select(table.RUN, view)
-    draw = want_chart(chart_flag, fmt, table.console().is_terminal)
+    draw = chart_wanted(chart_flag, fmt, table.console().is_terminal)
     p = plan.attention_plan(wanted, stage_list, dtype)
-    with progress(not quiet and fmt == "table") as tick:
+    with progress(not quiet and live(fmt)) as tick:
         doc = api.run_attention(
             wanted, p.stages, spec_arg, dtype=dtype, seed=seed, timing=timing, progress=tick,
             references=not no_references, work=p.work, **p.document_fields(),
@@ -320,7 +290,7 @@ def run_attention(
     doc = place_on_roofs(doc, roof_set, calibration)
     if output:
         files.write_output(output, results.dumps(doc), force=force)
-    document.render(doc, fmt, view, draw)
+    emit(document.report(doc, view, draw), fmt)
     failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
     if failed:
         raise GateFailure(f"verification failed: {', '.join(sorted(set(failed)))}")

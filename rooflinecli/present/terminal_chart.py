@@ -360,9 +360,3 @@ def render(doc: dict[str, Any], width: int = 72, height: int = 20) -> str:
     for u in unplaced:
         lines.append(f"? {u.label}: not drawn ({u.why})")
     return "\n".join(lines) + "\n"
-
-
-def draw(doc: dict[str, Any], fmt: str, con: Any) -> None:
-    """The roofline chart of these records under their table (a code block in Markdown)."""
-    text = render(doc)
-    con.file.write(f"\n```text\n{text}```\n" if fmt == "markdown" else text)
