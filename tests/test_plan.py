@@ -174,3 +174,19 @@ def test_naming_a_stage_that_cannot_run_a_shape_of_the_sweep_is_one_line(monkeyp
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 2 and "needs N, K multiples of 8" in r.stderr
     assert len(r.stderr.splitlines()) == 1
+
+
+def test_the_sweep_table_keeps_each_shape_s_order_and_the_reference_last():
+    """Stages another shape left out, or did not pick (--stages best), come in their place."""
+    from rooflinecli.present import table
+
+    def rec(stage, m, kind="stage"):
+        return {"stage": stage, "kind": kind, "dtype": "bf16", "m": m, "n": 64, "k": 64,
+                "tflops": 1.0}  # fmt: skip
+
+    best = [rec("gemv", 1), rec("cublas", 1, "reference"), rec("wgmma", 4096),
+            rec("cublas", 4096, "reference")]  # fmt: skip
+    assert list(table.scaling(best).index) == ["gemv", "wgmma", "cublas"]
+    sweep = [rec("a", 4097), rec("c", 4097), rec("cublas", 4097, "reference"), rec("a", 64),
+             rec("b", 64), rec("c", 64), rec("cublas", 64, "reference")]  # fmt: skip
+    assert list(table.scaling(sweep).index) == ["a", "b", "c", "cublas"]

@@ -32,8 +32,9 @@ def compare(a_path: str, b_path: str, fmt: str) -> None:
     rows = gate.compare_rows(a, b, where=(a_path, b_path))
     columns = table.COMPARE_COLUMNS
     parts: list[output.Part] = [
-        # the table's heading written as is: long paths neither wrap nor read as markup
-        output.Line(f"A: {_who(a, a_path)}\nB: {_who(b, b_path)}", markdown=False),
+        # the table's heading written as text: long paths neither wrap nor read as markup
+        output.Line(f"A: {_who(a, a_path)}", markdown=False),
+        output.Line(f"B: {_who(b, b_path)}", markdown=False),
         output.Rows(
             rows,
             columns,

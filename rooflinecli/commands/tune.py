@@ -144,13 +144,12 @@ def tune_dispatch(
     parts: list[Part] = [Records(doc, table.RUN, title, view=view)]
     if info["picks"]:
         parts += [
-            Line(f"  {p['dtype']} {p['class']}: {p['stage']}", markdown=False, rich=True,
-                 markup=False)
+            Line(f"  {p['dtype']} {p['class']}: {p['stage']}", markdown=False, rich=True)
             for p in info["picks"]
         ]  # fmt: skip
         parts.append(
             Line(f"saved to {info['saved_to']} (used by `--stages best`)", markdown=False,
-                 rich=True, markup=False)
+                 rich=True)
         )  # fmt: skip
     emit(of_document(doc, parts), fmt)
     if not info["picks"]:

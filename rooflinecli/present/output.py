@@ -11,6 +11,8 @@ The parts of a Report, in the order they are written:
 - Grid: a table of cells already formatted (specs).
 - Scaling: TFLOP/s per stage and shape (a sweep).
 - Line: a line under a table (a pick, a note); Markdown too unless it says otherwise.
+
+Names in them are text, never markup or control codes (rooflinecli.names), in every format.
 - Chart: the terminal roofline chart (a code block in Markdown).
 
 Markdown puts a blank line before every table but the first.
@@ -22,7 +24,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from rooflinecli import results
+from rooflinecli import names, results
 from rooflinecli.present import View, table
 
 if TYPE_CHECKING:
@@ -70,8 +72,7 @@ class Scaling(NamedTuple):
 class Line(NamedTuple):
     text: str
     markdown: bool = True  # written in Markdown output too
-    rich: bool = False  # printed by rich (wrapped to the console), not written as is
-    markup: bool = True  # with rich: read as rich markup
+    rich: bool = False  # printed by rich (wrapped to the console), not written as it is
     gap: bool = False  # in Markdown a blank line before it (a paragraph of its own)
 
 
@@ -158,10 +159,11 @@ def _markdown(part: Part, write: Callable[[str], Any]) -> None:
         write(table.markdown_table(SCALING_TITLE, headers, left, rows))
     elif isinstance(part, Line):
         if part.markdown:
-            write(f"\n{part.text}\n" if part.gap else f"{part.text}\n")
-    elif isinstance(part, Chart):
+            text = names.markdown(part.text)
+            write(f"\n{text}\n" if part.gap else f"{text}\n")
+    elif isinstance(part, Chart):  # a code block no name in it can close
         text, why = _chart(part)
-        write(f"\n```text\n{text}```\n" if why is None else why)
+        write(f"\n{names.markdown_code(text)}" if why is None else why)
 
 
 def _table(
@@ -176,8 +178,8 @@ def _table(
         title = part.title if part.heading is None else part.heading
         if title:  # wrapped to the console, not to the table's width
             table.say(console, title, indent=0, style="table.title")
-        names = [c[0] for c in part.columns]
-        df = table.pd.DataFrame(part.rows, columns=names if not part.rows else None)
+        fields = [c[0] for c in part.columns]
+        df = table.pd.DataFrame(part.rows, columns=fields if not part.rows else None)
         t = table.text_table(df, part.columns, caption=part.caption, width=console.width)
         table.print_table(console, t)
     elif isinstance(part, Frame):
@@ -186,8 +188,8 @@ def _table(
         from rich.table import Table
 
         t = Table(
-            title=part.title,
-            caption=part.caption,
+            title=names.rich_text(part.title),
+            caption=names.rich_text(part.caption) if part.caption else None,
             caption_justify="left",
             title_justify="left",
             show_header=part.header,
@@ -195,7 +197,7 @@ def _table(
         for h, left in zip(part.headers, part.left, strict=True):
             t.add_column(h, justify="left" if left else "right")
         for cells in part.cells:
-            t.add_row(*cells)
+            t.add_row(*map(names.rich_text, cells))  # a spec's names are text, never markup
         con().print(t)
     elif isinstance(part, Scaling):
         from rich.table import Table
@@ -205,13 +207,13 @@ def _table(
         for h in headers:
             t.add_column(h, justify="left" if h == "stage" else "right")
         for r in rows:
-            t.add_row(*r)
+            t.add_row(*map(names.rich_text, r))
         con().print(t)
     elif isinstance(part, Line):
         if part.rich:
-            con().print(part.text, markup=part.markup, highlight=False)
+            table.echo(con(), part.text)
         else:
-            write(f"{part.text}\n")
+            write(f"{names.plain(part.text)}\n")
     elif isinstance(part, Chart):
         text, why = _chart(part)
         write(why if why is not None else f"\n{text}" if part.gap else text)
@@ -237,7 +239,7 @@ def _chart(part: Chart) -> tuple[str, str | None]:
     except RooflineError as exc:  # nothing with FLOPs: a table without a chart
         if not part.fallback:
             raise
-        return "", f"(no chart: {exc.message})\n"
+        return "", f"(no chart: {names.plain(exc.message)})\n"
 
 
 def written(
@@ -245,7 +247,7 @@ def written(
 ) -> None:
     """What a command says about a file it wrote: `line` as the table format, else `row`."""
     if fmt == TABLE:
-        table.console().file.write(f"{line}\n")
+        table.console().file.write(f"{names.plain(line)}\n")
     else:
         emit(of_rows([row], columns, [Rows([row], columns, title=title)], row), fmt)
 
