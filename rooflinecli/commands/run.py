@@ -14,10 +14,12 @@ from rooflinecli.options import (
     attention_shape,
     attention_shape_options,
     chart_option,
+    check_sweep,
     columns_option,
     dtype_option,
     extra_stage_option,
     format_option,
+    max_shapes_option,
     output_option,
     parse_shapes,
     place_on_roofs,
@@ -55,7 +57,7 @@ def _dry_run(p: Any, arch: str, why: str, spec_arg: str | None, fmt: str) -> Non
     from rooflinecli.stages.inspect import check_arch
 
     check_arch(arch)
-    spec, _ = api.default_spec(spec_arg)
+    spec, spec_why = api.default_spec(spec_arg)
     if p.picks is not None:  # every pick at every shape, as before the tune table was planned
         chosen = [*{x.stage.name: x.stage for x in p.picks.values()}.values(), *p.chosen]
         rows = api.dry_run_gemm(p.shapes, chosen, arch, p.dtype, spec)
@@ -66,7 +68,7 @@ def _dry_run(p: Any, arch: str, why: str, spec_arg: str | None, fmt: str) -> Non
     compiled = sum(1 for s in chosen if not s.reference)
     title = (
         f"Dry run: {compiled} stage(s) x {len(p.shapes)} shape(s), {p.dtype}, compiled for "
-        f"{arch} ({why}; NVRTC {nvrtc}); nothing ran"
+        f"{arch} ({why}; NVRTC {nvrtc}), grids for {spec.name} ({spec_why}); nothing ran"
     )
     skipped = p.document_fields()
     payload = {"command": "run gemm --dry-run", "arch": arch, "nvrtc": nvrtc, "rows": rows,
@@ -80,7 +82,13 @@ def _dry_run(p: Any, arch: str, why: str, spec_arg: str | None, fmt: str) -> Non
 @click.option("--m", type=SIZE, default=None, help="Rows of C.")
 @click.option("--n", type=SIZE, default=None, help="Columns of C (default: M).")
 @click.option("--k", type=SIZE, default=None, help="Inner dimension (default: M).")
-@click.option("--sizes", default=None, metavar="LIST", help="Sweep: 1024,4096,127x333x65.")
+@click.option(
+    "--sizes",
+    default=None,
+    metavar="LIST",
+    help="Sweep: 1024,4096,127x333x65 (at most 2,000 shapes unless --max-shapes says more).",
+)
+@max_shapes_option
 @click.option(
     "--stages",
     "stage_list",
@@ -125,6 +133,7 @@ def run_gemm(
     n: int | None,
     k: int | None,
     sizes: str | None,
+    max_shapes: int,
     stage_list: str | None,
     dtype: str,
     spec_arg: str | None,
@@ -152,6 +161,7 @@ def run_gemm(
     from rooflinecli import api, plan
 
     shapes = parse_shapes(m, n, k, sizes)
+    check_sweep(shapes, max_shapes, "--sizes")
     timing = timing_of(budget_ms, repeats, max_noise, no_flush)
     table.select(table.RUN, view)  # an unknown --columns name: one line, before any work
     draw = chart_wanted(chart_flag, fmt, table.console().is_terminal)
@@ -223,8 +233,10 @@ def parse_attention_shapes(
     "--shapes",
     default=None,
     metavar="LIST",
-    help="Sweep: BxHxNxD or BxHxKVxNxD, comma-separated (e.g. 32x16x512x128,1x16x16384x128).",
+    help="Sweep: BxHxNxD or BxHxKVxNxD, comma-separated (e.g. 32x16x512x128,1x16x16384x128); "
+    "at most 2,000 shapes unless --max-shapes says more.",
 )
+@max_shapes_option
 @click.option(
     "--stages",
     "stage_list",
@@ -255,6 +267,7 @@ def run_attention(
     kv_heads: int | None,
     causal: bool,
     shapes: str | None,
+    max_shapes: int,
     stage_list: str | None,
     dtype: str,
     spec_arg: str | None,
@@ -278,6 +291,7 @@ def run_attention(
     from rooflinecli import api, plan
 
     wanted = parse_attention_shapes(batch, heads, seq, head_dim, kv_heads, causal, shapes)
+    check_sweep(wanted, max_shapes, "--shapes")
     timing = timing_of(budget_ms, repeats, max_noise, no_flush)
     table.select(table.RUN, view)
     draw = chart_wanted(chart_flag, fmt, table.console().is_terminal)
