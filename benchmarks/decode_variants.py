@@ -165,7 +165,7 @@ def main() -> int:
     from rooflinecli import api, files
     from rooflinecli.gpu import device as gpu
     from rooflinecli.gpu.timer import Timing
-    from rooflinecli.present import table as report
+    from rooflinecli.present import output, table
 
     dev = gpu.info()
     keep, dropped = variants(args.dtype, dev["arch"], which)
@@ -179,7 +179,10 @@ def main() -> int:
     )  # fmt: skip
     records = doc["records"]
     files.write_atomic(args.output, results.dumps(doc))
-    report.emit(doc, "markdown", report.RUN_COLUMNS, title=f"{args.set} variants, {args.dtype}")
+    title = f"{args.set} variants, {args.dtype}"
+    output.emit(
+        output.of_document(doc, [output.Records(doc, table.RUN_COLUMNS, title)]), "markdown"
+    )
     bad = [r for r in records if r.get("verified") is not True]
     return 1 if bad else 0
 

@@ -175,13 +175,6 @@ def chart_option(f: F) -> F:
     )(f)
 
 
-def want_chart(flag: bool | None, fmt: str, default: bool = True) -> bool:
-    """--chart/--no-chart against --format: a chart goes with a table or Markdown only."""
-    if flag and fmt in ("json", "csv"):
-        raise RooflineError(f"--chart goes with --format table or markdown, not {fmt}")
-    return fmt == "table" and default if flag is None else flag
-
-
 def _column_names(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
     return tuple(split_list(value, "--columns")) if value is not None else ()
 
@@ -397,9 +390,3 @@ def parse_shapes(
             raise RooflineError(f"bad size {token!r}: {exc.format_message()}") from None
         shapes.append((dims[0], dims[0], dims[0]) if len(dims) == 1 else tuple(dims))  # type: ignore[arg-type]
     return shapes  # type: ignore[return-value]
-
-
-def pick_line(pick) -> str:  # type: ignore[no-untyped-def]
-    """What `--stages best` says under a shape's table: the pick, its class, its table."""
-    via = "" if pick.entry_class == pick.shape_class else f", by the entry of {pick.entry_class}"
-    return f"best: {pick.stage.name} (class {pick.shape_class}{via}; table {pick.table})"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -128,6 +129,169 @@ def complete_record(record: dict[str, Any]) -> dict[str, Any]:
     for key, val in record.items():
         if key not in out:
             out[key] = val
+    return out
+
+
+# --------------------------------------------------------------------------- a run's record
+# The runner (rooflinecli.gpu.loop) builds each record of a run as a RunRecord, part by part as
+# the stage is launched, checked and timed, and writes it as the document's dict once, with
+# written(): here, where the schema is.
+
+
+class Check(NamedTuple):
+    """What comparing one output with the reference found."""
+
+    ok: bool
+    rel_error: float  # relative Frobenius error
+    max_rel_error: float  # largest element's error / the reference's largest element
+
+
+class Repeats(NamedTuple):
+    """Timed repeats of one launch: every sample, the SM clock over them, how they were queued,
+    and with a noise target (--max-noise) the noise reached."""
+
+    samples_ms: list[float]
+    clock: dict[str, Any]  # rooflinecli.gpu.nvml's summary: {} without NVML
+    method: str | None  # timing_method
+    noise_pct: float | None = None
+    noise_target_met: bool | None = None
+
+
+class Pairing(NamedTuple):
+    """The references a stage was timed beside: the first one's samples of the same rounds and,
+    where the kind names each reference (attention), every verified one's median."""
+
+    compared_with: str
+    reference_time_ms: float | None  # None when that reference failed its check
+    reference_samples_ms: list[float]
+    timing: str
+    medians: tuple[tuple[str, float], ...] = ()  # (reference, median ms)
+
+
+class RunRecord:
+    """One stage, or one library reference, at one shape of a run. `model` is the record before
+    anything ran (work, bytes, the roof: rooflinecli.core); the rest is what the run found, set
+    part by part by the runner loop. to_dict() writes it with the fields in the order the
+    documents have always had them. (A plain class: a dataclass would cost every command about
+    1 ms of start-up to create, as rooflinecli.present.View says.)"""
+
+    __slots__ = (
+        "model", "checked", "about", "launch", "occupancy_pct", "blocks_per_sm", "verified",
+        "error", "first", "conversion_ms", "repeats", "last", "time_ms", "paired", "timing",
+    )  # fmt: skip
+
+    def __init__(
+        self, model: dict[str, Any], checked: dict[str, Any], about: dict[str, Any] | None = None
+    ) -> None:
+        self.model = model
+        self.checked = checked  # how its output is checked: tolerances (attention: what, scale)
+        self.about = about or {}  # a library reference: what it is
+        self.launch: dict[str, Any] | None = None  # registers, shared memory, grid, block, ...
+        self.occupancy_pct: float | None = None
+        self.blocks_per_sm: int | None = None
+        self.verified: bool | None = None  # None: skipped
+        self.error: str | None = None
+        self.first: Check | None = None  # the first launch's output
+        self.conversion_ms: float | None = None  # a B layout conversion alone (charged)
+        self.repeats: Repeats | None = None  # a reference's: every repeat of the shape, pooled
+        self.last: Check | None = None  # the last timed launch's output
+        self.time_ms: float | None = None  # the median placed on the roofline; None: no speed
+        self.paired: Pairing | None = None
+        self.timing: str | None = None  # a reference's note on its pooled repeats
+
+    @property
+    def reference(self) -> bool:
+        return self.model.get("kind") == "reference"
+
+    def skip(self, why: str) -> None:
+        """Skipped: it cannot run here (no speed, not verified either way)."""
+        self.verified, self.error = None, f"skipped: {why}"
+
+    def fail(self, why: str) -> None:
+        """Failed: a wrong result, an error or a launch failure is never reported as fast."""
+        self.verified, self.error, self.time_ms = False, why, None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as the document holds it (before complete_record and the reference
+        ratios): a stage's timing fields as they were found, a reference's after its pooled
+        samples."""
+        from rooflinecli.core import roofs
+
+        out = dict(self.model)
+        out.update(self.checked)
+        out.update(self.about)
+        if self.launch is not None:
+            out.update(self.launch)
+        if self.occupancy_pct is not None:
+            out.update(occupancy_pct=self.occupancy_pct, blocks_per_sm=self.blocks_per_sm)
+        out["verified"] = self.verified
+        if self.first is not None:
+            out.update(rel_error=self.first.rel_error, max_rel_error=self.first.max_rel_error)
+        if self.conversion_ms is not None:
+            out["conversion_ms"] = self.conversion_ms
+        rep = self.repeats
+        if self.reference:
+            if rep is not None:
+                out.update(rep.clock)
+            self._last_into(out)
+            if rep is not None and self.time_ms is not None:
+                out.update(_summary(rep.samples_ms))
+                out.update(timing=self.timing, timing_method=rep.method)
+                if rep.noise_target_met is not None:
+                    out.update(noise_pct=rep.noise_pct, noise_target_met=rep.noise_target_met)
+        else:
+            if rep is not None:
+                out.update(rep.clock, timing_method=rep.method)
+                if rep.noise_target_met is not None:
+                    out.update(noise_pct=rep.noise_pct, noise_target_met=rep.noise_target_met)
+            self._last_into(out)
+            if rep is not None and self.time_ms is not None:
+                out.update(_summary(rep.samples_ms))
+        roofs.place(out, self.time_ms)
+        if self.paired is not None and self.time_ms is not None:
+            p = self.paired
+            for name, median in p.medians:
+                out[f"pct_of_{name}"] = 100.0 * median / self.time_ms
+                out[f"{name}_time_ms"] = median
+            out.update(
+                compared_with=p.compared_with,
+                reference_time_ms=p.reference_time_ms,
+                reference_samples_ms=[round(x, 6) for x in p.reference_samples_ms],
+                timing=p.timing,
+            )
+        if not self.verified:  # a wrong result is never reported as fast
+            out.update(tflops=None, pct_of_roof=None, pct_of_peak=None)
+        return out
+
+    def _last_into(self, out: dict[str, Any]) -> None:
+        """The last timed launch's check, and what went wrong up to there (in that order)."""
+        if self.last is not None:
+            out.update(
+                rel_error_last=self.last.rel_error, max_rel_error_last=self.last.max_rel_error
+            )
+        if self.error is not None:
+            out["error"] = self.error
+
+
+def _summary(samples: list[float]) -> dict[str, Any]:
+    """A launch's samples as record fields besides the median (time_ms, which placing sets):
+    the spread and every sample (`samples_ms`, in launch order, what the gate decides from)."""
+    import statistics
+
+    return {
+        "time_ms_min": min(samples),
+        "time_ms_max": max(samples),
+        "time_ms_stdev": statistics.stdev(samples) if len(samples) > 1 else 0.0,
+        "repeats": len(samples),
+        "samples_ms": [round(x, 6) for x in samples],
+    }
+
+
+def written(records: Iterable[RunRecord]) -> list[dict[str, Any]]:
+    """The records of one shape as the document holds them: each one's fields, and each one's
+    ratio to the shape's reference (rooflinecli.core.roofs.add_reference_ratios)."""
+    out = [r.to_dict() for r in records]
+    roofs.add_reference_ratios(out)
     return out
 
 

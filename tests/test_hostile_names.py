@@ -464,21 +464,24 @@ def _every_output(doc: dict[str, Any]) -> dict[str, str]:
     from rich.console import Console
 
     from rooflinecli.commands.gate import _markdown
-    from rooflinecli.present import document
+    from rooflinecli.present import document, output
 
     out: dict[str, str] = {}
+    title = document.title(doc, doc["records"])
+    report = output.of_document(doc, [output.Records(doc, document.columns_of(doc), title,
+                                                     view=View())])  # fmt: skip
     for fmt in ("table", "markdown", "csv", "json"):
         con = Console(file=io.StringIO(), width=1000, color_system=None, highlight=False)
-        table.emit(doc, fmt, document.columns_of(doc), title=document.title(doc, doc["records"]),
-                   out=con, view=View())  # fmt: skip
+        output.emit(report, fmt, out=con)
         out[fmt] = con.file.getvalue()  # type: ignore[attr-defined]
     out["chart"] = terminal_chart.render(doc)
     result = gate.evaluate(doc, doc)
     out["junit"] = gate.junit_xml(result)
     out["gate.md"] = _markdown(result, [c.row() for c in result.checks], "heading")
     con = Console(file=io.StringIO(), width=1000, color_system=None, highlight=False)
-    table.emit_rows([c.row() for c in result.checks], "table", table.GATE_COLUMNS,
-                    title="gate", caption=result.summary(), out=con)  # fmt: skip
+    rows = [c.row() for c in result.checks]
+    part = output.Rows(rows, table.GATE_COLUMNS, title="gate", caption=result.summary())
+    output.emit(output.of_rows(rows, table.GATE_COLUMNS, [part], None), "table", out=con)
     out["gate"] = con.file.getvalue()  # type: ignore[attr-defined]
     return out
 

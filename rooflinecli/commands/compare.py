@@ -6,9 +6,9 @@ from typing import Any
 
 import click
 
-from rooflinecli import names, results
+from rooflinecli import results
 from rooflinecli.options import format_option
-from rooflinecli.present import gate, table
+from rooflinecli.present import gate, output, table
 
 
 def _who(doc: dict[str, Any], path: str) -> str:
@@ -30,16 +30,18 @@ def compare(a_path: str, b_path: str, fmt: str) -> None:
     """
     a, b = results.load(a_path), results.load(b_path)
     rows = gate.compare_rows(a, b, where=(a_path, b_path))
-    out = table.console()
-    if fmt == "table":  # written as text: long paths neither wrap nor read as markup
-        out.file.write(names.plain(f"A: {_who(a, a_path)}") + "\n")
-        out.file.write(names.plain(f"B: {_who(b, b_path)}") + "\n")
-    table.emit_rows(
-        rows,
-        fmt,
-        table.COMPARE_COLUMNS,
-        out=out,
-        title=None if fmt == "table" else f"A: {_who(a, a_path)}; B: {_who(b, b_path)}",
-        caption="B/A TFLOP/s above 1: B is faster. B/A time below 1: B is faster.",
-        payload={"a": a_path, "b": b_path, "rows": rows},
-    )
+    columns = table.COMPARE_COLUMNS
+    parts: list[output.Part] = [
+        # the table's heading written as text: long paths neither wrap nor read as markup
+        output.Line(f"A: {_who(a, a_path)}", markdown=False),
+        output.Line(f"B: {_who(b, b_path)}", markdown=False),
+        output.Rows(
+            rows,
+            columns,
+            title=f"A: {_who(a, a_path)}; B: {_who(b, b_path)}",
+            caption="B/A TFLOP/s above 1: B is faster. B/A time below 1: B is faster.",
+            heading="",
+        ),
+    ]
+    payload = {"a": a_path, "b": b_path, "rows": rows}
+    output.emit(output.of_rows(rows, columns, parts, payload), fmt)

@@ -9,7 +9,7 @@ import click
 from rooflinecli import files, names, results
 from rooflinecli.errors import GateFailure, Inconclusive
 from rooflinecli.options import format_option
-from rooflinecli.present import gate, table
+from rooflinecli.present import gate, output, table
 
 
 def _floors(
@@ -159,17 +159,16 @@ def gate_command(
         files.write_output(markdown_path, _markdown(result, rows, heading), document=False)
     if benchmark_json:
         files.write_output(benchmark_json, gate.benchmark_json(current), document=False)
-    if fmt == "markdown":
-        table.console().file.write(_markdown(result, rows, heading))
-    else:
-        title = f"Gate: {path}" + (f" against {baseline_path}" if base is not None else "")
-        title += f" (tolerance {tolerance:g}%)" if base is not None else " (floors only)"
-        caption = f"{result.summary()}. Rules: {gate.RULES_SHORT}."
-        if result.mismatches:
-            caption += f" Environments differ: {'; '.join(result.mismatches)}."
-        table.emit_rows(
-            rows, fmt, table.GATE_COLUMNS, title=title, caption=caption, payload=result.to_dict()
-        )
+    title = f"Gate: {path}" + (f" against {baseline_path}" if base is not None else "")
+    title += f" (tolerance {tolerance:g}%)" if base is not None else " (floors only)"
+    caption = f"{result.summary()}. Rules: {gate.RULES_SHORT}."
+    if result.mismatches:
+        caption += f" Environments differ: {'; '.join(result.mismatches)}."
+    columns = table.GATE_COLUMNS
+    report = output.of_rows(
+        rows, columns, [output.Rows(rows, columns, title, caption)], result.to_dict()
+    )
+    output.emit(report._replace(markdown=_markdown(result, rows, heading)), fmt)
     if result.outcome == "fail":
         raise GateFailure(result.summary())
     if result.outcome == "inconclusive":

@@ -10,6 +10,7 @@ from rooflinecli import files, results
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import format_option
 from rooflinecli.present import MAX_POINTS, table
+from rooflinecli.present.output import written
 
 WROTE_COLUMNS: list[table.Column] = [
     ("path", "file", str),
@@ -98,4 +99,4 @@ def plot(
     title = image.title(doc)
     row = {"path": output, "format": kind, "records": len(doc["records"]), "title": title}
     line = f"wrote {output} ({kind}): {title}"
-    table.emit_written(row, fmt, WROTE_COLUMNS, line, title=f"roofline plot {path}")
+    written(row, fmt, WROTE_COLUMNS, line, title=f"roofline plot {path}")

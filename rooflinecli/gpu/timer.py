@@ -349,20 +349,5 @@ def time_callable(
     return timer.time([Launch(name, call)])
 
 
-def summary(samples: list[float]) -> dict[str, Any]:
-    """The record fields of one launch's samples: median (the time reported), spread, all of
-    them (`samples_ms`, in launch order, what the gate decides from)."""
-    import statistics
-
-    return {
-        "time_ms": statistics.median(samples),
-        "time_ms_min": min(samples),
-        "time_ms_max": max(samples),
-        "time_ms_stdev": statistics.stdev(samples) if len(samples) > 1 else 0.0,
-        "repeats": len(samples),
-        "samples_ms": [round(x, 6) for x in samples],
-    }
-
-
 def no_clock() -> Any:
     return nullcontext()

@@ -1,8 +1,8 @@
-"""The reporting layer: records (a DataFrame) to a rich table, CSV, Markdown or the JSON document.
-
-Commands hand their records here; nothing else prints results. Every name in a cell, a title or
-a caption is text, never markup: a rich table gets rich.text.Text, Markdown and CSV cells go
-through rooflinecli.names (escaped; a CSV text cell that a spreadsheet would run is
+"""The writers of every format: records (a DataFrame) as a rich table, Markdown, CSV; the column
+sets of each kind of table. Which of them a command writes, for its --format, is
+rooflinecli.present.output's to decide; nothing else prints results. Every name in a cell, a
+title or a caption is text, never markup: a rich table gets rich.text.Text, Markdown and CSV
+cells go through rooflinecli.names (escaped; a CSV text cell that a spreadsheet would run is
 neutralised), JSON stays JSON.
 """
 
@@ -502,46 +502,59 @@ def markdown(df: Rows | pd.DataFrame, columns: list[Column], title: str | None =
     )
 
 
-def emit(
+def _records_columns(
+    records: list[dict[str, Any]], columns: list[Column] | ColumnSet, view: View | None
+) -> tuple[Rows, list[Column]]:
+    """The records as rows, and the columns shown: a ColumnSet narrowed by `view` (compact by
+    default), less the optional columns no row fills."""
+    if isinstance(columns, ColumnSet):
+        columns = select(columns, view)
+    df = frame(records)
+    return df, present(columns, df)
+
+
+def records_markdown(
     doc: dict[str, Any],
-    fmt: str,
+    columns: list[Column] | ColumnSet,
+    title: str | None = None,
+    view: View | None = None,
+) -> str:
+    """A document's records as a Markdown table, the verdict in words under it (bullets)."""
+    from rooflinecli.present import verdict
+
+    df, shown = _records_columns(doc["records"], columns, view)
+    text = markdown(df, shown, title=title)
+    said = verdict.lines(doc["records"])
+    if said:
+        text += "\n" + "".join(f"- {names.markdown(line)}\n" for line in said)
+    return text
+
+
+def print_records(
+    doc: dict[str, Any],
     columns: list[Column] | ColumnSet,
     title: str | None = None,
     caption: str | None = None,
-    out: Console | None = None,
     view: View | None = None,
+    out: Console | None = None,
 ) -> None:
-    """Print a results document in one of FORMATS. A ColumnSet is narrowed by `view` (compact by
-    default) for the table and Markdown; JSON and CSV carry every field. Under a table of stage
-    records: the verdict in words (rooflinecli.present.verdict), and notes on failures."""
+    """A document's records as a table, the verdict in words and notes on failures under it
+    (rooflinecli.present.verdict). Without `out`, on standard output, it is written without
+    rich where present.boxed draws the same characters."""
     from rooflinecli.present import verdict
 
-    if isinstance(columns, ColumnSet):
-        columns = select(columns, view)
-    df = frame(doc["records"])
-    columns = present(columns, df)
-    stream = out.file if out is not None else sys.stdout
-    if fmt == "json":
-        stream.write(results.dumps(doc))
-    elif fmt == "csv":
-        stream.write(csv_text([results.complete_record(r) for r in doc["records"]]))
-    elif fmt == "markdown":
-        stream.write(markdown(df, columns, title=title))
-        said = verdict.lines(doc["records"])
-        if said:
-            stream.write("\n" + "".join(f"- {names.markdown(line)}\n" for line in said))
-    else:
-        said = verdict.lines(doc["records"]) + [n.strip() for n in notes(doc["records"])]
-        text = None if out is not None else _boxed(df, columns, title, caption, said)
-        if text is not None:  # what rich would draw here, without loading rich
-            stream.write(text)
-            return
-        con = out or console()
-        if title:  # wrapped to the console, not to a compact table's width
-            say(con, title, indent=0, style="table.title")
-        print_table(con, table(df, columns, caption=caption, width=con.width))
-        for line in said:
-            say(con, line)
+    df, shown = _records_columns(doc["records"], columns, view)
+    said = verdict.lines(doc["records"]) + [n.strip() for n in notes(doc["records"])]
+    text = None if out is not None else _boxed(df, shown, title, caption, said)
+    if text is not None:  # what rich would draw here, without loading rich
+        sys.stdout.write(text)
+        return
+    con = out or console()
+    if title:  # wrapped to the console, not to a compact table's width
+        say(con, title, indent=0, style="table.title")
+    print_table(con, table(df, shown, caption=caption, width=con.width))
+    for line in said:
+        say(con, line)
 
 
 def _boxed(
@@ -642,6 +655,24 @@ def notes(records: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def skip_summary(skipped: list[dict[str, Any]] | None) -> str | None:
+    """One line for the stages a run left out where they cannot run the shape (a document's
+    `skipped`, from rooflinecli.plan: nobody named them), by what they are and why: "25 decode
+    stages skipped (5 at 5 shapes): they run at M = 1..64"."""
+    if not skipped:
+        return None
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for s in skipped:
+        groups.setdefault((str(s.get("kind")), str(s.get("because"))), []).append(s)
+    parts = []
+    for (kind, because), items in groups.items():
+        stages = len({str(s.get("stage")) for s in items})
+        shapes = len({str(s.get("shape")) for s in items})
+        where = f"{stages} at {shapes} shape{'s' if shapes != 1 else ''}"
+        parts.append(f"{len(items)} {kind} skipped ({where}): {because}")
+    return "; ".join(parts)
+
+
 # Comparisons and gate verdicts (`roofline compare`, `roofline gate`): rows, not result records.
 
 
@@ -710,41 +741,6 @@ def text_table(
     return t
 
 
-def emit_rows(
-    rows: list[dict[str, Any]],
-    fmt: str,
-    columns: list[Column],
-    title: str | None = None,
-    caption: str | None = None,
-    payload: Any = None,
-    out: Console | None = None,
-) -> None:
-    """Print rows that are not result records in one of FORMATS; json prints `payload` or rows."""
-    con = out or console()
-    df = pd.DataFrame(rows, columns=[c[0] for c in columns] if not rows else None)
-    if fmt == "json":
-        data: Any = rows if payload is None else payload
-        con.file.write(results.dumps(data))
-    elif fmt == "csv":
-        con.file.write(csv_text(rows, [c[0] for c in columns]))
-    elif fmt == "markdown":
-        con.file.write(markdown_rows(rows, columns, title=title))
-    else:
-        if title:  # wrapped to the console, not to the table's width
-            say(con, title, indent=0, style="table.title")
-        print_table(con, text_table(df, columns, caption=caption, width=con.width))
-
-
-def emit_written(
-    row: dict[str, Any], fmt: str, columns: list[Column], line: str, title: str
-) -> None:
-    """What a command says about a file it wrote: `line` as the table format, else `row`."""
-    if fmt == "table":
-        console().file.write(f"{names.plain(line)}\n")
-    else:
-        emit_rows([row], fmt, columns, title=title, payload=row)
-
-
 def markdown_rows(
     rows: list[dict[str, Any]], columns: list[Column], title: str | None = None
 ) -> str:
@@ -767,26 +763,29 @@ def scaling(records: list[dict[str, Any]]) -> pd.DataFrame:
 
     df["shape"] = [shape_of(r) if r.get("op") else f"{r['m']}x{r['n']}x{r['k']}" for r in recs]
     order = list(dict.fromkeys(df["shape"]))
-    stages_in_order = list(dict.fromkeys(df["stage"]))
+    stages_in_order = _merged(
+        [[str(r["stage"]) for r, s in zip(recs, df["shape"], strict=True) if s == shape]
+         for shape in order]
+    )  # fmt: skip
     pivot = df.pivot_table(index="stage", columns="shape", values="tflops", aggfunc="first")
     return pivot.reindex(index=stages_in_order, columns=order)
 
 
-def emit_scaling(records: list[dict[str, Any]], fmt: str, out: Console | None = None) -> None:
-    pivot = scaling(records)
-    con = out or console()
-    fmt_cell = fixed(2)
-    headers = ["stage", *[str(c) for c in pivot.columns]]
-    rows = [[str(idx), *[fmt_cell(v) for v in row]] for idx, row in pivot.iterrows()]
-    title = "TFLOP/s per stage and shape"
-    if fmt == "markdown":
-        con.file.write(markdown_table(title, headers, [h == "stage" for h in headers], rows))
-        return
-    from rich.table import Table
-
-    t = Table(title=title, title_justify="left")
-    for h in headers:
-        t.add_column(h, justify="left" if h == "stage" else "right")
-    for r in rows:
-        t.add_row(*map(names.rich_text, r))
-    con.print(t)
+def _merged(runs: list[list[str]]) -> list[str]:
+    """One order of the stages of every shape, each shape's order kept: a stage other shapes
+    left out (rooflinecli.plan) or did not pick (--stages best) comes in its place, after the
+    stages before it at its shape, else before those after it; the reference stays last."""
+    order: list[str] = []
+    for run in runs:
+        for i, name in enumerate(run):
+            if name in order:
+                continue
+            before = [x for x in run[:i] if x in order]
+            after = [x for x in run[i + 1 :] if x in order]
+            if before:
+                order.insert(order.index(before[-1]) + 1, name)
+            elif after:
+                order.insert(order.index(after[0]), name)
+            else:
+                order.append(name)
+    return order

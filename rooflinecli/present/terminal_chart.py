@@ -361,13 +361,3 @@ def render(doc: dict[str, Any], width: int = 72, height: int = 20) -> str:
     for u in unplaced:
         lines.append(f"? {u.label}: not drawn ({u.why})")
     return "".join(f"{names.plain(line)}\n" for line in lines)  # names never send a control code
-
-
-def draw(doc: dict[str, Any], fmt: str, con: Any) -> None:
-    """The roofline chart of these records under their table (a code block in Markdown)."""
-    con.file.write(block(render(doc), fmt))
-
-
-def block(text: str, fmt: str) -> str:
-    """The chart's text as written under a table: in Markdown, a code block no name can close."""
-    return f"\n{names.markdown_code(text)}" if fmt == "markdown" else text

@@ -24,6 +24,7 @@ from typing import Any
 
 from rooflinecli.core.attention import Shape
 from rooflinecli.errors import RooflineError
+from rooflinecli.stages.gemm import Refusal
 
 
 @dataclass(frozen=True)
@@ -105,18 +106,37 @@ class AttentionStage:
 
     def refuses(self, shape: Shape, dtype: str) -> str | None:
         """Why this stage cannot run the shape and dtype, or None."""
+        refusal = self.refusal(shape, dtype)
+        return refusal.why if refusal else None
+
+    def refusal(self, shape: Shape, dtype: str) -> Refusal | None:
+        """refuses(), with the words a summary of such skips uses."""
         if dtype not in self.dtypes:
-            return f"{self.name} is {'/'.join(self.dtypes)}, not {dtype}"
+            return Refusal(
+                f"{self.name} is {'/'.join(self.dtypes)}, not {dtype}",
+                "stages",
+                f"they are not built for {dtype}",
+            )
         if shape.head_dim not in self.configs:
             dims = ", ".join(map(str, self.head_dims))
-            return f"{self.name} is built for head dim {dims}, not {shape.head_dim}"
+            return Refusal(
+                f"{self.name} is built for head dim {dims}, not {shape.head_dim}",
+                "stages",
+                f"they are not built for head dim {shape.head_dim}",
+            )
         if shape.batch * shape.heads > 65535:
-            return f"B*H = {shape.batch * shape.heads} exceeds the grid's 65,535"
+            return Refusal(
+                f"B*H = {shape.batch * shape.heads} exceeds the grid's 65,535",
+                "stages",
+                "B*H exceeds the grid's 65,535",
+            )
         if self.materializes_scores and workspace_bytes(self, shape) > MAX_SCORES_BYTES:
             gib = workspace_bytes(self, shape) / 2**30
-            return (
-                f"{self.name} would write a {gib:.1f} GiB score matrix (at most "
-                f"{MAX_SCORES_BYTES / 2**30:.0f} GiB)"
+            most = f"{MAX_SCORES_BYTES / 2**30:.0f} GiB"
+            return Refusal(
+                f"{self.name} would write a {gib:.1f} GiB score matrix (at most {most})",
+                "stages that write the score matrix",
+                f"it would be over {most}",
             )
         return None
 

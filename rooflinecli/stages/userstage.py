@@ -12,6 +12,8 @@
     what = "one line"                 # optional
     x_is_row = false                  # optional: grid.x walks rows of C
     smem_bytes = 0                    # optional: dynamic shared memory per block
+    math = "FFMA"                     # optional: FFMA, HMMA (mma.sync) or HGMMA (wgmma): the
+                                      # instruction its work runs on, which picks its roof
 
 The kernel honours the stages' contract (see rooflinecli/stages/gemm.py):
 
@@ -190,7 +192,9 @@ _KEYS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "what": (str, False),
     "x_is_row": (bool, False),
     "smem_bytes": (int, False),
+    "math": (str, False),
 }
+USER_MATH = ("FFMA", "HMMA", "HGMMA")
 
 
 def _pair(where: str, key: str, val: list[Any], limit: int) -> tuple[int, int]:
@@ -277,6 +281,11 @@ def load_user_stage(path: str | Path) -> UserStage:
         if not isinstance(val, int) or isinstance(val, bool):
             raise RooflineError(f"stage file {where}: parameter {key} must be a whole number")
         params[key] = val
+    instruction = raw.get("math", "FFMA")
+    if instruction not in USER_MATH:
+        raise RooflineError(
+            f"stage file {where}: math {instruction!r} is not one of {', '.join(USER_MATH)}"
+        )
     smem = raw.get("smem_bytes", 0)
     if not 0 <= smem <= 256 * 1024:
         raise RooflineError(f"stage file {where}: smem_bytes = {smem} is outside 0..262144")
@@ -304,6 +313,7 @@ def load_user_stage(path: str | Path) -> UserStage:
         what=raw.get("what", f"user stage from {p.name}"),
         dtype=dtype,
         chapter=0,
+        math=instruction,
         file=str(source.resolve()),  # absolute: compiler.source_of keeps it as given
         entry=entry,
         params=MappingProxyType(params),
