@@ -31,6 +31,16 @@ def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
     return text
 
 
+def tables(doc: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The tables `show` prints (the report's page too): one per shape, each with its title."""
+    shapes = list(dict.fromkeys(roofs.shape_key(r) for r in doc["records"]))
+    out = []
+    for shape in shapes:
+        recs = [r for r in doc["records"] if roofs.shape_key(r) == shape]
+        out.append((title(doc, recs), recs))
+    return out
+
+
 def columns_of(doc: dict[str, Any]) -> table.ColumnSet:
     if doc.get("device") is None:
         if doc.get("command") == "model attention":
@@ -49,14 +59,10 @@ def render(doc: dict[str, Any], fmt: str, view: View, draw: bool) -> None:
     if fmt in ("json", "csv"):
         table.emit(doc, fmt, columns, out=out)
         return
-    shapes = list(dict.fromkeys(roofs.shape_key(r) for r in doc["records"]))
-    for i, shape in enumerate(shapes):
-        recs = [r for r in doc["records"] if roofs.shape_key(r) == shape]
+    for i, (heading, recs) in enumerate(tables(doc)):
         if fmt == "markdown" and i:
             out.file.write("\n")
-        table.emit(
-            {**doc, "records": recs}, fmt, columns, title=title(doc, recs), out=out, view=view
-        )
+        table.emit({**doc, "records": recs}, fmt, columns, title=heading, out=out, view=view)
     if draw:
         text = terminal_chart.render(doc)
         out.file.write(f"\n```text\n{text}```\n" if fmt == "markdown" else f"\n{text}")
