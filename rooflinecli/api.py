@@ -363,16 +363,15 @@ def dry_run_gemm(
     a stage that does not compile is a RooflineError (one line; a user stage's names its file).
     Persistent stages size their grid by the spec's SM count."""
     from rooflinecli.stages import compiler
+    from rooflinecli.stages.gemm import cannot_run
 
-    cc = compiler.cc_of_arch(arch)
     rows: list[dict[str, Any]] = []
     for stage in stages:
         built = None
         if not stage.reference:
             stage = stage.for_arch(arch)
-        too_old = None
-        if not stage.reference and cc < stage.min_cc:
-            too_old = f"skipped: needs compute capability {stage.min_cc / 10:.1f}"
+        why_not = cannot_run(stage, arch)
+        too_old = f"skipped: {why_not}" if why_not else None
         if not stage.reference and too_old is None:
             if getattr(stage, "toml_path", ""):
                 compile_user_stages([stage], arch, dtype)  # its error names the file

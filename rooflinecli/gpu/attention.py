@@ -39,6 +39,7 @@ from rooflinecli.stages.attention import (
     compile_stage,
     workspace_bytes,
 )
+from rooflinecli.stages.gemm import cannot_run
 
 CHUNK_BYTES = 1 << 30  # the reference's score matrix, at most this many bytes at a time
 
@@ -380,8 +381,9 @@ def run_attention(
             )  # fmt: skip
             rec.update(check_fields)
             skip = stage.refuses(s, dtype)
-            if skip is None and cc < stage.min_cc:
-                skip = f"{stage.name} needs compute capability {stage.min_cc / 10:.1f}"
+            why_not = cannot_run(stage, arch)
+            if skip is None and why_not:
+                skip = f"{stage.name} {why_not}"
             if skip:
                 rec.update(verified=None, error=f"skipped: {skip}")
                 roofs.place(rec, None)

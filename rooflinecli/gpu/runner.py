@@ -24,7 +24,7 @@ from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device
 from rooflinecli.gpu.timer import Launch, Timer, Timing, summary
 from rooflinecli.stages import compiler
-from rooflinecli.stages.gemm import Stage
+from rooflinecli.stages.gemm import Stage, cannot_run
 
 __all__ = [
     "Timing",
@@ -436,8 +436,9 @@ def run_gemm(
             rec = roofs.model_record(stage, m, n, k, spec, alpha, beta, dtype)
             rec.update(check_fields)
             skip = stage.refuses(m, n, k)
-            if cc < stage.min_cc:
-                skip = f"{stage.name} needs compute capability {stage.min_cc / 10:.1f}"
+            why_not = cannot_run(stage, arch)
+            if why_not:
+                skip = f"{stage.name} {why_not}"
             if skip:
                 rec.update(verified=None, error=f"skipped: {skip}")
                 roofs.place(rec, None)
