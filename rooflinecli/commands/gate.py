@@ -93,6 +93,14 @@ def _markdown(result: gate.GateResult, rows: list[dict[str, Any]], heading: str)
     help="Also write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).",
 )
 @click.option(
+    "--html",
+    "html_path",
+    metavar="FILE",
+    default=None,
+    help="Also write the report page here: the verdict per check, each stage's samples, both "
+    "runs' rooflines (needs the `report` extra).",
+)
+@click.option(
     "--benchmark-json",
     metavar="FILE",
     default=None,
@@ -108,6 +116,7 @@ def gate_command(
     allow_mismatch: bool,
     junit: str | None,
     markdown_path: str | None,
+    html_path: str | None,
     benchmark_json: str | None,
     fmt: str,
 ) -> None:
@@ -130,7 +139,7 @@ def gate_command(
 
     The rules: docs/gate.md.
     """
-    for target in (junit, markdown_path, benchmark_json):
+    for target in (junit, markdown_path, html_path, benchmark_json):
         if target:  # refused now, before any work, not after the verdict
             files.check_output(target, document=False)
     current = results.load(path)
@@ -154,6 +163,11 @@ def gate_command(
         files.write_output(markdown_path, _markdown(result, rows, heading), document=False)
     if benchmark_json:
         files.write_output(benchmark_json, gate.benchmark_json(current), document=False)
+    if html_path:
+        from rooflinecli.commands.report import write_page
+
+        where = (baseline_path or "baseline", base) if base is not None else None
+        write_page(html_path, [path], [current], None, result, where)
     if fmt == "markdown":
         table.console().file.write(_markdown(result, rows, heading))
     else:
