@@ -51,7 +51,11 @@ def show(
 
 
 def show_app(doc: dict[str, Any], fmt: str, want_chart: bool) -> None:
-    """A `profile app` document: one row per kernel and grid, the notes, the chart."""
+    """A `profile app` document: one row per kernel and grid, the notes, the chart. Kernels
+    whose short names read the same are told apart (documents written before they were)."""
+    from rooflinecli.core import kernel_names
+
+    doc = {**doc, "records": kernel_names.relabel(doc["records"])}
     out = table.console()
     if fmt in ("json", "csv"):
         table.emit(doc, fmt, table.APP_COLUMNS, out=out)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from rooflinecli import files
+from rooflinecli.core import kernel_names
 from rooflinecli.core.roofs import Roof
 from rooflinecli.errors import RooflineError
 from rooflinecli.present import terminal_chart
@@ -168,27 +169,21 @@ class Series:
         return max(self.points, key=lambda p: p.ai)
 
 
-def _kernel_name(rec: dict[str, Any]) -> str:
-    """A kernel of `profile app` by its function's own name and grid: `void at::<unnamed>::
-    cunn_SoftMaxForwardReg<...>(...)` is cunn_SoftMaxForwardReg [4096x1x1] (the record's
-    label, `at::<...>`, can be the same for two kernels)."""
-    full = re.sub(r"^void\s+", "", str(rec["kernel"]))
-    cut = len(full)
-    for i, ch in enumerate(full):  # the name ends at its first template or parameter list
-        if ch in "<(" and not full[:i].endswith("::"):
-            cut = i
-            break
-    base = full[:cut].split("::")[-1] or str(rec.get("label") or rec["stage"])
-    grid = re.search(r"\[[^\]]*\]\s*$", str(rec["stage"]))
-    return f"{base} {grid.group(0).strip()}" if grid else base
-
-
 def _name(doc: dict[str, Any]) -> Any:
     name = terminal_chart.namer(doc)
+    # a kernel of `profile app` by its function's own name and grid: `void at::<unnamed>::
+    # cunn_SoftMaxForwardReg<...>(...)` is cunn_SoftMaxForwardReg [4096x1x1], two kernels that
+    # read the same told apart (rooflinecli.core.kernel_names)
+    kernels = {
+        id(r): text
+        for r, text in zip(
+            doc["records"], kernel_names.labels(doc["records"], scoped=False), strict=True
+        )
+    }
 
     def of(rec: dict[str, Any]) -> str:
         if rec.get("kind") == "kernel" and rec.get("kernel"):
-            return str(name(rec, _kernel_name(rec))).removesuffix(" -")  # "-": no dtype
+            return str(name(rec, kernels[id(rec)])).removesuffix(" -")  # "-": no dtype
         work = str(rec.get("workload") or "")
         if work.count(":") == 2:  # run llm: preset:gemm:bN names the GEMM better than its shape
             _, gemm, batch = work.split(":")

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rooflinecli import __version__, names
-from rooflinecli.core import roofs
+from rooflinecli.core import kernel_names, roofs
 from rooflinecli.errors import RooflineError
 from rooflinecli.present import document, image, table, terminal_chart, verdict
 
@@ -635,6 +635,8 @@ def _tables(doc: dict[str, Any]) -> str:
 def document_section(page: Page, index: int, src: Source) -> None:
     """A document's section: its roofline, its tables and verdict, where it was made."""
     doc = src.doc
+    if table.is_app(doc):  # kernels that read the same told apart, in the plot and tables
+        doc = {**doc, "records": kernel_names.relabel(doc["records"])}
     anchor = f"doc-{index}"
     parts = [f'<section id="{anchor}" class="document">', f"<h2>{_h(src.path)}</h2>"]
     if not doc.get("records"):
