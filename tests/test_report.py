@@ -275,7 +275,7 @@ def test_usage_errors_are_one_line(runner, tmp_path, args, message):
     assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
-def test_without_plotly_the_page_says_what_to_install(monkeypatch):
+def test_without_plotly_the_page_says_what_to_install(monkeypatch, runner, tmp_path):
     import builtins
 
     real = builtins.__import__
@@ -288,6 +288,12 @@ def test_without_plotly_the_page_says_what_to_install(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_plotly)
     with pytest.raises(RooflineError, match=r"pip install 'roofline\[report\]'"):
         _page(reportdocs.run_doc())
+    # gate --html says so before it writes anything (JUnit neither)
+    junit = tmp_path / "junit.xml"
+    args = ["gate", str(reportdocs.RUN), "--baseline", str(reportdocs.RUN)]
+    r = runner.invoke(cli, [*args, "--junit", str(junit), "--html", str(tmp_path / "g.html")])
+    assert r.exit_code == 2 and "pip install 'roofline[report]'" in r.stderr
+    assert not junit.exists() and not (tmp_path / "g.html").exists()
 
 
 def test_html_tables_write_cells_as_text():

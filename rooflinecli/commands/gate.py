@@ -142,6 +142,10 @@ def gate_command(
     for target in (junit, markdown_path, html_path, benchmark_json):
         if target:  # refused now, before any work, not after the verdict
             files.check_output(target, document=False)
+    if html_path:  # the page needs plotly: said now, before anything is written
+        from rooflinecli.present import report
+
+        report.require()
     current = results.load(path)
     base = results.load(baseline_path) if baseline_path else None
     result = gate.evaluate(

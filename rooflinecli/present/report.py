@@ -69,6 +69,11 @@ def _plotly() -> tuple[str, str]:
     return str(get_plotlyjs()), str(plotly.__version__)
 
 
+def require() -> None:
+    """RooflineError (one line, what to install) unless a page can be made here."""
+    _plotly()
+
+
 def _js(obj: Any) -> str:
     """JSON for a <script>: no `<`, `>` or `&` (no `</script>` can end it early), ASCII only
     (U+2028 and U+2029 escaped too), no NaN."""
