@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 from html.parser import HTMLParser
 from typing import Any
 
@@ -224,10 +225,16 @@ def test_the_gate_section_shows_each_check_and_its_samples():
     for trace, side in zip(data, (base, cur), strict=True):
         want = sum(len(r["samples_ms"]) for r in side.values() if r.get("samples_ms"))
         assert len(trace["y"]) == len(trace["x"]) == want
-        # each sample as the TFLOP/s of its time
-        rec = next(iter(side.values()))
-        first = rec["flops"] / (rec["samples_ms"][0] * 1e9)
-        assert trace["y"][0] == pytest.approx(first)
+    # each repeat as the TFLOP/s of its time, in % against the baseline's median
+    rec, mine = base[result.checks[0].key], later["records"][0]
+    ref = statistics.median(rec["flops"] / (t * 1e9) for t in rec["samples_ms"])
+    first = mine["flops"] / (mine["samples_ms"][0] * 1e9)
+    assert data[1]["y"][0] == pytest.approx(100 * (first / ref - 1))
+    assert data[1]["x"][0] == mine["stage"]  # one shape and dtype: named by the stage alone
+    # a stage new in the current run stands against its own median
+    new = [c.key for c in result.checks if c.verdict == "FAIL"][0]
+    ys = [y for x, y in zip(data[1]["x"], data[1]["y"], strict=True) if x == new.stage]
+    assert ys and min(ys) <= 0 <= max(ys)
 
 
 def test_two_documents_are_compared(tmp_path):

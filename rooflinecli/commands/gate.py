@@ -168,10 +168,10 @@ def gate_command(
     if benchmark_json:
         files.write_output(benchmark_json, gate.benchmark_json(current), document=False)
     if html_path:
-        from rooflinecli.commands.report import write_page
+        from rooflinecli.options import write_report
 
         where = (baseline_path or "baseline", base) if base is not None else None
-        write_page(html_path, [path], [current], None, result, where)
+        write_report(html_path, [path], [current], None, result, where)
     if fmt == "markdown":
         table.console().file.write(_markdown(result, rows, heading))
     else:

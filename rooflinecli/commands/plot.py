@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import click
 
 from rooflinecli import files, results
-from rooflinecli.errors import RooflineError
-from rooflinecli.options import format_option
+from rooflinecli.options import format_option, load_calibration
 from rooflinecli.present import table
 
 WROTE_COLUMNS: list[table.Column] = [
@@ -18,36 +14,6 @@ WROTE_COLUMNS: list[table.Column] = [
     ("records", "records", table.integer),
     ("title", "chart", str),
 ]
-CALIBRATION_SCHEMA = "roofline.calibration/1"
-
-
-def load_calibration(path: str | None, doc: dict[str, Any]) -> dict[str, Any] | None:
-    """The calibration named by --calibration, else the one cached for the document's device
-    (`roofline calibrate` on it), else None. One of another GPU is refused."""
-    from rooflinecli.gpu import calibrate  # the calibration cache: pure, no CuPy
-
-    device = doc.get("device") or {}
-    if path is None:
-        if not device.get("name"):
-            return None
-        return calibrate.load_calibration(
-            device["name"], device.get("driver"), device.get("clock_sm_max_mhz")
-        )
-    try:
-        cal = json.loads(open(path, encoding="utf-8").read())
-    except (OSError, ValueError) as exc:
-        raise RooflineError(f"cannot read calibration {path}: {exc}") from None
-    if not isinstance(cal, dict) or cal.get("schema") != CALIBRATION_SCHEMA:
-        raise RooflineError(f"{path} is not a calibration document ({CALIBRATION_SCHEMA})")
-    if not isinstance(cal.get("measurements"), dict):
-        raise RooflineError(f"{path} has no measurements")
-    theirs = (cal.get("device") or {}).get("name")
-    if device.get("name") and theirs != device["name"]:
-        raise RooflineError(f"{path} calibrates {theirs}, the document ran on {device['name']}")
-    spec = (doc.get("spec") or {}).get("name")
-    if not device and cal.get("spec") and spec and cal["spec"] != spec:
-        raise RooflineError(f"{path} calibrates spec {cal['spec']}, the document models {spec}")
-    return cal
 
 
 @click.command()

@@ -3,13 +3,11 @@ makes it; plotly, the `report` extra, is imported only here, when a page is writ
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from rooflinecli import files, results
 from rooflinecli.errors import RooflineError
-from rooflinecli.options import format_option
+from rooflinecli.options import format_option, write_report
 from rooflinecli.present import table
 
 WROTE_COLUMNS: list[table.Column] = [
@@ -18,45 +16,6 @@ WROTE_COLUMNS: list[table.Column] = [
     ("documents", "documents", table.integer),
     ("records", "records", table.integer),
 ]
-
-
-def calibration_for(doc: dict[str, Any], given: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The calibration a document's roofs take: the one given, where it calibrates the
-    document's GPU (or the document is a model), else the one cached for its GPU, if any."""
-    from rooflinecli.commands.plot import load_calibration
-
-    device = (doc.get("device") or {}).get("name")
-    theirs = ((given or {}).get("device") or {}).get("name")
-    if given is not None and (not device or theirs == device):
-        return given
-    return load_calibration(None, doc)
-
-
-def write_page(
-    output: str,
-    paths: list[str],
-    docs: list[dict[str, Any]],
-    calibration_path: str | None,
-    result: Any = None,
-    baseline: tuple[str, dict[str, Any]] | None = None,
-) -> int:
-    """Write the page of `docs` (the first the current run of a gate `result` against
-    `baseline`); returns its size in bytes."""
-    from rooflinecli.commands.plot import load_calibration
-    from rooflinecli.present import report
-
-    given = None
-    if calibration_path:  # read and checked once, against the first document's GPU
-        given = load_calibration(calibration_path, docs[0])
-    sources = [
-        report.Source(p, d, calibration_for(d, given)) for p, d in zip(paths, docs, strict=True)
-    ]
-    base = None
-    if baseline is not None:
-        base = report.Source(baseline[0], baseline[1], calibration_for(baseline[1], given))
-    data = report.render(sources, result, base).encode("utf-8")
-    files.write_output(output, data, document=False)
-    return len(data)
 
 
 @click.command()
@@ -137,7 +96,7 @@ def report(
             where=(paths[0], baseline_path),
         )
         base = (baseline_path, base_doc)
-    size = write_page(output, list(paths), docs, calibration, result, base)
+    size = write_report(output, list(paths), docs, calibration, result, base)
     records = sum(len(d["records"]) for d in docs) + (len(base[1]["records"]) if base else 0)
     count = len(docs) + (1 if base else 0)
     row = {"path": output, "bytes": size, "documents": count, "records": records}
