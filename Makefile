@@ -57,9 +57,10 @@ lint: $(INSTALLED)
 	$(BIN)/ruff format --check rooflinecli tests
 	$(BIN)/mypy
 
-# Benchmarks on a GPU: results documents land in benchmarks/results/.
+# Benchmarks on a GPU: the FP32 ladder's documents land in build/bench/ (the whole suite and
+# which document each step makes: benchmarks/README.md).
 bench: $(INSTALLED)
-	$(BIN)/roofline run gemm --m 4096 --output benchmarks/results/gemm-fp32-4096-$$(date +%Y%m%d-%H%M%S).json
+	PATH="$(abspath $(BIN)):$$PATH" bash benchmarks/gemm_fp32_ladder.sh build/bench ladder
 
 # The report's example page (tests/test_report_example.py holds it to this line's output).
 REPORT_EXAMPLE := benchmarks/results/gemm-fp32-4096-interleaved.json --calibration benchmarks/calibration/h200-2026-12-01.json
@@ -71,14 +72,14 @@ docs: $(INSTALLED)
 docs-check: $(INSTALLED)
 	$(BIN)/python -m rooflinecli.docgen --check docs/cli.md
 
-# The README's pictures, from the committed H200 documents and calibration (no GPU needed).
+# The pictures of docs/results.md, from the committed H200 documents and calibration (no GPU).
 CAL := benchmarks/calibration/h200-2026-12-01.json
 plots: $(INSTALLED)
 	$(BIN)/roofline plot benchmarks/results/gemm-fp32-4096-interleaved.json --calibration $(CAL) -o docs/roofline-h200-fp32-4096.png
 	$(BIN)/roofline plot benchmarks/results/profile-fp32-4096.json --calibration $(CAL) -o docs/roofline-h200-fp32-measured.png
 	$(BIN)/roofline plot benchmarks/results/gemm-bf16-8192-interleaved.json --calibration $(CAL) -o docs/roofline-h200-bf16-8192.png
 	$(BIN)/roofline plot benchmarks/results/attn-b2-h16-n8192-d128-bf16.json --calibration $(CAL) -o docs/roofline-h200-attention.png
-	$(BIN)/roofline plot benchmarks/results/llm-llama-7b-bf16-best-1-16-512.json --calibration benchmarks/calibration/h200-2026-12-01-s6.json -o docs/roofline-h200-llm.png
+	$(BIN)/roofline plot benchmarks/results/llm-llama-7b-bf16-best-1-16-512.json --calibration benchmarks/calibration/h200-2026-12-01-llm.json -o docs/roofline-h200-llm.png
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

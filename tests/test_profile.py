@@ -448,3 +448,30 @@ def test_profile_target_is_a_library_entry_point(capsys, tmp_path):
     )
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
+
+
+@pytest.mark.parametrize("m", [1, 64, 65, 4096])
+def test_profile_default_stages_are_those_built_for_m(runner, monkeypatch, m):
+    """Without --stages, `profile gemm` profiles the ladder `run gemm` would run at this M (one
+    filter, gemm.built_for): decode stages only where M is in their range, never refused."""
+    from rooflinecli.cli import cli
+    from rooflinecli.stages import gemm
+
+    asked: list[list[str]] = []
+
+    def profile_gemm(shape, names, *args, **kwargs):
+        asked.append(names)
+        raise RooflineError("stand-in: stop before any stage runs")
+
+    monkeypatch.setattr(prof, "find_ncu", lambda: "ncu")
+    monkeypatch.setattr(prof, "profile_gemm", profile_gemm)
+    res = runner.invoke(cli, ["profile", "gemm", "--m", str(m), "-q"])
+    assert res.exit_code == 2
+    assert res.output.strip().splitlines() == ["error: stand-in: stop before any stage runs"]
+    (names,) = asked
+    ladder = gemm.select(None, "fp32")
+    assert names == [s.name for s in gemm.built_for(ladder, [m])]
+    decode = {s.name for s in ladder if s.m_range is not None}
+    assert decode, "the fp32 ladder has decode stages"
+    assert (decode <= set(names)) == (m <= 64) and (decode & set(names) == set()) == (m > 64)
+    assert "naive_xcol" in names and names[-1] == "cublas"

@@ -160,6 +160,8 @@ def profile_gemm_command(
     shape = resolve_shape(m, n, k)
     table.select(PROFILE, view)  # an unknown --columns name: one line, before any work
     chosen = gemm.select(stage_list, dtype)
+    if not stage_list:  # the default ladder, as `run`'s: only the stages built for this M
+        chosen = gemm.built_for(chosen, [shape[0]])
     for st in chosen:
         why = st.refuses(*shape)
         if why:

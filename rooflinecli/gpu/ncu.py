@@ -348,9 +348,9 @@ def work(counters: dict[str, float | None], p: Plan) -> Work:
         )
         by["fp16 simt"] = None
     if by.get("fp16 simt") and by.get("fp32 simt"):
-        # On the H200 (ncu 2025.3, 2026-12-01) the HADD/HMUL/HFMA thread counters fired on an
-        # FP32-only kernel: axpb, one FFMA per element, gave hfma = ffma = 67,108,864
-        # (benchmarks/logs/device-log-s5-call5.txt). Beside FP32 work they are not FP16 work.
+        # On the H200 (ncu 2025.3) the HADD/HMUL/HFMA thread counters fired on an FP32-only
+        # kernel: axpb, one FFMA per element, gave hfma = ffma = 67,108,864 (benchmarks/probes/
+        # h200-findings.json, fp16-counters-in-fp32-kernel). Beside FP32 work they are not FP16.
         notes.append(
             f"fp16 SIMT not added ({by['fp16 simt']:,.0f} by ncu's HADD/HMUL/HFMA counters): "
             "beside FP32 work those counters also count FP32 instructions on this GPU, so a "

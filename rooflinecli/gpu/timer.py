@@ -47,7 +47,8 @@ class Timing:
     flush_l2: bool = True
     # how the L2 is flushed: "read" sums a buffer twice its size, leaving clean lines; "write"
     # fills one, leaving dirty lines that the timed kernel then pays to write back (1-2% of
-    # stage 23 at 4096^3 and 8192^3 on the H200: benchmarks/logs/flush-ab-a028b1d.md)
+    # stage 23 at 4096^3 and 8192^3 on the H200: benchmarks/probes/h200-findings.json, id
+    # l2-flush-kind)
     flush_kind: str = "read"
     warmup_min: int = 1
     sample_clock: bool = True  # read the SM clock through NVML while the repeats run

@@ -219,8 +219,8 @@ ATTENTION_STAGES: tuple[AttentionStage, ...] = (
         dtypes=("fp16", "bf16", "fp32"),
         configs=MappingProxyType({64: _fused_config(64), 128: _fused_config(128)}),
     ),
-    # Stages 42 and 43 were written by other authors against the contract (benchmarks/gpu_fa2.sh,
-    # gpu_fa3.sh); their configurations here are the ones those scripts name as the registry's
+    # Stages 42 and 43 were written by other authors against the contract; their configurations
+    # here are the ones `bash benchmarks/probes.sh OUTDIR fa2 fa3` measured against the others
     AttentionStage(
         name="attn_fa2_mma",
         what="FlashAttention-2 on mma.sync m16n8k16: Q in registers, K/V streamed by cp.async "
@@ -235,8 +235,8 @@ ATTENTION_STAGES: tuple[AttentionStage, ...] = (
                 64: _fa2_config(64, 128, 64, 32, 2, MIN_BLOCKS=2),
                 # 4 warps of 32 rows with Q in shared memory: a third less ldmatrix traffic per
                 # MMA than 8 warps of 16 rows with Q in registers; on the H200 (bf16, B.N =
-                # 16384, N 512-16384) 1.08-1.27x of those, 88 bytes spilled (one local load a
-                # tile): benchmarks/logs/s6/fa2/time-d128.log and alt-d128-w32qs64.log
+                # 16384, N 512-16384) 1.09-1.17x of those, 88 bytes spilled (one local load a
+                # tile): benchmarks/probes/h200-findings.json, fa2-tiles
                 128: _fa2_config(
                     128, 128, 64, 32, 2, MIN_BLOCKS=2, Q_IN_SMEM=1, spill_allowance_bytes=128
                 ),
@@ -254,7 +254,7 @@ ATTENTION_STAGES: tuple[AttentionStage, ...] = (
         tma=True,
         math="HGMMA",
         # 176-key tiles at D = 128 (FlashAttention-3's): 648.8 against 634.5 TFLOP/s with 128 on
-        # the H200 at B2 H16 N8192 bf16 (benchmarks/logs/s6/fa3/time-v3-8192.log, time-v2-8192)
+        # the H200 at B2 H16 N8192 bf16 (benchmarks/probes/h200-findings.json, fa3-key-tile)
         configs=MappingProxyType({64: _fa3_config(64), 128: _fa3_config(128, block_n=176)}),
     ),
 )

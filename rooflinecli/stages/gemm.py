@@ -1,4 +1,4 @@
-"""The stage registry: the one list of GEMM stages. CLI choices, README and tests derive from it.
+"""The stage registry: the one list of GEMM stages; CLI choices, docs/stages.md and tests read it.
 
 A stage is one kernels/NN_technique.cu plus one entry here: its entry point, dtype, tile
 parameters (passed to NVRTC as -DNAME=value compile-time constants), launch geometry and the
@@ -608,7 +608,7 @@ def _wgmma_stmatrix(p: dict[str, int]) -> Stage:
         ),
         slower_because="the ring stage it gives up costs more than the epilogue saves: at "
         "8192^3 bf16 it ran at 96.9% of cuBLAS where stage 28 ran at 100.8%, 98.7% without the "
-        "cluster (CLUSTER_M=1), in the same rounds (benchmarks/logs/s8/probe-s8f-bf16.json); its "
+        "cluster (CLUSTER_M=1), in the same rounds (benchmarks/probes/h200-findings.json); its "
         "tensor pipe is busy 93% of the time against 97.5% for fast.cu's kernel 12 (ncu), which "
         "made this change on the same 3-deep ring and reached 102.3%",
     )
@@ -981,15 +981,15 @@ STAGES: tuple[Stage, ...] = (
     replace(
         _serpentine_ffma(dict(_STAGE12)),
         # `roofline tune gemm --stage serpentine_ffma` tries these (NUM_THREADS, smem_bytes follow);
-        # benchmarks/gpu_simt12.sh times the block shapes and the controls; STAGES 3 and
-        # PAIR_LANES 0 won gpu_simt12b.sh's round (gemm-fp32-{4096,8192}-simt12b.json)
+        # benchmarks/gemm_fp32_ladder.sh (step serpentine) times the block shapes and the
+        # controls; STAGES 3 and PAIR_LANES 0 won gemm-fp32-4096-serpentine-unpaired.json
         tune_space=MappingProxyType({"BK": (8, 16, 32), "STAGES": (3, 4), "WNITER": (2, 4)}),
     ),
     replace(
         # stage 12's tiles and loop, on a persistent grid with a stream-K tail
         _simt_streamk({**_STAGE12, "STREAMK": 1, "SK_WAVES": 1, "SK_MIN": 8}),
         # STREAMK=0 (whole tiles on the same persistent grid) measures what the cut tail gives;
-        # benchmarks/gpu_simtsk.sh times both and SK_WAVES 2 beside stage 12 and cuBLAS
+        # benchmarks/gemm_fp32_ladder.sh times both and SK_WAVES 2 beside stage 12 and cuBLAS
         tune_space=MappingProxyType({"STREAMK": (1, 0), "SK_WAVES": (1, 2), "STAGES": (3, 4)}),
     ),
     Stage(

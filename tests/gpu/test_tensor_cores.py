@@ -46,7 +46,7 @@ def test_tensor_core_stages_read_c_when_beta_is_not_zero(runner):
     assert ran and all(r["verified"] is True for r in ran), recs
 
 
-# The tile variants `--stages best` may pick away from large squares (benchmarks/gpu_tcshape.sh):
+# The tile variants `--stages best` may pick away from large squares (benchmarks/dispatch_table.sh):
 # BN = 128 (m64n128k16) on stages 26-29, small cp.async tiles on stage 22 (its scalar path loads
 # a whole tile, and the whole prologue, before storing it when GATHER)
 TILE_VARIANTS = (
@@ -87,8 +87,9 @@ def test_tile_variants_verify_at_odd_shapes(runner, dtype):
     _verify_at_odd_shapes(runner, dtype, TILE_VARIANTS, SCALAR_VARIANTS)
 
 
-# Issue 14's small shapes (benchmarks/gpu_tcsmall.sh): stage 24 with BM = 64 and split-K, and
-# stage 22's small tiles with all of K = 65 in the prologue (STAGES 4) or 32-row tiles
+# The small shapes' variants (benchmarks/dispatch_table.sh, step tiles): stage 24 with BM = 64
+# and split-K, and stage 22's small tiles with all of K = 65 in the prologue (STAGES 4) or
+# 32-row tiles
 SMALL_VARIANTS = (
     "wgmma_tma@BM=64", "wgmma_tma@SPLIT_K=2", "wgmma_tma@BM=64,SPLIT_K=2", "wgmma_tma@SPLIT_K=3",
 )  # fmt: skip
