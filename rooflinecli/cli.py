@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from rooflinecli import __version__
+from rooflinecli import __version__, names
 from rooflinecli.commands import LazyGroup
 from rooflinecli.errors import RooflineError
 
@@ -56,7 +56,8 @@ class RooflineGroup(LazyGroup):
             click.echo("error: aborted", err=True)
             sys.exit(130)
         except (click.ClickException, RooflineError) as exc:
-            click.echo(f"error: {exc.format_message()}", err=True)
+            # one line, whatever a name or a message in it holds (names.plain: no control code)
+            click.echo(f"error: {names.plain(exc.format_message())}", err=True)
             sys.exit(exc.exit_code)
         except BrokenPipeError:  # `roofline ... | head`: the reader left; stop quietly
             _quiet_stdout()

@@ -143,4 +143,4 @@ def calibrate_command(quick: bool, spec_arg: str | None, fmt: str) -> None:
             )
         )
     for note in doc.get("notes", []):
-        con.print(f"note: {note}")
+        table.echo(con, f"note: {note}")

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from rooflinecli import results
+from rooflinecli import names, results
 from rooflinecli.options import format_option
 from rooflinecli.present import gate, table
 
@@ -31,8 +31,9 @@ def compare(a_path: str, b_path: str, fmt: str) -> None:
     a, b = results.load(a_path), results.load(b_path)
     rows = gate.compare_rows(a, b, where=(a_path, b_path))
     out = table.console()
-    if fmt == "table":  # written as is: long paths neither wrap nor read as markup
-        out.file.write(f"A: {_who(a, a_path)}\nB: {_who(b, b_path)}\n")
+    if fmt == "table":  # written as text: long paths neither wrap nor read as markup
+        out.file.write(names.plain(f"A: {_who(a, a_path)}") + "\n")
+        out.file.write(names.plain(f"B: {_who(b, b_path)}") + "\n")
     table.emit_rows(
         rows,
         fmt,

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from rooflinecli import files, results
+from rooflinecli import files, names, results
 from rooflinecli.errors import GateFailure, Inconclusive
 from rooflinecli.options import format_option
 from rooflinecli.present import gate, table
@@ -32,7 +32,7 @@ def _markdown(result: gate.GateResult, rows: list[dict[str, Any]], heading: str)
         "",
         heading,
         "",
-        f"{result.summary()}.",
+        f"{names.markdown(result.summary())}.",
         "",
         table.markdown_rows(rows, table.GATE_COLUMNS).rstrip("\n"),
         "",
@@ -41,7 +41,7 @@ def _markdown(result: gate.GateResult, rows: list[dict[str, Any]], heading: str)
         + ".",
     ]
     if result.mismatches:
-        diffs = "; ".join(result.mismatches)
+        diffs = names.markdown("; ".join(result.mismatches))
         lines += ["", f"Compared across environments (--allow-mismatch): {diffs}."]
     return "\n".join(lines) + "\n"
 
@@ -125,8 +125,10 @@ def gate_command(
     A stage fails when it lost more TFLOP/s than --tolerance against the baseline, is missing or
     unverified, or misses a floor. With the repeats recorded (samples_ms) on both sides, the 99%
     bootstrap interval of the change decides: all of it beyond the tolerance fails, none of it
-    passes, and an interval across the tolerance is inconclusive (too noisy to tell). Without
-    samples, the medians alone decide, with no noise allowance. Each check says its rule.
+    passes, and an interval across the tolerance is inconclusive (too noisy to tell). With fewer
+    than 10 samples, or none, the median times alone decide, with no noise allowance (never the
+    stored TFLOP/s: a document whose speeds its times contradict is refused). Each check says
+    its rule.
 
     \b
     Exit codes:
@@ -158,9 +160,12 @@ def gate_command(
         where=(path, baseline_path or "baseline"),
     )
     rows = [c.row() for c in result.checks]
-    heading = f"Current: `{path}` ({gate.describe(current)})"
+    heading = (
+        f"Current: {names.markdown_code_span(path)} ({names.markdown(gate.describe(current))})"
+    )
     if base is not None:
-        heading += f"; baseline: `{baseline_path}` ({gate.describe(base)})"
+        where = names.markdown_code_span(str(baseline_path))
+        heading += f"; baseline: {where} ({names.markdown(gate.describe(base))})"
     if junit:
         files.write_output(junit, gate.junit_xml(result), document=False)
     if markdown_path:
@@ -170,8 +175,8 @@ def gate_command(
     if html_path:
         from rooflinecli.options import write_report
 
-        where = (baseline_path or "baseline", base) if base is not None else None
-        write_report(html_path, [path], [current], None, result, where)
+        other = (baseline_path or "baseline", base) if base is not None else None
+        write_report(html_path, [path], [current], None, result, other)
     if fmt == "markdown":
         table.console().file.write(_markdown(result, rows, heading))
     else:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from rooflinecli import files, results
+from rooflinecli import files, names, results
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
     SIZE,
@@ -204,14 +204,14 @@ def profile_gemm_command(
     if fmt == "table":
         con = table.console()
         for line in out["checks"]:
-            con.print(f"check: {line}")
+            table.echo(con, f"check: {line}")
         for line in notes(out["records"]):
-            con.print(f"note: {line}")
+            table.echo(con, f"note: {line}")
         for note in [info.get("note")] + [
             f"metric not available here, left out: {d}" for d in info["dropped_metrics"]
         ]:
             if note:
-                con.print(f"note: {note}")
+                table.echo(con, f"note: {note}")
     if all(r.get("counters") is None for r in records):
         reason = next((r["counters_reason"] for r in records if r.get("counters_reason")), "")
         raise RooflineError(f"no hardware counters: {reason}")
@@ -308,7 +308,9 @@ def profile_app_command(
     else:
         table.emit(doc, fmt, table.APP_COLUMNS, title=table.app_title(doc), out=con)
         for line in table.app_notes(doc):
-            con.file.write(line + "\n")
+            con.file.write(
+                (names.markdown(line) if fmt == "markdown" else names.plain(line)) + "\n"
+            )
     code = (doc.get("program") or {}).get("exit_code")
     if code:
         raise GateFailure(f"the program exited with {code} (its kernels are shown above)")

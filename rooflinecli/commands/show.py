@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from rooflinecli import results
+from rooflinecli import names, results
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     chart_option,
@@ -62,11 +62,11 @@ def show_app(doc: dict[str, Any], fmt: str, want_chart: bool) -> None:
         return
     table.emit(doc, fmt, table.APP_COLUMNS, title=table.app_title(doc), out=out)
     for line in table.app_notes(doc):
-        out.file.write(line + "\n")
+        out.file.write((names.markdown(line) if fmt == "markdown" else names.plain(line)) + "\n")
     if want_chart:
         try:
             text = terminal_chart.render(doc)
         except RooflineError as exc:  # nothing with FLOPs: a table without a chart
-            out.file.write(f"(no chart: {exc.message})\n")
+            out.file.write(f"(no chart: {names.plain(exc.message)})\n")
             return
-        out.file.write(f"\n```text\n{text}```\n" if fmt == "markdown" else f"\n{text}")
+        out.file.write(terminal_chart.block(text, fmt) if fmt == "markdown" else f"\n{text}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from rooflinecli import names
 from rooflinecli.core import roofs, specs
 from rooflinecli.options import format_option
 from rooflinecli.present import table
@@ -78,7 +79,7 @@ def list_specs(fmt: str) -> None:
     for h in headers:
         t.add_column(h, justify="left" if h in ("name", "GPU") else "right")
     for line in cells:
-        t.add_row(*line)
+        t.add_row(*map(names.rich_text, line))  # a spec's names are text, never markup
     out.print(t)
 
 
@@ -108,7 +109,7 @@ def show(name: str, fmt: str) -> None:
 
         writer = csv.writer(out.file, lineterminator="\n")
         writer.writerow(["key", "value"])
-        writer.writerows(rows)
+        writer.writerows([names.csv_cell(k), names.csv_cell(v)] for k, v in rows)
         return
     title = f"{spec.display_name} ({spec.name})"
     if fmt == "markdown":
@@ -117,9 +118,9 @@ def show(name: str, fmt: str) -> None:
         return
     from rich.table import Table
 
-    t = Table(title=title, title_justify="left", show_header=False)
+    t = Table(title=names.rich_text(title), title_justify="left", show_header=False)
     t.add_column("key")
     t.add_column("value")
     for k, v in rows:
-        t.add_row(k, v)
+        t.add_row(names.rich_text(k), names.rich_text(v))
     out.print(t)

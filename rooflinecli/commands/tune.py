@@ -85,11 +85,12 @@ def tune_gemm(
     if fmt == "table":
         con = table.console()
         for d in dropped:
-            con.print(f"  dropped {d['stage']}: {d['reason']}")
+            table.echo(con, f"  dropped {d['stage']}: {d['reason']}")
     if win is None:
         raise RooflineError(f"no variant of {stage_name} verified")
     if fmt == "table":
-        table.console().print(
+        table.echo(
+            table.console(),
             f"winner: {win['stage']} {win['tflops']:.2f} TFLOP/s"
             + (
                 f", {win['pct_of_reference']:.1f}% of the reference beside it"
@@ -97,7 +98,7 @@ def tune_gemm(
                 else ""
             )
             + f"; saved to {info['saved_to']} "
-            "(used by `roofline run gemm --tuned`)"
+            "(used by `roofline run gemm --tuned`)",
         )
 
 

@@ -154,9 +154,25 @@ def labels(records: Sequence[dict[str, Any]], scoped: bool = True, width: int = 
 
 
 def relabel(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Copies of the records, each kernel's `label` told apart from the others' (documents
-    written before labels were made distinct read as they should)."""
-    return [
-        {**r, "label": text} if r.get("kernel") else r
-        for r, text in zip(records, labels(records), strict=True)
+    """Copies of the records in which no two kernels share a `label`: a label another kernel
+    also has (documents written before labels were told apart: `at::<...> [1056x1x1]` twice)
+    is replaced by labels(); every other label stays as the document has it."""
+    old = [str(r.get("label") or "") for r in records]
+    seen: dict[str, int] = {}
+    for r, text in zip(records, old, strict=True):
+        if r.get("kernel"):
+            seen[text] = seen.get(text, 0) + 1
+    fresh = labels(records)
+    out = [
+        {**r, "label": new} if r.get("kernel") and (not text or seen[text] > 1) else dict(r)
+        for r, text, new in zip(records, old, fresh, strict=True)
     ]
+    # a new label that meets a kept one: numbered, as labels() numbers its own
+    count: dict[str, list[int]] = {}
+    for i, r in enumerate(out):
+        if r.get("kernel"):
+            count.setdefault(str(r["label"]), []).append(i)
+    for text, idx in count.items():
+        for n, i in enumerate(idx if len(idx) > 1 else [], start=1):
+            out[i]["label"] = f"{text} #{n}"
+    return out

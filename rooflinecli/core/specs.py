@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
+from rooflinecli import names
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import data_dir, read_toml
 
@@ -144,10 +145,18 @@ def _check(path: Path, raw: dict[str, Any]) -> Spec:
         if bounds is not None and not (bounds[0] <= cast(float, val) <= bounds[1]):
             raise RooflineError(f"spec {where}: {key} = {val} is outside {bounds[0]}..{bounds[1]}")
         values[key] = val
-    names = values["device_names"]
-    if not names or not all(isinstance(n, str) and n for n in names):
+    device_names = values["device_names"]
+    if not device_names or not all(isinstance(n, str) and n for n in device_names):
         raise RooflineError(f"spec {where}: device_names must be a non-empty list of strings")
-    values["device_names"] = tuple(names)
+    values["device_names"] = tuple(device_names)
+    # what tables, titles and charts show: names (no control character, not oversize), prose
+    for key in ("name", "display_name", "architecture", "compute_capability", "memory_type"):
+        names.check(values[key], f"spec {where}: {key}")
+    for n in device_names:
+        names.check(n, f"spec {where}: device_names")
+    for key in ("source", "notes"):
+        if key in values:
+            names.check_text(values[key], f"spec {where}: {key}")
     peaks = values["tflops"]
     bad = sorted(set(peaks) - set(PEAK_KEYS))
     if bad:

@@ -17,6 +17,10 @@ roofs of its precision: the calibration `roofline calibrate` cached for this GPU
 one (a roof it does not measure is taken from the datasheet, and the record says so), else the
 datasheet; the level whose roof allows the least is named as binding.
 
+A kernel's name is the program's: kept as it is (templates, scopes, lambdas), except that a
+control character in it becomes U+FFFD and an oversize one is cut (names.from_program), so one odd
+name never costs the run its results, and every reader of the document accepts it.
+
 What ncu cannot count is said in the record, never estimated. The pure parts (grouping, placing,
 the document) run on the CPU; run_under_ncu() runs the program.
 """
@@ -33,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rooflinecli import names
 from rooflinecli.core import kernel_names
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import ncu, profile
@@ -183,7 +188,8 @@ def group(rows: list[dict[str, Any]]) -> list[tuple[str, list[int] | None, list[
     """Launches of the same kernel with the same grid, in the order first seen."""
     out: dict[tuple[str, str], tuple[str, list[int] | None, list[dict[str, Any]]]] = {}
     for row in rows:
-        kernel = str(row.get("kernel") or "?")
+        # room left for the grid the record's name adds (`KERNEL [GRID]`)
+        kernel = names.from_program(str(row.get("kernel") or "?"), names.MAX_NAME - 64)
         grid = parse_dim3(row.get("grid"))
         key = (kernel, grid_text(grid))
         out.setdefault(key, (kernel, grid, []))[2].append(row)

@@ -65,4 +65,4 @@ def render(doc: dict[str, Any], fmt: str, view: View, draw: bool) -> None:
         table.emit({**doc, "records": recs}, fmt, columns, title=heading, out=out, view=view)
     if draw:
         text = terminal_chart.render(doc)
-        out.file.write(f"\n```text\n{text}```\n" if fmt == "markdown" else f"\n{text}")
+        out.file.write(terminal_chart.block(text, fmt) if fmt == "markdown" else f"\n{text}")

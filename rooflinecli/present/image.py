@@ -24,17 +24,19 @@ What a figure holds, so that it can go into a talk as it is:
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import html
 import io
 import math
 import re
 import textwrap
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rooflinecli import files
+from rooflinecli import files, names
 from rooflinecli.core import kernel_names
 from rooflinecli.core.roofs import Roof
 from rooflinecli.errors import RooflineError
@@ -388,7 +390,12 @@ def _wrap_to(renderer: Any, fig: Any, text: str, size: float, width_px: float) -
 
     if width(text) <= width_px:
         return text
-    for chars in range(len(text), 8, -2):
+    # no glyph of a name is narrower than a fifth of an em: no line of more characters than
+    # this fits, so the search starts there, not at a 4,000-character kernel name's length
+    # (which measured some 2,000 wrappings of it)
+    most = int(width_px / (0.2 * size * fig.dpi / 72)) + 2
+    start = len(text) if len(text) <= most else most - (most - len(text)) % 2  # same parity
+    for chars in range(start, 8, -2):
         lines = textwrap.wrap(text, chars, break_on_hyphens=False)
         if all(width(line) <= width_px for line in lines):
             return "\n".join(lines)
@@ -425,8 +432,8 @@ def _in_view_locator() -> Any:
 
 
 def _palette(keys: list[str]) -> dict[str, Any]:
-    names = [k for k in dict.fromkeys(keys) if k]
-    out: dict[str, Any] = {k: POINT_COLORS[i % len(POINT_COLORS)] for i, k in enumerate(names)}
+    distinct = [k for k in dict.fromkeys(keys) if k]
+    out: dict[str, Any] = {k: POINT_COLORS[i % len(POINT_COLORS)] for i, k in enumerate(distinct)}
     out[""] = "black"
     return out
 
@@ -530,8 +537,22 @@ def _place_ids(fig: Any, ax: Any, items: list[tuple[Series, Any]], renderer: Any
 def figure(
     doc: dict[str, Any], calibration: dict[str, Any] | None = None, by_instruction: bool = True
 ) -> Any:
-    """A matplotlib Figure of the document's roofline (no pyplot: no global state)."""
-    _matplotlib()
+    """A matplotlib Figure of the document's roofline (no pyplot: no global state). Its text is
+    literal (names.MATPLOTLIB_RC): a name's `$` is a dollar sign, never mathtext."""
+    with _literal_text():
+        return _figure(doc, calibration, by_instruction)
+
+
+@contextlib.contextmanager
+def _literal_text() -> Iterator[None]:
+    """Text drawn as written (names.MATPLOTLIB_RC), and a glyph the font lacks (a kernel named
+    in Japanese) drawn as a box without a Python warning on stderr."""
+    with _matplotlib().rc_context(names.MATPLOTLIB_RC), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font")
+        yield
+
+
+def _figure(doc: dict[str, Any], calibration: dict[str, Any] | None, by_instruction: bool) -> Any:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.layout_engine import ConstrainedLayoutEngine
@@ -559,8 +580,8 @@ def figure(
     col_px = max(text_px, 180.0) + 2.6 * LEGEND_SIZE * fig.dpi / 72 + 12
     ncol = max(1, min(len(entries) or 1, int((WIDTH_IN * fig.dpi - 30) // col_px)))
     chars = max(30, int(len(widest) * max(text_px, 180.0) / max(text_px, 1.0)))
-    for why, names in not_drawn(unplaced):  # one entry per reason, wrapped to the column
-        entries.append(textwrap.fill(f"not drawn ({why}): {', '.join(names)}", chars))
+    for why, labels_of in not_drawn(unplaced):  # one entry per reason, wrapped to the column
+        entries.append(textwrap.fill(f"not drawn ({why}): {', '.join(labels_of)}", chars))
     lines = sum(e.count("\n") + 1 for e in entries)
     rows = math.ceil(lines / ncol) + max((e.count("\n") for e in entries), default=0)
     # the title over the axes, wrapped to their width (measured once the layout has run)
@@ -724,17 +745,18 @@ def render(
     by_instruction: bool = True,
 ) -> bytes:
     """The image as bytes: png, svg, or html (the SVG inside a minimal page)."""
-    fig = figure(doc, calibration, by_instruction)
     buf = io.BytesIO()
-    if kind == "png":
-        fig.savefig(buf, format="png", metadata={"Software": None})
-        return buf.getvalue()
-    fig.savefig(buf, format="svg", metadata={"Date": None})
+    with _literal_text():  # the ticks' texts are made at the draw
+        fig = figure(doc, calibration, by_instruction)
+        if kind == "png":
+            fig.savefig(buf, format="png", metadata={"Software": None})
+            return buf.getvalue()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
     svg = buf.getvalue().decode("utf-8")
     if kind == "svg":
         return svg.encode("utf-8")
     body = svg[svg.index("<svg") :]  # drop the XML prolog and doctype: not allowed inline
-    name = html.escape(title(doc))
+    name = names.html(title(doc))
     page = (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{name}</title>\n</head>\n<body>\n{body}</body>\n</html>\n"

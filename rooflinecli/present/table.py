@@ -1,6 +1,9 @@
 """The reporting layer: records (a DataFrame) to a rich table, CSV, Markdown or the JSON document.
 
-Commands hand their records here; nothing else prints results.
+Commands hand their records here; nothing else prints results. Every name in a cell, a title or
+a caption is text, never markup: a rich table gets rich.text.Text, Markdown and CSV cells go
+through rooflinecli.names (escaped; a CSV text cell that a spreadsheet would run is
+neutralised), JSON stays JSON.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from rooflinecli import lazy, results
+from rooflinecli import lazy, names, results
 from rooflinecli.errors import RooflineError
 from rooflinecli.present import (
     FORMATS,  # noqa: F401  (the one list, re-exported)
@@ -331,9 +334,18 @@ def tidy(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _csv_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A tidy row for CSV: every text cell, and every column name, through names.csv_cell (no
+    formula a spreadsheet would run); numbers stay numbers."""
+    return {
+        names.csv_cell(k): names.csv_cell(v) if isinstance(v, str) else v for k, v in row.items()
+    }
+
+
 def csv_text(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
-    """The one writer of CSV: tidy rows (no dict or list reprs), whole numbers stay whole."""
-    tidied = [tidy(r) for r in rows]
+    """The one writer of CSV: tidy rows (no dict or list reprs), whole numbers stay whole, text
+    cells neutralised (names.csv_cell)."""
+    tidied = [_csv_row(tidy(r)) for r in rows]
     df = pd.DataFrame(tidied, columns=None if tidied else columns, dtype=object)
     return str(df.to_csv(index=False))
 
@@ -370,7 +382,7 @@ def _longest_word(text: str) -> int:
 def fit(
     headers: Sequence[str],
     rows: Sequence[Sequence[str]],
-    names: Sequence[bool],
+    name_cols: Sequence[bool],
     width: int,
     prose: Sequence[bool] | None = None,
 ) -> list[int]:
@@ -393,15 +405,15 @@ def fit(
     for i in sorted(range(len(widths)), key=lambda i: natural[i] - least[i], reverse=True):
         if excess <= 0:
             break
-        if names[i]:
+        if name_cols[i]:
             continue
         cut = min(excess, widths[i] - least[i])
         widths[i] -= cut
         excess -= cut
-    room = sum(max(0, widths[i] - NAME_FLOOR) for i in range(len(widths)) if names[i])
+    room = sum(max(0, widths[i] - NAME_FLOOR) for i in range(len(widths)) if name_cols[i])
     if 0 < excess <= room:  # folding the names makes it fit (else they stay on one line)
         for i in range(len(widths)):
-            if excess > 0 and names[i]:
+            if excess > 0 and name_cols[i]:
                 cut = min(excess, max(0, widths[i] - NAME_FLOOR))
                 widths[i] -= cut
                 excess -= cut
@@ -420,23 +432,28 @@ def table(
     print_table(), which lets a table that cannot fit be wider than the console."""
     from rich.table import Table
 
-    t = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+    t = Table(
+        title=names.rich_text(title) if title else None,
+        caption=names.rich_text(caption) if caption else None,
+        title_justify="left",
+        caption_justify="left",
+    )
     present = [c for c in columns if c[0] in df.columns]
-    rows = [[_cell(row, f, fmt) for f, _, fmt in present] for _, row in df.iterrows()]
-    names = [f in NAME_FIELDS for f, _, _ in present]
+    rows = [[names.plain(_cell(row, f, fmt)) for f, _, fmt in present] for _, row in df.iterrows()]
+    name_cols = [f in NAME_FIELDS for f, _, _ in present]
     prose = [f in PROSE_FIELDS for f, _, _ in present]
-    widths = fit([h for _, h, _ in present], rows, names, width, prose) if width else None
+    widths = fit([h for _, h, _ in present], rows, name_cols, width, prose) if width else None
     for i, (field, header, _) in enumerate(present):
         longest = max((len(r[i]) for r in rows), default=0)
         t.add_column(
             header,
-            justify="left" if names[i] or field in LEFT_FIELDS else "right",
+            justify="left" if name_cols[i] or field in LEFT_FIELDS else "right",
             overflow="fold",  # a value that must be cut folds onto the next line, whole
-            no_wrap=names[i] and (widths is None or widths[i] >= longest),
+            no_wrap=name_cols[i] and (widths is None or widths[i] >= longest),
             width=widths[i] if widths else None,
         )
     for r in rows:
-        t.add_row(*r)
+        t.add_row(*map(names.rich_text, r))  # text, never markup: `[/bold]` is a name
     if widths is not None:
         t.min_width = _span(widths)  # what print_table() needs at least
     return t
@@ -460,12 +477,13 @@ def print_table(con: Console, t: Table) -> None:
 def markdown_table(
     title: str | None, headers: list[str], left: list[bool], rows: list[list[str]]
 ) -> str:
-    """The one writer of Markdown tables: a `### title` line, then the table (cells escaped).
+    """The one writer of Markdown tables: a `### title` line, then the table (cells and title
+    through names.markdown: a name's line break, pipe, `<script>` or `[link](...)` is text).
     No title only where the caller writes its own heading right above (the gate summary)."""
     head = "| " + " | ".join(headers) + " |"
     sep = "|" + "|".join("---" if x else "---:" for x in left) + "|"
-    body = ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
-    lines = [f"### {title}", ""] if title else []
+    body = ["| " + " | ".join(names.markdown(c) for c in r) + " |" for r in rows]
+    lines = [f"### {names.markdown(title)}", ""] if title else []
     return "\n".join([*lines, head, sep, *body]) + "\n"
 
 
@@ -564,7 +582,7 @@ def emit(
         stream.write(markdown(df, columns, title=title))
         said = verdict.lines(doc["records"])
         if said:
-            stream.write("\n" + "".join(f"- {line}\n" for line in said))
+            stream.write("\n" + "".join(f"- {names.markdown(line)}\n" for line in said))
     else:
         said = verdict.lines(doc["records"]) + [n.strip() for n in notes(doc["records"])]
         text = None if out is not None else _boxed(df, columns, title, caption, said)
@@ -612,12 +630,18 @@ def _wrapped(text: str, indent: int, width: int) -> list[str]:
     return [pad + line for line in lines]
 
 
+def echo(con: Console, text: str) -> None:
+    """One message line on a console, wrapped there, as text: a name or a compiler's message in
+    it is never read as rich markup (`[lambda() (instance 1)]`), nor a control code sent."""
+    con.print(names.rich_text(text))
+
+
 def say(con: Console, text: str, indent: int = 2, style: str = "") -> None:
     """Prose around a table: wrapped to the console (no trailing spaces), every line indented,
     as text (never read as rich markup)."""
     from rich.text import Text
 
-    for line in _wrapped(text, indent, con.width):
+    for line in _wrapped(names.plain(text), indent, con.width):
         con.print(Text(line, style=style), soft_wrap=True)
 
 
@@ -769,7 +793,7 @@ def emit_written(
 ) -> None:
     """What a command says about a file it wrote: `line` as the table format, else `row`."""
     if fmt == "table":
-        console().file.write(f"{line}\n")
+        console().file.write(f"{names.plain(line)}\n")
     else:
         emit_rows([row], fmt, columns, title=title, payload=row)
 
@@ -817,5 +841,5 @@ def emit_scaling(records: list[dict[str, Any]], fmt: str, out: Console | None = 
     for h in headers:
         t.add_column(h, justify="left" if h == "stage" else "right")
     for r in rows:
-        t.add_row(*r)
+        t.add_row(*map(names.rich_text, r))
     con.print(t)
