@@ -10,7 +10,7 @@ EXTRAS := $(if $(filter 12 13,$(CUDA_MAJOR)),cuda$(CUDA_MAJOR),compile)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip "setuptools>=68" wheel
+	$(BIN)/python -m pip install -q --upgrade pip "setuptools>=77" wheel
 
 # `make install` always installs; the targets below install only when the venv has not been, or
 # pyproject.toml (dependencies, entry points) changed since: the install is editable, so it sees
@@ -36,7 +36,8 @@ bytecode: $(INSTALLED)
 	@$(BYTECODE)
 
 # The main job. Without a GPU, `run` says so in one line (exit 2) and the model of the same GEMM
-# is shown instead, on the H200 SXM: the GPU the README's results were measured on.
+# is shown instead, on the H200 SXM: the GPU the README's results were measured on, and the spec
+# every command takes without a GPU (rooflinecli.core.specs.DEFAULT; a test holds them equal).
 run: bytecode
 	@$(BIN)/roofline run gemm --m 4096; rc=$$?; \
 	if [ $$rc -eq 2 ]; then \

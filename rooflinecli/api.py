@@ -297,11 +297,10 @@ def document(
 # What the commands call: each returns a results document; the commands only parse options and
 # hand the document's rows to rooflinecli.present.
 
-DEFAULT_SPEC = "h100-sxm5"  # the seed's GPU, when none is given and none is detected
-
 
 def default_spec(spec_arg: str | None) -> tuple[Spec, str]:
-    """--spec, else the GPU nvidia-smi reports, else the seed's H100 SXM5. Never imports CuPy."""
+    """--spec, else the GPU nvidia-smi reports, else core.specs.DEFAULT (the H200 SXM), saying
+    which and why (the commands put it in their title). Never imports CuPy."""
     from rooflinecli.core import specs
     from rooflinecli.gpu.device import smi_device_name
 
@@ -312,11 +311,12 @@ def default_spec(spec_arg: str | None) -> tuple[Spec, str]:
         try:
             return specs.for_device(name), f"detected {name}"
         except RooflineError:
-            pass
-    return specs.resolve(DEFAULT_SPEC), "default: no GPU detected"
+            why = f"no spec matches {name}: the default, --spec chooses"
+            return specs.resolve(specs.DEFAULT), why
+    return specs.resolve(specs.DEFAULT), "no GPU: the default, --spec chooses"
 
 
-DEFAULT_ARCH = "sm_90a"  # the NVRTC target when none is given and no GPU is detected
+DEFAULT_ARCH = "sm_90a"  # the target of core.specs.DEFAULT (a test holds them equal)
 
 
 def target_arch(arch: str | None = None) -> tuple[str, str]:
@@ -331,7 +331,7 @@ def target_arch(arch: str | None = None) -> tuple[str, str]:
     cc = smi_compute_capability()
     if cc:
         return compiler.arch_for_cc(cc), f"detected compute capability {cc}"
-    return DEFAULT_ARCH, "default: no GPU detected"
+    return DEFAULT_ARCH, "no GPU: the default, --arch chooses"
 
 
 def compile_user_stages(stages: Sequence[Any], arch: str, dtype: str) -> None:

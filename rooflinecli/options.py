@@ -302,17 +302,12 @@ def place_on_roofs(doc: dict[str, Any], roof_set: str, calibration: str | None) 
     one cached for the document's device (rooflinecli.gpu.calibrate), then core.roofs."""
     if roof_set == "datasheet":
         return doc
-    import json
-
     from rooflinecli.gpu import calibrate
 
     device = doc.get("device") or {}
     cal = None
     if calibration:
-        try:
-            cal = json.loads(open(calibration).read())
-        except (OSError, ValueError) as exc:
-            raise RooflineError(f"cannot read calibration {calibration}: {exc}") from None
+        cal = calibrate.read_calibration(calibration)
     elif device:
         cal = calibrate.load_calibration(
             device["name"], device.get("driver"), device.get("clock_sm_max_mhz")
@@ -351,6 +346,33 @@ def extra_stage_option(help_text: str) -> Callable[[F], F]:
     return deco
 
 
+# The most shapes a sweep (--sizes, --shapes) takes unless --max-shapes says more: each shape
+# runs every stage, some seconds of GPU time each (the default ladder at 4096: 12 s), so 2,000
+# shapes are hours.
+MAX_SHAPES = 2_000
+
+
+def max_shapes_option(f: F) -> F:
+    """--max-shapes N: the sweep's limit (MAX_SHAPES)."""
+    return click.option(
+        "--max-shapes",
+        type=click.IntRange(min=1),
+        default=MAX_SHAPES,
+        show_default=True,
+        help="Refuse a sweep of more shapes than this (each shape runs every stage: seconds of "
+        "GPU time each).",
+    )(f)
+
+
+def check_sweep(shapes: list[Any], max_shapes: int, option: str) -> None:
+    """A sweep of more than `max_shapes` shapes is one line, before any work."""
+    if len(shapes) > max_shapes:
+        raise RooflineError(
+            f"{option}: {len(shapes):,} shapes, more than a sweep takes ({max_shapes:,}); "
+            f"pass --max-shapes {len(shapes)} to run them all"
+        )
+
+
 def parse_shapes(
     m: int | None, n: int | None, k: int | None, sizes: str | None
 ) -> list[tuple[int, int, int]]:
@@ -385,14 +407,10 @@ def pick_line(pick) -> str:  # type: ignore[no-untyped-def]
 
 # ------------------------------------------------------------- calibrations and the report page
 
-CALIBRATION_SCHEMA = "roofline.calibration/1"
-
 
 def load_calibration(path: str | None, doc: dict[str, Any]) -> dict[str, Any] | None:
     """The calibration named by --calibration, else the one cached for the document's device
     (`roofline calibrate` on it), else None. One of another GPU is refused."""
-    import json
-
     from rooflinecli.gpu import calibrate  # the calibration cache: pure, no CuPy
 
     device = doc.get("device") or {}
@@ -402,14 +420,7 @@ def load_calibration(path: str | None, doc: dict[str, Any]) -> dict[str, Any] | 
         return calibrate.load_calibration(
             device["name"], device.get("driver"), device.get("clock_sm_max_mhz")
         )
-    try:
-        cal = json.loads(open(path, encoding="utf-8").read())
-    except (OSError, ValueError) as exc:
-        raise RooflineError(f"cannot read calibration {path}: {exc}") from None
-    if not isinstance(cal, dict) or cal.get("schema") != CALIBRATION_SCHEMA:
-        raise RooflineError(f"{path} is not a calibration document ({CALIBRATION_SCHEMA})")
-    if not isinstance(cal.get("measurements"), dict):
-        raise RooflineError(f"{path} has no measurements")
+    cal = calibrate.read_calibration(path)
     theirs = (cal.get("device") or {}).get("name")
     if device.get("name") and theirs != device["name"]:
         raise RooflineError(f"{path} calibrates {theirs}, the document ran on {device['name']}")

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from rooflinecli import __version__, names
+from rooflinecli import __version__, names, paths
 from rooflinecli.core import roofs
 from rooflinecli.errors import RooflineError
 
@@ -296,17 +296,8 @@ def environment() -> dict[str, Any]:
 
 def load(path: str | Path) -> dict[str, Any]:
     """Read and validate a results document; one-line RooflineError on anything malformed."""
-    import json
-
     p = Path(path)
-    try:
-        doc = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise RooflineError(f"results file {p} not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RooflineError(f"cannot read {p}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise RooflineError(f"{p} is not JSON: {exc.msg} at line {exc.lineno}") from None
+    doc = paths.read_json(p, "results file")  # a regular file of at most 256 MiB
     validate(doc, str(p))
     return upgrade(doc)
 

@@ -206,6 +206,10 @@ if args[0] == "--import":
     kernel = open(args[1]).read() or "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8"
     print(open(os.path.join(here, "raw.csv")).read().replace("gemm_naive_xcol", kernel))
     sys.exit(0)
+if os.environ.get("FAKE_NCU_MODE") == "perm-early":  # stops before it starts the target
+    print("==ERROR== The user does not have permission to access NVIDIA GPU Performance "
+          "Counters on the target device 0.", file=sys.stderr)
+    sys.exit(1)
 target = args[args.index(sys.executable):]
 rc = subprocess.run(target).returncode
 if os.environ.get("FAKE_NCU_MODE") == "perm":
@@ -331,6 +335,39 @@ def test_profile_without_counter_permission(runner, fake_ncu, monkeypatch):
     # after the refusal the remaining stage (cublas) runs without ncu
     runs = [c for c in _calls(fake_ncu) if "--nvtx-include" in c]
     assert len(runs) == 1
+
+
+def test_profile_where_ncu_stops_before_the_run_for_want_of_counter_access(
+    runner, fake_ncu, monkeypatch
+):
+    """An ncu that refuses before it starts the program (no results document) and prints only
+    the sentence: still the one line that names the missing counter access, exit 2."""
+    from rooflinecli.cli import cli
+
+    monkeypatch.setenv("FAKE_NCU_MODE", "perm-early")
+    res = runner.invoke(cli, ["profile", "gemm", "--m", "4096", "--stages", "naive_xcol"])
+    assert res.exit_code == 2, res.output
+    assert res.stderr == f"error: no hardware counters: {prof.NO_COUNTER_ACCESS}\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
+        "Performance Counters on the target device 0.",
+        "==ERROR== The user does not have permission to access NVIDIA GPU Performance Counters",
+        "==PROF== Connected\n==ERROR== err_nvgpuctrperm\n",
+    ],
+)
+def test_counter_access_is_recognised_in_ncus_words(text):
+    assert prof.counter_access_problem(text) == prof.NO_COUNTER_ACCESS
+
+
+@pytest.mark.parametrize(
+    "text", ["", "==PROF== Disconnected from process 1", "==ERROR== unknown option --foo"]
+)
+def test_other_ncu_output_is_no_counter_access_problem(text):
+    assert prof.counter_access_problem(text) is None
 
 
 def test_profile_without_ncu_or_gpu(runner, monkeypatch, tmp_path):

@@ -409,6 +409,7 @@ def test_a_program_that_fails_exits_1_with_its_kernels_shown(runner, fake_ncu, m
     ("mode", "message"),
     [
         ("perm", "error: ERR_NVGPUCTRPERM: no permission"),
+        ("perm-sentence", "error: ERR_NVGPUCTRPERM: no permission"),
         ("none", "error: ncu profiled no kernel"),
     ],
 )

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from rooflinecli import results
+from rooflinecli import paths, results
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import DTYPES, extra_stage_option, format_option, spec_option, split_list
 from rooflinecli.present import table
@@ -130,6 +130,7 @@ def inspect_gemm(
     from rooflinecli.stages.inspect import check_arch, inspect_stage
     from rooflinecli.stages.userstage import load_user_stage
 
+    paths.cache_dir()  # a cache folder that is a file: one line, not an error in every row
     spec, why = default_spec(spec_arg)
     arch = arch or compiler.arch_for_cc(spec.compute_capability)
     check_arch(arch)  # a bad --arch fails here, in one line

@@ -6,7 +6,7 @@ import click
 
 from rooflinecli import files, results
 from rooflinecli.options import format_option, load_calibration
-from rooflinecli.present import table
+from rooflinecli.present import MAX_POINTS, table
 
 WROTE_COLUMNS: list[table.Column] = [
     ("path", "file", str),
@@ -39,13 +39,29 @@ WROTE_COLUMNS: list[table.Column] = [
     show_default=True,
     help="Draw each measured record also at its by-instruction intensity (hollow marker).",
 )
+@click.option(
+    "--max-points",
+    type=click.IntRange(min=1),
+    default=MAX_POINTS,
+    show_default=True,
+    help="Refuse a document with more points than this to draw (each placed record is a point, "
+    "two with its by-instruction intensity): a plot costs about a millisecond and some 40 KB "
+    "of memory a point, and its legend lists them all.",
+)
 @format_option
-def plot(path: str, output: str, calibration: str | None, by_instruction: bool, fmt: str) -> None:
+def plot(
+    path: str,
+    output: str,
+    calibration: str | None,
+    by_instruction: bool,
+    max_points: int,
+    fmt: str,
+) -> None:
     """Roofline of a results document as an image.
 
     PNG, SVG, or HTML (the SVG in a minimal page), chosen by the suffix of -o. Each record has
     a short id beside its point, explained in the legend below the chart. Needs the `plot`
-    extra (matplotlib).
+    extra (matplotlib). At most 5,000 points unless --max-points says more.
     """
     from rooflinecli.present import image  # matplotlib is imported only when drawing
 
@@ -53,7 +69,7 @@ def plot(path: str, output: str, calibration: str | None, by_instruction: bool, 
     files.check_output(output, document=False)
     doc = results.load(path)
     cal = load_calibration(calibration, doc)
-    kind = image.save(doc, output, cal, by_instruction)
+    kind = image.save(doc, output, cal, by_instruction, max_points=max_points)
     title = image.title(doc)
     row = {"path": output, "format": kind, "records": len(doc["records"]), "title": title}
     line = f"wrote {output} ({kind}): {title}"

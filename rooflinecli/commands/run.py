@@ -15,10 +15,12 @@ from rooflinecli.options import (
     attention_shape,
     attention_shape_options,
     chart_option,
+    check_sweep,
     columns_option,
     dtype_option,
     extra_stage_option,
     format_option,
+    max_shapes_option,
     output_option,
     parse_shapes,
     pick_line,
@@ -65,13 +67,13 @@ def _dry_run(
     from rooflinecli.stages.inspect import check_arch
 
     check_arch(arch)
-    spec, _ = api.default_spec(spec_arg)
+    spec, spec_why = api.default_spec(spec_arg)
     rows = api.dry_run_gemm(shapes, chosen, arch, dtype, spec)
     nvrtc = compiler.nvrtc_version()
     compiled = sum(1 for s in chosen if not s.reference)
     title = (
         f"Dry run: {compiled} stage(s) x {len(shapes)} shape(s), {dtype}, compiled for {arch} "
-        f"({why}; NVRTC {nvrtc}); nothing ran"
+        f"({why}; NVRTC {nvrtc}), grids for {spec.name} ({spec_why}); nothing ran"
     )
     payload = {"command": "run gemm --dry-run", "arch": arch, "nvrtc": nvrtc, "rows": rows}
     table.emit_rows(rows, fmt, table.DRY_RUN_COLUMNS, title=title, payload=payload)
@@ -81,7 +83,13 @@ def _dry_run(
 @click.option("--m", type=SIZE, default=None, help="Rows of C.")
 @click.option("--n", type=SIZE, default=None, help="Columns of C (default: M).")
 @click.option("--k", type=SIZE, default=None, help="Inner dimension (default: M).")
-@click.option("--sizes", default=None, metavar="LIST", help="Sweep: 1024,4096,127x333x65.")
+@click.option(
+    "--sizes",
+    default=None,
+    metavar="LIST",
+    help="Sweep: 1024,4096,127x333x65 (at most 2,000 shapes unless --max-shapes says more).",
+)
+@max_shapes_option
 @click.option(
     "--stages",
     "stage_list",
@@ -126,6 +134,7 @@ def run_gemm(
     n: int | None,
     k: int | None,
     sizes: str | None,
+    max_shapes: int,
     stage_list: str | None,
     dtype: str,
     spec_arg: str | None,
@@ -154,6 +163,7 @@ def run_gemm(
     from rooflinecli.stages.userstage import load_user_stage
 
     shapes = parse_shapes(m, n, k, sizes)
+    check_sweep(shapes, max_shapes, "--sizes")
     timing = timing_of(budget_ms, repeats, max_noise, no_flush)
     table.select(table.RUN, view)  # an unknown --columns name: one line, before any work
     draw = want_chart(chart_flag, fmt, table.console().is_terminal)
@@ -288,8 +298,10 @@ def parse_attention_shapes(
     "--shapes",
     default=None,
     metavar="LIST",
-    help="Sweep: BxHxNxD or BxHxKVxNxD, comma-separated (e.g. 32x16x512x128,1x16x16384x128).",
+    help="Sweep: BxHxNxD or BxHxKVxNxD, comma-separated (e.g. 32x16x512x128,1x16x16384x128); "
+    "at most 2,000 shapes unless --max-shapes says more.",
 )
+@max_shapes_option
 @click.option(
     "--stages",
     "stage_list",
@@ -320,6 +332,7 @@ def run_attention(
     kv_heads: int | None,
     causal: bool,
     shapes: str | None,
+    max_shapes: int,
     stage_list: str | None,
     dtype: str,
     spec_arg: str | None,
@@ -343,6 +356,7 @@ def run_attention(
     from rooflinecli import api
 
     wanted = parse_attention_shapes(batch, heads, seq, head_dim, kv_heads, causal, shapes)
+    check_sweep(wanted, max_shapes, "--shapes")
     timing = timing_of(budget_ms, repeats, max_noise, no_flush)
     table.select(table.RUN, view)
     draw = want_chart(chart_flag, fmt, table.console().is_terminal)

@@ -9,9 +9,11 @@ from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     DTYPES,
     SIZE,
+    check_sweep,
     columns_option,
     dtype_option,
     format_option,
+    max_shapes_option,
     output_option,
     parse_shapes,
     spec_option,
@@ -105,8 +107,10 @@ def tune_gemm(
 @tune.command("dispatch")
 @click.option(
     "--sizes", required=True, metavar="LIST",
-    help="Shapes to measure: 1x4096x4096,16x11008x4096,4096 (N means NxNxN).",
+    help="Shapes to measure: 1x4096x4096,16x11008x4096,4096 (N means NxNxN); at most 2,000 "
+    "unless --max-shapes says more.",
 )  # fmt: skip
+@max_shapes_option
 @dtype_option
 @click.option(
     "--stages", "stage_list", default=None, metavar="LIST",
@@ -121,6 +125,7 @@ def tune_gemm(
 @output_option
 def tune_dispatch(
     sizes: str,
+    max_shapes: int,
     dtype: str,
     stage_list: str | None,
     spec_arg: str | None,
@@ -136,6 +141,7 @@ def tune_dispatch(
     from rooflinecli import api
 
     shapes = parse_shapes(None, None, None, sizes)
+    check_sweep(shapes, max_shapes, "--sizes")
     table.select(table.RUN, view)
     with progress(not quiet and fmt == "table", "tuning") as tick:
         doc = api.tune_dispatch(shapes, dtype, spec_arg, budget_ms, stage_list, progress=tick)

@@ -137,11 +137,9 @@ def run_under_ncu(
         proc = _run(ncu_command(exe, p.metrics, report, filters, program), timeout, env)
         out = proc.stdout + proc.stderr
         info["program_exit_code"] = proc.returncode
-        if profile._PERM_RE.search(out):
-            raise RooflineError(
-                "ERR_NVGPUCTRPERM: no permission to read the GPU's performance counters "
-                "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)"
-            )
+        perm = profile.counter_access_problem(out)
+        if perm:
+            raise RooflineError(perm)
         if not report.is_file():
             why = profile._first_error(out) or _last_line(proc.stderr)
             raise RooflineError(
@@ -527,14 +525,9 @@ def profile_app(
     timeout: float = 3600.0,
 ) -> dict[str, Any]:
     """Run `program` under ncu and return its results document."""
-    import json
+    from rooflinecli.gpu import calibrate
 
-    calibration = None
-    if calibration_path:
-        try:
-            calibration = json.loads(Path(calibration_path).read_text())
-        except (OSError, ValueError) as exc:
-            raise RooflineError(f"cannot read calibration {calibration_path}: {exc}") from None
+    calibration = calibrate.read_calibration(calibration_path) if calibration_path else None
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     run = run_under_ncu(program, filters, timeout, reports_dir, env)
     return build_document(run, program, spec_arg, calibration, calibration_path)

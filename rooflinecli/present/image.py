@@ -40,7 +40,7 @@ from rooflinecli import files, names
 from rooflinecli.core import kernel_names
 from rooflinecli.core.roofs import Roof
 from rooflinecli.errors import RooflineError
-from rooflinecli.present import terminal_chart
+from rooflinecli.present import MAX_POINTS, terminal_chart
 
 KINDS = ("png", "svg", "html")
 
@@ -769,11 +769,22 @@ def save(
     path: str | Path,
     calibration: dict[str, Any] | None = None,
     by_instruction: bool = True,
+    max_points: int = MAX_POINTS,
 ) -> str:
-    """Draw the document's roofline into `path` (format from its suffix); returns the format."""
+    """Draw the document's roofline into `path` (format from its suffix); returns the format.
+    A document of more than `max_points` points to draw is refused in one line, before
+    matplotlib draws anything."""
     kind = kind_of(path)
     if not doc.get("records"):
         raise RooflineError("nothing to plot: the document has no records")
+    drawn, _unplaced = series(doc, by_instruction)
+    points = sum(len(s.points) for s in drawn)
+    if points > max_points:
+        raise RooflineError(
+            f"{points:,} points to draw ({len(doc['records']):,} records): more than a plot "
+            f"draws ({max_points:,}); pass --max-points {points} to draw them all, or plot a "
+            "part of the document"
+        )
     data = render(doc, kind, calibration, by_instruction)
     files.write_output(path, data, document=False)
     return kind

@@ -301,8 +301,13 @@ def console(stderr: bool = False) -> Console:
 
 
 def _width() -> int:
-    """The width of a console on a stream that is not a terminal (a pipe, a file)."""
-    return int(os.environ.get("COLUMNS", "200"))
+    """The width of a console on a stream that is not a terminal (a pipe, a file): COLUMNS
+    where it is a width (a whole number from 20 to 10,000), else 200; a bad COLUMNS is ignored,
+    as rich ignores it on a terminal."""
+    value = os.environ.get("COLUMNS", "").strip()
+    if value.isdigit() and 20 <= int(value) <= 10_000:
+        return int(value)
+    return 200
 
 
 # A nested object in a CSV row becomes one column per key, named prefix_key (params -> param_BM).
