@@ -18,12 +18,12 @@ $(BIN)/python:
 INSTALLED := $(VENV)/.installed
 
 install: $(BIN)/python
-	$(BIN)/python -m pip install -q -e ".[$(EXTRAS),dev,plot]"
+	$(BIN)/python -m pip install -q -e ".[$(EXTRAS),dev,plot,report]"
 	touch $(INSTALLED)
 	$(BYTECODE)
 
 $(INSTALLED): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e ".[$(EXTRAS),dev,plot]"
+	$(BIN)/python -m pip install -q -e ".[$(EXTRAS),dev,plot,report]"
 	touch $@
 
 # An editable install compiles no bytecode, and where PYTHONDONTWRITEBYTECODE is set (as in CI)
@@ -63,8 +63,12 @@ lint: $(INSTALLED)
 bench: $(INSTALLED)
 	PATH="$(abspath $(BIN)):$$PATH" bash benchmarks/gemm_fp32_ladder.sh build/bench ladder
 
+# The report's example page (tests/test_report_example.py holds it to this line's output).
+REPORT_EXAMPLE := benchmarks/results/gemm-fp32-4096-interleaved.json --calibration benchmarks/calibration/h200-2026-12-01.json
+
 docs: $(INSTALLED)
 	$(BIN)/python -m rooflinecli.docgen docs/cli.md
+	$(BIN)/roofline report $(REPORT_EXAMPLE) -o docs/report-example.html
 
 docs-check: $(INSTALLED)
 	$(BIN)/python -m rooflinecli.docgen --check docs/cli.md

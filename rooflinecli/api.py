@@ -366,8 +366,8 @@ def dry_run_gemm(
     RunPlan's): the stages of each shape and their refusals, as decided there; a stage it
     leaves out of a shape has no row there (nor a build, when it is left out of every one)."""
     from rooflinecli.stages import compiler
+    from rooflinecli.stages.gemm import cannot_run
 
-    cc = compiler.cc_of_arch(arch)
     planned = None
     if work is not None:
         planned = {(id(s), j): why for j, (_shape, items) in enumerate(work) for s, why in items}
@@ -380,9 +380,8 @@ def dry_run_gemm(
         refusals = {j: planned[(id(stage), j)] for j in at} if planned is not None else None
         if not stage.reference:
             stage = stage.for_arch(arch)
-        too_old = None
-        if not stage.reference and cc < stage.min_cc:
-            too_old = f"skipped: needs compute capability {stage.min_cc / 10:.1f}"
+        why_not = cannot_run(stage, arch)
+        too_old = f"skipped: {why_not}" if why_not else None
         if not stage.reference and too_old is None:
             if getattr(stage, "toml_path", ""):
                 compile_user_stages([stage], arch, dtype)  # its error names the file

@@ -28,6 +28,7 @@ LAZY: dict[str, tuple[str, str, str]] = {
     "show": ("show", "show", "Re-render a results document: table, chart."),
     "compare": ("compare", "compare", "Two runs side by side, with B/A ratios."),
     "plot": ("plot", "plot", "Roofline of a results document as an image."),
+    "report": ("report", "report", "One HTML page of results documents."),
     "gate": ("gate", "gate_command", "Fail when a stage regressed (CI gate)."),
     "baseline": ("baseline", "baseline", "Verified runs kept as baselines for `roofline gate`."),
     "inspect": ("inspect", "inspect_", "What the compiler made (registers, occupancy, SASS), "

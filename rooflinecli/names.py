@@ -215,3 +215,19 @@ def csv_cell(text: str) -> str:
     if text[:1] in _FORMULA_START and text != "-" and not _NUMBER.fullmatch(text):
         text = "'" + text
     return plain(text)
+
+
+def plotly(text: str) -> str:
+    """Text for Plotly (legend, hover, axis labels, titles), which reads a few HTML tags (<b>,
+    <br>, <a href>, ...) and character references in every label it draws: HTML escaped with
+    numeric references only (it knows few named ones, so `&quot;` would show as written), and
+    `$` as a reference, so no name is ever typeset as TeX."""
+    return (
+        plain(text)
+        .replace("&", "&#38;")
+        .replace("<", "&#60;")
+        .replace(">", "&#62;")
+        .replace('"', "&#34;")
+        .replace("'", "&#39;")
+        .replace("$", "&#36;")
+    )

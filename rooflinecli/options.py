@@ -390,3 +390,65 @@ def parse_shapes(
             raise RooflineError(f"bad size {token!r}: {exc.format_message()}") from None
         shapes.append((dims[0], dims[0], dims[0]) if len(dims) == 1 else tuple(dims))  # type: ignore[arg-type]
     return shapes  # type: ignore[return-value]
+
+
+# ------------------------------------------------------------- calibrations and the report page
+
+
+def load_calibration(path: str | None, doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The calibration named by --calibration, else the one cached for the document's device
+    (`roofline calibrate` on it), else None. One of another GPU is refused."""
+    from rooflinecli.gpu import calibrate  # the calibration cache: pure, no CuPy
+
+    device = doc.get("device") or {}
+    if path is None:
+        if not device.get("name"):
+            return None
+        return calibrate.load_calibration(
+            device["name"], device.get("driver"), device.get("clock_sm_max_mhz")
+        )
+    cal = calibrate.read_calibration(path)
+    theirs = (cal.get("device") or {}).get("name")
+    if device.get("name") and theirs != device["name"]:
+        raise RooflineError(f"{path} calibrates {theirs}, the document ran on {device['name']}")
+    spec = (doc.get("spec") or {}).get("name")
+    if not device and cal.get("spec") and spec and cal["spec"] != spec:
+        raise RooflineError(f"{path} calibrates spec {cal['spec']}, the document models {spec}")
+    return cal
+
+
+def calibration_for(doc: dict[str, Any], given: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The calibration a document's roofs take: the one given, where it calibrates the
+    document's GPU (or the document is a model), else the one cached for its GPU, if any."""
+    device = (doc.get("device") or {}).get("name")
+    theirs = ((given or {}).get("device") or {}).get("name")
+    if given is not None and (not device or theirs == device):
+        return given
+    return load_calibration(None, doc)
+
+
+def write_report(
+    output: str,
+    paths: list[str],
+    docs: list[dict[str, Any]],
+    calibration_path: str | None,
+    result: Any = None,
+    baseline: tuple[str, dict[str, Any]] | None = None,
+) -> int:
+    """Write the page of `docs` (the first the current run of a gate `result` against
+    `baseline`); returns its size in bytes."""
+    from rooflinecli import files
+    from rooflinecli.present import report
+
+    given = None
+    if calibration_path:  # read and checked once, against the first document's GPU
+        given = load_calibration(calibration_path, docs[0])
+    sources = [
+        report.Source(p, d, calibration_for(d, given)) for p, d in zip(paths, docs, strict=True)
+    ]
+    base = None
+    if baseline is not None:
+        base = report.Source(baseline[0], baseline[1], calibration_for(baseline[1], given))
+    data = report.render(sources, result, base).encode("utf-8")
+    files.write_output(output, data, document=False)
+    return len(data)

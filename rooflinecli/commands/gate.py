@@ -93,6 +93,14 @@ def _markdown(result: gate.GateResult, rows: list[dict[str, Any]], heading: str)
     help="Also write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).",
 )
 @click.option(
+    "--html",
+    "html_path",
+    metavar="FILE",
+    default=None,
+    help="Also write the report page here: the verdict per check, each stage's samples, both "
+    "runs' rooflines (needs the `report` extra).",
+)
+@click.option(
     "--benchmark-json",
     metavar="FILE",
     default=None,
@@ -108,6 +116,7 @@ def gate_command(
     allow_mismatch: bool,
     junit: str | None,
     markdown_path: str | None,
+    html_path: str | None,
     benchmark_json: str | None,
     fmt: str,
 ) -> None:
@@ -132,9 +141,13 @@ def gate_command(
 
     The rules: docs/gate.md.
     """
-    for target in (junit, markdown_path, benchmark_json):
+    for target in (junit, markdown_path, html_path, benchmark_json):
         if target:  # refused now, before any work, not after the verdict
             files.check_output(target, document=False)
+    if html_path:  # the page needs plotly: said now, before anything is written
+        from rooflinecli.present import report
+
+        report.require()
     current = results.load(path)
     base = results.load(baseline_path) if baseline_path else None
     result = gate.evaluate(
@@ -159,16 +172,21 @@ def gate_command(
         files.write_output(markdown_path, _markdown(result, rows, heading), document=False)
     if benchmark_json:
         files.write_output(benchmark_json, gate.benchmark_json(current), document=False)
+    if html_path:
+        from rooflinecli.options import write_report
+
+        other = (baseline_path or "baseline", base) if base is not None else None
+        write_report(html_path, [path], [current], None, result, other)
     title = f"Gate: {path}" + (f" against {baseline_path}" if base is not None else "")
     title += f" (tolerance {tolerance:g}%)" if base is not None else " (floors only)"
     caption = f"{result.summary()}. Rules: {gate.RULES_SHORT}."
     if result.mismatches:
         caption += f" Environments differ: {'; '.join(result.mismatches)}."
     columns = table.GATE_COLUMNS
-    report = output.of_rows(
+    page = output.of_rows(
         rows, columns, [output.Rows(rows, columns, title, caption)], result.to_dict()
     )
-    output.emit(report._replace(markdown=_markdown(result, rows, heading)), fmt)
+    output.emit(page._replace(markdown=_markdown(result, rows, heading)), fmt)
     if result.outcome == "fail":
         raise GateFailure(result.summary())
     if result.outcome == "inconclusive":

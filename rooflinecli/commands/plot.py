@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from rooflinecli import files, results
-from rooflinecli.errors import RooflineError
-from rooflinecli.options import format_option
+from rooflinecli.options import format_option, load_calibration
 from rooflinecli.present import MAX_POINTS, table
 from rooflinecli.present.output import written
 
@@ -18,28 +15,6 @@ WROTE_COLUMNS: list[table.Column] = [
     ("records", "records", table.integer),
     ("title", "chart", str),
 ]
-
-
-def load_calibration(path: str | None, doc: dict[str, Any]) -> dict[str, Any] | None:
-    """The calibration named by --calibration, else the one cached for the document's device
-    (`roofline calibrate` on it), else None. One of another GPU is refused."""
-    from rooflinecli.gpu import calibrate  # the calibration cache: pure, no CuPy
-
-    device = doc.get("device") or {}
-    if path is None:
-        if not device.get("name"):
-            return None
-        return calibrate.load_calibration(
-            device["name"], device.get("driver"), device.get("clock_sm_max_mhz")
-        )
-    cal = calibrate.read_calibration(path)
-    theirs = (cal.get("device") or {}).get("name")
-    if device.get("name") and theirs != device["name"]:
-        raise RooflineError(f"{path} calibrates {theirs}, the document ran on {device['name']}")
-    spec = (doc.get("spec") or {}).get("name")
-    if not device and cal.get("spec") and spec and cal["spec"] != spec:
-        raise RooflineError(f"{path} calibrates spec {cal['spec']}, the document models {spec}")
-    return cal
 
 
 @click.command()

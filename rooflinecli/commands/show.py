@@ -60,7 +60,11 @@ def show(
 
 
 def show_app(doc: dict[str, Any], fmt: str, want_chart: bool) -> None:
-    """A `profile app` document: one row per kernel and grid, the notes, the chart."""
+    """A `profile app` document: one row per kernel and grid, the notes, the chart. Kernels
+    whose short names read the same are told apart (documents written before they were)."""
+    from rooflinecli.core import kernel_names
+
+    doc = {**doc, "records": kernel_names.relabel(doc["records"])}
     parts: list[Part] = [Records(doc, table.APP_COLUMNS, table.app_title(doc))]
     parts += [Line(line) for line in table.app_notes(doc)]
     if want_chart:

@@ -48,9 +48,9 @@ def list_specs(fmt: str) -> None:
         line = [
             str(r["name"]),
             str(r["gpu"]),
-            str(r["sms"]),
+            table.integer(r["sms"]),  # "-" where no vendor source gives it
             f"{r['bandwidth_gbs']:,.0f}",
-            f"{r['l2_mib']:g}",
+            "-" if pd.isna(r["l2_mib"]) else f"{r['l2_mib']:g}",
         ]
         for k in keys:
             v = r.get(f"{k}_tflops")

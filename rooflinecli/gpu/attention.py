@@ -33,6 +33,7 @@ from rooflinecli.stages.attention import (
     compile_stage,
     workspace_bytes,
 )
+from rooflinecli.stages.gemm import cannot_run
 
 CHUNK_BYTES = 1 << 30  # the reference's score matrix, at most this many bytes at a time
 
@@ -345,7 +346,8 @@ class AttentionProblem:
     def skip(self, stage: AttentionStage, refusal: str | None) -> str | None:
         if refusal is None and self.cc < stage.min_cc:
             return f"{stage.name} needs compute capability {stage.min_cc / 10:.1f}"
-        return refusal
+        why_not = cannot_run(stage, self.arch) if refusal is None else None
+        return f"{stage.name} {why_not}" if why_not else refusal
 
     def launch(self, stage: AttentionStage) -> Launched:
         call, meta = launcher(self.cp, stage, self.g, self.arch)

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from rooflinecli import names
+from rooflinecli.core import kernel_names
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import ncu, profile
 
@@ -171,27 +172,10 @@ def parse_dim3(text: str | None) -> list[int] | None:
     return [int(x) for x in nums] if nums else None
 
 
-def short_name(kernel: str, width: int = 48) -> str:
+def short_name(kernel: str, width: int = kernel_names.WIDTH) -> str:
     """A demangled name for tables and charts: no 'void ', no parameter list, long template
-    arguments cut ("vectorized_elementwise_kernel<4, ...>")."""
-    name = kernel.strip()
-    name = name.removeprefix("void ")
-    depth, cut = 0, len(name)
-    for i, ch in enumerate(name):  # the parameter list: the first '(' outside template brackets
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif ch == "(" and depth == 0 and i > 0:
-            cut = i
-            break
-    name = name[:cut]
-    if len(name) > width and "<" in name:
-        head = name[: name.index("<")]
-        name = f"{head}<...>"
-    if len(name) > width:
-        name = name[: width - 3] + "..."
-    return name
+    arguments cut ("vectorized_elementwise_kernel<4, ...>"); rooflinecli.core.kernel_names."""
+    return kernel_names.short(kernel, width)
 
 
 def grid_text(grid: list[int] | None) -> str:
@@ -509,6 +493,8 @@ def build_document(
             )
     roofs = roofs_for(spec, calibration)
     records = [kernel_record(k, g, rows, run.plan) for k, g, rows in group(run.rows)]
+    # two kernels whose short names and grids match read apart (their template, or a number)
+    records = kernel_names.relabel(records)
     for rec in records:
         place(rec, roofs)
     records.sort(key=lambda r: -(r.get("time_ms_total") or 0.0))

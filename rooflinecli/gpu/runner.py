@@ -25,7 +25,7 @@ from rooflinecli.gpu.loop import Kind, Launched, ReferenceRun, setup
 from rooflinecli.gpu.timer import Launch, Timer, Timing
 from rooflinecli.results import Check, RunRecord
 from rooflinecli.stages import compiler
-from rooflinecli.stages.gemm import Stage
+from rooflinecli.stages.gemm import Stage, cannot_run
 
 __all__ = [
     "Timing",
@@ -360,7 +360,8 @@ class GemmProblem:
     def skip(self, stage: Stage, refusal: str | None) -> str | None:
         if self.cc < stage.min_cc:
             return f"{stage.name} needs compute capability {stage.min_cc / 10:.1f}"
-        return refusal
+        why_not = cannot_run(stage, self.arch)  # an instruction the target lacks
+        return f"{stage.name} {why_not}" if why_not else refusal
 
     def launch(self, stage: Stage) -> Launched:
         call, meta = launcher(self.cp, stage, self.g, self.arch, self.sm_count)

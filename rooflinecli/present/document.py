@@ -33,6 +33,16 @@ def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
     return text
 
 
+def tables(doc: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The tables `show` prints (the report's page too): one per shape, each with its title."""
+    shapes = list(dict.fromkeys(roofs.shape_key(r) for r in doc["records"]))
+    out = []
+    for shape in shapes:
+        recs = [r for r in doc["records"] if roofs.shape_key(r) == shape]
+        out.append((title(doc, recs), recs))
+    return out
+
+
 def columns_of(doc: dict[str, Any]) -> table.ColumnSet:
     if doc.get("device") is None:
         if doc.get("command") == "model attention":
@@ -53,11 +63,9 @@ def report(doc: dict[str, Any], view: View, draw: bool) -> output.Report:
     """A run or model document as `show` prints it: one table per shape, then the chart."""
     columns = columns_of(doc)
     table.select(columns, view)  # an unknown --columns name: one line, now
-    shapes = list(dict.fromkeys(roofs.shape_key(r) for r in doc["records"]))
     parts: list[output.Part] = []
-    for shape in shapes:
-        recs = [r for r in doc["records"] if roofs.shape_key(r) == shape]
-        parts.append(output.Records({**doc, "records": recs}, columns, title(doc, recs), view=view))
+    for heading, recs in tables(doc):
+        parts.append(output.Records({**doc, "records": recs}, columns, heading, view=view))
     parts += skipped_line(doc)
     if draw:
         parts.append(output.Chart(doc, gap=True))

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from rooflinecli import files, names
+from rooflinecli.core import kernel_names
 from rooflinecli.core.roofs import Roof
 from rooflinecli.errors import RooflineError
 from rooflinecli.present import MAX_POINTS, terminal_chart
@@ -162,6 +163,7 @@ class Series:
     key: str  # what its colour stands for: the stage
     points: list[terminal_chart.Point]
     flagged: bool = False
+    record: dict[str, Any] | None = None  # the record it draws (None: a model's ideal point)
 
     @property
     def anchor(self) -> terminal_chart.Point:
@@ -169,27 +171,21 @@ class Series:
         return max(self.points, key=lambda p: p.ai)
 
 
-def _kernel_name(rec: dict[str, Any]) -> str:
-    """A kernel of `profile app` by its function's own name and grid: `void at::<unnamed>::
-    cunn_SoftMaxForwardReg<...>(...)` is cunn_SoftMaxForwardReg [4096x1x1] (the record's
-    label, `at::<...>`, can be the same for two kernels)."""
-    full = re.sub(r"^void\s+", "", str(rec["kernel"]))
-    cut = len(full)
-    for i, ch in enumerate(full):  # the name ends at its first template or parameter list
-        if ch in "<(" and not full[:i].endswith("::"):
-            cut = i
-            break
-    base = full[:cut].split("::")[-1] or str(rec.get("label") or rec["stage"])
-    grid = re.search(r"\[[^\]]*\]\s*$", str(rec["stage"]))
-    return f"{base} {grid.group(0).strip()}" if grid else base
-
-
 def _name(doc: dict[str, Any]) -> Any:
     name = terminal_chart.namer(doc)
+    # a kernel of `profile app` by its function's own name and grid: `void at::<unnamed>::
+    # cunn_SoftMaxForwardReg<...>(...)` is cunn_SoftMaxForwardReg [4096x1x1], two kernels that
+    # read the same told apart (rooflinecli.core.kernel_names)
+    kernels = {
+        id(r): text
+        for r, text in zip(
+            doc["records"], kernel_names.labels(doc["records"], scoped=False), strict=True
+        )
+    }
 
     def of(rec: dict[str, Any]) -> str:
         if rec.get("kind") == "kernel" and rec.get("kernel"):
-            return str(name(rec, _kernel_name(rec))).removesuffix(" -")  # "-": no dtype
+            return str(name(rec, kernels[id(rec)])).removesuffix(" -")  # "-": no dtype
         work = str(rec.get("workload") or "")
         if work.count(":") == 2:  # run llm: preset:gemm:bN names the GEMM better than its shape
             _, gemm, batch = work.split(":")
@@ -209,9 +205,15 @@ def series(
     out: list[Series] = []
     unplaced: list[terminal_chart.Unplaced] = []
 
-    def add(label: str, value: str, key: str, pts: list[terminal_chart.Point]) -> None:
+    def add(
+        label: str,
+        value: str,
+        key: str,
+        pts: list[terminal_chart.Point],
+        rec: dict[str, Any] | None = None,
+    ) -> None:
         flagged = any(p.above_roof for p in pts)
-        out.append(Series(str(len(out) + 1), label, value, key, pts, flagged))
+        out.append(Series(str(len(out) + 1), label, value, key, pts, flagged, rec))
 
     if doc.get("device") is None:  # a model document: the roof's speed, not a measurement
         seen: set[tuple[str, str, Any]] = set()
@@ -238,6 +240,7 @@ def series(
                     f"{terminal_chart.fmt_value(best)} TFLOP/s by instruction",
                     rec["stage"],
                     [pt],
+                    rec,
                 )
             else:
                 unplaced.append(terminal_chart.Unplaced(name(rec), "no by-instruction intensity"))
@@ -262,7 +265,8 @@ def series(
                 )
             )
         # a stage keeps its colour across shapes; kernels of a program are told apart by name
-        add(label, f"{terminal_chart.fmt_value(pts[0].tflops)} TFLOP/s", str(rec["stage"]), pts)
+        value = f"{terminal_chart.fmt_value(pts[0].tflops)} TFLOP/s"
+        add(label, value, str(rec["stage"]), pts, rec)
     return out, unplaced
 
 
@@ -320,6 +324,57 @@ def ceilings(
                 if _pos(m.get(key)):
                     add(Ceiling("compute", what, float(m[key]), src))
     return out
+
+
+@dataclass
+class Layout:
+    """What every picture of a document draws, and where: the records' series, the roofs and
+    the axes' extents. The matplotlib figure here and the page's interactive plot
+    (rooflinecli/present/report.py) both draw from it, so the two never disagree."""
+
+    roof_of: dict[str, Roof]
+    series: list[Series]
+    unplaced: list[terminal_chart.Unplaced]
+    ceilings: list[Ceiling]
+    colors: dict[str, Any]  # series key (the stage) -> its colour
+    x: tuple[float, float]  # the axes' extents: intensity (FLOP/byte)
+    y: tuple[float, float]  # and TFLOP/s
+
+    @property
+    def top(self) -> float:
+        """The highest compute ceiling: every memory slope rises to it."""
+        return max(c.value for c in self.ceilings if c.kind == "compute")
+
+    @property
+    def fastest(self) -> float:
+        """The steepest memory slope (GB/s): every compute ceiling starts where it meets it."""
+        return max(c.value for c in self.ceilings if c.kind == "memory")
+
+    def line(self, c: Ceiling) -> tuple[tuple[float, float], tuple[float, float]]:
+        """((x0, x1), (y0, y1)) of a roof line: a memory slope from the left edge up to the
+        highest compute ceiling, a compute ceiling from the fastest slope to the right edge."""
+        x0, x1 = self.x
+        if c.kind == "memory":
+            return (x0, self.top * 1000.0 / c.value), (x0 * c.value / 1000.0, self.top)
+        return (c.value * 1000.0 / self.fastest, x1), (c.value, c.value)
+
+
+def layout(
+    doc: dict[str, Any], calibration: dict[str, Any] | None = None, by_instruction: bool = True
+) -> Layout:
+    """The document's series, roofs and extents (RooflineError when nothing can be drawn)."""
+    roof_of = terminal_chart.roofs(doc)
+    all_series, unplaced = series(doc, by_instruction)
+    roofs = ceilings(doc, roof_of, calibration)
+    pts = [p for s in all_series for p in s.points]
+    xs = [p.ai for p in pts] + [r.ridge for r in roof_of.values()]
+    xs += [r.ridge / 4 for r in roof_of.values()]
+    x0, x1 = min(xs) / 2.5, max(xs) * 4.0  # room for the ids right of the last points
+    computes = [c.value for c in roofs if c.kind == "compute"]
+    ys = [p.tflops for p in pts] + computes
+    y0, y1 = min(ys) / 3.0, max(computes) * 1.8
+    colors = _palette([s.key for s in all_series])
+    return Layout(roof_of, all_series, unplaced, roofs, colors, (x0, x1), (y0, y1))
 
 
 # --------------------------------------------------------------------------- layout helpers
@@ -383,7 +438,7 @@ def _palette(keys: list[str]) -> dict[str, Any]:
     return out
 
 
-def _not_drawn(unplaced: list[terminal_chart.Unplaced]) -> list[tuple[str, list[str]]]:
+def not_drawn(unplaced: list[terminal_chart.Unplaced]) -> list[tuple[str, list[str]]]:
     """Records not drawn, grouped by why (the shape a reason names is left out of the group)."""
     groups: dict[str, list[str]] = {}
     for u in unplaced:
@@ -504,10 +559,14 @@ def _figure(doc: dict[str, Any], calibration: dict[str, Any] | None, by_instruct
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
-    roof_of = terminal_chart.roofs(doc)
-    all_series, unplaced = series(doc, by_instruction)
-    roofs = ceilings(doc, roof_of, calibration)
-    colors = _palette([s.key for s in all_series])
+    lay = layout(doc, calibration, by_instruction)
+    roof_of, all_series, unplaced, roofs, colors = (
+        lay.roof_of,
+        lay.series,
+        lay.unplaced,
+        lay.ceilings,
+        lay.colors,
+    )
 
     # the legend of ids below the axes: as many columns as fit the width
     fig = Figure(figsize=(WIDTH_IN, AXES_HEIGHT_IN), dpi=DPI)
@@ -521,7 +580,7 @@ def _figure(doc: dict[str, Any], calibration: dict[str, Any] | None, by_instruct
     col_px = max(text_px, 180.0) + 2.6 * LEGEND_SIZE * fig.dpi / 72 + 12
     ncol = max(1, min(len(entries) or 1, int((WIDTH_IN * fig.dpi - 30) // col_px)))
     chars = max(30, int(len(widest) * max(text_px, 180.0) / max(text_px, 1.0)))
-    for why, labels_of in _not_drawn(unplaced):  # one entry per reason, wrapped to the column
+    for why, labels_of in not_drawn(unplaced):  # one entry per reason, wrapped to the column
         entries.append(textwrap.fill(f"not drawn ({why}): {', '.join(labels_of)}", chars))
     lines = sum(e.count("\n") + 1 for e in entries)
     rows = math.ceil(lines / ncol) + max((e.count("\n") for e in entries), default=0)
@@ -536,29 +595,23 @@ def _figure(doc: dict[str, Any], calibration: dict[str, Any] | None, by_instruct
     ax.set_xscale("log")
     ax.set_yscale("log")
     pts = [p for s in all_series for p in s.points]
-    xs = [p.ai for p in pts] + [r.ridge for r in roof_of.values()]
-    xs += [r.ridge / 4 for r in roof_of.values()]
-    x0, x1 = min(xs) / 2.5, max(xs) * 4.0  # room for the ids right of the last points
+    (x0, x1), (y0, y1) = lay.x, lay.y
     computes = [c for c in roofs if c.kind == "compute"]
     memories = [c for c in roofs if c.kind == "memory"]
-    top = max(c.value for c in computes)
-    ys = [p.tflops for p in pts] + [c.value for c in computes]
-    y0, y1 = min(ys) / 3.0, top * 1.8
 
     handles: list[Any] = []
     labels: list[str] = []
-    fastest = max(c.value for c in memories)
     for c in memories:  # each slope up to the highest compute ceiling
         style = "--" if c.measured else "-"
-        end = top * 1000.0 / c.value
-        ax.plot([x0, end], [x0 * c.value / 1000.0, top], color=c.color, lw=2, ls=style, zorder=1)
+        xs, ys = lay.line(c)
+        ax.plot(xs, ys, color=c.color, lw=2, ls=style, zorder=1)
         handles.append(Line2D([], [], color=c.color, lw=2, ls=style))
         labels.append(c.label)
     dashes: list[Any] = ["--", "-.", (0, (1, 1.5))]  # measured compute ceilings told apart
     for c in computes:  # each ceiling from where the fastest slope meets it
         style = dashes.pop(0) if c.measured and dashes else ("--" if c.measured else "-")
-        start = c.value * 1000.0 / fastest
-        ax.plot([start, x1], [c.value, c.value], color=c.color, lw=2, ls=style, zorder=1)
+        xs, ys = lay.line(c)
+        ax.plot(xs, ys, color=c.color, lw=2, ls=style, zorder=1)
         handles.append(Line2D([], [], color=c.color, lw=2, ls=style))
         labels.append(c.label)
     for roof in roof_of.values():
@@ -641,7 +694,7 @@ def _figure(doc: dict[str, Any], calibration: dict[str, Any] | None, by_instruct
             id_handles.append(
                 Line2D([], [], marker=mark, color=colors[s.key], mfc=fill, mew=1.4, ls="none")
             )
-        id_handles += [Line2D([], [], ls="none") for _ in _not_drawn(unplaced)]
+        id_handles += [Line2D([], [], ls="none") for _ in not_drawn(unplaced)]
         fig.legend(
             id_handles,
             entries,
@@ -673,14 +726,14 @@ def _figure(doc: dict[str, Any], calibration: dict[str, Any] | None, by_instruct
     # the figure: an attached engine runs at every draw, and savefig draws the whole figure once
     # more, unrendered, before the real draw (it does so for any engine, even "none" after one).
     # Placed once, the axes stay where they are (the ids below are placed in their pixels).
-    layout = ConstrainedLayoutEngine()
-    layout.execute(fig)
+    engine = ConstrainedLayoutEngine()
+    engine.execute(fig)
     fitted = _wrap_to(renderer, fig, title(doc), TITLE_SIZE, ax.get_window_extent(renderer).width)
     if fitted != heading:
         more = fitted.count("\n") - heading.count("\n")
         fig.set_size_inches(WIDTH_IN, height + 0.25 * more)
         ax.set_title(fitted, fontsize=TITLE_SIZE, y=1.0)
-        layout.execute(fig)
+        engine.execute(fig)
     _place_ids(fig, ax, [(s, colors[s.key]) for s in all_series], renderer)
     return fig
 

@@ -530,6 +530,64 @@ def records_markdown(
     return text
 
 
+def html_table(
+    headers: list[str],
+    left: list[bool],
+    rows: list[list[str]],
+    title: str | None = None,
+    row_classes: list[str] | None = None,
+) -> str:
+    """The one writer of HTML tables (the report's page): every header and cell written as text
+    (rooflinecli.names.html), text columns left, numbers right; `row_classes` (plain words of
+    ours, never a name) style rows."""
+    from rooflinecli import names
+
+    def tr(cells: list[str], tag: str, cls: str = "") -> str:
+        attr = f' class="{cls}"' if cls else ""
+        tds = "".join(
+            f'<{tag} class="{"l" if x else "r"}">{names.html(c)}</{tag}>'
+            for c, x in zip(cells, left, strict=True)
+        )
+        return f"<tr{attr}>{tds}</tr>"
+
+    out = [f'<p class="table-title">{names.html(title)}</p>'] if title else []
+    out.append('<table class="records">')
+    out.append(f"<thead>{tr(headers, 'th')}</thead>")
+    out.append("<tbody>")
+    classes = row_classes or [""] * len(rows)
+    out += [tr(r, "td", c) for r, c in zip(rows, classes, strict=True)]
+    out.append("</tbody></table>")
+    return "\n".join(out) + "\n"
+
+
+def html(df: Rows | pd.DataFrame, columns: list[Column], title: str | None = None) -> str:
+    """markdown() as an HTML table: the same columns and cells."""
+    present = [c for c in columns if c[0] in df.columns]
+    return html_table(
+        [h for _, h, _ in present],
+        [f in NAME_FIELDS or f in LEFT_FIELDS for f, _, _ in present],
+        [[_cell(row, f, fmt) for f, _, fmt in present] for _, row in df.iterrows()],
+        title,
+    )
+
+
+def html_rows(
+    rows: list[dict[str, Any]],
+    columns: list[Column],
+    title: str | None = None,
+    row_classes: list[str] | None = None,
+) -> str:
+    """markdown_rows() as an HTML table: rows that are not result records (a gate's checks)."""
+    present = [c for c in columns if any(c[0] in r for r in rows)] if rows else list(columns)
+    return html_table(
+        [h for _, h, _ in present],
+        [f in TEXT_FIELDS for f, _, _ in present],
+        [[_cell(row, f, fmt) for f, _, fmt in present] for row in rows],
+        title,
+        row_classes,
+    )
+
+
 def print_records(
     doc: dict[str, Any],
     columns: list[Column] | ColumnSet,

@@ -21,6 +21,45 @@ from typing import Any, NamedTuple
 from rooflinecli.core.model import DTYPE_BYTES, thread_tile_intensity
 from rooflinecli.errors import RooflineError
 
+# Instructions that only some NVRTC targets have, and the stage sources that use them. NVRTC 13
+# refuses `wgmma.fence` for sm_100a and sm_120 and `setmaxnreg.dec` for sm_120; a GPU of compute
+# capability 9.0 or more is not enough (a B200 is 10.0, an RTX 5090 12.0). A matrix test compiles
+# every Tensor Core stage for sm_100a and sm_120 and holds this table to what NVRTC does.
+ARCH_ONLY: dict[str, tuple[str, ...]] = {
+    "wgmma": ("sm_90a",),
+    "setmaxnreg": ("sm_90a", "sm_100a"),
+}
+ARCH_ONLY_BY_FILE: dict[str, tuple[str, ...]] = {
+    "23_mma_tma_ws.cu": ("setmaxnreg",),
+    "24_wgmma_tma.cu": ("wgmma",),
+    **{
+        f: ("wgmma", "setmaxnreg")
+        for f in (
+            "25_wgmma_ws.cu", "26_wgmma_persistent.cu", "27_wgmma_cluster.cu",
+            "28_wgmma_stagger.cu", "29_wgmma_streamk.cu", "30_wgmma_stmatrix.cu",
+            "43_attn_wgmma.cu",
+        )
+    },
+}  # fmt: skip
+
+
+def cannot_run(stage: Any, arch: str) -> str | None:
+    """Why a stage (GEMM or attention) cannot run on a GPU whose NVRTC target is `arch` (sm_89,
+    sm_90a, sm_100a, ...), or None: its compute capability is too low, or it uses an instruction
+    the target lacks. Every runner and the dry run skip it with this reason; the rest run."""
+    if getattr(stage, "reference", False):
+        return None
+    digits = arch.removeprefix("sm_").rstrip("a")
+    if not digits.isdigit():
+        raise RooflineError(f"bad --arch {arch!r}: expected e.g. sm_80, sm_90a")
+    if int(digits) < stage.min_cc:
+        return f"needs compute capability {stage.min_cc / 10:.1f}"
+    for instr in ARCH_ONLY_BY_FILE.get(str(stage.file or ""), ()):
+        targets = ARCH_ONLY[instr]
+        if arch not in targets:
+            return f"uses {instr}, which only {' and '.join(targets)} has (not {arch})"
+    return None
+
 
 class Refusal(NamedTuple):
     """Why a stage cannot run a shape: in full (`why`, what a skipped record says), and in the
