@@ -36,6 +36,7 @@ import rich.console  # noqa: F401
 import rich.table  # noqa: F401
 from _prebuild import listing_path
 from click.testing import CliRunner
+from skips import skip_summary
 
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import data_dir
@@ -374,4 +375,7 @@ def _cache(request: pytest.FixtureRequest, prebuilt: Prebuilt, monkeypatch) -> N
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     line = config.stash.get(_SUMMARY, None)
     if line:
+        terminalreporter.write_line(line)
+    line = skip_summary(terminalreporter.stats.get("skipped", []))
+    if line:  # -rs lists each skipped test with its reason; this is one line for all of them
         terminalreporter.write_line(line)

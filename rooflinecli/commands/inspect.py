@@ -12,10 +12,10 @@ from typing import Any
 
 import click
 
-from rooflinecli import results
+from rooflinecli import paths
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import DTYPES, extra_stage_option, format_option, spec_option, split_list
-from rooflinecli.present import table
+from rooflinecli.present import output, table
 from rooflinecli.stages import gemm
 
 SCHEMA = "roofline.inspect/1"
@@ -130,6 +130,7 @@ def inspect_gemm(
     from rooflinecli.stages.inspect import check_arch, inspect_stage
     from rooflinecli.stages.userstage import load_user_stage
 
+    paths.cache_dir()  # a cache folder that is a file: one line, not an error in every row
     spec, why = default_spec(spec_arg)
     arch = arch or compiler.arch_for_cc(spec.compute_capability)
     check_arch(arch)  # a bad --arch fails here, in one line
@@ -160,16 +161,10 @@ def inspect_gemm(
         }
         for r in records
     ]
-    if fmt == "json":
-        click.echo(results.dumps(doc), nl=False)
-        return
     import pandas as pd
 
     df = pd.DataFrame(flat)
-    if fmt == "csv":  # params as param_* columns, sass left to JSON
-        tidy = [{k: v for k, v in r.items() if k != "sass"} for r in records]
-        click.echo(table.csv_text(tidy), nl=False)
-        return
+    tidy = [{k: v for k, v in r.items() if k != "sass"} for r in records]  # CSV: no sass
     res_cols = [c for c in RESOURCE_COLUMNS if c[0] != "error" or df["error"].notna().any()]
     ok = df[df["error"].isna()] if "error" in df else df
     sass_cols = _sass_columns([r for r in flat if not r.get("error")])
@@ -178,23 +173,16 @@ def inspect_gemm(
         f"occupancy on {spec.display_name} ({spec.name}, {why})"
     )
     sass_title = "SASS of the main loop (nvdisasm), per k step"
-    if fmt == "markdown":
-        click.echo(table.markdown(df, res_cols, title=res_title))
-        click.echo(table.markdown(ok, sass_cols, title=sass_title), nl=False)
-        return
-    con = table.console()
-    con.print(
-        table.table(
+    parts = [
+        output.Frame(
             df,
             res_cols,
             title=res_title,
             caption="smem: static + dynamic per block. Occupancy by CUDA's rules: registers "
             "in 256-register warp units over 4 sub-partitions, shared memory + 1 KiB reserved "
             "per block in 128-byte units, warp and block slots.",
-        )
-    )
-    con.print(
-        table.table(
+        ),
+        output.Frame(
             ok,
             sass_cols,
             title=sass_title,
@@ -203,5 +191,6 @@ def inspect_gemm(
             "over the thread's elements of C; with HGMMA, 16 x HGMMAs per accumulator tile); "
             "X/k = loop count / k/iter. LDG:FFMA in lowest terms from the loop's counts. "
             "Whole-kernel counts (kernel_*) and every opcode: --format json or csv.",
-        )
-    )
+        ),
+    ]
+    output.emit(output.Report(parts, json=doc, csv=tidy), fmt)

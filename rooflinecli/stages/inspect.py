@@ -47,9 +47,9 @@ def inspect_stage(
         "params": dict(stage.params),
         "error": None,
     }
-    cc = compiler.cc_of_arch(arch)
-    if cc < stage.min_cc:
-        rec["error"] = f"needs compute capability {stage.min_cc / 10:.1f} ({arch} is lower)"
+    why_not = gemm.cannot_run(stage, arch)
+    if why_not:
+        rec["error"] = why_not
         return rec
     try:
         built = compiler.compile_stage(stage, arch, dtype)
