@@ -7,21 +7,21 @@ pair of CUDA events. On a power-capped GPU whose clock drifts through a run, a s
 reference timed this way see the same clocks; timed one after the other, the second would not.
 
 The rounds are held (Timing.hold, the default): each batch of up to `hold_rounds` rounds is
-queued behind a one-thread kernel (kernels/util/hold.cu, hold_stream) that holds the stream until
-the host has queued the whole batch and releases it through a flag in pinned memory. The GPU then runs
-the batch back to back, so no interval between a start and an end event contains time the GPU
-spent waiting for Python to queue the launch (which, for a kernel of a few microseconds behind a
-256 MiB flush, it otherwise can). The NVTX ranges are pushed on the host around each launch as
-before, so ncu's and nsys's NVTX filters find the same kernels; the holding kernel is outside
-them.
+queued behind a one-thread kernel (kernels/util/hold.cu, hold_stream) that holds the stream
+until the host has queued the whole batch and releases it through a flag in pinned memory. The
+GPU then runs the batch back to back, so no interval between a start and an end event contains
+time the GPU spent waiting for Python to queue the launch (which, for a kernel of a few
+microseconds behind a 256 MiB flush, it otherwise can). The NVTX ranges are pushed on the host
+around each launch as before, so ncu's and nsys's NVTX filters find the same kernels; the
+holding kernel is outside them.
 
-Why a holding kernel and not a CUDA graph of the rounds: a captured event becomes a timing node only when
-recorded with cudaEventRecordExternal (CuPy's Event.record does not pass it), host-side NVTX
-ranges are not replayed with a graph, and library calls (cuBLAS) and user callables would each
-have to be safe to capture. The hold changes nothing about what is launched or how; it only
-decides when the GPU may start. A launch that waits for the GPU itself (a host sync inside the
-call) would never see the hold released: the holding kernel then lets go by its timeout, the
-timer stops holding for the rest of that call, and the record says so.
+Why a holding kernel and not a CUDA graph of the rounds: a captured event becomes a timing node
+only when recorded with cudaEventRecordExternal (CuPy's Event.record does not pass it),
+host-side NVTX ranges are not replayed with a graph, and library calls (cuBLAS) and user
+callables would each have to be safe to capture. The hold changes nothing about what is
+launched or how; it only decides when the GPU may start. A launch that waits for the GPU itself
+(a host sync inside the call) would never see the hold released: the holding kernel then lets
+go by its timeout, the timer stops holding for the rest of that call, and the record says so.
 """
 
 from __future__ import annotations
