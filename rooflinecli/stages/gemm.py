@@ -713,7 +713,7 @@ def _decode(name: str, what: str, file: str, params: dict[str, int], **fields: A
 
 
 def _gemv_vector(p: dict[str, int]) -> Stage:
-    """Stage 31: a thread owns 8 columns and TM rows of C and walks all of K."""
+    """Stage 51: a thread owns 8 columns and TM rows of C and walks all of K."""
     stage = _decode(
         "gemv_vector",
         f"16-byte loads along N: a thread owns 8 columns x {p['TM']} rows of C and walks all "
@@ -730,7 +730,7 @@ def _gemv_vector(p: dict[str, int]) -> Stage:
 
 
 def _gemv_splitk(p: dict[str, int], name: str = "gemv_splitk", **extra: Any) -> Stage:
-    """Stage 32: a block owns BN columns and BM rows of C and all of K; its NUM_THREADS threads
+    """Stage 52: a block owns BN columns and BM rows of C and all of K; its NUM_THREADS threads
     split K, each loading KU rows of B per step (KU / 2 for fp32: 128 bytes either way); a
     thread holds TM rows x 8 columns, BM / TM row groups share each load of B."""
     what = (
@@ -762,7 +762,7 @@ def _gemv_splitk(p: dict[str, int], name: str = "gemv_splitk", **extra: Any) -> 
 
 
 def _gemv_wmma(p: dict[str, int]) -> Stage:
-    """Stage 33: stage 32's in-block split-K on Tensor Cores (WMMA 16x16x16, FP16/BF16 only).
+    """Stage 53: stage 52's in-block split-K on Tensor Cores (WMMA 16x16x16, FP16/BF16 only).
     Per warp a region of dynamic shared memory holds its KW x BN slice of B and BM x KW of A
     (row strides padded by 8 elements), or at the end its BM x BN FP32 partial tile, whichever
     is larger, rounded up to 128 bytes: the same formula as the kernel's SMEM_BYTES."""
@@ -771,7 +771,7 @@ def _gemv_wmma(p: dict[str, int]) -> Stage:
     per_warp = -(-max(stage_bytes, bm * bn * 4) // 128) * 128
     stage = _decode(
         "gemv_wmma",
-        f"decode on Tensor Cores: stage 32's split-K over warps feeding WMMA 16x16x16 (HMMA) "
+        f"decode on Tensor Cores: stage 52's split-K over warps feeding WMMA 16x16x16 (HMMA) "
         f"from shared memory, {bm} rows of A per block (M padded to 16)",
         "53_gemv_wmma.cu",
         p,
@@ -794,7 +794,7 @@ def _gemv_wmma(p: dict[str, int]) -> Stage:
 
 
 def _streamk_gemv_workspace(tm: int, bn: int) -> Callable[[int, int, int, int], int]:
-    """Stage 34's scratch: M x N fp32 partial sums, then one 4-byte counter per tile (TM rows x
+    """Stage 54's scratch: M x N fp32 partial sums, then one 4-byte counter per tile (TM rows x
     BN columns of C)."""
 
     def nbytes(m: int, n: int, k: int, blocks: int) -> int:
@@ -804,7 +804,7 @@ def _streamk_gemv_workspace(tm: int, bn: int) -> Callable[[int, int, int, int], 
 
 
 def _gemv_streamk(p: dict[str, int]) -> Stage:
-    """Stage 34: a persistent grid cuts the line of (row block, strip, U rows of K) units into
+    """Stage 54: a persistent grid cuts the line of (row block, strip, U rows of K) units into
     equal shares, one per block; partial sums of a cut strip meet in an fp32 workspace."""
     stage = _decode(
         "gemv_streamk",
@@ -838,7 +838,7 @@ def _gemv_streamk(p: dict[str, int]) -> Stage:
 
 
 def _gemv_streamk_mma(p: dict[str, int]) -> Stage:
-    """Stage 35: stage 34's stream-K shares of B, the math on mma.sync m16n8k16 (HMMA) fed by a
+    """Stage 55: stage 54's stream-K shares of B, the math on mma.sync m16n8k16 (HMMA) fed by a
     STAGES-deep cp.async pipeline; per slot BK x (BN + 8) of B and 16 x (BK + 8) of A, the same
     formula as the kernel's SMEM_BYTES."""
     smem = p["STAGES"] * (p["BK"] * (p["BN"] + 8) + 16 * (p["BK"] + 8)) * 2
