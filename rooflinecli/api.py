@@ -365,6 +365,7 @@ def dry_run_gemm(
     from rooflinecli.stages import compiler
 
     cc = compiler.cc_of_arch(arch)
+    compiler.precompile(stages, arch, dtype)  # every build at once, in parallel
     rows: list[dict[str, Any]] = []
     for stage in stages:
         built = None

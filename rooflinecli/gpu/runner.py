@@ -390,6 +390,7 @@ def run_gemm(
     timer = Timer(timing)
     reference = next((s for s in stages if s.reference), None)
     steps = len(shapes) * sum(1 for s in stages if not s.reference)
+    compiler.precompile(stages, arch, dtype, shapes)  # every build at once, in parallel
     for m, n, k in shapes:
         free, _total = cp.cuda.runtime.memGetInfo()
         need = memory_needed(m, n, k, beta)
