@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from rooflinecli.core import roofs, specs
@@ -37,49 +39,49 @@ def list_specs(fmt: str) -> None:
                 row[f"{key}_tflops"] = peak
                 row[f"{key}_ridge"] = roofs.ridge_point(peak, spec.memory_bandwidth_gbs)
         rows.append(row)
-    import pandas as pd
-
-    df = pd.DataFrame(rows)
     out = table.console()
-    if fmt == "json":
-        out.file.write(df.to_json(orient="records", indent=2) + "\n")
+    keys = [k for k in specs.PEAK_KEYS if any(f"{k}_tflops" in r for r in rows)]
+    if fmt == "json":  # every row with every field, null where a GPU has no such peak
+        fields = list(dict.fromkeys(f for r in rows for f in r))
+        out.file.write(json.dumps([{f: r.get(f) for f in fields} for r in rows], indent=2) + "\n")
         return
     if fmt == "csv":
         out.file.write(table.csv_text(rows))
         return
-    keys = [k for k in specs.PEAK_KEYS if f"{k}_tflops" in df.columns]
     short = {k: k.replace("_tensor_dense", " TC") for k in keys}
-    headers = ["name", "GPU", "SMs", "GB/s", "L2 MiB", *[short[k] for k in keys]]
+    columns: list[table.Column] = [
+        ("name", "name", str),
+        ("gpu", "GPU", str),
+        ("sms", "SMs", str),
+        ("bandwidth_gbs", "GB/s", lambda v: f"{v:,.0f}"),
+        ("l2_mib", "L2 MiB", lambda v: f"{v:g}"),
+    ]
     cells = []
-    for _, r in df.iterrows():
-        line = [
-            str(r["name"]),
-            str(r["gpu"]),
-            str(r["sms"]),
-            f"{r['bandwidth_gbs']:,.0f}",
-            f"{r['l2_mib']:g}",
-        ]
+    for r in rows:
+        line = dict(r)
         for k in keys:
             v = r.get(f"{k}_tflops")
-            line.append("-" if pd.isna(v) else f"{v:g} ({r[f'{k}_ridge']:.1f})")
+            line[k] = "-" if v is None else f"{v:g} ({r[f'{k}_ridge']:.1f})"
         cells.append(line)
+    columns += [(k, short[k], str) for k in keys]
     title = "GPU specs: dense peak TFLOP/s (ridge point in FLOP/byte = peak / bandwidth)"
     if fmt == "markdown":
-        out.file.write(table.markdown_table(title, headers, [True] * len(headers), cells))
+        headers = [h for _, h, _ in columns]
+        body = [[fmt_(c[f]) for f, _, fmt_ in columns] for c in cells]
+        out.file.write(table.markdown_table(title, headers, [True] * len(headers), body))
         return
-    from rich.table import Table
-
-    t = Table(
+    # The name (what --spec takes) leads every table, whole; the GPU's name and each "peak
+    # (ridge)" wrap at their spaces; what does not fit the console goes to a table of its own.
+    table.print_fitted(
+        out,
+        table.Rows(cells),
+        columns,
         title=title,
         caption="TC: Tensor Core, dense (sparsity figures are never used). int8 in TOP/s.",
-        caption_justify="left",
-        title_justify="left",
+        name_fields=frozenset(),
+        prose_fields=frozenset({"gpu", *keys}),
+        left_fields=("name", "gpu"),
     )
-    for h in headers:
-        t.add_column(h, justify="left" if h in ("name", "GPU") else "right")
-    for line in cells:
-        t.add_row(*line)
-    out.print(t)
 
 
 @specs_group.command("show")
@@ -91,8 +93,6 @@ def show(name: str, fmt: str) -> None:
     out = table.console()
     data = spec.to_dict()
     if fmt == "json":
-        import json
-
         ridges = {
             k: roofs.ridge_point(v, spec.memory_bandwidth_gbs) for k, v in spec.tflops.items()
         }
