@@ -5,12 +5,13 @@ Compiling is most of the suite's time: NVRTC, and nvdisasm (~0.5 s of start-up a
 marked `prebuild(...)` names what it compiles (and disassembles). A helper process
 (tests/_prebuild.py) builds what the selected tests name, the heaviest builds first, in as many
 worker processes as there are cores, into the session's compile cache, and caches their
-listings there (the tool's own listing cache). Where the whole suite runs (`make test`), it starts before collection on a guess at
-the first tier's builds (tiers.first_tier_builds), since collecting takes ~4.5 s of one core, and
-is told what the tests really need once they are collected. A marked test waits for its kernels,
-then makes its usual calls (compiler.compile_stage, sass.analyze_cubin, the CLI), which find
-them there. Prebuilding is only a warm-up: a kernel that fails to build in the helper fails
-again, with its message, in the test that compiles it.
+listings there (the tool's own listing cache). Where the whole suite runs (`make test`), it
+starts before collection on a guess at the first tier's builds (tiers.first_tier_builds), since
+collecting takes ~4.5 s of one core, and is told what the tests really need once they are
+collected. A marked test waits for its kernels, then makes its usual calls
+(compiler.compile_stage, sass.analyze_cubin, the CLI), which find them there. Prebuilding is
+only a warm-up: a kernel that fails to build in the helper fails again, with its message, in
+the test that compiles it.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import pytest
 import rich.console  # noqa: F401
 import rich.table  # noqa: F401
 from click.testing import CliRunner
+from skips import skip_summary
 
 from rooflinecli.paths import data_dir
 from rooflinecli.stages import attention, compiler, sass
@@ -363,4 +365,7 @@ def _cache(request: pytest.FixtureRequest, prebuilt: Prebuilt, monkeypatch) -> N
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     line = config.stash.get(_SUMMARY, None)
     if line:
+        terminalreporter.write_line(line)
+    line = skip_summary(terminalreporter.stats.get("skipped", []))
+    if line:  # -rs lists each skipped test with its reason; this is one line for all of them
         terminalreporter.write_line(line)

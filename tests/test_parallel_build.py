@@ -251,11 +251,10 @@ def test_the_missing_listings_are_dealt_out_to_parallel_runs(fake_tool):
     assert sass.listings(paths, exe, workers=2) == texts and runs == []
 
 
-def test_a_cache_that_cannot_be_written_costs_only_the_time(fake_tool, tmp_path, monkeypatch):
+def test_a_cache_that_cannot_be_written_costs_only_the_time(fake_tool, tmp_path):
     exe, runs, cubin = fake_tool
-    blocker = tmp_path / "not-a-folder"
-    blocker.write_text("")
-    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(blocker))
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "sass").write_text("")  # where the listings would go: a file
     a = cubin("a.cubin", "A")
     assert sass.listing(a, exe) == sass.listing(a, exe) == "listing of A\n"
     assert len(runs) == 2

@@ -244,6 +244,24 @@ SASS_CASES = [
 ]
 
 
+def test_what_a_stage_claims_is_its_math_not_its_chapter():
+    """The SASS claim and the roof come from the stage's own `math`: moving a stage to another
+    chapter of the column changes neither."""
+    from dataclasses import replace
+
+    from rooflinecli.core import roofs
+
+    for stage in stages.STAGES:
+        moved = replace(stage, chapter=stage.chapter + 7)
+        assert moved.sass_claims == stage.sass_claims == (() if stage.reference else (stage.math,))
+        for dtype in stage.all_dtypes:
+            assert roofs.math_instruction(moved, dtype) == roofs.math_instruction(stage, dtype)
+        assert stage.math in roofs.MATH_INSTRUCTIONS
+        assert (stage.math == "library") == stage.reference
+    for astage in attention.ATTENTION_STAGES:
+        assert astage.math in ("FFMA", "HMMA", "HGMMA")
+
+
 @pytest.mark.parametrize("stage, dtype", SASS_CASES, ids=lambda v: getattr(v, "name", v))
 def test_sass_holds_the_math_the_stage_claims(stage, dtype):
     """mma.sync stages show HMMA, WGMMA stages HGMMA, SIMT stages FFMA, in their main loop;

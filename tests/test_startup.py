@@ -1,5 +1,5 @@
 """Start-up: `roofline --help`, `roofline model gemm --m 4096` and `roofline specs` import
-neither pandas, NumPy, CuPy nor matplotlib (read from `python -X importtime` of a fresh
+neither pandas, NumPy, CuPy, matplotlib nor plotly (read from `python -X importtime` of a fresh
 process); `model gemm` into a pipe draws its table without rich (rooflinecli.present.boxed) and
 loads no module that only other commands or formats need; the program leaves its objects frozen
 for the exit. Their wall time is measured as whole processes in the note, not here: a timed unit
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-HEAVY = ("pandas", "numpy", "cupy", "matplotlib")
+HEAVY = ("pandas", "numpy", "cupy", "matplotlib", "plotly", "playwright")
 # what `model gemm` into a pipe (no GPU, no nvidia-smi) does without: rich draws nothing there,
 # and these serve measure(), writing files, running programs, the JSON of --format json and
 # --output, the terminal chart, and attention's model
@@ -96,7 +96,7 @@ def test_the_lazy_command_lists_say_what_each_command_says():
             seen += 1 + (walk(cmd) if isinstance(cmd, LazyGroup) else 0)
         return seen
 
-    assert walk(cli) == 14  # 12 commands, and llm under model and under run
+    assert walk(cli) == 15  # 13 commands, and llm under model and under run
 
 
 def test_model_gemm_creates_one_dataclass():

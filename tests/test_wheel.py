@@ -35,7 +35,22 @@ def wheel(tmp_path_factory):
     assert build.returncode == 0, build.stderr
     (whl,) = out.glob("roofline-*.whl")
     assert build.stdout.splitlines()[-1] == whl.name
-    return zipfile.ZipFile(whl)
+    archive = zipfile.ZipFile(whl)
+    archive.build_log = build.stdout + build.stderr  # type: ignore[attr-defined]
+    return archive
+
+
+def test_license_is_an_spdx_expression_and_the_build_warns_of_nothing_deprecated(wheel):
+    """`license = "MIT"` (setuptools >= 77): the metadata carries it as License-Expression and
+    the build says nothing of a deprecated `project.license` table."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["project"]["license"] == "MIT"
+    assert "setuptools>=77" in project["build-system"]["requires"]
+    (meta,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
+    assert "License-Expression: MIT" in wheel.read(meta).decode().splitlines()
+    assert "deprecat" not in wheel.build_log.lower(), wheel.build_log[-3000:]
 
 
 def test_wheel_holds_every_cu_cuh_and_toml(wheel):

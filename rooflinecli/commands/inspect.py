@@ -12,10 +12,10 @@ from typing import Any
 
 import click
 
-from rooflinecli import results
+from rooflinecli import paths
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import DTYPES, extra_stage_option, format_option, spec_option, split_list
-from rooflinecli.present import table
+from rooflinecli.present import output, table
 from rooflinecli.stages import gemm
 
 SCHEMA = "roofline.inspect/1"
@@ -135,6 +135,7 @@ def inspect_gemm(
     from rooflinecli.stages.inspect import check_arch, inspect_stages
     from rooflinecli.stages.userstage import load_user_stage
 
+    paths.cache_dir()  # a cache folder that is a file: one line, not an error in every row
     spec, why = default_spec(spec_arg)
     arch = arch or compiler.arch_for_cc(spec.compute_capability)
     check_arch(arch)  # a bad --arch fails here, in one line
@@ -147,7 +148,8 @@ def inspect_gemm(
     sass.find_nvdisasm()  # absent: one line now, not one per stage
     # on a terminal (stderr), a bar over each stage's build and listing: a cold cache takes a
     # while (every stage compiled by NVRTC, then disassembled)
-    with progress(not quiet, verb="inspect gemm:", total=2 * len(chosen)) as tick:
+    live = not quiet and output.live(fmt)
+    with progress(live, verb="inspect gemm:", total=2 * len(chosen)) as tick:
         tick("starting")  # the bar counts the steps begun before the one now running
         records = inspect_stages(chosen, arch, spec, dtype, step=tick)
     for stage, rec in zip(chosen, records, strict=True):
@@ -169,13 +171,7 @@ def inspect_gemm(
         }
         for r in records
     ]
-    if fmt == "json":
-        click.echo(results.dumps(doc), nl=False)
-        return
-    if fmt == "csv":  # params as param_* columns, sass left to JSON
-        tidy = [{k: v for k, v in r.items() if k != "sass"} for r in records]
-        click.echo(table.csv_text(tidy), nl=False)
-        return
+    tidy = [{k: v for k, v in r.items() if k != "sass"} for r in records]  # CSV: no sass
     fields = set().union(*(r.keys() for r in flat))
     errors = any(r.get("error") for r in flat)
     res_cols = [c for c in RESOURCE_COLUMNS if c[0] in fields and (c[0] != "error" or errors)]
@@ -186,36 +182,33 @@ def inspect_gemm(
         f"occupancy on {spec.display_name} ({spec.name}, {why})"
     )
     sass_title = "SASS of the main loop (nvdisasm), per k step"
-    if fmt == "markdown":
-        click.echo(table.markdown(table.Rows(flat), res_cols, title=res_title), nl=bool(ok))
-        if ok:  # else no stage built: the errors above say why
-            click.echo(table.markdown(table.Rows(ok), sass_cols, title=sass_title), nl=False)
-        return
-    # Each table fits the console, or is split into several led by the stage: no number is
-    # split over lines (rich would squeeze the columns), no stage name cut.
-    con = table.console()
-    table.print_fitted(
-        con,
-        table.Rows(flat),
-        res_cols,
-        title=res_title,
-        caption="smem: static + dynamic per block. Occupancy by CUDA's rules: registers "
-        "in 256-register warp units over 4 sub-partitions, shared memory + 1 KiB reserved "
-        "per block in 128-byte units, warp and block slots.",
-        left_fields=(*table.LEFT_FIELDS, "error"),
-    )
-    if not ok:  # no stage built: the errors above say why
-        return
-    table.print_fitted(
-        con,
-        table.Rows(ok),
-        sass_cols,
-        title=sass_title,
-        caption="Main loop: the innermost backward-branch loop with the most FMA/matrix "
-        "instructions. k/iter: k steps one iteration covers (its multiply-adds per thread "
-        "over the thread's elements of C; with HGMMA, 16 x HGMMAs per accumulator tile); "
-        "X/k = loop count / k/iter. LDG:FFMA in lowest terms from the loop's counts. "
-        "Whole-kernel counts (kernel_*) and every opcode: --format json or csv.",
-        prose_fields=table.PROSE_FIELDS | {"loop_widths"},
-        left_fields=(*table.LEFT_FIELDS, "loop_widths"),
-    )
+    # Each table fits the console, or is split into several led by the stage (output.Frame):
+    # no number is split over lines, no stage name cut.
+    parts = [
+        output.Frame(
+            table.Rows(flat),
+            res_cols,
+            title=res_title,
+            caption="smem: static + dynamic per block. Occupancy by CUDA's rules: registers "
+            "in 256-register warp units over 4 sub-partitions, shared memory + 1 KiB reserved "
+            "per block in 128-byte units, warp and block slots.",
+            left=("error",),
+        ),
+    ]
+    if ok:  # else no stage built: the errors above say why
+        parts.append(
+            output.Frame(
+                table.Rows(ok),
+                sass_cols,
+                title=sass_title,
+                caption="Main loop: the innermost backward-branch loop with the most FMA/matrix "
+                "instructions. k/iter: k steps one iteration covers (its multiply-adds per "
+                "thread over the thread's elements of C; with HGMMA, 16 x HGMMAs per "
+                "accumulator tile); X/k = loop count / k/iter. LDG:FFMA in lowest terms from "
+                "the loop's counts. Whole-kernel counts (kernel_*) and every opcode: --format "
+                "json or csv.",
+                prose=("loop_widths",),
+                left=("loop_widths",),
+            )
+        )
+    output.emit(output.Report(parts, json=doc, csv=tidy), fmt)

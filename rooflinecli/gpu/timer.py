@@ -47,7 +47,8 @@ class Timing:
     flush_l2: bool = True
     # how the L2 is flushed: "read" sums a buffer twice its size, leaving clean lines; "write"
     # fills one, leaving dirty lines that the timed kernel then pays to write back (1-2% of
-    # stage 23 at 4096^3 and 8192^3 on the H200: benchmarks/logs/flush-ab-a028b1d.md)
+    # stage 23 at 4096^3 and 8192^3 on the H200: benchmarks/probes/h200-findings.json, id
+    # l2-flush-kind)
     flush_kind: str = "read"
     warmup_min: int = 1
     sample_clock: bool = True  # read the SM clock through NVML while the repeats run
@@ -346,21 +347,6 @@ def time_callable(
     call()
     timer.cp.cuda.get_current_stream().synchronize()
     return timer.time([Launch(name, call)])
-
-
-def summary(samples: list[float]) -> dict[str, Any]:
-    """The record fields of one launch's samples: median (the time reported), spread, all of
-    them (`samples_ms`, in launch order, what the gate decides from)."""
-    import statistics
-
-    return {
-        "time_ms": statistics.median(samples),
-        "time_ms_min": min(samples),
-        "time_ms_max": max(samples),
-        "time_ms_stdev": statistics.stdev(samples) if len(samples) > 1 else 0.0,
-        "repeats": len(samples),
-        "samples_ms": [round(x, 6) for x in samples],
-    }
 
 
 def no_clock() -> Any:

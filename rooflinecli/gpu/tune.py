@@ -62,10 +62,13 @@ def load_tuned(device_name: str) -> dict[str, dict[str, int]]:
     if not p.is_file():
         return {}
     try:
-        data = json.loads(p.read_text())
-    except (OSError, ValueError):
+        data = paths.read_json(p, "tuned parameters", paths.LIMITS["toml"])
+        stages = data.get("stages", {})
+        return {str(k): {str(n): int(x) for n, x in v.items()} for k, v in stages.items()}
+    except RooflineError as exc:
+        raise RooflineError(f"{exc.message}: delete the file") from None
+    except (AttributeError, KeyError, TypeError, ValueError):
         raise RooflineError(f"tuned parameters {p} are damaged: delete the file") from None
-    return {k: dict(v) for k, v in data.get("stages", {}).items()}
 
 
 def save_winner(device_name: str, stage: str, params: dict[str, int]) -> Path:

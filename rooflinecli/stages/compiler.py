@@ -26,7 +26,7 @@ from typing import Any
 from rooflinecli import files
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import cache_dir, data_dir
-from rooflinecli.stages.gemm import Stage
+from rooflinecli.stages.gemm import Stage, cannot_run
 
 _ARCH_RE = re.compile(r"^sm_(\d{2,3})a?$")
 
@@ -470,16 +470,16 @@ def precompile(
 ) -> None:
     """Build at once, in parallel, every stage of a plan the cache lacks (and `jobs`), so that
     the compile_stage calls of the run that follows find them: library calls, stages the
-    target is too old for and stages that refuse every one of `shapes` are left out. A warm-up
-    only: a build that fails here fails again, with its message, where the run compiles it."""
-    cc = cc_of_arch(arch)
+    target cannot run (gemm.cannot_run) and stages that refuse every one of `shapes` are left
+    out. A warm-up only: a build that fails here fails again, with its message, where the run
+    compiles it."""
     shapes = list(shapes)
     wanted = list(jobs)
     for stage in stages:
         if stage.reference:
             continue
         stage = stage.for_arch(arch)
-        if cc < stage.min_cc or (shapes and all(stage.refuses(*s) for s in shapes)):
+        if cannot_run(stage, arch) or (shapes and all(stage.refuses(*s) for s in shapes)):
             continue
         try:
             wanted.append(stage_job(stage, arch, dtype))

@@ -52,7 +52,6 @@ def inspect_stages(
     runs (sass.listings). `step(label)` is called as each of a stage's two steps (its build, its
     listing) is over: 2 x len(stages) calls in all."""
     tick = step or (lambda label: None)
-    cc = compiler.cc_of_arch(arch)
     recs, targets = [], []
     for stage in stages:
         if hasattr(stage, "for_arch"):  # the parameters the runner uses on this target
@@ -62,8 +61,9 @@ def inspect_stages(
     jobs: list[compiler.Job] = []
     owner: list[int] = []  # the stage of each job
     for i, (stage, rec) in enumerate(zip(targets, recs, strict=True)):
-        if cc < stage.min_cc:
-            rec["error"] = f"needs compute capability {stage.min_cc / 10:.1f} ({arch} is lower)"
+        why_not = gemm.cannot_run(stage, arch)
+        if why_not:
+            rec["error"] = why_not
         else:
             try:
                 jobs.append(compiler.stage_job(stage, arch, rec["dtype"]))
