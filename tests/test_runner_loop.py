@@ -133,7 +133,7 @@ def fake_gpu(monkeypatch):
 
 
 def _timing(**kw):
-    return Timing(flush_l2=False, gate=False, budget_ms=5, warmup_ms=1, min_repeats=5, **kw)
+    return Timing(flush_l2=False, hold=False, budget_ms=5, warmup_ms=1, min_repeats=5, **kw)
 
 
 def _run(stages, shapes, **kw):

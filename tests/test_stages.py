@@ -563,11 +563,11 @@ def test_a_header_edit_changes_the_cache_key(tmp_path, monkeypatch):
     args = ("src", ("-arch=sm_90a",), "13.0", "24_wgmma_tma.cu", "gemm_wgmma_tma")
     key = compiler.cache_key(*args)
     assert compiler.cache_key(*args) == key  # the same headers: the same key
-    header = inc / "ptx_sm90.cuh"
+    header = inc / "sm90" / "wgmma.cuh"  # a header in a subfolder counts too
     header.write_text(header.read_text().replace("wgmma.fence", "wgmma.fence "))
     edited = compiler.cache_key(*args)
     assert edited != key
-    (inc / "extra.cuh").write_text("// new\n")
+    (inc / "sm90" / "extra.cuh").write_text("// new\n")
     assert compiler.cache_key(*args) not in (key, edited)
 
 

@@ -58,7 +58,18 @@ def test_wheel_holds_every_cu_cuh_and_toml(wheel):
     # LLM presets and the default tune tables (--stages best) the tool reads at run time
     names = set(wheel.namelist())
     for folder, patterns in (
-        ("kernels", ("*.cu", "include/*.cuh", "calibrate/*.cu", "util/*.cu")),
+        (
+            "kernels",
+            (
+                "*.cu",
+                "include/*.cuh",
+                "include/sm70/*.cuh",
+                "include/sm90/*.cuh",
+                "include/gemm/*.cuh",
+                "calibrate/*.cu",
+                "util/*.cu",
+            ),
+        ),  # fmt: skip
         ("specs", ("*.toml",)),
         ("presets", ("*.toml",)),
         ("dispatch", ("*.toml",)),

@@ -221,8 +221,8 @@ def measure(
     repeats, warmup = (5, 1) if quick else (15, 3)
     target_ms = 4.0 if quick else 15.0
     # the one timer, with fixed counts and no L2 flush (each kernel sizes its own buffers), and
-    # no gate: each kernel is sized to run target_ms (4-15 ms), a thousand times what the host
-    # needs to queue the next, so the GPU never waits inside an interval
+    # no stream hold: each kernel is sized to run target_ms (4-15 ms), a thousand times what the
+    # host needs to queue the next, so the GPU never waits inside an interval
     one_timer = Timer(
         Timing(
             warmup_ms=0.0,
@@ -231,7 +231,7 @@ def measure(
             max_repeats=repeats,
             flush_l2=False,
             sample_clock=False,
-            gate=False,
+            hold=False,
         )
     )
 

@@ -2,8 +2,9 @@
 
 One compile path for everything: the runner loads the very cubin whose resource report
 (registers, shared memory, spills) this module parses. Every program gets -I kernels/include (the
-PTX headers ptx_sm80.cuh and ptx_sm90.cuh). Cubins are cached on disk, keyed by source, options,
-NVRTC version and the content of every header there, so a stage is compiled once.
+PTX wrappers: ptx_sm80.cuh, one header per operation in sm90/ and sm70/, and ptx_sm90.cuh that
+includes them all). Cubins are cached on disk, keyed by source, options, NVRTC version and the
+content of every header under it, so a stage is compiled once.
 
 Many builds at once (compile_many, precompile) run in worker processes, as many as there are
 cores: NVRTC compiles one program at a time within a process (two threads take as long as one),
@@ -152,17 +153,18 @@ def source_of(stage: Stage) -> str:
 
 
 def include_dir() -> Path:
-    """kernels/include: the PTX headers stages, user stages and calibration kernels include."""
+    """kernels/include: the headers stages, user stages and calibration kernels include."""
     return data_dir("kernels") / "include"
 
 
 def headers_digest() -> str:
-    """SHA-256 over the name and content of every file in include_dir(): a header edit
-    recompiles everything (the cache key holds it)."""
+    """SHA-256 over the path and content of every file under include_dir(), its subfolders
+    (sm90/, sm70/, ...) too: a header edit recompiles everything (the cache key holds it)."""
     h = hashlib.sha256()
-    for p in sorted(include_dir().iterdir()):
+    root = include_dir()
+    for p in sorted(root.rglob("*")):
         if p.is_file():
-            h.update(f"{p.name}\0{p.stat().st_size}\0".encode())
+            h.update(f"{p.relative_to(root).as_posix()}\0{p.stat().st_size}\0".encode())
             h.update(p.read_bytes())
     return h.hexdigest()
 
