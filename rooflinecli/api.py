@@ -371,6 +371,11 @@ def dry_run_gemm(
     planned = None
     if work is not None:
         planned = {(id(s), j): why for j, (_shape, items) in enumerate(work) for s, why in items}
+    built_here = {sid for sid, _ in planned} if planned is not None else None
+    # every build at once, in parallel processes (the loop below finds the cubins)
+    compiler.precompile(
+        [s for s in stages if built_here is None or id(s) in built_here], arch, dtype
+    )
     rows: list[dict[str, Any]] = []
     for stage in stages:
         built = None

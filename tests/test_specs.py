@@ -141,3 +141,28 @@ def test_no_device_name_claimed_twice():
         for n in s.device_names:
             assert n.lower() not in seen, (n, seen.get(n.lower()), s.name)
             seen[n.lower()] = s.name
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_the_list_fits_the_terminal_and_shows_every_name_whole(columns):
+    """The name (what --spec takes) leads every table, whole; no cell is cut with an ellipsis;
+    where the columns do not fit, they go on in another table led by the name again."""
+    from click.testing import CliRunner
+
+    from rooflinecli.cli import cli
+
+    env = {"COLUMNS": str(columns), "NO_COLOR": "1", "TERM": "dumb"}
+    res = CliRunner(env=env).invoke(cli, ["specs"])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert max(map(len, lines)) <= columns
+    assert "…" not in res.stdout
+    rows = [[c.strip() for c in ln[1:-1].split("│")] for ln in lines if ln.startswith("│")]
+    names = set(specs.registry())
+    tables = sum(ln.startswith("┏") for ln in lines)
+    assert tables >= 2  # the 13 columns do not fit 100 terminal columns side by side
+    firsts = [r[0] for r in rows]
+    assert set(firsts) == names and all(firsts.count(n) == tables for n in names)
+    h100 = [c for r in rows if r[0] == "h100-sxm5" for c in r[1:]]
+    for value in ("NVIDIA H100 SXM5 80GB", "3,350", "34 (10.1)", "989.4 (295.3)"):
+        assert value in h100, value

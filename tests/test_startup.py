@@ -1,9 +1,9 @@
-"""Start-up: `roofline --help` and `roofline model gemm --m 4096` import neither pandas, NumPy,
-CuPy, matplotlib nor plotly (read from `python -X importtime` of a fresh process); `model gemm`
-into a pipe draws its table without rich (rooflinecli.present.boxed) and loads no module that
-only other commands or formats need; the program leaves its objects frozen for the exit. Their
-wall time is measured as whole processes in the note, not here: a timed unit test would be
-flaky."""
+"""Start-up: `roofline --help`, `roofline model gemm --m 4096` and `roofline specs` import
+neither pandas, NumPy, CuPy, matplotlib nor plotly (read from `python -X importtime` of a fresh
+process); `model gemm` into a pipe draws its table without rich (rooflinecli.present.boxed) and
+loads no module that only other commands or formats need; the program leaves its objects frozen
+for the exit. Their wall time is measured as whole processes in the note, not here: a timed unit
+test would be flaky."""
 
 import subprocess
 import sys
@@ -48,7 +48,7 @@ def modules_imported_by(args: list[str], env: dict[str, str] | None = None) -> s
     }
 
 
-@pytest.mark.parametrize("args", [["--help"], ["model", "gemm", "--m", "4096"]])
+@pytest.mark.parametrize("args", [["--help"], ["model", "gemm", "--m", "4096"], ["specs"]])
 def test_no_heavy_import(args):
     imported = imported_by(args)
     assert not imported & set(HEAVY), sorted(imported & set(HEAVY))

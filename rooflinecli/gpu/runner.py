@@ -423,6 +423,10 @@ def run_gemm(
         work = [(shape, [(s, s.refuses(*shape)) for s in ladder]) for shape in shapes]
     else:
         work = [(shape, [(s.for_arch(arch), why) for s, why in items]) for shape, items in work]
+    # every stage the plan runs, built at once in parallel processes (the loop finds the cubins)
+    compiler.precompile(
+        [s for _shape, items in work for s, why in items if why is None], arch, dtype
+    )
 
     def problem(shape: tuple[int, int, int], _items: object) -> GemmProblem:
         return GemmProblem(

@@ -33,12 +33,13 @@ def candidates(stage: Stage, arch: str) -> tuple[list[Stage], list[dict[str, Any
         raise RooflineError(f"stage {stage.name} has no tune_space in the registry")
     base = stage.for_arch(arch)
     keep, dropped = [], []
-    for v in base.variants():
+    variants = list(base.variants())
+    # every variant built at once, in parallel processes (compiler.compile_many)
+    results = compiler.compile_stages(variants, arch)
+    for v, built in zip(variants, results, strict=True):
         name = label(base, v)
-        try:
-            built = compiler.compile_stage(v, arch)
-        except RooflineError as exc:
-            dropped.append({"stage": name, "reason": exc.message})
+        if isinstance(built, RooflineError):
+            dropped.append({"stage": name, "reason": built.message})
             continue
         spill = built.resources.spill_bytes if built.resources else 0
         if spill:

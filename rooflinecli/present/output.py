@@ -50,13 +50,21 @@ class Rows(NamedTuple):
 
 
 class Frame(NamedTuple):
-    df: Any  # a pandas DataFrame
+    """A table that fits the console, or splits into several led by its first column
+    (table.print_fitted): `prose` fields also wrap at spaces, `left` ones are left-justified."""
+
+    df: Any  # a pandas DataFrame, or table.Rows
     columns: list[table.Column]
     title: str | None = None
     caption: str | None = None
+    prose: tuple[str, ...] = ()
+    left: tuple[str, ...] = ()
 
 
 class Grid(NamedTuple):
+    """Cells already formatted: one table, or several led by the first column where they do
+    not fit the console (table.print_grid)."""
+
     title: str
     headers: list[str]
     cells: list[list[str]]
@@ -183,22 +191,15 @@ def _table(
         t = table.text_table(df, part.columns, caption=part.caption, width=console.width)
         table.print_table(console, t)
     elif isinstance(part, Frame):
-        con().print(table.table(part.df, part.columns, title=part.title, caption=part.caption))
-    elif isinstance(part, Grid):
-        from rich.table import Table
-
-        t = Table(
-            title=names.rich_text(part.title),
-            caption=names.rich_text(part.caption) if part.caption else None,
-            caption_justify="left",
-            title_justify="left",
-            show_header=part.header,
+        table.print_fitted(
+            con(), part.df, part.columns, title=part.title, caption=part.caption,
+            prose_fields=table.PROSE_FIELDS | set(part.prose),
+            left_fields=(*table.LEFT_FIELDS, *part.left),
+        )  # fmt: skip
+    elif isinstance(part, Grid):  # a spec's names are text, never markup
+        table.print_grid(
+            con(), part.title, part.headers, part.cells, part.left, part.caption, part.header
         )
-        for h, left in zip(part.headers, part.left, strict=True):
-            t.add_column(h, justify="left" if left else "right")
-        for cells in part.cells:
-            t.add_row(*map(names.rich_text, cells))  # a spec's names are text, never markup
-        con().print(t)
     elif isinstance(part, Scaling):
         from rich.table import Table
 

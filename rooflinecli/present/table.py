@@ -431,10 +431,16 @@ def table(
     title: str | None = None,
     caption: str | None = None,
     width: int | None = None,
+    *,
+    name_fields: frozenset[str] = NAME_FIELDS,
+    prose_fields: frozenset[str] = PROSE_FIELDS,
+    left_fields: Sequence[str] = LEFT_FIELDS,
 ) -> Table:
     """A rich table of `columns` (those df has). With `width` (the console's), every column gets
     a width from fit(): names whole, headers wrapped before anything is cut; print it with
-    print_table(), which lets a table that cannot fit be wider than the console."""
+    print_table(), which lets a table that cannot fit be wider than the console. The fields
+    that name a row, hold sentences or go left default to NAME_FIELDS, PROSE_FIELDS and
+    LEFT_FIELDS (names and left fields are left-justified)."""
     from rich.table import Table
 
     t = Table(
@@ -445,14 +451,14 @@ def table(
     )
     present = [c for c in columns if c[0] in df.columns]
     rows = [[names.plain(_cell(row, f, fmt)) for f, _, fmt in present] for _, row in df.iterrows()]
-    name_cols = [f in NAME_FIELDS for f, _, _ in present]
-    prose = [f in PROSE_FIELDS for f, _, _ in present]
+    name_cols = [f in name_fields for f, _, _ in present]
+    prose = [f in prose_fields for f, _, _ in present]
     widths = fit([h for _, h, _ in present], rows, name_cols, width, prose) if width else None
     for i, (field, header, _) in enumerate(present):
         longest = max((len(r[i]) for r in rows), default=0)
         t.add_column(
             header,
-            justify="left" if name_cols[i] or field in LEFT_FIELDS else "right",
+            justify="left" if name_cols[i] or field in left_fields else "right",
             overflow="fold",  # a value that must be cut folds onto the next line, whole
             no_wrap=name_cols[i] and (widths is None or widths[i] >= longest),
             width=widths[i] if widths else None,
@@ -462,6 +468,108 @@ def table(
     if widths is not None:
         t.min_width = _span(widths)  # what print_table() needs at least
     return t
+
+
+def split(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    width: int,
+    lead: int = 1,
+    prose: Sequence[bool] | None = None,
+) -> list[list[int]]:
+    """The columns (indexes) of the tables that show these within `width` terminal columns.
+
+    One table when they fit it, headers and prose cells wrapped at their spaces (fit()). Else
+    several, each led by the first `lead` columns (what names a row, whole) and holding as many
+    of the others, in order, as fit beside them at their natural widths: nothing wrapped. No
+    cell is cut and no number split over lines: a column too wide even beside the lead alone
+    gets a table of its own, where it wraps, or is wider than `width` (print_table)."""
+    prose = prose or [False] * len(headers)
+    lead = min(lead, len(headers))
+    cells = [[str(r[i]) for r in rows] for i in range(len(headers))]
+    natural = [max([len(h), *map(len, c)]) for h, c in zip(headers, cells, strict=True)]
+    least = [
+        max([_longest_word(h), *map(_longest_word if wraps else len, c)])
+        for h, c, wraps in zip(headers, cells, prose, strict=True)
+    ]
+    least[:lead] = natural[:lead]  # never folded
+    if _span(least) <= width:
+        return [list(range(len(headers)))]
+    parts: list[list[int]] = []
+    part = list(range(lead))
+    for i in range(lead, len(headers)):
+        if len(part) > lead and _span([natural[j] for j in [*part, i]]) > width:
+            parts.append(part)
+            part = list(range(lead))
+        part.append(i)
+    parts.append(part)
+    return parts
+
+
+def print_fitted(
+    con: Console,
+    df: Rows | pd.DataFrame,
+    columns: list[Column],
+    title: str | None = None,
+    caption: str | None = None,
+    *,
+    lead: int = 1,
+    name_fields: frozenset[str] = NAME_FIELDS,
+    prose_fields: frozenset[str] = PROSE_FIELDS,
+    left_fields: Sequence[str] = LEFT_FIELDS,
+) -> None:
+    """`columns` of df as one table that fits the console, or as several (split()), each led
+    by the first `lead` columns: the title above the first, the caption under the last (both
+    wrapped to the console, not to a narrow table's width)."""
+    present = [c for c in columns if c[0] in df.columns]
+    rows = [[names.plain(_cell(row, f, fmt)) for f, _, fmt in present] for _, row in df.iterrows()]
+    prose = [f in prose_fields for f, _, _ in present]
+    parts = split([h for _, h, _ in present], rows, con.width, lead, prose)
+    if title:  # wrapped to the console, not to the table's width
+        say(con, title, indent=0, style="table.title")
+    for part in parts:
+        t = table(
+            df, [present[i] for i in part], width=con.width, name_fields=name_fields,
+            prose_fields=prose_fields, left_fields=left_fields,
+        )  # fmt: skip
+        print_table(con, t)
+    if caption:
+        say(con, caption, indent=0)
+
+
+def print_grid(
+    con: Console,
+    title: str,
+    headers: list[str],
+    cells: list[list[str]],
+    left: list[bool],
+    caption: str | None = None,
+    header: bool = True,
+    lead: int = 1,
+) -> None:
+    """Cells already formatted as one table, or, where they do not fit the console, as several
+    (split()), each led by the first `lead` columns, whole; cells are text, never markup."""
+    from rich.table import Table
+
+    parts = split(headers, cells, con.width, lead, [False] * len(headers))
+    one = len(parts) == 1
+    if not one:  # wrapped to the console, not to a narrow table's width
+        say(con, title, indent=0, style="table.title")
+    for part in parts:
+        t = Table(
+            title=names.rich_text(title) if one else None,
+            caption=names.rich_text(caption) if one and caption else None,
+            caption_justify="left",
+            title_justify="left",
+            show_header=header,
+        )
+        for i in part:
+            t.add_column(headers[i], justify="left" if left[i] else "right")
+        for row in cells:
+            t.add_row(*(names.rich_text(row[i]) for i in part))
+        con.print(t)
+    if caption and not one:
+        say(con, caption, indent=0)
 
 
 def print_table(con: Console, t: Table) -> None:
