@@ -10,7 +10,7 @@ EXTRAS := $(if $(filter 12 13,$(CUDA_MAJOR)),cuda$(CUDA_MAJOR),compile)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip "setuptools>=68" wheel
+	$(BIN)/python -m pip install -q --upgrade pip "setuptools>=77" wheel
 
 # `make install` always installs; the targets below install only when the venv has not been, or
 # pyproject.toml (dependencies, entry points) changed since: the install is editable, so it sees
@@ -18,12 +18,12 @@ $(BIN)/python:
 INSTALLED := $(VENV)/.installed
 
 install: $(BIN)/python
-	$(BIN)/python -m pip install -q -e ".[$(EXTRAS),dev,plot]"
+	$(BIN)/python -m pip install -q -e ".[$(EXTRAS),dev,plot,report]"
 	touch $(INSTALLED)
 	$(BYTECODE)
 
 $(INSTALLED): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e ".[$(EXTRAS),dev,plot]"
+	$(BIN)/python -m pip install -q -e ".[$(EXTRAS),dev,plot,report]"
 	touch $@
 
 # An editable install compiles no bytecode, and where PYTHONDONTWRITEBYTECODE is set (as in CI)
@@ -36,7 +36,8 @@ bytecode: $(INSTALLED)
 	@$(BYTECODE)
 
 # The main job. Without a GPU, `run` says so in one line (exit 2) and the model of the same GEMM
-# is shown instead, on the H200 SXM: the GPU the README's results were measured on.
+# is shown instead, on the H200 SXM: the GPU the README's results were measured on, and the spec
+# every command takes without a GPU (rooflinecli.core.specs.DEFAULT; a test holds them equal).
 run: bytecode
 	@$(BIN)/roofline run gemm --m 4096; rc=$$?; \
 	if [ $$rc -eq 2 ]; then \
@@ -57,24 +58,31 @@ lint: $(INSTALLED)
 	$(BIN)/ruff format --check rooflinecli tests
 	$(BIN)/mypy
 
-# Benchmarks on a GPU: results documents land in benchmarks/results/.
+# Benchmarks on a GPU: the FP32 ladder's documents land in build/bench/ (the whole suite and
+# which document each step makes: benchmarks/README.md).
 bench: $(INSTALLED)
-	$(BIN)/roofline run gemm --m 4096 --output benchmarks/results/gemm-fp32-4096-$$(date +%Y%m%d-%H%M%S).json
+	PATH="$(abspath $(BIN)):$$PATH" bash benchmarks/gemm_fp32_ladder.sh build/bench ladder
+
+# The report's example page (tests/test_report_example.py holds it to this line's output).
+REPORT_EXAMPLE := benchmarks/results/gemm-fp32-4096-interleaved.json --calibration benchmarks/calibration/h200-2026-12-01.json
 
 docs: $(INSTALLED)
 	$(BIN)/python -m rooflinecli.docgen docs/cli.md
+	$(BIN)/python -m rooflinecli.stages.listing kernels/README.md
+	$(BIN)/roofline report $(REPORT_EXAMPLE) -o docs/report-example.html
 
 docs-check: $(INSTALLED)
 	$(BIN)/python -m rooflinecli.docgen --check docs/cli.md
+	$(BIN)/python -m rooflinecli.stages.listing --check kernels/README.md
 
-# The README's pictures, from the committed H200 documents and calibration (no GPU needed).
+# The pictures of docs/results.md, from the committed H200 documents and calibration (no GPU).
 CAL := benchmarks/calibration/h200-2026-12-01.json
 plots: $(INSTALLED)
 	$(BIN)/roofline plot benchmarks/results/gemm-fp32-4096-interleaved.json --calibration $(CAL) -o docs/roofline-h200-fp32-4096.png
 	$(BIN)/roofline plot benchmarks/results/profile-fp32-4096.json --calibration $(CAL) -o docs/roofline-h200-fp32-measured.png
 	$(BIN)/roofline plot benchmarks/results/gemm-bf16-8192-interleaved.json --calibration $(CAL) -o docs/roofline-h200-bf16-8192.png
 	$(BIN)/roofline plot benchmarks/results/attn-b2-h16-n8192-d128-bf16.json --calibration $(CAL) -o docs/roofline-h200-attention.png
-	$(BIN)/roofline plot benchmarks/results/llm-llama-7b-bf16-best-1-16-512.json --calibration benchmarks/calibration/h200-2026-12-01-s6.json -o docs/roofline-h200-llm.png
+	$(BIN)/roofline plot benchmarks/results/llm-llama-7b-bf16-best-1-16-512.json --calibration benchmarks/calibration/h200-2026-12-01-llm.json -o docs/roofline-h200-llm.png
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

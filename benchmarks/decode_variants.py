@@ -46,7 +46,7 @@ LLAMA = [(1, 4096, 4096), (1, 11008, 4096), (1, 4096, 11008), (16, 11008, 4096)]
 SHAPES = {"bf16": [*LLAMA, (64, 4096, 4096)], "fp16": LLAMA, "fp32": LLAMA[:2] + LLAMA[3:]}
 
 # --set simt: stage 11's block tile turned round (256x128, cuBLAS SGEMM's on the H200) beside
-# its tuned 128x256 and stage 10, at the sizes issue 15 names (fp32 only)
+# its tuned 128x256 and stage 10, at 4096^3 and 8192^3 (fp32 only)
 SIMT_VARIANTS: list[tuple[str, dict[str, int]]] = [
     ("multistage", {}),
     ("spread_copies", {"BK": 32, "STAGES": 4, "COPY_STEP": 2}),
@@ -57,7 +57,7 @@ SIMT_VARIANTS: list[tuple[str, dict[str, int]]] = [
 ]
 SIMT_SHAPES = {"fp32": [(4096, 4096, 4096), (8192, 8192, 8192)]}
 # --set simt12: stage 12 (serpentine_ffma) around its defaults, beside stage 11's best variant
-# (simt-variants-fp32.json: 93.6% / 94.5% of cuBLAS at 4096 / 8192), with the controls that say
+# (spread-copies-variants-fp32.json: 93.6% / 94.5% of cuBLAS at 4096 / 8192), with the controls that say
 # which of its changes pays (each undoes one): row-major lanes, stage 11's block tile (one
 # 8-warp block per SM), row-major FFMA order, stage 11's 8 x 16 thread tile
 SIMT12_VARIANTS: list[tuple[str, dict[str, int]]] = [
@@ -165,7 +165,7 @@ def main() -> int:
     from rooflinecli import api, files
     from rooflinecli.gpu import device as gpu
     from rooflinecli.gpu.timer import Timing
-    from rooflinecli.present import table as report
+    from rooflinecli.present import output, table
 
     dev = gpu.info()
     keep, dropped = variants(args.dtype, dev["arch"], which)
@@ -179,7 +179,10 @@ def main() -> int:
     )  # fmt: skip
     records = doc["records"]
     files.write_atomic(args.output, results.dumps(doc))
-    report.emit(doc, "markdown", report.RUN_COLUMNS, title=f"{args.set} variants, {args.dtype}")
+    title = f"{args.set} variants, {args.dtype}"
+    output.emit(
+        output.of_document(doc, [output.Records(doc, table.RUN_COLUMNS, title)]), "markdown"
+    )
     bad = [r for r in records if r.get("verified") is not True]
     return 1 if bad else 0
 

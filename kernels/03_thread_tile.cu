@@ -1,4 +1,4 @@
-// Stage 03: thread tile. Each thread computes a TM x TN tile of C (chapter 10's warm-up).
+// Stage 03: thread tile. Each thread computes a TM x TN tile of C instead of one element.
 // Per k it loads TM floats of A and TN of B into registers and does TM*TN FMAs on them:
 // 4x4 -> 8 loads feed 16 FMAs, 1 FLOP/byte (4x the naive 0.25); 8x8 -> 16 feed 64, 2 FLOP/byte.
 // The price is registers: TM*TN accumulators plus TM + TN operands per thread.

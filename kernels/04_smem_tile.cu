@@ -1,11 +1,10 @@
-// Stage 04: shared-memory block tiling (chapter 11, first rung). A block of BM x BN threads
-// (one per element of C) walks K in steps of BK: each thread copies one float of the A tile and
-// one of the B tile from global memory into shared memory, the block waits, then every thread
-// runs BK FMAs out of shared memory. Each float fetched from global memory now serves a whole
-// row or column of the tile: by load instruction from global memory, per k the block loads
-// BM + BN floats for BM*BN FMAs, 2*32*32 / (4*64) = 8 FLOP/byte (32x the naive 0.25). From
-// shared memory each FMA still reads one A and one B float: 0.25 FLOP/byte, which is the next
-// rung's target.
+// Stage 04: shared-memory block tiling. A block of BM x BN threads (one per element of C) walks
+// K in steps of BK: each thread copies one float of the A tile and one of the B tile from global
+// memory into shared memory, the block waits, then every thread runs BK FMAs out of shared
+// memory. Each float fetched from global memory now serves a whole row or column of the tile:
+// by load instruction from global memory, per k the block loads BM + BN floats for BM*BN FMAs,
+// 2*32*32 / (4*64) = 8 FLOP/byte (32x the naive 0.25). From shared memory each FMA still reads
+// one A and one B float: 0.25 FLOP/byte, which the next stages raise with register tiles.
 #ifndef BM
 #error "BM (rows of the C tile, = blockDim.y) must be given as -DBM=..."
 #endif

@@ -1,5 +1,5 @@
 // Stage 06: 2D block tiling. A 128 x 128 block tile computed by 256 threads, each owning a
-// TM x TN = 8 x 8 tile of C (chapter 10's thread tile, now fed from shared memory). Per k a
+// TM x TN = 8 x 8 tile of C (stage 03's thread tile, now fed from shared memory). Per k a
 // thread copies TM A floats and TN B floats from shared memory into registers and does TM*TN
 // FMAs on them: 2*64 / (4*16) = 2 FLOP/byte from shared memory (stage 05: 0.44). From global
 // memory the block loads BM + BN floats per k for BM*BN FMAs: 2*128*128 / (4*256) = 32 FLOP/byte.

@@ -37,12 +37,10 @@ static_assert((BM * BK / 4) % NUM_THREADS == 0, "every thread loads the same num
 static_assert((BK * BN / 4) % NUM_THREADS == 0, "every thread loads the same number of B float4s");
 static_assert(TM * TN <= 128, "the accumulator tile must leave registers for operands and addresses");
 
+#include "gemm/simt_epilogue.cuh"  // aligned16, store_warp_tile (the float4 epilogue)
+
 constexpr int A_ROUNDS = BM * BK / 4 / NUM_THREADS;  // float4 loads of A per thread per tile
 constexpr int B_ROUNDS = BK * BN / 4 / NUM_THREADS;  // float4 loads of B per thread per tile
-
-__device__ __forceinline__ bool aligned16(const void* p) {
-    return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
-}
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS)
 gemm_vectorized(int M, int N, int K, float alpha, const float* __restrict__ A,

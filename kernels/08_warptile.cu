@@ -39,6 +39,8 @@
 #error "NUM_THREADS (blockDim.x) must be given as -DNUM_THREADS=..."
 #endif
 
+#include "gemm/simt_epilogue.cuh"  // aligned16, store_warp_tile (the float4 epilogue)
+
 constexpr int WARPS_N = BN / WN;  // warps side by side along N
 constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER);  // sub-tiles of a warp tile along M
 constexpr int WSUBM = WM / (WMITER > 0 ? WMITER : 1);  // rows of one warp sub-tile
@@ -67,10 +69,6 @@ static_assert((BK * BN / 4) % NUM_THREADS == 0, "every thread loads the same num
 static_assert((4 * AS) % 32 == 16, "padding: k and k+4 of one m land 16 banks apart");
 static_assert(BK * (AS + BN) * 4 <= 48 * 1024, "the static shared tiles must fit in 48 KiB");
 static_assert(RM * RN <= 128, "the accumulator tile must leave registers for operands and addresses");
-
-__device__ __forceinline__ bool aligned16(const void* p) {
-    return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
-}
 
 // Global -> registers (then straight on to shared memory). A's float4 f covers rows m = 16*rg + r_lo and floats kq..kq+3 with
 // kq = 8*qp + 4*q_lo, where (r_lo, q_lo) = (f % 16, f / 16 % 2): a warp loads 16 rows x 32
@@ -203,38 +201,7 @@ gemm_warptile(int M, int N, int K, float alpha, const float* __restrict__ A,
         __syncthreads();  // everyone is done reading before the next tile overwrites them
     }
 
-    // Epilogue. beta == 0 must not read C: BLAS semantics, and C may hold NaN poison.
-    const bool vecC = cRow + BM <= M && cCol + BN <= N && (N & 3) == 0 && aligned16(C);
-#pragma unroll
-    for (int wm = 0; wm < WMITER; ++wm) {
-#pragma unroll
-        for (int i = 0; i < TM; ++i) {
-            const int row = cRow + wRow + wm * WSUBM + tRow + i;
-#pragma unroll
-            for (int wn = 0; wn < WNITER; ++wn) {
-#pragma unroll
-                for (int j = 0; j < TN; j += 4) {
-                    const int col = cCol + wCol + wn * WSUBN + tCol + j;
-                    const float* a = &acc[wm * TM + i][wn * TN + j];
-                    float* p = C + (size_t)row * N + col;
-                    if (vecC) {  // interior tile, aligned rows: one 16-byte store
-                        float4 out = make_float4(alpha * a[0], alpha * a[1], alpha * a[2], alpha * a[3]);
-                        if (beta != 0.0f) {
-                            const float4 old = *reinterpret_cast<const float4*>(p);
-                            out.x = fmaf(beta, old.x, out.x);
-                            out.y = fmaf(beta, old.y, out.y);
-                            out.z = fmaf(beta, old.z, out.z);
-                            out.w = fmaf(beta, old.w, out.w);
-                        }
-                        *reinterpret_cast<float4*>(p) = out;
-                    } else if (row < M) {  // edge tile: element by element, inside C only
-#pragma unroll
-                        for (int jj = 0; jj < 4; ++jj)
-                            if (col + jj < N)
-                                p[jj] = beta == 0.0f ? alpha * a[jj] : fmaf(beta, p[jj], alpha * a[jj]);
-                    }
-                }
-            }
-        }
-    }
+    // Epilogue (gemm/simt_epilogue.cuh): beta == 0 never reads C.
+    store_warp_tile<BM, BN, WMITER, WNITER, TM, TN, WSUBM, WSUBN>(
+        acc, C, M, N, alpha, beta, cRow, cCol, wRow, wCol, tRow, tCol);
 }

@@ -1,20 +1,18 @@
-// Stage 09: warp tiling + double buffering: the fastest SIMT (FP32, no Tensor Core) stage.
-// Stage 08's three levels of tiling (block tile in shared memory, warp tile, thread tile in
-// registers; conflict-free shared-memory layout), plus two copies of each shared tile:
+// Stage 09: warp tiling + double buffering. Stage 08's three levels of tiling (block tile in
+// shared memory, warp tile, thread tile in registers; conflict-free shared-memory layout), plus
+// two copies of each shared tile:
 //   - while the block computes on tile t out of one buffer, each thread's LDG.128s for tile t+1
 //     are already in flight into registers (register staging); only after its FMAs does the
 //     thread store them into the other buffer. The global-memory latency hides behind the
 //     BK * (thread tile) FMAs instead of stalling every warp at the barrier;
 //   - a buffer is overwritten only one iteration after it was read, so one __syncthreads per
 //     K tile suffices (single-buffered stages need two: after the stores, after the reads).
-// The registry's tiles: 128 x 256 x 8 per block, 256 threads (8 warps of 64 x 64), 8 x 16 results
-// per thread as 2 x 4 sub-tiles of 4 x 4 (so every shared read is a conflict-free LDS.128). From
-// global memory per k the block loads BM + BN floats for BM*BN FMAs, 2*128*256 / (4*384) = 42.7
-// FLOP/byte; from shared memory per k a thread loads 8 + 16 floats for 128 FMAs, 2*128 / (4*24)
-// = 2.67 FLOP/byte. Registers: 128 accumulators + 24 operands + 12 staged floats, ~230 in all,
-// so one block (8 warps) per SM; its latency is hidden by 128 independent FMAs per k rather than
-// by more warps. On an H200 that beat 128 x 128 tiles with 8 x 8 per thread at 2 blocks per SM
-// by ~15%: fewer shared loads per FMA and half the barriers per FLOP.
+// The registry's tiles: BM x BN x BK = 128 x 256 x 8, 256 threads (8 warps of WM x WN = 64 x 64),
+// 8 x 16 results per thread as 2 x 4 sub-tiles of TM x TN = 4 x 4 (every shared read a
+// conflict-free LDS.128). From global memory per k the block loads BM + BN floats for BM*BN FMAs,
+// 2*128*256 / (4*384) = 42.7 FLOP/byte; from shared memory per k a thread loads 8 + 16 floats
+// for 128 FMAs, 2.67 FLOP/byte. Registers: 128 accumulators + 24 operands + 12 staged floats,
+// so one block (8 warps) per SM: 128 independent FMAs per k hide latency instead of more warps.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -46,6 +44,8 @@
 #define MIN_BLOCKS 1  // blocks per SM promised to ptxas (__launch_bounds__): caps registers
 #endif
 
+#include "gemm/simt_epilogue.cuh"  // aligned16, store_warp_tile (the float4 epilogue)
+
 constexpr int WARPS_N = BN / WN;  // warps side by side along N
 constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER);  // sub-tiles of a warp tile along M
 constexpr int WSUBM = WM / (WMITER > 0 ? WMITER : 1);  // rows of one warp sub-tile
@@ -74,10 +74,6 @@ static_assert((BK * BN / 4) % NUM_THREADS == 0, "every thread loads the same num
 static_assert((4 * AS) % 32 == 16, "padding: k and k+4 of one m land 16 banks apart");
 static_assert(2 * BK * (AS + BN) * 4 <= 48 * 1024, "two static shared buffers must fit in 48 KiB");
 static_assert(RM * RN <= 128, "the accumulator tile must leave registers for operands and addresses");
-
-__device__ __forceinline__ bool aligned16(const void* p) {
-    return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
-}
 
 // Global -> registers. A's float4 f covers rows m = 16*rg + r_lo and floats kq..kq+3 with
 // kq = 8*qp + 4*q_lo, where (r_lo, q_lo) = (f % 16, f / 16 % 2): a warp loads 16 rows x 32
@@ -227,38 +223,7 @@ gemm_double_buffer(int M, int N, int K, float alpha, const float* __restrict__ A
         cur ^= 1;
     }
 
-    // Epilogue. beta == 0 must not read C: BLAS semantics, and C may hold NaN poison.
-    const bool vecC = cRow + BM <= M && cCol + BN <= N && (N & 3) == 0 && aligned16(C);
-#pragma unroll
-    for (int wm = 0; wm < WMITER; ++wm) {
-#pragma unroll
-        for (int i = 0; i < TM; ++i) {
-            const int row = cRow + wRow + wm * WSUBM + tRow + i;
-#pragma unroll
-            for (int wn = 0; wn < WNITER; ++wn) {
-#pragma unroll
-                for (int j = 0; j < TN; j += 4) {
-                    const int col = cCol + wCol + wn * WSUBN + tCol + j;
-                    const float* a = &acc[wm * TM + i][wn * TN + j];
-                    float* p = C + (size_t)row * N + col;
-                    if (vecC) {  // interior tile, aligned rows: one 16-byte store
-                        float4 out = make_float4(alpha * a[0], alpha * a[1], alpha * a[2], alpha * a[3]);
-                        if (beta != 0.0f) {
-                            const float4 old = *reinterpret_cast<const float4*>(p);
-                            out.x = fmaf(beta, old.x, out.x);
-                            out.y = fmaf(beta, old.y, out.y);
-                            out.z = fmaf(beta, old.z, out.z);
-                            out.w = fmaf(beta, old.w, out.w);
-                        }
-                        *reinterpret_cast<float4*>(p) = out;
-                    } else if (row < M) {  // edge tile: element by element, inside C only
-#pragma unroll
-                        for (int jj = 0; jj < 4; ++jj)
-                            if (col + jj < N)
-                                p[jj] = beta == 0.0f ? alpha * a[jj] : fmaf(beta, p[jj], alpha * a[jj]);
-                    }
-                }
-            }
-        }
-    }
+    // Epilogue (gemm/simt_epilogue.cuh): beta == 0 never reads C.
+    store_warp_tile<BM, BN, WMITER, WNITER, TM, TN, WSUBM, WSUBN>(
+        acc, C, M, N, alpha, beta, cRow, cCol, wRow, wCol, tRow, tCol);
 }

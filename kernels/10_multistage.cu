@@ -1,42 +1,23 @@
 // Stage 10: a cp.async multistage pipeline under stage 09's warp-tiled register tile.
-// Stage 09 stages the next tile through registers (LDG into 12 registers, STS after the FMAs) and
-// its two static buffers must fit in 48 KiB, which caps 128 x 256 tiles at BK = 8. Here:
-//   - `cp.async` (LDGSTS, sm_80+) copies global -> shared without passing through registers,
-//     STAGES K tiles deep in dynamic shared memory (74 KiB for 3 x 128 x 256 x 16): while the
-//     warps multiply tile kt, the copies of tiles kt+1 .. kt+STAGES-1 are in flight. The 12
-//     staging registers are free, and BK = 16 halves the barriers per FLOP;
-//   - B goes in row-major, one 16-byte `cp.async.cg` per float4 (a warp: 512 contiguous bytes),
-//     when N % 4 == 0 and B is 16-byte aligned (a float4 is then wholly inside or outside B);
-//     otherwise one 4-byte `cp.async.ca` per float. Chunks outside B are zero-filled (src-size 0);
-//   - A must land transposed (As[k][m]) so that a thread's 4 consecutive m are one LDS.128: one
-//     4-byte `cp.async.ca` per element, zero-filled outside A. A warp instruction copies 4 rows x
-//     8 consecutive k (lane -> row lane % 4, k lane / 4): one full 32-byte sector per row, and
-//     with the A stride AS = BM + 4 = 4 (mod 32) banks its 32 shared writes hit 32 banks;
-//   - register fragments are double-buffered: the LDS.128s of k-step dot+1 are issued before
-//     the FMAs of dot (CUTLASS's SIMT mainloop), so shared-memory latency hides behind 128 FMAs;
-//   - one barrier per K tile, placed before its last k-step: cp.async.wait_group(STAGES-2) then
-//     __syncthreads, after which tile kt+1 has landed for every thread and every warp is done
-//     reading tile kt-1 (its last fragments are already in registers). The first fragments of
-//     tile kt+1 then load while the last FMAs of tile kt run, and at the first k-step of the next
-//     tile the slot of tile kt-1 takes tile kt+STAGES-1 (one commit group per tile, empty past
-//     the end, so that the wait_group counts stay uniform).
-// Commit-group accounting: the prologue commits tiles 0 .. STAGES-2 (groups 0 .. STAGES-2); the
-// iteration kt commits tile kt+STAGES-1 (group kt+STAGES-1) at its first k-step, so at its last
-// k-step STAGES+kt groups are committed and wait_group(STAGES-2) leaves groups 0 .. kt+1 done.
-// Slots: tile t lives in slot t % STAGES. The slot refilled in iteration kt (tile kt-1's) was
-// last read before the barrier of iteration kt-1, and is next read after the wait and barrier
-// that follow its copies; tile kt, read meanwhile, is in another slot (STAGES >= 2).
-// Same tiles as stage 09 otherwise: 128 x 256 block, 8 warps of 64 x 64, 8 x 16 results per
-// thread as 2 x 4 sub-tiles of 4 x 4 (conflict-free LDS.128 operand reads: a warp's A operands
-// for one k are 8 consecutive float4, its B operands 4 consecutive float4). From global memory
-// per k: BM + BN floats for BM*BN FMAs, 42.7 FLOP/byte; from shared memory per k a thread loads
-// 8 + 16 floats for 128 FMAs, 2.67 FLOP/byte. Registers: 128 accumulators + 2 x 24 fragments +
-// addresses, one block (8 warps) per SM.
-// Any M, N, K >= 1: every float of every slot is written each time (zeros outside A and B), so
-// partial tiles contribute nothing; the epilogue is stage 09's (beta == 0 never reads C). Bounds
-// checks cost issue slots, and here every issue slot not taken by an FFMA is lost (one FFMA per
-// scheduler per clock is the peak): blocks whose rows of A (columns of B) all lie inside copy
-// their full K tiles without predicates or pointer selects (NVRTC 13.5, per 16 k: 2048 FFMA of 2227 issued).
+// Stage 09 stages the next tile through registers, and its two static buffers must fit in
+// 48 KiB, which caps BM x BN = 128 x 256 at BK = 8. Here `cp.async` (LDGSTS, sm_80+) copies
+// global -> shared without passing through registers, STAGES K tiles deep in dynamic shared
+// memory: while the warps multiply tile kt, tiles kt+1 .. kt+STAGES-1 are in flight, the 12
+// staging registers are free, and BK = 16 halves the barriers per FLOP.
+//   - B: one 16-byte cp.async.cg per float4 when N % 4 == 0 and B is 16-byte aligned, else one
+//     4-byte cp.async.ca per float. A lands transposed (As[k][m], stride AS = BM + 4), one
+//     4-byte copy per element; a warp instruction covers 4 rows x 8 k, 32 distinct banks.
+//     Chunks outside A and B are zero-filled (src-size 0): any M, N, K >= 1 is correct.
+//   - Register fragments are double-buffered: the LDS.128s of k-step dot+1 are issued before
+//     the FMAs of dot (as in CUTLASS's SIMT mainloop), hiding shared-memory latency.
+//   - One barrier per K tile, before its last k-step: cp.async.wait_group(STAGES-2), then
+//     __syncthreads. Tile t lives in slot t % STAGES; iteration kt commits tile kt+STAGES-1 at
+//     its first k-step (one group per tile, empty past the end, so the counts stay uniform)
+//     into the slot of tile kt-1, whose last reads came before the previous barrier.
+//   - Blocks whose rows of A and columns of B all lie inside copy full K tiles without
+//     predicates or selects: at the FFMA peak every issue slot not taken by an FFMA is lost.
+// Tiles as stage 09: 128 x 256 x 16, 8 warps of WM x WN = 64 x 64, 8 x 16 results per thread
+// as 2 x 4 sub-tiles of TM x TN = 4 x 4; 42.7 FLOP/byte from global, 2.67 from shared memory.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -69,6 +50,7 @@
 #endif
 
 #include "ptx_sm80.cuh"  // cp.async
+#include "gemm/simt_epilogue.cuh"  // aligned16, store_warp_tile (the float4 epilogue)
 
 typedef unsigned int u32;
 
@@ -119,10 +101,6 @@ static_assert(STAGES >= 2, "a pipeline needs at least two shared-memory slots");
 static_assert(SMEM_BYTES <= 227 * 1024, "the slots must fit in 227 KiB (the opt-in per block)");
 static_assert(RM * RN <= 128,
               "the accumulator tile must leave registers for two fragment buffers and addresses");
-
-__device__ __forceinline__ bool aligned16(const void* p) {
-    return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
-}
 
 // One k-step's operands: as / bs point at this thread's first A / B operand of a slot's tiles.
 __device__ __forceinline__ void load_frags(float (&regM)[RM], float (&regN)[RN],
@@ -280,38 +258,7 @@ gemm_multistage(int M, int N, int K, float alpha, const float* __restrict__ A,
     }
     cp_async_wait<0>();  // only empty groups remain; no copy may outlive the block regardless
 
-    // Epilogue (stage 09's). beta == 0 must not read C: BLAS semantics, and C may hold NaN.
-    const bool vecC = cRow + BM <= M && cCol + BN <= N && (N & 3) == 0 && aligned16(C);
-#pragma unroll
-    for (int wm = 0; wm < WMITER; ++wm) {
-#pragma unroll
-        for (int i = 0; i < TM; ++i) {
-            const int row = cRow + wRow + wm * WSUBM + tRow + i;
-#pragma unroll
-            for (int wn = 0; wn < WNITER; ++wn) {
-#pragma unroll
-                for (int j = 0; j < TN; j += 4) {
-                    const int col = cCol + wCol + wn * WSUBN + tCol + j;
-                    const float* a = &acc[wm * TM + i][wn * TN + j];
-                    float* p = C + (size_t)row * N + col;
-                    if (vecC) {  // interior tile, aligned rows: one 16-byte store
-                        float4 out = make_float4(alpha * a[0], alpha * a[1], alpha * a[2], alpha * a[3]);
-                        if (beta != 0.0f) {
-                            const float4 old = *reinterpret_cast<const float4*>(p);
-                            out.x = fmaf(beta, old.x, out.x);
-                            out.y = fmaf(beta, old.y, out.y);
-                            out.z = fmaf(beta, old.z, out.z);
-                            out.w = fmaf(beta, old.w, out.w);
-                        }
-                        *reinterpret_cast<float4*>(p) = out;
-                    } else if (row < M) {  // edge tile: element by element, inside C only
-#pragma unroll
-                        for (int jj = 0; jj < 4; ++jj)
-                            if (col + jj < N)
-                                p[jj] = beta == 0.0f ? alpha * a[jj] : fmaf(beta, p[jj], alpha * a[jj]);
-                    }
-                }
-            }
-        }
-    }
+    // Epilogue (gemm/simt_epilogue.cuh): beta == 0 never reads C.
+    store_warp_tile<BM, BN, WMITER, WNITER, TM, TN, WSUBM, WSUBN>(
+        acc, C, M, N, alpha, beta, cRow, cCol, wRow, wCol, tRow, tCol);
 }

@@ -1,38 +1,21 @@
-// Stage 11: stage 10's pipeline with its copies spread over the k-steps, an edge-free hot loop and
-// a grouped block order.
-// Stage 10 already has cuBLAS's structure (cuBLAS's SGEMM on the H200 is a 256x128x8, 3-stage,
-// 8-warp FFMA kernel of 64x64 warp tiles, 254 registers: the same tiles, transposed) and ptxas
-// already gives its FFMA stream reuse flags and alternating register banks (no FFMA with three
-// sources in one bank). What is left is the rest of the issue slots and the stalls around them:
-//   - stage 10 issues all of a tile's copies at k-step 0, right after the barrier: every warp of
-//     the block pushes 12 cp.async (8 transposing 4-byte A copies, 4 16-byte B copies) into the
-//     memory-instruction queue at the same moment. Here an interior iteration issues COPY_STEP
-//     copies per k-step (CUTLASS's SIMT mainloop interleaves its global->shared copies with the
-//     warp MMAs the same way), from two running pointers, one IMAD.WIDE per copy;
-//   - the main loop is compiled twice from one lambda: an interior loop for blocks whose rows of
-//     A and columns of B lie inside the matrices, while the tile being copied is a full K tile,
-//     and stage 10's loop with its bounds-checked copies for the rest (edge blocks, the last
-//     STAGES - 1 iterations). The hot loop holds no edge code, no predicates and no selects:
-//     2224 instructions of SASS where stage 10's loop has 2481 with its edge paths, of which an
-//     interior tile issues about 2227. So the issue slots per K tile are stage 10's; what
-//     changes is when the copies go and that the instruction cache holds only the hot path
-//     (35 KiB). Any M, N, K stays correct;
+// Stage 11: stage 10's pipeline with its copies spread over the k-steps, an edge-free hot loop
+// and a grouped block order. Stage 10 already has cuBLAS SGEMM's structure (3-stage, 8-warp
+// FFMA kernel of 64 x 64 warp tiles) and ptxas already gives its FFMA stream reuse flags and
+// alternating register banks; what is left are the other issue slots and the stalls around them:
+//   - stage 10 issues all of a tile's copies at k-step 0, right after the barrier: every warp
+//     pushes 12 cp.async into the memory-instruction queue at once. Here an interior iteration
+//     issues COPY_STEP copies per k-step (CUTLASS's SIMT mainloop interleaves its copies with
+//     the warp MMAs the same way), from two running pointers, one IMAD.WIDE per copy;
+//   - the main loop is compiled twice from one lambda: an interior loop, for blocks whose rows
+//     of A and columns of B lie inside while the tile being copied is a full K tile, with no
+//     edge code, predicates or selects; and stage 10's bounds-checked loop for the rest (edge
+//     blocks, the last STAGES - 1 iterations). The instruction cache holds only the hot path,
+//     and any M, N, K stays correct;
 //   - the copies of iteration kt are committed as one group at the k-step that issues the last
-//     of them (COPY_DOTS - 1 < BK - 1), before the wait of the last k-step, so stage 10's
-//     commit-group accounting holds unchanged: at that wait STAGES + kt groups are committed
-//     and wait_group(STAGES - 2) leaves tile kt + 1 landed;
-//   - grouped block order: the 2-D launch is read as a line of blocks and walked GROUP_M rows of
-//     tiles at a time, column by column, so that the blocks resident together share rows of A
-//     and columns of B in L2 (row by row, one wave of 132 blocks reads all of B at 4096^3).
-// SASS of the hot loop (NVRTC 13.5, sm_90a; `roofline inspect gemm --stage spread_copies`):
-//   BK 16, COPY_STEP 4 (the registry's): 245 registers, no spills, 2224 instructions per K tile:
-//     2048 FFMA (92.1%), 96 LDS.128 (21.3 FFMA per LDS.128: the 8 x 16 thread tile fixes it),
-//     12 LDGSTS, 9 never-taken `@!PT LDS` that ptxas puts before each cluster of cp.async
-//     (3 per cluster: why COPY_STEP 1 costs 27 more issue slots per tile than COPY_STEP 4);
-//   BK 8, COPY_STEP 12 (all six copies at k-step 0, cuBLAS's K tile): 251 registers, 1117
-//     instructions per K tile (17.5 KiB of loop), 1024 FFMA (91.7%).
-// `roofline tune gemm --stage spread_copies` measures BK 8/16/32 x STAGES 3/4 x COPY_STEP
-// 2/4/12 (12: every copy at k-step 0, as stage 10 issues them: the control).
+//     of them, before the wait of the last k-step, so stage 10's commit-group accounting holds;
+//   - grouped block order: the launch is walked GROUP_M row tiles at a time, column by column,
+//     so the blocks resident together share rows of A and columns of B in L2.
+// COPY_STEP = 12 (every copy at k-step 0, as stage 10 issues them) is the control.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -71,6 +54,7 @@
 #endif
 
 #include "ptx_sm80.cuh"  // cp.async
+#include "gemm/simt_epilogue.cuh"  // aligned16, store_warp_tile (the float4 epilogue)
 
 typedef unsigned int u32;
 
@@ -126,10 +110,6 @@ static_assert(GROUP_M >= 1, "a group of the block order holds at least one row o
 static_assert(SMEM_BYTES <= 227 * 1024, "the slots must fit in 227 KiB (the opt-in per block)");
 static_assert(RM * RN <= 128,
               "the accumulator tile must leave registers for two fragment buffers and addresses");
-
-__device__ __forceinline__ bool aligned16(const void* p) {
-    return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
-}
 
 // One k-step's operands: as / bs point at this thread's first A / B operand of a slot's tiles.
 __device__ __forceinline__ void load_frags(float (&regM)[RM], float (&regN)[RN],
@@ -336,38 +316,7 @@ gemm_spread_copies(int M, int N, int K, float alpha, const float* __restrict__ A
     for (; kt < ktiles; ++kt) iteration(kt, false);
     cp_async_wait<0>();  // only empty groups remain; no copy may outlive the block regardless
 
-    // Epilogue (stage 09's). beta == 0 must not read C: BLAS semantics, and C may hold NaN.
-    const bool vecC = cRow + BM <= M && cCol + BN <= N && (N & 3) == 0 && aligned16(C);
-#pragma unroll
-    for (int wm = 0; wm < WMITER; ++wm) {
-#pragma unroll
-        for (int i = 0; i < TM; ++i) {
-            const int row = cRow + wRow + wm * WSUBM + tRow + i;
-#pragma unroll
-            for (int wn = 0; wn < WNITER; ++wn) {
-#pragma unroll
-                for (int j = 0; j < TN; j += 4) {
-                    const int col = cCol + wCol + wn * WSUBN + tCol + j;
-                    const float* a = &acc[wm * TM + i][wn * TN + j];
-                    float* p = C + (size_t)row * N + col;
-                    if (vecC) {  // interior tile, aligned rows: one 16-byte store
-                        float4 out = make_float4(alpha * a[0], alpha * a[1], alpha * a[2], alpha * a[3]);
-                        if (beta != 0.0f) {
-                            const float4 old = *reinterpret_cast<const float4*>(p);
-                            out.x = fmaf(beta, old.x, out.x);
-                            out.y = fmaf(beta, old.y, out.y);
-                            out.z = fmaf(beta, old.z, out.z);
-                            out.w = fmaf(beta, old.w, out.w);
-                        }
-                        *reinterpret_cast<float4*>(p) = out;
-                    } else if (row < M) {  // edge tile: element by element, inside C only
-#pragma unroll
-                        for (int jj = 0; jj < 4; ++jj)
-                            if (col + jj < N)
-                                p[jj] = beta == 0.0f ? alpha * a[jj] : fmaf(beta, p[jj], alpha * a[jj]);
-                    }
-                }
-            }
-        }
-    }
+    // Epilogue (gemm/simt_epilogue.cuh): beta == 0 never reads C.
+    store_warp_tile<BM, BN, WMITER, WNITER, TM, TN, WSUBM, WSUBN>(
+        acc, C, M, N, alpha, beta, cRow, cCol, wRow, wCol, tRow, tCol);
 }

@@ -1,62 +1,22 @@
 // Stage 12: stage 11's main loop with its FFMAs in serpentine order, in blocks of 4 warps, two
 // per SM; its lanes can be paired for the shared-memory return path (PAIR_LANES).
-// Measured on the H200 (benchmarks/results/simt12-variants-fp32.json, gemm-fp32-{4096,8192}-
-// simt12b.json, each variant interleaved with cuBLAS SGEMM at the default timing, 1,980 MHz):
-// serpentine order is the step that pays: SERPENTINE = 0 loses 3-3.5% (94.9% / 95.8% of cuBLAS
-// at 4096^3 / 8192^3, against 97.9% / 99.0%). Pairing the lanes does not: PAIR_LANES = 1 is
-// 0.3% slower, so the registry leaves it off. Two 4-warp blocks per SM and one 8-warp block of
-// 256 x 128 are within 0.3% of each other. With STAGES = 3 (the registry's) the stage ran at
-// 99.0% and 100.1% of cuBLAS in one run. In the loop below (NVRTC 13.0, sm_90a, per K tile)
-// 1856 of 2048 FFMAs flag a .reuse operand; stage 11's best flags 1602, this stage with
-// SERPENTINE = 0 flags 1672. The design notes that follow are as written before the run.
-// Stage 11 at cuBLAS's own shape (256 x 128 x 16, 8 warps of 64 x 64, one block per SM) reaches
-// 93.6% of cuBLAS SGEMM at 4096^3 and 94.5% at 8192^3, and its hot loop is already 91% FFMA:
-// issue slots are not what is left. Three things are:
-//   - shared-memory read cycles. The SM's shared memory returns 128 bytes per clock: one 4-byte
-//     register for each of 32 lanes, so an LDS.128 takes 4 cycles, or 2 when every pair of
-//     lanes n, n ^ 1 (or every pair n, n ^ 2) reads the same address and the pair's registers
-//     are packed into one return (NVIDIA's answer in forums.developer.nvidia.com/t/77228, for
-//     CC 7.x; the PAIR_LANES = 0 control measures it on the H200). Stage 11's lanes are 8 rows
-//     x 4 columns, row-major: n, n ^ 1 share a row, so its 2 A loads per k-step take 2 cycles,
-//     but no pair shares a column, so its 4 B loads take 4: 20 cycles per warp k-step. At one
-//     FFMA per scheduler per clock the SM runs 4 warp k-steps (128 FFMAs each) per 128 clocks,
-//     so operand reads hold the return path 80 of 128 clocks (62.5%), with the cp.async writes
-//     (~5%) on top, in bursts at the same k-steps in every warp. Here bit 0 of the lane picks a
-//     column and bit 1 a row (PAIR_LANES = 1): n, n ^ 1 share A operands and n, n ^ 2 share B
-//     operands, every LDS.128 takes 2 cycles, and the thread tile is 16 x 8 (4 x 2 sub-tiles of
-//     4 x 4, WNITER = 2, lanes 4 rows x 8 columns): 4 + 2 loads x 2 cycles = 12 cycles per warp
-//     k-step, 37.5% of the return path. The loads and their count are stage 11's; only which
-//     lane reads what changes (two shifts and masks before the loop). CUTLASS's SIMT warp tile
-//     (MmaSimtPolicy in its sm80 SGEMM configurations) is arranged the same way: lanes 4 x 8,
-//     interleaved in pairs (RowMajorInterleaved<2>), 4 x 4 results per lane per sub-tile;
-//   - barriers. One 8-warp block per SM means a scheduler's two warps belong to the same block
-//     and meet every K tile at one barrier: the SM idles until the slowest of 8 warps arrives,
-//     and every block of the wave copies and waits at the same k-steps. Here a block is 4 warps
-//     of 64 x 64 on a 128 x 128 tile, MIN_BLOCKS = 2 per SM (__launch_bounds__(128, 2) still
-//     allows 255 registers, 2 x 128 x 255 <= 64 Ki; 240 are used; 2 x 65 KiB of slots at 4
-//     stages). A scheduler still holds two warps, but of two blocks that run independently:
-//     while one block waits at its barrier or for its copies, the other one's warp issues FFMAs.
-//     The cost: the SM copies 1.33x the bytes per FLOP (two 128-row tiles of A and B per
-//     256 x 128 of C: 32 FLOP per byte from global memory instead of 42.7), which stay in L2,
-//     and a thread copies 16 A floats and 4 B float4s per K tile of 16 (stage 11: 16 and 2);
-//   - register-file reads, on a power-capped card (1.4-1.98 GHz under load: energy saved is
-//     clock gained). ptxas flags an operand .reuse when the next FFMA reads the same register
-//     in the same slot. Along a row of the outer product the A operand repeats; in serpentine
-//     order (odd rows walk their columns backwards, SERPENTINE = 1) the B operand repeats at
-//     each turn as well.
+// Stage 11's hot loop is nearly all FFMA already: what is left are three kinds of stall.
+//   - Register-file reads: ptxas flags an operand .reuse when the next FFMA reads the same
+//     register in the same slot. Along a row of the outer product the A operand repeats; in
+//     serpentine order (odd rows walk their columns backwards, SERPENTINE = 1) the B operand
+//     repeats at each turn as well: fewer reads, less energy on a power-capped card.
+//   - Barriers: with one 8-warp block per SM a scheduler's two warps meet at one barrier every
+//     K tile. Here a block is 4 warps of WM x WN = 64 x 64 on a 128 x 128 tile and
+//     MIN_BLOCKS = 2 blocks share an SM: while one waits at its barrier or for its copies, the
+//     other issues FFMAs. The cost: 32 FLOP per byte from global memory instead of 42.7.
+//   - The shared-memory return path (128 bytes per clock): an LDS.128 takes 4 cycles, or 2 when
+//     lanes n and n ^ 1 (or n ^ 2) read the same address. PAIR_LANES = 1 lets bit 0 of the lane
+//     pick a column and bit 1 a row, so n, n ^ 1 share A operands and n, n ^ 2 share B operands
+//     (lanes 4 x 8, as CUTLASS's MmaSimtPolicy with RowMajorInterleaved<2>); the thread tile is
+//     then 16 x 8 (WNITER = 2). The registry leaves it off.
 // Everything else is stage 11's: the cp.async pipeline (STAGES slots, one barrier per K tile),
 // copies spread COPY_STEP per k-step, the interior loop without edge code, the grouped block
 // order, the epilogue. Any M, N, K stays correct.
-// SASS of the hot loop (NVRTC 13.0, sm_90a; `roofline inspect gemm --stage serpentine_ffma`), per
-// K tile of 16 k-steps: 240 registers, no spills, 2263 instructions, 2048 FFMA (90.5%), 96
-// LDS.128, 20 LDGSTS, 30 never-taken `@!PT LDS` (3 per cluster of cp.async, as in stage 11);
-// 1972 FFMAs flag a .reuse operand, against 1624 in stage 11's best variant and 1628 here with
-// SERPENTINE = 0 and WNITER = 4.
-// `roofline tune gemm --stage serpentine_ffma` measures BK 8/16/32 x STAGES 3/4 x WNITER 2/4;
-// benchmarks/gpu_simt12.sh also times the controls, each undoing one change (PAIR_LANES = 0;
-// stage 11's 256 x 128 block, MIN_BLOCKS = 1; SERPENTINE = 0; WNITER = 4), stage 11's best with
-// only its lanes paired (its hot loop is stage 11's, instruction for instruction), and 2-warp
-// blocks, 4 per SM.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -104,6 +64,7 @@
 #endif
 
 #include "ptx_sm80.cuh"  // cp.async
+#include "gemm/simt_epilogue.cuh"  // aligned16, store_warp_tile (the float4 epilogue)
 
 typedef unsigned int u32;
 
@@ -166,10 +127,6 @@ static_assert(MIN_BLOCKS * NUM_THREADS * 168 <= 64 * 1024,
               "and addresses in the SM's 64 Ki registers");
 static_assert(RM * RN <= 128,
               "the accumulator tile must leave registers for two fragment buffers and addresses");
-
-__device__ __forceinline__ bool aligned16(const void* p) {
-    return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
-}
 
 // One k-step's operands: as / bs point at this thread's first A / B operand of a slot's tiles.
 __device__ __forceinline__ void load_frags(float (&regM)[RM], float (&regN)[RN],
@@ -385,38 +342,7 @@ gemm_serpentine_ffma(int M, int N, int K, float alpha, const float* __restrict__
     for (; kt < ktiles; ++kt) iteration(kt, false);
     cp_async_wait<0>();  // only empty groups remain; no copy may outlive the block regardless
 
-    // Epilogue (stage 09's). beta == 0 must not read C: BLAS semantics, and C may hold NaN.
-    const bool vecC = cRow + BM <= M && cCol + BN <= N && (N & 3) == 0 && aligned16(C);
-#pragma unroll
-    for (int wm = 0; wm < WMITER; ++wm) {
-#pragma unroll
-        for (int i = 0; i < TM; ++i) {
-            const int row = cRow + wRow + wm * WSUBM + tRow + i;
-#pragma unroll
-            for (int wn = 0; wn < WNITER; ++wn) {
-#pragma unroll
-                for (int j = 0; j < TN; j += 4) {
-                    const int col = cCol + wCol + wn * WSUBN + tCol + j;
-                    const float* a = &acc[wm * TM + i][wn * TN + j];
-                    float* p = C + (size_t)row * N + col;
-                    if (vecC) {  // interior tile, aligned rows: one 16-byte store
-                        float4 out = make_float4(alpha * a[0], alpha * a[1], alpha * a[2], alpha * a[3]);
-                        if (beta != 0.0f) {
-                            const float4 old = *reinterpret_cast<const float4*>(p);
-                            out.x = fmaf(beta, old.x, out.x);
-                            out.y = fmaf(beta, old.y, out.y);
-                            out.z = fmaf(beta, old.z, out.z);
-                            out.w = fmaf(beta, old.w, out.w);
-                        }
-                        *reinterpret_cast<float4*>(p) = out;
-                    } else if (row < M) {  // edge tile: element by element, inside C only
-#pragma unroll
-                        for (int jj = 0; jj < 4; ++jj)
-                            if (col + jj < N)
-                                p[jj] = beta == 0.0f ? alpha * a[jj] : fmaf(beta, p[jj], alpha * a[jj]);
-                    }
-                }
-            }
-        }
-    }
+    // Epilogue (gemm/simt_epilogue.cuh): beta == 0 never reads C.
+    store_warp_tile<BM, BN, WMITER, WNITER, TM, TN, WSUBM, WSUBN>(
+        acc, C, M, N, alpha, beta, cRow, cCol, wRow, wCol, tRow, tCol);
 }

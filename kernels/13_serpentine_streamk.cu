@@ -1,49 +1,22 @@
-// Stage 13 (registry name simt_streamk): stage 12's loop and tiles on a persistent grid with a
-// stream-K last wave. Stage 12 launches one block per 128 x 128 tile, two resident per SM (264 on
-// the H200's 132 SMs), and each block walks the whole K. At 4096^3 that is 1024 tiles = 3 waves of
-// 264 and 232 tiles more: the last wave leaves 32 slots idle and every block of it runs a full K
-// loop, so the run takes 4 tile-times where 3.88 would do (3% of it), and stage 12 stays at
-// 98.9-99.3% of cuBLAS at 4096^3 while it reaches 100.1% at 8192^3
-// (gemm-fp32-{4096,8192}-simt12{b,c}.json). Here the grid is exactly the resident blocks
-// (MIN_BLOCKS per SM; the registry fills it whatever the tile count) and the tiles are split in two
-// parts, as stage 29 does for WGMMA (the hybrid of Osama et al., "Stream-K: Work-centric Parallel
-// Decomposition for Dense Matrix-Matrix Multiplication"):
-//   * stream-K first: the first SK tiles of the grouped order, SK = tiles % blocks plus
-//     SK_WAVES - 1 whole waves, as one run of SK x ktiles K tiles cut into WORKERS equal ranges
-//     (within one K tile). WORKERS is every block, but no more than one per SK_MIN K tiles and
-//     no fewer than SK (when there are that many blocks). A range may start inside one tile and
-//     end inside another;
+// Stage 13: stage 12's loop and tiles on a persistent grid with a stream-K last wave. Stage 12
+// launches one block per 128 x 128 tile and each walks all of K, so when the tiles are not a
+// whole number of waves of resident blocks the last wave leaves SMs idle for a whole K loop.
+// Here the grid is exactly the resident blocks (MIN_BLOCKS per SM) and the tiles are split in
+// two parts, as stage 29 does for WGMMA (the hybrid of Osama et al., "Stream-K"):
+//   * stream-K first: the first SK tiles of the grouped order (SK = tiles % blocks, plus
+//     SK_WAVES - 1 whole waves) as one run of SK x ktiles K tiles cut into WORKERS equal ranges;
+//     WORKERS is every block, but at most one per SK_MIN K tiles and at least SK. A range may
+//     start inside one tile and end inside another;
 //   * then data-parallel: the other tiles, whole, tile SK + b + i * blocks for block b.
-//     Stream-K goes first because all blocks start it together: the worker an owner waits for
-//     computed that piece first thing, so an owner rarely waits.
-// A tile cut between workers is finished by its owner, the worker whose range holds its first K
-// tile: the others (their range starts inside the tile) compute that piece first, store the
-// fp32 partial tile in the workspace and set their flag; the owner reaches the tile at the end
-// of its range, waits for the flags of the workers whose ranges start inside it, adds their
-// partials, puts the flags back to 0 (the workspace the runner zeroed stays zeroed) and runs the
-// epilogue with alpha and beta. A worker sets at most one flag per launch (only the first piece
-// of a range can start inside a tile) and waits only for pieces that are the first of other
-// ranges, which wait for nothing: no cycle. It needs every block resident at once (the grid is
-// MIN_BLOCKS per SM, which __launch_bounds__ promises to fit); an owner polling a flag for over
-// a second traps rather than hang the GPU.
-// By arithmetic (SK_WAVES = 1, BK 16): at 4096^3 a block runs 992 or 993 K tiles instead of
-// 4 x 256 = 1024 (-3.0%); at 8192^3, 7943 or 7944 instead of 16 x 512 = 8192 (-3.0%), for one
-// 64 KiB partial written (L2) and read back per cut tile and worker. What it may cost: the
-// workers start their ranges at K offsets that drift over the tiles, so during the stream-K part
-// the blocks of an SM and the SMs do not walk K in step; a block switching pieces drains its
-// pipeline (one barrier, STAGES - 1 tiles of prologue); and on a power-capped card a ragged last
-// wave drew less power, which the clock got back. STREAMK = 0 runs the same persistent kernel
-// with whole tiles only (the control: the ragged last wave, as stage 12 has it). SK_WAVES = 2
-// cuts one more wave's tiles, in ranges of nearly two tiles.
-// Each piece (K tiles k0 .. k1-1 of one tile) runs stage 12's main loop unchanged: the
-// prologue, the interior loop with copies spread COPY_STEP per k-step, the bounds-checked loop,
-// the serpentine FFMAs; only its K bounds are the piece's. Any M, N, K stays correct.
-// SASS (NVRTC 13.0, sm_90a): 254 registers, no spills; the interior loop is 2276 instructions
-// per K tile of 16 (2048 FFMA, 1869 with a .reuse operand, 96 LDS.128, 20 LDGSTS) against
-// stage 12's 2262: the piece's bounds come from shared memory, and the copies' addresses take
-// a few more integer instructions. With STREAMK = 0: 250 registers, 2269 instructions.
-// Flags are ld.acquire / st.release at gpu scope (ptx_sm90.cuh's wrappers, sm_70+ PTX); the
-// partials go through L2 only (st.global.cg / ld.global.cg), as in stage 29.
+// A cut tile is finished by its owner, the worker whose range holds its first K tile: the others
+// compute their piece first, store the fp32 partial tile in the workspace (st.global.cg, L2) and
+// set a flag (st.release); the owner, at the end of its range, waits for those flags
+// (ld.acquire), adds the partials, puts the flags back to 0 and runs the epilogue. Dependencies
+// point only to pieces that wait for nothing: no cycle while every block is resident
+// (__launch_bounds__ promises MIN_BLOCKS per SM); an owner polling a flag for over a second traps.
+// Each piece (K tiles k0 .. k1-1 of one tile) runs stage 12's main loop unchanged; only its
+// K bounds are the piece's. Any M, N, K stays correct. STREAMK = 0 runs the same persistent
+// kernel with whole tiles only (the control).
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -101,7 +74,8 @@
 #endif
 
 #include "ptx_sm80.cuh"  // cp.async
-#include "ptx_sm90.cuh"  // ld_acquire_gpu, st_release_gpu (flags between blocks)
+#include "sm70/flags.cuh"  // ld_acquire_gpu, st_release_gpu
+#include "gemm/simt_epilogue.cuh"  // aligned16, store_warp_tile (the float4 epilogue)
 
 typedef unsigned int u32;
 
@@ -164,10 +138,6 @@ static_assert(MIN_BLOCKS * NUM_THREADS * 168 <= 64 * 1024,
               "and addresses in the SM's 64 Ki registers");
 static_assert(RM * RN <= 128,
               "the accumulator tile must leave registers for two fragment buffers and addresses");
-
-__device__ __forceinline__ bool aligned16(const void* p) {
-    return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
-}
 
 // One k-step's operands: as / bs point at this thread's first A / B operand of a slot's tiles.
 __device__ __forceinline__ void load_frags(float (&regM)[RM], float (&regN)[RN],
@@ -497,41 +467,8 @@ gemm_serpentine_streamk(int M, int N, int K, float alpha, const float* __restric
             }
         }
 
-        // Epilogue (stage 12's). beta == 0 must not read C: BLAS semantics, and C may hold NaN.
-        const bool vecC = cRow + BM <= M && cCol + BN <= N && (N & 3) == 0 && aligned16(C);
-#pragma unroll
-        for (int wm = 0; wm < WMITER; ++wm) {
-#pragma unroll
-            for (int i = 0; i < TM; ++i) {
-                const int row = cRow + wRow + wm * WSUBM + tRow + i;
-#pragma unroll
-                for (int wn = 0; wn < WNITER; ++wn) {
-#pragma unroll
-                    for (int j = 0; j < TN; j += 4) {
-                        const int col = cCol + wCol + wn * WSUBN + tCol + j;
-                        const float* a = &acc[wm * TM + i][wn * TN + j];
-                        float* c = C + (size_t)row * N + col;
-                        if (vecC) {  // interior tile, aligned rows: one 16-byte store
-                            float4 out =
-                                make_float4(alpha * a[0], alpha * a[1], alpha * a[2], alpha * a[3]);
-                            if (beta != 0.0f) {
-                                const float4 old = *reinterpret_cast<const float4*>(c);
-                                out.x = fmaf(beta, old.x, out.x);
-                                out.y = fmaf(beta, old.y, out.y);
-                                out.z = fmaf(beta, old.z, out.z);
-                                out.w = fmaf(beta, old.w, out.w);
-                            }
-                            *reinterpret_cast<float4*>(c) = out;
-                        } else if (row < M) {  // edge tile: element by element, inside C only
-#pragma unroll
-                            for (int jj = 0; jj < 4; ++jj)
-                                if (col + jj < N)
-                                    c[jj] = beta == 0.0f ? alpha * a[jj]
-                                                         : fmaf(beta, c[jj], alpha * a[jj]);
-                        }
-                    }
-                }
-            }
-        }
+        // Epilogue (gemm/simt_epilogue.cuh): beta == 0 never reads C.
+        store_warp_tile<BM, BN, WMITER, WNITER, TM, TN, WSUBM, WSUBN>(
+            acc, C, M, N, alpha, beta, cRow, cCol, wRow, wCol, tRow, tCol);
     }
 }

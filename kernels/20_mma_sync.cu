@@ -1,12 +1,12 @@
-// Stage 20: Tensor Cores through mma.sync. The first chapter-12 stage: FP16 or BF16 in, FP32
-// accumulate, C in the input type (like HGEMM). A BM x BN block tile is staged in shared memory
-// exactly as in the SIMT stages, but a warp now multiplies 16x8x16 sub-tiles with one
+// Stage 20: Tensor Cores through mma.sync. FP16 or BF16 in, FP32 accumulate, C in the input
+// type (like HGEMM). A BM x BN block tile is staged in shared memory exactly as in the SIMT
+// stages, but a warp now multiplies 16x8x16 sub-tiles with one
 // `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}` each (SASS: HMMA.16816.F32): 4096 FLOPs
 // per instruction instead of 64 for a warp's FFMA.
-// The simplest correct version: 64 x 64 block tile, 4 warps of 32 x 32 (2 x 4 MMAs per 16 of
-// K), operands gathered from shared memory with plain 32-bit and 16-bit loads into the fragment
-// layout the PTX ISA gives for m16n8k16. Those loads are bank-conflicted (a warp's A fragment
-// reads 8 rows 64 bytes apart, B pairs 128 bytes apart) and B needs two 16-bit loads per
+// The simplest correct version: 64 x 64 block tile, 4 warps of WM x WN = 32 x 32 (2 x 4 MMAs per
+// 16 of K), operands gathered from shared memory with plain 32-bit and 16-bit loads into the
+// fragment layout the PTX ISA gives for m16n8k16. Those loads are bank-conflicted (a warp's A
+// fragment reads 8 rows 64 bytes apart, B pairs 128 bytes apart) and B needs two 16-bit loads per
 // register: stage 21 replaces them with ldmatrix on a swizzled tile.
 // Any M, N, K: rows, columns and the K tail outside the matrices are zero-filled in shared
 // memory; 16-byte global loads where K (for A) and N (for B) are multiples of 8, else 2-byte.

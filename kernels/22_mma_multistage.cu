@@ -2,36 +2,22 @@
 // global memory once per K step (load, barrier, compute, barrier). Here `cp.async.cg` copies
 // 16-byte chunks global -> shared without passing through registers, STAGES tiles deep: while
 // the warps multiply tile k, the copies of tiles k+1 .. k+STAGES-1 are in flight.
-// Bigger tiles raise the intensity: 256 x 128 block tile (the registry's; 128 x 256 works too),
-// 8 warps of 64 x 64 (4 x 8 MMAs per 16 of K fed by 4 ldmatrix.x4 of A + 4 ldmatrix.x4.trans of
-// B: 32 HMMA per 8 LDSM), BK = 32, STAGES = 4 (96 KiB of shared memory, one block per SM, 128
-// accumulators per thread).
+// Bigger tiles raise the intensity: BM x BN = 256 x 128 (128 x 256 works too), 8 warps of
+// WM x WN = 64 x 64 (4 x 8 MMAs per 16 of K fed by 4 ldmatrix.x4 of A + 4 ldmatrix.x4.trans of
+// B), BK = 32, STAGES = 4: 96 KiB of shared memory, one block per SM, 128 accumulators a thread.
 // The schedule inside a K step keeps the tensor cores fed (as CUTLASS's multistage mainloop):
 //   * fragments are double-buffered in registers: those of k16 step s+1 are loaded by ldmatrix
 //     before the MMAs of step s are issued;
-//   * one barrier per K step, placed before the last k16 step: after it tile k+1 has landed for
-//     every thread and every warp is done with tile k-1, so the first fragments of tile k+1 load
-//     while the last MMAs of tile k run, and tile k-1's buffer takes tile k+STAGES-1 (its copies
-//     are issued at the first k16 step);
+//   * one barrier per K step, before the last k16 step: after it tile k+1 has landed and every
+//     warp is done with tile k-1, whose buffer takes tile k+STAGES-1 at the next first k16 step;
 //   * per-thread global pointers and shared offsets are computed once, outside the loop.
-// Shared tiles are swizzled (16-byte chunk c of row r stored at chunk c ^ f(r)): A rows are
-// BK * 2 bytes (f = r & 7 for 128-byte rows, (r >> 1) & 3 for 64-byte rows), B rows BN * 2 bytes
-// (f = r & 7): ldmatrix's 8 rows per phase and the 16-byte copies hit 8 distinct bank groups.
-// Block order: blocks are renumbered in groups of GROUP_M block rows (column-major inside a
-// group), so the ~132 blocks in flight share a few A row panels and B column panels in L2.
-// Any M, N, K: chunks outside the matrices are zero-filled by cp.async (src-size 0); when K or
-// N is not a multiple of 8, a second copy of the main loop loads 2-byte elements instead; with
-// tiles of 64 accumulators a thread or fewer (GATHER) all of a tile's before any shared store,
-// and all of the prologue's tiles before the first. 127x333x65 took 17 us on the H200 with the
-// 256 x 128 tile, whose chunks wait for each other (18 trips to memory for 3 K tiles); a 64 x 64
-// tile with BK 64 and 3 stages (`--stages mma_multistage@BM=64,BN=64,BK=64,WM=32,WN=32,
-// STAGES=3`) makes 12 blocks that fetch both K tiles in one trip.
-// Measured on the H200 (NVRTC 13.0): 394 / 407 TFLOP/s at 8192^3 (fp16 / bf16), 40% / 41% of
-// the 989 dense peak, with these 256 x 128 tiles; 128 x 256 gave 375 / 388. Of the 13 other
-// tile shapes, depths and ring lengths `roofline tune` tried, 256 x 128 tiles were 5-6% faster,
-// the rest within 2% or slower (tune-mma_multistage-8192.json). ncu says why no shape helps much: the tensor pipe is 58%
-// busy and a warp issues every 6.1 cycles, two warps per scheduler, half its instructions
-// copy addressing and predicates. Stage 23 takes the copies off the math warps.
+// Shared tiles are swizzled (16-byte chunk c of row r at chunk c ^ f(r); f = r & 7 for 128-byte
+// rows, (r >> 1) & 3 for 64-byte rows): ldmatrix's 8 rows per phase hit 8 distinct bank groups.
+// Blocks are renumbered in groups of GROUP_M block rows so the blocks in flight share A and B
+// panels in L2. Any M, N, K: chunks outside the matrices are zero-filled (src-size 0); when K or
+// N is not a multiple of 8 a second copy of the main loop loads 2-byte elements; tiles of 64
+// accumulators a thread or fewer (GATHER) gather a whole tile's chunks before any shared store,
+// so small shapes wait for memory fewer times.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif

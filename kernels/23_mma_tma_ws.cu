@@ -1,46 +1,23 @@
 // Stage 23: mma.sync fed by TMA, warp-specialized. Stage 22 spends most of its issue slots on
 // things other than HMMA: every thread computes addresses and predicates for its cp.async
-// copies, and all eight warps meet at a block barrier once per K step. With two warps per
-// scheduler (128 accumulators each, one block per SM) every extra instruction is a cycle the
-// tensor pipe waits (ncu: 6.1 cycles between a warp's instructions, tensor pipe 58% busy).
-// Here the copies leave the math warps entirely:
-//   * warpgroup 0 is the producer: one lane issues the TMA box copies of a K step (A: one box
-//     of BM rows x BK; B: BN / 64 boxes of BK rows x 64 columns, see below), STAGES tiles ahead,
-//     each completing on the stage's `full` mbarrier; the TMA writes the 128-byte swizzle itself;
-//   * warpgroups 1-2 hold the 8 consumer warps (64 x 64 each, 2 x 4 over the 128 x 256 tile): wait
-//     on `full`, ldmatrix + mma.sync as in stage 22, then one arrival per warp on `empty` so the
-//     producer may refill the stage. No block-wide barrier is left in the main loop, and warps
-//     may drift apart by up to STAGES tiles. `setmaxnreg` moves registers from the producer
-//     (40) to the consumers (232): 128 accumulators plus two sets of fragments need them.
-// A is K-major with 128-byte rows (BK = 64): chunk c of row r sits at chunk c ^ (r & 7), so each
-// ldmatrix phase (8 rows, one chunk) hits 8 distinct bank groups.
-// B is row-major K x N as the contract gives it (b_layout "kn"). This stage used to take B
-// K-major (N x K, b_layout "nk"; the runner transposed it inside every timed launch, charged to
-// the stage, ~5% at 8192^3). A 128-byte-swizzled TMA box is at most 64 two-byte columns wide,
-// so a BK x BN tile of B is BN / 64 boxes of BK k-rows x 64 n, box q at q * BK * 128 bytes, and
-// chunk c (n 8c .. 8c+7 of the box) of row k at c ^ (k & 7). The fragments of the .col operand
-// then come as in stage 22, through ldmatrix.trans (8 k-rows x 8 n per matrix, transposed on
-// the way): a phase reads one chunk of 8 consecutive k rows, 8 distinct bank groups again.
-// Epilogue (TMA_C=1): after a barrier of the 8 consumer warps (no one reads the ring any more),
-// each warp writes its 64 x 64 block, converted to 16-bit, into 8 KiB of the ring in the TMA's
-// 128-byte swizzle and one lane hands it to the store engine: full-line global writes, clipped
-// at the matrix edge. TMA_C=0 stores from registers, bounds-checked, 4 bytes at a time.
-// CLUSTER_M=2 (tried, not the default): blocks on row tiles 2i and 2i+1 of a column tile form a
-// cluster; each loads half of the B tile's boxes and the TMA multicasts them to both, so L2
-// sends each block 32 KiB per K step instead of 48. A slot is refilled only when both blocks'
-// consumers have released it (remote mbarrier arrivals). Verified, but 3% slower at 8192^3 fp16
-// and bf16 (benchmarks/logs/ab-cluster23-730e251.md, with B K-major then): each slot now waits
-// for the slower block of the pair.
-// Any M; N and K multiples of 8 (TMA row strides are whole 16-byte units: A's rows are K long,
-// B's and C's N; the registry refuses other shapes). Out-of-range rows and columns of A and B
-// arrive as zeros from the TMA (also whole B boxes past N).
-// Measured on the H200 while this stage still took B K-major
-// (benchmarks/results/gemm-{fp16,bf16}-8192.json): 479 / 500 TFLOP/s at
-// 8192^3, 48% / 51% of the 989 dense peak, against stage 22's 394 / 407. mma.sync issues at
-// 2/3 of WGMMA's rate per clock, and the power cap holds the clock down: the same warp loop with
-// no global memory (benchmarks/probe_mma.py) ran 573 / 594 TFLOP/s in the call where this
-// stage ran 484 / 502: 84%. Tuned on the chip: 3 stages, the TMA-store epilogue,
-// GROUP_M 16 (tune-mma_tma_ws-8192.json).
+// copies, and all eight warps meet at a block barrier once per K step. Here the copies leave
+// the math warps entirely:
+//   * warpgroup 0 is the producer: one lane issues the TMA box copies of a K step (A: one box of
+//     BM rows x BK; B: BN / 64 boxes of BK rows x 64 columns), STAGES tiles ahead, each
+//     completing on the stage's `full` mbarrier; the TMA writes the 128-byte swizzle itself;
+//   * warpgroups 1-2 hold the 8 consumer warps (WM x WN = 64 x 64 each over the 128 x 256 tile):
+//     wait on `full`, ldmatrix + mma.sync as in stage 22, then one arrival per warp on `empty`
+//     so the producer may refill the stage. No block-wide barrier is left in the main loop.
+//     `setmaxnreg` moves registers from the producer (40) to the consumers (232).
+// A is K-major with 128-byte rows (BK = 64), chunk c of row r at c ^ (r & 7). B is row-major
+// K x N as the contract gives it: box q of the tile at q * BK * 128 bytes, chunk c of row k at
+// c ^ (k & 7), read through ldmatrix.trans (8 k rows x 8 n per matrix, 8 distinct bank groups).
+// Epilogue (TMA_C=1): each warp writes its 64 x 64 block, converted to 16-bit, into 8 KiB of the
+// ring in the TMA's swizzle and one lane hands it to the store engine (full lines, clipped at
+// the edge); TMA_C=0 stores from registers. CLUSTER_M=2: blocks on row tiles 2i, 2i+1 form a
+// cluster, each loads half of the B boxes and the TMA multicasts them to both; a slot is refilled
+// once both blocks' consumers have released it, so each slot waits for the slower block.
+// Any M; N and K multiples of 8 (TMA row strides are whole 16-byte units); TMA zero-fills the rest.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -70,7 +47,12 @@
 #endif
 
 #include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float, ldmatrix, mma, lane_id
-#include "ptx_sm90.cuh"  // TmaMap, mbarriers, TMA loads (multicast) and stores, clusters, setmaxnreg
+#include "sm70/named_barrier.cuh"  // bar_sync
+#include "sm90/cluster.cuh"        // cluster_sync, mbar_arrive_cluster
+#include "sm90/fence.cuh"          // fence_proxy_async
+#include "sm90/mbarrier.cuh"       // mbarrier init, arrivals and waits
+#include "sm90/setmaxnreg.cuh"     // setmaxnreg_dec, setmaxnreg_inc
+#include "sm90/tma.cuh"            // TmaMap, TMA loads and stores, bulk groups
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
@@ -311,7 +293,7 @@ gemm_mma_tma_ws(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
             tma_store_2d(&tma_c, buf, col0, row0);
             bulk_commit();
             // Only the read of shared memory must finish before the block exits; the global write
-            // completes on its own (ncu: waiting for it too was 2% of stall samples at 4096^3).
+            // completes on its own (waiting for it too would only stall this warp).
             bulk_wait_read<0>();
         }
     }

@@ -5,39 +5,19 @@
 // The tiles get there by TMA: one thread issues `cp.async.bulk.tensor.2d` per operand and tile,
 // the copy engine writes the box 128-byte swizzled (the layout WGMMA's descriptors name) and
 // counts the bytes on an mbarrier; consumers wait on the mbarrier's phase parity.
-// B is read as the contract gives it, row-major K x N (b_layout "kn"). This stage used to take
-// B K-major (N x K, b_layout "nk"), and the runner transposed B inside every timed launch,
-// charged to the stage: 0.047 of 0.229 ms at 4096^3 bf16. Now TMA copies B tiles
-// straight from K x N: a 128-byte-swizzled box is at most 64 two-byte columns wide, so a
-// BK x BN tile is BN / 64 boxes of BK rows x 64 columns, box j at j * BK * 128 bytes. In shared
-// memory B is then N-major ("transposed"): wgmma's imm-trans-b = 1 and its descriptor is the
-// MN-major one (smem_desc_mn_sw128, ptx_sm90.cuh: LBO = BK * 128 bytes from box to box along N,
-// SBO = 1024 bytes from 8 k rows to the next), advanced 16 rows = 2048 bytes per k16 step. A
-// stays K-major (smem_desc_k_sw128, +32 bytes per k16 step inside the swizzled rows).
-// 128 x 128 block tile, BK = 64 (one 128-byte swizzle row per tile row), 2 warpgroups of 64 rows,
-// STAGES-deep ring of shared tiles. No warp specialization yet: every warpgroup computes, and
-// thread 0 also refills the stage that the barrier at the end of each step has freed. One
-// WGMMA batch (4 x k16) stays in flight across that barrier (wait_group 1).
-// Grouped block order as in stage 22. M and N need not divide the tile (TMA zero-fills rows
-// and columns outside the tensor, also whole boxes past N; the epilogue is bounds-checked), nor
-// K (zero-filled too). TMA row strides are whole 16-byte units: A's rows are K long and B's
-// N long, so K and N must be multiples of 8 (the registry refuses other shapes); M is free.
-// Tensor maps: kernel parameters 9 and 10 (A: box BK x BM of M x K; B: box 64 x BK of K x N),
-// from rooflinecli/gpu/tma.extra_args.
-// Few tiles (issue 14): 1000x1016x1032 is 64 tiles of 128 x 128 on 132 SMs, half the GPU idle
-// (13.5 us against cuBLAS's 11). Two ways to more blocks, both parameters here:
-//   * BM = 64: one consumer warpgroup (128 threads, m64n128k16), twice the tiles, and a 24 KiB
-//     stage, so two blocks fit an SM;
-//   * SPLIT_K > 1: grid z cuts K into SPLIT_K runs of whole K tiles, one block per run and tile.
-//     At the end each block takes a ticket from its tile's counter (atomicAdd); the first
-//     SPLIT_K - 1 write their fp32 sums to slot `ticket` of a global workspace (st.global.cg:
-//     L2, where the reader looks) and count themselves done; the last waits for that count, adds
-//     the slots to its registers and runs the epilogue (alpha, beta, C) alone, then puts both
-//     counters back to 0 for the next launch. Its wait cannot hang: every block it waits for
-//     already holds a ticket, so it is resident and past its main loop. Slots are laid out in
-//     register order (float4 j of thread t at j * NUM_THREADS + t): coalesced both ways, and no
-//     shared memory. The workspace (Stage.workspace_bytes, zeroed by the runner) is 2 counters a
-//     tile, then (SPLIT_K - 1) slots of BM x BN floats a tile; it is kernel parameter 11.
+// B is row-major K x N (b_layout "kn"): a 128-byte-swizzled box is at most 64 two-byte columns
+// wide, so a BK x BN tile is BN / 64 boxes of BK rows x 64 columns, read N-major by the WGMMAs
+// (imm-trans-b = 1, smem_desc_mn_sw128: LBO = BK * 128 bytes box to box, SBO = 1024 bytes per
+// 8 k rows, +2048 bytes per k16 step); A stays K-major (smem_desc_k_sw128, +32 bytes per k16).
+// BM x BN = 128 x 128, BK = 64 (one 128-byte swizzle row per tile row), 2 warpgroups of 64 rows,
+// a STAGES-deep ring; every warpgroup computes and thread 0 also refills the stage that the
+// barrier at the end of each step has freed. One WGMMA batch stays in flight (wait_group 1).
+// Few tiles (a shape smaller than the GPU) get more blocks two ways:
+//   * BM = 64: one consumer warpgroup, twice the tiles, a 24 KiB stage, two blocks per SM;
+//   * SPLIT_K > 1: grid z cuts K into SPLIT_K runs; the first SPLIT_K - 1 blocks of a tile (by
+//     ticket) write fp32 sums to the workspace (L2), the last adds them and runs the epilogue,
+//     then zeroes the tile's counters for the next launch (every block it waits for is resident).
+// Any M; K and N multiples of 8 (TMA row strides); TMA zero-fills outside A and B.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -58,7 +38,11 @@
 #endif
 
 #include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float
-#include "ptx_sm90.cuh"  // TmaMap, mbarriers, TMA loads, wgmma
+#include "sm70/flags.cuh"       // ld_acquire_gpu
+#include "sm90/mbarrier.cuh"    // fence_mbarrier_init, mbar_arrive_expect_tx, mbar_init, mbar_wait
+#include "sm90/tma.cuh"         // TmaMap, prefetch_tensormap, tma_load_2d
+#include "sm90/wgmma.cuh"       // wgmma_commit, wgmma_fence, wgmma_m64n128k16, wgmma_wait
+#include "sm90/wgmma_desc.cuh"  // smem_desc_k_sw128, smem_desc_mn_sw128
 
 typedef unsigned int u32;
 typedef unsigned long long u64;

@@ -7,12 +7,11 @@
 // so no block-wide barrier remains in the main loop. `setmaxnreg` moves registers from the
 // producer (dec to 40) to the consumers (inc to 232): a 64 x 256 FP32 accumulator is 128
 // registers per thread, more than the 168 that 384 threads get at launch.
-// 128 x 256 block tile, BK = 64, m64n256k16 (HGMMA.64x256x16), 4-stage ring of 48 KiB stages
+// BM x BN = 128 x 256, BK = 64, m64n256k16 (HGMMA.64x256x16), 4-stage ring of 48 KiB stages
 // (192 KiB). Consumers keep one WGMMA batch in flight (wait_group 1) and release the stage of
 // the batch before. Grouped block order, TMA zero-fill and shape rules as in stage 24.
-// B row-major as in stage 24 (b_layout "kn", no transpose charged to the stage any more): the
-// producer copies a 64 x 256 B tile as 4 boxes of 64 k x 64 n, and the WGMMAs read it N-major
-// (imm-trans-b 1, smem_desc_mn_sw128 with LBO = 8 KiB from box to box, SBO = 1 KiB).
+// B row-major as in stage 24: the producer copies a 64 x 256 B tile as 4 boxes of 64 k x 64 n,
+// and the WGMMAs read it N-major (imm-trans-b 1, smem_desc_mn_sw128: LBO 8 KiB, SBO 1 KiB).
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -30,7 +29,11 @@
 #endif
 
 #include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float
-#include "ptx_sm90.cuh"  // TmaMap, mbarriers, TMA loads, setmaxnreg, wgmma
+#include "sm90/mbarrier.cuh"    // mbarrier init, arrivals and waits
+#include "sm90/setmaxnreg.cuh"  // setmaxnreg_dec, setmaxnreg_inc
+#include "sm90/tma.cuh"         // TmaMap, prefetch_tensormap, tma_load_2d
+#include "sm90/wgmma.cuh"       // wgmma_commit, wgmma_fence, wgmma_m64n256k16, wgmma_wait
+#include "sm90/wgmma_desc.cuh"  // smem_desc_k_sw128, smem_desc_mn_sw128
 
 typedef unsigned int u32;
 typedef unsigned long long u64;

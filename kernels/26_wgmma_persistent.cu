@@ -1,36 +1,23 @@
 // Stage 26: a persistent grid. Stage 25 launches one block per 128 x 256 tile, so every tile pays
-// for a block start (barrier init, an empty ring, the first TMA round trip from memory) and ends
-// with an epilogue that runs while its SM's tensor cores idle and no copy is in flight. Here the
-// grid is one block per SM (Stage.launch: min(tiles, SMs)) and each block walks the tiles
-// tile = blockIdx.x, blockIdx.x + gridDim.x, ... in grouped order (GROUP_M tile rows at a time,
-// so the ~132 tiles in flight together share few rows of A and columns of B in L2).
-// The roles are stage 25's: warpgroup 0 produces (one thread issues the TMA copies), warpgroups 1
-// and 2 consume (64 rows x 256 each, m64n256k16), setmaxnreg moves registers to the consumers.
-// New is only the tile loop around them:
-//   * The ring's slot and phase come from one k-slice counter `it` that runs on across tiles in
-//     every role (never reset): slot it % STAGES, use n = it / STAGES of that slot. full[s]
-//     completes phase n when use n has landed; empty[s] completes phase n when the consumers'
-//     8 warps have released use n. The producer waits for empty phase n-1 before use n
-//     (parity (n-1) & 1), consumers wait for full phase n (parity n & 1), as in stage 25 with kt.
-//   * So the producer runs ahead into the next tile's K-slices while the consumers still do the
-//     epilogue of this one: the next tile starts with up to STAGES slices already in shared memory.
-//   * Consumers release the last slice of a tile after wgmma.wait_group 0 (stage 25 never had to),
-//     and the first WGMMA of each tile runs with scale-d = 0, which clears the accumulators.
-//   * Epilogue (TMA_C=1): each consumer converts its 64 x 256 block in 4 chunks of 64 x 64, writes
-//     a chunk into one of two 8 KiB staging buffers in the 128-byte swizzled layout (conflict-free
-//     32-bit shared stores), fences to the async proxy, and one thread hands the chunk to the TMA
-//     store engine (cp.async.bulk.tensor ... bulk_group): global writes are full lines, clipped to
-//     M x N by the copy engine, and they drain while the next tile's mainloop runs. A buffer is
-//     reused only after cp.async.bulk.wait_group.read 1 (the store before the last has read it).
-//     TMA_C=0 keeps stage 25's bounds-checked register-to-global stores.
-// Shared memory: 4 stages x 48 KiB + 2 x 2 x 8 KiB staging + 1 KiB alignment = 225 KiB.
-// Shape rules as in stages 24/25: TMA zero-fills loads outside A and B (M, N, K tails); the TMA
-// store skips elements outside C; K, N multiples of 8 (16-byte TMA row strides), any M.
-// B row-major (b_layout "kn") as in stages 24/25: 4 boxes of 64 k x 64 n per 64 x 256 B tile,
-// read N-major by the WGMMAs (imm-trans-b 1, smem_desc_mn_sw128: LBO 8 KiB box to box, SBO
-// 1 KiB); before, B came K-major and the runner's transpose was charged to every launch.
-// Tensor maps: parameters 9, 10 (A: box BK x BM of M x K; B: box 64 x BK of K x N) and, with
-// TMA_C=1, 11 (C box 64 x 64, 128-byte swizzled), from rooflinecli/gpu/tma.extra_args.
+// for a block start (barrier init, an empty ring, the first TMA trip to memory) and ends with an
+// epilogue that runs while its SM's tensor cores idle. Here the grid is one block per SM
+// (Stage.launch: min(tiles, SMs)) and each block walks tiles blockIdx.x, + gridDim.x, ... in
+// grouped order (GROUP_M tile rows at a time, so the tiles in flight share A and B in L2).
+// The roles are stage 25's; new is the tile loop around them:
+//   * the ring's slot and phase come from one K-slice counter `it` that runs on across tiles in
+//     every role: slot it % STAGES, use n = it / STAGES. The producer waits for empty phase
+//     n - 1 before use n, the consumers for full phase n;
+//   * so the producer runs ahead into the next tile's K slices while the consumers still do the
+//     epilogue of this one: the next tile starts with up to STAGES slices in shared memory;
+//   * consumers release a tile's last slice after wgmma.wait_group 0, and the first WGMMA of
+//     each tile runs with scale-d = 0, which clears the accumulators;
+//   * epilogue (TMA_C=1, gemm/tma_epilogue.cuh): each consumer stages its 64 x BN block in
+//     64-column chunks through two 8 KiB swizzled buffers and one thread hands each chunk to the
+//     TMA store engine: full-line writes clipped to M x N that drain while the next tile's main
+//     loop runs. TMA_C=0 keeps stage 25's bounds-checked register stores.
+// The ring's producer and consumer steps (load_slice, mma_slice) are gemm/wgmma_pipeline.cuh's.
+// Shared memory: 4 x 48 KiB + 2 x 2 x 8 KiB staging + 1 KiB = 225 KiB. Any M; K, N multiples of
+// 8. Tensor maps: parameters 9, 10 (A, B) and, with TMA_C=1, 11 (C), rooflinecli/gpu/tma.py.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -51,7 +38,13 @@
 #endif
 
 #include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float
-#include "ptx_sm90.cuh"  // TmaMap, mbarriers, TMA loads and stores, setmaxnreg, wgmma
+#include "sm90/mbarrier.cuh"    // fence_mbarrier_init, mbar_arrive, mbar_init
+#include "sm90/setmaxnreg.cuh"  // setmaxnreg_dec, setmaxnreg_inc
+#include "sm90/tma.cuh"         // TmaMap, bulk_wait, prefetch_tensormap
+#include "sm90/wgmma.cuh"       // wgmma_wait
+#include "gemm/tile_order.cuh"      // grouped_tile_origin
+#include "gemm/wgmma_pipeline.cuh"  // load_slice, mma_slice
+#include "gemm/tma_epilogue.cuh"    // store_tile_tma
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
@@ -84,74 +77,7 @@ static_assert(RING_BYTES + EPI_BYTES + 1024 + 16 * STAGES <= 227 * 1024,
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536,
               "setmaxnreg: the warpgroups' registers must fit in the SM's 64K");
 
-// BN = 128 (m64n128k16, 64 accumulators a consumer thread): twice the tiles of BN = 256, for
-// shapes whose 128 x 256 tiles leave SMs idle or a last wave nearly empty
-#define WGMMA wgmma_m64nNk16<BN, B_TRANS>
-
-// Tile number -> origin of its BM x BN block of C, grouped order: GROUP_M tile rows are walked
-// column by column (down a column of GROUP_M tiles, then the next column), then the next group.
-__device__ __forceinline__ void tile_origin(int tile, int grid_m, int grid_n, int& m0, int& n0) {
-    const int per_group = GROUP_M * grid_n;
-    const int group = tile / per_group, first_m = group * GROUP_M;
-    const int group_rows = min(grid_m - first_m, GROUP_M);
-    const int in_group = tile - group * per_group;
-    m0 = (first_m + in_group % group_rows) * BM;
-    n0 = (in_group / group_rows) * BN;
-}
-
-#if TMA_C
-// C = alpha * D (+ beta * C) for a warpgroup's 64 x BN block at (row0, col0) through the TMA
-// store engine, 64 columns at a time. Chunk q of d (accumulators 32q .. 32q+31, columns
-// 64q .. 64q+63) goes to staging buffer (stores & 1): row r at r * 128 bytes, its 16-byte
-// piece jj (columns 8jj .. 8jj+7) at piece jj ^ (r % 8), the 128-byte swizzle that TMA applies
-// by address bits (the buffer is 1024-byte aligned). r % 8 is g for every row a thread holds,
-// so a warp's 32 four-byte stores land in 32 different banks. `stores` counts the store groups
-// this warpgroup committed (uniform over it; the same in every thread), across tiles.
-__device__ __forceinline__ void store_tile_tma(const float (&d)[BN / 2], const TmaMap* map,
-                                               const elem_t* C, int M, int N, int row0, int col0,
-                                               float alpha, float beta, u32 bufs, int bar_id,
-                                               bool leader, u32& stores) {
-    if (row0 >= M) return;  // this warpgroup's rows are all outside C (uniform over it)
-    const int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4;
-    const int g = lane / 4, t = lane % 4;
-#pragma unroll
-    for (int q = 0; q < BN / EPI_COLS; ++q) {
-        const int c0 = col0 + EPI_COLS * q;
-        if (c0 >= N) break;  // this and later chunks are outside C (uniform)
-        const u32 buf = bufs + (stores & 1u) * EPI_CHUNK_BYTES;
-        // the group committed two chunks ago read this buffer: it must have finished
-        if (leader) bulk_wait_read<1>();
-        bar_sync(bar_id, 128);
-#pragma unroll
-        for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
-            const int j = (EPI_COLS / 8) * q + jj;  // 8-column group of the accumulator layout
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int r = 16 * w + g + 8 * h;
-                float v0 = alpha * d[4 * j + 2 * h], v1 = alpha * d[4 * j + 2 * h + 1];
-                if (beta != 0.0f) {  // beta == 0: C is never read
-                    const int row = row0 + r, col = c0 + 8 * jj + 2 * t;
-                    if (row < M && col < N) {  // N is even: col + 1 < N too
-                        // ld.global.cg (L2): not the read-only path, C is written in this kernel
-                        const u32 old = __ldcg(
-                            reinterpret_cast<const unsigned int*>(C + static_cast<size_t>(row) * N + col));
-                        v0 = fmaf(beta, to_float(static_cast<elem_t>(old & 0xffffu)), v0);
-                        v1 = fmaf(beta, to_float(static_cast<elem_t>(old >> 16)), v1);
-                    }
-                }
-                st_shared_u32(buf + r * 128 + ((jj ^ g) << 4) + 4 * t, pack2(v0, v1));
-            }
-        }
-        fence_proxy_async();  // each writer: its stores visible to the copy engine ...
-        bar_sync(bar_id, 128);  // ... all writers done before the leader hands the chunk over
-        if (leader) {
-            tma_store_2d(map, buf, c0, row0);
-            bulk_commit();
-        }
-        ++stores;
-    }
-}
-#else
+#if !TMA_C
 // C = alpha * D + beta * C for the 64 x (2 * NACC / 8 * 8) block a warpgroup holds, rows from
 // row0 and columns from col0; pairs (2t, 2t+1) go out as one 32-bit store when N is even.
 template <int NACC>
@@ -232,19 +158,10 @@ gemm_wgmma_persistent(int M, int N, int K, float alpha, const elem_t* __restrict
             u32 it = 0;
             for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
                 int m0, n0;
-                tile_origin(tile, grid_m, grid_n, m0, n0);
-                for (int kt = 0; kt < ktiles; ++kt, ++it) {
-                    const u32 s = it % STAGES;
-                    // use n >= 1 of slot s: wait until the consumers released use n - 1
-                    if (it >= STAGES) mbar_wait(empty0 + 8 * s, ((it / STAGES) - 1) & 1);
-                    const u32 sa = base + s * STAGE_BYTES, bar = full0 + 8 * s;
-                    mbar_arrive_expect_tx(bar, STAGE_BYTES);
-                    tma_load_2d(sa, &tma_a, bar, kt * BK, m0);
-#pragma unroll
-                    for (int j = 0; j < B_BOXES; ++j)  // columns n0 + 64j .., rows kt * BK ..
-                        tma_load_2d(sa + A_BYTES + j * B_BOX_BYTES, &tma_b, bar,
-                                    n0 + j * B_BOX_COLS, kt * BK);
-                }
+                grouped_tile_origin<BM, BN, GROUP_M>(tile, grid_m, grid_n, m0, n0);
+                for (int kt = 0; kt < ktiles; ++kt, ++it)  // A and all of B: STAGE_BYTES
+                    load_slice<BM, BN, BK, STAGES, 1>(it, base, full0, empty0, &tma_a, &tma_b,
+                                                      kt, m0, n0, 0, true, STAGE_BYTES);
             }
         }
     } else {
@@ -263,18 +180,9 @@ gemm_wgmma_persistent(int M, int N, int K, float alpha, const elem_t* __restrict
         u32 it = 0;  // the producer's K-slice counter, followed slice by slice
         for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
             int m0, n0;
-            tile_origin(tile, grid_m, grid_n, m0, n0);
+            grouped_tile_origin<BM, BN, GROUP_M>(tile, grid_m, grid_n, m0, n0);
             for (int kt = 0; kt < ktiles; ++kt, ++it) {
-                const u32 s = it % STAGES;
-                mbar_wait(full0 + 8 * s, (it / STAGES) & 1);  // use it / STAGES has landed
-                const u32 sa = base + s * STAGE_BYTES + c * (64 * BK * 2);
-                const u32 sb = base + s * STAGE_BYTES + A_BYTES;
-                wgmma_fence();
-#pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk)  // A: +32 bytes inside its rows; B: +16 rows
-                    WGMMA(d, smem_desc_k_sw128(sa + 32 * kk),
-                          smem_desc_mn_sw128(sb + 16 * 128 * kk, B_BOX_BYTES), (kt | kk) != 0);
-                wgmma_commit();
+                mma_slice<BM, BN, BK, STAGES, B_TRANS>(d, it, base, full0, c, kt != 0);
                 wgmma_wait<1>();  // the batch of slice it-1 has completed: release its slot
                 if (kt >= 1 && lane0) mbar_arrive(empty0 + 8 * ((it - 1) % STAGES));
             }
@@ -284,8 +192,8 @@ gemm_wgmma_persistent(int M, int N, int K, float alpha, const elem_t* __restrict
             if (lane0) mbar_arrive(empty0 + 8 * ((it - 1) % STAGES));
 
 #if TMA_C
-            store_tile_tma(d, &tma_c, C, M, N, m0 + 64 * c, n0, alpha, beta, bufs, 1 + c, leader,
-                           stores);
+            store_tile_tma<BN>(d, &tma_c, C, M, N, m0 + 64 * c, n0, alpha, beta, bufs, 1 + c,
+                               leader, stores);
 #else
             store_block(d, C, M, N, m0 + 64 * c, n0, alpha, beta);
 #endif

@@ -1,42 +1,23 @@
 // Stage 27: 2x1 thread-block clusters with TMA multicast of B, on stage 26's persistent kernel.
-// In stage 26 every block fetches its whole 64 x 256 slice of B per K step from L2 (32 KiB), and
-// the two blocks on row tiles 2i and 2i+1 of one column of C fetch the same bytes. Here those two
-// blocks form a cluster (__cluster_dims__(2, 1, 1): blocks 2c and 2c+1 of the persistent grid)
-// and walk the same sequence of cluster tiles (a 256 x 256 block of C: rank r computes rows
-// 128r .. 128r+127 of it). Each block's producer loads its own A (128 x 64, 16 KiB) and half of
-// B's four 64-column boxes, and the TMA multicasts those boxes into the same offset of both
-// blocks' shared memory, counting the bytes on each block's own full barrier. So per K step L2
-// sends a block 16 + 16 KiB instead of 16 + 32: a third less traffic out of L2 for the same
-// MACs. On a power-capped card that is power left for the tensor cores' clock, and it is the
-// shared-operand traffic a public Hopper series (fast.cu, "Outperforming cuBLAS on H100") cuts
-// the same way, with a 2x1 cluster on 128 of the SMs.
-//   * A slot of the ring is written by both producers, so it is refilled only when the
-//     consumers of both blocks have released it: every empty barrier counts the 8 consumer warps
-//     of both blocks (16 arrivals), lane r of each consumer warp arrives on block r's barrier
-//     (mbarrier.arrive.shared::cluster on the mapa address).
-//   * Each full barrier expects the whole stage (A + all four B boxes): the peer's multicast may
-//     land before this block's producer announced the bytes (the tx-count goes below zero for a
-//     while; the phase still needs the producer's arrival to complete).
-//   * Both blocks of a pair run the same number of K slices in the same order (same tile list,
-//     same K): the ring's counter `it` stays in step across the pair. A rank whose row tile lies
-//     past M (M over an odd number of row tiles) still takes part: it skips its A load (and
-//     expects that many bytes fewer), computes on stale A and stores nothing.
-//   * Blocks meet the peer at a cluster barrier after the barriers are initialised (before
-//     anything is multicast to them) and again before exiting (the peer may still arrive on, or
-//     multicast into, this block's shared memory).
-//   * The grid is at most MAX_BLOCKS blocks (Stage.launch; 0: one per SM), a whole number of
-//     clusters. A pair must sit in one GPC, and whether all 66 pairs of 132 SMs fit at once
-//     depends on how the SMs are spread over the GPCs (a pair that does not fit waits for a
-//     whole persistent block to finish); 128 blocks (64 pairs) is what fast.cu launches, and the
-//     tune space tries 132. At 8192^3 and 4096^3 the cap costs no wave: 2048 (512) tiles are
-//     16 (4) waves of 128 and 15.5 (3.9) of 132. CLUSTER_M=1 is stage 26 again (with the cap).
-// Everything else is stage 26's: a producer warpgroup (setmaxnreg 40) and two consumer warpgroups
-// (232, 64 x 256 each, m64n256k16, B read N-major through imm-trans-b), BK 64, a STAGES-deep
-// ring whose counter runs on across tiles, grouped tile order over cluster tiles, and the
-// TMA-store epilogue through two 8 KiB staging buffers per consumer.
-// Shared memory: 4 stages x 48 KiB + 2 x 2 x 8 KiB staging + 1 KiB alignment = 225 KiB.
-// Shapes: any M; N, K multiples of 8 (16-byte TMA row strides); TMA zero-fills A and B past the
-// matrix and the TMA store skips C past it. Tensor maps as stage 26 (rooflinecli/gpu/tma.py).
+// In stage 26 the two blocks on row tiles 2i and 2i+1 of one column of C each fetch the same
+// 64 x 256 slice of B per K step from L2. Here they form a cluster (__cluster_dims__(2, 1, 1):
+// blocks 2c, 2c+1 of the persistent grid) and walk the same cluster tiles (256 x 256 of C; rank
+// r computes rows 128r .. 128r+127). Each producer loads its own A and half of B's 64-column
+// boxes, and the TMA multicasts those boxes into the same offset of both blocks' shared memory,
+// counting the bytes on each block's full barrier: per K step L2 sends a block 16 + 16 KiB
+// instead of 16 + 32 (fast.cu, "Outperforming cuBLAS on H100", cuts this traffic the same way).
+//   * A slot is written by both producers, so it is refilled only when the consumers of both
+//     blocks have released it: every empty barrier counts both blocks' 8 consumer warps; lane r
+//     of each consumer warp arrives on block r's barrier (mbarrier.arrive.shared::cluster).
+//   * Each full barrier expects the whole stage: the peer's multicast may land before this
+//     block's producer announced the bytes (the phase still needs the producer's arrival).
+//   * Both blocks run the same K slices in the same order, so `it` stays in step; a rank whose
+//     row tile lies past M skips its A load (and its bytes), computes on stale A, stores nothing.
+//   * The pair meets at a cluster barrier after the mbarriers are initialised and before exit.
+//   * The grid is at most MAX_BLOCKS blocks, a whole number of clusters: a pair must sit in one
+//     GPC, and whether every pair of the SMs fits at once depends on the GPCs (fast.cu launches
+//     128 blocks). CLUSTER_M=1 is stage 26 again (with the cap).
+// Everything else is stage 26's. Shared memory: 4 x 48 KiB + 2 x 2 x 8 KiB + 1 KiB = 225 KiB.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -57,7 +38,14 @@
 #endif
 
 #include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float
-#include "ptx_sm90.cuh"  // TmaMap, mbarriers, clusters, TMA loads (multicast) and stores, wgmma
+#include "sm90/cluster.cuh"     // cluster_sync
+#include "sm90/mbarrier.cuh"    // fence_mbarrier_init, mbar_init
+#include "sm90/setmaxnreg.cuh"  // setmaxnreg_dec, setmaxnreg_inc
+#include "sm90/tma.cuh"         // TmaMap, bulk_wait, prefetch_tensormap
+#include "sm90/wgmma.cuh"       // wgmma_wait
+#include "gemm/tile_order.cuh"      // grouped_cluster_origin
+#include "gemm/wgmma_pipeline.cuh"  // load_slice, mma_slice, release_slot
+#include "gemm/tma_epilogue.cuh"    // store_tile_tma
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
@@ -92,86 +80,6 @@ static_assert(RING_BYTES + EPI_BYTES + 1024 <= 227 * 1024,
               "ring + staging (+ alignment) must fit in 227 KiB");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536,
               "setmaxnreg: the warpgroups' registers must fit in the SM's 64K");
-
-// BN = 128 (m64n128k16, 64 accumulators a consumer thread): twice the tiles of BN = 256, for
-// shapes whose 128 x 256 tiles leave SMs idle or a last wave nearly empty
-#define WGMMA wgmma_m64nNk16<BN, B_TRANS>
-
-// Cluster tile number -> origin of this block's BM x BN block of C. Cluster tiles are
-// (CLUSTER_M * BM) x BN blocks in grouped order: GROUP_C cluster rows walked column by column,
-// then the next group; rank r of the pair takes row tile CLUSTER_M * (cluster row) + r.
-__device__ __forceinline__ void tile_origin(int tile, int grid_cm, int grid_n, int rank, int& m0,
-                                            int& n0) {
-    const int per_group = GROUP_C * grid_n;
-    const int group = tile / per_group, first_m = group * GROUP_C;
-    const int group_rows = min(grid_cm - first_m, GROUP_C);
-    const int in_group = tile - group * per_group;
-    m0 = ((first_m + in_group % group_rows) * CLUSTER_M + rank) * BM;
-    n0 = (in_group / group_rows) * BN;
-}
-
-// The consumers of both blocks read slot s: each warp releases it to every producer that writes
-// it (lane r arrives on block r's empty barrier; alone, lane 0 on its own).
-__device__ __forceinline__ void release_slot(u32 empty_bar) {
-    const int lane = threadIdx.x % 32;
-    if (CLUSTER_M == 1) {
-        if (lane == 0) mbar_arrive(empty_bar);
-    } else if (lane < CLUSTER_M) {
-        mbar_arrive_cluster(empty_bar, lane);
-    }
-}
-
-// C = alpha * D (+ beta * C) for a warpgroup's 64 x BN block at (row0, col0) through the TMA
-// store engine, 64 columns at a time. Chunk q of d (accumulators 32q .. 32q+31, columns
-// 64q .. 64q+63) goes to staging buffer (stores & 1): row r at r * 128 bytes, its 16-byte
-// piece jj (columns 8jj .. 8jj+7) at piece jj ^ (r % 8), the 128-byte swizzle that TMA applies
-// by address bits (the buffer is 1024-byte aligned). r % 8 is g for every row a thread holds,
-// so a warp's 32 four-byte stores land in 32 different banks. `stores` counts the store groups
-// this warpgroup committed (uniform over it; the same in every thread), across tiles.
-__device__ __forceinline__ void store_tile_tma(const float (&d)[BN / 2], const TmaMap* map,
-                                               const elem_t* C, int M, int N, int row0, int col0,
-                                               float alpha, float beta, u32 bufs, int bar_id,
-                                               bool leader, u32& stores) {
-    if (row0 >= M) return;  // this warpgroup's rows are all outside C (uniform over it)
-    const int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4;
-    const int g = lane / 4, t = lane % 4;
-#pragma unroll
-    for (int q = 0; q < BN / EPI_COLS; ++q) {
-        const int c0 = col0 + EPI_COLS * q;
-        if (c0 >= N) break;  // this and later chunks are outside C (uniform)
-        const u32 buf = bufs + (stores & 1u) * EPI_CHUNK_BYTES;
-        // the group committed two chunks ago read this buffer: it must have finished
-        if (leader) bulk_wait_read<1>();
-        bar_sync(bar_id, 128);
-#pragma unroll
-        for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
-            const int j = (EPI_COLS / 8) * q + jj;  // 8-column group of the accumulator layout
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int r = 16 * w + g + 8 * h;
-                float v0 = alpha * d[4 * j + 2 * h], v1 = alpha * d[4 * j + 2 * h + 1];
-                if (beta != 0.0f) {  // beta == 0: C is never read
-                    const int row = row0 + r, col = c0 + 8 * jj + 2 * t;
-                    if (row < M && col < N) {  // N is even: col + 1 < N too
-                        // ld.global.cg (L2): not the read-only path, C is written in this kernel
-                        const u32 old = __ldcg(
-                            reinterpret_cast<const unsigned int*>(C + static_cast<size_t>(row) * N + col));
-                        v0 = fmaf(beta, to_float(static_cast<elem_t>(old & 0xffffu)), v0);
-                        v1 = fmaf(beta, to_float(static_cast<elem_t>(old >> 16)), v1);
-                    }
-                }
-                st_shared_u32(buf + r * 128 + ((jj ^ g) << 4) + 4 * t, pack2(v0, v1));
-            }
-        }
-        fence_proxy_async();  // each writer: its stores visible to the copy engine ...
-        bar_sync(bar_id, 128);  // ... all writers done before the leader hands the chunk over
-        if (leader) {
-            tma_store_2d(map, buf, c0, row0);
-            bulk_commit();
-        }
-        ++stores;
-    }
-}
 
 #if CLUSTER_M > 1
 #define CLUSTER_DIMS __cluster_dims__(CLUSTER_M, 1, 1)  // blocks 2c, 2c+1 of the persistent grid
@@ -227,28 +135,14 @@ gemm_wgmma_cluster(int M, int N, int K, float alpha, const elem_t* __restrict__ 
             u32 it = 0;
             for (int tile = cluster; tile < num_tiles; tile += clusters) {
                 int m0, n0;
-                tile_origin(tile, grid_cm, grid_n, rank, m0, n0);
+                grouped_cluster_origin<BM, BN, GROUP_C, CLUSTER_M>(tile, grid_cm, grid_n,
+                                                                   rank, m0, n0);
                 const bool load_a = m0 < M;  // a rank past M loads no A (uniform per tile)
                 const u32 bytes = (load_a ? A_BYTES : 0) + B_BOXES * B_BOX_BYTES;
-                for (int kt = 0; kt < ktiles; ++kt, ++it) {
-                    const u32 s = it % STAGES;
-                    // use n >= 1 of slot s: wait until both blocks' consumers released use n - 1
-                    if (it >= STAGES) mbar_wait(empty0 + 8 * s, ((it / STAGES) - 1) & 1);
-                    const u32 sa = base + s * STAGE_BYTES, bar = full0 + 8 * s;
-                    mbar_arrive_expect_tx(bar, bytes);  // A, and all of B (both halves)
-                    if (load_a) tma_load_2d(sa, &tma_a, bar, kt * BK, m0);
-#pragma unroll
-                    for (int q = 0; q < MY_B_BOXES; ++q) {  // columns n0 + 64 box .., rows kt*BK ..
-                        const int box = rank * MY_B_BOXES + q;  // with a pair: this block's half
-                        const u32 dst = sa + A_BYTES + box * B_BOX_BYTES;
-                        if (CLUSTER_M == 1) {
-                            tma_load_2d(dst, &tma_b, bar, n0 + box * B_BOX_COLS, kt * BK);
-                        } else {  // to the same offset (and barrier) in both blocks of the pair
-                            tma_load_2d_multicast(dst, &tma_b, bar, n0 + box * B_BOX_COLS,
-                                                  kt * BK, (1u << CLUSTER_M) - 1);
-                        }
-                    }
-                }
+                for (int kt = 0; kt < ktiles; ++kt, ++it)  // A (unless past M), this block's B
+                    load_slice<BM, BN, BK, STAGES, CLUSTER_M>(it, base, full0, empty0, &tma_a,
+                                                              &tma_b, kt, m0, n0, rank, load_a,
+                                                              bytes);
             }
         }
     } else {
@@ -264,26 +158,18 @@ gemm_wgmma_cluster(int M, int N, int K, float alpha, const elem_t* __restrict__ 
         u32 it = 0;  // the producer's K-slice counter, followed slice by slice
         for (int tile = cluster; tile < num_tiles; tile += clusters) {
             int m0, n0;
-            tile_origin(tile, grid_cm, grid_n, rank, m0, n0);
+            grouped_cluster_origin<BM, BN, GROUP_C, CLUSTER_M>(tile, grid_cm, grid_n,
+                                                               rank, m0, n0);
             for (int kt = 0; kt < ktiles; ++kt, ++it) {
-                const u32 s = it % STAGES;
-                mbar_wait(full0 + 8 * s, (it / STAGES) & 1);  // use it / STAGES has landed
-                const u32 sa = base + s * STAGE_BYTES + c * (64 * BK * 2);
-                const u32 sb = base + s * STAGE_BYTES + A_BYTES;
-                wgmma_fence();
-#pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk)  // A: +32 bytes inside its rows; B: +16 rows
-                    WGMMA(d, smem_desc_k_sw128(sa + 32 * kk),
-                          smem_desc_mn_sw128(sb + 16 * 128 * kk, B_BOX_BYTES), (kt | kk) != 0);
-                wgmma_commit();
+                mma_slice<BM, BN, BK, STAGES, B_TRANS>(d, it, base, full0, c, kt != 0);
                 wgmma_wait<1>();  // the batch of slice it-1 has completed: release its slot
-                if (kt >= 1) release_slot(empty0 + 8 * ((it - 1) % STAGES));
+                if (kt >= 1) release_slot<CLUSTER_M, false>(empty0 + 8 * ((it - 1) % STAGES));
             }
             wgmma_wait<0>();
             // the tile's last slice: released here, the producers refill it during the epilogue
-            release_slot(empty0 + 8 * ((it - 1) % STAGES));
-            store_tile_tma(d, &tma_c, C, M, N, m0 + 64 * c, n0, alpha, beta, bufs, 1 + c, leader,
-                           stores);
+            release_slot<CLUSTER_M, false>(empty0 + 8 * ((it - 1) % STAGES));
+            store_tile_tma<BN>(d, &tma_c, C, M, N, m0 + 64 * c, n0, alpha, beta, bufs, 1 + c,
+                               leader, stores);
         }
         if (leader) bulk_wait<0>();  // the staging buffers must outlive the stores reading them
     }

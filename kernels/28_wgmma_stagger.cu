@@ -1,23 +1,23 @@
 // Stage 28: the two consumer warpgroups staggered, so one's epilogue overlaps the other's
 // WGMMAs. In stages 26 and 27 both consumers wait on the same full barriers and so run in step:
-// they finish a tile together, and while both convert, stage and store their halves of C (and
-// drain their last WGMMAs) the tensor cores have nothing to do. One consumer's WGMMA stream
-// (m64n256k16 from a whole warpgroup) can keep all four tensor cores of the SM busy on its own;
-// two in step only share them. Here consumer 1 starts LAG K slices behind consumer 0: it waits
-// at named barrier 3 until consumer 0 has issued its first LAG slices (bar.arrive there, so
-// consumer 0 never waits). From then on the lag keeps itself:
-//   * in the main loop both issue and share the tensor cores, and both release every slot
-//     (a slot is refilled only when both have), so consumer 0 can run at most STAGES slices
-//     ahead of consumer 1: the lag costs consumer 0 LAG slices of the ring's lookahead;
+// they finish a tile together, and while both convert, stage and store their halves of C the
+// tensor cores have nothing to do. One consumer's WGMMA stream (m64n256k16 from a whole
+// warpgroup) can keep the SM's tensor cores busy on its own; two in step only share them.
+// Here consumer 1 starts LAG K slices behind consumer 0: it waits at named barrier 3 until
+// consumer 0 has issued its first LAG slices (bar.arrive there, so consumer 0 never waits).
+// From then on the lag keeps itself:
+//   * in the main loop both issue and share the tensor cores, and both release every slot (a
+//     slot is refilled only when both have), so consumer 0 runs at most STAGES slices ahead:
+//     the lag costs consumer 0 LAG slices of the ring's lookahead;
 //   * when consumer 0 reaches the end of a tile it does its epilogue while consumer 1 computes
-//     its last LAG slices alone, at up to twice the rate; then consumer 1 does its epilogue while
-//     consumer 0 starts the next tile alone. Both epilogues are hidden behind tensor-core work
-//     as long as they take at most LAG slices of one warpgroup's full rate (LAG x 1 M MACs).
+//     its last LAG slices alone, at up to twice the rate; then consumer 1 does its epilogue
+//     while consumer 0 starts the next tile alone. Both epilogues hide behind tensor-core work
+//     as long as each takes at most LAG slices of one warpgroup's full rate.
 // LAG=0 is stage 27 again. LAG < STAGES: consumer 0 issues its first LAG slices before
 // consumer 1 has released any slot, so they must already be in the ring.
 // Everything else is stage 27's: 2x1 clusters with B multicast (CLUSTER_M), persistent blocks
-// capped at MAX_BLOCKS, producer warpgroup + 2 consumers of 64 x 256, m64n256k16 with B N-major,
-// BK 64, STAGES-deep ring, grouped order, TMA-store epilogue.
+// capped at MAX_BLOCKS, producer warpgroup + 2 consumers of 64 x BN with B N-major, BK 64,
+// a STAGES-deep ring, grouped order, TMA-store epilogue.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -41,7 +41,15 @@
 #endif
 
 #include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float
-#include "ptx_sm90.cuh"  // TmaMap, mbarriers, clusters, TMA loads (multicast) and stores, wgmma
+#include "sm70/named_barrier.cuh"  // bar_arrive, bar_sync
+#include "sm90/cluster.cuh"        // cluster_sync
+#include "sm90/mbarrier.cuh"       // fence_mbarrier_init, mbar_init
+#include "sm90/setmaxnreg.cuh"     // setmaxnreg_dec, setmaxnreg_inc
+#include "sm90/tma.cuh"            // TmaMap, bulk_wait, prefetch_tensormap
+#include "sm90/wgmma.cuh"          // wgmma_wait
+#include "gemm/tile_order.cuh"      // grouped_cluster_origin
+#include "gemm/wgmma_pipeline.cuh"  // load_slice, mma_slice, release_slot
+#include "gemm/tma_epilogue.cuh"    // store_tile_tma
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
@@ -78,86 +86,6 @@ static_assert(RING_BYTES + EPI_BYTES + 1024 <= 227 * 1024,
               "ring + staging (+ alignment) must fit in 227 KiB");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536,
               "setmaxnreg: the warpgroups' registers must fit in the SM's 64K");
-
-// BN = 128 (m64n128k16, 64 accumulators a consumer thread): twice the tiles of BN = 256, for
-// shapes whose 128 x 256 tiles leave SMs idle or a last wave nearly empty
-#define WGMMA wgmma_m64nNk16<BN, B_TRANS>
-
-// Cluster tile number -> origin of this block's BM x BN block of C. Cluster tiles are
-// (CLUSTER_M * BM) x BN blocks in grouped order: GROUP_C cluster rows walked column by column,
-// then the next group; rank r of the pair takes row tile CLUSTER_M * (cluster row) + r.
-__device__ __forceinline__ void tile_origin(int tile, int grid_cm, int grid_n, int rank, int& m0,
-                                            int& n0) {
-    const int per_group = GROUP_C * grid_n;
-    const int group = tile / per_group, first_m = group * GROUP_C;
-    const int group_rows = min(grid_cm - first_m, GROUP_C);
-    const int in_group = tile - group * per_group;
-    m0 = ((first_m + in_group % group_rows) * CLUSTER_M + rank) * BM;
-    n0 = (in_group / group_rows) * BN;
-}
-
-// The consumers of both blocks read slot s: each warp releases it to every producer that writes
-// it (lane r arrives on block r's empty barrier; alone, lane 0 on its own).
-__device__ __forceinline__ void release_slot(u32 empty_bar) {
-    const int lane = threadIdx.x % 32;
-    if (CLUSTER_M == 1) {
-        if (lane == 0) mbar_arrive(empty_bar);
-    } else if (lane < CLUSTER_M) {
-        mbar_arrive_cluster(empty_bar, lane);
-    }
-}
-
-// C = alpha * D (+ beta * C) for a warpgroup's 64 x BN block at (row0, col0) through the TMA
-// store engine, 64 columns at a time. Chunk q of d (accumulators 32q .. 32q+31, columns
-// 64q .. 64q+63) goes to staging buffer (stores & 1): row r at r * 128 bytes, its 16-byte
-// piece jj (columns 8jj .. 8jj+7) at piece jj ^ (r % 8), the 128-byte swizzle that TMA applies
-// by address bits (the buffer is 1024-byte aligned). r % 8 is g for every row a thread holds,
-// so a warp's 32 four-byte stores land in 32 different banks. `stores` counts the store groups
-// this warpgroup committed (uniform over it; the same in every thread), across tiles.
-__device__ __forceinline__ void store_tile_tma(const float (&d)[BN / 2], const TmaMap* map,
-                                               const elem_t* C, int M, int N, int row0, int col0,
-                                               float alpha, float beta, u32 bufs, int bar_id,
-                                               bool leader, u32& stores) {
-    if (row0 >= M) return;  // this warpgroup's rows are all outside C (uniform over it)
-    const int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4;
-    const int g = lane / 4, t = lane % 4;
-#pragma unroll
-    for (int q = 0; q < BN / EPI_COLS; ++q) {
-        const int c0 = col0 + EPI_COLS * q;
-        if (c0 >= N) break;  // this and later chunks are outside C (uniform)
-        const u32 buf = bufs + (stores & 1u) * EPI_CHUNK_BYTES;
-        // the group committed two chunks ago read this buffer: it must have finished
-        if (leader) bulk_wait_read<1>();
-        bar_sync(bar_id, 128);
-#pragma unroll
-        for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
-            const int j = (EPI_COLS / 8) * q + jj;  // 8-column group of the accumulator layout
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int r = 16 * w + g + 8 * h;
-                float v0 = alpha * d[4 * j + 2 * h], v1 = alpha * d[4 * j + 2 * h + 1];
-                if (beta != 0.0f) {  // beta == 0: C is never read
-                    const int row = row0 + r, col = c0 + 8 * jj + 2 * t;
-                    if (row < M && col < N) {  // N is even: col + 1 < N too
-                        // ld.global.cg (L2): not the read-only path, C is written in this kernel
-                        const u32 old = __ldcg(
-                            reinterpret_cast<const unsigned int*>(C + static_cast<size_t>(row) * N + col));
-                        v0 = fmaf(beta, to_float(static_cast<elem_t>(old & 0xffffu)), v0);
-                        v1 = fmaf(beta, to_float(static_cast<elem_t>(old >> 16)), v1);
-                    }
-                }
-                st_shared_u32(buf + r * 128 + ((jj ^ g) << 4) + 4 * t, pack2(v0, v1));
-            }
-        }
-        fence_proxy_async();  // each writer: its stores visible to the copy engine ...
-        bar_sync(bar_id, 128);  // ... all writers done before the leader hands the chunk over
-        if (leader) {
-            tma_store_2d(map, buf, c0, row0);
-            bulk_commit();
-        }
-        ++stores;
-    }
-}
 
 #if CLUSTER_M > 1
 #define CLUSTER_DIMS __cluster_dims__(CLUSTER_M, 1, 1)  // blocks 2c, 2c+1 of the persistent grid
@@ -213,28 +141,14 @@ gemm_wgmma_stagger(int M, int N, int K, float alpha, const elem_t* __restrict__ 
             u32 it = 0;
             for (int tile = cluster; tile < num_tiles; tile += clusters) {
                 int m0, n0;
-                tile_origin(tile, grid_cm, grid_n, rank, m0, n0);
+                grouped_cluster_origin<BM, BN, GROUP_C, CLUSTER_M>(tile, grid_cm, grid_n,
+                                                                   rank, m0, n0);
                 const bool load_a = m0 < M;  // a rank past M loads no A (uniform per tile)
                 const u32 bytes = (load_a ? A_BYTES : 0) + B_BOXES * B_BOX_BYTES;
-                for (int kt = 0; kt < ktiles; ++kt, ++it) {
-                    const u32 s = it % STAGES;
-                    // use n >= 1 of slot s: wait until both blocks' consumers released use n - 1
-                    if (it >= STAGES) mbar_wait(empty0 + 8 * s, ((it / STAGES) - 1) & 1);
-                    const u32 sa = base + s * STAGE_BYTES, bar = full0 + 8 * s;
-                    mbar_arrive_expect_tx(bar, bytes);  // A, and all of B (both halves)
-                    if (load_a) tma_load_2d(sa, &tma_a, bar, kt * BK, m0);
-#pragma unroll
-                    for (int q = 0; q < MY_B_BOXES; ++q) {  // columns n0 + 64 box .., rows kt*BK ..
-                        const int box = rank * MY_B_BOXES + q;  // with a pair: this block's half
-                        const u32 dst = sa + A_BYTES + box * B_BOX_BYTES;
-                        if (CLUSTER_M == 1) {
-                            tma_load_2d(dst, &tma_b, bar, n0 + box * B_BOX_COLS, kt * BK);
-                        } else {  // to the same offset (and barrier) in both blocks of the pair
-                            tma_load_2d_multicast(dst, &tma_b, bar, n0 + box * B_BOX_COLS,
-                                                  kt * BK, (1u << CLUSTER_M) - 1);
-                        }
-                    }
-                }
+                for (int kt = 0; kt < ktiles; ++kt, ++it)  // A (unless past M), this block's B
+                    load_slice<BM, BN, BK, STAGES, CLUSTER_M>(it, base, full0, empty0, &tma_a,
+                                                              &tma_b, kt, m0, n0, rank, load_a,
+                                                              bytes);
             }
         }
     } else {
@@ -252,27 +166,19 @@ gemm_wgmma_stagger(int M, int N, int K, float alpha, const elem_t* __restrict__ 
         if (LAG > 0 && c == 1) bar_sync(STAGGER_BAR, 256);  // consumer 0 has issued LAG slices
         for (int tile = cluster; tile < num_tiles; tile += clusters) {
             int m0, n0;
-            tile_origin(tile, grid_cm, grid_n, rank, m0, n0);
+            grouped_cluster_origin<BM, BN, GROUP_C, CLUSTER_M>(tile, grid_cm, grid_n,
+                                                               rank, m0, n0);
             for (int kt = 0; kt < ktiles; ++kt, ++it) {
-                const u32 s = it % STAGES;
-                mbar_wait(full0 + 8 * s, (it / STAGES) & 1);  // use it / STAGES has landed
-                const u32 sa = base + s * STAGE_BYTES + c * (64 * BK * 2);
-                const u32 sb = base + s * STAGE_BYTES + A_BYTES;
-                wgmma_fence();
-#pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk)  // A: +32 bytes inside its rows; B: +16 rows
-                    WGMMA(d, smem_desc_k_sw128(sa + 32 * kk),
-                          smem_desc_mn_sw128(sb + 16 * 128 * kk, B_BOX_BYTES), (kt | kk) != 0);
-                wgmma_commit();
+                mma_slice<BM, BN, BK, STAGES, B_TRANS>(d, it, base, full0, c, kt != 0);
                 if (LAG > 0 && c == 0 && it == LAG - 1) bar_arrive(STAGGER_BAR, 256);  // once
                 wgmma_wait<1>();  // the batch of slice it-1 has completed: release its slot
-                if (kt >= 1) release_slot(empty0 + 8 * ((it - 1) % STAGES));
+                if (kt >= 1) release_slot<CLUSTER_M, false>(empty0 + 8 * ((it - 1) % STAGES));
             }
             wgmma_wait<0>();
             // the tile's last slice: released here, the producers refill it during the epilogue
-            release_slot(empty0 + 8 * ((it - 1) % STAGES));
-            store_tile_tma(d, &tma_c, C, M, N, m0 + 64 * c, n0, alpha, beta, bufs, 1 + c, leader,
-                           stores);
+            release_slot<CLUSTER_M, false>(empty0 + 8 * ((it - 1) % STAGES));
+            store_tile_tma<BN>(d, &tma_c, C, M, N, m0 + 64 * c, n0, alpha, beta, bufs, 1 + c,
+                               leader, stores);
         }
         // fewer than LAG slices in all: consumer 0 never reached the arrival above
         if (LAG > 0 && c == 0 && it < LAG) bar_arrive(STAGGER_BAR, 256);

@@ -1,51 +1,23 @@
-// Stage 29: a stream-K tail. Stages 26-28 hand whole 128 x 256 tiles to persistent blocks, so the
-// last wave is partly empty: at 8192^3 there are 2048 tiles = 15 waves of 132 and 68 tiles more,
-// and the 68 take a whole tile's time on 68 SMs while 64 idle (16 tile-times where 15.52 would
-// do: 3% lost); at 4096^3, 512 tiles = 3 waves and 116 (4 where 3.88 would do). Here the grid is
-// every SM (MAX_BLOCKS=0) and the work is split in two parts (the hybrid of Osama et al.,
-// "Stream-K: Work-centric Parallel Decomposition for Dense Matrix-Matrix Multiplication"):
+// Stage 29: a stream-K tail. Stages 26-28 hand whole tiles to persistent blocks, so when the
+// tiles are not a whole number of waves the last wave is partly empty: its tiles take a whole
+// tile's time while the other SMs idle. Here the grid is every SM (MAX_BLOCKS=0) and the work is
+// split in two parts (the hybrid of Osama et al., "Stream-K: Work-centric Parallel Decomposition
+// for Dense Matrix-Matrix Multiplication"):
 //   * stream-K first: the first SK = tiles % blocks tiles of the grouped order, as one run of
-//     SK x ktiles K slices, cut into WORKERS equal ranges (within one slice); worker w takes
-//     range w, which may start inside one tile and end inside another. WORKERS is every block,
-//     but no more than one per SK_MIN slices (a range much shorter than that costs more in
-//     partial sums than it saves) and no fewer than SK (each at least a tile's worth);
-//   * then data-parallel: the other tiles, whole, in waves of `blocks` (tile SK + b + i*blocks).
-//     Stream-K goes first because all blocks start it together, so an owner rarely waits; the
-//     drift between blocks that whole tiles build up falls on the last waves, where none waits.
-// So every block does the same number of K slices within one, and all of them finish together.
-// A tile cut between workers is finished by its owner, the worker whose range holds its first
-// slice (the lowest of them): the others (the range starts inside the tile) compute their slices
-// of it first thing, write the fp32 partial tile to a global workspace and set a flag; the owner
-// gets there at the end of its range, waits for the flags of the workers whose ranges start
-// inside the tile, adds their partials and runs the epilogue. Dependencies only point from a
-// worker to higher ones, whose part was done first: no cycle, and little waiting. It needs all
-// blocks resident at once (one per SM by shared memory, the grid no larger than the SMs); an owner
-// that polls a flag for seconds traps rather than hang the GPU.
-//   * Each consumer warpgroup has its own partial (64 x 256 floats) and flag per worker: with
-//     the stagger below the two run LAG slices apart and meet nobody else. A thread stores its 128
-//     accumulators as 32 float4 at (j * 128 + thread) of its slot: whole 2 KiB lines per warpgroup
-//     store, and the owner's thread of the same index reads exactly its own fragment back.
-//   * The flag: the writers meet at their named barrier, the leader fences and stores 1 with
-//     release; the owner's leader spins on an acquire load, then its warpgroup meets and reads the
-//     partial from L2 (ld.global.cg: never a stale L1 line). The owner puts the flag back to 0,
-//     so the workspace the host zeroed once stays ready for the next launch (a worker sets at most
-//     one flag per launch: only the first piece of its range can start inside a tile).
-// The workspace (kernel argument after the tensor maps) is blocks x 2 partials of 64 KiB, then
-// the flags: Stage.workspace_bytes sizes it for the grid, the runner allocates it zeroed.
-// By arithmetic a block runs 1986 K slices at 8192^3 instead of 16 x 128 = 2048 (-3.0%), and 249
-// at 4096^3 instead of 256 (-2.7%), for one or two 64 KiB partial writes and reads per consumer.
-// What it may cost: workers start their ranges at K offsets that drift across the tiles, so
-// during the stream-K part the SMs do not walk K in step as whole waves do, and the operands of
-// the SK tiles (about 49 MiB at 8192^3, 31 MiB at 4096^3) must stay in L2 to be reused.
-// On a power-capped card the gain may shrink too: idle SMs in a ragged last wave drew less
-// power, which the clock got back. STREAMK=0 (the tune space has it) runs the same kernel with
-// whole tiles only, on every SM, to measure exactly what the cut tail gives.
-// Everything else is stage 28's, without clusters (a pair would need both blocks to walk the same
-// ranges, and every pair resident at once, which stage 27's header doubts): producer warpgroup
-// + 2 consumers of 64 x 256, m64n256k16 with B N-major, BK 64, a STAGES-deep ring across tiles,
-// consumer 1 LAG slices behind consumer 0, grouped order, TMA-store epilogue.
-// Shared memory: 4 stages x 48 KiB + 2 x 2 x 8 KiB staging + 1 KiB alignment = 225 KiB.
-// Shapes: any M; N, K multiples of 8 (TMA row strides). Tensor maps as stage 26.
+//     SK x ktiles K slices, cut into WORKERS equal ranges; WORKERS is every block, but at most
+//     one per SK_MIN slices and at least SK. A range may start inside one tile and end inside
+//     another;
+//   * then data-parallel: the other tiles, whole, in waves of `blocks`.
+// So every block does the same number of K slices within one, and all finish together. A cut
+// tile is finished by its owner (the worker whose range holds its first slice): the others
+// write their fp32 partial (one per consumer warpgroup, st.global.cg) and set a flag with
+// release; the owner waits for those flags (acquire), adds the partials, puts the flags back to
+// 0 (the workspace the runner zeroed stays ready) and runs the epilogue. Dependencies point only
+// to higher workers, whose part came first: no cycle, while all blocks are resident; an owner
+// that polls a flag for seconds traps. STREAMK=0 runs whole tiles only (the control).
+// Everything else is stage 28's, without clusters (a pair would need both blocks to walk the
+// same ranges): producer + 2 consumers of 64 x BN, LAG, grouped order, TMA-store epilogue.
+// Workspace (after the tensor maps): blocks x 2 partials of 64 x BN floats, then the flags.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -72,7 +44,15 @@
 #endif
 
 #include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float
-#include "ptx_sm90.cuh"  // TmaMap, mbarriers, TMA loads and stores, wgmma, global flags
+#include "sm70/flags.cuh"          // ld_acquire_gpu, st_release_gpu
+#include "sm70/named_barrier.cuh"  // bar_arrive, bar_sync
+#include "sm90/mbarrier.cuh"       // fence_mbarrier_init, mbar_arrive, mbar_init
+#include "sm90/setmaxnreg.cuh"     // setmaxnreg_dec, setmaxnreg_inc
+#include "sm90/tma.cuh"            // TmaMap, bulk_wait, prefetch_tensormap
+#include "sm90/wgmma.cuh"          // wgmma_wait
+#include "gemm/tile_order.cuh"      // grouped_tile_origin
+#include "gemm/wgmma_pipeline.cuh"  // load_slice, mma_slice
+#include "gemm/tma_epilogue.cuh"    // store_tile_tma
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
@@ -109,21 +89,6 @@ static_assert(RING_BYTES + EPI_BYTES + 1024 <= 227 * 1024,
               "ring + staging (+ alignment) must fit in 227 KiB");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536,
               "setmaxnreg: the warpgroups' registers must fit in the SM's 64K");
-
-// BN = 128 (m64n128k16, 64 accumulators a consumer thread): twice the tiles of BN = 256, for
-// shapes whose 128 x 256 tiles leave SMs idle or a last wave nearly empty
-#define WGMMA wgmma_m64nNk16<BN, B_TRANS>
-
-// Tile number -> origin of its BM x BN block of C, in grouped order: GROUP_M row tiles walked
-// column by column, then the next group.
-__device__ __forceinline__ void tile_origin(int tile, int grid_m, int grid_n, int& m0, int& n0) {
-    const int per_group = GROUP_M * grid_n;
-    const int group = tile / per_group, first_m = group * GROUP_M;
-    const int group_rows = min(grid_m - first_m, GROUP_M);
-    const int in_group = tile - group * per_group;
-    m0 = (first_m + in_group % group_rows) * BM;
-    n0 = (in_group / group_rows) * BN;
-}
 
 // One piece of a block's work: K slices k0 .. k1-1 of one tile.
 struct Piece {
@@ -167,54 +132,6 @@ struct Schedule {
         return false;
     }
 };
-
-// C = alpha * D (+ beta * C) for a warpgroup's 64 x BN block at (row0, col0) through the TMA
-// store engine, 64 columns at a time (stage 26's epilogue: two swizzled 8 KiB staging buffers,
-// `stores` counts this warpgroup's committed store groups across tiles).
-__device__ __forceinline__ void store_tile_tma(const float (&d)[BN / 2], const TmaMap* map,
-                                               const elem_t* C, int M, int N, int row0, int col0,
-                                               float alpha, float beta, u32 bufs, int bar_id,
-                                               bool leader, u32& stores) {
-    if (row0 >= M) return;  // this warpgroup's rows are all outside C (uniform over it)
-    const int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4;
-    const int g = lane / 4, t = lane % 4;
-#pragma unroll
-    for (int q = 0; q < BN / EPI_COLS; ++q) {
-        const int c0 = col0 + EPI_COLS * q;
-        if (c0 >= N) break;  // this and later chunks are outside C (uniform)
-        const u32 buf = bufs + (stores & 1u) * EPI_CHUNK_BYTES;
-        // the group committed two chunks ago read this buffer: it must have finished
-        if (leader) bulk_wait_read<1>();
-        bar_sync(bar_id, 128);
-#pragma unroll
-        for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
-            const int j = (EPI_COLS / 8) * q + jj;  // 8-column group of the accumulator layout
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int r = 16 * w + g + 8 * h;
-                float v0 = alpha * d[4 * j + 2 * h], v1 = alpha * d[4 * j + 2 * h + 1];
-                if (beta != 0.0f) {  // beta == 0: C is never read
-                    const int row = row0 + r, col = c0 + 8 * jj + 2 * t;
-                    if (row < M && col < N) {  // N is even: col + 1 < N too
-                        // ld.global.cg (L2): not the read-only path, C is written in this kernel
-                        const u32 old = __ldcg(
-                            reinterpret_cast<const unsigned int*>(C + static_cast<size_t>(row) * N + col));
-                        v0 = fmaf(beta, to_float(static_cast<elem_t>(old & 0xffffu)), v0);
-                        v1 = fmaf(beta, to_float(static_cast<elem_t>(old >> 16)), v1);
-                    }
-                }
-                st_shared_u32(buf + r * 128 + ((jj ^ g) << 4) + 4 * t, pack2(v0, v1));
-            }
-        }
-        fence_proxy_async();  // each writer: its stores visible to the copy engine ...
-        bar_sync(bar_id, 128);  // ... all writers done before the leader hands the chunk over
-        if (leader) {
-            tma_store_2d(map, buf, c0, row0);
-            bulk_commit();
-        }
-        ++stores;
-    }
-}
 
 // A worker whose range starts inside a tile: its warpgroup's partial sums to its slot, then the
 // flag (after every thread of the warpgroup has written).
@@ -296,19 +213,10 @@ gemm_wgmma_streamk(int M, int N, int K, float alpha, const elem_t* __restrict__ 
             u32 it = 0;
             while (sched.next(p)) {
                 int m0, n0;
-                tile_origin(p.tile, grid_m, grid_n, m0, n0);
-                for (int kt = p.k0; kt < p.k1; ++kt, ++it) {
-                    const u32 s = it % STAGES;
-                    // use n >= 1 of slot s: wait until the consumers released use n - 1
-                    if (it >= STAGES) mbar_wait(empty0 + 8 * s, ((it / STAGES) - 1) & 1);
-                    const u32 sa = base + s * STAGE_BYTES, bar = full0 + 8 * s;
-                    mbar_arrive_expect_tx(bar, STAGE_BYTES);
-                    tma_load_2d(sa, &tma_a, bar, kt * BK, m0);
-#pragma unroll
-                    for (int q = 0; q < B_BOXES; ++q)  // columns n0 + 64q .., rows kt*BK ..
-                        tma_load_2d(sa + A_BYTES + q * B_BOX_BYTES, &tma_b, bar,
-                                    n0 + q * B_BOX_COLS, kt * BK);
-                }
+                grouped_tile_origin<BM, BN, GROUP_M>(p.tile, grid_m, grid_n, m0, n0);
+                for (int kt = p.k0; kt < p.k1; ++kt, ++it)  // A and all of B: STAGE_BYTES
+                    load_slice<BM, BN, BK, STAGES, 1>(it, base, full0, empty0, &tma_a, &tma_b,
+                                                      kt, m0, n0, 0, true, STAGE_BYTES);
             }
         }
     } else {
@@ -330,19 +238,9 @@ gemm_wgmma_streamk(int M, int N, int K, float alpha, const elem_t* __restrict__ 
         if (LAG > 0 && c == 1) bar_sync(STAGGER_BAR, 256);  // consumer 0 has issued LAG slices
         while (sched.next(p)) {
             int m0, n0;
-            tile_origin(p.tile, grid_m, grid_n, m0, n0);
+            grouped_tile_origin<BM, BN, GROUP_M>(p.tile, grid_m, grid_n, m0, n0);
             for (int kt = p.k0; kt < p.k1; ++kt, ++it) {
-                const u32 s = it % STAGES;
-                mbar_wait(full0 + 8 * s, (it / STAGES) & 1);  // use it / STAGES has landed
-                const u32 sa = base + s * STAGE_BYTES + c * (64 * BK * 2);
-                const u32 sb = base + s * STAGE_BYTES + A_BYTES;
-                wgmma_fence();
-#pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk)  // A: +32 bytes inside its rows; B: +16 rows
-                    WGMMA(d, smem_desc_k_sw128(sa + 32 * kk),
-                          smem_desc_mn_sw128(sb + 16 * 128 * kk, B_BOX_BYTES),
-                          kt != p.k0 || kk != 0);
-                wgmma_commit();
+                mma_slice<BM, BN, BK, STAGES, B_TRANS>(d, it, base, full0, c, kt != p.k0);
                 if (LAG > 0 && c == 0 && it == LAG - 1) bar_arrive(STAGGER_BAR, 256);  // once
                 wgmma_wait<1>();  // the batch of slice it-1 has completed: release its slot
                 if (kt > p.k0 && (tid % 32) == 0) mbar_arrive(empty0 + 8 * ((it - 1) % STAGES));
@@ -365,8 +263,8 @@ gemm_wgmma_streamk(int M, int N, int K, float alpha, const elem_t* __restrict__ 
                                 flags + i, bar_id, leader);
                 }
             }
-            store_tile_tma(d, &tma_c, C, M, N, m0 + 64 * c, n0, alpha, beta, bufs, bar_id,
-                           leader, stores);
+            store_tile_tma<BN>(d, &tma_c, C, M, N, m0 + 64 * c, n0, alpha, beta, bufs, bar_id,
+                               leader, stores);
         }
         // fewer than LAG slices in all: consumer 0 never reached the arrival above
         if (LAG > 0 && c == 0 && it < LAG) bar_arrive(STAGGER_BAR, 256);

@@ -1,38 +1,23 @@
-// Stage 30: stage 28 with an epilogue that stages the whole tile.
-// A measured step that did not pay: it verifies, and runs 3-4% slower than stage 28 (below).
-// Stage 28's epilogue hands C to the TMA store engine 64 columns at a time through two 8 KiB
-// buffers per consumer: four rounds of 16 four-byte shared stores per thread, each round behind
-// two named barriers and a wait until the store two chunks back has read its buffer, while the
-// consumer's tensor-core work stops. A public series whose kernels differ from ours mainly there
-// (fast.cu kernels 11 and 12: the same 128 x 256 tiles, 2x1 clusters, a 3-deep ring), timed by
-// benchmarks/probe_peer.py in the same rounds as cuBLAS and stage 28, gained 1.5-2.9% from this
-// change: kernel 12 ran at 102.3% of cuBLAS at 8192^3 and 99.3% at 4096^3 (stage 28: 100.8%,
-// 96.8%; benchmarks/logs/s8/probe-s8f-bf16.json).
+// Stage 30: stage 28 with an epilogue that stages the whole tile (stmatrix), and fast.cu's
+// habits around it (fast.cu kernels 11 and 12, "Outperforming cuBLAS on H100": the same tiles,
+// 2x1 clusters, a 3-deep ring). Stage 28 hands C to the TMA store engine 64 columns at a time
+// through two 8 KiB buffers per consumer: four rounds of shared stores per tile, each behind two
+// named barriers and a wait for the store two chunks back, while the tensor cores' work stops.
 // Here each consumer owns four 8 KiB buffers, the whole 64 x 256 of its tile:
-//   * one wait at the start of the epilogue (the previous tile's four stores have read their
-//     buffers: they had a whole main loop to do it), one barrier;
-//   * stmatrix.x4 writes four 8 x 8 blocks of bf16/fp16 per instruction: 16 per thread and tile
-//     where 64 st.shared.b32 did the same; the fragment a thread holds after WGMMA (row g,
-//     columns 2t, 2t+1 of each 8 x 8 block) is exactly the register stmatrix takes from it;
-//   * still the 128-byte swizzle per 64-column chunk, so each matrix's 8 row addresses fall in
-//     8 different 16-byte bank groups (conflict-free), and the TMA store reads it as before;
+//   * one wait at the start of the epilogue (the previous tile's stores have had a whole main
+//     loop to read their buffers), one barrier;
+//   * stmatrix.x4 writes four 8 x 8 blocks of 16-bit C per instruction: the fragment a thread
+//     holds after WGMMA is exactly the register stmatrix takes; the 128-byte swizzle per chunk
+//     keeps each matrix's 8 row addresses in 8 bank groups, and the TMA store reads it as before;
 //   * one fence and barrier, then the leader issues the four chunk stores and commits once.
 // The ring loses a stage to pay for it: 3 x 48 KiB + 2 x 32 KiB of staging + 1 KiB = 209 KiB.
-// With 3 slots the release changes too (IN_FLIGHT=0): stage 28 keeps one WGMMA batch running
-// while it waits for the next slice (wgmma.wait_group 1), so each consumer holds two slots and
-// a 3-deep ring leaves the producer one to fill ahead (91-93% of cuBLAS, gpu_s8b.sh). Here a
-// consumer waits for its own batch (wait_group 0) and frees its slot at once: the other
-// consumer's batch keeps the tensor cores busy meanwhile. IN_FLIGHT=1 is stage 28's release.
-// Two more of fast.cu's habits, each measured (benchmarks/gpu_s8e.sh, gpu_s8f.sh; same rounds):
-//   * the WGMMAs take slot 0's descriptors plus constant offsets (smem_desc_add), where stage 28
-//     rebuilt both from the address for every WGMMA: 69 instructions per slice in the consumer
-//     loop instead of 85, 193 M issued at 8192^3 instead of 233 M (fast.cu: 173 M); +0.5%;
-//   * a slot is released once per consumer warpgroup (WG_RELEASE=1), not once per warp: +0.4%.
-// What is left: ncu finds its tensor pipe busy 93% of the time against 97.5% for kernel 12, and
-// without the cluster (CLUSTER_M=1) it runs 2% faster (98.7% of cuBLAS at 8192^3).
-// The rest is stage 28: 2x1 clusters with B multicast (CLUSTER_M), persistent blocks capped at
-// MAX_BLOCKS, consumer 1 LAG slices behind consumer 0, producer warpgroup + 2 consumers of
-// 64 x BN, m64nBNk16 with B N-major, BK 64, grouped order.
+// With 3 slots a consumer waits for its own batch (IN_FLIGHT=0: wait_group 0) and frees its
+// slot at once, the other consumer's batch keeping the tensor cores busy; IN_FLIGHT=1 is stage
+// 28's release (one batch in flight, two slots held per consumer). The WGMMAs take slot 0's
+// descriptors plus constant offsets (smem_desc_add) instead of rebuilding both from the address
+// for every WGMMA, and a slot is released once per consumer warpgroup (WG_RELEASE=1), as
+// CUTLASS's TMA pipeline counts its consumers. A step that verifies but did not pay against
+// stage 28 (the results pages in docs/ hold the figures). The rest is stage 28's.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -62,7 +47,17 @@
 #endif
 
 #include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float
-#include "ptx_sm90.cuh"  // TmaMap, mbarriers, clusters, TMA loads (multicast) and stores, wgmma
+#include "sm70/named_barrier.cuh"  // bar_arrive, bar_sync
+#include "sm90/cluster.cuh"        // cluster_sync
+#include "sm90/fence.cuh"          // fence_proxy_async
+#include "sm90/mbarrier.cuh"       // fence_mbarrier_init, mbar_init, mbar_wait
+#include "sm90/setmaxnreg.cuh"     // setmaxnreg_dec, setmaxnreg_inc
+#include "sm90/stmatrix.cuh"       // stmatrix_x4
+#include "sm90/tma.cuh"            // TmaMap, TMA loads and stores, bulk groups
+#include "sm90/wgmma.cuh"          // wgmma_commit, wgmma_fence, wgmma_m64nNk16, wgmma_wait
+#include "sm90/wgmma_desc.cuh"     // smem_desc_add, smem_desc_k_sw128, smem_desc_mn_sw128
+#include "gemm/tile_order.cuh"      // grouped_cluster_origin
+#include "gemm/wgmma_pipeline.cuh"  // load_slice, release_slot
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
@@ -107,36 +102,11 @@ static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536,
 // shapes whose 128 x 256 tiles leave SMs idle or a last wave nearly empty
 #define WGMMA wgmma_m64nNk16<BN, B_TRANS>
 
-// Cluster tile number -> origin of this block's BM x BN block of C. Cluster tiles are
-// (CLUSTER_M * BM) x BN blocks in grouped order: GROUP_C cluster rows walked column by column,
-// then the next group; rank r of the pair takes row tile CLUSTER_M * (cluster row) + r.
-__device__ __forceinline__ void tile_origin(int tile, int grid_cm, int grid_n, int rank, int& m0,
-                                            int& n0) {
-    const int per_group = GROUP_C * grid_n;
-    const int group = tile / per_group, first_m = group * GROUP_C;
-    const int group_rows = min(grid_cm - first_m, GROUP_C);
-    const int in_group = tile - group * per_group;
-    m0 = ((first_m + in_group % group_rows) * CLUSTER_M + rank) * BM;
-    n0 = (in_group / group_rows) * BN;
-}
-
-// The consumers of both blocks read slot s: it goes back to every producer that writes it (lane
-// r arrives on block r's empty barrier; alone, lane 0 on its own). WG_RELEASE=1: only warp 0 of
-// each consumer warpgroup arrives, as CUTLASS's TMA pipeline counts its consumers (one arrival
-// per consumer warpgroup and destination block): a WGMMA is one operation of the whole
-// warpgroup, so when warp 0's wgmma.wait_group has seen it complete, its shared-memory reads are
-// over for all four warps. WG_RELEASE=0 is stage 28's arrival from every warp (4x the arrivals,
-// half of them remote with a pair, and the producer waits for the last of them).
+// WG_RELEASE=1: only warp 0 of each consumer warpgroup releases a slot (release_slot in
+// gemm/wgmma_pipeline.cuh), as CUTLASS's TMA pipeline counts its consumers; WG_RELEASE=0 is stage
+// 28's arrival from every warp (4x the arrivals, half of them remote with a pair, and the producer
+// waits for the last of them). The empty barriers count the releasing warps.
 constexpr int RELEASERS = WG_RELEASE ? 1 : 4;  // warps of a consumer warpgroup that arrive
-__device__ __forceinline__ void release_slot(u32 empty_bar) {
-    const int lane = threadIdx.x % 32;
-    if (WG_RELEASE && (threadIdx.x / 32) % 4 != 0) return;
-    if (CLUSTER_M == 1) {
-        if (lane == 0) mbar_arrive(empty_bar);
-    } else if (lane < CLUSTER_M) {
-        mbar_arrive_cluster(empty_bar, lane);
-    }
-}
 
 // C = alpha * D (+ beta * C) for a warpgroup's 64 x BN block at (row0, col0) through the TMA
 // store engine. Chunk q (columns 64q .. 64q+63) has buffer q: row r at r * 128 bytes, its 16-byte
@@ -246,28 +216,14 @@ gemm_wgmma_stmatrix(int M, int N, int K, float alpha, const elem_t* __restrict__
             u32 it = 0;
             for (int tile = cluster; tile < num_tiles; tile += clusters) {
                 int m0, n0;
-                tile_origin(tile, grid_cm, grid_n, rank, m0, n0);
+                grouped_cluster_origin<BM, BN, GROUP_C, CLUSTER_M>(tile, grid_cm, grid_n,
+                                                                   rank, m0, n0);
                 const bool load_a = m0 < M;  // a rank past M loads no A (uniform per tile)
                 const u32 bytes = (load_a ? A_BYTES : 0) + B_BOXES * B_BOX_BYTES;
-                for (int kt = 0; kt < ktiles; ++kt, ++it) {
-                    const u32 s = it % STAGES;
-                    // use n >= 1 of slot s: wait until both blocks' consumers released use n - 1
-                    if (it >= STAGES) mbar_wait(empty0 + 8 * s, ((it / STAGES) - 1) & 1);
-                    const u32 sa = base + s * STAGE_BYTES, bar = full0 + 8 * s;
-                    mbar_arrive_expect_tx(bar, bytes);  // A, and all of B (both halves)
-                    if (load_a) tma_load_2d(sa, &tma_a, bar, kt * BK, m0);
-#pragma unroll
-                    for (int q = 0; q < MY_B_BOXES; ++q) {  // columns n0 + 64 box .., rows kt*BK ..
-                        const int box = rank * MY_B_BOXES + q;  // with a pair: this block's half
-                        const u32 dst = sa + A_BYTES + box * B_BOX_BYTES;
-                        if (CLUSTER_M == 1) {
-                            tma_load_2d(dst, &tma_b, bar, n0 + box * B_BOX_COLS, kt * BK);
-                        } else {  // to the same offset (and barrier) in both blocks of the pair
-                            tma_load_2d_multicast(dst, &tma_b, bar, n0 + box * B_BOX_COLS,
-                                                  kt * BK, (1u << CLUSTER_M) - 1);
-                        }
-                    }
-                }
+                for (int kt = 0; kt < ktiles; ++kt, ++it)  // A (unless past M), this block's B
+                    load_slice<BM, BN, BK, STAGES, CLUSTER_M>(it, base, full0, empty0, &tma_a,
+                                                              &tma_b, kt, m0, n0, rank, load_a,
+                                                              bytes);
             }
         }
     } else {
@@ -287,7 +243,8 @@ gemm_wgmma_stmatrix(int M, int N, int K, float alpha, const elem_t* __restrict__
         if (LAG > 0 && c == 1) bar_sync(STAGGER_BAR, 256);  // consumer 0 has issued LAG slices
         for (int tile = cluster; tile < num_tiles; tile += clusters) {
             int m0, n0;
-            tile_origin(tile, grid_cm, grid_n, rank, m0, n0);
+            grouped_cluster_origin<BM, BN, GROUP_C, CLUSTER_M>(tile, grid_cm, grid_n,
+                                                               rank, m0, n0);
             for (int kt = 0; kt < ktiles; ++kt, ++it) {
                 const u32 s = it % STAGES;
                 mbar_wait(full0 + 8 * s, (it / STAGES) & 1);  // use it / STAGES has landed
@@ -301,16 +258,17 @@ gemm_wgmma_stmatrix(int M, int N, int K, float alpha, const elem_t* __restrict__
                 if (LAG > 0 && c == 0 && it == LAG - 1) bar_arrive(STAGGER_BAR, 256);  // once
                 if (IN_FLIGHT == 0) {
                     wgmma_wait<0>();  // this slice's WGMMAs are done: its slot goes back now
-                    release_slot(empty0 + 8 * s);
+                    release_slot<CLUSTER_M, WG_RELEASE != 0>(empty0 + 8 * s);
                 } else {
                     wgmma_wait<1>();  // the batch of slice it-1 has completed: release its slot
-                    if (kt >= 1) release_slot(empty0 + 8 * ((it - 1) % STAGES));
+                    if (kt >= 1)
+                        release_slot<CLUSTER_M, WG_RELEASE != 0>(empty0 + 8 * ((it - 1) % STAGES));
                 }
             }
             if (IN_FLIGHT != 0) {
                 wgmma_wait<0>();
                 // the tile's last slice: released here, refilled during the epilogue
-                release_slot(empty0 + 8 * ((it - 1) % STAGES));
+                release_slot<CLUSTER_M, WG_RELEASE != 0>(empty0 + 8 * ((it - 1) % STAGES));
             }
             store_tile_stmatrix(d, &tma_c, C, M, N, m0 + 64 * c, n0, alpha, beta, bufs, 1 + c,
                                 leader);

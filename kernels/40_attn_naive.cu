@@ -6,8 +6,8 @@
 // S is B*H*N^2 fp32 values: at B2 H16 N8192, 8.6 GB written, read, written back and read
 // again, against 0.13 GB of Q, K, V and O. That traffic puts this stage far left of the ridge
 // (rooflinecli/core/attention.py: bytes_unfused); the fused stages (41+) never let S leave
-// the chip. Each kernel is itself chapter-10 naive: one thread per output element, operands
-// straight from global memory, FFMA in fp32.
+// the chip. Each kernel is itself naive: one thread per output element, operands straight
+// from global memory, FFMA in fp32.
 //
 // Contract (rooflinecli/stages/attention.py): the fused stages' ten arguments plus the fp32
 // workspace S ([B, H, N, N]), passed to every kernel; Q, O [B, H, N, HEAD_DIM], K, V

@@ -1,45 +1,23 @@
 // Stage 42: FlashAttention-2 on the Ampere tensor-core path (mma.sync m16n8k16, fp32 accumulate).
 // Stage 41 runs the online softmax on SIMT cores; here both GEMMs of a key tile run on HMMA:
-//   S = Q K^T   A = the warp's Q rows, held in registers for the whole block (loaded once by
-//               ldmatrix); B = K rows straight from shared memory by ldmatrix (a K row [key][d]
-//               is already the "col" B operand);
-//   O += P V    A = P, in registers: the accumulator layout of m16n8k16 (row g / g+8, columns
-//               2t, 2t+1 of each n8 tile) is the A-operand layout of the next m16n8k16 once two
-//               n8 tiles of S are packed to 16 bits, so P never touches shared memory; B = V rows
-//               by ldmatrix.trans ([key][d] must be read transposed).
-// Work split (FlashAttention-2): a block owns BLOCK_M query rows, each warp WARP_M of them
-// (16 or 32: one or two m16 tiles). Warps never exchange anything: each keeps the running max
-// m, the running sum l and its O rows in registers; a row's statistics need only the 4 lanes
-// of a quad (two shuffles), and l is kept per lane and summed across the quad once, at the end.
-// Softmax in base 2: p = 2^(s * scale * log2(e) - m * scale * log2(e)), one FFMA + one MUFU.EX2
-// (ex2.approx) per element; the O rows are rescaled by 2^(m_old - m_new) once per key tile.
-// K and V stream through a ring of STAGES shared-memory buffers filled by cp.async (16-byte
-// copies, bypassing L1): while the warps work on tile t, tiles t+1 .. t+STAGES-1 are in flight.
-// One barrier per key tile. Rows are D * 2 bytes; 16-byte chunk c of row r lives at chunk
-// c ^ (r & 7), so the 8 rows one ldmatrix phase reads (and the copies) hit 8 distinct bank
-// groups. The Q tile is staged once through the last ring buffer (it is only read at the start),
-// so the block needs STAGES * BLOCK_N * D * 4 bytes, plus the part of Q that does not fit
-// (SMEM_BYTES below; the host passes it as the dynamic shared memory).
-// Masks: only tiles that cross the diagonal (causal) or the end of the sequence take the masked
-// path (keys >= seq and, causal, keys > row get -inf); tiles wholly above the diagonal are never
-// loaded, and a warp whose rows all lie above a diagonal tile skips its math. Keys past seq are
-// zero-filled by cp.async (a garbage V row times p = 0 could be NaN); rows past seq are computed
-// on zero Q and not stored.
-// Causal blocks run heaviest first: the block index is remapped so that the last query tiles
-// (the most key tiles) of every head are dispatched in the first wave and the short ones fill
-// the tail. GQA: query head h reads KV head h / (heads / kv_heads). O leaves through shared
-// memory (Q's tile), so that each row is stored as whole 16-byte chunks.
-// What bounds it: every warp reads all of K and V of a tile with ldmatrix, so with 16-row warps
-// there are 2 HMMA per LDSM.x4 (512 bytes), and shared memory (128 B/clk/SM) allows about
-// 2048 FLOP/clk/SM, under the ~2600 that mma.sync reaches on the H200 (the mma probe). 32-row
-// warps halve the K/V bytes per MMA, but Q in registers (64 more registers at D = 128) does
-// not fit beside 128 accumulators: Q_IN_SMEM=1 re-reads Q's fragments from shared memory
-// instead (FlashAttention-2's own choice).
-// Resources (NVRTC 13, sm_90a, bf16):
-//   D = 128, BLOCK_M 128, 8 warps x 16 rows, BLOCK_N 64, 2 stages: 216 registers, 64 KiB, 1/SM
-//   D = 128, BLOCK_M 128, 4 warps x 32 rows, Q_IN_SMEM, BLOCK_N 32: 240 registers, 64 KiB, 2/SM;
-//            BLOCK_N 64: 255 registers (88 B spilled, one local load per tile), 96 KiB, 2/SM
-//   D = 64,  BLOCK_M 128, 4 warps x 32 rows, BLOCK_N 64, 2 stages: 254 registers, 32 KiB, 2/SM
+//   S = Q K^T   A = the warp's Q rows (ldmatrix, kept in registers, or re-read from shared
+//               memory with Q_IN_SMEM=1); B = K rows by ldmatrix (a K row is the "col" operand);
+//   O += P V    A = P in registers: m16n8k16's accumulator layout is its A-operand layout once
+//               two n8 tiles of S are packed to 16 bits; B = V rows by ldmatrix.trans.
+// Work split (FlashAttention-2): a block owns BLOCK_M query rows, each warp WARP_M of them (16
+// or 32). Warps never exchange anything: each keeps the running max m, the running sum l and
+// its O rows in registers; a row's statistics need only its quad (two shuffles). Softmax in
+// base 2: one FFMA + one MUFU.EX2 per score; O is rescaled by 2^(m_old - m_new) once per tile.
+// K and V stream through a ring of STAGES shared-memory buffers filled by cp.async, one barrier
+// per key tile; 16-byte chunk c of row r lives at chunk c ^ (r & 7), so ldmatrix phases and the
+// copies hit 8 distinct bank groups. Q is staged once through the last ring buffer.
+// Masks: only tiles that cross the diagonal (causal) or the sequence end take the masked path;
+// tiles wholly above the diagonal are never loaded. Keys past seq are zero-filled (a garbage V
+// row times p = 0 could be NaN); rows past seq are computed on zero Q and not stored. Causal
+// blocks run heaviest first (the last query tiles in the first wave). GQA: query head h reads KV
+// head h / (heads / kv_heads). O leaves through shared memory as whole 16-byte chunks.
+// Every warp reads all of K and V of a tile with ldmatrix, so shared-memory bandwidth bounds
+// it; 32-row warps (Q_IN_SMEM=1, FlashAttention-2's choice) halve those bytes per MMA.
 #ifndef HEAD_DIM
 #error "HEAD_DIM (64 or 128) must be given as -DHEAD_DIM=..."
 #endif

@@ -1,35 +1,23 @@
 // Stage 43: FlashAttention on Hopper (the FlashAttention-3 design, arXiv 2407.08608), written for
 // this contract. Stage 42 moved the tiles with cp.async and multiplied with mma.sync; here
-//   * TMA copies Q, K and V into 128-byte swizzled shared memory, each copy counted in bytes on
-//     an mbarrier; the maps are 3-D, [batch * heads, seq, HEAD_DIM], so the copy engine fills
-//     rows past `seq` of each head with zeros and the tails need no code in the loads;
+//   * TMA copies Q, K and V into 128-byte swizzled shared memory, counted in bytes on mbarriers;
+//     the maps are 3-D, [batch * heads, seq, HEAD_DIM], so rows past `seq` arrive as zeros;
 //   * warp specialisation as in stage 25: warpgroup 0 is the producer (setmaxnreg down to 24,
 //     one thread issues every copy) filling a ring of STAGES K and V tiles; warpgroups 1 and 2
 //     are consumers (setmaxnreg up to 240), each owning 64 query rows of the block's 128;
-//   * S = Q K^T is one WGMMA chain with both operands in shared memory (K is K-major: its rows
-//     are keys, d contiguous); O += P V is a WGMMA chain whose A operand, P, comes from registers
-//     (wgmma's register-A form): the S accumulator of columns 16k .. 16k+15 is already in the
-//     A-fragment layout, so P is S after exp2 and a conversion to 16 bits, never stored. V is
-//     N-major (rows are keys, d contiguous): imm-trans-b = 1, as stage 25's row-major B;
-//   * online softmax in fp32 with exp2: the softmax scale is folded with log2(e) into one FMA
-//     per score, and the row sum is kept per thread and reduced across the quad only at the end;
-//   * OVERLAP=1 (intra-warpgroup overlap): iteration j issues S_j = Q K_j^T and then
-//     O += P_{j-1} V_{j-1}, and computes the softmax of S_j while the second chain runs;
-//   * PINGPONG=1 (inter-warpgroup overlap, needs OVERLAP=1): the two consumers take turns at
-//     issuing their WGMMAs (named barriers 1 and 2: bar.sync by the one whose turn it is,
-//     bar.arrive by the other once it has issued), so one warpgroup's exponentials run while the
-//     other's GEMMs occupy the tensor cores;
-//   * causal: key tiles past the block's last query row are never loaded nor multiplied; only
-//     tiles that cross the diagonal (or the seq tail) are masked; causal blocks run from the
-//     last query tile down (heaviest first) so the last wave is short;
-//   * grouped-query attention: query head h reads K/V head h / (heads / kv_heads), a coordinate
-//     in the K and V maps.
-// O is written from registers (fp32 rescaled by 1/rowsum, rounded to 16 bits), rows >= seq
-// skipped; with TMA_O=1 each consumer writes it into its own, spent, rows of Q in shared memory
-// and one thread stores them with TMA (a fourth map; the engine skips rows >= seq).
-// Tiles: BLOCK_M = 128 query rows, BLOCK_N = 128 keys (or 176, FlashAttention-3's choice for
-// head dim 128 non-causal: 88 scores + 44 P registers + 64 of O a thread still fit in 240),
-// STAGES = 2 K/V tiles in the ring (Q 32 KiB + 2 x 64 KiB at head dim 128).
+//   * S = Q K^T is one WGMMA chain with both operands in shared memory (K K-major); O += P V has
+//     A = P from registers (wgmma's register-A form: the S accumulator is already in A-fragment
+//     layout, so P is S after exp2 and a conversion, never stored) and V N-major (imm-trans-b 1);
+//   * online softmax in fp32 with exp2 (scale folded with log2(e) into one FMA per score);
+//   * OVERLAP=1: iteration j issues S_j = Q K_j^T, then O += P_{j-1} V_{j-1}, and computes the
+//     softmax of S_j while the second chain runs; PINGPONG=1 (with OVERLAP=1): the consumers take
+//     turns at issuing WGMMAs (named barriers 1 and 2), so one's exponentials run during the
+//     other's GEMMs;
+//   * causal: key tiles past the block's last query row are never loaded; only diagonal (or
+//     seq-tail) tiles are masked; causal blocks run heaviest first. GQA as in stage 42.
+// O is written from registers (rows >= seq skipped), or with TMA_O=1 staged in the spent Q rows
+// and stored by TMA. Tiles: BLOCK_M = 128, BLOCK_N = 128 keys (176 at head dim 128 non-causal,
+// FlashAttention-3's choice), STAGES = 2 K/V tiles in the ring.
 #ifndef HEAD_DIM
 #error "HEAD_DIM must be given as -DHEAD_DIM=64 or 128"
 #endif
@@ -50,7 +38,13 @@
 #endif
 
 #include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, ex2_approx
-#include "ptx_sm90.cuh"  // TmaMap, mbarriers, TMA loads, named barriers, setmaxnreg, wgmma
+#include "sm70/named_barrier.cuh"  // bar_arrive, bar_sync
+#include "sm90/fence.cuh"          // fence_proxy_async
+#include "sm90/mbarrier.cuh"       // mbarrier init, arrivals and waits
+#include "sm90/setmaxnreg.cuh"     // setmaxnreg_dec, setmaxnreg_inc
+#include "sm90/tma.cuh"            // TmaMap, TMA loads and stores, bulk groups
+#include "sm90/wgmma.cuh"          // wgmma fence, commit, wait and its m64nNk16 shapes
+#include "sm90/wgmma_desc.cuh"     // smem_desc_k_sw128, smem_desc_mn_sw128
 
 typedef unsigned int u32;
 typedef unsigned long long u64;

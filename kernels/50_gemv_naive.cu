@@ -1,11 +1,11 @@
-// Stage 30: naive decode GEMM. Chapter 14 turns to the left of the ridge: a decoding LLM
-// multiplies a few rows of activations (M = batch, 1..64) by every weight matrix, so each weight
-// is read once per token and C = A B is bound by reading B (K x N) from HBM, not by FLOPs.
-// The chapter-10 kernel, one thread per element of C, fitted to that shape: a block is one row
-// of C and NUM_THREADS neighbouring columns, so a warp's B loads are 32 consecutive elements of
-// one row of B (coalesced) and its A load is one address (a broadcast). Each thread walks all of
+// Stage 50: naive decode GEMM. A decoding LLM multiplies a few rows of activations (M = batch,
+// 1..64) by every weight matrix, so each weight is read once per token and C = A B is bound by
+// reading B (K x N) from HBM, not by FLOPs: the left of the ridge.
+// Stage 01's kernel, one thread per element of C, fitted to that shape: a block is one row of C
+// and NUM_THREADS neighbouring columns, so a warp's B loads are 32 consecutive elements of one
+// row of B (coalesced) and its A load is one address (a broadcast). Each thread walks all of
 // K: at 1 x 4096 x 4096 the grid is only 4096 / 128 = 32 blocks, 4 warps each, one scalar load
-// of B per warp per k. Far too few bytes in flight to stream HBM (stage 32 is the fix), and M
+// of B per warp per k. Far too few bytes in flight to stream HBM (stage 52 is the fix), and M
 // rows of C read B M times (through L2, if it still holds it).
 // fp16/bf16 elements are raw 16-bit patterns (NVRTC from PyPI has no cuda_fp16.h): fp16 -> fp32
 // through libdevice's __nv_half2float (one HADD2.F32), bf16 -> fp32 by a shift; FFMA in fp32.

@@ -1,10 +1,10 @@
-// Stage 31: 16-byte loads along N. B is K x N row-major, so a row of B is contiguous along N:
+// Stage 51: 16-byte loads along N. B is K x N row-major, so a row of B is contiguous along N:
 // a thread owns VEC = 8 neighbouring columns of C and reads them with one 16-byte load per row
 // of B (two for fp32), a warp reads 32 x 16 = 512 contiguous bytes of a row at once, and per
-// load instruction 8x (4x) the bytes of stage 30 arrive. Register blocking over M: the thread
+// load instruction 8x (4x) the bytes of stage 50 arrive. Register blocking over M: the thread
 // keeps TM rows x 8 columns of accumulators, so the rows of A it covers share each load of B;
 // the block's threads all read the same A[m][k] (a broadcast through L1).
-// The catch, and why stage 32 exists: each thread still walks ALL of K, so the whole GPU has
+// The catch, and why stage 52 exists: each thread still walks ALL of K, so the whole GPU has
 // only N / 8 threads: at N = 4096, 512 threads (16 warps of 64-thread blocks on 8 SMs). Bytes
 // in flight, not load width, bound a stream from HBM, and this stage has few: a thread keeps
 // the unroll's 4 rows x 16 B in flight, 32 KiB for the whole GPU at N = 4096.

@@ -1,40 +1,22 @@
-// Stage 32: decode GEMM with in-block split-K. Chapter 14 (decode) so far: stage 30 gives
-// every C element a thread, stage 31 gives a thread 8 columns and 16-byte loads but leaves
-// N / 8 threads for the whole GPU (512 at N = 4096: 16 warps for 132 SMs). Here a block owns a
-// strip of BN columns of C and ALL of K: its threads split K among themselves, so the grid keeps
-// N / BN blocks (128 at N = 4096 with BN = 32) but each has NUM_THREADS threads streaming B.
-// The partial sums meet in registers (warp shuffles) and shared memory; no workspace, no
-// atomics, one launch. Decode reads each weight once per token, so what counts is bytes of B
-// in flight per SM (Little's law: ~4.6 TB/s x ~0.7 us of loaded latency = ~3 MiB on the GPU):
-// a thread loads its 8 columns of KSTEP rows of B per step (16 B a row in fp16/bf16 with
-// KSTEP = KU, 32 B in fp32 with KSTEP = KU / 2: 128 bytes either way at KU = 8), so a block
-// keeps NUM_THREADS x 128 B in flight (64 KiB at 512 threads).
-// For that the step's loads must all be issued before its first FFMA: with MIN_BLOCKS = 1 ptxas
-// has the registers to do so; aiming at more blocks per SM, it loaded a row, waited, multiplied,
-// loaded the next (tests/test_decode.py checks the order in the SASS).
-//
+// Stage 52: decode GEMM with in-block split-K. Stage 51 gives a thread 8 columns and 16-byte
+// loads but leaves N / 8 threads for the whole GPU. Here a block owns a strip of BN columns of C
+// and ALL of K, and its threads split K among themselves: the grid keeps N / BN blocks but each
+// has NUM_THREADS threads streaming B. The partial sums meet in registers (warp shuffles) and
+// shared memory; no workspace, no atomics, one launch. Decode reads each weight once per token,
+// so what counts is bytes of B in flight per SM (Little's law: bandwidth x loaded latency): a
+// thread loads its 8 columns of KSTEP rows of B per step (128 bytes at KU = 8 in any dtype), so
+// a block keeps NUM_THREADS x 128 B in flight. The step's loads must all be issued before its
+// first FFMA: MIN_BLOCKS = 1 gives ptxas the registers to do so (tests/test_decode.py checks).
 // Thread layout (c fastest, so neighbouring lanes read neighbouring 16 bytes of a row of B):
-//   tid = (g * RG + rg) * TPR + c
-//   c  < TPR = BN / VEC  : which VEC = 8 columns of the strip (one 16-byte load of fp16/bf16,
-//                          two of fp32)
-//   rg < RG  = BM / TM   : row group; the RG lanes that differ only in rg load the same B
-//                          address in the same instruction (one request), so B is read once
-//                          per block however many rows of A the block covers
-//   g  < KSPLIT          : which K steps: rows [k0, k0 + KSTEP) with k0 = g * KSTEP, then
-//                          every KSPLIT * KSTEP rows; all groups sweep K together, so at any
-//                          moment the GPU reads a band of whole rows of B
-// Register blocking over M: a thread holds TM rows x 8 columns of accumulators; row rg + RG * r
-// of the block tile is its r-th row. Rows per thread are picked per block (1, 2, 4 .. TM, the
-// smallest power of two that covers the block's rows), so M = 1 runs the 1-row code.
-// Rows of A: each thread loads the KSTEP elements of its rows with one 16-byte load per row (L1
-// serves the lanes of a k group at once; A is small and stays in L2 for every block).
-//
-// Any M, N, K: B's rows start at k * N elements, so 16-byte loads need N % (16 / sizeof(T)) == 0
-// (and A's need the same of K); otherwise the same loop runs on scalar loads. Rows past K are
-// never read (the K tail, < KSTEP rows, takes scalar loads); columns past N and rows past M are
-// computed from clamped addresses inside the matrices and never stored.
-// fp16/bf16 elements are raw 16-bit patterns (NVRTC from PyPI has no cuda_fp16.h): fp16 -> fp32
-// through libdevice's __nv_half2float (one HADD2.F32), bf16 -> fp32 by a shift; FFMA in fp32.
+//   tid = (g * RG + rg) * TPR + c; c < TPR = BN / VEC picks 8 columns of the strip; rg < RG =
+//   BM / TM is the row group (the lanes that differ only in rg load the same B address in one
+//   request, so B is read once per block); g < KSPLIT picks the K steps: rows k0 = g * KSTEP ..,
+//   then every KSPLIT * KSTEP rows, all groups sweeping K together.
+// A thread holds TM rows x 8 columns of accumulators; rows per thread are picked per block (1, 2,
+// 4 .. TM, the smallest power of two that covers its rows), so M = 1 runs the 1-row code.
+// Any M, N, K: 16-byte loads need N % (16 / sizeof(T)) == 0 (and K likewise for A), else the same
+// loop runs on scalar loads; the K tail takes scalar loads; columns past N and rows past M are
+// computed from clamped addresses and never stored. fp16/bf16 convert as in stage 50.
 #ifndef BM
 #error "BM (rows of C per block) must be given as -DBM=..."
 #endif

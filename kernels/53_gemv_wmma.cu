@@ -1,27 +1,20 @@
-// Stage 33: decode on Tensor Cores. Stage 32 streams B well, but its FFMAs are not free: per
+// Stage 53: decode on Tensor Cores. Stage 52 streams B well, but its FFMAs are not free: per
 // element of B a row of A costs one FFMA, and at M = 16 an fp16 weight needs 16 FMAs per 2 bytes,
-// more than the SMs' FP32 pipes deliver at HBM speed (132 SMs x 128 FFMA/clk x 1.98 GHz = 33 T
-// FMA/s vs 4.6 TB/s / 2 B x 16 = 37 T). Tensor Cores have 16x that headroom, so here the same
-// in-block split-K feeds HMMA instead: rows of A are padded to 16 (M = 1 wastes 15/16 of the
-// Tensor Core work, which costs nothing that matters), and up to BM rows share each byte of B.
-//
+// about what the SMs' FP32 pipes deliver at HBM speed (SMs x 128 FFMA/clk x clock against
+// bandwidth / 2 B x 16). Tensor Cores have 16x that headroom, so here the same in-block split-K
+// feeds HMMA: rows of A are padded to 16 (at M = 1 the padding costs nothing that matters), and
+// up to BM rows share each byte of B.
 // A block owns a BM x BN tile of C and all of K; warp w takes K steps of KW rows, k = w * KW,
-// then every WARPS * KW rows (all warps sweep K together). Per step a warp
-//   1. loads its KW x BN slice of B and BM x KW slice of A with 16-byte loads into registers
-//      (issued before the previous step's MMAs, so they overlap them),
-//   2. stores them to its own region of shared memory (row strides padded by 8 elements:
-//      conflict-free ldmatrix), __syncwarp only, no block barrier in the main loop,
-//   3. runs 16 x 16 x 16 WMMA on them, FP32 accumulators in registers (fp16: A by ldmatrix, B
-//      by ldmatrix.trans; the compiler builds bf16's row-major B fragment from 32-bit
-//      loads and movmatrix instead).
-// At the end each warp stores its BM x BN partial tile to shared memory, one barrier, and every
-// thread sums one element over the warps and applies alpha and beta (no workspace, no atomics).
-// WMMA through the compiler's builtins (__hmma_m16n16k16_*, __mma_bf16_m16n16k16_*): no inline
-// PTX and no mma.h (NVRTC from PyPI ships no CUDA headers).
-//
-// Any M, N, K: rows past M, columns past N and rows past K are zeros in shared memory (the K
-// tail adds nothing); 16-byte loads where rows start on 16 bytes (N % 8 == 0 for B, K % 8 == 0
-// for A, 16-byte-aligned buffers), else 2-byte loads gathered into the same 16-byte stores.
+// then every WARPS * KW rows. Per step a warp loads its KW x BN slice of B and BM x KW slice of A
+// with 16-byte loads into registers (issued before the previous step's MMAs), stores them to its
+// own region of shared memory (rows padded by 8 elements: conflict-free ldmatrix; __syncwarp
+// only), and runs 16 x 16 x 16 WMMA on them with FP32 accumulators. At the end each warp stores
+// its BM x BN partial tile to shared memory, one barrier, and every thread sums one element over
+// the warps and applies alpha and beta (no workspace, no atomics). WMMA through the compiler's
+// builtins (__hmma_m16n16k16_*, __mma_bf16_m16n16k16_*): NVRTC from PyPI ships no mma.h.
+// Any M, N, K: rows past M, columns past N and rows past K are zeros in shared memory; 16-byte
+// loads where rows start on 16 bytes (N % 8 == 0 for B, K % 8 == 0 for A, aligned buffers), else
+// 2-byte loads gathered into the same 16-byte stores.
 #ifndef BM
 #error "BM (rows of C per block, a multiple of 16) must be given as -DBM=..."
 #endif

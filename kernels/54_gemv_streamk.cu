@@ -1,43 +1,22 @@
-// Stage 34: decode as a stream-K GEMV. Why stage 32 stops near 3 TB/s on big shapes: a block
-// owns a strip of BN = 32 columns (64 bytes of each row of B in bf16) and ALL of K, and the grid
-// is N / BN such blocks. At N = 4096 that is 128 blocks for 132 SMs, one each: an SM has one
-// step of 512 threads x 128 B = 64 KiB in flight, then waits for all of it, multiplies, and only
-// then issues the next step, so its average bytes in flight are well under what Little's law asks
-// (~4.5 TB/s x ~0.7 us / 132 SMs = ~24 KiB always in flight, more with DRAM's queueing). At
-// N = 12288 the 384 blocks are 2.9 waves: the last wave leaves SMs idle. And 64-byte pieces of a
-// row are half a 128-byte line.
-//
+// Stage 54: decode as a stream-K GEMV. Stage 52's blocks own a strip of BN columns and ALL of K,
+// and the grid is N / BN of them: with about one block per SM, an SM issues one step of loads,
+// waits for all of it, multiplies, and only then issues the next, so its average bytes in flight
+// fall short of what Little's law asks; when N / BN is a few waves the last leaves SMs idle.
 // Here the grid is persistent (BLOCKS_PER_SM x SMs blocks, however small N is) and the work is
-// one line of "units" cut into equal shares, one share per block (stream-K): a unit is U rows of
-// K of one BN-column strip for one block of TM rows of C, K fastest. So every SM streams the same
-// number of bytes of B, whatever N and K, with no wave tail; a block's share crosses one or two
-// strips (segments). Inside a segment the block's threads split its rows: a thread owns PER16
-// columns (one 16-byte piece of a row: 8 in fp16/bf16, 4 in fp32) and U consecutive rows per
-// pass, and issues its U 16-byte loads of B back to back before the first FMA (U x 16 B in flight
-// per thread; 256 threads x 16 x 16 B = 64 KiB per block, 2 blocks per SM: 128 KiB). That takes
-// ~124 registers: capped at 64 (4 blocks of 256), ptxas interleaves the loads with the FMAs and
-// a thread waits for its first row before asking for the rest (tests/test_decode.py). B is
-// read with ld.global.nc.L1::no_allocate (each byte is used once; L1 keeps A instead), optionally
-// with the .L2::256B prefetch hint (L2PF). With PIPE = 1 a thread issues its next pass's loads
-// before the FMAs of the current one, so it always has U loads in flight (2U registers of B).
-//
-// Reduction: each row slot leaves its sums in shared memory and the block adds the slots up (no
-// shared-memory atomics: sm_90 has no float add on shared memory, atomicAdd there is a CAS loop,
-// ATOMS.CAST.SPIN); a segment that covers all of K writes C itself, any other
-// adds its BN x rows partials to an fp32 workspace in global memory (RED.ADD in L2, four floats at
-// once on sm_90: red.global.add.v4.f32) and counts its
-// rows on the tile's counter; the block whose rows complete K reads the sums back, writes C
-// (alpha, beta) and leaves the workspace and the counter zeroed for the next launch. One launch,
-// and the reduction traffic is 2 x 4 bytes per partial (a few hundred KiB against tens of MiB).
-//
-// Thread layout: tid = s * TPR + c; c < TPR = BN / PER16 picks the piece of the strip (lanes of a
-// warp read neighbouring 16 bytes of one row), s < SLOTS the row slot: slot s reads rows
-// k0 + s * U .. + U, then every SLOTS * U rows.
-// Rows of C: a block covers up to TM rows of C (every row group shares each load of B); rows per
-// thread are picked per segment (1, 2, 4 .. TM, the smallest power of two that covers the rows).
-// Any M, N, K: 16-byte loads need N and K to be multiples of PER16 (rows of B and A start on 16
-// bytes); otherwise the same split runs on scalar loads. The K tail (K % U rows) takes scalar
-// loads; pieces past N read the last piece of the row (never stored); rows past M read row M - 1.
+// one line of "units" cut into equal shares, one per block (stream-K): a unit is U rows of K of
+// one BN-column strip for one block of TM rows of C, K fastest. Every SM streams the same bytes
+// of B with no wave tail; a share crosses one or two strips (segments). A thread owns PER16
+// columns (one 16-byte piece of a row) and U consecutive rows per pass, and issues its U loads of
+// B (ld.global.nc.L1::no_allocate, .L2::256B with L2PF) back to back before the first FMA; with
+// PIPE = 1 it issues the next pass's loads before the current FMAs. Threads: tid = s * TPR + c,
+// c < TPR = BN / PER16 the piece of the strip, s < SLOTS the row slot (rows k0 + s * U .., then
+// every SLOTS * U rows).
+// Reduction: the row slots add up in shared memory (no shared atomics: on sm_90 a float atomicAdd
+// there is a CAS loop); a segment that covers all of K writes C, any other adds its partials to
+// an fp32 workspace (red.global.add.v4.f32 in L2) and counts its rows on the tile's counter; the
+// block whose rows complete K writes C (alpha, beta) and leaves the workspace and counter zeroed.
+// Any M, N, K: 16-byte loads need N and K multiples of PER16, else the same split runs on scalar
+// loads; the K tail takes scalar loads; pieces past N and rows past M read clamped addresses.
 #ifndef TM
 #error "TM (rows of C per block) must be given as -DTM=..."
 #endif
@@ -62,7 +41,7 @@
 
 #include "elem.cuh"      // elem_t (fp32, fp16 or bf16 bits), elem_to_float, elem_from_float
 #include "ptx_sm80.cuh"  // ld.global.nc.L1::no_allocate
-#include "ptx_sm90.cuh"  // red.global.add.v4.f32 (used on sm_90 only)
+#include "sm90/red.cuh"  // red_add_v4_f32
 
 constexpr int PER16 = 16 / sizeof(elem_t);  // columns a thread owns: one 16-byte piece of a row
 constexpr int TPR = BN / PER16;             // threads across the strip

@@ -1,26 +1,22 @@
-// Stage 35: stage 34's stream-K split of B over every SM, the math on Tensor Cores. Stage 34 at
-// M = 16 does 16 FFMAs per element of B on CUDA cores (re-reading B per row of C); stage 33 puts
-// the math on HMMA but gives each block one strip and all of K, so SMs wait on one step at a time.
+// Stage 55: stage 54's stream-K split of B over every SM, the math on Tensor Cores. Stage 54 at
+// M = 16 does 16 FFMAs per element of B on CUDA cores; stage 53 puts the math on HMMA but gives
+// each block one strip and all of K, so SMs wait on one step at a time.
 // Here a persistent grid (BLOCKS_PER_SM x SMs blocks) cuts the line of units (16-row block of C,
-// BN-column strip, BK rows of K; K fastest) into equal shares, one per block, as in stage 34, and
+// BN-column strip, BK rows of K; K fastest) into equal shares, one per block, as in stage 54, and
 // every unit goes through shared memory:
 //   1. cp.async.cg copies the unit's BK x BN slice of B and 16 x BK slice of A (rows past M,
 //      rows of K past K: zero-filled) into one of STAGES slots; STAGES - 1 units stay in flight
-//      per block (BN = 128, BK = 64, STAGES = 5: 64 KiB of B per block), one barrier per unit;
+//      per block, one barrier per unit;
 //   2. warp w owns columns w * WN .. + WN of the strip (WN = BN / WARPS) and every row of the
 //      slice: per k16 step one ldmatrix.x4 of A (16 x 16) and one ldmatrix.x4.trans per 16
 //      columns of B give the fragments of mma.sync m16n8k16 (fp32 accumulators, WN / 2 per lane);
-//   3. when the block's share leaves a strip (the segment ends) each warp flushes its 16 x WN
-//      partial sums: a segment that covers all of K writes C (alpha, beta); any other adds them
-//      to an fp32 workspace in L2 (red.global.add.v4.f32, lane pairs trading halves of their
-//      fragments into four neighbouring columns) and counts its rows of K on the tile's
-//      counter; the block whose rows complete K reads the sums back, writes C and leaves the
-//      workspace and counter zeroed for the next launch (stage 34's protocol).
-// Rows of shared memory are padded by 8 elements (16 bytes): the 8 row addresses of each 8x8
-// ldmatrix fall on distinct banks. M > 16 takes more row blocks (B is read once per 16 rows).
-// Any M, N, K: cp.async where rows start on 16 bytes (N % 8 == 0 for B, K % 8 == 0 for A,
-// 16-byte-aligned buffers), else 2-byte loads gathered into 16-byte shared stores; columns past N
-// are zeros in shared memory and never stored.
+//   3. when the share leaves a strip each warp flushes its 16 x WN partial sums: a segment that
+//      covers all of K writes C (alpha, beta); any other adds them to an fp32 workspace in L2
+//      (red.global.add.v4.f32) and counts its rows on the tile's counter, and the block that
+//      completes K writes C and leaves the workspace zeroed (stage 54's protocol).
+// Rows of shared memory are padded by 8 elements: each 8x8 ldmatrix hits distinct banks. M > 16
+// takes more row blocks (B is read once per 16 rows). Any M, N, K: cp.async where rows start on
+// 16 bytes, else 2-byte loads gathered into 16-byte stores; columns past N are never stored.
 #ifndef BN
 #error "BN (columns of C per strip) must be given as -DBN=..."
 #endif
@@ -39,7 +35,7 @@
 
 #include "elem.cuh"      // elem_t (fp16 or bf16 bits), elem_to_float, elem_from_float
 #include "ptx_sm80.cuh"  // cp.async, ldmatrix, mma.sync m16n8k16
-#include "ptx_sm90.cuh"  // red.global.add.v4.f32 (used on sm_90 only)
+#include "sm90/red.cuh"  // red_add_v4_f32
 
 constexpr int TM = 16;                   // rows of C per unit: the MMA's M
 constexpr int WARPS = NUM_THREADS / 32;

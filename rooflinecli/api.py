@@ -297,11 +297,10 @@ def document(
 # What the commands call: each returns a results document; the commands only parse options and
 # hand the document's rows to rooflinecli.present.
 
-DEFAULT_SPEC = "h100-sxm5"  # the seed's GPU, when none is given and none is detected
-
 
 def default_spec(spec_arg: str | None) -> tuple[Spec, str]:
-    """--spec, else the GPU nvidia-smi reports, else the seed's H100 SXM5. Never imports CuPy."""
+    """--spec, else the GPU nvidia-smi reports, else core.specs.DEFAULT (the H200 SXM), saying
+    which and why (the commands put it in their title). Never imports CuPy."""
     from rooflinecli.core import specs
     from rooflinecli.gpu.device import smi_device_name
 
@@ -312,11 +311,12 @@ def default_spec(spec_arg: str | None) -> tuple[Spec, str]:
         try:
             return specs.for_device(name), f"detected {name}"
         except RooflineError:
-            pass
-    return specs.resolve(DEFAULT_SPEC), "default: no GPU detected"
+            why = f"no spec matches {name}: the default, --spec chooses"
+            return specs.resolve(specs.DEFAULT), why
+    return specs.resolve(specs.DEFAULT), "no GPU: the default, --spec chooses"
 
 
-DEFAULT_ARCH = "sm_90a"  # the NVRTC target when none is given and no GPU is detected
+DEFAULT_ARCH = "sm_90a"  # the target of core.specs.DEFAULT (a test holds them equal)
 
 
 def target_arch(arch: str | None = None) -> tuple[str, str]:
@@ -331,7 +331,7 @@ def target_arch(arch: str | None = None) -> tuple[str, str]:
     cc = smi_compute_capability()
     if cc:
         return compiler.arch_for_cc(cc), f"detected compute capability {cc}"
-    return DEFAULT_ARCH, "default: no GPU detected"
+    return DEFAULT_ARCH, "no GPU: the default, --arch chooses"
 
 
 def compile_user_stages(stages: Sequence[Any], arch: str, dtype: str) -> None:
@@ -356,32 +356,53 @@ def dry_run_gemm(
     arch: str,
     dtype: str,
     spec: Spec,
+    work: Sequence[tuple[tuple[int, int, int], Sequence[tuple[Any, str | None]]]] | None = None,
 ) -> list[dict[str, Any]]:
     """What `run gemm` would run, without a GPU: every stage compiled by NVRTC for `arch`
     (cached), each shape checked against the stage's refusals, the launch it would get (grid,
     block, shared memory) and the compiler's registers and spills. One row per stage and shape;
     a stage that does not compile is a RooflineError (one line; a user stage's names its file).
-    Persistent stages size their grid by the spec's SM count."""
+    Persistent stages size their grid by the spec's SM count. `work` (a rooflinecli.plan
+    RunPlan's): the stages of each shape and their refusals, as decided there; a stage it
+    leaves out of a shape has no row there (nor a build, when it is left out of every one)."""
     from rooflinecli.stages import compiler
+    from rooflinecli.stages.gemm import cannot_run
 
-    cc = compiler.cc_of_arch(arch)
+    planned = None
+    if work is not None:
+        planned = {(id(s), j): why for j, (_shape, items) in enumerate(work) for s, why in items}
+    built_here = {sid for sid, _ in planned} if planned is not None else None
+    # every build at once, in parallel processes (the loop below finds the cubins)
+    compiler.precompile(
+        [s for s in stages if built_here is None or id(s) in built_here], arch, dtype
+    )
     rows: list[dict[str, Any]] = []
     for stage in stages:
         built = None
+        at = [j for j in range(len(shapes)) if planned is None or (id(stage), j) in planned]
+        if not stage.reference and not at:
+            continue
+        refusals = {j: planned[(id(stage), j)] for j in at} if planned is not None else None
         if not stage.reference:
             stage = stage.for_arch(arch)
-        too_old = None
-        if not stage.reference and cc < stage.min_cc:
-            too_old = f"skipped: needs compute capability {stage.min_cc / 10:.1f}"
+        why_not = cannot_run(stage, arch)
+        too_old = f"skipped: {why_not}" if why_not else None
         if not stage.reference and too_old is None:
             if getattr(stage, "toml_path", ""):
                 compile_user_stages([stage], arch, dtype)  # its error names the file
             built = compiler.compile_stage(stage, arch, dtype)
         res = built.resources if built is not None else None
-        for m, n, k in shapes:
+        for j, (m, n, k) in enumerate(shapes):
+            if stage.reference:
+                why = None
+            elif refusals is not None:
+                if j not in refusals:
+                    continue  # the plan left it out here
+                why = too_old or refusals[j]
+            else:
+                why = too_old or stage.refuses(m, n, k)
             row: dict[str, Any] = {"stage": stage.name, "shape": f"{m}x{n}x{k}", "dtype": dtype}
             row.update(grid=None, block=None, smem_bytes=None, registers=None, spill_bytes=None)
-            why = too_old or (None if stage.reference else stage.refuses(m, n, k))
             if stage.reference:
                 row["status"] = "library call"
             elif why:
@@ -423,6 +444,75 @@ def model_gemm(
     return results.new_document(spec.to_dict(), None, records, command="model gemm")
 
 
+def model_llm(
+    preset: Any, contexts: list[int], dtype: str, spec: Spec | None = None,
+    batches: list[int] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """`model llm`'s document (rooflinecli.core.llm): without `batches`, where the FLOPs of one
+    decoded token go at each context; with them, each weight GEMM on `spec`'s roofline at each
+    batch, and the time share the roofs allow each operation (`shares`)."""
+    from rooflinecli.core import llm
+
+    if batches is None:
+        return results.new_document(
+            {}, None, _flop_records(preset, contexts, dtype), command="model llm",
+            preset=preset.to_dict(), contexts=contexts,
+            flop_counts={
+                "rmsnorm_per_element": llm.RMSNORM_FLOPS_PER_ELEMENT,
+                "silu_mul_per_element": llm.SILU_MUL_FLOPS_PER_ELEMENT,
+                "softmax_per_score": llm.SOFTMAX_FLOPS_PER_SCORE,
+                "rope_per_element": llm.ROPE_FLOPS_PER_ELEMENT,
+                "residual_per_element": llm.RESIDUAL_FLOPS_PER_ELEMENT,
+            },
+        )  # fmt: skip
+    if spec is None:
+        raise ValueError("model_llm: the GEMMs at a batch stand under a spec's roofs: give spec")
+    gemms = llm.weight_gemms(preset)
+    records = [llm.gemm_record(preset, g, b, spec, dtype) for b in batches for g in gemms]
+    shares = [
+        {"context": c, "batch": b, **r}
+        for c in contexts
+        for b in batches
+        for r in llm.time_split(preset, c, b, spec, dtype)
+    ]
+    return results.new_document(
+        spec.to_dict(), None, records, command="model llm", preset=preset.to_dict(),
+        contexts=contexts, batches=batches, shares=shares,
+    )  # fmt: skip
+
+
+def _flop_records(p: Any, contexts: list[int], dtype: str) -> list[dict[str, Any]]:
+    """One record per operation and context: its FLOPs, count and share of one token's."""
+    from rooflinecli.core import llm
+
+    out = []
+    for c in contexts:
+        parts = llm.flop_split(p, c)
+        total = llm.group_totals(parts)["total"]
+        for part in parts:
+            m, n, k = part.shape if part.shape else (None, None, None)
+            out.append(
+                {
+                    "stage": part.name,
+                    "kind": "llm",
+                    "dtype": dtype,
+                    "m": m,
+                    "n": n,
+                    "k": k,
+                    "flops": part.flops_each,
+                    "workload": f"{p.name}:{part.name}:ctx{c}",
+                    "preset": p.name,
+                    "group": part.group,
+                    "what": part.what,
+                    "context": c,
+                    "count": part.count,
+                    "flops_per_token": part.flops,
+                    "share_pct": 100.0 * part.flops / total,
+                }
+            )
+    return out
+
+
 def model_attention(shape: Any, dtype: str, spec: Spec) -> dict[str, Any]:
     """The analytic model document of attention at one shape (rooflinecli.core.attention.Shape):
     the fused version (Q, K, V, O once) and the unfused one (S and P through memory in fp32)."""
@@ -458,38 +548,32 @@ def run_gemm(
     progress: Callable[..., None] | None = None,
     command: str = "run gemm",
     picks: dict[tuple[int, int, int], Any] | None = None,
+    work: list[tuple[tuple[int, int, int], list[tuple[Any, str | None]]]] | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
     """Verify, time (interleaved with the reference) and place every stage at every shape on
     the GPU here: the results document (rooflinecli.gpu.runner does the work). `progress` is
     called as each stage and shape begins: progress(label, total=steps). With `picks` (from
-    pick_best), each shape runs its own pick and the reference of `stages` only."""
+    pick_best), each shape runs its own pick and the reference of `stages` only. `work` (a
+    rooflinecli.plan.RunPlan's): per shape, the stages to run and the refusals decided."""
     from rooflinecli.gpu import runner
     from rooflinecli.gpu.timer import Timing, method_text
 
     timing = timing or Timing()
-    if picks is None:
-        device, spec, records = runner.run_gemm(
-            shapes, stages, spec_arg, alpha, beta, seed, timing, progress=progress, dtype=dtype
-        )
-    else:  # --stages best: each shape with its own pick, beside the reference
-        groups: dict[str, list[tuple[int, int, int]]] = {}
-        for shape in shapes:
-            groups.setdefault(picks[shape].stage.name, []).append(shape)
-        reference = [s for s in stages if s.reference]
-        records = []
-        for group in groups.values():
-            device, spec, got = runner.run_gemm(
-                group, [picks[group[0]].stage, *reference], spec_arg, alpha, beta, seed, timing,
-                progress=progress, dtype=dtype,
-            )  # fmt: skip
-            for r in got:
-                if not r.get("kind") == "reference" and r["stage"] == picks[group[0]].stage.name:
-                    r.update(picks[(r["m"], r["n"], r["k"])].fields())
-            records += got
-        order = {shape: i for i, shape in enumerate(shapes)}
-        records.sort(key=lambda r: order[(r["m"], r["n"], r["k"])])
+    if picks is not None:  # --stages best: each shape with its own pick, beside the reference
+        stages = [s for s in stages if s.reference]
+        if work is None:
+            work = [(shape, [(picks[shape].stage, None)]) for shape in shapes]
         extra.setdefault("settings", {})["stages"] = "best: one stage per shape from the tune table"
+    device, spec, records = runner.run_gemm(
+        shapes, stages, spec_arg, alpha, beta, seed, timing, progress=progress, dtype=dtype,
+        work=work,
+    )  # fmt: skip
+    if picks is not None:
+        for r in records:
+            pick = picks.get((r["m"], r["n"], r["k"]))
+            if pick is not None and r.get("kind") != "reference" and r["stage"] == pick.stage.name:
+                r.update(pick.fields())
     settings = {
         **timing_settings(seed, timing),
         "timing": "each stage interleaved with the reference, round by round, alternating which "
@@ -522,16 +606,19 @@ def run_attention(
     progress: Callable[..., None] | None = None,
     references: bool = True,
     command: str = "run attention",
+    work: list[tuple[Any, list[tuple[Any, str | None]]]] | None = None,
+    **extra: Any,
 ) -> dict[str, Any]:
     """Verify, time (interleaved with PyTorch's SDPA flash and cuDNN backends, when PyTorch is
     importable) and place every attention stage at every shape (rooflinecli.core.attention.Shape)
-    on the GPU here: the results document (rooflinecli.gpu.attention does the work)."""
+    on the GPU here: the results document (rooflinecli.gpu.attention does the work). `work` (a
+    rooflinecli.plan.RunPlan's): per shape, the stages to run and the refusals decided."""
     from rooflinecli.gpu import attention
     from rooflinecli.gpu.timer import Timing, method_text
 
     timing = timing or Timing()
     device, spec, records, torch_info = attention.run_attention(
-        shapes, stages, spec_arg, dtype, seed, timing, progress, references
+        shapes, stages, spec_arg, dtype, seed, timing, progress, references, work=work
     )
     settings = {
         **timing_settings(seed, timing),
@@ -555,6 +642,7 @@ def run_attention(
         command=command,
         environment=results.environment(),
         settings=settings,
+        **extra,
     )
 
 
@@ -563,11 +651,9 @@ def pick_best(
 ) -> dict[tuple[int, int, int], Any]:
     """`--stages best`: per shape, the stage of the tune tables of the GPU here (or the device
     named), as rooflinecli.stages.dispatch resolves it (a Pick: stage, class, table)."""
-    from rooflinecli.stages import dispatch
+    from rooflinecli import plan
 
-    name = device_name or _device_name()
-    tables = dispatch.tables_for(name)
-    return {shape: dispatch.resolve(*shape, dtype, tables, name) for shape in shapes}
+    return plan.picks_for(shapes, dtype, device_name or _device_name())
 
 
 def tune_dispatch(
@@ -669,11 +755,14 @@ def run_llm(
     progress: Callable[..., None] | None = None,
     settings: dict[str, Any] | None = None,
     picks: dict[tuple[int, int, int], Any] | None = None,
+    work: list[tuple[tuple[int, int, int], list[tuple[Any, str | None]]]] | None = None,
+    **extra: Any,
 ) -> dict[str, Any]:
     """Time the weight GEMMs of one decode step at each batch: one record per stage, GEMM and
     batch (keyed by its workload), and per stage the microseconds of a whole token. With
     `picks` (pick_best over the GEMMs' shapes) each shape runs its pick, and the per-token rows
-    are `best` (the picks together), the reference and the roofs."""
+    are `best` (the picks together), the reference and the roofs. `work` (a
+    rooflinecli.plan.RunPlan's, over the GEMMs' shapes): the stages to run per shape."""
     from rooflinecli.core import llm
     from rooflinecli.core.specs import from_dict
 
@@ -683,7 +772,7 @@ def run_llm(
             by_shape.setdefault(g.shape(b), []).append((g, b))
     measured_doc = run_gemm(
         list(by_shape), stages, spec_arg, dtype=dtype, seed=seed, timing=timing,
-        progress=progress, picks=picks,
+        progress=progress, picks=picks, work=work, **extra,
     )  # fmt: skip
     spec = from_dict(measured_doc["spec"])
     records: list[dict[str, Any]] = []

@@ -8,13 +8,14 @@ command's own.
 from __future__ import annotations
 
 import gc
+import io
 import os
 import sys
 from typing import Any
 
 import click
 
-from rooflinecli import __version__
+from rooflinecli import __version__, names
 from rooflinecli.commands import LazyGroup
 from rooflinecli.errors import RooflineError
 
@@ -27,6 +28,7 @@ LAZY: dict[str, tuple[str, str, str]] = {
     "show": ("show", "show", "Re-render a results document: table, chart."),
     "compare": ("compare", "compare", "Two runs side by side, with B/A ratios."),
     "plot": ("plot", "plot", "Roofline of a results document as an image."),
+    "report": ("report", "report", "One HTML page of results documents."),
     "gate": ("gate", "gate_command", "Fail when a stage regressed (CI gate)."),
     "baseline": ("baseline", "baseline", "Verified runs kept as baselines for `roofline gate`."),
     "inspect": ("inspect", "inspect_", "What the compiler made (registers, occupancy, SASS), "
@@ -55,7 +57,8 @@ class RooflineGroup(LazyGroup):
             click.echo("error: aborted", err=True)
             sys.exit(130)
         except (click.ClickException, RooflineError) as exc:
-            click.echo(f"error: {exc.format_message()}", err=True)
+            # one line, whatever a name or a message in it holds (names.plain: no control code)
+            click.echo(f"error: {names.plain(exc.format_message())}", err=True)
             sys.exit(exc.exit_code)
         except BrokenPipeError:  # `roofline ... | head`: the reader left; stop quietly
             _quiet_stdout()
@@ -75,6 +78,9 @@ class RooflineGroup(LazyGroup):
             sys.stdout.flush()
         except BrokenPipeError:
             _quiet_stdout()
+        except RooflineError as exc:  # what was left to write met a full disk (> /dev/full)
+            click.echo(f"error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -106,8 +112,62 @@ def cli() -> None:
     """
 
 
+class _Stdout(io.FileIO):
+    """File descriptor 1 under sys.stdout (guard_streams below): a write that fails (a full disk,
+    a descriptor closed when the program started) is one RooflineError line in the tool's words,
+    once; what follows is dropped, so the interpreter's last flush cannot fail again. A reader
+    that left (EPIPE, `| head`) stays BrokenPipeError: the CLI ends quietly on it."""
+
+    closed_at_start = False
+    failed = False
+
+    def write(self, b: Any) -> int:
+        if self.failed:
+            return len(b)
+        if self.closed_at_start:
+            self.failed = True
+            raise RooflineError("cannot write to standard output: it is closed")
+        try:
+            return super().write(b)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            self.failed = True
+            why = exc.strerror or str(exc)
+            raise RooflineError(f"cannot write to standard output: {why}") from None
+
+
+def guard_streams() -> None:
+    """For the program (main below): a standard stream closed at start (`>&-`) is held
+    by /dev/null, so no file opened later takes its descriptor (and a child process finds one),
+    and sys.stdout becomes the same text stream over _Stdout, whose failures are one line."""
+    closed = set()
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            closed.add(fd)
+    old = sys.stdout
+    raw = _Stdout(1, "wb", closefd=False)
+    raw.closed_at_start = 1 in closed or old is None
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(raw),
+        encoding=getattr(old, "encoding", None) or "utf-8",
+        errors=getattr(old, "errors", None) or "strict",
+        line_buffering=bool(getattr(old, "line_buffering", False)),
+        write_through=bool(getattr(old, "write_through", False)),
+    )
+    if 2 in closed or sys.stderr is None:
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "wb", closefd=False), write_through=True)
+
+
 def main() -> None:
     """The program: `roofline` and `python -m rooflinecli` (tests call `cli` itself)."""
+    guard_streams()  # a closed or full standard output: one line, never a traceback
     try:
         cli(prog_name="roofline")
     finally:

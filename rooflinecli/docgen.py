@@ -1,11 +1,14 @@
-"""Generate docs/cli.md from the commands' --help, and the README's generated parts, so neither
-drifts (checked in tests).
+"""Generate docs/cli.md from the commands' --help, and the generated parts of README.md and of the
+pages under docs/, so none drifts from the code or the documents (checked in tests).
 
 python -m rooflinecli.docgen docs/cli.md          # write
 python -m rooflinecli.docgen --check docs/cli.md  # exit 1 if stale
 
-README parts, each between a begin and an end marker:
-- the stage table, from the registry (`<!-- stages:begin (make docs) -->`);
+The pages are README.md and every docs/*.md but the CLI reference (`pages`). Their generated
+parts, each between a begin and an end marker, may stand on any page:
+- the GEMM stage table, from the registry (`<!-- stages:begin (make docs) -->` ...
+  `<!-- stages:end -->`), and the attention stage table (`<!-- attention-stages:begin (make
+  docs) -->` ... `<!-- attention-stages:end -->`);
 - a sample of the output, `roofline show NAME --format markdown` of a committed document
   (`<!-- show:NAME:begin (make docs) -->` ... `<!-- show:NAME:end -->`);
 - results tables, from named committed documents (`<!-- results:A.json,B.json:begin (make
@@ -53,11 +56,8 @@ def render() -> str:
     return "\n".join(parts)
 
 
-BEGIN, END = "<!-- stages:begin (make docs) -->", "<!-- stages:end -->"
-
-
 def stages_table() -> str:
-    """The README's stage table, derived from the registry."""
+    """The GEMM stage table, derived from the registry."""
     from rooflinecli.stages.gemm import STAGES
 
     rows = [
@@ -72,12 +72,39 @@ def stages_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-def readme_with_table(text: str) -> str:
-    if BEGIN not in text or END not in text:
-        raise SystemExit("README.md lacks the stage table markers")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{stages_table()}{END}{tail}"
+def attention_table() -> str:
+    """The attention stage table and its references, derived from the registry."""
+    from rooflinecli.stages.attention import ATTENTION_STAGES, REFERENCES
+
+    rows = [
+        "| stage | file | dtype | math | needs | what it shows |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in ATTENTION_STAGES:
+        cc = f"sm_{s.min_cc}"
+        dtypes = "/".join(s.dtypes)
+        rows.append(f"| `{s.name}` | `kernels/{s.file}` | {dtypes} | {s.math} | {cc} | {s.what} |")
+    for r in REFERENCES:
+        dtypes = "/".join(r.dtypes)
+        rows.append(f"| `{r.name}` | (library) | {dtypes} | - | - | {r.what}: a reference |")
+    return "\n".join(rows) + "\n"
+
+
+TABLES: dict[str, Callable[[], str]] = {"stages": stages_table, "attention-stages": attention_table}
+TABLE = re.compile(
+    r"<!-- (?P<kind>stages|attention-stages):begin \(make docs\) -->\n.*?<!-- (?P=kind):end -->",
+    re.S,
+)
+
+
+def with_stage_tables(text: str) -> str:
+    """The text with every registry table it holds made anew."""
+
+    def table(m: re.Match[str]) -> str:
+        kind = m["kind"]
+        return f"<!-- {kind}:begin (make docs) -->\n{TABLES[kind]()}<!-- {kind}:end -->"
+
+    return TABLE.sub(table, text)
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -300,23 +327,35 @@ def show_markdown(name: str) -> str:
     return res.output.rstrip("\n") + "\n"
 
 
-def readme_generated(text: str) -> str:
-    """README with every generated part (stage table, samples, results tables) made anew."""
+def generated(text: str) -> str:
+    """A page with every generated part (stage tables, samples, results tables) made anew."""
 
     def block(m: re.Match[str]) -> str:
         kind, names = m["kind"], m["names"]
         body = show_markdown(names) if kind == "show" else results_table(names)
         return f"<!-- {kind}:{names}:begin (make docs) -->\n{body}<!-- {kind}:{names}:end -->"
 
-    return BLOCK.sub(block, readme_with_table(text))
+    return BLOCK.sub(block, with_stage_tables(text))
+
+
+CLI_REFERENCE = Path("docs") / "cli.md"
+
+
+def pages(root: Path) -> list[Path]:
+    """The pages whose generated parts `make docs` writes: README.md and docs/*.md, but the CLI
+    reference (written whole by `render`)."""
+    docs = sorted(p for p in (root / "docs").glob("*.md") if p != root / CLI_REFERENCE)
+    return [root / "README.md", *docs]
 
 
 def main(argv: list[str]) -> int:
     check = "--check" in argv
     args = [a for a in argv if a != "--check"]
-    target = Path(args[0] if args else "docs/cli.md")
-    readme = Path("README.md")
-    wanted = {target: render(), readme: readme_generated(readme.read_text())}
+    target = Path(args[0] if args else CLI_REFERENCE)
+    wanted = {target: render()}
+    for page in pages(Path(".")):
+        if page != target:
+            wanted[page] = generated(page.read_text())
     if check:
         stale = [str(p) for p, text in wanted.items() if p.read_text() != text]
         if stale:
@@ -326,7 +365,8 @@ def main(argv: list[str]) -> int:
     from rooflinecli.files import write_atomic
 
     for p, text in wanted.items():
-        write_atomic(p, text)  # through a symlink, keeping the file's mode
+        if not p.is_file() or p.read_text() != text:  # a current page keeps its time
+            write_atomic(p, text)  # through a symlink, keeping the file's mode
     return 0
 
 

@@ -1,10 +1,13 @@
-"""Writing the tool's files: results documents, plots, caches. One writer for all of them.
+"""Writing the tool's files: results documents, plots, caches. One writer for all of them
+(the one reader is rooflinecli.paths.read_bytes and its kin).
 
 A file is written to a temporary file beside its target and renamed over it, so a reader never
 sees it half-written; a symlink stays a link (its target is replaced); an existing file keeps its
 mode (and owner where permitted); `-` means standard output; a device node, FIFO, socket or
 folder at the path is refused in one line and never touched; an existing file is replaced only
-when asked (`--force`).
+when asked (`--force`). The temporary file is named `.NAME.roofline-tmp-PID`: it is removed when
+the write fails, on SIGINT and on SIGTERM, and one a dead process left (SIGKILL, a power cut) is
+removed by the next write beside it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from rooflinecli.errors import RooflineError
 
@@ -25,12 +28,23 @@ STDOUT = "-"  # -o -: the document goes to standard output
 _claimed_stdout: TextIO | None = None
 
 
+def stdout_closed() -> bool:
+    """Standard output was closed when the program started (rooflinecli.cli.guard_streams says
+    so on the stream it puts there), or there is none."""
+    if sys.stdout is None:
+        return True
+    raw = getattr(getattr(sys.stdout, "buffer", None), "raw", None)
+    return bool(getattr(raw, "closed_at_start", False))
+
+
 def claim_stdout() -> Callable[[], None]:
     """Keep standard output for the document (-o -): until the returned function is called,
     sys.stdout is standard error, so tables and messages do not mix into the document."""
     global _claimed_stdout
     if _claimed_stdout is not None:
         raise RooflineError("only one output can be - (standard output)")
+    if stdout_closed():
+        raise RooflineError("cannot write the document to standard output (-o -): it is closed")
     _claimed_stdout, sys.stdout = sys.stdout, sys.stderr
 
     def release() -> None:
@@ -142,6 +156,113 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
     _replace(p, target, st, data, no_clobber=False, sync=False)
 
 
+TMP_MARK = ".roofline-tmp-"  # .NAME.roofline-tmp-PID[-N]: the writer's temporary files
+_live: set[str] = set()  # the temporary files this process is writing now
+
+
+def _temp_name(target: Path, n: int) -> Path:
+    return target.parent / f".{target.name}{TMP_MARK}{os.getpid()}{f'-{n}' if n else ''}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: another user's process, alive
+        return True
+    return True
+
+
+def remove_stale(target: Path) -> list[Path]:
+    """Remove the temporary files of `target` that a process no longer alive left beside it
+    (killed with SIGKILL mid-write, a power cut): the ones this process is not writing, of a
+    PID that is not running. Returns what it removed."""
+    import re
+
+    prefix = f".{target.name}{TMP_MARK}"
+    try:
+        names = [n for n in os.listdir(target.parent) if n.startswith(prefix)]
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        got = re.fullmatch(r"(\d+)(?:-\d+)?", name[len(prefix) :])
+        path = target.parent / name
+        if got is None or str(path) in _live:
+            continue
+        pid = int(got.group(1))
+        if pid != os.getpid() and _alive(pid):
+            continue
+        try:
+            path.unlink()
+            removed.append(path)
+        except OSError:
+            continue
+    return removed
+
+
+def _create_temp(p: Path, target: Path) -> tuple[int, Path]:
+    """A new temporary file beside `target`, mode 0600, registered in _live before it exists
+    (a signal between the two still finds it)."""
+    for n in range(100):
+        tmp = _temp_name(target, n)
+        _live.add(str(tmp))
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), tmp
+        except FileExistsError:
+            _live.discard(str(tmp))
+            continue
+        except OSError as exc:
+            _live.discard(str(tmp))
+            raise RooflineError(f"cannot write {p}: {exc.strerror}") from None
+    raise RooflineError(f"cannot write {p}: 100 temporary files of this process are in the way")
+
+
+# SIGTERM and SIGHUP end a process without unwinding it: while a temporary file is written,
+# their default action first removes it (then the signal ends the process as it would have).
+# SIGINT raises KeyboardInterrupt, which unwinds through _replace's `finally`.
+_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    import signal
+
+    for tmp in list(_live):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+    _live.clear()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _guard_signals() -> Callable[[], None]:
+    """Install _on_signal where the default action stands (the main thread only: Python lets no
+    other set a handler); returns the function that puts the defaults back."""
+    import signal
+
+    installed = []
+    for name in _SIGNALS:
+        num = getattr(signal, name, None)
+        if num is None:
+            continue
+        try:
+            if signal.getsignal(num) == signal.SIG_DFL:
+                signal.signal(num, _on_signal)
+                installed.append(num)
+        except ValueError:  # not the main thread
+            break
+
+    def restore() -> None:
+        for num in installed:
+            if signal.getsignal(num) is _on_signal:
+                signal.signal(num, signal.SIG_DFL)
+
+    return restore
+
+
 def _replace(
     p: Path,
     target: Path,
@@ -150,25 +271,23 @@ def _replace(
     no_clobber: bool,
     sync: bool,
 ) -> None:
-    """Temp file beside `target`, same mode (and owner where permitted) as the file it
-    replaces, flushed to disk (`sync`), then renamed onto it (with `no_clobber`, linked: never
-    over a file that appeared meanwhile)."""
+    """Temp file beside `target` (.NAME.roofline-tmp-PID), same mode (and owner where
+    permitted) as the file it replaces, flushed to disk (`sync`), then renamed onto it (with
+    `no_clobber`, linked: never over a file that appeared meanwhile). Stale temporary files of
+    dead processes beside the target go first; this one goes on failure, SIGINT and SIGTERM."""
+    remove_stale(target)
+    restore = _guard_signals()
+    fd, tmp = _create_temp(p, target)
     try:
-        import tempfile  # on first write: it loads random and hashlib
-
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise RooflineError(f"cannot write {p}: {exc.strerror}") from None
-    try:
-        if st is None:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask  # mkstemp makes 0600; a new file is an ordinary file
-        else:
-            mode = stat.S_IMODE(st.st_mode)
-            _chown(fd, st)
-        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
+            if st is None:
+                umask = os.umask(0)
+                os.umask(umask)
+                mode = 0o666 & ~umask  # the temp file is 0600; a new file is an ordinary file
+            else:
+                mode = stat.S_IMODE(st.st_mode)
+                _chown(fd, st)
+            os.fchmod(fd, mode)
             fh.write(data.encode() if isinstance(data, str) else data)
             if sync:
                 fh.flush()
@@ -185,7 +304,9 @@ def _replace(
     except OSError as exc:
         raise RooflineError(f"cannot write {p}: {exc.strerror}") from None
     finally:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
+        _live.discard(str(tmp))
+        restore()
 
 
 def _chown(fd: int, st: os.stat_result) -> None:

@@ -175,13 +175,6 @@ def chart_option(f: F) -> F:
     )(f)
 
 
-def want_chart(flag: bool | None, fmt: str, default: bool = True) -> bool:
-    """--chart/--no-chart against --format: a chart goes with a table or Markdown only."""
-    if flag and fmt in ("json", "csv"):
-        raise RooflineError(f"--chart goes with --format table or markdown, not {fmt}")
-    return fmt == "table" and default if flag is None else flag
-
-
 def _column_names(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
     return tuple(split_list(value, "--columns")) if value is not None else ()
 
@@ -302,17 +295,12 @@ def place_on_roofs(doc: dict[str, Any], roof_set: str, calibration: str | None) 
     one cached for the document's device (rooflinecli.gpu.calibrate), then core.roofs."""
     if roof_set == "datasheet":
         return doc
-    import json
-
     from rooflinecli.gpu import calibrate
 
     device = doc.get("device") or {}
     cal = None
     if calibration:
-        try:
-            cal = json.loads(open(calibration).read())
-        except (OSError, ValueError) as exc:
-            raise RooflineError(f"cannot read calibration {calibration}: {exc}") from None
+        cal = calibrate.read_calibration(calibration)
     elif device:
         cal = calibrate.load_calibration(
             device["name"], device.get("driver"), device.get("clock_sm_max_mhz")
@@ -351,6 +339,33 @@ def extra_stage_option(help_text: str) -> Callable[[F], F]:
     return deco
 
 
+# The most shapes a sweep (--sizes, --shapes) takes unless --max-shapes says more: each shape
+# runs every stage, some seconds of GPU time each (the default ladder at 4096: 12 s), so 2,000
+# shapes are hours.
+MAX_SHAPES = 2_000
+
+
+def max_shapes_option(f: F) -> F:
+    """--max-shapes N: the sweep's limit (MAX_SHAPES)."""
+    return click.option(
+        "--max-shapes",
+        type=click.IntRange(min=1),
+        default=MAX_SHAPES,
+        show_default=True,
+        help="Refuse a sweep of more shapes than this (each shape runs every stage: seconds of "
+        "GPU time each).",
+    )(f)
+
+
+def check_sweep(shapes: list[Any], max_shapes: int, option: str) -> None:
+    """A sweep of more than `max_shapes` shapes is one line, before any work."""
+    if len(shapes) > max_shapes:
+        raise RooflineError(
+            f"{option}: {len(shapes):,} shapes, more than a sweep takes ({max_shapes:,}); "
+            f"pass --max-shapes {len(shapes)} to run them all"
+        )
+
+
 def parse_shapes(
     m: int | None, n: int | None, k: int | None, sizes: str | None
 ) -> list[tuple[int, int, int]]:
@@ -377,7 +392,63 @@ def parse_shapes(
     return shapes  # type: ignore[return-value]
 
 
-def pick_line(pick) -> str:  # type: ignore[no-untyped-def]
-    """What `--stages best` says under a shape's table: the pick, its class, its table."""
-    via = "" if pick.entry_class == pick.shape_class else f", by the entry of {pick.entry_class}"
-    return f"best: {pick.stage.name} (class {pick.shape_class}{via}; table {pick.table})"
+# ------------------------------------------------------------- calibrations and the report page
+
+
+def load_calibration(path: str | None, doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The calibration named by --calibration, else the one cached for the document's device
+    (`roofline calibrate` on it), else None. One of another GPU is refused."""
+    from rooflinecli.gpu import calibrate  # the calibration cache: pure, no CuPy
+
+    device = doc.get("device") or {}
+    if path is None:
+        if not device.get("name"):
+            return None
+        return calibrate.load_calibration(
+            device["name"], device.get("driver"), device.get("clock_sm_max_mhz")
+        )
+    cal = calibrate.read_calibration(path)
+    theirs = (cal.get("device") or {}).get("name")
+    if device.get("name") and theirs != device["name"]:
+        raise RooflineError(f"{path} calibrates {theirs}, the document ran on {device['name']}")
+    spec = (doc.get("spec") or {}).get("name")
+    if not device and cal.get("spec") and spec and cal["spec"] != spec:
+        raise RooflineError(f"{path} calibrates spec {cal['spec']}, the document models {spec}")
+    return cal
+
+
+def calibration_for(doc: dict[str, Any], given: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The calibration a document's roofs take: the one given, where it calibrates the
+    document's GPU (or the document is a model), else the one cached for its GPU, if any."""
+    device = (doc.get("device") or {}).get("name")
+    theirs = ((given or {}).get("device") or {}).get("name")
+    if given is not None and (not device or theirs == device):
+        return given
+    return load_calibration(None, doc)
+
+
+def write_report(
+    output: str,
+    paths: list[str],
+    docs: list[dict[str, Any]],
+    calibration_path: str | None,
+    result: Any = None,
+    baseline: tuple[str, dict[str, Any]] | None = None,
+) -> int:
+    """Write the page of `docs` (the first the current run of a gate `result` against
+    `baseline`); returns its size in bytes."""
+    from rooflinecli import files
+    from rooflinecli.present import report
+
+    given = None
+    if calibration_path:  # read and checked once, against the first document's GPU
+        given = load_calibration(calibration_path, docs[0])
+    sources = [
+        report.Source(p, d, calibration_for(d, given)) for p, d in zip(paths, docs, strict=True)
+    ]
+    base = None
+    if baseline is not None:
+        base = report.Source(baseline[0], baseline[1], calibration_for(baseline[1], given))
+    data = report.render(sources, result, base).encode("utf-8")
+    files.write_output(output, data, document=False)
+    return len(data)

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from rooflinecli import __version__
+from rooflinecli import __version__, names, paths
 from rooflinecli.core import roofs
 from rooflinecli.errors import RooflineError
 
@@ -81,6 +82,31 @@ NUMBER_FIELDS = frozenset(
 )  # fmt: skip
 SHAPE_FIELDS = ("m", "n", "k")
 
+# Record fields that name what a record is or where it stands (tables, charts, the gate's
+# checks show them): names.check refuses a control character (a tab or newline too) or an
+# oversize one. Every other string of a document is prose (an error, a note) and may hold tabs
+# and line breaks, but no other control character (names.check_text).
+NAME_FIELDS = (
+    "stage", "dtype", "kind", "name", "label", "kernel", "workload", "gemm", "preset", "op",
+    "compared_with", "roof", "roof_set", "roof_key", "peak_key", "math_instruction", "pipe",
+    "work", "binding_level", "scores_dtype", "b_layout", "device_name",
+)  # fmt: skip
+_NAMES = frozenset(NAME_FIELDS)
+# ... and the document's own names (titles show them): (object, field)
+DOCUMENT_NAMES = (
+    ("spec", "name"), ("spec", "display_name"), ("device", "name"), ("preset", "name"),
+    ("preset", "display_name"), ("tune", "stage"),
+)  # fmt: skip
+# Numbers a record may hold below zero (the GEMM's scalars); every other number of a record is a
+# time, a speed, a count, a size or a ratio: finite and at least 0
+SIGNED_FIELDS = frozenset({"alpha", "beta", "scale"})
+# repeats in ms: each a positive finite number
+SAMPLE_FIELDS = ("samples_ms", "reference_samples_ms")
+# How far a stored tflops or time_ms may lie from what its flops and samples give: rounding (the
+# tool writes full precision; samples are rounded to 1e-6 ms), never a changed measurement
+CONSISTENT_RTOL = 0.005
+SAMPLE_ROUNDING_MS = 1e-6
+
 
 def new_document(
     spec: dict[str, Any], device: dict[str, Any] | None, records: list[dict[str, Any]], **extra: Any
@@ -103,6 +129,169 @@ def complete_record(record: dict[str, Any]) -> dict[str, Any]:
     for key, val in record.items():
         if key not in out:
             out[key] = val
+    return out
+
+
+# --------------------------------------------------------------------------- a run's record
+# The runner (rooflinecli.gpu.loop) builds each record of a run as a RunRecord, part by part as
+# the stage is launched, checked and timed, and writes it as the document's dict once, with
+# written(): here, where the schema is.
+
+
+class Check(NamedTuple):
+    """What comparing one output with the reference found."""
+
+    ok: bool
+    rel_error: float  # relative Frobenius error
+    max_rel_error: float  # largest element's error / the reference's largest element
+
+
+class Repeats(NamedTuple):
+    """Timed repeats of one launch: every sample, the SM clock over them, how they were queued,
+    and with a noise target (--max-noise) the noise reached."""
+
+    samples_ms: list[float]
+    clock: dict[str, Any]  # rooflinecli.gpu.nvml's summary: {} without NVML
+    method: str | None  # timing_method
+    noise_pct: float | None = None
+    noise_target_met: bool | None = None
+
+
+class Pairing(NamedTuple):
+    """The references a stage was timed beside: the first one's samples of the same rounds and,
+    where the kind names each reference (attention), every verified one's median."""
+
+    compared_with: str
+    reference_time_ms: float | None  # None when that reference failed its check
+    reference_samples_ms: list[float]
+    timing: str
+    medians: tuple[tuple[str, float], ...] = ()  # (reference, median ms)
+
+
+class RunRecord:
+    """One stage, or one library reference, at one shape of a run. `model` is the record before
+    anything ran (work, bytes, the roof: rooflinecli.core); the rest is what the run found, set
+    part by part by the runner loop. to_dict() writes it with the fields in the order the
+    documents have always had them. (A plain class: a dataclass would cost every command about
+    1 ms of start-up to create, as rooflinecli.present.View says.)"""
+
+    __slots__ = (
+        "model", "checked", "about", "launch", "occupancy_pct", "blocks_per_sm", "verified",
+        "error", "first", "conversion_ms", "repeats", "last", "time_ms", "paired", "timing",
+    )  # fmt: skip
+
+    def __init__(
+        self, model: dict[str, Any], checked: dict[str, Any], about: dict[str, Any] | None = None
+    ) -> None:
+        self.model = model
+        self.checked = checked  # how its output is checked: tolerances (attention: what, scale)
+        self.about = about or {}  # a library reference: what it is
+        self.launch: dict[str, Any] | None = None  # registers, shared memory, grid, block, ...
+        self.occupancy_pct: float | None = None
+        self.blocks_per_sm: int | None = None
+        self.verified: bool | None = None  # None: skipped
+        self.error: str | None = None
+        self.first: Check | None = None  # the first launch's output
+        self.conversion_ms: float | None = None  # a B layout conversion alone (charged)
+        self.repeats: Repeats | None = None  # a reference's: every repeat of the shape, pooled
+        self.last: Check | None = None  # the last timed launch's output
+        self.time_ms: float | None = None  # the median placed on the roofline; None: no speed
+        self.paired: Pairing | None = None
+        self.timing: str | None = None  # a reference's note on its pooled repeats
+
+    @property
+    def reference(self) -> bool:
+        return self.model.get("kind") == "reference"
+
+    def skip(self, why: str) -> None:
+        """Skipped: it cannot run here (no speed, not verified either way)."""
+        self.verified, self.error = None, f"skipped: {why}"
+
+    def fail(self, why: str) -> None:
+        """Failed: a wrong result, an error or a launch failure is never reported as fast."""
+        self.verified, self.error, self.time_ms = False, why, None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as the document holds it (before complete_record and the reference
+        ratios): a stage's timing fields as they were found, a reference's after its pooled
+        samples."""
+        from rooflinecli.core import roofs
+
+        out = dict(self.model)
+        out.update(self.checked)
+        out.update(self.about)
+        if self.launch is not None:
+            out.update(self.launch)
+        if self.occupancy_pct is not None:
+            out.update(occupancy_pct=self.occupancy_pct, blocks_per_sm=self.blocks_per_sm)
+        out["verified"] = self.verified
+        if self.first is not None:
+            out.update(rel_error=self.first.rel_error, max_rel_error=self.first.max_rel_error)
+        if self.conversion_ms is not None:
+            out["conversion_ms"] = self.conversion_ms
+        rep = self.repeats
+        if self.reference:
+            if rep is not None:
+                out.update(rep.clock)
+            self._last_into(out)
+            if rep is not None and self.time_ms is not None:
+                out.update(_summary(rep.samples_ms))
+                out.update(timing=self.timing, timing_method=rep.method)
+                if rep.noise_target_met is not None:
+                    out.update(noise_pct=rep.noise_pct, noise_target_met=rep.noise_target_met)
+        else:
+            if rep is not None:
+                out.update(rep.clock, timing_method=rep.method)
+                if rep.noise_target_met is not None:
+                    out.update(noise_pct=rep.noise_pct, noise_target_met=rep.noise_target_met)
+            self._last_into(out)
+            if rep is not None and self.time_ms is not None:
+                out.update(_summary(rep.samples_ms))
+        roofs.place(out, self.time_ms)
+        if self.paired is not None and self.time_ms is not None:
+            p = self.paired
+            for name, median in p.medians:
+                out[f"pct_of_{name}"] = 100.0 * median / self.time_ms
+                out[f"{name}_time_ms"] = median
+            out.update(
+                compared_with=p.compared_with,
+                reference_time_ms=p.reference_time_ms,
+                reference_samples_ms=[round(x, 6) for x in p.reference_samples_ms],
+                timing=p.timing,
+            )
+        if not self.verified:  # a wrong result is never reported as fast
+            out.update(tflops=None, pct_of_roof=None, pct_of_peak=None)
+        return out
+
+    def _last_into(self, out: dict[str, Any]) -> None:
+        """The last timed launch's check, and what went wrong up to there (in that order)."""
+        if self.last is not None:
+            out.update(
+                rel_error_last=self.last.rel_error, max_rel_error_last=self.last.max_rel_error
+            )
+        if self.error is not None:
+            out["error"] = self.error
+
+
+def _summary(samples: list[float]) -> dict[str, Any]:
+    """A launch's samples as record fields besides the median (time_ms, which placing sets):
+    the spread and every sample (`samples_ms`, in launch order, what the gate decides from)."""
+    import statistics
+
+    return {
+        "time_ms_min": min(samples),
+        "time_ms_max": max(samples),
+        "time_ms_stdev": statistics.stdev(samples) if len(samples) > 1 else 0.0,
+        "repeats": len(samples),
+        "samples_ms": [round(x, 6) for x in samples],
+    }
+
+
+def written(records: Iterable[RunRecord]) -> list[dict[str, Any]]:
+    """The records of one shape as the document holds them: each one's fields, and each one's
+    ratio to the shape's reference (rooflinecli.core.roofs.add_reference_ratios)."""
+    out = [r.to_dict() for r in records]
+    roofs.add_reference_ratios(out)
     return out
 
 
@@ -271,17 +460,8 @@ def environment() -> dict[str, Any]:
 
 def load(path: str | Path) -> dict[str, Any]:
     """Read and validate a results document; one-line RooflineError on anything malformed."""
-    import json
-
     p = Path(path)
-    try:
-        doc = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise RooflineError(f"results file {p} not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RooflineError(f"cannot read {p}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise RooflineError(f"{p} is not JSON: {exc.msg} at line {exc.lineno}") from None
+    doc = paths.read_json(p, "results file")  # a regular file of at most 256 MiB
     validate(doc, str(p))
     return upgrade(doc)
 
@@ -305,20 +485,54 @@ def validate(doc: Any, where: str = "document") -> None:
         raise RooflineError(f"{where}: 'device' must be an object or null")
     if not isinstance(doc["spec"], dict):
         raise RooflineError(f"{where}: 'spec' must be an object")
+    _check_document_names(doc, where)
+    keys: set[str] = set()  # the field names seen: each checked once, not once a record
     for i, rec in enumerate(doc["records"]):
         if not isinstance(rec, dict):
             raise RooflineError(f"{where}: record {i} is not an object")
         for key in ("stage", "dtype", "m", "n", "k"):
             if key not in rec:
                 raise RooflineError(f"{where}: record {i} lacks {key!r}")
+        if not rec.keys() <= keys:
+            for key in rec.keys() - keys:
+                names.check_text(key, f"{where}: record {i}: a field's name")
+            keys |= rec.keys()
         _check_types(rec, f"{where}: record {i}")
 
 
+def _short(name: str, limit: int = 60) -> str:
+    """A name as an error message quotes it: at most `limit` characters."""
+    return name if len(name) <= limit else name[: limit - 3] + "..."
+
+
+def _check_document_names(doc: dict[str, Any], where: str) -> None:
+    """The document's own names (the GPU's, the spec's, ...) and everything else outside its
+    records (notes, the program's command line): names are names, other strings prose, numbers
+    finite; one line for what is not."""
+    for obj, field in DOCUMENT_NAMES:
+        holder = doc.get(obj)
+        if isinstance(holder, dict) and isinstance(holder.get(field), str):
+            names.check(holder[field], f"{where}: {obj}.{field}")
+    _check_nested({k: v for k, v in doc.items() if k != "records"}, f"{where}: ")
+
+
+def _name_error(rec: dict[str, Any], key: str, record: str) -> RooflineError:
+    """The one line for a record's name that is none, naming the record by its stage."""
+    stage = rec.get("stage")
+    if key != "stage" and isinstance(stage, str):
+        record = f"{record} ({_short(stage)})"
+    return RooflineError(f"{record}: {key!r} {names.problem(rec[key])}")
+
+
 def _check_types(rec: dict[str, Any], where: str) -> None:
-    """Wrongly typed fields are one line naming the file, the record and the field."""
-    name = rec.get("stage")
+    """Wrongly typed fields, numbers that are not finite or below zero, control characters in
+    prose: one line naming the file, the record and the field. One pass over the record's
+    fields, the common case in a few comparisons each (a document may hold 100,000 records)."""
+    record, name = where, rec.get("stage")
     if isinstance(name, str):
-        where = f"{where} ({name})"
+        if not names.is_name(name):
+            raise _name_error(rec, "stage", record)
+        where = f"{record} ({_short(name)})"
 
     def bad(key: str, want: str) -> RooflineError:
         got = repr(rec[key])
@@ -333,11 +547,126 @@ def _check_types(rec: dict[str, Any], where: str) -> None:
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
             raise bad(key, "a whole number of at least 1 or null")
     for key, v in rec.items():
+        kind = type(v)
         if v is None:
             continue
-        if key in NUMBER_FIELDS and (isinstance(v, bool) or not isinstance(v, int | float)):
-            raise bad(key, "a number or null")
-        if key in TEXT_FIELDS and not isinstance(v, str):
-            raise bad(key, "a string or null")
-        if key == "verified" and not isinstance(v, bool):
-            raise bad(key, "true, false or null")
+        if kind is float or kind is int:
+            if key in TEXT_FIELDS:
+                raise bad(key, "a string or null")
+            if key == "verified":
+                raise bad(key, "true, false or null")
+            if not 0 <= v < math.inf:  # NaN, infinity or below zero
+                _check_number(v, key, where)
+        elif kind is str:
+            if key in NUMBER_FIELDS:
+                raise bad(key, "a number or null")
+            if key == "verified":
+                raise bad(key, "true, false or null")
+            if key in _NAMES:
+                if not names.is_name(v):
+                    raise _name_error(rec, key, record)
+            elif not names.is_text(v):
+                names.check_text(v, f"{where}: {key!r}")
+        elif kind is bool:
+            if key in NUMBER_FIELDS:
+                raise bad(key, "a number or null")
+            if key in TEXT_FIELDS:
+                raise bad(key, "a string or null")
+        else:
+            if key in NUMBER_FIELDS:
+                raise bad(key, "a number or null")
+            if key in TEXT_FIELDS:
+                raise bad(key, "a string or null")
+            if key == "verified":
+                raise bad(key, "true, false or null")
+            if key in SAMPLE_FIELDS:
+                _check_samples(v, key, where)
+            else:
+                _check_nested(v, f"{where}: {key}")
+    _check_consistent(rec, where)
+
+
+def _json_number(v: float) -> str:
+    """A number as JSON (Python's reader's) spells it: NaN, Infinity, -Infinity, or %g."""
+    if math.isnan(v):
+        return "NaN"
+    return ("-Infinity" if v < 0 else "Infinity") if math.isinf(v) else f"{v:g}"
+
+
+def _check_number(v: float, key: str, where: str) -> None:
+    """A record's number: finite; at least 0 unless it is one of SIGNED_FIELDS. (JSON has no
+    NaN or Infinity, but Python's reader takes them, and 1e999 reads as infinity.)"""
+    if not math.isfinite(v):
+        raise RooflineError(
+            f"{where}: {key!r} is {_json_number(v)}: a time, a speed or a count is a finite number"
+        )
+    if v < 0 and key not in SIGNED_FIELDS:
+        raise RooflineError(
+            f"{where}: {key!r} is {_json_number(v)}: a time, a speed or a count is at least 0"
+        )
+
+
+def _check_samples(v: Any, key: str, where: str) -> None:
+    """Repeats: a list of positive finite times in ms."""
+    if not isinstance(v, list) or not v:
+        raise RooflineError(f"{where}: {key!r} must be a non-empty list of times in ms")
+    for j, x in enumerate(v):
+        if type(x) is not float and type(x) is not int or not 0 < x < math.inf:
+            got = _json_number(x) if type(x) in (int, float) else repr(x)[:40]
+            raise RooflineError(
+                f"{where}: {key}[{j}] is {got}: each repeat is a positive finite time in ms"
+            )
+
+
+def _check_nested(value: Any, where: str) -> None:
+    """A record's object or list (counters, roof levels, params): its strings are prose, its
+    numbers finite. `where` ends in the field's path, e.g. "record 3 (naive): roof_levels"."""
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for k, x in items:
+        if type(k) is str and not names.is_text(k):
+            names.check_text(k, f"{where.rstrip(': ')}: a key")
+        kind = type(x)
+        if kind is float or kind is str or kind is dict or kind is list:
+            at = (
+                f"{where}[{k}]"
+                if type(k) is int
+                else f"{where}{'' if where[-1:] == ' ' else '.'}{k}"
+            )
+            if kind is float:
+                if not -math.inf < x < math.inf:
+                    raise RooflineError(f"{at} is {_json_number(x)}: a number here is finite")
+            elif kind is str:
+                if not names.is_text(x):
+                    names.check_text(x, at)
+            else:
+                _check_nested(x, at)
+
+
+def _check_consistent(rec: dict[str, Any], where: str) -> None:
+    """A record's time is the median of its repeats, and its TFLOP/s its FLOPs over that time,
+    within rounding (CONSISTENT_RTOL): a document whose stored speed its own samples contradict
+    (edited by hand, or made by another tool) is refused, never gated or shown as it claims."""
+    import statistics
+
+    t = rec.get("time_ms")
+    samples = rec.get("samples_ms")
+    if isinstance(t, int | float) and isinstance(samples, list) and samples:
+        med = statistics.median(samples)
+        if abs(t - med) > CONSISTENT_RTOL * med + SAMPLE_ROUNDING_MS:
+            raise RooflineError(
+                f"{where}: 'time_ms' {t:.6g} is not the median of its samples_ms ({med:.6g}): "
+                "the samples contradict the stored time"
+            )
+    tf, flops = rec.get("tflops"), rec.get("flops")
+    if (
+        isinstance(tf, int | float)
+        and isinstance(flops, int | float)
+        and isinstance(t, int | float)
+    ):
+        if t > 0 and flops > 0:
+            implied = flops / (t * 1e-3) / 1e12
+            if abs(tf - implied) > CONSISTENT_RTOL * implied:
+                raise RooflineError(
+                    f"{where}: 'tflops' {tf:.6g} is not its flops over its time_ms "
+                    f"({implied:.6g} TFLOP/s): the times contradict the stored speed"
+                )

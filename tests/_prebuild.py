@@ -1,6 +1,6 @@
 """The test session's helper process (tests/conftest.py starts it): compiles kernels into the
-session's compile cache and writes their nvdisasm listings beside it, while the tests that need
-none of them run.
+session's compile cache and caches their nvdisasm listings there (sass.listings, the tool's own
+listing cache), while the tests that need none of them run.
 
 A process of its own, so that what a test changes for itself (environment, monkeypatched
 functions, the umask) never reaches a build. It compiles in worker processes, not threads: NVRTC
@@ -8,7 +8,7 @@ runs one compile at a time within a process (two threads took as long as one, an
 CPU), so only processes build two kernels at once.
 
 Reads two lines of JSON on stdin. The first comes before the tests are collected: {"path":
-sys.path, "listings": folder, "workers": n, "jobs": [{"id", "kind": "stage" | "attention" |
+sys.path, "workers": n, "jobs": [{"id", "kind": "stage" | "attention" |
 "calibration", "name", "params", "arch", "dtype", "head_dim" (attention), "weight"}]}. For a
 whole-suite run its jobs are a guess at the first tier's builds (tests/tiers.py), which the
 helper starts on while pytest collects (~4.5 s on one core otherwise idle). The second comes once
@@ -31,16 +31,9 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from pathlib import Path
 
 BATCH = 14  # cubins a listing run waits for: 3-4 runs for the first tier's 40
 BATCH_WAIT_S = 12.0  # at most this long after the first of them was built
-
-
-def listing_path(folder: Path, cubin: str | Path) -> Path:
-    """Where the listing of this cubin, as it is now (size, time), is kept."""
-    st = os.stat(cubin)
-    return folder / f"{Path(cubin).name}.{st.st_size}.{st.st_mtime_ns}.sass"
 
 
 def build(job: dict) -> tuple[str | None, float]:
@@ -75,11 +68,10 @@ def main() -> None:
     from rooflinecli.gpu import calibrate  # noqa: F401
     from rooflinecli.stages import attention, compiler, sass  # noqa: F401 (the workers')
 
-    listings = Path(task["listings"])
-    listings.mkdir(parents=True, exist_ok=True)
     lock = threading.RLock()  # finish() takes it, also from where it is held
-    # cubins waiting for their listing: one nvdisasm run lists a batch (sass.disassemble_many),
-    # since each run costs about 0.45 s of CPU to start whatever it disassembles
+    # cubins waiting for their listing: one nvdisasm run lists a batch (sass.listings, one run
+    # here: the workers have the other cores), since each run costs about 0.45 s of CPU to start
+    # whatever it disassembles
     waiting: queue.Queue[tuple[dict, str, float] | None] = queue.Queue()
     jobs = {job["id"]: job for job in task["jobs"]}
     # not yet handed to a worker, in this order: the heaviest first (conftest.weight)
@@ -149,16 +141,11 @@ def main() -> None:
                 batch.append(item)
             with lock:
                 print(f"listing {len(batch)} cubin(s) in one nvdisasm run", file=sys.stderr)
-            try:
-                texts = sass.disassemble_many([cubin for _, cubin, _ in batch])
+            try:  # into the session's cache (ROOFLINE_CACHE_DIR), where the tests find them
+                sass.listings([cubin for _, cubin, _ in batch], workers=1)
             except Exception:
-                texts = [None] * len(batch)
-            for (job, cubin, cpu), text in zip(batch, texts, strict=True):
-                if text is not None:
-                    path = listing_path(listings, cubin)
-                    tmp = path.with_suffix(f".{threading.get_ident()}.tmp")
-                    tmp.write_text(text)
-                    os.replace(tmp, path)
+                pass  # the test that disassembles it says why
+            for job, _, cpu in batch:
                 finish(job, cpu)
 
     # forked workers inherit the imports above; forked (all at the first submit) before any

@@ -4,13 +4,14 @@ compiles, each built once, in a helper process, while the tests that need none o
 Compiling is most of the suite's time: NVRTC, and nvdisasm (~0.5 s of start-up a cubin). A test
 marked `prebuild(...)` names what it compiles (and disassembles). A helper process
 (tests/_prebuild.py) builds what the selected tests name, the heaviest builds first, in as many
-worker processes as there are cores, into the session's compile cache, and writes the listings
-beside it. Where the whole suite runs (`make test`), it starts before collection on a guess at
-the first tier's builds (tiers.first_tier_builds), since collecting takes ~4.5 s of one core, and
-is told what the tests really need once they are collected. A marked test waits for its kernels,
-then makes its usual calls (compiler.compile_stage, sass.analyze_cubin, the CLI), which find
-them there. Prebuilding is only a warm-up: a kernel that fails to build in the helper fails
-again, with its message, in the test that compiles it.
+worker processes as there are cores, into the session's compile cache, and caches their
+listings there (the tool's own listing cache). Where the whole suite runs (`make test`), it
+starts before collection on a guess at the first tier's builds (tiers.first_tier_builds), since
+collecting takes ~4.5 s of one core, and is told what the tests really need once they are
+collected. A marked test waits for its kernels, then makes its usual calls
+(compiler.compile_stage, sass.analyze_cubin, the CLI), which find them there. Prebuilding is
+only a warm-up: a kernel that fails to build in the helper fails again, with its message, in
+the test that compiles it.
 """
 
 from __future__ import annotations
@@ -34,10 +35,9 @@ import pandas  # noqa: F401
 import pytest
 import rich.console  # noqa: F401
 import rich.table  # noqa: F401
-from _prebuild import listing_path
 from click.testing import CliRunner
+from skips import skip_summary
 
-from rooflinecli.errors import RooflineError
 from rooflinecli.paths import data_dir
 from rooflinecli.stages import attention, compiler, sass
 from rooflinecli.stages import gemm as stages
@@ -100,7 +100,7 @@ class Prebuilt:
     """The helper process, the jobs it was given and those it has finished."""
 
     def __init__(self, cache: Path, workers: int) -> None:
-        self.cache, self.listings, self.workers = cache, cache / "listings", workers
+        self.cache, self.workers = cache, workers
         self.jobs: list[dict[str, Any]] = []
         self.ids: dict[tuple[Any, ...], int] = {}
         self.done: list[threading.Event] = []
@@ -135,8 +135,7 @@ class Prebuilt:
         for kernel, kwargs in guess:
             self._ids(pytest.mark.prebuild(kernel, **kwargs).mark, add=True)
             self.guessed = len(self.jobs)
-        task = {"path": sys.path, "listings": str(self.listings), "workers": self.workers,
-                "jobs": self.jobs}  # fmt: skip
+        task = {"path": sys.path, "workers": self.workers, "jobs": self.jobs}
         self.sent = len(self.jobs)
         self.started = time.perf_counter()
         with open(self.cache.parent / "prebuild.log", "w") as log:
@@ -266,31 +265,23 @@ def _describe(kernel: object, arch: str, kwargs: dict[str, Any]) -> tuple[tuple[
 
 
 class Listings:
-    """nvdisasm once per cubin of the session's cache: the helper's listing when it wrote one,
-    else nvdisasm's, kept for the session (the same cubin, unchanged, gives the same text)."""
+    """nvdisasm once per cubin of the session's cache: the listing the helper (or a test before)
+    left in the tool's listing cache (sass.cached_listing), else nvdisasm's, cached there."""
 
     def __init__(self, prebuilt: Prebuilt) -> None:
-        self.prebuilt = prebuilt
         self.cache = prebuilt.cache.resolve()
         self.disassemble_now = sass.disassemble
-        try:
-            self.nvdisasm: Path | None = sass.find_nvdisasm()  # what the helper runs
-        except RooflineError:
-            self.nvdisasm = None  # the tests that disassemble say so
-        self.kept: dict[tuple[str, ...], str] = {}
 
     def disassemble(self, cubin: str | Path, nvdisasm: Path | None = None) -> str:
         path = Path(cubin).resolve()
         if not path.is_file() or not path.is_relative_to(self.cache):
             return self.disassemble_now(cubin, nvdisasm)
         exe = nvdisasm or sass.find_nvdisasm()  # as disassemble() would: the env var, the wheel
-        saved = listing_path(self.prebuilt.listings, path)
-        if exe == self.nvdisasm and saved.is_file():
-            return saved.read_text()
-        key = (saved.name, str(exe))
-        if key not in self.kept:
-            self.kept[key] = self.disassemble_now(cubin, exe)
-        return self.kept[key]
+        text = sass.cached_listing(path, exe)
+        if text is None:
+            text = self.disassemble_now(cubin, exe)
+            sass.store_listing(path, text, exe)
+        return text
 
 
 _PREBUILT = pytest.StashKey[tuple[Prebuilt, pytest.MonkeyPatch]]()
@@ -374,4 +365,7 @@ def _cache(request: pytest.FixtureRequest, prebuilt: Prebuilt, monkeypatch) -> N
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     line = config.stash.get(_SUMMARY, None)
     if line:
+        terminalreporter.write_line(line)
+    line = skip_summary(terminalreporter.stats.get("skipped", []))
+    if line:  # -rs lists each skipped test with its reason; this is one line for all of them
         terminalreporter.write_line(line)

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 def fake_run_gemm(fraction: float, placed: bool = False, each=None):  # type: ignore[no-untyped-def]
     """A stand-in for rooflinecli.gpu.runner.run_gemm on a machine without a GPU: every stage
-    at 1/fraction of its roof, verified, on the H200's spec. `placed`: the speeds placed and the
+    of the work list (default: every stage at every shape) and the reference at 1/fraction of
+    its roof, verified, on the H200's spec. `placed`: the speeds placed and the
     reference ratios added, as the runner does; `each(i, record)`: more fields per record."""
 
     def run_gemm(shapes, chosen, spec_arg, alpha=1.0, beta=0.0, seed=0, timing=None,
-                 progress=None, dtype="fp32"):  # fmt: skip
+                 progress=None, dtype="fp32", work=None):  # fmt: skip
         from rooflinecli.core import roofs, specs
 
         spec = specs.resolve("h200-sxm")
+        reference = [s for s in chosen if s.reference]
+        if work is None:  # as the runner does: every stage at every shape
+            work = [(shape, [(s, None) for s in chosen if not s.reference]) for shape in shapes]
         recs = []
-        for m, n, k in shapes:
-            for i, stage in enumerate(chosen):
+        for (m, n, k), items in work:
+            for i, stage in enumerate([s for s, _why in items] + reference):
                 r = roofs.model_record(stage, m, n, k, spec, alpha, beta, dtype)
                 tflops = r["attainable_tflops"] / fraction
                 r.update(tflops=tflops, time_ms=r["flops"] / tflops / 1e9, verified=True)

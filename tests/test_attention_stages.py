@@ -285,7 +285,7 @@ def test_runner_flow_without_a_gpu(monkeypatch):
         return call, meta
 
     monkeypatch.setattr(runner, "launcher", launcher)
-    timing = runner.Timing(flush_l2=False, sample_clock=False, budget_ms=5, gate=False)
+    timing = runner.Timing(flush_l2=False, sample_clock=False, budget_ms=5, hold=False)
     shapes = [Shape(1, 4, 2, 33, 64, True), Shape(2, 2, 2, 20, 128)]
     chosen = registry.select("attn_fused,attn_naive", "bf16")
     doc = api.run_attention(shapes, chosen, None, dtype="bf16", timing=timing, references=False)

@@ -1,6 +1,6 @@
 """Stage 43 (kernels/43_attn_wgmma.cu) built for sm_90a without a GPU: each schedule variant
 compiles without spills for both 16-bit types and head dims, and its SASS holds what the file
-claims (the instructions; correctness and speed are the GPU's to show: benchmarks/gpu_fa3.sh).
+claims (the instructions; correctness and speed are the GPU's to show: benchmarks/probes.sh fa3).
 
 Each variant is the registry's config with some params overridden (64-0-128 and 128-0-176 are the
 registry's own, which test_attention_stages builds too); all but the one that must not compile are

@@ -84,18 +84,24 @@ def test_what_boxed_leaves_to_rich(headers, rows, caption) -> None:
 
 
 def test_model_table_is_written_without_rich_and_equals_rich(monkeypatch, capsys) -> None:
-    """emit() on a plain stream: boxed's text, the same as the rich path gives."""
+    """The table format on a plain stream: boxed's text, the same as the rich path gives."""
     from rooflinecli import api
+    from rooflinecli.present import output
 
     spec, _ = api.default_spec("h100-sxm5")
     doc = api.model_gemm(4096, 4096, 4096, "fp32", spec)
     monkeypatch.setenv("COLUMNS", "120")
     with monkeypatch.context() as m:
         m.setattr(report, "console", lambda *a, **k: pytest.fail("rich was used"))
-        report.emit(doc, "table", report.MODEL, title="a title", caption=CAPTION)
+        output.emit(
+            output.of_document(doc, [output.Records(doc, report.MODEL, "a title", CAPTION)]),
+            "table",
+        )
     fast = capsys.readouterr().out
     monkeypatch.setattr(boxed, "colourless", lambda stream: False)
-    report.emit(doc, "table", report.MODEL, title="a title", caption=CAPTION)
+    output.emit(
+        output.of_document(doc, [output.Records(doc, report.MODEL, "a title", CAPTION)]), "table"
+    )
     slow = capsys.readouterr().out
     assert fast == slow
     assert fast.count("┃") == 7 and "naive_xcol" in fast

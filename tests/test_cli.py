@@ -260,14 +260,19 @@ def test_cli_docs_are_current():
     assert path.read_text() == docgen.render(), "docs/cli.md is stale: run `make docs`"
 
 
-def test_readme_stage_table_is_current():
+def test_stage_tables_are_current():
+    """The registry's stage tables, on whichever page holds them (README.md, docs/*.md)."""
     from pathlib import Path
 
     from rooflinecli import docgen
 
-    readme = Path(__file__).resolve().parent.parent / "README.md"
-    text = readme.read_text()
-    assert docgen.readme_with_table(text) == text, "README stage table is stale: run `make docs`"
+    root = Path(__file__).resolve().parent.parent
+    held = {}
+    for page in docgen.pages(root):
+        text = page.read_text()
+        assert docgen.with_stage_tables(text) == text, f"{page.name}: run `make docs`"
+        held.update({m["kind"]: page.name for m in docgen.TABLE.finditer(text)})
+    assert held == {"stages": "stages.md", "attention-stages": "stages.md"}
 
 
 @pytest.mark.parametrize("fmt", ["json", "table"])

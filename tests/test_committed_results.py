@@ -37,7 +37,9 @@ def test_document_is_a_verified_gpu_run(path):
 PROBES = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "probes").glob("*.json"))
 
 
-@pytest.mark.parametrize("path", PROBES, ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", [p for p in PROBES if "findings" not in p.name], ids=lambda p: p.name
+)
 def test_probe_document_is_a_gpu_run(path):
     import json
 
@@ -48,3 +50,27 @@ def test_probe_document_is_a_gpu_run(path):
     for rec in doc["records"]:
         assert rec["tflops"] > 0 and rec["sm_clock_mhz_by_clock64"] > 0
         assert rec["spill_bytes"] == 0
+
+
+def test_every_finding_says_its_question_its_answer_and_how_to_measure_it_again():
+    """benchmarks/probes/h200-findings.json: the figures no results document holds (probes,
+    ncu listings, one-off runs), each under an id that code comments cite."""
+    import json
+
+    root = Path(__file__).resolve().parent.parent
+    doc = json.loads((root / "benchmarks" / "probes" / "h200-findings.json").read_text())
+    assert doc["schema"] == "roofline.findings/1"
+    assert doc["device"]["name"] == "NVIDIA H200"
+    ids = [f["id"] for f in doc["findings"]]
+    assert len(ids) == len(set(ids)), "ids are unique"
+    for f in doc["findings"]:
+        assert f["question"].rstrip().endswith("?"), f["id"]
+        assert f["answer"] and f["data"], f["id"]
+        scripts = re.findall(r"benchmarks/[\w/]+\.(?:sh|py)", f["regenerate"])
+        assert all((root / s).is_file() for s in scripts), (f["id"], scripts)
+        steps = re.findall(r"benchmarks/probes\.sh OUTDIR (\w+)", f["regenerate"])
+        probes = (root / "benchmarks" / "probes.sh").read_text()
+        assert all(f"step_{s}()" in probes for s in steps), (f["id"], steps)
+    cite = re.compile(r"h200-findings\.json[,\s#]*(?:id[\s#]+)?([a-z0-9]+(?:-[a-z0-9]+)+)")
+    cited = {c for p in (root / "rooflinecli").rglob("*.py") for c in cite.findall(p.read_text())}
+    assert cited <= set(ids), cited - set(ids)

@@ -79,9 +79,10 @@ def test_dry_run_table_on_the_detected_or_default_target(runner):
     r = runner.invoke(cli, ["run", "gemm", "--m", "64", "--stages", "naive_xcol", "--dry-run"])
     assert r.exit_code == 0, r.stderr
     assert r.stdout.startswith(
-        "Dry run: 1 stage(s) x 1 shape(s), fp32, compiled for sm_90a (default: no GPU detected; "
-        "NVRTC "
+        "Dry run: 1 stage(s) x 1 shape(s), fp32, compiled for sm_90a "
+        "(no GPU: the default, --arch chooses; NVRTC "
     )
+    assert "), grids for h200-sxm (no GPU: the default, --spec chooses); nothing ran" in r.stdout
     assert "│ naive_xcol │ 64x64x64 │ 4x4x1 │ 16x16x1 │" in r.stdout
 
 

@@ -344,3 +344,91 @@ def test_cli_inspect_errors(runner, args, message):
     assert res.exit_code == 2
     assert message in res.output
     assert len(res.stderr.strip().splitlines()) == 1 and res.stdout == ""
+
+
+# --------------------------------------------------------------------------- progress, widths
+
+
+@pytest.mark.prebuild(stages.BY_NAME["naive_xcol"], arch="sm_80", dtype="fp32", sass=True)
+def test_each_stage_is_two_steps_its_build_and_its_listing():
+    from rooflinecli.stages.inspect import inspect_stages
+
+    steps: list[str] = []
+    chosen = [stages.BY_NAME["naive_xcol"], stages.BY_NAME["wgmma_ws"]]
+    recs = inspect_stages(chosen, "sm_80", SPEC, step=steps.append)
+    assert recs[0]["error"] is None and recs[0]["ldg_ffma"] == "2:1"
+    assert recs[1]["error"] == "needs compute capability 9.0"
+    assert len(steps) == 4
+    assert "compiled naive_xcol" in steps and "disassembled naive_xcol" in steps
+    assert sum("wgmma_ws" in s for s in steps) == 2  # nothing built, nothing listed: still 2
+
+
+def _terminal(monkeypatch):
+    """A terminal for standard error (where the bar goes); tables still go to the runner."""
+    import io
+
+    from rich.console import Console
+
+    from rooflinecli.present import table
+
+    buf = io.StringIO()
+    bar = Console(file=buf, force_terminal=True, width=120, color_system=None)
+    real = table.console
+    monkeypatch.setattr(table, "console", lambda stderr=False: bar if stderr else real())
+    return buf
+
+
+@SEED
+def test_inspect_shows_its_progress_on_a_terminal_only(monkeypatch):
+    from click.testing import CliRunner
+
+    from rooflinecli.cli import cli
+
+    runner = CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1", "TERM": "xterm"})  # not dumb
+    args = ["inspect", "gemm", "--stage", ",".join(SEED_STAGES), "--spec", "h100-sxm5"]
+    res = runner.invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    assert res.stderr == ""  # no terminal: no bar
+    drawn = _terminal(monkeypatch)
+    res = runner.invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    assert "inspect gemm:" in drawn.getvalue() and "/6" in drawn.getvalue()
+    assert "naive_xcol" in res.stdout  # the tables, as ever
+    drawn.truncate(0)
+    assert runner.invoke(cli, [*args, "--quiet"]).exit_code == 0
+    assert drawn.getvalue() == ""
+
+
+def _rows(text: str) -> list[list[str]]:
+    """The cells of each body line of every table in `text`."""
+    return [
+        [c.strip() for c in line.strip()[1:-1].split("│")]
+        for line in text.splitlines()
+        if line.startswith("│")
+    ]
+
+
+@SEED
+@pytest.mark.parametrize("columns", [80, 100, 200])
+def test_no_number_is_split_over_lines_nor_a_stage_name_cut(columns):
+    from click.testing import CliRunner
+
+    from rooflinecli.cli import cli
+
+    env = {"COLUMNS": str(columns), "NO_COLOR": "1", "TERM": "dumb"}
+    args = ["inspect", "gemm", "--stage", ",".join(SEED_STAGES), "--spec", "h100-sxm5"]
+    res = CliRunner(env=env).invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    assert max(map(len, res.stdout.splitlines())) <= columns
+    rows = _rows(res.stdout)
+    for cells in rows:
+        if not cells[0]:  # a line that continues a row: only words wrap onto it, no number
+            assert not any(c[:1].isdigit() for c in cells), cells
+        else:
+            assert cells[0] in SEED_STAGES
+    doc = json.loads(CliRunner(env=env).invoke(cli, [*args, "--format", "json"]).stdout)
+    for rec in doc["records"]:  # every number of the row, whole, beside its stage
+        mine = [c for cells in rows if cells[0] == rec["stage"] for c in cells]
+        for field in ("registers", "smem_bytes", "loop_instructions", "kernel_instructions"):
+            assert f"{rec[field]:,}" in mine, (rec["stage"], field)
+        assert f"{rec['occupancy_pct']:.1f}%" in mine

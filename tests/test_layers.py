@@ -1,6 +1,6 @@
 """The import rule: layers import downward only, and no library module imports click.
 
-    errors < paths < core < results, stages < gpu, present < api < options < commands < cli
+    errors < paths < core < results, stages < gpu, present < plan < api < options < commands < cli
 
 A module may import its own package and any layer below; `results` and `stages` do not import
 each other, nor do `gpu` and `present`, nor one command module another. Imports inside
@@ -29,16 +29,17 @@ LAYERS = {
     "stages": 3,
     "gpu": 4,
     "present": 4,
-    "api": 5,
-    "options": 6,
-    "commands": 7,
-    "cli": 8,
-    "docgen": 9,
-    "__main__": 9,
-    "__init__": 9,
-    "pytest_plugin": 6,
+    "plan": 5,
+    "api": 6,
+    "options": 7,
+    "commands": 8,
+    "cli": 9,
+    "docgen": 10,
+    "__main__": 10,
+    "__init__": 10,
+    "pytest_plugin": 7,
 }
-CLI_LAYER = 6
+CLI_LAYER = 7
 
 
 def _part(module: str) -> str:

@@ -57,7 +57,7 @@ def cp(monkeypatch):
     fake = FakeCuPy()
     monkeypatch.setattr(device, "cupy", lambda: fake)
     monkeypatch.setattr(device, "l2_bytes", lambda: 0)
-    monkeypatch.setattr(timer, "make_gate", lambda cp: None)  # tests/test_timer_gate.py's
+    monkeypatch.setattr(timer, "make_hold", lambda cp: None)  # tests/test_timer_hold.py's
     return fake
 
 

@@ -1,4 +1,4 @@
-"""A module of the package is imported under its own name (issue 13): `import X as Y` only to
+"""A module of the package is imported under its own name: `import X as Y` only to
 dodge a name clash hides which module a call goes to. Where the module's name clashes with a
 local, the local is renamed; where it clashes with a public parameter, the function is imported
 from the module instead. Read from the syntax tree, imports inside functions included."""

@@ -193,3 +193,101 @@ def test_no_clobber_even_when_a_file_appears_after_the_check(tmp_path, monkeypat
 def test_write_atomic_refuses_a_device(tmp_path):
     with pytest.raises(RooflineError, match="not a regular file"):
         files.write_atomic("/dev/null", "x")
+
+
+# --------------------------------------------------------------------------- temporary files
+
+# A child that writes 1 MB through the writer and stops in the middle (in fsync, once the data
+# is in its temporary file), saying so, until it is killed.
+STOPS_MID_WRITE = r"""
+import os, sys, time
+from rooflinecli import files
+def stop(fd):
+    print("writing", flush=True)
+    time.sleep(600)
+os.fsync = stop
+files.write_output(sys.argv[1], "x" * 1_000_000, force=True)
+"""
+
+
+def _temps(folder, name="baseline.json"):
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith(f".{name}.roofline-tmp-"))
+
+
+def _stopped_mid_write(target):
+    import subprocess
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", STOPS_MID_WRITE, str(target)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert child.stdout is not None and child.stdout.readline() == "writing\n"
+    return child
+
+
+def test_sigkill_leaves_a_named_temporary_file_that_the_next_write_removes(tmp_path):
+    import signal
+
+    target = tmp_path / "baseline.json"
+    child = _stopped_mid_write(target)
+    assert _temps(tmp_path) == [f".baseline.json.roofline-tmp-{child.pid}"]
+    child.send_signal(signal.SIGKILL)
+    assert child.wait(timeout=60) == -signal.SIGKILL
+    (left,) = _temps(tmp_path)  # a dead process's file: nothing removed it
+    assert (tmp_path / left).stat().st_size == 1_000_000 and not target.exists()
+    files.write_output(target, "new", force=True)  # the next write beside it cleans it
+    assert _temps(tmp_path) == [] and target.read_text() == "new"
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_signal_mid_write_removes_the_temporary_file_at_once(tmp_path, signame):
+    import signal
+
+    target = tmp_path / "baseline.json"
+    child = _stopped_mid_write(target)
+    child.send_signal(getattr(signal, signame))
+    rc = child.wait(timeout=60)
+    assert _temps(tmp_path) == [] and not target.exists()
+    # the signal still ends the process, as it would have without the writer (SIGINT through
+    # KeyboardInterrupt, which unwound through the writer's `finally`)
+    assert rc == -getattr(signal, signame)
+
+
+def test_a_live_process_temporary_file_is_left_alone(tmp_path):
+    import signal
+
+    target = tmp_path / "baseline.json"
+    child = _stopped_mid_write(target)
+    try:
+        files.write_output(target, "mine", force=True)  # beside a write still under way
+        assert _temps(tmp_path) == [f".baseline.json.roofline-tmp-{child.pid}"]
+        assert target.read_text() == "mine"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+
+
+def test_stale_files_of_other_targets_and_other_names_are_left_alone(tmp_path):
+    target = tmp_path / "a.json"
+    dead = 2**22 + 12345  # past pid_max's default: no such process
+    keep = [
+        f".b.json.roofline-tmp-{dead}",  # another target's
+        f".a.json.roofline-tmp-{dead}.bak",  # not a name the writer makes
+        ".a.json.12345.tmp",  # someone else's naming
+    ]
+    for name in [*keep, f".a.json.roofline-tmp-{dead}", f".a.json.roofline-tmp-{dead}-2"]:
+        (tmp_path / name).write_text("stale")
+    files.write_atomic(target, "new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*keep, "a.json"])
+
+
+def test_a_failed_write_leaves_no_temporary_file(tmp_path, monkeypatch):
+    def boom(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", boom)
+    with pytest.raises(RooflineError, match="Input/output error"):
+        files.write_output(tmp_path / "r.json", "data")
+    assert list(tmp_path.iterdir()) == []

@@ -206,6 +206,10 @@ if args[0] == "--import":
     kernel = open(args[1]).read() or "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8"
     print(open(os.path.join(here, "raw.csv")).read().replace("gemm_naive_xcol", kernel))
     sys.exit(0)
+if os.environ.get("FAKE_NCU_MODE") == "perm-early":  # stops before it starts the target
+    print("==ERROR== The user does not have permission to access NVIDIA GPU Performance "
+          "Counters on the target device 0.", file=sys.stderr)
+    sys.exit(1)
 target = args[args.index(sys.executable):]
 rc = subprocess.run(target).returncode
 if os.environ.get("FAKE_NCU_MODE") == "perm":
@@ -333,6 +337,39 @@ def test_profile_without_counter_permission(runner, fake_ncu, monkeypatch):
     assert len(runs) == 1
 
 
+def test_profile_where_ncu_stops_before_the_run_for_want_of_counter_access(
+    runner, fake_ncu, monkeypatch
+):
+    """An ncu that refuses before it starts the program (no results document) and prints only
+    the sentence: still the one line that names the missing counter access, exit 2."""
+    from rooflinecli.cli import cli
+
+    monkeypatch.setenv("FAKE_NCU_MODE", "perm-early")
+    res = runner.invoke(cli, ["profile", "gemm", "--m", "4096", "--stages", "naive_xcol"])
+    assert res.exit_code == 2, res.output
+    assert res.stderr == f"error: no hardware counters: {prof.NO_COUNTER_ACCESS}\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
+        "Performance Counters on the target device 0.",
+        "==ERROR== The user does not have permission to access NVIDIA GPU Performance Counters",
+        "==PROF== Connected\n==ERROR== err_nvgpuctrperm\n",
+    ],
+)
+def test_counter_access_is_recognised_in_ncus_words(text):
+    assert prof.counter_access_problem(text) == prof.NO_COUNTER_ACCESS
+
+
+@pytest.mark.parametrize(
+    "text", ["", "==PROF== Disconnected from process 1", "==ERROR== unknown option --foo"]
+)
+def test_other_ncu_output_is_no_counter_access_problem(text):
+    assert prof.counter_access_problem(text) is None
+
+
 def test_profile_without_ncu_or_gpu(runner, monkeypatch, tmp_path):
     from rooflinecli.cli import cli
 
@@ -448,3 +485,30 @@ def test_profile_target_is_a_library_entry_point(capsys, tmp_path):
     )
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
+
+
+@pytest.mark.parametrize("m", [1, 64, 65, 4096])
+def test_profile_default_stages_are_those_built_for_m(runner, monkeypatch, m):
+    """Without --stages, `profile gemm` profiles the ladder `run gemm` would run at this M (one
+    filter, gemm.built_for): decode stages only where M is in their range, never refused."""
+    from rooflinecli.cli import cli
+    from rooflinecli.stages import gemm
+
+    asked: list[list[str]] = []
+
+    def profile_gemm(shape, names, *args, **kwargs):
+        asked.append(names)
+        raise RooflineError("stand-in: stop before any stage runs")
+
+    monkeypatch.setattr(prof, "find_ncu", lambda: "ncu")
+    monkeypatch.setattr(prof, "profile_gemm", profile_gemm)
+    res = runner.invoke(cli, ["profile", "gemm", "--m", str(m), "-q"])
+    assert res.exit_code == 2
+    assert res.output.strip().splitlines() == ["error: stand-in: stop before any stage runs"]
+    (names,) = asked
+    ladder = gemm.select(None, "fp32")
+    assert names == [s.name for s in gemm.built_for(ladder, [m])]
+    decode = {s.name for s in ladder if s.m_range is not None}
+    assert decode, "the fp32 ladder has decode stages"
+    assert (decode <= set(names)) == (m <= 64) and (decode & set(names) == set()) == (m > 64)
+    assert "naive_xcol" in names and names[-1] == "cublas"

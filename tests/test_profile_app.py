@@ -174,8 +174,13 @@ def test_half_precision_simt_is_said_and_not_added_beside_fp32():
         )
 
     # FP16 SIMT alone: counted, with the half2 caveat, under no roof (the spec gives none)
-    rec = record(**{"sm__sass_thread_inst_executed_op_hfma_pred_on.sum": 1e6})  # 2e6 FLOPs
-    assert (rec["dtype"], rec["pipe"]) == ("fp16", "simt") and rec["flops"] == 2e6
+    rec = record(
+        **{
+            "sm__sass_thread_inst_executed_op_hfma_pred_on.sum": 1e6,
+            "sm__sass_thread_inst_executed_op_hmul_pred_on.sum": 1e5,
+        }
+    )  # 2.1e6 FLOPs
+    assert (rec["dtype"], rec["pipe"]) == ("fp16", "simt") and rec["flops"] == 2.1e6
     assert "packed half2" in rec["flops_note"]
     app.place(rec, app.roofs_for(resolve("h200-sxm"), None))
     assert rec["attainable_tflops"] is None and "no fp16 simt roof" in rec["roof_note"]
@@ -190,6 +195,91 @@ def test_half_precision_simt_is_said_and_not_added_beside_fp32():
     )
     assert (rec["dtype"], rec["pipe"]) == ("fp32", "simt") and rec["flops"] == 2e6
     assert "fp16 SIMT not added (2,000,000" in rec["flops_note"]
+
+
+def test_hfma_alone_is_no_fp16_work():
+    """CuPy's float32 `x mod 1` kernel after cupy.random.rand, as ncu counted it on the H200:
+    an FSETP and an FSEL per element (no FADD, FMUL or FFMA), and one HFMA per element, the
+    HFMA2.MMA the compiler sets a register with. It was "fp16 simt" work with no roof; it is
+    data movement, and the record says why the HFMA count was not taken."""
+    from rooflinecli.core.specs import resolve
+
+    p = ncu.plan(app.COUNTS, prof.parse_query_metrics(QUERY))
+    n = 1 << 24
+    counters = {m: 0.0 for m in p.metrics}
+    counters.update(
+        {
+            "gpu__time_duration.sum": 2.9e-5,
+            "dram__bytes_read.sum": 4.0 * n,
+            "dram__bytes_write.sum": 4.0 * n,
+            "sm__sass_thread_inst_executed_op_hfma_pred_on.sum": float(n),
+        }
+    )
+    rec = app.kernel_record("cupy_random_x_mod_1", [16384, 1, 1], [{"metrics": counters}], p)
+    assert rec["pipe"] is None and rec["work"] == "none" and not rec["flops"]
+    assert rec["flops_by"]["fp16 simt"] is None
+    assert f"fp16 SIMT not counted ({n:,} HFMA" in rec["flops_note"]
+    assert "HFMA2.MMA" in rec["flops_note"]
+    app.place(rec, app.roofs_for(resolve("h200-sxm"), None))
+    assert rec["roof_note"].startswith("no FLOPs counted: data movement only")
+    # an FP16 add or multiply beside it is FP16 arithmetic: the HFMA count is then taken
+    counters["sm__sass_thread_inst_executed_op_hadd_pred_on.sum"] = float(n)
+    rec = app.kernel_record("half_axpy", [16384, 1, 1], [{"metrics": counters}], p)
+    assert (rec["dtype"], rec["pipe"], rec["flops"]) == ("fp16", "simt", 3.0 * n)
+
+
+def test_kernels_that_read_the_same_are_told_apart():
+    """`profile app` on torch.randn in float32 and bfloat16 printed two kernels as
+    `at::<...> [1056x1x1]`: each keeps its function's name, and where that and the grid match,
+    the template argument that differs; where nothing tells them apart, a number."""
+    from rooflinecli.core import kernel_names
+
+    def randn(t: str) -> str:
+        return (
+            "void at::<unnamed>::distribution_elementwise_grid_stride_kernel<float, 4, "
+            f"void templates::normal_and_transform<{t}, float, at::CUDAGeneratorImpl *, "
+            "void at::native::<unnamed>::normal_kernel<at::CUDAGeneratorImpl *>(const "
+            "at::TensorBase &, double, double, T1)::[lambda() (instance 1)]::operator ()() "
+            "const::[lambda() (instance 2)]::operator ()() const::[lambda(float) (instance 1)]>"
+            "(at::TensorIteratorBase &, T2, T3)::[lambda(curandStatePhilox4_32_10 *) (instance "
+            "2)], void at::native::<unnamed>::normal_kernel<at::CUDAGeneratorImpl *>(const "
+            "at::TensorBase &, double, double, T1)::[lambda() (instance 1)]::operator ()() "
+            "const::[lambda() (instance 2)]::operator ()() const::[lambda(float) (instance 1)]>"
+            "(long, at::PhiloxCudaState, T3, T4)"
+        )
+
+    softmax = "void at::<unnamed>::cunn_SoftMaxForwardReg<c10::Half, float, c10::Half>(T3 *)"
+    norm = "void at::<unnamed>::vectorized_layer_norm_kernel<c10::Half, float, 0>(int, T2)"
+    recs = [
+        {"kernel": randn("float"), "grid": [1056, 1, 1]},
+        {"kernel": randn("c10::BFloat16"), "grid": [1056, 1, 1]},
+        {"kernel": softmax, "grid": [4096, 1, 1]},
+        {"kernel": norm, "grid": [4096, 1, 1]},
+        {"kernel": "void k(int)", "grid": [8, 1, 1]},
+        {"kernel": "void k(float)", "grid": [8, 1, 1]},
+        {"stage": "cublas"},
+    ]
+    got = kernel_names.labels(recs)
+    assert len(set(got)) == len(got), got
+    assert all("<...> [" not in g or not g.startswith("at::<...>") for g in got)
+    assert "c10::BFloat16" in got[1] and "float, float" in got[0]
+    assert got[2] == "at::<unnamed>::cunn_SoftMaxForwardReg<...> [4096x1x1]"
+    assert got[3] == "at::<unnamed>::vectorized_layer_norm_kernel<...> [4096x1x1]"
+    assert got[4:] == ["k [8x1x1] #1", "k [8x1x1] #2", "cublas"]
+    # the plot's names (the function alone) are told apart the same way
+    compact = kernel_names.labels(recs, scoped=False)
+    assert len(set(compact)) == len(compact)
+    assert compact[2] == "cunn_SoftMaxForwardReg [4096x1x1]"
+    # and a profiled program's records carry them
+    rows = prof.parse_raw_csv(CSV)
+    for row in rows:
+        if row["kernel"] == "cupy_add__float32_float_float32":
+            row["kernel"], row["grid"] = randn("c10::BFloat16"), "(1056, 1, 1)"
+        elif row["kernel"] == "cupy_multiply__float32_float_float32":
+            row["kernel"], row["grid"] = randn("float"), "(1056, 1, 1)"
+    doc = _doc(app.Run(rows, ncu.plan(app.COUNTS, prof.parse_query_metrics(QUERY)), {}))
+    labels = [r["label"] for r in doc["records"]]
+    assert len(set(labels)) == len(labels), labels
 
 
 def test_short_names():
@@ -319,6 +409,7 @@ def test_a_program_that_fails_exits_1_with_its_kernels_shown(runner, fake_ncu, m
     ("mode", "message"),
     [
         ("perm", "error: ERR_NVGPUCTRPERM: no permission"),
+        ("perm-sentence", "error: ERR_NVGPUCTRPERM: no permission"),
         ("none", "error: ncu profiled no kernel"),
     ],
 )

@@ -1,6 +1,7 @@
-"""What a newcomer reads in README.md stays true: the generated parts (sample output, results
-tables) match the committed documents they name, every column of the sample is defined, the
-set-up is the two commands, and `make run` without a GPU models the README's GPU."""
+"""What a newcomer reads in README.md and the pages under docs/ stays true: the generated parts
+(stage tables, sample output, results tables) match the registry and the committed documents
+they name, every column of the sample is defined, the set-up is the two commands on the first
+screen, the README stays short, and `make run` without a GPU models the README's GPU."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from rooflinecli import docgen
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+PAGES = docgen.pages(ROOT)
 
 
 def blocks(text: str) -> list[tuple[str, str, str]]:
@@ -22,35 +24,46 @@ def blocks(text: str) -> list[tuple[str, str, str]]:
     return [(m["kind"], m["names"], m.group(0)) for m in docgen.BLOCK.finditer(text)]
 
 
-def test_generated_parts_match_their_documents() -> None:
-    text = README.read_text()
-    assert docgen.readme_generated(text) == text, "README is stale: run `make docs`"
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_generated_parts_match_their_documents(page: Path) -> None:
+    text = page.read_text()
+    assert docgen.generated(text) == text, f"{page.name} is stale: run `make docs`"
+
+
+def test_the_pages_are_the_readme_and_docs_but_the_cli_reference() -> None:
+    names = [p.relative_to(ROOT).as_posix() for p in PAGES]
+    assert names[0] == "README.md" and "docs/cli.md" not in names
+    for page in ("results", "stages", "background", "how-it-works", "architecture"):
+        assert f"docs/{page}.md" in names
 
 
 def test_blocks_name_committed_documents() -> None:
-    found = blocks(README.read_text())
-    kinds = sorted({k for k, _, _ in found})
+    found = {p.name: blocks(p.read_text()) for p in PAGES}
+    kinds = sorted({k for b in found.values() for k, _, _ in b})
     assert kinds == ["results", "show"]
-    for _, names, _ in found:
-        for name in names.split(","):
-            assert docgen._path(name).is_file(), name
-    # the results section's tables: the FP32 ladder, exercise 2, Tensor Cores, the calibration,
-    assert {n for k, n, _ in found if k == "results"} == {
+    for page in found.values():
+        for _, names, _ in page:
+            for name in names.split(","):
+                assert docgen._path(name).is_file(), name
+    # the README shows one sample and no results table: those are on docs/results.md
+    assert [(k, n) for k, n, _ in found["README.md"]] == [("show", "gemm-fp32-4096-ladder.json")]
+    # the results page's tables: the FP32 ladder, exercise 2, Tensor Cores, the calibration,
+    assert {n for k, n, _ in found["results.md"] if k == "results"} == {
         "gemm-fp32-4096-ladder.json",
         "profile-fp32-4096.json,profile-fp32-4096-multistage.json",
         "gemm-fp16-8192-interleaved.json,gemm-bf16-8192-interleaved.json",
         "benchmarks/calibration/h200-2026-12-01.json",
-        # stage 11 against cuBLAS SGEMM, stages 27-29 against cuBLAS, the attention ladder
+        # stage 11 against cuBLAS SGEMM, stages 27-30 against cuBLAS, the attention ladder
         "gemm-fp32-4096-spread.json,gemm-fp32-8192-spread.json",
-        "simt-variants-fp32.json",
-        "gemm-fp32-4096-simt12c.json,gemm-fp32-8192-simt12c.json",
+        "spread-copies-variants-fp32.json",
+        "gemm-fp32-4096-serpentine-settings.json,gemm-fp32-8192-serpentine-settings.json",
         "gemm-bf16-tc-shapes-best.json",
         "gemm-fp16-tc-shapes-best.json",
         "gemm-fp16-8192-wgmma-27-28.json,gemm-bf16-8192-wgmma-27-28.json",
         "gemm-fp16-8192-wgmma-29.json,gemm-bf16-8192-wgmma-29.json",
         "gemm-fp16-4096-wgmma-29.json,gemm-bf16-4096-wgmma-29.json",
-        "gemm-fp16-8192-s8.json,gemm-bf16-8192-s8.json",
-        "gemm-fp16-4096-s8.json,gemm-bf16-4096-s8.json",
+        "gemm-fp16-8192-wgmma-30.json,gemm-bf16-8192-wgmma-30.json",
+        "gemm-fp16-4096-wgmma-30.json,gemm-bf16-4096-wgmma-30.json",
         "attn-b2-h16-n8192-d128-bf16.json,attn-b2-h16-n8192-d128-bf16-causal.json",
         "attn-sweep-d128-bf16.json,attn-sweep-d128-bf16-causal.json",
         "attn-sweep-d64-bf16.json,attn-sweep-d64-bf16-causal.json",
@@ -67,13 +80,16 @@ def test_every_column_of_the_sample_is_defined() -> None:
     assert not missing, f"README defines no {missing}: add them under the sample"
 
 
-def test_set_up_is_two_commands_and_the_no_gpu_model_is_the_h200() -> None:
+def test_set_up_is_two_commands_on_the_first_screen_and_the_no_gpu_model_is_the_h200() -> None:
     text = README.read_text()
+    first_screen = "\n".join(text.splitlines()[:40])
     assert (
         "$ make run    # installs into .venv, then runs the main job: roofline run gemm --m 4096"
-        in text
+        in first_screen
     )
-    assert "$ make test   # installs what the tests need, then runs them (no GPU needed)" in text
+    assert "$ make test   # installs what the tests need, then runs them (no GPU needed)" in (
+        first_screen
+    )
     assert "(`roofline model gemm --m 4096 --spec h200-sxm`)" in text
     make = (ROOT / "Makefile").read_text()
     # `make run` and `make test` install first (unless the venv already is, for this
@@ -85,12 +101,36 @@ def test_set_up_is_two_commands_and_the_no_gpu_model_is_the_h200() -> None:
     assert "$(BIN)/roofline model gemm --m 4096 --spec h200-sxm;" in run
 
 
-def test_every_document_the_readme_names_is_committed() -> None:
-    text = README.read_text()
+def test_the_readme_is_short() -> None:
+    """What it is, a sample, the set-up, the commands, your own kernel, links: the rest is on
+    the pages under docs/."""
+    assert len(README.read_text().splitlines()) <= 250
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_document_and_link_a_page_names_exists(page: Path) -> None:
+    text = page.read_text()
     for name in set(re.findall(r"`((?:gemm|profile|tune|llm)-[\w-]+\.json)`", text)):
         assert (ROOT / "benchmarks" / "results" / name).is_file(), name
-    for path in set(re.findall(r"\]\(((?:docs|benchmarks)/[^)#]+)\)", text)):
+    files = re.findall(r"`((?:benchmarks|examples|tests|kernels|specs)/[^`*{ ]+)`", text)
+    for path in {f for f in files if "NN" not in f}:  # NN: a stage's number, as a pattern
         assert (ROOT / path).exists(), path
+    for link in set(re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text)):
+        assert (page.parent / link).exists(), f"{page.name}: {link}"
+
+
+def test_every_anchor_a_page_links_to_exists() -> None:
+    """A link to `page.md#heading` (or `#heading` on the same page) names a heading there, by
+    GitHub's rule: lower case, punctuation but - and _ dropped, spaces to -."""
+
+    def anchors(page: Path) -> set[str]:
+        heads = re.findall(r"^#+ (.+)$", page.read_text(), re.M)
+        return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in heads}
+
+    for page in PAGES:
+        for target, anchor in re.findall(r"\]\(([^)#:]*)#([^)]+)\)", page.read_text()):
+            where = (page.parent / target) if target else page
+            assert anchor in anchors(where), f"{page.name}: {target}#{anchor}"
 
 
 def test_table_kinds() -> None:
@@ -115,18 +155,22 @@ def test_table_kinds() -> None:
     assert "| FP32 FMA (SIMT, 16 chains/thread) | 65.3 TFLOP/s | 67.0 TFLOP/s |" in cal
 
 
-def test_a_new_document_makes_the_readme_stale(
+def test_a_new_document_makes_the_pages_stale(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Replace a document the README names (as a new GPU run would): the check fails until
+    """Replace a document the pages name (as a new GPU run would): the check fails until
     `make docs` writes its numbers."""
     shutil.copytree(ROOT / "benchmarks", tmp_path / "benchmarks")
     path = tmp_path / "benchmarks" / "results" / "gemm-fp32-4096-ladder.json"
     doc = json.loads(path.read_text())
-    doc["records"][0]["time_ms"] = 30.0
+    rec = doc["records"][0]  # slower, its repeats and speed with it (results.load checks them)
+    scale = 30.0 / rec["time_ms"]
+    rec["time_ms"], rec["tflops"] = 30.0, rec["tflops"] / scale
+    rec["samples_ms"] = [t * scale for t in rec.get("samples_ms") or []] or None
     path.write_text(json.dumps(doc))
     monkeypatch.setattr(docgen, "ROOT", tmp_path)
-    text = README.read_text()
-    again = docgen.readme_generated(text)
-    assert again != text
-    assert "| naive_xcol | 30.000 |" in again
+    for page in (README, ROOT / "docs" / "results.md"):  # the sample, the ladder's table
+        text = page.read_text()
+        again = docgen.generated(text)
+        assert again != text
+        assert "| naive_xcol | 30.000 |" in again

@@ -244,6 +244,24 @@ SASS_CASES = [
 ]
 
 
+def test_what_a_stage_claims_is_its_math_not_its_chapter():
+    """The SASS claim and the roof come from the stage's own `math`: moving a stage to another
+    chapter of the column changes neither."""
+    from dataclasses import replace
+
+    from rooflinecli.core import roofs
+
+    for stage in stages.STAGES:
+        moved = replace(stage, chapter=stage.chapter + 7)
+        assert moved.sass_claims == stage.sass_claims == (() if stage.reference else (stage.math,))
+        for dtype in stage.all_dtypes:
+            assert roofs.math_instruction(moved, dtype) == roofs.math_instruction(stage, dtype)
+        assert stage.math in roofs.MATH_INSTRUCTIONS
+        assert (stage.math == "library") == stage.reference
+    for astage in attention.ATTENTION_STAGES:
+        assert astage.math in ("FFMA", "HMMA", "HGMMA")
+
+
 @pytest.mark.parametrize("stage, dtype", SASS_CASES, ids=lambda v: getattr(v, "name", v))
 def test_sass_holds_the_math_the_stage_claims(stage, dtype):
     """mma.sync stages show HMMA, WGMMA stages HGMMA, SIMT stages FFMA, in their main loop;
@@ -545,11 +563,11 @@ def test_a_header_edit_changes_the_cache_key(tmp_path, monkeypatch):
     args = ("src", ("-arch=sm_90a",), "13.0", "24_wgmma_tma.cu", "gemm_wgmma_tma")
     key = compiler.cache_key(*args)
     assert compiler.cache_key(*args) == key  # the same headers: the same key
-    header = inc / "ptx_sm90.cuh"
+    header = inc / "sm90" / "wgmma.cuh"  # a header in a subfolder counts too
     header.write_text(header.read_text().replace("wgmma.fence", "wgmma.fence "))
     edited = compiler.cache_key(*args)
     assert edited != key
-    (inc / "extra.cuh").write_text("// new\n")
+    (inc / "sm90" / "extra.cuh").write_text("// new\n")
     assert compiler.cache_key(*args) not in (key, edited)
 
 

@@ -1,15 +1,16 @@
-"""Start-up: `roofline --help` and `roofline model gemm --m 4096` import neither pandas, NumPy,
-CuPy nor matplotlib (read from `python -X importtime` of a fresh process); `model gemm` into a
-pipe draws its table without rich (rooflinecli.present.boxed) and loads no module that only other
-commands or formats need; the program leaves its objects frozen for the exit. Their wall time is
-measured as whole processes in the note, not here: a timed unit test would be flaky."""
+"""Start-up: `roofline --help`, `roofline model gemm --m 4096` and `roofline specs` import
+neither pandas, NumPy, CuPy, matplotlib nor plotly (read from `python -X importtime` of a fresh
+process); `model gemm` into a pipe draws its table without rich (rooflinecli.present.boxed) and
+loads no module that only other commands or formats need; the program leaves its objects frozen
+for the exit. Their wall time is measured as whole processes in the note, not here: a timed unit
+test would be flaky."""
 
 import subprocess
 import sys
 
 import pytest
 
-HEAVY = ("pandas", "numpy", "cupy", "matplotlib")
+HEAVY = ("pandas", "numpy", "cupy", "matplotlib", "plotly", "playwright")
 # what `model gemm` into a pipe (no GPU, no nvidia-smi) does without: rich draws nothing there,
 # and these serve measure(), writing files, running programs, the JSON of --format json and
 # --output, the terminal chart, and attention's model
@@ -47,7 +48,7 @@ def modules_imported_by(args: list[str], env: dict[str, str] | None = None) -> s
     }
 
 
-@pytest.mark.parametrize("args", [["--help"], ["model", "gemm", "--m", "4096"]])
+@pytest.mark.parametrize("args", [["--help"], ["model", "gemm", "--m", "4096"], ["specs"]])
 def test_no_heavy_import(args):
     imported = imported_by(args)
     assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
@@ -95,7 +96,7 @@ def test_the_lazy_command_lists_say_what_each_command_says():
             seen += 1 + (walk(cmd) if isinstance(cmd, LazyGroup) else 0)
         return seen
 
-    assert walk(cli) == 14  # 12 commands, and llm under model and under run
+    assert walk(cli) == 15  # 13 commands, and llm under model and under run
 
 
 def test_model_gemm_creates_one_dataclass():

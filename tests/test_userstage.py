@@ -183,7 +183,27 @@ BAD_STAGES = [
     (STAGE, KERNEL.replace("float beta, ", ""), "mine must take (int M, int N, int K, float alpha"),
     (STAGE, KERNEL.replace("const float* __restrict__ A", "float* A"), "mine must take"),
     (STAGE + "[oops\n", None, "is not valid TOML"),
+    (STAGE + 'math = "IMMA"\n', None, "math 'IMMA' is not one of FFMA, HMMA, HGMMA"),
 ]
+
+
+def test_a_user_stage_declares_its_math_and_is_placed_by_it(tmp_path):
+    """FFMA unless the file says otherwise; a Tensor Core kernel (math = "HMMA") claims HMMA in
+    its SASS and stands under the fp16 Tensor Core roof, the FFMA one under the FP32 peak."""
+    from rooflinecli.core import roofs, specs
+
+    plain = load_user_stage(_write(tmp_path, STAGE.replace('"fp32"', '"fp16"')))
+    tensor = load_user_stage(
+        _write(tmp_path, STAGE.replace('"fp32"', '"fp16"') + 'math = "HMMA"\n')
+    )
+    assert (plain.math, plain.sass_claims) == ("FFMA", ("FFMA",))
+    assert (tensor.math, tensor.sass_claims) == ("HMMA", ("HMMA",))
+    spec = specs.resolve("h200-sxm")
+    assert roofs.model_record(plain, 64, 64, 64, spec, dtype="fp16")["roof_key"] == "fp32"
+    assert (
+        roofs.model_record(tensor, 64, 64, 64, spec, dtype="fp16")["roof_key"]
+        == "fp16_tensor_dense"
+    )
 
 
 @pytest.mark.parametrize(("toml", "cu", "message"), BAD_STAGES)

@@ -137,8 +137,8 @@ def test_model_says_what_the_load_instructions_allow():
     )
     assert items[1] == (
         "naive_xcol: AI instr 0.25: 1.2% of the roof if no load hit a cache. Next, naive_xrow: "
-        "one thread per C element, threadIdx.x -> row: a warp's A loads are K*4 bytes apart."
-    )
+        "one thread per C element, threadIdx.x -> row: a warp's A loads are K\\*4 bytes apart."
+    )  # Markdown: the * escaped (two on a line would be emphasis)
     assert items[-1] == "cublas: the reference (a library call)."
 
 

@@ -35,7 +35,22 @@ def wheel(tmp_path_factory):
     assert build.returncode == 0, build.stderr
     (whl,) = out.glob("roofline-*.whl")
     assert build.stdout.splitlines()[-1] == whl.name
-    return zipfile.ZipFile(whl)
+    archive = zipfile.ZipFile(whl)
+    archive.build_log = build.stdout + build.stderr  # type: ignore[attr-defined]
+    return archive
+
+
+def test_license_is_an_spdx_expression_and_the_build_warns_of_nothing_deprecated(wheel):
+    """`license = "MIT"` (setuptools >= 77): the metadata carries it as License-Expression and
+    the build says nothing of a deprecated `project.license` table."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["project"]["license"] == "MIT"
+    assert "setuptools>=77" in project["build-system"]["requires"]
+    (meta,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
+    assert "License-Expression: MIT" in wheel.read(meta).decode().splitlines()
+    assert "deprecat" not in wheel.build_log.lower(), wheel.build_log[-3000:]
 
 
 def test_wheel_holds_every_cu_cuh_and_toml(wheel):
@@ -43,7 +58,18 @@ def test_wheel_holds_every_cu_cuh_and_toml(wheel):
     # LLM presets and the default tune tables (--stages best) the tool reads at run time
     names = set(wheel.namelist())
     for folder, patterns in (
-        ("kernels", ("*.cu", "include/*.cuh", "calibrate/*.cu", "util/*.cu")),
+        (
+            "kernels",
+            (
+                "*.cu",
+                "include/*.cuh",
+                "include/sm70/*.cuh",
+                "include/sm90/*.cuh",
+                "include/gemm/*.cuh",
+                "calibrate/*.cu",
+                "util/*.cu",
+            ),
+        ),  # fmt: skip
         ("specs", ("*.toml",)),
         ("presets", ("*.toml",)),
         ("dispatch", ("*.toml",)),

@@ -1,5 +1,6 @@
-// Calibration (rooflinecli/calibrate.py): the FP32 SIMT roof. CHAINS independent fmaf chains per
-// thread, UNROLL steps per loop iteration (-D defines: calibrate.FP32_CHAINS, FP32_UNROLL).
+// Calibration (rooflinecli/gpu/calibrate.py): the FP32 SIMT roof. CHAINS independent fmaf
+// chains per thread, UNROLL steps per loop iteration (-D defines: calibrate.FP32_CHAINS,
+// FP32_UNROLL).
 #ifndef CHAINS
 #error "CHAINS (independent FMA chains per thread) must be given as -DCHAINS=..."
 #endif

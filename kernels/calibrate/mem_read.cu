@@ -1,6 +1,6 @@
-// Calibration (rooflinecli/calibrate.py): the HBM and L2 read roofs. A read-only streaming
-// reduction: each thread keeps 4 independent 16-byte loads in flight per step. LOAD is __ldg
-// (HBM: the read-only path) or __ldcg (L2: cached in L2 only, not in L1), a -D define.
+// Calibration (rooflinecli/gpu/calibrate.py): the HBM and L2 read roofs. A read-only
+// streaming reduction: each thread keeps 4 independent 16-byte loads in flight per step. LOAD
+// is __ldg (HBM: the read-only path) or __ldcg (L2: cached in L2 only, not in L1), a -D define.
 #ifndef LOAD
 #define LOAD __ldg
 #endif

@@ -1,13 +1,15 @@
-// Calibration (rooflinecli/calibrate.py): the FP16 Tensor Core roofs, f32 accumulate, operands
-// that never change (the loop measures issue rate, not data movement). One source, two kernels,
-// each compiled when its -D defines are given:
+// Calibration (rooflinecli/gpu/calibrate.py): the FP16 Tensor Core roofs, f32 accumulate,
+// operands that never change (the loop measures issue rate, not data movement). One source, two
+// kernels, each compiled when its -D defines are given:
 //   NACC (calibrate.MMA_SYNC_NACC): tc_mma_sync, mma.sync m16n8k16 on register operands, NACC
 //     independent accumulators per warp (sm_80+);
 //   WG_N, KSTEPS (calibrate.WGMMA_N, WGMMA_KSTEPS): tc_wgmma, wgmma.mma_async m64nWG_Nk16 with A
 //     and B from shared memory (sm_90a); one warpgroup per block issues KSTEPS wgmmas on the same
 //     accumulators, commits, waits: the accumulators stay in registers throughout.
 #include "ptx_sm80.cuh"
-#include "ptx_sm90.cuh"
+#include "sm90/fence.cuh"       // fence_proxy_async
+#include "sm90/wgmma.cuh"       // wgmma fence, commit, wait and its m64nNk16 shapes
+#include "sm90/wgmma_desc.cuh"  // WgmmaSwizzle, smem_desc
 
 // Operand bits: halves of magnitude in [2^-7, 2^-6), mixed signs, from a hash of the index:
 // never zero (zeros run faster), sums stay far from overflow.

@@ -9,7 +9,7 @@ import click
 from rooflinecli import files, results
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import force_option, format_option
-from rooflinecli.present import gate, table
+from rooflinecli.present import gate, output, table
 
 SAVED_COLUMNS: list[table.Column] = [
     ("path", "baseline", str),
@@ -60,4 +60,4 @@ def save(src: str, dst: str, force: bool, fmt: str) -> None:
     n, device = len(doc["records"]), gate.describe(doc)
     row = {"path": dst, "source": src, "records": n, "device": device}
     line = f"saved {dst}: {n} record{'s' if n != 1 else ''} from {src} ({device})"
-    table.emit_written(row, fmt, SAVED_COLUMNS, line, title=f"baseline saved: {dst}")
+    output.written(row, fmt, SAVED_COLUMNS, line, title=f"baseline saved: {dst}")

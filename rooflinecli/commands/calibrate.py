@@ -6,9 +6,8 @@ from typing import Any
 
 import click
 
-from rooflinecli import results
 from rooflinecli.options import format_option, spec_option
-from rooflinecli.present import table
+from rooflinecli.present import output, table
 
 # measurement key -> (label, unit, datasheet/derived key in a roof set, or None)
 ROOFS: tuple[tuple[str, str, str, str | None], ...] = (
@@ -100,29 +99,16 @@ def calibrate_command(quick: bool, spec_arg: str | None, fmt: str) -> None:
         doc = calibrate.measure(spec_arg, quick=quick)
     path = calibrate.save_calibration(doc)
     doc["cache_file"] = str(path)
-    if fmt == "json":
-        click.echo(results.dumps(doc), nl=False)
-        return
     roofs = pd.DataFrame(roof_rows(doc))
     sets = pd.DataFrame(set_rows(doc))
-    if fmt == "csv":
-        click.echo(table.csv_text(roof_rows(doc)), nl=False)
-        return
     dev = doc["device"]
     title = (
         f"Roofs of {dev['name']} (driver {dev.get('driver') or '?'}, max SM clock "
         f"{dev.get('clock_sm_max_mhz') or '?'} MHz, spec {doc.get('spec') or 'none'})"
         + (" -- quick" if quick else "")
     )
-    sets_title = "Roof sets for reports (ridge points in FLOP/byte)"
-    if fmt == "markdown":
-        click.echo(table.markdown(roofs, ROOF_COLUMNS, title=title))
-        if len(sets):
-            click.echo(table.markdown(sets, SET_COLUMNS, title=sets_title), nl=False)
-        return
-    con = table.console()
-    con.print(
-        table.table(
+    parts: list[output.Part] = [
+        output.Frame(
             roofs,
             ROOF_COLUMNS,
             title=title,
@@ -130,17 +116,17 @@ def calibrate_command(quick: bool, spec_arg: str | None, fmt: str) -> None:
             "Core: 4096 Hopper, 2048 A100); bandwidth: 2 x memory clock x bus width. "
             f"Cached in {path}",
         )
-    )
+    ]
     if len(sets):
         derived = (doc.get("roof_sets") or {}).get("derived", {})
-        con.print(
-            table.table(
+        parts.append(
+            output.Frame(
                 sets,
                 SET_COLUMNS,
-                title=sets_title,
+                title="Roof sets for reports (ridge points in FLOP/byte)",
                 caption=f"derived: {derived.get('source', '-')}. measured: the best of wgmma "
                 "and mma.sync, the best of HBM read and copy.",
             )
         )
-    for note in doc.get("notes", []):
-        con.print(f"note: {note}")
+    parts += [output.Line(f"note: {n}", markdown=False, rich=True) for n in doc.get("notes", [])]
+    output.emit(output.Report(parts, json=doc, csv=roof_rows(doc)), fmt)

@@ -8,7 +8,7 @@ import click
 
 from rooflinecli import results
 from rooflinecli.options import format_option
-from rooflinecli.present import gate, table
+from rooflinecli.present import gate, output, table
 
 
 def _who(doc: dict[str, Any], path: str) -> str:
@@ -30,15 +30,18 @@ def compare(a_path: str, b_path: str, fmt: str) -> None:
     """
     a, b = results.load(a_path), results.load(b_path)
     rows = gate.compare_rows(a, b, where=(a_path, b_path))
-    out = table.console()
-    if fmt == "table":  # written as is: long paths neither wrap nor read as markup
-        out.file.write(f"A: {_who(a, a_path)}\nB: {_who(b, b_path)}\n")
-    table.emit_rows(
-        rows,
-        fmt,
-        table.COMPARE_COLUMNS,
-        out=out,
-        title=None if fmt == "table" else f"A: {_who(a, a_path)}; B: {_who(b, b_path)}",
-        caption="B/A TFLOP/s above 1: B is faster. B/A time below 1: B is faster.",
-        payload={"a": a_path, "b": b_path, "rows": rows},
-    )
+    columns = table.COMPARE_COLUMNS
+    parts: list[output.Part] = [
+        # the table's heading written as text: long paths neither wrap nor read as markup
+        output.Line(f"A: {_who(a, a_path)}", markdown=False),
+        output.Line(f"B: {_who(b, b_path)}", markdown=False),
+        output.Rows(
+            rows,
+            columns,
+            title=f"A: {_who(a, a_path)}; B: {_who(b, b_path)}",
+            caption="B/A TFLOP/s above 1: B is faster. B/A time below 1: B is faster.",
+            heading="",
+        ),
+    ]
+    payload = {"a": a_path, "b": b_path, "rows": rows}
+    output.emit(output.of_rows(rows, columns, parts, payload), fmt)

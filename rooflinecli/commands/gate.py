@@ -6,10 +6,10 @@ from typing import Any
 
 import click
 
-from rooflinecli import files, results
+from rooflinecli import files, names, results
 from rooflinecli.errors import GateFailure, Inconclusive
 from rooflinecli.options import format_option
-from rooflinecli.present import gate, table
+from rooflinecli.present import gate, output, table
 
 
 def _floors(
@@ -32,7 +32,7 @@ def _markdown(result: gate.GateResult, rows: list[dict[str, Any]], heading: str)
         "",
         heading,
         "",
-        f"{result.summary()}.",
+        f"{names.markdown(result.summary())}.",
         "",
         table.markdown_rows(rows, table.GATE_COLUMNS).rstrip("\n"),
         "",
@@ -41,7 +41,7 @@ def _markdown(result: gate.GateResult, rows: list[dict[str, Any]], heading: str)
         + ".",
     ]
     if result.mismatches:
-        diffs = "; ".join(result.mismatches)
+        diffs = names.markdown("; ".join(result.mismatches))
         lines += ["", f"Compared across environments (--allow-mismatch): {diffs}."]
     return "\n".join(lines) + "\n"
 
@@ -93,6 +93,14 @@ def _markdown(result: gate.GateResult, rows: list[dict[str, Any]], heading: str)
     help="Also write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).",
 )
 @click.option(
+    "--html",
+    "html_path",
+    metavar="FILE",
+    default=None,
+    help="Also write the report page here: the verdict per check, each stage's samples, both "
+    "runs' rooflines (needs the `report` extra).",
+)
+@click.option(
     "--benchmark-json",
     metavar="FILE",
     default=None,
@@ -108,6 +116,7 @@ def gate_command(
     allow_mismatch: bool,
     junit: str | None,
     markdown_path: str | None,
+    html_path: str | None,
     benchmark_json: str | None,
     fmt: str,
 ) -> None:
@@ -116,8 +125,10 @@ def gate_command(
     A stage fails when it lost more TFLOP/s than --tolerance against the baseline, is missing or
     unverified, or misses a floor. With the repeats recorded (samples_ms) on both sides, the 99%
     bootstrap interval of the change decides: all of it beyond the tolerance fails, none of it
-    passes, and an interval across the tolerance is inconclusive (too noisy to tell). Without
-    samples, the medians alone decide, with no noise allowance. Each check says its rule.
+    passes, and an interval across the tolerance is inconclusive (too noisy to tell). With fewer
+    than 10 samples, or none, the median times alone decide, with no noise allowance (never the
+    stored TFLOP/s: a document whose speeds its times contradict is refused). Each check says
+    its rule.
 
     \b
     Exit codes:
@@ -130,9 +141,13 @@ def gate_command(
 
     The rules: docs/gate.md.
     """
-    for target in (junit, markdown_path, benchmark_json):
+    for target in (junit, markdown_path, html_path, benchmark_json):
         if target:  # refused now, before any work, not after the verdict
             files.check_output(target, document=False)
+    if html_path:  # the page needs plotly: said now, before anything is written
+        from rooflinecli.present import report
+
+        report.require()
     current = results.load(path)
     base = results.load(baseline_path) if baseline_path else None
     result = gate.evaluate(
@@ -145,26 +160,33 @@ def gate_command(
         where=(path, baseline_path or "baseline"),
     )
     rows = [c.row() for c in result.checks]
-    heading = f"Current: `{path}` ({gate.describe(current)})"
+    heading = (
+        f"Current: {names.markdown_code_span(path)} ({names.markdown(gate.describe(current))})"
+    )
     if base is not None:
-        heading += f"; baseline: `{baseline_path}` ({gate.describe(base)})"
+        where = names.markdown_code_span(str(baseline_path))
+        heading += f"; baseline: {where} ({names.markdown(gate.describe(base))})"
     if junit:
         files.write_output(junit, gate.junit_xml(result), document=False)
     if markdown_path:
         files.write_output(markdown_path, _markdown(result, rows, heading), document=False)
     if benchmark_json:
         files.write_output(benchmark_json, gate.benchmark_json(current), document=False)
-    if fmt == "markdown":
-        table.console().file.write(_markdown(result, rows, heading))
-    else:
-        title = f"Gate: {path}" + (f" against {baseline_path}" if base is not None else "")
-        title += f" (tolerance {tolerance:g}%)" if base is not None else " (floors only)"
-        caption = f"{result.summary()}. Rules: {gate.RULES_SHORT}."
-        if result.mismatches:
-            caption += f" Environments differ: {'; '.join(result.mismatches)}."
-        table.emit_rows(
-            rows, fmt, table.GATE_COLUMNS, title=title, caption=caption, payload=result.to_dict()
-        )
+    if html_path:
+        from rooflinecli.options import write_report
+
+        other = (baseline_path or "baseline", base) if base is not None else None
+        write_report(html_path, [path], [current], None, result, other)
+    title = f"Gate: {path}" + (f" against {baseline_path}" if base is not None else "")
+    title += f" (tolerance {tolerance:g}%)" if base is not None else " (floors only)"
+    caption = f"{result.summary()}. Rules: {gate.RULES_SHORT}."
+    if result.mismatches:
+        caption += f" Environments differ: {'; '.join(result.mismatches)}."
+    columns = table.GATE_COLUMNS
+    page = output.of_rows(
+        rows, columns, [output.Rows(rows, columns, title, caption)], result.to_dict()
+    )
+    output.emit(page._replace(markdown=_markdown(result, rows, heading)), fmt)
     if result.outcome == "fail":
         raise GateFailure(result.summary())
     if result.outcome == "inconclusive":

@@ -12,10 +12,10 @@ from typing import Any
 
 import click
 
-from rooflinecli import results
+from rooflinecli import paths
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import DTYPES, extra_stage_option, format_option, spec_option, split_list
-from rooflinecli.present import table
+from rooflinecli.present import output, table
 from rooflinecli.stages import gemm
 
 SCHEMA = "roofline.inspect/1"
@@ -32,6 +32,9 @@ def _whole_or_short(v: Any) -> str:
 _fmt_num = table.cell(_whole_or_short)
 _fmt_pct = table.pct(1)
 _fmt_str = table.text
+# "8 LDGSTS.128, 96 LDS.128" as "8×LDGSTS.128, 96×LDS.128": a narrow column wraps between the
+# items, never between a count and what it counts
+_fmt_widths = table.cell(lambda v: ", ".join(x.replace(" ", "×", 1) for x in str(v).split(", ")))
 
 
 RESOURCE_COLUMNS: list[table.Column] = [
@@ -64,7 +67,7 @@ def _sass_columns(records: list[dict[str, Any]]) -> list[table.Column]:
     cols += [
         ("ldg_ffma", "LDG:FFMA", _fmt_str),
         ("lds_ffma", "LDS:FFMA", _fmt_str),
-        ("loop_widths", "loop memory ops (width in bits)", _fmt_str),
+        ("loop_widths", "loop memory ops (width in bits)", _fmt_widths),
         ("kernel_instructions", "kernel instr", _fmt_num),
     ]
     return cols
@@ -120,16 +123,19 @@ def inspect_() -> None:
 )
 @spec_option
 @format_option
+@click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 def inspect_gemm(
     stage_args: tuple[str, ...], arch: str | None, dtype: str | None,
-    extra_stages: tuple[str, ...], spec_arg: str | None, fmt: str,
+    extra_stages: tuple[str, ...], spec_arg: str | None, fmt: str, quiet: bool,
 ) -> None:  # fmt: skip
     """Registers, shared memory, spills, occupancy and the SASS mix of each stage's main loop."""
     from rooflinecli.api import default_spec
+    from rooflinecli.present.progress import progress
     from rooflinecli.stages import compiler, sass
-    from rooflinecli.stages.inspect import check_arch, inspect_stage
+    from rooflinecli.stages.inspect import check_arch, inspect_stages
     from rooflinecli.stages.userstage import load_user_stage
 
+    paths.cache_dir()  # a cache folder that is a file: one line, not an error in every row
     spec, why = default_spec(spec_arg)
     arch = arch or compiler.arch_for_cc(spec.compute_capability)
     check_arch(arch)  # a bad --arch fails here, in one line
@@ -140,7 +146,12 @@ def inspect_gemm(
             raise RooflineError(f"{path}: stage {user.name} is {user.dtype}, not {dtype}")
         chosen.append(user)
     sass.find_nvdisasm()  # absent: one line now, not one per stage
-    records = [inspect_stage(s, arch, spec, dtype) for s in chosen]
+    # on a terminal (stderr), a bar over each stage's build and listing: a cold cache takes a
+    # while (every stage compiled by NVRTC, then disassembled)
+    live = not quiet and output.live(fmt)
+    with progress(live, verb="inspect gemm:", total=2 * len(chosen)) as tick:
+        tick("starting")  # the bar counts the steps begun before the one now running
+        records = inspect_stages(chosen, arch, spec, dtype, step=tick)
     for stage, rec in zip(chosen, records, strict=True):
         toml = getattr(stage, "toml_path", "")
         if toml and rec.get("error"):  # the user's kernel: one line, exit 2
@@ -160,48 +171,44 @@ def inspect_gemm(
         }
         for r in records
     ]
-    if fmt == "json":
-        click.echo(results.dumps(doc), nl=False)
-        return
-    import pandas as pd
-
-    df = pd.DataFrame(flat)
-    if fmt == "csv":  # params as param_* columns, sass left to JSON
-        tidy = [{k: v for k, v in r.items() if k != "sass"} for r in records]
-        click.echo(table.csv_text(tidy), nl=False)
-        return
-    res_cols = [c for c in RESOURCE_COLUMNS if c[0] != "error" or df["error"].notna().any()]
-    ok = df[df["error"].isna()] if "error" in df else df
-    sass_cols = _sass_columns([r for r in flat if not r.get("error")])
+    tidy = [{k: v for k, v in r.items() if k != "sass"} for r in records]  # CSV: no sass
+    fields = set().union(*(r.keys() for r in flat))
+    errors = any(r.get("error") for r in flat)
+    res_cols = [c for c in RESOURCE_COLUMNS if c[0] in fields and (c[0] != "error" or errors)]
+    ok = [r for r in flat if not r.get("error")]
+    sass_cols = [c for c in _sass_columns(ok) if any(c[0] in r for r in ok)]
     res_title = (
         f"Resources and theoretical occupancy: {arch} (NVRTC {doc['nvrtc']}), "
         f"occupancy on {spec.display_name} ({spec.name}, {why})"
     )
     sass_title = "SASS of the main loop (nvdisasm), per k step"
-    if fmt == "markdown":
-        click.echo(table.markdown(df, res_cols, title=res_title))
-        click.echo(table.markdown(ok, sass_cols, title=sass_title), nl=False)
-        return
-    con = table.console()
-    con.print(
-        table.table(
-            df,
+    # Each table fits the console, or is split into several led by the stage (output.Frame):
+    # no number is split over lines, no stage name cut.
+    parts = [
+        output.Frame(
+            table.Rows(flat),
             res_cols,
             title=res_title,
             caption="smem: static + dynamic per block. Occupancy by CUDA's rules: registers "
             "in 256-register warp units over 4 sub-partitions, shared memory + 1 KiB reserved "
             "per block in 128-byte units, warp and block slots.",
+            left=("error",),
+        ),
+    ]
+    if ok:  # else no stage built: the errors above say why
+        parts.append(
+            output.Frame(
+                table.Rows(ok),
+                sass_cols,
+                title=sass_title,
+                caption="Main loop: the innermost backward-branch loop with the most FMA/matrix "
+                "instructions. k/iter: k steps one iteration covers (its multiply-adds per "
+                "thread over the thread's elements of C; with HGMMA, 16 x HGMMAs per "
+                "accumulator tile); X/k = loop count / k/iter. LDG:FFMA in lowest terms from "
+                "the loop's counts. Whole-kernel counts (kernel_*) and every opcode: --format "
+                "json or csv.",
+                prose=("loop_widths",),
+                left=("loop_widths",),
+            )
         )
-    )
-    con.print(
-        table.table(
-            ok,
-            sass_cols,
-            title=sass_title,
-            caption="Main loop: the innermost backward-branch loop with the most FMA/matrix "
-            "instructions. k/iter: k steps one iteration covers (its multiply-adds per thread "
-            "over the thread's elements of C; with HGMMA, 16 x HGMMAs per accumulator tile); "
-            "X/k = loop count / k/iter. LDG:FFMA in lowest terms from the loop's counts. "
-            "Whole-kernel counts (kernel_*) and every opcode: --format json or csv.",
-        )
-    )
+    output.emit(output.Report(parts, json=doc, csv=tidy), fmt)

@@ -19,6 +19,7 @@ from rooflinecli.options import (
     spec_option,
 )
 from rooflinecli.present import View, table
+from rooflinecli.present.output import Records, emit, of_document
 
 
 @click.group(
@@ -77,7 +78,7 @@ def model_gemm(
         "AI ideal: every byte moved once (perfect caching). AI instr: what each load "
         "instruction feeds, if nothing were cached; attain@instr is the roof at that intensity."
     )
-    table.emit(doc, fmt, table.MODEL, title=title, caption=caption, view=view)
+    emit(of_document(doc, [Records(doc, table.MODEL, title, caption, view)]), fmt)
 
 
 @model.command("attention")
@@ -119,4 +120,4 @@ def model_attention(
         "FLOPs 4*B*H*N^2*D (halved when causal). fused: Q, K, V and O each moved once. "
         "unfused: S and P (fp32, B*H*N^2 each) also written and read once each."
     )
-    table.emit(doc, fmt, table.ATTENTION_MODEL, title=title, caption=caption, view=view)
+    emit(of_document(doc, [Records(doc, table.ATTENTION_MODEL, title, caption, view)]), fmt)

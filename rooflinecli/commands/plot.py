@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import click
 
 from rooflinecli import files, results
-from rooflinecli.errors import RooflineError
-from rooflinecli.options import format_option
-from rooflinecli.present import table
+from rooflinecli.options import format_option, load_calibration
+from rooflinecli.present import MAX_POINTS, table
+from rooflinecli.present.output import written
 
 WROTE_COLUMNS: list[table.Column] = [
     ("path", "file", str),
@@ -18,36 +15,6 @@ WROTE_COLUMNS: list[table.Column] = [
     ("records", "records", table.integer),
     ("title", "chart", str),
 ]
-CALIBRATION_SCHEMA = "roofline.calibration/1"
-
-
-def load_calibration(path: str | None, doc: dict[str, Any]) -> dict[str, Any] | None:
-    """The calibration named by --calibration, else the one cached for the document's device
-    (`roofline calibrate` on it), else None. One of another GPU is refused."""
-    from rooflinecli.gpu import calibrate  # the calibration cache: pure, no CuPy
-
-    device = doc.get("device") or {}
-    if path is None:
-        if not device.get("name"):
-            return None
-        return calibrate.load_calibration(
-            device["name"], device.get("driver"), device.get("clock_sm_max_mhz")
-        )
-    try:
-        cal = json.loads(open(path, encoding="utf-8").read())
-    except (OSError, ValueError) as exc:
-        raise RooflineError(f"cannot read calibration {path}: {exc}") from None
-    if not isinstance(cal, dict) or cal.get("schema") != CALIBRATION_SCHEMA:
-        raise RooflineError(f"{path} is not a calibration document ({CALIBRATION_SCHEMA})")
-    if not isinstance(cal.get("measurements"), dict):
-        raise RooflineError(f"{path} has no measurements")
-    theirs = (cal.get("device") or {}).get("name")
-    if device.get("name") and theirs != device["name"]:
-        raise RooflineError(f"{path} calibrates {theirs}, the document ran on {device['name']}")
-    spec = (doc.get("spec") or {}).get("name")
-    if not device and cal.get("spec") and spec and cal["spec"] != spec:
-        raise RooflineError(f"{path} calibrates spec {cal['spec']}, the document models {spec}")
-    return cal
 
 
 @click.command()
@@ -73,13 +40,29 @@ def load_calibration(path: str | None, doc: dict[str, Any]) -> dict[str, Any] | 
     show_default=True,
     help="Draw each measured record also at its by-instruction intensity (hollow marker).",
 )
+@click.option(
+    "--max-points",
+    type=click.IntRange(min=1),
+    default=MAX_POINTS,
+    show_default=True,
+    help="Refuse a document with more points than this to draw (each placed record is a point, "
+    "two with its by-instruction intensity): a plot costs about a millisecond and some 40 KB "
+    "of memory a point, and its legend lists them all.",
+)
 @format_option
-def plot(path: str, output: str, calibration: str | None, by_instruction: bool, fmt: str) -> None:
+def plot(
+    path: str,
+    output: str,
+    calibration: str | None,
+    by_instruction: bool,
+    max_points: int,
+    fmt: str,
+) -> None:
     """Roofline of a results document as an image.
 
     PNG, SVG, or HTML (the SVG in a minimal page), chosen by the suffix of -o. Each record has
     a short id beside its point, explained in the legend below the chart. Needs the `plot`
-    extra (matplotlib).
+    extra (matplotlib). At most 5,000 points unless --max-points says more.
     """
     from rooflinecli.present import image  # matplotlib is imported only when drawing
 
@@ -87,8 +70,8 @@ def plot(path: str, output: str, calibration: str | None, by_instruction: bool, 
     files.check_output(output, document=False)
     doc = results.load(path)
     cal = load_calibration(calibration, doc)
-    kind = image.save(doc, output, cal, by_instruction)
+    kind = image.save(doc, output, cal, by_instruction, max_points=max_points)
     title = image.title(doc)
     row = {"path": output, "format": kind, "records": len(doc["records"]), "title": title}
     line = f"wrote {output} ({kind}): {title}"
-    table.emit_written(row, fmt, WROTE_COLUMNS, line, title=f"roofline plot {path}")
+    written(row, fmt, WROTE_COLUMNS, line, title=f"roofline plot {path}")

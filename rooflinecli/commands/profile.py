@@ -20,6 +20,7 @@ from rooflinecli.options import (
     spec_option,
 )
 from rooflinecli.present import View, table
+from rooflinecli.present.output import Line, Part, Records, emit, of_document
 from rooflinecli.present.progress import progress
 from rooflinecli.stages import gemm
 
@@ -160,6 +161,8 @@ def profile_gemm_command(
     shape = resolve_shape(m, n, k)
     table.select(PROFILE, view)  # an unknown --columns name: one line, before any work
     chosen = gemm.select(stage_list, dtype)
+    if not stage_list:  # the default ladder, as `run`'s: only the stages built for this M
+        chosen = gemm.built_for(chosen, [shape[0]])
     for st in chosen:
         why = st.refuses(*shape)
         if why:
@@ -198,18 +201,17 @@ def profile_gemm_command(
         "the time TFLOP/s and every percentage come from; event ms under ncu: CUDA events "
         "around the profiled launch, which ncu replays (never a speed)."
     )
-    table.emit(out, fmt, PROFILE, title=title, caption=caption, view=view)
-    if fmt == "table":
-        con = table.console()
-        for line in out["checks"]:
-            con.print(f"check: {line}")
-        for line in notes(out["records"]):
-            con.print(f"note: {line}")
-        for note in [info.get("note")] + [
-            f"metric not available here, left out: {d}" for d in info["dropped_metrics"]
-        ]:
-            if note:
-                con.print(f"note: {note}")
+    parts: list[Part] = [Records(out, PROFILE, title, caption, view)]
+    said = [f"check: {line}" for line in out["checks"]]
+    said += [f"note: {line}" for line in notes(out["records"])]
+    said += [
+        f"note: {note}"
+        for note in [info.get("note")]
+        + [f"metric not available here, left out: {d}" for d in info["dropped_metrics"]]
+        if note
+    ]
+    parts += [Line(text, markdown=False, rich=True) for text in said]
+    emit(of_document(out, parts), fmt)
     if all(r.get("counters") is None for r in records):
         reason = next((r["counters_reason"] for r in records if r.get("counters_reason")), "")
         raise RooflineError(f"no hardware counters: {reason}")
@@ -300,13 +302,9 @@ def profile_app_command(
     )
     if output:
         files.write_output(output, results.dumps(doc), force=force)
-    con = table.console()
-    if fmt in ("json", "csv"):
-        table.emit(doc, fmt, table.APP_COLUMNS, out=con)
-    else:
-        table.emit(doc, fmt, table.APP_COLUMNS, title=table.app_title(doc), out=con)
-        for line in table.app_notes(doc):
-            con.file.write(line + "\n")
+    parts: list[Part] = [Records(doc, table.APP_COLUMNS, table.app_title(doc))]
+    parts += [Line(line) for line in table.app_notes(doc)]
+    emit(of_document(doc, parts), fmt)
     code = (doc.get("program") or {}).get("exit_code")
     if code:
         raise GateFailure(f"the program exited with {code} (its kernels are shown above)")

@@ -8,29 +8,29 @@ import click
 
 from rooflinecli import files, results
 from rooflinecli.commands import LazyGroup
-from rooflinecli.core import roofs
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
     SIZE,
     attention_shape,
     attention_shape_options,
     chart_option,
+    check_sweep,
     columns_option,
     dtype_option,
     extra_stage_option,
     format_option,
+    max_shapes_option,
     output_option,
     parse_shapes,
-    pick_line,
     place_on_roofs,
     roofs_option,
     spec_option,
     split_list,
     timing_of,
     timing_options,
-    want_chart,
 )
-from rooflinecli.present import View, document, table, terminal_chart
+from rooflinecli.present import View, document, output, table
+from rooflinecli.present.output import chart_wanted, emit, live
 from rooflinecli.present.progress import progress
 from rooflinecli.stages import attention, gemm
 
@@ -50,38 +50,45 @@ def run() -> None:
     """Run stages on the GPU (verify, time, place on the roofline)."""
 
 
-def _dry_run(
-    shapes: list[tuple[int, int, int]],
-    chosen: list[gemm.Stage],
-    arch: str,
-    why: str,
-    dtype: str,
-    spec_arg: str | None,
-    fmt: str,
-) -> None:
+def _dry_run(p: Any, arch: str, why: str, spec_arg: str | None, fmt: str) -> None:
     """`run gemm --dry-run`: what would run, compiled for `arch`; no GPU touched."""
     from rooflinecli import api
     from rooflinecli.stages import compiler
     from rooflinecli.stages.inspect import check_arch
 
     check_arch(arch)
-    spec, _ = api.default_spec(spec_arg)
-    rows = api.dry_run_gemm(shapes, chosen, arch, dtype, spec)
+    spec, spec_why = api.default_spec(spec_arg)
+    if p.picks is not None:  # every pick at every shape, as before the tune table was planned
+        chosen = [*{x.stage.name: x.stage for x in p.picks.values()}.values(), *p.chosen]
+        rows = api.dry_run_gemm(p.shapes, chosen, arch, p.dtype, spec)
+    else:
+        chosen = p.chosen
+        rows = api.dry_run_gemm(p.shapes, chosen, arch, p.dtype, spec, work=p.work)
     nvrtc = compiler.nvrtc_version()
     compiled = sum(1 for s in chosen if not s.reference)
     title = (
-        f"Dry run: {compiled} stage(s) x {len(shapes)} shape(s), {dtype}, compiled for {arch} "
-        f"({why}; NVRTC {nvrtc}); nothing ran"
+        f"Dry run: {compiled} stage(s) x {len(p.shapes)} shape(s), {p.dtype}, compiled for "
+        f"{arch} ({why}; NVRTC {nvrtc}), grids for {spec.name} ({spec_why}); nothing ran"
     )
-    payload = {"command": "run gemm --dry-run", "arch": arch, "nvrtc": nvrtc, "rows": rows}
-    table.emit_rows(rows, fmt, table.DRY_RUN_COLUMNS, title=title, payload=payload)
+    skipped = p.document_fields()
+    payload = {"command": "run gemm --dry-run", "arch": arch, "nvrtc": nvrtc, "rows": rows,
+               **skipped}  # fmt: skip
+    columns = table.DRY_RUN_COLUMNS
+    parts = [output.Rows(rows, columns, title=title), *document.skipped_line(skipped)]
+    emit(output.of_rows(rows, columns, parts, payload), fmt)
 
 
 @run.command("gemm")
 @click.option("--m", type=SIZE, default=None, help="Rows of C.")
 @click.option("--n", type=SIZE, default=None, help="Columns of C (default: M).")
 @click.option("--k", type=SIZE, default=None, help="Inner dimension (default: M).")
-@click.option("--sizes", default=None, metavar="LIST", help="Sweep: 1024,4096,127x333x65.")
+@click.option(
+    "--sizes",
+    default=None,
+    metavar="LIST",
+    help="Sweep: 1024,4096,127x333x65 (at most 2,000 shapes unless --max-shapes says more).",
+)
+@max_shapes_option
 @click.option(
     "--stages",
     "stage_list",
@@ -126,6 +133,7 @@ def run_gemm(
     n: int | None,
     k: int | None,
     sizes: str | None,
+    max_shapes: int,
     stage_list: str | None,
     dtype: str,
     spec_arg: str | None,
@@ -150,97 +158,34 @@ def run_gemm(
     force: bool,
 ) -> None:
     """Verify each stage against a float64 product, time it, and place it on the roofline."""
-    from rooflinecli import api
-    from rooflinecli.stages.userstage import load_user_stage
+    from rooflinecli import api, plan
 
     shapes = parse_shapes(m, n, k, sizes)
+    check_sweep(shapes, max_shapes, "--sizes")
     timing = timing_of(budget_ms, repeats, max_noise, no_flush)
     table.select(table.RUN, view)  # an unknown --columns name: one line, before any work
-    draw = want_chart(chart_flag, fmt, table.console().is_terminal)
-    best = (stage_list or "").strip() == "best"
-    chosen = [gemm.reference_for(dtype)] if best else gemm.select(stage_list, dtype)
-    if not stage_list:  # the default ladder: only the stages built for these rows of C
-        chosen = gemm.built_for(chosen, (m for m, _n, _k in shapes))
-    if best and (tuned or extra_stages):
-        raise RooflineError("--stages best takes its stages from the tune table: leave out "
-                            "--tuned and --extra-stage")  # fmt: skip
-    for path in extra_stages:
-        user = load_user_stage(path)
-        if dtype not in user.all_dtypes:
-            raise RooflineError(
-                f"{path}: stage {user.name} is {user.dtype}; run with --dtype {user.dtype}"
-            )
-        chosen.insert(len(chosen) - 1, user)  # before the reference
-    if (
-        stage_list and not best
-    ):  # stages asked for by name must be able to run every shape asked for
-        for stage in chosen:
-            for shape in shapes:
-                why = stage.refuses(*shape)
-                if why:
-                    raise RooflineError(why)
+    draw = chart_wanted(chart_flag, fmt, table.console().is_terminal)
     if arch and not dry_run:
         raise RooflineError("--arch goes with --dry-run (a run compiles for the GPU it runs on)")
     if dry_run and output:
         raise RooflineError("--dry-run writes no results document: leave out --output")
-    if tuned:
-        from rooflinecli.gpu.device import info, smi_device_name
-        from rooflinecli.gpu.tune import load_tuned
-
-        name = smi_device_name() if dry_run else info()["name"]
-        if name is None:
-            raise RooflineError("--tuned: no GPU detected (nvidia-smi) to take its tuned tiles")
-        winners = load_tuned(name)
-        chosen = [s.with_params(winners[s.name]) if s.name in winners else s for s in chosen]
+    p = plan.gemm_plan(
+        shapes, stage_list, dtype, tuned=tuned, extra_stages=extra_stages, dry_run=dry_run
+    )
     target, why = api.target_arch(arch)
-    picks = None
-    if best:
-        from rooflinecli.gpu.device import info, smi_device_name
-
-        name = smi_device_name() if dry_run else info()["name"]
-        if name is None:
-            raise RooflineError("--stages best: no GPU detected (nvidia-smi) to take its table")
-        picks = api.pick_best(shapes, dtype, name)
     if dry_run:
-        if picks is not None:
-            uniq = {p.stage.name: p.stage for p in picks.values()}
-            chosen = [*uniq.values(), *chosen]
-        _dry_run(shapes, chosen, target, why, dtype, spec_arg, fmt)
+        _dry_run(p, target, why, spec_arg, fmt)
         return
-    api.compile_user_stages(chosen, target, dtype)  # a compile error: one line, before any GPU
-    with progress(not quiet and fmt == "table") as tick:
+    api.compile_user_stages(p.user_stages, target, dtype)  # a compile error: one line, first
+    with progress(not quiet and live(fmt)) as tick:
         doc = api.run_gemm(
-            shapes, chosen, spec_arg, dtype=dtype, alpha=alpha, beta=beta, seed=seed,
-            timing=timing, progress=tick, picks=picks,
+            shapes, p.chosen, spec_arg, dtype=dtype, alpha=alpha, beta=beta, seed=seed,
+            timing=timing, progress=tick, picks=p.picks, work=p.work, **p.document_fields(),
         )  # fmt: skip
-    device = doc["device"]
     doc = place_on_roofs(doc, roof_set, calibration)
     if output:
         files.write_output(output, results.dumps(doc), force=force)
-    con = table.console()
-    if fmt in ("json", "csv"):  # one document (or one CSV) for the whole run
-        table.emit(doc, fmt, table.RUN, out=con)
-    else:
-        for shape in shapes:
-            recs = [r for r in doc["records"] if (r["m"], r["n"], r["k"]) == shape]
-            one = {**doc, "records": recs}
-            r0 = recs[0]
-            roofs_text = roofs.per_row_roofs(recs) or roofs.title(r0)
-            title = (
-                f"GEMM {shape[0]}x{shape[1]}x{shape[2]} {dtype} on {device['name']} "
-                f"(spec {doc['spec']['name']}: {roofs_text})"
-            )
-            if fmt == "markdown" and shape != shapes[0]:
-                con.file.write("\n")
-            table.emit(one, fmt, table.RUN, title=title, out=con, view=view)
-            if picks is not None:
-                con.print(pick_line(picks[shape]), markup=False, highlight=False, soft_wrap=True)
-            if draw:
-                terminal_chart.draw(one, fmt, con)
-        if len(shapes) > 1:
-            if fmt == "markdown":
-                con.file.write("\n")
-            table.emit_scaling(doc["records"], fmt, out=con)
+    emit(document.gemm_run(doc, shapes, view, draw, p.picks), fmt)
     failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
     if failed:
         raise GateFailure(f"verification failed: {', '.join(sorted(set(failed)))}")
@@ -288,8 +233,10 @@ def parse_attention_shapes(
     "--shapes",
     default=None,
     metavar="LIST",
-    help="Sweep: BxHxNxD or BxHxKVxNxD, comma-separated (e.g. 32x16x512x128,1x16x16384x128).",
+    help="Sweep: BxHxNxD or BxHxKVxNxD, comma-separated (e.g. 32x16x512x128,1x16x16384x128); "
+    "at most 2,000 shapes unless --max-shapes says more.",
 )
+@max_shapes_option
 @click.option(
     "--stages",
     "stage_list",
@@ -320,6 +267,7 @@ def run_attention(
     kv_heads: int | None,
     causal: bool,
     shapes: str | None,
+    max_shapes: int,
     stage_list: str | None,
     dtype: str,
     spec_arg: str | None,
@@ -340,28 +288,23 @@ def run_attention(
 ) -> None:
     """Verify each attention stage against float32 attention, time it beside PyTorch's SDPA
     (flash and cuDNN backends, when PyTorch is installed), and place it on the roofline."""
-    from rooflinecli import api
+    from rooflinecli import api, plan
 
     wanted = parse_attention_shapes(batch, heads, seq, head_dim, kv_heads, causal, shapes)
+    check_sweep(wanted, max_shapes, "--shapes")
     timing = timing_of(budget_ms, repeats, max_noise, no_flush)
     table.select(table.RUN, view)
-    draw = want_chart(chart_flag, fmt, table.console().is_terminal)
-    chosen = attention.select(stage_list, dtype)
-    if stage_list:  # stages asked for by name must be able to run every shape asked for
-        for stage in chosen:
-            for shape in wanted:
-                why = stage.refuses(shape, dtype)
-                if why:
-                    raise RooflineError(why)
-    with progress(not quiet and fmt == "table") as tick:
+    draw = chart_wanted(chart_flag, fmt, table.console().is_terminal)
+    p = plan.attention_plan(wanted, stage_list, dtype)
+    with progress(not quiet and live(fmt)) as tick:
         doc = api.run_attention(
-            wanted, chosen, spec_arg, dtype=dtype, seed=seed, timing=timing, progress=tick,
-            references=not no_references,
+            wanted, p.stages, spec_arg, dtype=dtype, seed=seed, timing=timing, progress=tick,
+            references=not no_references, work=p.work, **p.document_fields(),
         )  # fmt: skip
     doc = place_on_roofs(doc, roof_set, calibration)
     if output:
         files.write_output(output, results.dumps(doc), force=force)
-    document.render(doc, fmt, view, draw)
+    emit(document.report(doc, view, draw), fmt)
     failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
     if failed:
         raise GateFailure(f"verification failed: {', '.join(sorted(set(failed)))}")

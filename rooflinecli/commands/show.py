@@ -14,9 +14,18 @@ from rooflinecli.options import (
     format_option,
     place_on_roofs,
     roofs_option,
-    want_chart,
 )
-from rooflinecli.present import View, document, table, terminal_chart
+from rooflinecli.present import View, document, table
+from rooflinecli.present.output import (
+    Chart,
+    Line,
+    Part,
+    Records,
+    chart_wanted,
+    draws_tables,
+    emit,
+    of_document,
+)
 
 
 @click.command()
@@ -34,7 +43,7 @@ def show(
     roofline chart in the terminal.
     """
     doc = results.load(path)
-    draw = want_chart(chart_flag, fmt)
+    draw = chart_wanted(chart_flag, fmt)
     if table.is_app(doc):
         if roof_set != "datasheet" or calibration:
             raise RooflineError(
@@ -45,24 +54,19 @@ def show(
         return
     if doc.get("device") is not None:
         doc = place_on_roofs(doc, roof_set, calibration)
-    if not doc["records"] and fmt not in ("json", "csv"):
+    if not doc["records"] and draws_tables(fmt):
         raise RooflineError(f"{path} holds no records")
-    document.render(doc, fmt, view, draw)
+    emit(document.report(doc, view, draw), fmt)
 
 
 def show_app(doc: dict[str, Any], fmt: str, want_chart: bool) -> None:
-    """A `profile app` document: one row per kernel and grid, the notes, the chart."""
-    out = table.console()
-    if fmt in ("json", "csv"):
-        table.emit(doc, fmt, table.APP_COLUMNS, out=out)
-        return
-    table.emit(doc, fmt, table.APP_COLUMNS, title=table.app_title(doc), out=out)
-    for line in table.app_notes(doc):
-        out.file.write(line + "\n")
+    """A `profile app` document: one row per kernel and grid, the notes, the chart. Kernels
+    whose short names read the same are told apart (documents written before they were)."""
+    from rooflinecli.core import kernel_names
+
+    doc = {**doc, "records": kernel_names.relabel(doc["records"])}
+    parts: list[Part] = [Records(doc, table.APP_COLUMNS, table.app_title(doc))]
+    parts += [Line(line) for line in table.app_notes(doc)]
     if want_chart:
-        try:
-            text = terminal_chart.render(doc)
-        except RooflineError as exc:  # nothing with FLOPs: a table without a chart
-            out.file.write(f"(no chart: {exc.message})\n")
-            return
-        out.file.write(f"\n```text\n{text}```\n" if fmt == "markdown" else f"\n{text}")
+        parts.append(Chart(doc, gap=True, fallback=True))
+    emit(of_document(doc, parts), fmt)

@@ -9,14 +9,17 @@ from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     DTYPES,
     SIZE,
+    check_sweep,
     columns_option,
     dtype_option,
     format_option,
+    max_shapes_option,
     output_option,
     parse_shapes,
     spec_option,
 )
 from rooflinecli.present import View, table
+from rooflinecli.present.output import Line, Part, Records, emit, live, of_document
 from rooflinecli.present.progress import progress
 
 
@@ -66,7 +69,7 @@ def tune_gemm(
     from rooflinecli import api
 
     table.select(table.RUN, view)
-    with progress(not quiet and fmt == "table", "tuning") as tick:
+    with progress(not quiet and live(fmt), "tuning") as tick:
         doc = api.tune_gemm(
             stage_name, m, spec_arg, budget_ms, progress=tick, dtype=dtype, n=n, k=k
         )
@@ -75,37 +78,37 @@ def tune_gemm(
     win = next((r for r in doc["records"] if r["stage"] == info["winner"]), None)
     if output:
         files.write_output(output, results.dumps(doc), force=force)
-    table.emit(
-        doc,
-        fmt,
-        table.RUN,
-        title=f"tune {stage_name} at {m}x{n or m}x{k or m} on {device['name']}",
-        view=view,
-    )
-    if fmt == "table":
-        con = table.console()
-        for d in dropped:
-            con.print(f"  dropped {d['stage']}: {d['reason']}")
+    title = f"tune {stage_name} at {m}x{n or m}x{k or m} on {device['name']}"
+    parts: list[Part] = [Records(doc, table.RUN, title, view=view)]
+    parts += [Line(f"  dropped {d['stage']}: {d['reason']}", markdown=False, rich=True)
+              for d in dropped]  # fmt: skip
+    if win is not None:
+        parts.append(
+            Line(
+                f"winner: {win['stage']} {win['tflops']:.2f} TFLOP/s"
+                + (
+                    f", {win['pct_of_reference']:.1f}% of the reference beside it"
+                    if win.get("pct_of_reference")
+                    else ""
+                )
+                + f"; saved to {info['saved_to']} "
+                "(used by `roofline run gemm --tuned`)",
+                markdown=False,
+                rich=True,
+            )
+        )
+    emit(of_document(doc, parts), fmt)
     if win is None:
         raise RooflineError(f"no variant of {stage_name} verified")
-    if fmt == "table":
-        table.console().print(
-            f"winner: {win['stage']} {win['tflops']:.2f} TFLOP/s"
-            + (
-                f", {win['pct_of_reference']:.1f}% of the reference beside it"
-                if win.get("pct_of_reference")
-                else ""
-            )
-            + f"; saved to {info['saved_to']} "
-            "(used by `roofline run gemm --tuned`)"
-        )
 
 
 @tune.command("dispatch")
 @click.option(
     "--sizes", required=True, metavar="LIST",
-    help="Shapes to measure: 1x4096x4096,16x11008x4096,4096 (N means NxNxN).",
+    help="Shapes to measure: 1x4096x4096,16x11008x4096,4096 (N means NxNxN); at most 2,000 "
+    "unless --max-shapes says more.",
 )  # fmt: skip
+@max_shapes_option
 @dtype_option
 @click.option(
     "--stages", "stage_list", default=None, metavar="LIST",
@@ -120,6 +123,7 @@ def tune_gemm(
 @output_option
 def tune_dispatch(
     sizes: str,
+    max_shapes: int,
     dtype: str,
     stage_list: str | None,
     spec_arg: str | None,
@@ -135,19 +139,24 @@ def tune_dispatch(
     from rooflinecli import api
 
     shapes = parse_shapes(None, None, None, sizes)
+    check_sweep(shapes, max_shapes, "--sizes")
     table.select(table.RUN, view)
-    with progress(not quiet and fmt == "table", "tuning") as tick:
+    with progress(not quiet and live(fmt), "tuning") as tick:
         doc = api.tune_dispatch(shapes, dtype, spec_arg, budget_ms, stage_list, progress=tick)
     if output:
         files.write_output(output, results.dumps(doc), force=force)
-    table.emit(
-        doc, fmt, table.RUN, title=f"tune dispatch {dtype} on {doc['device']['name']}", view=view
-    )
     info = doc["dispatch"]
+    title = f"tune dispatch {dtype} on {doc['device']['name']}"
+    parts: list[Part] = [Records(doc, table.RUN, title, view=view)]
+    if info["picks"]:
+        parts += [
+            Line(f"  {p['dtype']} {p['class']}: {p['stage']}", markdown=False, rich=True)
+            for p in info["picks"]
+        ]  # fmt: skip
+        parts.append(
+            Line(f"saved to {info['saved_to']} (used by `--stages best`)", markdown=False,
+                 rich=True)
+        )  # fmt: skip
+    emit(of_document(doc, parts), fmt)
     if not info["picks"]:
         raise RooflineError("no stage verified at any shape: nothing saved")
-    if fmt == "table":
-        con = table.console()
-        for p in info["picks"]:
-            con.print(f"  {p['dtype']} {p['class']}: {p['stage']}", markup=False, highlight=False)
-        con.print(f"saved to {info['saved_to']} (used by `--stages best`)", markup=False)

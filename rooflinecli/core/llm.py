@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from rooflinecli import names
 from rooflinecli.core import model, roofs
 from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
@@ -146,6 +147,11 @@ def _check(
         values[key] = val
     if not values["source"].startswith("https://"):
         raise RooflineError(f"preset {where}: source must be an https:// URL")
+    for key in ("name", "display_name"):  # titles and workloads show them
+        names.check(values[key], f"preset {where}: {key}")
+    for key in ("source", "notes"):
+        if key in values:
+            names.check_text(values[key], f"preset {where}: {key}")
     heads, kv = values["heads"], values["kv_heads"]
     if kv > heads or heads % kv:
         raise RooflineError(

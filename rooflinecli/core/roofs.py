@@ -294,6 +294,8 @@ def tc_fp16_flops_per_clk_sm(spec: Any) -> tuple[int | None, str]:
     if not peak:
         return None, "no FP16 Tensor Core peak in the spec"
     clock = spec.peak_clock("fp16_tensor_dense") or spec.boost_clock_mhz
+    if not spec.sm_count or not clock:
+        return None, "the spec gives no SM count or clock to divide its peak by"
     per = peak * 1e6 / (spec.sm_count * clock)
     return 2 ** round(math.log2(per)), "datasheet / (SMs x its clock), nearest power of 2"
 
@@ -340,8 +342,10 @@ def roof_sets(
         bw, bw_why = 2 * mem_clock * bus / 8 / 1000.0, "2 x memory clock x bus width"
     else:
         bw, bw_why = spec.memory_bandwidth_gbs, "datasheet (memory clock or bus width unknown)"
+    if not sms or not clock:  # a spec that gives neither, and no GPU that says: no derived roofs
+        sms, clock, tc = 0, 0, None
     sets["derived"] = _set(
-        sms * clock * spec.fp32_lanes_per_sm * 2 / 1e6,
+        sms * clock * spec.fp32_lanes_per_sm * 2 / 1e6 or None,
         sms * clock * tc / 1e6 if tc else None,
         bw,
         clock_mhz=clock,

@@ -1,6 +1,8 @@
 """The hardware spec registry: one TOML file per GPU in specs/, validated on load.
 
 Pure Python: no CuPy. Peaks are dense figures in TFLOP/s (TOP/s for int8); bandwidth in GB/s.
+A figure no public vendor source gives is left out of the file, never derived: any peak, and
+the SM count, boost clock and L2 size (OPTIONAL), which a run reads from the GPU itself.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
+from rooflinecli import names
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import data_dir, read_toml
 
@@ -32,13 +35,13 @@ _FIELDS: dict[str, tuple[type, bool, tuple[float, float] | None]] = {
     "device_names": (list, True, None),
     "source": (str, True, None),
     "notes": (str, False, None),
-    "sm_count": (int, True, (1, 1024)),
-    "boost_clock_mhz": (int, True, (100, 5000)),
+    "sm_count": (int, False, (1, 1024)),
+    "boost_clock_mhz": (int, False, (100, 5000)),
     "fp32_lanes_per_sm": (int, True, (16, 512)),
     "memory_type": (str, True, None),
     "memory_gib": (float, True, (1, 4096)),
     "memory_bandwidth_gbs": (float, True, (50, 100_000)),
-    "l2_cache_mib": (float, True, (0.5, 1024)),
+    "l2_cache_mib": (float, False, (0.5, 1024)),
     "smem_per_sm_kib": (int, True, (16, 1024)),
     "smem_per_block_kib": (int, True, (16, 1024)),
     "registers_per_sm": (int, True, (16384, 1 << 20)),
@@ -48,6 +51,9 @@ _FIELDS: dict[str, tuple[type, bool, tuple[float, float] | None]] = {
     # the SM clock each peak assumes, per peak key (H100 SXM5: FP32 at 1,980, Tensor Core 1,830)
     "peak_clock_mhz": (dict, False, None),
 }
+
+# fields a vendor may not publish (a B200's SM count, say): absent, they are None
+OPTIONAL = ("sm_count", "boost_clock_mhz", "l2_cache_mib")
 
 # dtype of a GEMM -> the peak key whose roof it is placed under (Tensor Core for 16-bit types).
 DTYPE_PEAK: dict[str, str] = {
@@ -71,13 +77,13 @@ class Spec(NamedTuple):
     compute_capability: str
     device_names: tuple[str, ...]
     source: str
-    sm_count: int
-    boost_clock_mhz: int
+    sm_count: int | None  # None: no public vendor source gives it (OPTIONAL)
+    boost_clock_mhz: int | None
     fp32_lanes_per_sm: int
     memory_type: str
     memory_gib: float
     memory_bandwidth_gbs: float
-    l2_cache_mib: float
+    l2_cache_mib: float | None
     smem_per_sm_kib: int
     smem_per_block_kib: int
     registers_per_sm: int
@@ -107,7 +113,9 @@ class Spec(NamedTuple):
         d = {
             k: getattr(self, k)
             for k in _FIELDS
-            if (k != "notes" or self.notes) and (k != "peak_clock_mhz" or self.peak_clock_mhz)
+            if (k != "notes" or self.notes)
+            and (k != "peak_clock_mhz" or self.peak_clock_mhz)
+            and getattr(self, k) is not None
         }
         d["device_names"] = list(self.device_names)
         d["tflops"] = dict(self.tflops)
@@ -126,6 +134,8 @@ def _check(path: Path, raw: dict[str, Any]) -> Spec:
         if key not in raw:
             if required:
                 raise RooflineError(f"spec {where}: missing key {key}")
+            if key in OPTIONAL:
+                values[key] = None
             continue
         val: Any = raw[key]
         if typ is float and isinstance(val, int) and not isinstance(val, bool):
@@ -135,10 +145,18 @@ def _check(path: Path, raw: dict[str, Any]) -> Spec:
         if bounds is not None and not (bounds[0] <= cast(float, val) <= bounds[1]):
             raise RooflineError(f"spec {where}: {key} = {val} is outside {bounds[0]}..{bounds[1]}")
         values[key] = val
-    names = values["device_names"]
-    if not names or not all(isinstance(n, str) and n for n in names):
+    device_names = values["device_names"]
+    if not device_names or not all(isinstance(n, str) and n for n in device_names):
         raise RooflineError(f"spec {where}: device_names must be a non-empty list of strings")
-    values["device_names"] = tuple(names)
+    values["device_names"] = tuple(device_names)
+    # what tables, titles and charts show: names (no control character, not oversize), prose
+    for key in ("name", "display_name", "architecture", "compute_capability", "memory_type"):
+        names.check(values[key], f"spec {where}: {key}")
+    for n in device_names:
+        names.check(n, f"spec {where}: device_names")
+    for key in ("source", "notes"):
+        if key in values:
+            names.check_text(values[key], f"spec {where}: {key}")
     peaks = values["tflops"]
     bad = sorted(set(peaks) - set(PEAK_KEYS))
     if bad:
@@ -219,6 +237,12 @@ def resolve(name_or_path: str) -> Spec:
     raise RooflineError(
         f"unknown spec {name_or_path!r}; known: {', '.join(specs)} (or pass a .toml file path)"
     )
+
+
+# The spec of every command that needs one when neither --spec nor a GPU names it (model,
+# inspect, run --dry-run; `make run` without a GPU): the H200 SXM, the GPU the README's results
+# were measured on. The one place this default is chosen.
+DEFAULT = "h200-sxm"
 
 
 def for_device(device_name: str) -> Spec:

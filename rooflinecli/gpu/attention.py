@@ -1,5 +1,6 @@
-"""The attention runner: buffers, the float32 reference, the PyTorch references, launches, checks,
-timing through the one timer (rooflinecli.gpu.timer). CuPy (and PyTorch) imported lazily.
+"""The attention runner: buffers, the float32 reference, the PyTorch references, launches and
+checks of the attention problem kind, which the one runner loop (rooflinecli.gpu.loop) verifies
+and times. CuPy (and PyTorch) imported lazily.
 
 Per shape: fresh random Q, K, V (uniform in [-1, 1), rounded to the dtype), the float32
 reference O computed by CuPy on the GPU from the same rounded inputs, (batch, head) by
@@ -13,25 +14,18 @@ is checked too. Without PyTorch the stages are still verified and timed, alone.
 from __future__ import annotations
 
 import math
-import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
-from rooflinecli.core import occupancy, roofs
 from rooflinecli.core.attention import Shape, record
 from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
-from rooflinecli.gpu import device
-from rooflinecli.gpu.runner import (
-    ROUNDING_FACTOR,
-    _fail,
-    _from_bf16_bits,
-    _merge_clock,
-    accumulation_error,
-    gpu_setup,
-    store,
-)
-from rooflinecli.gpu.timer import Launch, Timer, Timing, summary
+from rooflinecli.gpu import device, loop
+from rooflinecli.gpu.loop import Kind, Launched, ReferenceRun, setup
+from rooflinecli.gpu.runner import ROUNDING_FACTOR, _from_bf16_bits, accumulation_error, store
+from rooflinecli.gpu.timer import Launch, Timer, Timing
+from rooflinecli.results import Check, RunRecord
 from rooflinecli.stages.attention import (
     REFERENCES,
     AttentionStage,
@@ -39,6 +33,7 @@ from rooflinecli.stages.attention import (
     compile_stage,
     workspace_bytes,
 )
+from rooflinecli.stages.gemm import cannot_run
 
 CHUNK_BYTES = 1 << 30  # the reference's score matrix, at most this many bytes at a time
 
@@ -310,6 +305,108 @@ def _as_ours(g: Problem, t: Any):  # type: ignore[no-untyped-def]
 # --------------------------------------------------------------------------- the run
 
 
+class AttentionProblem:
+    """One attention shape for the runner loop (rooflinecli.gpu.loop.Problem): the buffers and
+    the float32 reference (Problem), PyTorch's SDPA backends as the library references."""
+
+    def __init__(  # type: ignore[no-untyped-def]
+        self, cp, s: Shape, runnable: list[AttentionStage], refs: list[Reference],
+        info: dict[str, Any] | None, spec: Spec, arch: str, cc: int, seed: int, dtype: str,
+    ) -> None:  # fmt: skip
+        scale = 1.0 / math.sqrt(s.head_dim)
+        free, _ = cp.cuda.runtime.memGetInfo()
+        need = memory_needed(s, dtype, runnable)
+        if need > free:
+            raise RooflineError(
+                f"out of device memory: {s.label} needs {need / 2**30:.1f} GiB, "
+                f"{free / 2**30:.1f} GiB free"
+            )
+        self.g = g = Problem(cp, s, dtype, seed, scale)
+        self.cp, self.shape, self.refs, self.info, self.spec = cp, s, refs, info, spec
+        self.arch, self.cc, self.dtype = arch, cc, dtype
+        self.label = s.label
+        self.checked = {
+            "tolerance_rel": g.rel_tol,
+            "tolerance_max": g.max_tol,
+            "rounding_error": g.rounding[0] if g.rounding else None,
+            "checked": f"every element of O ({s.batch * s.heads} heads x {s.seq} rows), "
+            "against float32 computed by CuPy",
+            "scale": scale,
+        }
+
+    def record(self, stage: AttentionStage) -> RunRecord:
+        model = record(
+            stage.name, "stage", self.shape, self.spec, self.dtype,
+            materializes_scores=stage.materializes_scores,
+            what=stage.what, slower_because=stage.slower_because or None,
+            math_instruction=stage.math,
+        )  # fmt: skip
+        return RunRecord(model, dict(self.checked))
+
+    def skip(self, stage: AttentionStage, refusal: str | None) -> str | None:
+        if refusal is None and self.cc < stage.min_cc:
+            return f"{stage.name} needs compute capability {stage.min_cc / 10:.1f}"
+        why_not = cannot_run(stage, self.arch) if refusal is None else None
+        return f"{stage.name} {why_not}" if why_not else refusal
+
+    def launch(self, stage: AttentionStage) -> Launched:
+        call, meta = launcher(self.cp, stage, self.g, self.arch)
+        return Launched(call, meta, keep=meta.pop("_keep"))
+
+    def reset(self) -> None:
+        self.g.poison()
+
+    def check(self) -> Check:
+        return Check(*self.g.check())
+
+    def before_last(self) -> Callable[[], None]:
+        return self.g.poison  # the last timed launch starts from a poisoned output too
+
+    def references(self) -> tuple[list[RunRecord], list[ReferenceRun]]:
+        """Each SDPA backend launched and checked once on the same buffers; a backend that
+        cannot take the shape (or an old PyTorch) is a skipped record."""
+        g, info = self.g, self.info or {}
+        skipped: list[RunRecord] = []
+        runs: list[ReferenceRun] = []
+        for ref in self.refs:
+            model = record(ref.name, "reference", self.shape, self.spec, self.dtype, what=ref.what)
+            about = {
+                "math_instruction": "library",
+                "implementation": _implementation(ref, info),
+                "torch_version": info.get("torch"),
+            }
+            if ref.backend == "CUDNN_ATTENTION":
+                about["cudnn_version"] = info.get("cudnn")
+            rec = RunRecord(model, dict(self.checked), about)
+            try:
+                call, holder, how = torch_launcher(ref, g)
+                rec.first = Check(*g.check(_as_ours(g, holder[0])))
+            except Exception as exc:  # a backend that cannot take the shape, an old PyTorch
+                why = exc.message if isinstance(exc, RooflineError) else device.first_line(exc)
+                rec.skip(why)
+                skipped.append(rec)
+                continue
+            rec.verified, rec.launch = rec.first.ok, {"gqa": how}
+            runs.append(
+                ReferenceRun(
+                    rec,
+                    Launch(ref.name, call),
+                    partial(_check_holder, g, holder),
+                    release=partial(holder.__setitem__, 0, None),
+                )
+            )
+        return skipped, runs
+
+
+def _check_holder(g: Problem, holder: list[Any]) -> Check:
+    return Check(*g.check(_as_ours(g, holder[0])))
+
+
+ATTENTION = Kind(
+    "interleaved with the references, alternating order each round", names_each_reference=True
+)
+
+
 def run_attention(
     shapes: list[Shape],
     stages: list[AttentionStage],
@@ -319,165 +416,23 @@ def run_attention(
     timing: Timing | None = None,
     progress: Callable[..., None] | None = None,
     references: bool = True,
+    work: Sequence[tuple[Shape, Sequence[tuple[AttentionStage, str | None]]]] | None = None,
 ) -> tuple[dict[str, Any], Spec, list[dict[str, Any]], dict[str, Any] | None]:
     """Verify and time every stage at every shape, each interleaved with the PyTorch references
-    (when importable, and `references`). Returns (device, spec, records, torch versions)."""
+    (when importable, and `references`). Returns (device, spec, records, torch versions).
+    `work`: per shape, the stages to run or record as skipped with the refusal decided for each
+    (rooflinecli.plan); without it, every stage at every shape with its own refusal."""
     timing = timing or Timing()
-    cp, dev, spec, arch, cc, limits = gpu_setup(spec_arg)
+    cp, dev, spec, arch, cc, limits = setup(spec_arg)
     info = torch_info() if references and dtype != "fp32" else None
     refs = list(REFERENCES) if info else []
     timer = Timer(timing)
-    records: list[dict[str, Any]] = []
-    steps = len(shapes) * len(stages)
-    for s in shapes:
-        scale = 1.0 / math.sqrt(s.head_dim)
-        runnable = [st for st in stages if st.refuses(s, dtype) is None]
-        free, _ = cp.cuda.runtime.memGetInfo()
-        need = memory_needed(s, dtype, runnable)
-        if need > free:
-            raise RooflineError(
-                f"out of device memory: {s.label} needs {need / 2**30:.1f} GiB, "
-                f"{free / 2**30:.1f} GiB free"
-            )
-        g = Problem(cp, s, dtype, seed, scale)
-        check_fields = {
-            "tolerance_rel": g.rel_tol,
-            "tolerance_max": g.max_tol,
-            "rounding_error": g.rounding[0] if g.rounding else None,
-            "checked": f"every element of O ({s.batch * s.heads} heads x {s.seq} rows), "
-            "against float32 computed by CuPy",
-            "scale": scale,
-        }
-        shape_records: list[dict[str, Any]] = []
-        # the references: launched and checked once, then timed beside every stage
-        ref_runs: list[dict[str, Any]] = []
-        for ref in refs:
-            rec = record(ref.name, "reference", s, spec, dtype, what=ref.what)
-            rec.update(check_fields, math_instruction="library")
-            rec["implementation"] = _implementation(ref, info or {})
-            rec["torch_version"] = (info or {}).get("torch")
-            if ref.backend == "CUDNN_ATTENTION":
-                rec["cudnn_version"] = (info or {}).get("cudnn")
-            try:
-                call, holder, how = torch_launcher(ref, g)
-                ok, rel, mx = g.check(_as_ours(g, holder[0]))
-                rec.update(verified=ok, rel_error=rel, max_rel_error=mx, gqa=how)
-            except Exception as exc:  # a backend that cannot take the shape, an old PyTorch
-                why = exc.message if isinstance(exc, RooflineError) else device.first_line(exc)
-                shape_records.append(_fail(rec, f"skipped: {why}"))
-                rec["verified"] = None
-                continue
-            ref_runs.append({"ref": ref, "rec": rec, "call": call, "holder": holder,
-                             "samples": [], "clocks": []})  # fmt: skip
-        for stage in stages:
-            if progress:
-                progress(f"{stage.name} {s.label}", total=steps)
-            rec = record(
-                stage.name, "stage", s, spec, dtype,
-                materializes_scores=stage.materializes_scores,
-                what=stage.what, slower_because=stage.slower_because or None,
-                math_instruction=stage.math,
-            )  # fmt: skip
-            rec.update(check_fields)
-            skip = stage.refuses(s, dtype)
-            if skip is None and cc < stage.min_cc:
-                skip = f"{stage.name} needs compute capability {stage.min_cc / 10:.1f}"
-            if skip:
-                rec.update(verified=None, error=f"skipped: {skip}")
-                roofs.place(rec, None)
-                shape_records.append(rec)
-                continue
-            try:
-                launch, meta = launcher(cp, stage, g, arch)
-                keep = meta.pop("_keep")
-                rec.update(meta)
-                occ = occupancy.theoretical(
-                    limits, meta["block"][0] * meta["block"][1], meta["registers"],
-                    meta["smem_bytes"],
-                )  # fmt: skip
-                rec.update(occupancy_pct=100.0 * occ.occupancy, blocks_per_sm=occ.blocks_per_sm)
-                g.poison()
-                cp.cuda.runtime.deviceSynchronize()
-                launch()
-                cp.cuda.runtime.deviceSynchronize()
-                ok, rel, mx = g.check()
-                rec.update(verified=ok, rel_error=rel, max_rel_error=mx)
-                # the last timed launch starts from a poisoned output too
-                group = [Launch(stage.name, launch, g.poison)]
-                group += [Launch(r["ref"].name, r["call"]) for r in ref_runs]
-                timed = timer.time(group)
-                rec.update(timed.clock, timing_method=timed.method)
-                if timed.noise_target_met is not None:
-                    rec.update(noise_pct=timed.noise_pct, noise_target_met=timed.noise_target_met)
-                cp.cuda.runtime.deviceSynchronize()
-                ok_last, rel_last, mx_last = g.check()
-                rec.update(rel_error_last=rel_last, max_rel_error_last=mx_last)
-                if ok and not ok_last:
-                    rec.update(
-                        verified=False, error="the last timed launch's output failed its check"
-                    )
-                del keep
-            except RooflineError as exc:
-                shape_records.append(_fail(rec, exc.message))
-                continue
-            except cp.cuda.memory.OutOfMemoryError:
-                raise RooflineError(f"out of device memory running {stage.name}") from None
-            except Exception as exc:  # a launch failure: record it, report no speed
-                shape_records.append(_fail(rec, device.first_line(exc)))
-                text = str(exc).lower()
-                if "illegal" in text or "launch failure" in text:
-                    raise RooflineError(
-                        f"stage {stage.name} crashed the CUDA context: {device.first_line(exc)}"
-                    ) from None
-                continue
-            stats = summary(timed.samples[0])
-            rec.update({k: v for k, v in stats.items() if k != "time_ms"})
-            roofs.place(rec, stats["time_ms"])
-            for r, paired in zip(ref_runs, timed.samples[1:], strict=True):
-                r["samples"] += paired
-                r["clocks"].append(timed.clock)
-                r["method"] = timed.method
-                if r["rec"].get("verified"):
-                    med = statistics.median(paired)
-                    rec[f"pct_of_{r['ref'].name}"] = 100.0 * med / stats["time_ms"]
-                    rec[f"{r['ref'].name}_time_ms"] = med
-            if ref_runs:
-                first = ref_runs[0]
-                rec.update(
-                    compared_with=first["ref"].name,
-                    reference_time_ms=statistics.median(timed.samples[1])
-                    if first["rec"].get("verified")
-                    else None,
-                    reference_samples_ms=[round(x, 6) for x in timed.samples[1]],
-                    timing="interleaved with the references, alternating order each round",
-                )
-            if not rec["verified"]:
-                rec.update(tflops=None, pct_of_roof=None, pct_of_peak=None)
-            shape_records.append(rec)
-        for r in ref_runs:
-            rec = r["rec"]
-            if not r["samples"]:  # no stage ran: timed on its own
-                timed = timer.time([Launch(r["ref"].name, r["call"])])
-                r["samples"], r["clocks"] = timed.samples[0], [timed.clock]
-                r["method"] = timed.method
-            cp.cuda.runtime.deviceSynchronize()
-            ok_last, rel_last, mx_last = g.check(_as_ours(g, r["holder"][0]))
-            rec.update(_merge_clock(r["clocks"]), rel_error_last=rel_last,
-                       max_rel_error_last=mx_last)  # fmt: skip
-            if rec["verified"] and not ok_last:
-                rec.update(verified=False, error="the last timed launch's output failed its check")
-            stats = summary(r["samples"])
-            rec.update({k: v for k, v in stats.items() if k != "time_ms"})
-            rec["timing"] = "every repeat it ran beside the stages of this shape"
-            rec["timing_method"] = r.get("method")
-            roofs.place(rec, stats["time_ms"])
-            if not rec["verified"]:
-                rec.update(tflops=None, pct_of_roof=None, pct_of_peak=None)
-            shape_records.append(rec)
-            r["holder"][0] = None
-        roofs.add_reference_ratios(shape_records)
-        records.extend(shape_records)
-        del g
-        ref_runs.clear()
-        cp.get_default_memory_pool().free_all_blocks()
+    if work is None:
+        work = [(s, [(st, st.refuses(s, dtype)) for st in stages]) for s in shapes]
+
+    def problem(s: Shape, items: Sequence[tuple[AttentionStage, str | None]]) -> AttentionProblem:
+        runnable = [st for st, refusal in items if refusal is None]  # their workspaces count
+        return AttentionProblem(cp, s, runnable, refs, info, spec, arch, cc, seed, dtype)
+
+    records = loop.run(cp, work, problem, ATTENTION, timer, limits, progress)
     return dev, spec, records, info

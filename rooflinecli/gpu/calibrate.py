@@ -19,7 +19,6 @@ Roofs measured:
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from datetime import UTC, datetime
@@ -28,7 +27,7 @@ from typing import Any
 
 from rooflinecli import __version__, files
 from rooflinecli.errors import RooflineError
-from rooflinecli.paths import cache_dir, data_dir
+from rooflinecli.paths import cache_dir, data_dir, read_json
 
 SCHEMA = "roofline.calibration/1"
 GIB = 1 << 30
@@ -108,20 +107,61 @@ def calibration_path(device_name: str, driver: str | None, clock_mhz: int | None
     return cache_dir() / "calibration" / f"{slug(device_name, driver, clock_mhz)}.json"
 
 
+# the numbers core.roofs reads of a calibration: each a positive finite number or null
+_DEVICE_NUMBERS = ("clock_sm_max_mhz", "sm_count", "clock_mem_max_mhz", "memory_bus_width_bits")
+
+
+def check_calibration(doc: Any, where: str) -> dict[str, Any]:
+    """A calibration document (`roofline calibrate`) as core.roofs reads it, or one RooflineError
+    line naming the file and the field."""
+    import math
+
+    if not isinstance(doc, dict):
+        kinds = {list: "a list", str: "a string", bool: "true or false", type(None): "null"}
+        got = kinds.get(type(doc), "a number")
+        raise RooflineError(f"{where} is not a calibration document ({SCHEMA}): it holds {got}")
+    if doc.get("schema") != SCHEMA:
+        raise RooflineError(f"{where} is not a calibration document ({SCHEMA})")
+    measurements = doc.get("measurements")
+    if not isinstance(measurements, dict):
+        raise RooflineError(f"{where} has no measurements (an object of roofs)")
+    device = doc.get("device")
+    if device is not None and not isinstance(device, dict):
+        raise RooflineError(f"{where}: 'device' must be an object or null")
+
+    def number(v: Any) -> bool:
+        ok = isinstance(v, int | float) and not isinstance(v, bool)
+        return v is None or (ok and math.isfinite(v) and v > 0)
+
+    for key, v in measurements.items():
+        if not number(v):
+            raise RooflineError(f"{where}: measurements.{key} = {str(v)[:40]} is not a roof")
+    for key in _DEVICE_NUMBERS:
+        if not number((device or {}).get(key)):
+            raise RooflineError(f"{where}: device.{key} must be a positive number or null")
+    name = (device or {}).get("name")
+    if name is not None and not isinstance(name, str):
+        raise RooflineError(f"{where}: device.name must be a string")
+    return doc
+
+
+def read_calibration(path: str | Path) -> dict[str, Any]:
+    """The calibration file a user names (--calibration): read by the one reader, checked."""
+    return check_calibration(read_json(path, "calibration file"), str(path))
+
+
 def load_calibration(
     device_name: str, driver: str | None, clock_mhz: int | None
 ) -> dict[str, Any] | None:
-    """The cached calibration of this device, driver and maximum SM clock, or None."""
+    """The cached calibration of this device, driver and maximum SM clock, or None (none
+    cached, or one damaged: `roofline calibrate` writes it again)."""
     path = calibration_path(device_name, driver, clock_mhz)
+    if not path.is_file():
+        return None
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
+        return check_calibration(read_json(path, "cached calibration"), str(path))
+    except RooflineError:
         return None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        return None
-    if not isinstance(doc.get("measurements"), dict):
-        return None
-    return doc
 
 
 def save_calibration(doc: dict[str, Any]) -> Path:
@@ -181,8 +221,8 @@ def measure(
     repeats, warmup = (5, 1) if quick else (15, 3)
     target_ms = 4.0 if quick else 15.0
     # the one timer, with fixed counts and no L2 flush (each kernel sizes its own buffers), and
-    # no gate: each kernel is sized to run target_ms (4-15 ms), a thousand times what the host
-    # needs to queue the next, so the GPU never waits inside an interval
+    # no stream hold: each kernel is sized to run target_ms (4-15 ms), a thousand times what the
+    # host needs to queue the next, so the GPU never waits inside an interval
     one_timer = Timer(
         Timing(
             warmup_ms=0.0,
@@ -191,7 +231,7 @@ def measure(
             max_repeats=repeats,
             flush_l2=False,
             sample_clock=False,
-            gate=False,
+            hold=False,
         )
     )
 

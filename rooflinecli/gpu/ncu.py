@@ -334,10 +334,23 @@ def work(counters: dict[str, float | None], p: Plan) -> Work:
     notes = []
     if missing:
         notes.append("not counted: " + "; ".join(missing))
+    alone = [counters.get(_thread(op)) for op in ("hadd", "hmul", "hfma")]
+    others = [v for k, v in by.items() if k != "fp16 simt" and v]
+    if by.get("fp16 simt") and not others and not alone[0] and not alone[1]:
+        # HFMA alone, and no other work: the compiler sets registers with HFMA2.MMA Rd, -RZ,
+        # RZ, a, b (a move, no arithmetic), and ncu counts it as an HFMA. On the H200 (ncu
+        # 2025.3) CuPy's float32 `x mod 1` kernel after cupy.random.rand, an FSETP and an FSEL
+        # per element, gave hfma = 1 per element and fadd = fmul = ffma = 0.
+        notes.append(
+            f"fp16 SIMT not counted ({alone[2]:,.0f} HFMA by ncu's counter, no HADD or HMUL, no "
+            "other FLOPs): the compiler puts constants in registers with HFMA2.MMA, which that "
+            "counter counts, so it is no evidence of FP16 work"
+        )
+        by["fp16 simt"] = None
     if by.get("fp16 simt") and by.get("fp32 simt"):
-        # On the H200 (ncu 2025.3, 2026-12-01) the HADD/HMUL/HFMA thread counters fired on an
-        # FP32-only kernel: axpb, one FFMA per element, gave hfma = ffma = 67,108,864
-        # (benchmarks/logs/device-log-s5-call5.txt). Beside FP32 work they are not FP16 work.
+        # On the H200 (ncu 2025.3) the HADD/HMUL/HFMA thread counters fired on an FP32-only
+        # kernel: axpb, one FFMA per element, gave hfma = ffma = 67,108,864 (benchmarks/probes/
+        # h200-findings.json, fp16-counters-in-fp32-kernel). Beside FP32 work they are not FP16.
         notes.append(
             f"fp16 SIMT not added ({by['fp16 simt']:,.0f} by ncu's HADD/HMUL/HFMA counters): "
             "beside FP32 work those counters also count FP32 instructions on this GPU, so a "

@@ -4,7 +4,7 @@ This module keeps only what the tool adds to the binding: readings about every m
 background thread while a stage's timed repeats run, summarised into record fields.
 
 Datasheet peaks assume the boost clock; a card at its power cap runs well below it, and the
-clock moves on a scale of tens of milliseconds (on the lent H200 it swung between 1,300 and
+clock moves on a scale of tens of milliseconds (on an H200 it swung between 1,300 and
 1,980 MHz within a second of 8192^3 GEMMs). One reading says little, so the runner reads NVML
 about every millisecond while a stage's timed repeats are queued and run, and records the mean,
 the range and every reason NVML gave for holding the clock down.

@@ -62,7 +62,21 @@ _UNIT_SCALE: dict[str, float] = {
     "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0,
     "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0,
 }  # fmt: skip
-_PERM_RE = re.compile(r"ERR_NVGPUCTRPERM")
+# ncu on a machine where the user may not read the GPU's performance counters: its code, or
+# (in versions and wrappers that print only the sentence) the sentence itself
+_PERM_RE = re.compile(
+    r"ERR_NVGPUCTRPERM|does not have permission to access NVIDIA GPU Performance Counters",
+    re.IGNORECASE,
+)
+NO_COUNTER_ACCESS = (
+    "ERR_NVGPUCTRPERM: no permission to read the GPU's performance counters "
+    "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)"
+)
+
+
+def counter_access_problem(text: str) -> str | None:
+    """NO_COUNTER_ACCESS where ncu's output says it could not read the counters, else None."""
+    return NO_COUNTER_ACCESS if _PERM_RE.search(text) else None
 
 
 # --------------------------------------------------------------------------- finding ncu
@@ -470,6 +484,10 @@ def profile_gemm(
                 )
                 try:
                     proc = _run(cmd, timeout)
+                    if not json_out.is_file():  # ncu stopped before the run: say why, once
+                        perm = counter_access_problem(proc.stdout + proc.stderr)
+                        if perm:
+                            raise RooflineError(f"no hardware counters: {perm}")
                     doc = _load_run(json_out, proc)
                 except RooflineError as exc:
                     if not records:  # the first stage: likely no GPU at all; say so once
@@ -477,11 +495,8 @@ def profile_gemm(
                     records.append(_failed(name, dtype, shape, exc.message))
                     continue
                 out = proc.stdout + proc.stderr
-                if _PERM_RE.search(out):
-                    info["problem"] = reason = (
-                        "ERR_NVGPUCTRPERM: no permission to read the GPU's performance "
-                        "counters (https://developer.nvidia.com/ERR_NVGPUCTRPERM)"
-                    )
+                if counter_access_problem(out):
+                    info["problem"] = reason = NO_COUNTER_ACCESS
                 elif not report.is_file():
                     err = _first_error(out)
                     reason = f"ncu: {err}" if err else "ncu profiled no kernel in the NVTX range"

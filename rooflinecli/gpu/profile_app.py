@@ -17,6 +17,10 @@ roofs of its precision: the calibration `roofline calibrate` cached for this GPU
 one (a roof it does not measure is taken from the datasheet, and the record says so), else the
 datasheet; the level whose roof allows the least is named as binding.
 
+A kernel's name is the program's: kept as it is (templates, scopes, lambdas), except that a
+control character in it becomes U+FFFD and an oversize one is cut (names.from_program), so one odd
+name never costs the run its results, and every reader of the document accepts it.
+
 What ncu cannot count is said in the record, never estimated. The pure parts (grouping, placing,
 the document) run on the CPU; run_under_ncu() runs the program.
 """
@@ -33,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rooflinecli import names
+from rooflinecli.core import kernel_names
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import ncu, profile
 
@@ -131,11 +137,9 @@ def run_under_ncu(
         proc = _run(ncu_command(exe, p.metrics, report, filters, program), timeout, env)
         out = proc.stdout + proc.stderr
         info["program_exit_code"] = proc.returncode
-        if profile._PERM_RE.search(out):
-            raise RooflineError(
-                "ERR_NVGPUCTRPERM: no permission to read the GPU's performance counters "
-                "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)"
-            )
+        perm = profile.counter_access_problem(out)
+        if perm:
+            raise RooflineError(perm)
         if not report.is_file():
             why = profile._first_error(out) or _last_line(proc.stderr)
             raise RooflineError(
@@ -168,27 +172,10 @@ def parse_dim3(text: str | None) -> list[int] | None:
     return [int(x) for x in nums] if nums else None
 
 
-def short_name(kernel: str, width: int = 48) -> str:
+def short_name(kernel: str, width: int = kernel_names.WIDTH) -> str:
     """A demangled name for tables and charts: no 'void ', no parameter list, long template
-    arguments cut ("vectorized_elementwise_kernel<4, ...>")."""
-    name = kernel.strip()
-    name = name.removeprefix("void ")
-    depth, cut = 0, len(name)
-    for i, ch in enumerate(name):  # the parameter list: the first '(' outside template brackets
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif ch == "(" and depth == 0 and i > 0:
-            cut = i
-            break
-    name = name[:cut]
-    if len(name) > width and "<" in name:
-        head = name[: name.index("<")]
-        name = f"{head}<...>"
-    if len(name) > width:
-        name = name[: width - 3] + "..."
-    return name
+    arguments cut ("vectorized_elementwise_kernel<4, ...>"); rooflinecli.core.kernel_names."""
+    return kernel_names.short(kernel, width)
 
 
 def grid_text(grid: list[int] | None) -> str:
@@ -199,7 +186,8 @@ def group(rows: list[dict[str, Any]]) -> list[tuple[str, list[int] | None, list[
     """Launches of the same kernel with the same grid, in the order first seen."""
     out: dict[tuple[str, str], tuple[str, list[int] | None, list[dict[str, Any]]]] = {}
     for row in rows:
-        kernel = str(row.get("kernel") or "?")
+        # room left for the grid the record's name adds (`KERNEL [GRID]`)
+        kernel = names.from_program(str(row.get("kernel") or "?"), names.MAX_NAME - 64)
         grid = parse_dim3(row.get("grid"))
         key = (kernel, grid_text(grid))
         out.setdefault(key, (kernel, grid, []))[2].append(row)
@@ -505,6 +493,8 @@ def build_document(
             )
     roofs = roofs_for(spec, calibration)
     records = [kernel_record(k, g, rows, run.plan) for k, g, rows in group(run.rows)]
+    # two kernels whose short names and grids match read apart (their template, or a number)
+    records = kernel_names.relabel(records)
     for rec in records:
         place(rec, roofs)
     records.sort(key=lambda r: -(r.get("time_ms_total") or 0.0))
@@ -535,14 +525,9 @@ def profile_app(
     timeout: float = 3600.0,
 ) -> dict[str, Any]:
     """Run `program` under ncu and return its results document."""
-    import json
+    from rooflinecli.gpu import calibrate
 
-    calibration = None
-    if calibration_path:
-        try:
-            calibration = json.loads(Path(calibration_path).read_text())
-        except (OSError, ValueError) as exc:
-            raise RooflineError(f"cannot read calibration {calibration_path}: {exc}") from None
+    calibration = calibrate.read_calibration(calibration_path) if calibration_path else None
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     run = run_under_ncu(program, filters, timeout, reports_dir, env)
     return build_document(run, program, spec_arg, calibration, calibration_path)

@@ -37,9 +37,10 @@ def run(
     if dtype not in chosen.all_dtypes:
         raise RooflineError(f"stage {stage} is {'/'.join(chosen.all_dtypes)}, not {dtype}")
     # one timed repeat and no flush: the launch ncu replays is the only one in the NVTX range
-    # and no gate: ncu may hold each launch until it completes, so a gate queued before the
-    # launch would wait for a release that comes only after it (its speed is ncu's time anyway)
-    timing = runner.Timing(flush_l2=False, min_repeats=1, max_repeats=1, gate=False)
+    # and no stream hold: ncu may hold each launch until it completes, so a holding kernel
+    # queued before the launch would wait for a release that comes only after it (its speed is
+    # ncu's time anyway)
+    timing = runner.Timing(flush_l2=False, min_repeats=1, max_repeats=1, hold=False)
     device, spec, records = runner.run_gemm(
         [shape],
         [chosen],

@@ -1,5 +1,6 @@
-"""The GEMM runner: buffers, the float64 reference, launches, checks, and timing through the one
-timer (rooflinecli.gpu.timer). CuPy is imported lazily, inside functions (rooflinecli.gpu.device).
+"""The GEMM runner: buffers, the float64 reference, launches and checks of the GEMM problem kind,
+which the one runner loop (rooflinecli.gpu.loop) verifies and times. CuPy is imported lazily,
+inside functions (rooflinecli.gpu.device).
 
 Each stage is verified against a float64 product of the same random inputs (output poisoned
 with NaN first), then timed interleaved with the reference (each round runs both, alternating
@@ -12,19 +13,19 @@ conversion is charged to it.
 from __future__ import annotations
 
 import math
-import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from rooflinecli.core import occupancy, roofs
+from rooflinecli.core import roofs
 from rooflinecli.core.specs import Spec
-from rooflinecli.core.stats import noise_pct
 from rooflinecli.errors import RooflineError
-from rooflinecli.gpu import device
-from rooflinecli.gpu.timer import Launch, Timer, Timing, summary
+from rooflinecli.gpu import loop
+from rooflinecli.gpu.loop import Kind, Launched, ReferenceRun, setup
+from rooflinecli.gpu.timer import Launch, Timer, Timing
+from rooflinecli.results import Check, RunRecord
 from rooflinecli.stages import compiler
-from rooflinecli.stages.gemm import Stage
+from rooflinecli.stages.gemm import Stage, cannot_run
 
 __all__ = [
     "Timing",
@@ -321,53 +322,79 @@ def memory_needed(m: int, n: int, k: int, beta: float) -> int:
     return ops + f64
 
 
-def _merge_clock(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """One clock summary from several timed groups (the reference's, over every pairing)."""
-    parts = [p for p in parts if p.get("clock_samples")]
-    if not parts:
-        return {}
-    n = sum(p["clock_samples"] for p in parts)
-    reasons = sorted(
-        {
-            x.strip()
-            for p in parts
-            for x in str(p.get("clock_limited_by") or "").split(",")
-            if x.strip()
+class GemmProblem:
+    """One GEMM shape for the runner loop (rooflinecli.gpu.loop.Problem): the buffers and the
+    float64 reference (Problem), the dtype's library reference (cuBLAS), and the stages' records
+    placed under the spec's roofs."""
+
+    def __init__(  # type: ignore[no-untyped-def]
+        self, cp, shape: tuple[int, int, int], reference: Stage | None, spec: Spec,
+        arch: str, cc: int, sm_count: int, alpha: float, beta: float, seed: int, dtype: str,
+    ) -> None:  # fmt: skip
+        m, n, k = shape
+        free, _total = cp.cuda.runtime.memGetInfo()
+        need = memory_needed(m, n, k, beta)
+        if need > free:
+            raise RooflineError(
+                f"out of device memory: {m}x{n}x{k} needs {need / 2**30:.1f} GiB, "
+                f"{free / 2**30:.1f} GiB free"
+            )
+        try:
+            self.g = g = Problem(cp, m, n, k, alpha, beta, seed, dtype)
+        except cp.cuda.memory.OutOfMemoryError:
+            raise RooflineError(f"out of device memory at {m}x{n}x{k}") from None
+        self.cp, self.shape, self.reference, self.spec = cp, shape, reference, spec
+        self.arch, self.cc, self.sm_count = arch, cc, sm_count
+        self.label = f"{m}x{n}x{k}"
+        self.checked = {
+            "tolerance_rel": g.rel_tol,
+            "tolerance_max": g.max_tol,
+            "rounding_error": g.rounding[0] if g.rounding else None,
         }
-    )
-    out: dict[str, Any] = {
-        "sm_clock_mhz": round(sum(p["sm_clock_mhz"] * p["clock_samples"] for p in parts) / n),
-        "sm_clock_mhz_min": min(p["sm_clock_mhz_min"] for p in parts),
-        "sm_clock_mhz_max": max(p["sm_clock_mhz_max"] for p in parts),
-        "clock_samples": n,
-        "clock_limited_by": ", ".join(reasons) or None,
-    }
-    power = [p for p in parts if p.get("power_w") is not None]
-    if power:
-        out["power_w"] = round(
-            sum(p["power_w"] * p["clock_samples"] for p in power)
-            / sum(p["clock_samples"] for p in power),
-            1,
-        )
-    return out
+
+    def record(self, stage: Stage) -> RunRecord:
+        g = self.g
+        model = roofs.model_record(stage, g.m, g.n, g.k, self.spec, g.alpha, g.beta, g.dtype)
+        return RunRecord(model, dict(self.checked))
+
+    def skip(self, stage: Stage, refusal: str | None) -> str | None:
+        if self.cc < stage.min_cc:
+            return f"{stage.name} needs compute capability {stage.min_cc / 10:.1f}"
+        why_not = cannot_run(stage, self.arch)  # an instruction the target lacks
+        return f"{stage.name} {why_not}" if why_not else refusal
+
+    def launch(self, stage: Stage) -> Launched:
+        call, meta = launcher(self.cp, stage, self.g, self.arch, self.sm_count)
+        return Launched(call, meta, convert=meta.pop("_convert", None))
+
+    def reset(self) -> None:
+        self.g.restore()
+
+    def check(self) -> Check:
+        return Check(*self.g.check())
+
+    def before_last(self) -> Callable[[], None] | None:
+        return self.g.restore if self.g.C0 is not None else None
+
+    def references(self) -> tuple[list[RunRecord], list[ReferenceRun]]:
+        """cuBLAS, launched and checked once (its own output, C_ref)."""
+        ref, g = self.reference, self.g
+        if ref is None:
+            return [], []
+        rec = self.record(ref)
+        launch, rec.launch = launcher(self.cp, ref, g, self.arch, self.sm_count)
+        g.reset_output(g.C_ref)
+        launch()
+        self.cp.cuda.runtime.deviceSynchronize()
+        rec.first = Check(*g.check(g.C_ref))
+        rec.verified = rec.first.ok
+        restore = partial(g.restore, g.C_ref) if g.C0 is not None else None
+        return [], [
+            ReferenceRun(rec, Launch(ref.name, launch, restore), lambda: Check(*g.check(g.C_ref)))
+        ]
 
 
-def _fail(rec: dict[str, Any], why: str) -> dict[str, Any]:
-    rec.update(verified=False, error=why)
-    roofs.place(rec, None)
-    return rec
-
-
-def gpu_setup(spec_arg: str | None) -> tuple[Any, dict[str, Any], Any, str, int, Any]:
-    """What every run starts from: CuPy, the device, its spec (named, else the device's), the
-    NVRTC target, the compute capability as an int (90) and the SM limits for occupancy."""
-    from rooflinecli.core import specs
-
-    cp = device.cupy()
-    dev = device.info()
-    spec = specs.resolve(spec_arg) if spec_arg else specs.for_device(dev["name"])
-    cc = int(dev["compute_capability"].replace(".", ""))
-    return cp, dev, spec, dev["arch"], cc, occupancy.SmLimits.from_spec(spec)
+GEMM = Kind("interleaved with the reference, alternating order each round", reference_noise=True)
 
 
 def run_gemm(
@@ -380,161 +407,30 @@ def run_gemm(
     timing: Timing | None = None,
     progress: Callable[..., None] | None = None,
     dtype: str = "fp32",
+    work: Sequence[tuple[tuple[int, int, int], Sequence[tuple[Stage, str | None]]]] | None = None,
 ) -> tuple[dict[str, Any], Spec, list[dict[str, Any]]]:
-    """Verify and time every stage at every shape, each interleaved with the reference.
-    Returns (device, spec, records). `progress(label, total=steps)` is called as each stage
-    and shape begins (rooflinecli.present.progress draws it)."""
+    """Verify and time every stage at every shape, each interleaved with the reference (the one
+    of `stages`, if any). Returns (device, spec, records). `work`: per shape, the stages to run
+    or record as skipped with the refusal decided for each (rooflinecli.plan); without it, every
+    stage at every shape with its own refusal. `progress(label, total=steps)` is called as each
+    stage and shape begins (rooflinecli.present.progress draws it)."""
     timing = timing or Timing()
-    cp, dev, spec, arch, cc, limits = gpu_setup(spec_arg)
-    records: list[dict[str, Any]] = []
+    cp, dev, spec, arch, cc, limits = setup(spec_arg)
     timer = Timer(timing)
     reference = next((s for s in stages if s.reference), None)
-    steps = len(shapes) * sum(1 for s in stages if not s.reference)
-    for m, n, k in shapes:
-        free, _total = cp.cuda.runtime.memGetInfo()
-        need = memory_needed(m, n, k, beta)
-        if need > free:
-            raise RooflineError(
-                f"out of device memory: {m}x{n}x{k} needs {need / 2**30:.1f} GiB, "
-                f"{free / 2**30:.1f} GiB free"
-            )
-        try:
-            g = Problem(cp, m, n, k, alpha, beta, seed, dtype)
-        except cp.cuda.memory.OutOfMemoryError:
-            raise RooflineError(f"out of device memory at {m}x{n}x{k}") from None
-        check_fields = {
-            "tolerance_rel": g.rel_tol,
-            "tolerance_max": g.max_tol,
-            "rounding_error": g.rounding[0] if g.rounding else None,
-        }
-        # the reference first: launched and checked once, then timed beside every stage
-        ref_call: Launch | None = None
-        ref_rec: dict[str, Any] | None = None
-        ref_samples: list[float] = []
-        ref_clocks: list[dict[str, Any]] = []
-        ref_method = ""
-        if reference is not None:
-            ref_rec = roofs.model_record(reference, m, n, k, spec, alpha, beta, dtype)
-            ref_rec.update(check_fields)
-            launch, meta = launcher(cp, reference, g, arch, dev["sm_count"])
-            ref_rec.update(meta)
-            g.reset_output(g.C_ref)
-            launch()
-            cp.cuda.runtime.deviceSynchronize()
-            ok, rel, mx = g.check(g.C_ref)
-            ref_rec.update(verified=ok, rel_error=rel, max_rel_error=mx)
-            ref_call = Launch(
-                reference.name, launch, partial(g.restore, g.C_ref) if g.C0 is not None else None
-            )
-        shape_records: list[dict[str, Any]] = []
-        for stage in stages:
-            if stage.reference:
-                continue
-            stage = stage.for_arch(arch)
-            if progress:
-                progress(f"{stage.name} {m}x{n}x{k}", total=steps)
-            rec = roofs.model_record(stage, m, n, k, spec, alpha, beta, dtype)
-            rec.update(check_fields)
-            skip = stage.refuses(m, n, k)
-            if cc < stage.min_cc:
-                skip = f"{stage.name} needs compute capability {stage.min_cc / 10:.1f}"
-            if skip:
-                rec.update(verified=None, error=f"skipped: {skip}")
-                roofs.place(rec, None)
-                shape_records.append(rec)
-                continue
-            try:
-                launch, meta = launcher(cp, stage, g, arch, dev["sm_count"])
-                convert = meta.pop("_convert", None)
-                rec.update(meta)
-                if meta.get("registers"):
-                    occ = occupancy.theoretical(
-                        limits,
-                        meta["block"][0] * meta["block"][1],
-                        meta["registers"],
-                        meta["smem_bytes"],
-                    )
-                    rec.update(occupancy_pct=100.0 * occ.occupancy, blocks_per_sm=occ.blocks_per_sm)
-                g.reset_output()
-                launch()
-                cp.cuda.runtime.deviceSynchronize()
-                ok, rel, mx = g.check()
-                rec.update(verified=ok, rel_error=rel, max_rel_error=mx)
-                if convert is not None:  # what the conversion alone costs, for the record
-                    rec["conversion_ms"] = statistics.median(timer.once(convert) for _ in range(5))
-                group = [Launch(stage.name, launch, g.restore if g.C0 is not None else None)]
-                if ref_call is not None:
-                    group.append(ref_call)
-                timed = timer.time(group)
-                rec.update(timed.clock, timing_method=timed.method)
-                if timed.noise_target_met is not None:  # --max-noise: did it get there
-                    rec.update(noise_pct=timed.noise_pct, noise_target_met=timed.noise_target_met)
-                cp.cuda.runtime.deviceSynchronize()
-                ok_last, rel_last, mx_last = g.check()  # the output of the last timed launch
-                rec.update(rel_error_last=rel_last, max_rel_error_last=mx_last)
-                if ok and not ok_last:
-                    rec.update(
-                        verified=False, error="the last timed launch's output failed its check"
-                    )
-            except RooflineError as exc:
-                shape_records.append(_fail(rec, exc.message))
-                continue
-            except cp.cuda.memory.OutOfMemoryError:
-                raise RooflineError(f"out of device memory running {stage.name}") from None
-            except Exception as exc:  # a launch failure: record it, do not report a speed
-                shape_records.append(_fail(rec, device.first_line(exc)))
-                if "illegal" in str(exc).lower() or "launch failure" in str(exc).lower():
-                    raise RooflineError(
-                        f"stage {stage.name} crashed the CUDA context: {device.first_line(exc)}"
-                    ) from None
-                continue
-            stats = summary(timed.samples[0])
-            rec.update({k2: v for k2, v in stats.items() if k2 != "time_ms"})
-            roofs.place(rec, stats["time_ms"])
-            if ref_call is not None and ref_rec is not None:
-                paired = timed.samples[1]
-                ref_samples += paired
-                ref_clocks.append(timed.clock)
-                ref_method = timed.method
-                rec.update(
-                    compared_with=reference.name if reference else None,
-                    reference_time_ms=statistics.median(paired)
-                    if ref_rec.get("verified")
-                    else None,
-                    reference_samples_ms=[round(x, 6) for x in paired],
-                    timing="interleaved with the reference, alternating order each round",
-                )
-            if not rec["verified"]:  # a wrong result is never reported as fast
-                rec.update(tflops=None, pct_of_roof=None, pct_of_peak=None)
-            shape_records.append(rec)
-        if ref_rec is not None and ref_call is not None:
-            if not ref_samples:  # nothing to pair with: the reference is timed on its own
-                timed = timer.time([ref_call])
-                ref_samples, ref_clocks = timed.samples[0], [timed.clock]
-                ref_method = timed.method
-            cp.cuda.runtime.deviceSynchronize()
-            ok_last, rel_last, mx_last = g.check(g.C_ref)
-            ref_rec.update(
-                _merge_clock(ref_clocks), rel_error_last=rel_last, max_rel_error_last=mx_last
-            )
-            if ref_rec["verified"] and not ok_last:
-                ref_rec.update(
-                    verified=False, error="the last timed launch's output failed its check"
-                )
-            stats = summary(ref_samples)
-            ref_rec.update({k2: v for k2, v in stats.items() if k2 != "time_ms"})
-            ref_rec["timing"] = "every repeat it ran beside the stages of this shape"
-            ref_rec["timing_method"] = ref_method
-            if timing.max_noise_pct is not None:
-                noise = noise_pct(ref_samples)
-                ref_rec.update(noise_pct=noise, noise_target_met=noise <= timing.max_noise_pct)
-            roofs.place(ref_rec, stats["time_ms"])
-            if not ref_rec["verified"]:
-                ref_rec.update(tflops=None, pct_of_roof=None, pct_of_peak=None)
-            shape_records.append(ref_rec)
-        roofs.add_reference_ratios(shape_records)
-        records.extend(shape_records)
-        del g
-        ref_call = None
-        cp.get_default_memory_pool().free_all_blocks()
-    return dev, spec, records
+    if work is None:  # every stage at every shape, refused where it cannot run it
+        ladder = [s.for_arch(arch) for s in stages if not s.reference]
+        work = [(shape, [(s, s.refuses(*shape)) for s in ladder]) for shape in shapes]
+    else:
+        work = [(shape, [(s.for_arch(arch), why) for s, why in items]) for shape, items in work]
+    # every stage the plan runs, built at once in parallel processes (the loop finds the cubins)
+    compiler.precompile(
+        [s for _shape, items in work for s, why in items if why is None], arch, dtype
+    )
+
+    def problem(shape: tuple[int, int, int], _items: object) -> GemmProblem:
+        return GemmProblem(
+            cp, shape, reference, spec, arch, cc, dev["sm_count"], alpha, beta, seed, dtype
+        )
+
+    return dev, spec, loop.run(cp, work, problem, GEMM, timer, limits, progress)

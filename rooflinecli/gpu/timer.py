@@ -6,21 +6,22 @@ The runner, `roofline calibrate`, `measure()` and the probes under benchmarks/ a
 pair of CUDA events. On a power-capped GPU whose clock drifts through a run, a stage and its
 reference timed this way see the same clocks; timed one after the other, the second would not.
 
-The rounds are gated (Timing.gate, the default): each batch of up to `gate_rounds` rounds is
-queued behind a one-thread kernel (kernels/util/gate.cu) that holds the stream until the host
-has queued the whole batch and releases it through a flag in pinned memory. The GPU then runs
-the batch back to back, so no interval between a start and an end event contains time the GPU
-spent waiting for Python to queue the launch (which, for a kernel of a few microseconds behind a
-256 MiB flush, it otherwise can). The NVTX ranges are pushed on the host around each launch as
-before, so ncu's and nsys's NVTX filters find the same kernels; the gate kernel is outside them.
+The rounds are held (Timing.hold, the default): each batch of up to `hold_rounds` rounds is
+queued behind a one-thread kernel (kernels/util/hold.cu, hold_stream) that holds the stream
+until the host has queued the whole batch and releases it through a flag in pinned memory. The
+GPU then runs the batch back to back, so no interval between a start and an end event contains
+time the GPU spent waiting for Python to queue the launch (which, for a kernel of a few
+microseconds behind a 256 MiB flush, it otherwise can). The NVTX ranges are pushed on the host
+around each launch as before, so ncu's and nsys's NVTX filters find the same kernels; the
+holding kernel is outside them.
 
-Why a gate and not a CUDA graph of the rounds: a captured event becomes a timing node only when
-recorded with cudaEventRecordExternal (CuPy's Event.record does not pass it), host-side NVTX
-ranges are not replayed with a graph, and library calls (cuBLAS) and user callables would each
-have to be safe to capture. The gate changes nothing about what is launched or how; it only
-decides when the GPU may start. A launch that waits for the GPU itself (a host sync inside the
-call) would hold the gate shut: the gate then opens by its timeout, the timer stops gating for
-the rest of that call, and the record says so.
+Why a holding kernel and not a CUDA graph of the rounds: a captured event becomes a timing node
+only when recorded with cudaEventRecordExternal (CuPy's Event.record does not pass it),
+host-side NVTX ranges are not replayed with a graph, and library calls (cuBLAS) and user
+callables would each have to be safe to capture. The hold changes nothing about what is
+launched or how; it only decides when the GPU may start. A launch that waits for the GPU itself
+(a host sync inside the call) would never see the hold released: the holding kernel then lets
+go by its timeout, the timer stops holding for the rest of that call, and the record says so.
 """
 
 from __future__ import annotations
@@ -47,18 +48,19 @@ class Timing:
     flush_l2: bool = True
     # how the L2 is flushed: "read" sums a buffer twice its size, leaving clean lines; "write"
     # fills one, leaving dirty lines that the timed kernel then pays to write back (1-2% of
-    # stage 23 at 4096^3 and 8192^3 on the H200: benchmarks/logs/flush-ab-a028b1d.md)
+    # stage 23 at 4096^3 and 8192^3 on the H200: benchmarks/probes/h200-findings.json, id
+    # l2-flush-kind)
     flush_kind: str = "read"
     warmup_min: int = 1
     sample_clock: bool = True  # read the SM clock through NVML while the repeats run
     # the stopping rule (`run gemm --max-noise PCT`, as nvbench's): after min_repeats, repeat
-    # until the first launch's noise (core.stats.noise_pct, the gate's figure) is at most this
+    # until the first launch's noise (core.stats.noise_pct, the CI gate's figure) is at most this
     # many percent, or the budget (max_repeats) is spent; None: the budget alone decides
     max_noise_pct: float | None = None
     # hold each batch of rounds until it is fully queued (see the module's docstring); a batch
     # of 16 rounds of two launches is ~200 queued operations, far from the driver's queue limit
-    gate: bool = True
-    gate_rounds: int = 16
+    hold: bool = True
+    hold_rounds: int = 16
 
 
 @dataclass
@@ -81,44 +83,45 @@ class Timed:
     noise_pct: float | None = None
     noise_target_met: bool | None = None
     method: str = ""  # how the repeats were queued (a record's timing_method)
-    gate_timeouts: int = 0  # gated batches whose gate opened by its timeout, not by the host
+    hold_timeouts: int = 0  # held batches the holding kernel let go by its timeout, not the host
 
 
 # about 0.5 s of SM clock: queuing a batch takes milliseconds; only a full launch queue, or a
 # profiler that holds each launch until it ends, gets here
-GATE_TIMEOUT_CYCLES = 1_000_000_000
+HOLD_TIMEOUT_CYCLES = 1_000_000_000
 
 
 def method_text(
-    timing: Timing, timeouts: int = 0, gated: bool | None = None, gave_up: bool = False
+    timing: Timing, timeouts: int = 0, held: bool | None = None, gave_up: bool = False
 ) -> str:
-    """What a record says of how its repeats were queued (timing_method); `gated`: whether a
-    gate was used (default: what timing asks for); `gave_up`: gating stopped after a gate
-    opened by its timeout."""
-    if not (timing.gate if gated is None else gated):
+    """What a record says of how its repeats were queued (timing_method); `held`: whether the
+    stream was held (default: what timing asks for); `gave_up`: holding stopped after a hold
+    was let go by its timeout."""
+    if not (timing.hold if held is None else held):
         return (
             "queued from the host round by round: an interval may include time the GPU waited "
             "for the host to queue the launch"
         )
     text = (
-        f"gated: each batch of up to {timing.gate_rounds} rounds queued behind a kernel that "
-        "holds the stream until the whole batch is queued (kernels/util/gate.cu), so no "
+        f"held: each batch of up to {timing.hold_rounds} rounds queued behind a kernel that "
+        "holds the stream until the whole batch is queued (kernels/util/hold.cu), so no "
         "interval includes time the GPU waited for the host"
     )
     if gave_up and timeouts:
         text += (
-            f"; until a gate opened by its timeout ({timeouts}): a launch waits for the GPU "
-            "(a host sync in the call), so the rounds after it were queued ungated and may "
-            "include waits"
+            f"; until a hold was let go by its timeout ({timeouts}): a launch waits for the GPU "
+            "(a host sync in the call), so the rounds after it were queued without the hold and "
+            "may include waits"
         )
     elif timeouts:
-        text += f"; {timeouts} gate(s) opened by their timeout: those batches may include waits"
+        text += f"; {timeouts} hold(s) let go by their timeout: those batches may include waits"
     return text
 
 
-class Gate:
-    """kernels/util/gate.cu and its flag: hold() queues a gate that waits for the next ticket,
-    release() hands it out. Tickets only grow, so a gate that starts late never misses one."""
+class StreamHold:
+    """kernels/util/hold.cu and its flag: hold() queues the holding kernel, which waits for the
+    next ticket, and release() hands it out. Tickets only grow, so a holding kernel that starts
+    late never misses one."""
 
     def __init__(self, kernel: Callable[..., Any], flag: Any, ptr: int, keep: Any = None) -> None:
         self.kernel, self.flag, self.ptr, self._keep = kernel, flag, ptr, keep
@@ -129,21 +132,21 @@ class Gate:
 
         self.ticket += 1
         self.kernel(
-            (1,), (1,), (np.uint64(self.ptr), np.int32(self.ticket), np.int64(GATE_TIMEOUT_CYCLES))
+            (1,), (1,), (np.uint64(self.ptr), np.int32(self.ticket), np.int64(HOLD_TIMEOUT_CYCLES))
         )
 
     def release(self) -> None:
         self.flag[0] = self.ticket
 
     def timeouts(self) -> int:
-        """Gates opened by their timeout so far (read once the stream is idle)."""
+        """Holds let go by their timeout so far (read once the stream is idle)."""
         return int(self.flag[1])
 
 
-def make_gate(cp) -> Gate | None:  # type: ignore[no-untyped-def]
-    """The gate kernel compiled for the current GPU (NVRTC, cached) and its flag in pinned host
-    memory, which the GPU reads through the same pointer (unified addressing); None on a
-    device without unified addressing (the rounds then go ungated, and records say so)."""
+def make_hold(cp) -> StreamHold | None:  # type: ignore[no-untyped-def]
+    """The holding kernel compiled for the current GPU (NVRTC, cached) and its flag in pinned
+    host memory, which the GPU reads through the same pointer (unified addressing); None on a
+    device without unified addressing (the rounds then go unheld, and records say so)."""
     import numpy as np
 
     from rooflinecli.paths import data_dir
@@ -153,20 +156,20 @@ def make_gate(cp) -> Gate | None:  # type: ignore[no-untyped-def]
     if not props.get("unifiedAddressing", 1):
         return None
     arch = compiler.arch_for_cc((int(props["major"]), int(props["minor"])))
-    path = data_dir("kernels") / "util" / "gate.cu"
+    path = data_dir("kernels") / "util" / "hold.cu"
     try:
         src = path.read_text()
     except OSError as exc:
         raise RooflineError(f"cannot read kernel source {path}: {exc.strerror}") from None
-    built = compiler.compile_source(src, "gate", "gate", arch)
-    kernel = cp.RawModule(path=built.cubin_path).get_function("gate")
+    built = compiler.compile_source(src, "hold", "hold_stream", arch)
+    kernel = cp.RawModule(path=built.cubin_path).get_function("hold_stream")
     # mapped pinned memory (cudaHostAllocMapped); with unified addressing, which every 64-bit
     # Linux CUDA device has, the device reaches it through the host's own pointer
     mem = cp.cuda.PinnedMemory(8, cp.cuda.runtime.hostAllocMapped)
     ptr = cp.cuda.PinnedMemoryPointer(mem, 0)
     flag = np.ndarray((2,), dtype=np.int32, buffer=ptr)  # as cupyx.empty_pinned does
     flag[:] = 0
-    return Gate(kernel, flag, ptr.ptr, keep=(mem, ptr))
+    return StreamHold(kernel, flag, ptr.ptr, keep=(mem, ptr))
 
 
 @contextmanager
@@ -216,7 +219,7 @@ class Timer:
         self.timing = timing or Timing()
         self.cp = device.cupy()
         self.flush = flusher(self.cp, device.l2_bytes(), self.timing)
-        self.gate = make_gate(self.cp) if self.timing.gate else None
+        self.hold = make_hold(self.cp) if self.timing.hold else None
 
     def once(self, call: Callable[[], Any]) -> float:
         """One launch between events (ms, at least 1 us): to size loops."""
@@ -273,27 +276,27 @@ class Timer:
                 end = e
             return end
 
-        gate = self.gate  # None from the first gate that opens by its timeout (see below)
-        timeouts_before = gate.timeouts() if gate is not None else 0
+        hold = self.hold  # None from the first hold let go by its timeout (see below)
+        timeouts_before = hold.timeouts() if hold is not None else 0
 
         def queue(lo: int, hi: int, last: int) -> Any:
-            """Rounds lo..hi-1 (round `last` is the one before_last prepares), gated in batches.
-            Returns the last end event queued. A gate that opened by its timeout while the host
-            was still queuing means a launch waits for the GPU (a host sync inside the call):
-            gating it would cost a timeout per batch, so the rest go ungated."""
-            nonlocal gate
+            """Rounds lo..hi-1 (round `last` is the one before_last prepares), held in batches.
+            Returns the last end event queued. A hold let go by its timeout while the host was
+            still queuing means a launch waits for the GPU (a host sync inside the call):
+            holding it would cost a timeout per batch, so the rest go unheld."""
+            nonlocal hold
             end = None
             b = lo
             while b < hi:
-                step = max(1, t.gate_rounds) if gate is not None else hi - b
-                if gate is not None:
-                    gate.hold()
+                step = max(1, t.hold_rounds) if hold is not None else hi - b
+                if hold is not None:
+                    hold.hold()
                 for i in range(b, min(hi, b + step)):
                     end = round_(i, last=i == last)
-                if gate is not None:
-                    gate.release()
-                    if gate.timeouts() > timeouts_before:
-                        gate = None
+                if hold is not None:
+                    hold.release()
+                    if hold.timeouts() > timeouts_before:
+                        hold = None
                 b += step
             return end
 
@@ -320,13 +323,13 @@ class Timer:
                     batch = max(1, done // 2)
                 end = queue(done, done + 1, done)
             wait(end)
-        timeouts = self.gate.timeouts() - timeouts_before if self.gate is not None else 0
+        timeouts = self.hold.timeouts() - timeouts_before if self.hold is not None else 0
         samples = [elapsed(j) for j in range(len(launches))]
         timed = Timed(
             samples,
             readings.summary() if readings is not None else {},
-            method=method_text(t, timeouts, gated=self.gate is not None, gave_up=gate is None),
-            gate_timeouts=timeouts,
+            method=method_text(t, timeouts, held=self.hold is not None, gave_up=hold is None),
+            hold_timeouts=timeouts,
         )
         if t.max_noise_pct is not None:
             timed.noise_pct = stats.noise_pct(samples[0])
@@ -346,21 +349,6 @@ def time_callable(
     call()
     timer.cp.cuda.get_current_stream().synchronize()
     return timer.time([Launch(name, call)])
-
-
-def summary(samples: list[float]) -> dict[str, Any]:
-    """The record fields of one launch's samples: median (the time reported), spread, all of
-    them (`samples_ms`, in launch order, what the gate decides from)."""
-    import statistics
-
-    return {
-        "time_ms": statistics.median(samples),
-        "time_ms_min": min(samples),
-        "time_ms_max": max(samples),
-        "time_ms_stdev": statistics.stdev(samples) if len(samples) > 1 else 0.0,
-        "repeats": len(samples),
-        "samples_ms": [round(x, 6) for x in samples],
-    }
 
 
 def no_clock() -> Any:

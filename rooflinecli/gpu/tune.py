@@ -33,12 +33,13 @@ def candidates(stage: Stage, arch: str) -> tuple[list[Stage], list[dict[str, Any
         raise RooflineError(f"stage {stage.name} has no tune_space in the registry")
     base = stage.for_arch(arch)
     keep, dropped = [], []
-    for v in base.variants():
+    variants = list(base.variants())
+    # every variant built at once, in parallel processes (compiler.compile_many)
+    results = compiler.compile_stages(variants, arch)
+    for v, built in zip(variants, results, strict=True):
         name = label(base, v)
-        try:
-            built = compiler.compile_stage(v, arch)
-        except RooflineError as exc:
-            dropped.append({"stage": name, "reason": exc.message})
+        if isinstance(built, RooflineError):
+            dropped.append({"stage": name, "reason": built.message})
             continue
         spill = built.resources.spill_bytes if built.resources else 0
         if spill:
@@ -61,10 +62,13 @@ def load_tuned(device_name: str) -> dict[str, dict[str, int]]:
     if not p.is_file():
         return {}
     try:
-        data = json.loads(p.read_text())
-    except (OSError, ValueError):
+        data = paths.read_json(p, "tuned parameters", paths.LIMITS["toml"])
+        stages = data.get("stages", {})
+        return {str(k): {str(n): int(x) for n, x in v.items()} for k, v in stages.items()}
+    except RooflineError as exc:
+        raise RooflineError(f"{exc.message}: delete the file") from None
+    except (AttributeError, KeyError, TypeError, ValueError):
         raise RooflineError(f"tuned parameters {p} are damaged: delete the file") from None
-    return {k: dict(v) for k, v in data.get("stages", {}).items()}
 
 
 def save_winner(device_name: str, stage: str, params: dict[str, int]) -> Path:

@@ -3,7 +3,7 @@
 Importing and running rich costs about 80 ms, most of `roofline model gemm`'s start-up, and a
 pipe, a file or a test's runner shows no colour anyway. So where the output could only be plain
 text, and the table is of the simple kind (every cell on one line, printable ASCII, no rich
-markup, a caption that wraps at single spaces), table.emit writes the same characters itself.
+markup, a caption that wraps at single spaces), present.output writes the same characters itself.
 Anything else returns None here and rich draws it. tests/test_boxed.py holds the two equal over
 many tables, widths and captions.
 """

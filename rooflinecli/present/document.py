@@ -1,12 +1,14 @@
-"""A run or model document as `show` (and `run attention`) prints it: one table per shape, each
-titled by its shape, GPU and roofs, then the terminal chart."""
+"""A run or model document as `show`, `run gemm` and `run attention` print it: one table per
+shape, each titled by its shape, GPU and roofs, the stages a sweep left out in one line, then
+the terminal chart. Each function here builds the Report; rooflinecli.present.output writes it
+in the --format asked for."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rooflinecli.core import attention, roofs
-from rooflinecli.present import View, table, terminal_chart
+from rooflinecli.present import View, output, table
 
 
 def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
@@ -31,6 +33,16 @@ def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
     return text
 
 
+def tables(doc: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The tables `show` prints (the report's page too): one per shape, each with its title."""
+    shapes = list(dict.fromkeys(roofs.shape_key(r) for r in doc["records"]))
+    out = []
+    for shape in shapes:
+        recs = [r for r in doc["records"] if roofs.shape_key(r) == shape]
+        out.append((title(doc, recs), recs))
+    return out
+
+
 def columns_of(doc: dict[str, Any]) -> table.ColumnSet:
     if doc.get("device") is None:
         if doc.get("command") == "model attention":
@@ -41,22 +53,57 @@ def columns_of(doc: dict[str, Any]) -> table.ColumnSet:
     return table.RUN
 
 
-def render(doc: dict[str, Any], fmt: str, view: View, draw: bool) -> None:
+def skipped_line(doc: dict[str, Any]) -> list[output.Part]:
+    """The stages a sweep left out where they cannot run (rooflinecli.plan), in one line."""
+    summary = table.skip_summary(doc.get("skipped"))
+    return [output.Line(summary, gap=True)] if summary else []
+
+
+def report(doc: dict[str, Any], view: View, draw: bool) -> output.Report:
     """A run or model document as `show` prints it: one table per shape, then the chart."""
     columns = columns_of(doc)
     table.select(columns, view)  # an unknown --columns name: one line, now
-    out = table.console()
-    if fmt in ("json", "csv"):
-        table.emit(doc, fmt, columns, out=out)
-        return
-    shapes = list(dict.fromkeys(roofs.shape_key(r) for r in doc["records"]))
-    for i, shape in enumerate(shapes):
-        recs = [r for r in doc["records"] if roofs.shape_key(r) == shape]
-        if fmt == "markdown" and i:
-            out.file.write("\n")
-        table.emit(
-            {**doc, "records": recs}, fmt, columns, title=title(doc, recs), out=out, view=view
-        )
+    parts: list[output.Part] = []
+    for heading, recs in tables(doc):
+        parts.append(output.Records({**doc, "records": recs}, columns, heading, view=view))
+    parts += skipped_line(doc)
     if draw:
-        text = terminal_chart.render(doc)
-        out.file.write(f"\n```text\n{text}```\n" if fmt == "markdown" else f"\n{text}")
+        parts.append(output.Chart(doc, gap=True))
+    return output.of_document(doc, parts)
+
+
+def pick_line(pick: Any) -> str:
+    """What `--stages best` says under a shape's table: the pick, its class, its table."""
+    via = "" if pick.entry_class == pick.shape_class else f", by the entry of {pick.entry_class}"
+    return f"best: {pick.stage.name} (class {pick.shape_class}{via}; table {pick.table})"
+
+
+def gemm_run(
+    doc: dict[str, Any],
+    shapes: list[tuple[int, int, int]],
+    view: View,
+    draw: bool,
+    picks: dict[tuple[int, int, int], Any] | None = None,
+) -> output.Report:
+    """`run gemm`: a table per shape titled by the GPU and its roofs (with --stages best, the
+    pick under it), its chart, the stages left out, and with several shapes TFLOP/s per stage
+    and shape."""
+    device, dtype = doc["device"], doc["records"][0]["dtype"]
+    parts: list[output.Part] = []
+    for shape in shapes:
+        recs = [r for r in doc["records"] if (r["m"], r["n"], r["k"]) == shape]
+        one = {**doc, "records": recs}
+        roofs_text = roofs.per_row_roofs(recs) or roofs.title(recs[0])
+        heading = (
+            f"GEMM {shape[0]}x{shape[1]}x{shape[2]} {dtype} on {device['name']} "
+            f"(spec {doc['spec']['name']}: {roofs_text})"
+        )
+        parts.append(output.Records(one, table.RUN, heading, view=view))
+        if picks is not None:
+            parts.append(output.Line(pick_line(picks[shape])))
+        if draw:
+            parts.append(output.Chart(one))
+    parts += skipped_line(doc)
+    if len(shapes) > 1:
+        parts.append(output.Scaling(doc["records"]))
+    return output.of_document(doc, parts)

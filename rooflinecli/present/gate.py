@@ -12,8 +12,12 @@ Rules (docs/gate.md explains them for CI users):
     measure() records), with the LEVEL bootstrap interval of stats.compare. FAIL when all of
     the interval lies below -tolerance, pass when none of it does, "inconclusive" when it
     straddles -tolerance (too noisy to tell either way);
-  - "medians": otherwise (today's documents hold no samples): the medians alone, no noise
-    allowance: FAIL when TFLOP/s fell by more than the tolerance.
+  - "medians": otherwise (fewer samples, or none, as older documents hold): the median times
+    alone, no noise allowance: FAIL when TFLOP/s fell by more than the tolerance. The times
+    decide, never the stored tflops: the median of the samples where a record holds them, else
+    its time_ms (results.load refuses a record whose time_ms is not its samples' median, or whose
+    tflops is not its flops over that time, beyond rounding). Only a record without a time is
+    judged by its stored speed.
 - A record missing from either side fails; so does a record with verified false on either side,
   or a current record without a speed. A stage skipped on both sides (verified null, e.g. the GPU
   is too old for it) is a skip.
@@ -32,7 +36,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rooflinecli import lazy
+from rooflinecli import lazy, names
 from rooflinecli.core import stats
 from rooflinecli.errors import RooflineError
 from rooflinecli.results import Identity, identity
@@ -59,13 +63,15 @@ RULES: dict[str, str] = {
         "inconclusive when it straddles -tolerance"
     ),
     MEDIANS: (
-        "a run without samples_ms: the medians alone decide, with no noise allowance: FAIL when "
+        f"a run without samples_ms, or with fewer than {stats.MIN_SAMPLES}: the median times "
+        "alone decide (of the samples, where recorded), with no noise allowance: FAIL when "
         "TFLOP/s fell by more than the tolerance"
     ),
 }
 RULES_SHORT = (
     f"with samples, the {LEVEL} bootstrap interval of the change must clear the tolerance "
-    "(else inconclusive); without, the medians alone decide"
+    f"(else inconclusive); with fewer than {stats.MIN_SAMPLES}, or none, the median times "
+    "alone decide"
 )
 PASS, FAIL, SKIP, INCONCLUSIVE = "pass", "FAIL", "skip", "inconclusive"
 EXIT_CODES = {"pass": 0, "fail": 1, "inconclusive": 3}
@@ -338,7 +344,21 @@ def _compare(
             why = "no samples"
         else:
             why = f"no samples in the {'baseline' if b_s is None else 'current run'}"
-    _by_medians(check, b_tf, c_tf, tol, why)
+    _by_medians(check, b_tf, c_tf, tol, why, _median_times(base, b_s, cur, c_s), _work(base, cur))
+
+
+def _median_times(
+    base: dict[str, Any], b_s: np.ndarray | None, cur: dict[str, Any], c_s: np.ndarray | None
+) -> tuple[float, float] | None:
+    """The two times the medians rule compares: each record's samples' median, else its
+    time_ms; None when either has no positive time."""
+
+    def one(rec: dict[str, Any], s: np.ndarray | None) -> float | None:
+        t = float(np.median(s)) if s is not None else _num(rec.get("time_ms"))
+        return t if t is not None and t > 0 else None
+
+    b, c = one(base, b_s), one(cur, c_s)
+    return (b, c) if b is not None and c is not None else None
 
 
 def _by_bootstrap(check: Check, iv: stats.Interval, work: float, tol: float) -> None:
@@ -361,9 +381,21 @@ def _by_bootstrap(check: Check, iv: stats.Interval, work: float, tol: float) -> 
         check.reasons.append(f"TFLOP/s {change:+.1f}%, within {tol:g}% ({ci})")
 
 
-def _by_medians(check: Check, b_tf: float, c_tf: float, tol: float, why: str) -> None:
-    """Rule "medians": the recorded speeds alone, no noise allowance."""
-    change = 100.0 * (c_tf - b_tf) / b_tf
+def _by_medians(
+    check: Check,
+    b_tf: float,
+    c_tf: float,
+    tol: float,
+    why: str,
+    times: tuple[float, float] | None,
+    work: float,
+) -> None:
+    """Rule "medians": the median times alone (baseline, current), no noise allowance; the
+    stored speeds only where a record has no time."""
+    if times is not None:
+        change = 100.0 * (work * times[0] / times[1] - 1.0)
+    else:
+        change = 100.0 * (c_tf - b_tf) / b_tf
     check.rule, check.change_pct = MEDIANS, change
     tag = f"(medians only: {why})"
     if change < -tol:
@@ -489,8 +521,13 @@ def junit_xml(result: GateResult, suite: str = "roofline gate") -> str:
     classname, time: the current run's median time in seconds) holding at most one of <failure>
     (a failed check), <error type="inconclusive"> (too noisy to tell) or <skipped>; then
     <system-out> (the summary and every check's reason) and <system-err>, at suite level.
+
+    Every name and reason goes through names.xml: the file parses whatever a document named
+    (ElementTree escapes markup; names.xml replaces what XML 1.0 cannot hold).
     """
     import xml.etree.ElementTree as ET
+
+    x = names.xml
 
     checks = result.checks
     root = ET.Element("testsuites")
@@ -501,7 +538,7 @@ def junit_xml(result: GateResult, suite: str = "roofline gate") -> str:
         package="roofline",
         id="0",
         timestamp=_junit_timestamp(result.timestamp),
-        hostname=result.hostname or "localhost",
+        hostname=x(result.hostname or "localhost"),
         tests=str(len(checks)),
         failures=str(sum(c.verdict == FAIL for c in checks)),
         errors=str(sum(c.verdict == INCONCLUSIVE for c in checks)),
@@ -514,26 +551,28 @@ def junit_xml(result: GateResult, suite: str = "roofline gate") -> str:
     for rule, text in RULES.items():
         ET.SubElement(props, "property", name=f"rule_{rule}", value=text)
     for m in result.mismatches:
-        ET.SubElement(props, "property", name="mismatch", value=m)
+        ET.SubElement(props, "property", name="mismatch", value=x(m))
     for c in checks:
         tc = ET.SubElement(
             ts,
             "testcase",
-            name=c.name,
-            classname=f"roofline.gate.{c.key.dtype}",
+            name=x(c.name),
+            classname=x(f"roofline.gate.{c.key.dtype}"),
             time=_decimal(c.time_s),
         )
+        # the row as JSON: ASCII (json.dumps escapes the rest), which XML holds as it is
         if c.verdict == FAIL:
-            fail = ET.SubElement(tc, "failure", message=c.reason, type=c.failure_type or "failure")
+            kind = c.failure_type or "failure"
+            fail = ET.SubElement(tc, "failure", message=x(c.reason), type=kind)
             fail.text = json.dumps(c.row(), indent=2)
         elif c.verdict == INCONCLUSIVE:
-            err = ET.SubElement(tc, "error", message=c.reason, type="inconclusive")
+            err = ET.SubElement(tc, "error", message=x(c.reason), type="inconclusive")
             err.text = json.dumps(c.row(), indent=2)
         elif c.verdict == SKIP:
-            ET.SubElement(tc, "skipped", message=c.reason)
+            ET.SubElement(tc, "skipped", message=x(c.reason))
     out = ET.SubElement(ts, "system-out")
-    out.text = "\n".join(
-        [result.summary(), *(f"{c.name}: {c.verdict}: {c.reason}" for c in checks)]
+    out.text = x(
+        "\n".join([result.summary(), *(f"{c.name}: {c.verdict}: {c.reason}" for c in checks)])
     )
     ET.SubElement(ts, "system-err").text = ""
     ET.indent(root)

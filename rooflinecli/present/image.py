@@ -24,20 +24,23 @@ What a figure holds, so that it can go into a talk as it is:
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import html
 import io
 import math
 import re
 import textwrap
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rooflinecli import files
+from rooflinecli import files, names
+from rooflinecli.core import kernel_names
 from rooflinecli.core.roofs import Roof
 from rooflinecli.errors import RooflineError
-from rooflinecli.present import terminal_chart
+from rooflinecli.present import MAX_POINTS, terminal_chart
 
 KINDS = ("png", "svg", "html")
 
@@ -160,6 +163,7 @@ class Series:
     key: str  # what its colour stands for: the stage
     points: list[terminal_chart.Point]
     flagged: bool = False
+    record: dict[str, Any] | None = None  # the record it draws (None: a model's ideal point)
 
     @property
     def anchor(self) -> terminal_chart.Point:
@@ -167,27 +171,21 @@ class Series:
         return max(self.points, key=lambda p: p.ai)
 
 
-def _kernel_name(rec: dict[str, Any]) -> str:
-    """A kernel of `profile app` by its function's own name and grid: `void at::<unnamed>::
-    cunn_SoftMaxForwardReg<...>(...)` is cunn_SoftMaxForwardReg [4096x1x1] (the record's
-    label, `at::<...>`, can be the same for two kernels)."""
-    full = re.sub(r"^void\s+", "", str(rec["kernel"]))
-    cut = len(full)
-    for i, ch in enumerate(full):  # the name ends at its first template or parameter list
-        if ch in "<(" and not full[:i].endswith("::"):
-            cut = i
-            break
-    base = full[:cut].split("::")[-1] or str(rec.get("label") or rec["stage"])
-    grid = re.search(r"\[[^\]]*\]\s*$", str(rec["stage"]))
-    return f"{base} {grid.group(0).strip()}" if grid else base
-
-
 def _name(doc: dict[str, Any]) -> Any:
     name = terminal_chart.namer(doc)
+    # a kernel of `profile app` by its function's own name and grid: `void at::<unnamed>::
+    # cunn_SoftMaxForwardReg<...>(...)` is cunn_SoftMaxForwardReg [4096x1x1], two kernels that
+    # read the same told apart (rooflinecli.core.kernel_names)
+    kernels = {
+        id(r): text
+        for r, text in zip(
+            doc["records"], kernel_names.labels(doc["records"], scoped=False), strict=True
+        )
+    }
 
     def of(rec: dict[str, Any]) -> str:
         if rec.get("kind") == "kernel" and rec.get("kernel"):
-            return str(name(rec, _kernel_name(rec))).removesuffix(" -")  # "-": no dtype
+            return str(name(rec, kernels[id(rec)])).removesuffix(" -")  # "-": no dtype
         work = str(rec.get("workload") or "")
         if work.count(":") == 2:  # run llm: preset:gemm:bN names the GEMM better than its shape
             _, gemm, batch = work.split(":")
@@ -207,9 +205,15 @@ def series(
     out: list[Series] = []
     unplaced: list[terminal_chart.Unplaced] = []
 
-    def add(label: str, value: str, key: str, pts: list[terminal_chart.Point]) -> None:
+    def add(
+        label: str,
+        value: str,
+        key: str,
+        pts: list[terminal_chart.Point],
+        rec: dict[str, Any] | None = None,
+    ) -> None:
         flagged = any(p.above_roof for p in pts)
-        out.append(Series(str(len(out) + 1), label, value, key, pts, flagged))
+        out.append(Series(str(len(out) + 1), label, value, key, pts, flagged, rec))
 
     if doc.get("device") is None:  # a model document: the roof's speed, not a measurement
         seen: set[tuple[str, str, Any]] = set()
@@ -236,6 +240,7 @@ def series(
                     f"{terminal_chart.fmt_value(best)} TFLOP/s by instruction",
                     rec["stage"],
                     [pt],
+                    rec,
                 )
             else:
                 unplaced.append(terminal_chart.Unplaced(name(rec), "no by-instruction intensity"))
@@ -260,7 +265,8 @@ def series(
                 )
             )
         # a stage keeps its colour across shapes; kernels of a program are told apart by name
-        add(label, f"{terminal_chart.fmt_value(pts[0].tflops)} TFLOP/s", str(rec["stage"]), pts)
+        value = f"{terminal_chart.fmt_value(pts[0].tflops)} TFLOP/s"
+        add(label, value, str(rec["stage"]), pts, rec)
     return out, unplaced
 
 
@@ -320,6 +326,57 @@ def ceilings(
     return out
 
 
+@dataclass
+class Layout:
+    """What every picture of a document draws, and where: the records' series, the roofs and
+    the axes' extents. The matplotlib figure here and the page's interactive plot
+    (rooflinecli/present/report.py) both draw from it, so the two never disagree."""
+
+    roof_of: dict[str, Roof]
+    series: list[Series]
+    unplaced: list[terminal_chart.Unplaced]
+    ceilings: list[Ceiling]
+    colors: dict[str, Any]  # series key (the stage) -> its colour
+    x: tuple[float, float]  # the axes' extents: intensity (FLOP/byte)
+    y: tuple[float, float]  # and TFLOP/s
+
+    @property
+    def top(self) -> float:
+        """The highest compute ceiling: every memory slope rises to it."""
+        return max(c.value for c in self.ceilings if c.kind == "compute")
+
+    @property
+    def fastest(self) -> float:
+        """The steepest memory slope (GB/s): every compute ceiling starts where it meets it."""
+        return max(c.value for c in self.ceilings if c.kind == "memory")
+
+    def line(self, c: Ceiling) -> tuple[tuple[float, float], tuple[float, float]]:
+        """((x0, x1), (y0, y1)) of a roof line: a memory slope from the left edge up to the
+        highest compute ceiling, a compute ceiling from the fastest slope to the right edge."""
+        x0, x1 = self.x
+        if c.kind == "memory":
+            return (x0, self.top * 1000.0 / c.value), (x0 * c.value / 1000.0, self.top)
+        return (c.value * 1000.0 / self.fastest, x1), (c.value, c.value)
+
+
+def layout(
+    doc: dict[str, Any], calibration: dict[str, Any] | None = None, by_instruction: bool = True
+) -> Layout:
+    """The document's series, roofs and extents (RooflineError when nothing can be drawn)."""
+    roof_of = terminal_chart.roofs(doc)
+    all_series, unplaced = series(doc, by_instruction)
+    roofs = ceilings(doc, roof_of, calibration)
+    pts = [p for s in all_series for p in s.points]
+    xs = [p.ai for p in pts] + [r.ridge for r in roof_of.values()]
+    xs += [r.ridge / 4 for r in roof_of.values()]
+    x0, x1 = min(xs) / 2.5, max(xs) * 4.0  # room for the ids right of the last points
+    computes = [c.value for c in roofs if c.kind == "compute"]
+    ys = [p.tflops for p in pts] + computes
+    y0, y1 = min(ys) / 3.0, max(computes) * 1.8
+    colors = _palette([s.key for s in all_series])
+    return Layout(roof_of, all_series, unplaced, roofs, colors, (x0, x1), (y0, y1))
+
+
 # --------------------------------------------------------------------------- layout helpers
 
 
@@ -333,7 +390,12 @@ def _wrap_to(renderer: Any, fig: Any, text: str, size: float, width_px: float) -
 
     if width(text) <= width_px:
         return text
-    for chars in range(len(text), 8, -2):
+    # no glyph of a name is narrower than a fifth of an em: no line of more characters than
+    # this fits, so the search starts there, not at a 4,000-character kernel name's length
+    # (which measured some 2,000 wrappings of it)
+    most = int(width_px / (0.2 * size * fig.dpi / 72)) + 2
+    start = len(text) if len(text) <= most else most - (most - len(text)) % 2  # same parity
+    for chars in range(start, 8, -2):
         lines = textwrap.wrap(text, chars, break_on_hyphens=False)
         if all(width(line) <= width_px for line in lines):
             return "\n".join(lines)
@@ -370,13 +432,13 @@ def _in_view_locator() -> Any:
 
 
 def _palette(keys: list[str]) -> dict[str, Any]:
-    names = [k for k in dict.fromkeys(keys) if k]
-    out: dict[str, Any] = {k: POINT_COLORS[i % len(POINT_COLORS)] for i, k in enumerate(names)}
+    distinct = [k for k in dict.fromkeys(keys) if k]
+    out: dict[str, Any] = {k: POINT_COLORS[i % len(POINT_COLORS)] for i, k in enumerate(distinct)}
     out[""] = "black"
     return out
 
 
-def _not_drawn(unplaced: list[terminal_chart.Unplaced]) -> list[tuple[str, list[str]]]:
+def not_drawn(unplaced: list[terminal_chart.Unplaced]) -> list[tuple[str, list[str]]]:
     """Records not drawn, grouped by why (the shape a reason names is left out of the group)."""
     groups: dict[str, list[str]] = {}
     for u in unplaced:
@@ -475,18 +537,36 @@ def _place_ids(fig: Any, ax: Any, items: list[tuple[Series, Any]], renderer: Any
 def figure(
     doc: dict[str, Any], calibration: dict[str, Any] | None = None, by_instruction: bool = True
 ) -> Any:
-    """A matplotlib Figure of the document's roofline (no pyplot: no global state)."""
-    _matplotlib()
+    """A matplotlib Figure of the document's roofline (no pyplot: no global state). Its text is
+    literal (names.MATPLOTLIB_RC): a name's `$` is a dollar sign, never mathtext."""
+    with _literal_text():
+        return _figure(doc, calibration, by_instruction)
+
+
+@contextlib.contextmanager
+def _literal_text() -> Iterator[None]:
+    """Text drawn as written (names.MATPLOTLIB_RC), and a glyph the font lacks (a kernel named
+    in Japanese) drawn as a box without a Python warning on stderr."""
+    with _matplotlib().rc_context(names.MATPLOTLIB_RC), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font")
+        yield
+
+
+def _figure(doc: dict[str, Any], calibration: dict[str, Any] | None, by_instruction: bool) -> Any:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.layout_engine import ConstrainedLayoutEngine
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
-    roof_of = terminal_chart.roofs(doc)
-    all_series, unplaced = series(doc, by_instruction)
-    roofs = ceilings(doc, roof_of, calibration)
-    colors = _palette([s.key for s in all_series])
+    lay = layout(doc, calibration, by_instruction)
+    roof_of, all_series, unplaced, roofs, colors = (
+        lay.roof_of,
+        lay.series,
+        lay.unplaced,
+        lay.ceilings,
+        lay.colors,
+    )
 
     # the legend of ids below the axes: as many columns as fit the width
     fig = Figure(figsize=(WIDTH_IN, AXES_HEIGHT_IN), dpi=DPI)
@@ -500,8 +580,8 @@ def figure(
     col_px = max(text_px, 180.0) + 2.6 * LEGEND_SIZE * fig.dpi / 72 + 12
     ncol = max(1, min(len(entries) or 1, int((WIDTH_IN * fig.dpi - 30) // col_px)))
     chars = max(30, int(len(widest) * max(text_px, 180.0) / max(text_px, 1.0)))
-    for why, names in _not_drawn(unplaced):  # one entry per reason, wrapped to the column
-        entries.append(textwrap.fill(f"not drawn ({why}): {', '.join(names)}", chars))
+    for why, labels_of in not_drawn(unplaced):  # one entry per reason, wrapped to the column
+        entries.append(textwrap.fill(f"not drawn ({why}): {', '.join(labels_of)}", chars))
     lines = sum(e.count("\n") + 1 for e in entries)
     rows = math.ceil(lines / ncol) + max((e.count("\n") for e in entries), default=0)
     # the title over the axes, wrapped to their width (measured once the layout has run)
@@ -515,29 +595,23 @@ def figure(
     ax.set_xscale("log")
     ax.set_yscale("log")
     pts = [p for s in all_series for p in s.points]
-    xs = [p.ai for p in pts] + [r.ridge for r in roof_of.values()]
-    xs += [r.ridge / 4 for r in roof_of.values()]
-    x0, x1 = min(xs) / 2.5, max(xs) * 4.0  # room for the ids right of the last points
+    (x0, x1), (y0, y1) = lay.x, lay.y
     computes = [c for c in roofs if c.kind == "compute"]
     memories = [c for c in roofs if c.kind == "memory"]
-    top = max(c.value for c in computes)
-    ys = [p.tflops for p in pts] + [c.value for c in computes]
-    y0, y1 = min(ys) / 3.0, top * 1.8
 
     handles: list[Any] = []
     labels: list[str] = []
-    fastest = max(c.value for c in memories)
     for c in memories:  # each slope up to the highest compute ceiling
         style = "--" if c.measured else "-"
-        end = top * 1000.0 / c.value
-        ax.plot([x0, end], [x0 * c.value / 1000.0, top], color=c.color, lw=2, ls=style, zorder=1)
+        xs, ys = lay.line(c)
+        ax.plot(xs, ys, color=c.color, lw=2, ls=style, zorder=1)
         handles.append(Line2D([], [], color=c.color, lw=2, ls=style))
         labels.append(c.label)
     dashes: list[Any] = ["--", "-.", (0, (1, 1.5))]  # measured compute ceilings told apart
     for c in computes:  # each ceiling from where the fastest slope meets it
         style = dashes.pop(0) if c.measured and dashes else ("--" if c.measured else "-")
-        start = c.value * 1000.0 / fastest
-        ax.plot([start, x1], [c.value, c.value], color=c.color, lw=2, ls=style, zorder=1)
+        xs, ys = lay.line(c)
+        ax.plot(xs, ys, color=c.color, lw=2, ls=style, zorder=1)
         handles.append(Line2D([], [], color=c.color, lw=2, ls=style))
         labels.append(c.label)
     for roof in roof_of.values():
@@ -620,7 +694,7 @@ def figure(
             id_handles.append(
                 Line2D([], [], marker=mark, color=colors[s.key], mfc=fill, mew=1.4, ls="none")
             )
-        id_handles += [Line2D([], [], ls="none") for _ in _not_drawn(unplaced)]
+        id_handles += [Line2D([], [], ls="none") for _ in not_drawn(unplaced)]
         fig.legend(
             id_handles,
             entries,
@@ -652,14 +726,14 @@ def figure(
     # the figure: an attached engine runs at every draw, and savefig draws the whole figure once
     # more, unrendered, before the real draw (it does so for any engine, even "none" after one).
     # Placed once, the axes stay where they are (the ids below are placed in their pixels).
-    layout = ConstrainedLayoutEngine()
-    layout.execute(fig)
+    engine = ConstrainedLayoutEngine()
+    engine.execute(fig)
     fitted = _wrap_to(renderer, fig, title(doc), TITLE_SIZE, ax.get_window_extent(renderer).width)
     if fitted != heading:
         more = fitted.count("\n") - heading.count("\n")
         fig.set_size_inches(WIDTH_IN, height + 0.25 * more)
         ax.set_title(fitted, fontsize=TITLE_SIZE, y=1.0)
-        layout.execute(fig)
+        engine.execute(fig)
     _place_ids(fig, ax, [(s, colors[s.key]) for s in all_series], renderer)
     return fig
 
@@ -671,17 +745,18 @@ def render(
     by_instruction: bool = True,
 ) -> bytes:
     """The image as bytes: png, svg, or html (the SVG inside a minimal page)."""
-    fig = figure(doc, calibration, by_instruction)
     buf = io.BytesIO()
-    if kind == "png":
-        fig.savefig(buf, format="png", metadata={"Software": None})
-        return buf.getvalue()
-    fig.savefig(buf, format="svg", metadata={"Date": None})
+    with _literal_text():  # the ticks' texts are made at the draw
+        fig = figure(doc, calibration, by_instruction)
+        if kind == "png":
+            fig.savefig(buf, format="png", metadata={"Software": None})
+            return buf.getvalue()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
     svg = buf.getvalue().decode("utf-8")
     if kind == "svg":
         return svg.encode("utf-8")
     body = svg[svg.index("<svg") :]  # drop the XML prolog and doctype: not allowed inline
-    name = html.escape(title(doc))
+    name = names.html(title(doc))
     page = (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{name}</title>\n</head>\n<body>\n{body}</body>\n</html>\n"
@@ -694,11 +769,22 @@ def save(
     path: str | Path,
     calibration: dict[str, Any] | None = None,
     by_instruction: bool = True,
+    max_points: int = MAX_POINTS,
 ) -> str:
-    """Draw the document's roofline into `path` (format from its suffix); returns the format."""
+    """Draw the document's roofline into `path` (format from its suffix); returns the format.
+    A document of more than `max_points` points to draw is refused in one line, before
+    matplotlib draws anything."""
     kind = kind_of(path)
     if not doc.get("records"):
         raise RooflineError("nothing to plot: the document has no records")
+    drawn, _unplaced = series(doc, by_instruction)
+    points = sum(len(s.points) for s in drawn)
+    if points > max_points:
+        raise RooflineError(
+            f"{points:,} points to draw ({len(doc['records']):,} records): more than a plot "
+            f"draws ({max_points:,}); pass --max-points {points} to draw them all, or plot a "
+            "part of the document"
+        )
     data = render(doc, kind, calibration, by_instruction)
     files.write_output(path, data, document=False)
     return kind

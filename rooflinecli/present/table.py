@@ -1,6 +1,9 @@
-"""The reporting layer: records (a DataFrame) to a rich table, CSV, Markdown or the JSON document.
-
-Commands hand their records here; nothing else prints results.
+"""The writers of every format: records (a DataFrame) as a rich table, Markdown, CSV; the column
+sets of each kind of table. Which of them a command writes, for its --format, is
+rooflinecli.present.output's to decide; nothing else prints results. Every name in a cell, a
+title or a caption is text, never markup: a rich table gets rich.text.Text, Markdown and CSV
+cells go through rooflinecli.names (escaped; a CSV text cell that a spreadsheet would run is
+neutralised), JSON stays JSON.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from rooflinecli import lazy, results
+from rooflinecli import lazy, names, results
 from rooflinecli.errors import RooflineError
 from rooflinecli.present import (
     FORMATS,  # noqa: F401  (the one list, re-exported)
@@ -298,8 +301,13 @@ def console(stderr: bool = False) -> Console:
 
 
 def _width() -> int:
-    """The width of a console on a stream that is not a terminal (a pipe, a file)."""
-    return int(os.environ.get("COLUMNS", "200"))
+    """The width of a console on a stream that is not a terminal (a pipe, a file): COLUMNS
+    where it is a width (a whole number from 20 to 10,000), else 200; a bad COLUMNS is ignored,
+    as rich ignores it on a terminal."""
+    value = os.environ.get("COLUMNS", "").strip()
+    if value.isdigit() and 20 <= int(value) <= 10_000:
+        return int(value)
+    return 200
 
 
 # A nested object in a CSV row becomes one column per key, named prefix_key (params -> param_BM).
@@ -331,9 +339,18 @@ def tidy(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _csv_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A tidy row for CSV: every text cell, and every column name, through names.csv_cell (no
+    formula a spreadsheet would run); numbers stay numbers."""
+    return {
+        names.csv_cell(k): names.csv_cell(v) if isinstance(v, str) else v for k, v in row.items()
+    }
+
+
 def csv_text(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
-    """The one writer of CSV: tidy rows (no dict or list reprs), whole numbers stay whole."""
-    tidied = [tidy(r) for r in rows]
+    """The one writer of CSV: tidy rows (no dict or list reprs), whole numbers stay whole, text
+    cells neutralised (names.csv_cell)."""
+    tidied = [_csv_row(tidy(r)) for r in rows]
     df = pd.DataFrame(tidied, columns=None if tidied else columns, dtype=object)
     return str(df.to_csv(index=False))
 
@@ -370,7 +387,7 @@ def _longest_word(text: str) -> int:
 def fit(
     headers: Sequence[str],
     rows: Sequence[Sequence[str]],
-    names: Sequence[bool],
+    name_cols: Sequence[bool],
     width: int,
     prose: Sequence[bool] | None = None,
 ) -> list[int]:
@@ -393,15 +410,15 @@ def fit(
     for i in sorted(range(len(widths)), key=lambda i: natural[i] - least[i], reverse=True):
         if excess <= 0:
             break
-        if names[i]:
+        if name_cols[i]:
             continue
         cut = min(excess, widths[i] - least[i])
         widths[i] -= cut
         excess -= cut
-    room = sum(max(0, widths[i] - NAME_FLOOR) for i in range(len(widths)) if names[i])
+    room = sum(max(0, widths[i] - NAME_FLOOR) for i in range(len(widths)) if name_cols[i])
     if 0 < excess <= room:  # folding the names makes it fit (else they stay on one line)
         for i in range(len(widths)):
-            if excess > 0 and names[i]:
+            if excess > 0 and name_cols[i]:
                 cut = min(excess, max(0, widths[i] - NAME_FLOOR))
                 widths[i] -= cut
                 excess -= cut
@@ -414,32 +431,145 @@ def table(
     title: str | None = None,
     caption: str | None = None,
     width: int | None = None,
+    *,
+    name_fields: frozenset[str] = NAME_FIELDS,
+    prose_fields: frozenset[str] = PROSE_FIELDS,
+    left_fields: Sequence[str] = LEFT_FIELDS,
 ) -> Table:
     """A rich table of `columns` (those df has). With `width` (the console's), every column gets
     a width from fit(): names whole, headers wrapped before anything is cut; print it with
-    print_table(), which lets a table that cannot fit be wider than the console."""
+    print_table(), which lets a table that cannot fit be wider than the console. The fields
+    that name a row, hold sentences or go left default to NAME_FIELDS, PROSE_FIELDS and
+    LEFT_FIELDS (names and left fields are left-justified)."""
     from rich.table import Table
 
-    t = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+    t = Table(
+        title=names.rich_text(title) if title else None,
+        caption=names.rich_text(caption) if caption else None,
+        title_justify="left",
+        caption_justify="left",
+    )
     present = [c for c in columns if c[0] in df.columns]
-    rows = [[_cell(row, f, fmt) for f, _, fmt in present] for _, row in df.iterrows()]
-    names = [f in NAME_FIELDS for f, _, _ in present]
-    prose = [f in PROSE_FIELDS for f, _, _ in present]
-    widths = fit([h for _, h, _ in present], rows, names, width, prose) if width else None
+    rows = [[names.plain(_cell(row, f, fmt)) for f, _, fmt in present] for _, row in df.iterrows()]
+    name_cols = [f in name_fields for f, _, _ in present]
+    prose = [f in prose_fields for f, _, _ in present]
+    widths = fit([h for _, h, _ in present], rows, name_cols, width, prose) if width else None
     for i, (field, header, _) in enumerate(present):
         longest = max((len(r[i]) for r in rows), default=0)
         t.add_column(
             header,
-            justify="left" if names[i] or field in LEFT_FIELDS else "right",
+            justify="left" if name_cols[i] or field in left_fields else "right",
             overflow="fold",  # a value that must be cut folds onto the next line, whole
-            no_wrap=names[i] and (widths is None or widths[i] >= longest),
+            no_wrap=name_cols[i] and (widths is None or widths[i] >= longest),
             width=widths[i] if widths else None,
         )
     for r in rows:
-        t.add_row(*r)
+        t.add_row(*map(names.rich_text, r))  # text, never markup: `[/bold]` is a name
     if widths is not None:
         t.min_width = _span(widths)  # what print_table() needs at least
     return t
+
+
+def split(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    width: int,
+    lead: int = 1,
+    prose: Sequence[bool] | None = None,
+) -> list[list[int]]:
+    """The columns (indexes) of the tables that show these within `width` terminal columns.
+
+    One table when they fit it, headers and prose cells wrapped at their spaces (fit()). Else
+    several, each led by the first `lead` columns (what names a row, whole) and holding as many
+    of the others, in order, as fit beside them at their natural widths: nothing wrapped. No
+    cell is cut and no number split over lines: a column too wide even beside the lead alone
+    gets a table of its own, where it wraps, or is wider than `width` (print_table)."""
+    prose = prose or [False] * len(headers)
+    lead = min(lead, len(headers))
+    cells = [[str(r[i]) for r in rows] for i in range(len(headers))]
+    natural = [max([len(h), *map(len, c)]) for h, c in zip(headers, cells, strict=True)]
+    least = [
+        max([_longest_word(h), *map(_longest_word if wraps else len, c)])
+        for h, c, wraps in zip(headers, cells, prose, strict=True)
+    ]
+    least[:lead] = natural[:lead]  # never folded
+    if _span(least) <= width:
+        return [list(range(len(headers)))]
+    parts: list[list[int]] = []
+    part = list(range(lead))
+    for i in range(lead, len(headers)):
+        if len(part) > lead and _span([natural[j] for j in [*part, i]]) > width:
+            parts.append(part)
+            part = list(range(lead))
+        part.append(i)
+    parts.append(part)
+    return parts
+
+
+def print_fitted(
+    con: Console,
+    df: Rows | pd.DataFrame,
+    columns: list[Column],
+    title: str | None = None,
+    caption: str | None = None,
+    *,
+    lead: int = 1,
+    name_fields: frozenset[str] = NAME_FIELDS,
+    prose_fields: frozenset[str] = PROSE_FIELDS,
+    left_fields: Sequence[str] = LEFT_FIELDS,
+) -> None:
+    """`columns` of df as one table that fits the console, or as several (split()), each led
+    by the first `lead` columns: the title above the first, the caption under the last (both
+    wrapped to the console, not to a narrow table's width)."""
+    present = [c for c in columns if c[0] in df.columns]
+    rows = [[names.plain(_cell(row, f, fmt)) for f, _, fmt in present] for _, row in df.iterrows()]
+    prose = [f in prose_fields for f, _, _ in present]
+    parts = split([h for _, h, _ in present], rows, con.width, lead, prose)
+    if title:  # wrapped to the console, not to the table's width
+        say(con, title, indent=0, style="table.title")
+    for part in parts:
+        t = table(
+            df, [present[i] for i in part], width=con.width, name_fields=name_fields,
+            prose_fields=prose_fields, left_fields=left_fields,
+        )  # fmt: skip
+        print_table(con, t)
+    if caption:
+        say(con, caption, indent=0)
+
+
+def print_grid(
+    con: Console,
+    title: str,
+    headers: list[str],
+    cells: list[list[str]],
+    left: list[bool],
+    caption: str | None = None,
+    header: bool = True,
+    lead: int = 1,
+) -> None:
+    """Cells already formatted as one table, or, where they do not fit the console, as several
+    (split()), each led by the first `lead` columns, whole; cells are text, never markup."""
+    from rich.table import Table
+
+    parts = split(headers, cells, con.width, lead, [False] * len(headers))
+    one = len(parts) == 1
+    if not one:  # wrapped to the console, not to a narrow table's width
+        say(con, title, indent=0, style="table.title")
+    for part in parts:
+        t = Table(
+            title=names.rich_text(title) if one else None,
+            caption=names.rich_text(caption) if one and caption else None,
+            caption_justify="left",
+            title_justify="left",
+            show_header=header,
+        )
+        for i in part:
+            t.add_column(headers[i], justify="left" if left[i] else "right")
+        for row in cells:
+            t.add_row(*(names.rich_text(row[i]) for i in part))
+        con.print(t)
+    if caption and not one:
+        say(con, caption, indent=0)
 
 
 def print_table(con: Console, t: Table) -> None:
@@ -460,12 +590,13 @@ def print_table(con: Console, t: Table) -> None:
 def markdown_table(
     title: str | None, headers: list[str], left: list[bool], rows: list[list[str]]
 ) -> str:
-    """The one writer of Markdown tables: a `### title` line, then the table (cells escaped).
+    """The one writer of Markdown tables: a `### title` line, then the table (cells and title
+    through names.markdown: a name's line break, pipe, `<script>` or `[link](...)` is text).
     No title only where the caller writes its own heading right above (the gate summary)."""
     head = "| " + " | ".join(headers) + " |"
     sep = "|" + "|".join("---" if x else "---:" for x in left) + "|"
-    body = ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
-    lines = [f"### {title}", ""] if title else []
+    body = ["| " + " | ".join(names.markdown(c) for c in r) + " |" for r in rows]
+    lines = [f"### {names.markdown(title)}", ""] if title else []
     return "\n".join([*lines, head, sep, *body]) + "\n"
 
 
@@ -479,46 +610,117 @@ def markdown(df: Rows | pd.DataFrame, columns: list[Column], title: str | None =
     )
 
 
-def emit(
+def _records_columns(
+    records: list[dict[str, Any]], columns: list[Column] | ColumnSet, view: View | None
+) -> tuple[Rows, list[Column]]:
+    """The records as rows, and the columns shown: a ColumnSet narrowed by `view` (compact by
+    default), less the optional columns no row fills."""
+    if isinstance(columns, ColumnSet):
+        columns = select(columns, view)
+    df = frame(records)
+    return df, present(columns, df)
+
+
+def records_markdown(
     doc: dict[str, Any],
-    fmt: str,
+    columns: list[Column] | ColumnSet,
+    title: str | None = None,
+    view: View | None = None,
+) -> str:
+    """A document's records as a Markdown table, the verdict in words under it (bullets)."""
+    from rooflinecli.present import verdict
+
+    df, shown = _records_columns(doc["records"], columns, view)
+    text = markdown(df, shown, title=title)
+    said = verdict.lines(doc["records"])
+    if said:
+        text += "\n" + "".join(f"- {names.markdown(line)}\n" for line in said)
+    return text
+
+
+def html_table(
+    headers: list[str],
+    left: list[bool],
+    rows: list[list[str]],
+    title: str | None = None,
+    row_classes: list[str] | None = None,
+) -> str:
+    """The one writer of HTML tables (the report's page): every header and cell written as text
+    (rooflinecli.names.html), text columns left, numbers right; `row_classes` (plain words of
+    ours, never a name) style rows."""
+    from rooflinecli import names
+
+    def tr(cells: list[str], tag: str, cls: str = "") -> str:
+        attr = f' class="{cls}"' if cls else ""
+        tds = "".join(
+            f'<{tag} class="{"l" if x else "r"}">{names.html(c)}</{tag}>'
+            for c, x in zip(cells, left, strict=True)
+        )
+        return f"<tr{attr}>{tds}</tr>"
+
+    out = [f'<p class="table-title">{names.html(title)}</p>'] if title else []
+    out.append('<table class="records">')
+    out.append(f"<thead>{tr(headers, 'th')}</thead>")
+    out.append("<tbody>")
+    classes = row_classes or [""] * len(rows)
+    out += [tr(r, "td", c) for r, c in zip(rows, classes, strict=True)]
+    out.append("</tbody></table>")
+    return "\n".join(out) + "\n"
+
+
+def html(df: Rows | pd.DataFrame, columns: list[Column], title: str | None = None) -> str:
+    """markdown() as an HTML table: the same columns and cells."""
+    present = [c for c in columns if c[0] in df.columns]
+    return html_table(
+        [h for _, h, _ in present],
+        [f in NAME_FIELDS or f in LEFT_FIELDS for f, _, _ in present],
+        [[_cell(row, f, fmt) for f, _, fmt in present] for _, row in df.iterrows()],
+        title,
+    )
+
+
+def html_rows(
+    rows: list[dict[str, Any]],
+    columns: list[Column],
+    title: str | None = None,
+    row_classes: list[str] | None = None,
+) -> str:
+    """markdown_rows() as an HTML table: rows that are not result records (a gate's checks)."""
+    present = [c for c in columns if any(c[0] in r for r in rows)] if rows else list(columns)
+    return html_table(
+        [h for _, h, _ in present],
+        [f in TEXT_FIELDS for f, _, _ in present],
+        [[_cell(row, f, fmt) for f, _, fmt in present] for row in rows],
+        title,
+        row_classes,
+    )
+
+
+def print_records(
+    doc: dict[str, Any],
     columns: list[Column] | ColumnSet,
     title: str | None = None,
     caption: str | None = None,
-    out: Console | None = None,
     view: View | None = None,
+    out: Console | None = None,
 ) -> None:
-    """Print a results document in one of FORMATS. A ColumnSet is narrowed by `view` (compact by
-    default) for the table and Markdown; JSON and CSV carry every field. Under a table of stage
-    records: the verdict in words (rooflinecli.present.verdict), and notes on failures."""
+    """A document's records as a table, the verdict in words and notes on failures under it
+    (rooflinecli.present.verdict). Without `out`, on standard output, it is written without
+    rich where present.boxed draws the same characters."""
     from rooflinecli.present import verdict
 
-    if isinstance(columns, ColumnSet):
-        columns = select(columns, view)
-    df = frame(doc["records"])
-    columns = present(columns, df)
-    stream = out.file if out is not None else sys.stdout
-    if fmt == "json":
-        stream.write(results.dumps(doc))
-    elif fmt == "csv":
-        stream.write(csv_text([results.complete_record(r) for r in doc["records"]]))
-    elif fmt == "markdown":
-        stream.write(markdown(df, columns, title=title))
-        said = verdict.lines(doc["records"])
-        if said:
-            stream.write("\n" + "".join(f"- {line}\n" for line in said))
-    else:
-        said = verdict.lines(doc["records"]) + [n.strip() for n in notes(doc["records"])]
-        text = None if out is not None else _boxed(df, columns, title, caption, said)
-        if text is not None:  # what rich would draw here, without loading rich
-            stream.write(text)
-            return
-        con = out or console()
-        if title:  # wrapped to the console, not to a compact table's width
-            say(con, title, indent=0, style="table.title")
-        print_table(con, table(df, columns, caption=caption, width=con.width))
-        for line in said:
-            say(con, line)
+    df, shown = _records_columns(doc["records"], columns, view)
+    said = verdict.lines(doc["records"]) + [n.strip() for n in notes(doc["records"])]
+    text = None if out is not None else _boxed(df, shown, title, caption, said)
+    if text is not None:  # what rich would draw here, without loading rich
+        sys.stdout.write(text)
+        return
+    con = out or console()
+    if title:  # wrapped to the console, not to a compact table's width
+        say(con, title, indent=0, style="table.title")
+    print_table(con, table(df, shown, caption=caption, width=con.width))
+    for line in said:
+        say(con, line)
 
 
 def _boxed(
@@ -554,12 +756,18 @@ def _wrapped(text: str, indent: int, width: int) -> list[str]:
     return [pad + line for line in lines]
 
 
+def echo(con: Console, text: str) -> None:
+    """One message line on a console, wrapped there, as text: a name or a compiler's message in
+    it is never read as rich markup (`[lambda() (instance 1)]`), nor a control code sent."""
+    con.print(names.rich_text(text))
+
+
 def say(con: Console, text: str, indent: int = 2, style: str = "") -> None:
     """Prose around a table: wrapped to the console (no trailing spaces), every line indented,
     as text (never read as rich markup)."""
     from rich.text import Text
 
-    for line in _wrapped(text, indent, con.width):
+    for line in _wrapped(names.plain(text), indent, con.width):
         con.print(Text(line, style=style), soft_wrap=True)
 
 
@@ -611,6 +819,24 @@ def notes(records: list[dict[str, Any]]) -> list[str]:
             f"{len(records)} rows: the SM MHz column is its mean; {tail}"
         )
     return out
+
+
+def skip_summary(skipped: list[dict[str, Any]] | None) -> str | None:
+    """One line for the stages a run left out where they cannot run the shape (a document's
+    `skipped`, from rooflinecli.plan: nobody named them), by what they are and why: "25 decode
+    stages skipped (5 at 5 shapes): they run at M = 1..64"."""
+    if not skipped:
+        return None
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for s in skipped:
+        groups.setdefault((str(s.get("kind")), str(s.get("because"))), []).append(s)
+    parts = []
+    for (kind, because), items in groups.items():
+        stages = len({str(s.get("stage")) for s in items})
+        shapes = len({str(s.get("shape")) for s in items})
+        where = f"{stages} at {shapes} shape{'s' if shapes != 1 else ''}"
+        parts.append(f"{len(items)} {kind} skipped ({where}): {because}")
+    return "; ".join(parts)
 
 
 # Comparisons and gate verdicts (`roofline compare`, `roofline gate`): rows, not result records.
@@ -681,41 +907,6 @@ def text_table(
     return t
 
 
-def emit_rows(
-    rows: list[dict[str, Any]],
-    fmt: str,
-    columns: list[Column],
-    title: str | None = None,
-    caption: str | None = None,
-    payload: Any = None,
-    out: Console | None = None,
-) -> None:
-    """Print rows that are not result records in one of FORMATS; json prints `payload` or rows."""
-    con = out or console()
-    df = pd.DataFrame(rows, columns=[c[0] for c in columns] if not rows else None)
-    if fmt == "json":
-        data: Any = rows if payload is None else payload
-        con.file.write(results.dumps(data))
-    elif fmt == "csv":
-        con.file.write(csv_text(rows, [c[0] for c in columns]))
-    elif fmt == "markdown":
-        con.file.write(markdown_rows(rows, columns, title=title))
-    else:
-        if title:  # wrapped to the console, not to the table's width
-            say(con, title, indent=0, style="table.title")
-        print_table(con, text_table(df, columns, caption=caption, width=con.width))
-
-
-def emit_written(
-    row: dict[str, Any], fmt: str, columns: list[Column], line: str, title: str
-) -> None:
-    """What a command says about a file it wrote: `line` as the table format, else `row`."""
-    if fmt == "table":
-        console().file.write(f"{line}\n")
-    else:
-        emit_rows([row], fmt, columns, title=title, payload=row)
-
-
 def markdown_rows(
     rows: list[dict[str, Any]], columns: list[Column], title: str | None = None
 ) -> str:
@@ -738,26 +929,29 @@ def scaling(records: list[dict[str, Any]]) -> pd.DataFrame:
 
     df["shape"] = [shape_of(r) if r.get("op") else f"{r['m']}x{r['n']}x{r['k']}" for r in recs]
     order = list(dict.fromkeys(df["shape"]))
-    stages_in_order = list(dict.fromkeys(df["stage"]))
+    stages_in_order = _merged(
+        [[str(r["stage"]) for r, s in zip(recs, df["shape"], strict=True) if s == shape]
+         for shape in order]
+    )  # fmt: skip
     pivot = df.pivot_table(index="stage", columns="shape", values="tflops", aggfunc="first")
     return pivot.reindex(index=stages_in_order, columns=order)
 
 
-def emit_scaling(records: list[dict[str, Any]], fmt: str, out: Console | None = None) -> None:
-    pivot = scaling(records)
-    con = out or console()
-    fmt_cell = fixed(2)
-    headers = ["stage", *[str(c) for c in pivot.columns]]
-    rows = [[str(idx), *[fmt_cell(v) for v in row]] for idx, row in pivot.iterrows()]
-    title = "TFLOP/s per stage and shape"
-    if fmt == "markdown":
-        con.file.write(markdown_table(title, headers, [h == "stage" for h in headers], rows))
-        return
-    from rich.table import Table
-
-    t = Table(title=title, title_justify="left")
-    for h in headers:
-        t.add_column(h, justify="left" if h == "stage" else "right")
-    for r in rows:
-        t.add_row(*r)
-    con.print(t)
+def _merged(runs: list[list[str]]) -> list[str]:
+    """One order of the stages of every shape, each shape's order kept: a stage other shapes
+    left out (rooflinecli.plan) or did not pick (--stages best) comes in its place, after the
+    stages before it at its shape, else before those after it; the reference stays last."""
+    order: list[str] = []
+    for run in runs:
+        for i, name in enumerate(run):
+            if name in order:
+                continue
+            before = [x for x in run[:i] if x in order]
+            after = [x for x in run[i + 1 :] if x in order]
+            if before:
+                order.insert(order.index(before[-1]) + 1, name)
+            elif after:
+                order.insert(order.index(after[0]), name)
+            else:
+                order.append(name)
+    return order

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rooflinecli import names
 from rooflinecli.core import attention
 from rooflinecli.core.roofs import Roof
 from rooflinecli.core.specs import DTYPE_PEAK
@@ -359,10 +360,4 @@ def render(doc: dict[str, Any], width: int = 72, height: int = 20) -> str:
         )
     for u in unplaced:
         lines.append(f"? {u.label}: not drawn ({u.why})")
-    return "\n".join(lines) + "\n"
-
-
-def draw(doc: dict[str, Any], fmt: str, con: Any) -> None:
-    """The roofline chart of these records under their table (a code block in Markdown)."""
-    text = render(doc)
-    con.file.write(f"\n```text\n{text}```\n" if fmt == "markdown" else text)
+    return "".join(f"{names.plain(line)}\n" for line in lines)  # names never send a control code

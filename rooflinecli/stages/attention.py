@@ -24,6 +24,7 @@ from typing import Any
 
 from rooflinecli.core.attention import Shape
 from rooflinecli.errors import RooflineError
+from rooflinecli.stages.gemm import Refusal
 
 
 @dataclass(frozen=True)
@@ -105,18 +106,37 @@ class AttentionStage:
 
     def refuses(self, shape: Shape, dtype: str) -> str | None:
         """Why this stage cannot run the shape and dtype, or None."""
+        refusal = self.refusal(shape, dtype)
+        return refusal.why if refusal else None
+
+    def refusal(self, shape: Shape, dtype: str) -> Refusal | None:
+        """refuses(), with the words a summary of such skips uses."""
         if dtype not in self.dtypes:
-            return f"{self.name} is {'/'.join(self.dtypes)}, not {dtype}"
+            return Refusal(
+                f"{self.name} is {'/'.join(self.dtypes)}, not {dtype}",
+                "stages",
+                f"they are not built for {dtype}",
+            )
         if shape.head_dim not in self.configs:
             dims = ", ".join(map(str, self.head_dims))
-            return f"{self.name} is built for head dim {dims}, not {shape.head_dim}"
+            return Refusal(
+                f"{self.name} is built for head dim {dims}, not {shape.head_dim}",
+                "stages",
+                f"they are not built for head dim {shape.head_dim}",
+            )
         if shape.batch * shape.heads > 65535:
-            return f"B*H = {shape.batch * shape.heads} exceeds the grid's 65,535"
+            return Refusal(
+                f"B*H = {shape.batch * shape.heads} exceeds the grid's 65,535",
+                "stages",
+                "B*H exceeds the grid's 65,535",
+            )
         if self.materializes_scores and workspace_bytes(self, shape) > MAX_SCORES_BYTES:
             gib = workspace_bytes(self, shape) / 2**30
-            return (
-                f"{self.name} would write a {gib:.1f} GiB score matrix (at most "
-                f"{MAX_SCORES_BYTES / 2**30:.0f} GiB)"
+            most = f"{MAX_SCORES_BYTES / 2**30:.0f} GiB"
+            return Refusal(
+                f"{self.name} would write a {gib:.1f} GiB score matrix (at most {most})",
+                "stages that write the score matrix",
+                f"it would be over {most}",
             )
         return None
 
@@ -219,8 +239,8 @@ ATTENTION_STAGES: tuple[AttentionStage, ...] = (
         dtypes=("fp16", "bf16", "fp32"),
         configs=MappingProxyType({64: _fused_config(64), 128: _fused_config(128)}),
     ),
-    # Stages 42 and 43 were written by other authors against the contract (benchmarks/gpu_fa2.sh,
-    # gpu_fa3.sh); their configurations here are the ones those scripts name as the registry's
+    # Stages 42 and 43 were written by other authors against the contract; their configurations
+    # here are the ones `bash benchmarks/probes.sh OUTDIR fa2 fa3` measured against the others
     AttentionStage(
         name="attn_fa2_mma",
         what="FlashAttention-2 on mma.sync m16n8k16: Q in registers, K/V streamed by cp.async "
@@ -235,8 +255,8 @@ ATTENTION_STAGES: tuple[AttentionStage, ...] = (
                 64: _fa2_config(64, 128, 64, 32, 2, MIN_BLOCKS=2),
                 # 4 warps of 32 rows with Q in shared memory: a third less ldmatrix traffic per
                 # MMA than 8 warps of 16 rows with Q in registers; on the H200 (bf16, B.N =
-                # 16384, N 512-16384) 1.08-1.27x of those, 88 bytes spilled (one local load a
-                # tile): benchmarks/logs/s6/fa2/time-d128.log and alt-d128-w32qs64.log
+                # 16384, N 512-16384) 1.09-1.17x of those, 88 bytes spilled (one local load a
+                # tile): benchmarks/probes/h200-findings.json, fa2-tiles
                 128: _fa2_config(
                     128, 128, 64, 32, 2, MIN_BLOCKS=2, Q_IN_SMEM=1, spill_allowance_bytes=128
                 ),
@@ -254,7 +274,7 @@ ATTENTION_STAGES: tuple[AttentionStage, ...] = (
         tma=True,
         math="HGMMA",
         # 176-key tiles at D = 128 (FlashAttention-3's): 648.8 against 634.5 TFLOP/s with 128 on
-        # the H200 at B2 H16 N8192 bf16 (benchmarks/logs/s6/fa3/time-v3-8192.log, time-v2-8192)
+        # the H200 at B2 H16 N8192 bf16 (benchmarks/probes/h200-findings.json, fa3-key-tile)
         configs=MappingProxyType({64: _fa3_config(64), 128: _fa3_config(128, block_n=176)}),
     ),
 )

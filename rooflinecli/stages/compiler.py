@@ -2,8 +2,14 @@
 
 One compile path for everything: the runner loads the very cubin whose resource report
 (registers, shared memory, spills) this module parses. Every program gets -I kernels/include (the
-PTX headers ptx_sm80.cuh and ptx_sm90.cuh). Cubins are cached on disk, keyed by source, options,
-NVRTC version and the content of every header there, so a stage is compiled once.
+PTX wrappers: ptx_sm80.cuh, one header per operation in sm90/ and sm70/, and ptx_sm90.cuh that
+includes them all). Cubins are cached on disk, keyed by source, options, NVRTC version and the
+content of every header under it, so a stage is compiled once.
+
+Many builds at once (compile_many, precompile) run in worker processes, as many as there are
+cores: NVRTC compiles one program at a time within a process (two threads take as long as one),
+and a run's stages are otherwise compiled one after another while the other cores idle. Each
+worker writes the cache; the parent reads what they built from it.
 """
 
 from __future__ import annotations
@@ -12,13 +18,16 @@ import hashlib
 import json
 import os
 import re
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from rooflinecli import files
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import cache_dir, data_dir
-from rooflinecli.stages.gemm import Stage
+from rooflinecli.stages.gemm import Stage, cannot_run
 
 _ARCH_RE = re.compile(r"^sm_(\d{2,3})a?$")
 
@@ -144,17 +153,18 @@ def source_of(stage: Stage) -> str:
 
 
 def include_dir() -> Path:
-    """kernels/include: the PTX headers stages, user stages and calibration kernels include."""
+    """kernels/include: the headers stages, user stages and calibration kernels include."""
     return data_dir("kernels") / "include"
 
 
 def headers_digest() -> str:
-    """SHA-256 over the name and content of every file in include_dir(): a header edit
-    recompiles everything (the cache key holds it)."""
+    """SHA-256 over the path and content of every file under include_dir(), its subfolders
+    (sm90/, sm70/, ...) too: a header edit recompiles everything (the cache key holds it)."""
     h = hashlib.sha256()
-    for p in sorted(include_dir().iterdir()):
+    root = include_dir()
+    for p in sorted(root.rglob("*")):
         if p.is_file():
-            h.update(f"{p.name}\0{p.stat().st_size}\0".encode())
+            h.update(f"{p.relative_to(root).as_posix()}\0{p.stat().st_size}\0".encode())
             h.update(p.read_bytes())
     return h.hexdigest()
 
@@ -168,16 +178,36 @@ def options_for(stage: Stage, arch: str, dtype: str | None = None) -> tuple[str,
     return (*_base_options(arch), *stage.defines(dtype))
 
 
-def compile_stage(
-    stage: Stage, arch: str, dtype: str | None = None, use_cache: bool = True
-) -> Compiled:
-    """Compile a stage for `arch` (e.g. sm_90a) and dtype to a cubin, or take it from the cache."""
+@dataclass(frozen=True)
+class Job:
+    """One NVRTC build: the source, the name it is compiled under, the kernel whose resources are
+    read, the target and the options. Plain strings only, so a worker process can take it."""
+
+    src: str
+    filename: str
+    label: str  # names the cache file
+    name: str
+    entry: str
+    arch: str
+    opts: tuple[str, ...]
+    use_cache: bool = True
+
+    @property
+    def weight(self) -> int:
+        """Roughly how long it builds: NVVM and ptxas spend their time on unrolled loops (the
+        kernels with 23 or more `#pragma unroll`s take 2-5 s of CPU each, those with under 10
+        under 1 s). The heaviest go first, so that none is left alone at the end."""
+        return self.src.count("#pragma unroll")
+
+
+def stage_job(stage: Stage, arch: str, dtype: str | None = None, use_cache: bool = True) -> Job:
+    """The build of a stage for `arch` (e.g. sm_90a) and dtype (default: the stage's own)."""
     if stage.entry is None:
         raise RooflineError(f"stage {stage.name} is a library call: nothing to compile")
     dtype = dtype or stage.dtype
     if dtype not in stage.all_dtypes:
         raise RooflineError(f"stage {stage.name} does not build for {dtype}")
-    return _build(
+    return Job(
         source_of(stage),
         filename=str(stage.file),
         label=f"{stage.name}-{dtype}",
@@ -187,6 +217,28 @@ def compile_stage(
         opts=options_for(stage, arch, dtype),
         use_cache=use_cache,
     )
+
+
+def source_job(
+    src: str,
+    name: str,
+    entry: str,
+    arch: str,
+    defines: dict[str, int | str] | None = None,
+    use_cache: bool = True,
+) -> Job:
+    """The build of CUDA source that is not a stage (calibration kernels): `name` labels the
+    cache file, `entry` is the kernel whose resources are parsed."""
+    defs = tuple(f"-D{k}={v}" for k, v in (defines or {}).items())
+    opts = (*_base_options(arch), *defs)
+    return Job(src, f"{name}.cu", name, name, entry, arch, opts, use_cache)
+
+
+def compile_stage(
+    stage: Stage, arch: str, dtype: str | None = None, use_cache: bool = True
+) -> Compiled:
+    """Compile a stage for `arch` (e.g. sm_90a) and dtype to a cubin, or take it from the cache."""
+    return _build(stage_job(stage, arch, dtype, use_cache))
 
 
 def compile_source(
@@ -199,9 +251,7 @@ def compile_source(
 ) -> Compiled:
     """Compile CUDA source that is not a stage (calibration kernels) to a cubin, cached like a
     stage: `name` labels the cache file, `entry` is the kernel whose resources are parsed."""
-    defs = tuple(f"-D{k}={v}" for k, v in (defines or {}).items())
-    opts = (*_base_options(arch), *defs)
-    return _build(src, f"{name}.cu", name, name, entry, arch, opts, use_cache)
+    return _build(source_job(src, name, entry, arch, defines, use_cache))
 
 
 def cache_key(src: str, opts: tuple[str, ...], version: str, filename: str, entry: str) -> str:
@@ -210,41 +260,47 @@ def cache_key(src: str, opts: tuple[str, ...], version: str, filename: str, entr
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
-def _build(
-    src: str,
-    filename: str,
-    label: str,
-    name: str,
-    entry: str,
-    arch: str,
-    opts: tuple[str, ...],
-    use_cache: bool,
+def _cubin_path(job: Job, version: str) -> Path:
+    key = cache_key(job.src, job.opts, version, job.filename, job.entry)
+    return cache_dir() / "kernels" / f"{job.label}-{job.arch}-{key[:24]}.cubin"
+
+
+def _compiled(
+    job: Job, cubin_path: Path, version: str, log: str, res: Resources | None
 ) -> Compiled:
+    return Compiled(job.name, job.entry, job.arch, job.opts, str(cubin_path), log, res, version)
+
+
+def _cached(job: Job, version: str) -> Compiled | None:
+    """The job's build from the cache, None when it is not there (or is damaged)."""
+    cubin_path = _cubin_path(job, version)
+    meta_path = cubin_path.with_suffix(".json")
+    if not (job.use_cache and cubin_path.is_file() and meta_path.is_file()):
+        return None
+    try:
+        meta = json.loads(meta_path.read_text())
+        res = meta["resources"]
+        return _compiled(job, cubin_path, version, meta["log"], Resources(**res) if res else None)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # a damaged cache entry is rebuilt
+
+
+def _build(job: Job) -> Compiled:
     """NVRTC to a cubin in the cache (keyed by source, options, NVRTC version and headers)."""
     version = nvrtc_version()
-    key = cache_key(src, opts, version, filename, entry)
-    cubin_path = cache_dir() / "kernels" / f"{label}-{arch}-{key[:24]}.cubin"
-    meta_path = cubin_path.with_suffix(".json")
-
-    def compiled(log: str, resources: Resources | None) -> Compiled:
-        return Compiled(name, entry, arch, opts, str(cubin_path), log, resources, version)
-
-    if use_cache and cubin_path.is_file() and meta_path.is_file():
-        try:
-            meta = json.loads(meta_path.read_text())
-            res = meta["resources"]
-            return compiled(meta["log"], Resources(**res) if res else None)
-        except (ValueError, KeyError, TypeError):
-            pass  # a damaged cache entry is rebuilt below
-
+    hit = _cached(job, version)
+    if hit is not None:
+        return hit
+    cubin_path = _cubin_path(job, version)
+    filename, arch = job.filename, job.arch
     nvrtc = _nvrtc()
     # NVRTC 13.0 keeps its own compute cache; a cache hit returns an empty ptxas log and we
     # would lose the resource report. Our cache above makes NVRTC's unnecessary.
     os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
-    err, prog = nvrtc.nvrtcCreateProgram(src.encode(), filename.encode(), 0, [], [])
+    err, prog = nvrtc.nvrtcCreateProgram(job.src.encode(), filename.encode(), 0, [], [])
     _check(nvrtc, err, "program creation")
     try:
-        enc = [o.encode() for o in opts]
+        enc = [o.encode() for o in job.opts]
         result = nvrtc.nvrtcCompileProgram(prog, len(enc), enc)
         log = _program_log(nvrtc, prog)
         if result[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
@@ -254,9 +310,181 @@ def _build(
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 
-    resources = parse_ptxas(log, entry) if "registers" in log else None
+    resources = parse_ptxas(log, job.entry) if "registers" in log else None
     cubin_path.parent.mkdir(parents=True, exist_ok=True)
     files.write_atomic(cubin_path, cubin)
     meta = {"log": log, "resources": asdict(resources) if resources else None}
-    files.write_atomic(meta_path, json.dumps(meta))
-    return compiled(log, resources)
+    files.write_atomic(cubin_path.with_suffix(".json"), json.dumps(meta))
+    return _compiled(job, cubin_path, version, log, resources)
+
+
+def cores() -> int:
+    """The processors this process may run on (its affinity, where the system has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def _work(job: Job) -> Compiled | str:
+    """In a worker process: the build, or the one line that says why it failed (an exception
+    travels back as text: the parent makes it a RooflineError again)."""
+    try:
+        return _build(job)
+    except RooflineError as exc:
+        return exc.message
+
+
+def _worker_start() -> None:
+    """A worker leaves Ctrl-C to the parent, which stops it (_stop): no traceback of its own."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop(pool: Any) -> None:
+    """End the workers of a pool now, their builds unfinished (the cache holds only whole
+    files: each is written to a temporary file and renamed)."""
+    if pool is None:
+        return
+    pool.shutdown(wait=False, cancel_futures=True)
+    # the executor has no public way to end a running call; its processes are these
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
+
+
+def _context():  # type: ignore[no-untyped-def]
+    """How workers start: forked where that is safe and cheapest (a process with one thread,
+    no CUDA loaded: the fork copies no lock another thread holds), else spawned (a fresh
+    interpreter: about 0.25 s to import this module and NVRTC)."""
+    import multiprocessing
+    import threading
+
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1 and "cupy" not in sys.modules:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+Done = Callable[[int, "Compiled | RooflineError"], None]
+
+
+def compile_many(
+    jobs: Sequence[Job], workers: int | None = None, done: Done | None = None
+) -> list[Compiled | RooflineError]:
+    """Every job built, or the RooflineError that says why it does not build, in the jobs'
+    order. What the cache holds is taken from it; the rest is built in up to `workers` worker
+    processes (default: one per core), the heaviest first, or here when one process would do
+    (one build, one core). `done(i, result)` is called here as each job is over, in the order
+    they finish."""
+    out: list[Compiled | RooflineError | None] = [None] * len(jobs)
+
+    def finish(i: int, result: Compiled | RooflineError) -> None:
+        out[i] = result
+        if done is not None:
+            done(i, result)
+
+    if not jobs:
+        return []
+    try:
+        version = nvrtc_version()
+    except RooflineError as exc:  # no NVRTC: every job says so
+        for i in range(len(jobs)):
+            finish(i, exc)
+        return list(out)  # type: ignore[arg-type]
+    todo: dict[Job, list[int]] = {}  # the same build asked for twice is built once
+    for i, job in enumerate(jobs):
+        hit = _cached(job, version)
+        if hit is not None:
+            finish(i, hit)
+        else:
+            todo.setdefault(job, []).append(i)
+
+    def settle(job: Job, result: Compiled | str) -> None:
+        got = RooflineError(result) if isinstance(result, str) else result
+        for i in todo[job]:
+            finish(i, got)
+
+    order = sorted(todo, key=lambda j: -j.weight)
+    n = min(len(order), workers or cores())
+    if n <= 1:
+        for job in order:
+            settle(job, _work(job))
+        return list(out)  # type: ignore[arg-type]
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    left = list(order)
+    try:
+        pool = ProcessPoolExecutor(n, mp_context=_context(), initializer=_worker_start)
+    except OSError:  # no processes to be had here: one after another
+        pool = None
+    try:
+        if pool is not None:
+            running = {pool.submit(_work, job): job for job in order}
+            while running:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    job = running.pop(future)
+                    try:
+                        result = future.result()
+                    except BrokenProcessPool:
+                        raise
+                    except Exception:  # unforeseen, in a worker: built again here, below
+                        continue
+                    left.remove(job)
+                    settle(job, result)
+    except (BrokenProcessPool, OSError):
+        pass  # a worker died (out of memory, a signal): what is left is built here, below
+    except BaseException:  # Ctrl-C: the builds under way are abandoned, not waited for
+        _stop(pool)
+        raise
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    for job in left:  # here, where a failure says why in the usual way
+        settle(job, _work(job))
+    return list(out)  # type: ignore[arg-type]
+
+
+def compile_stages(
+    stages: Sequence[Stage], arch: str, dtype: str | None = None
+) -> list[Compiled | RooflineError]:
+    """compile_stage() of each stage, built at once (compile_many): each its build or the
+    RooflineError that says why it has none."""
+    jobs: list[Job] = []
+    out: list[Compiled | RooflineError | None] = []
+    for stage in stages:
+        try:
+            jobs.append(stage_job(stage, arch, dtype))
+            out.append(None)
+        except RooflineError as exc:
+            out.append(exc)
+    built = iter(compile_many(jobs))
+    return [next(built) if r is None else r for r in out]
+
+
+def precompile(
+    stages: Iterable[Stage],
+    arch: str,
+    dtype: str,
+    shapes: Iterable[tuple[int, int, int]] = (),
+    jobs: Iterable[Job] = (),
+) -> None:
+    """Build at once, in parallel, every stage of a plan the cache lacks (and `jobs`), so that
+    the compile_stage calls of the run that follows find them: library calls, stages the
+    target cannot run (gemm.cannot_run) and stages that refuse every one of `shapes` are left
+    out. A warm-up only: a build that fails here fails again, with its message, where the run
+    compiles it."""
+    shapes = list(shapes)
+    wanted = list(jobs)
+    for stage in stages:
+        if stage.reference:
+            continue
+        stage = stage.for_arch(arch)
+        if cannot_run(stage, arch) or (shapes and all(stage.refuses(*s) for s in shapes)):
+            continue
+        try:
+            wanted.append(stage_job(stage, arch, dtype))
+        except RooflineError:
+            continue  # the run says why, where it compiles it
+    compile_many(wanted)

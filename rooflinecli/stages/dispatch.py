@@ -182,11 +182,15 @@ def load_user(device_name: str) -> Table | None:
     if not p.is_file():
         return None
     try:
-        data = json.loads(p.read_text())
-    except (OSError, ValueError):
+        data = paths.read_json(p, "tune table", paths.LIMITS["toml"])
+    except RooflineError as exc:
         raise RooflineError(
-            f"tune table {p} is damaged: delete it or run `roofline tune dispatch`"
+            f"{exc.message} (the table is damaged: delete it or run `roofline tune dispatch`)"
         ) from None
+    if not isinstance(data, dict):
+        raise RooflineError(
+            f"tune table {p} is damaged (not an object): delete it or run `roofline tune dispatch`"
+        )
     return Table(str(data.get("device", device_name)), str(p), _entries(data.get("pick"), str(p)))
 
 

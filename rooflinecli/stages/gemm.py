@@ -1,4 +1,4 @@
-"""The stage registry: the one list of GEMM stages. CLI choices, README and tests derive from it.
+"""The stage registry: the one list of GEMM stages; CLI choices, docs/stages.md and tests read it.
 
 A stage is one kernels/NN_technique.cu plus one entry here: its entry point, dtype, tile
 parameters (passed to NVRTC as -DNAME=value compile-time constants), launch geometry and the
@@ -16,10 +16,59 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from rooflinecli.core.model import DTYPE_BYTES, thread_tile_intensity
 from rooflinecli.errors import RooflineError
+
+# Instructions that only some NVRTC targets have, and the stage sources that use them. NVRTC 13
+# refuses `wgmma.fence` for sm_100a and sm_120 and `setmaxnreg.dec` for sm_120; a GPU of compute
+# capability 9.0 or more is not enough (a B200 is 10.0, an RTX 5090 12.0). A matrix test compiles
+# every Tensor Core stage for sm_100a and sm_120 and holds this table to what NVRTC does.
+ARCH_ONLY: dict[str, tuple[str, ...]] = {
+    "wgmma": ("sm_90a",),
+    "setmaxnreg": ("sm_90a", "sm_100a"),
+}
+ARCH_ONLY_BY_FILE: dict[str, tuple[str, ...]] = {
+    "23_mma_tma_ws.cu": ("setmaxnreg",),
+    "24_wgmma_tma.cu": ("wgmma",),
+    **{
+        f: ("wgmma", "setmaxnreg")
+        for f in (
+            "25_wgmma_ws.cu", "26_wgmma_persistent.cu", "27_wgmma_cluster.cu",
+            "28_wgmma_stagger.cu", "29_wgmma_streamk.cu", "30_wgmma_stmatrix.cu",
+            "43_attn_wgmma.cu",
+        )
+    },
+}  # fmt: skip
+
+
+def cannot_run(stage: Any, arch: str) -> str | None:
+    """Why a stage (GEMM or attention) cannot run on a GPU whose NVRTC target is `arch` (sm_89,
+    sm_90a, sm_100a, ...), or None: its compute capability is too low, or it uses an instruction
+    the target lacks. Every runner and the dry run skip it with this reason; the rest run."""
+    if getattr(stage, "reference", False):
+        return None
+    digits = arch.removeprefix("sm_").rstrip("a")
+    if not digits.isdigit():
+        raise RooflineError(f"bad --arch {arch!r}: expected e.g. sm_80, sm_90a")
+    if int(digits) < stage.min_cc:
+        return f"needs compute capability {stage.min_cc / 10:.1f}"
+    for instr in ARCH_ONLY_BY_FILE.get(str(stage.file or ""), ()):
+        targets = ARCH_ONLY[instr]
+        if arch not in targets:
+            return f"uses {instr}, which only {' and '.join(targets)} has (not {arch})"
+    return None
+
+
+class Refusal(NamedTuple):
+    """Why a stage cannot run a shape: in full (`why`, what a skipped record says), and in the
+    words a summary of many such skips uses: what the stages are and why they were left out
+    ("decode stages", "they run at M = 1..64")."""
+
+    why: str
+    kind: str
+    because: str
 
 
 @dataclass(frozen=True)
@@ -30,7 +79,11 @@ class Stage:
     name: str
     what: str  # one line: the technique this stage demonstrates
     dtype: str
-    chapter: int
+    chapter: int  # the chapter of the column it belongs to (the stage table shows it)
+    # the math instruction it runs on, which its SASS must hold (a test reads the cubin) and
+    # which compute roof places it: FFMA (SIMT, CUDA cores), HMMA (mma.sync, warp-level Tensor
+    # Cores), HGMMA (wgmma, warpgroup Tensor Cores), or "library" for the vendor reference
+    math: str
     file: str | None = None  # kernels/ file; None for the library reference
     entry: str | None = None  # extern "C" kernel name in that file
     params: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
@@ -112,11 +165,11 @@ class Stage:
 
     @property
     def sass_claims(self) -> tuple[str, ...]:
-        """The math instruction its SASS must hold: FFMA for SIMT (chapters 10-11 and the decode
-        stages of 14), HMMA for mma.sync (12), HGMMA for WGMMA (13). A test checks the cubin."""
+        """The math instruction its SASS must hold (`math`); none for the library reference.
+        A test checks the cubin."""
         if self.reference:
             return ()
-        return {12: ("HMMA",), 13: ("HGMMA",)}.get(self.chapter, ("FFMA",))
+        return (self.math,)
 
     @property
     def all_dtypes(self) -> tuple[str, ...]:
@@ -159,16 +212,27 @@ class Stage:
 
     def refuses(self, m: int, n: int, k: int) -> str | None:
         """Why this stage cannot run the shape, or None."""
+        refusal = self.refusal(m, n, k)
+        return refusal.why if refusal else None
+
+    def refusal(self, m: int, n: int, k: int) -> Refusal | None:
+        """refuses(), with the words a summary of such skips uses."""
         q = self.needs_multiple
         dims = {"M": m, "N": n, "K": k}
         if q > 1 and any(dims[d] % q for d in self.multiple_of):
             which = ", ".join(self.multiple_of)
-            return f"{self.name} needs {which} multiples of {q} (got {m}x{n}x{k})"
+            return Refusal(
+                f"{self.name} needs {which} multiples of {q} (got {m}x{n}x{k})",
+                "stages",
+                f"they need {which} multiples of {q}",
+            )
         if self.m_range is not None and not self.m_range[0] <= m <= self.m_range[1]:
             lo, hi = self.m_range
-            return (
+            return Refusal(
                 f"{self.name} is a decode stage for M = {lo}..{hi} (got M = {m}): it streams B "
-                "once per few rows of C; a GEMM stage suits this shape"
+                "once per few rows of C; a GEMM stage suits this shape",
+                "decode stages",
+                f"they run at M = {lo}..{hi}",
             )
         return None
 
@@ -179,6 +243,7 @@ def _thread_tile(tm: int, tn: int, slower_because: str = "") -> Stage:
         what=f"each thread computes a {tm}x{tn} tile of C: {tm + tn} loads feed {tm * tn} FMAs",
         dtype="fp32",
         chapter=10,
+        math="FFMA",
         file="03_thread_tile.cu",
         entry="gemm_thread_tile",
         params=MappingProxyType({"TM": tm, "TN": tn}),
@@ -211,6 +276,7 @@ def _simt(
         what=what,
         dtype="fp32",
         chapter=11,
+        math="FFMA",
         file=file,
         entry=entry,
         params=MappingProxyType(dict(params)),
@@ -366,7 +432,7 @@ def _tensor_core(
     """A chapter-12/13 Tensor Core stage: FP16 and BF16 from one source, a BM x BN block tile.
     Without TMA in params: mma.sync (HMMA, sm_80+), cp.async loads. With TMA: tiles come
     through tensor maps (sm_90), and the stage is a chapter-13 WGMMA one (HGMMA, sm_90a) unless
-    `extra` says chapter=12 (stage 23: TMA feeding mma.sync). Every one reads B as the contract
+    `extra` says math="HMMA" (stage 23: TMA feeding mma.sync). Every one reads B as the contract
     gives it (K x N row-major, b_layout "kn"). Per k a block loads BM + BN 2-byte elements for
     BM*BN MACs; `shared_tile` is the warp's (or warpgroup's) tile fed from shared memory."""
     tma = "TMA" in params
@@ -374,6 +440,7 @@ def _tensor_core(
         "dtype": "fp16",
         "dtypes": ("fp16", "bf16"),
         "chapter": 13 if tma else 12,
+        "math": "HGMMA" if tma else "HMMA",
         "min_cc": 90 if tma else 80,
         # TMA row strides are whole 16-byte units: A's rows are K long, B's and C's N; M is free
         "needs_multiple": 8 if tma else 1,
@@ -428,7 +495,8 @@ def _mma_tma_ws(p: dict[str, int]) -> Stage:
         threads=(32 * consumers + 128, 1),
         shared_tile=(p["WM"], p["WN"]),
         smem_bytes=p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] * 2 + 1024,
-        chapter=12,  # mma.sync (HMMA) math; TMA makes it sm_90 only
+        chapter=12,
+        math="HMMA",  # mma.sync; TMA makes it sm_90 only
         tune_space=MappingProxyType(
             {
                 "BM": (128, 256),
@@ -569,7 +637,7 @@ def _wgmma_stmatrix(p: dict[str, int]) -> Stage:
         ),
         slower_because="the ring stage it gives up costs more than the epilogue saves: at "
         "8192^3 bf16 it ran at 96.9% of cuBLAS where stage 28 ran at 100.8%, 98.7% without the "
-        "cluster (CLUSTER_M=1), in the same rounds (benchmarks/logs/s8/probe-s8f-bf16.json); its "
+        "cluster (CLUSTER_M=1), in the same rounds (benchmarks/probes/h200-findings.json); its "
         "tensor pipe is busy 93% of the time against 97.5% for fast.cu's kernel 12 (ncu), which "
         "made this change on the same 3-deep ring and reached 102.3%",
     )
@@ -664,7 +732,7 @@ _VEC = 8  # columns of C a thread owns in stages 31-32: one 16-byte load of fp16
 
 
 def _decode(name: str, what: str, file: str, params: dict[str, int], **fields: Any) -> Stage:
-    """A decode stage (chapter 14 unless `fields` says otherwise) for M = 1..64; by load
+    """A decode stage (chapter 14, FFMA, unless `fields` says otherwise) for M = 1..64; by load
     instruction its per-thread tile (`per_thread`: rows x columns of C) loads rows + columns
     2-byte elements per k (ai_global is given for the primary dtype, fp16)."""
     rows, cols = fields.pop("per_thread")
@@ -675,12 +743,19 @@ def _decode(name: str, what: str, file: str, params: dict[str, int], **fields: A
         params=MappingProxyType(dict(params)),
         ai_global=thread_tile_intensity(rows, cols, DTYPE_BYTES["fp16"]),
         m_range=fields.pop("m_range", _DECODE_M),
-        **{"entry": name, "dtype": "fp16", "dtypes": _DECODE_DTYPES, "chapter": 14, **fields},
+        **{
+            "entry": name,
+            "dtype": "fp16",
+            "dtypes": _DECODE_DTYPES,
+            "chapter": 14,
+            "math": "FFMA",
+            **fields,
+        },
     )
 
 
 def _gemv_vector(p: dict[str, int]) -> Stage:
-    """Stage 31: a thread owns 8 columns and TM rows of C and walks all of K."""
+    """Stage 51: a thread owns 8 columns and TM rows of C and walks all of K."""
     stage = _decode(
         "gemv_vector",
         f"16-byte loads along N: a thread owns 8 columns x {p['TM']} rows of C and walks all "
@@ -697,7 +772,7 @@ def _gemv_vector(p: dict[str, int]) -> Stage:
 
 
 def _gemv_splitk(p: dict[str, int], name: str = "gemv_splitk", **extra: Any) -> Stage:
-    """Stage 32: a block owns BN columns and BM rows of C and all of K; its NUM_THREADS threads
+    """Stage 52: a block owns BN columns and BM rows of C and all of K; its NUM_THREADS threads
     split K, each loading KU rows of B per step (KU / 2 for fp32: 128 bytes either way); a
     thread holds TM rows x 8 columns, BM / TM row groups share each load of B."""
     what = (
@@ -729,7 +804,7 @@ def _gemv_splitk(p: dict[str, int], name: str = "gemv_splitk", **extra: Any) -> 
 
 
 def _gemv_wmma(p: dict[str, int]) -> Stage:
-    """Stage 33: stage 32's in-block split-K on Tensor Cores (WMMA 16x16x16, FP16/BF16 only).
+    """Stage 53: stage 52's in-block split-K on Tensor Cores (WMMA 16x16x16, FP16/BF16 only).
     Per warp a region of dynamic shared memory holds its KW x BN slice of B and BM x KW of A
     (row strides padded by 8 elements), or at the end its BM x BN FP32 partial tile, whichever
     is larger, rounded up to 128 bytes: the same formula as the kernel's SMEM_BYTES."""
@@ -738,7 +813,7 @@ def _gemv_wmma(p: dict[str, int]) -> Stage:
     per_warp = -(-max(stage_bytes, bm * bn * 4) // 128) * 128
     stage = _decode(
         "gemv_wmma",
-        f"decode on Tensor Cores: stage 32's split-K over warps feeding WMMA 16x16x16 (HMMA) "
+        f"decode on Tensor Cores: stage 52's split-K over warps feeding WMMA 16x16x16 (HMMA) "
         f"from shared memory, {bm} rows of A per block (M padded to 16)",
         "53_gemv_wmma.cu",
         p,
@@ -747,7 +822,8 @@ def _gemv_wmma(p: dict[str, int]) -> Stage:
         slower_because="at M <= 4 every byte of B takes a detour through shared memory (a "
         "store and an ldmatrix) that the SIMT stages skip; bf16 WMMA loads its row-major B "
         "fragment with generic loads and movmatrix",
-        chapter=12,  # HMMA: the Tensor Core claim of chapter 12
+        chapter=12,
+        math="HMMA",
         min_cc=80,
         threads=(p["NUM_THREADS"], 1),
         tile=(bm, bn),
@@ -760,7 +836,7 @@ def _gemv_wmma(p: dict[str, int]) -> Stage:
 
 
 def _streamk_gemv_workspace(tm: int, bn: int) -> Callable[[int, int, int, int], int]:
-    """Stage 34's scratch: M x N fp32 partial sums, then one 4-byte counter per tile (TM rows x
+    """Stage 54's scratch: M x N fp32 partial sums, then one 4-byte counter per tile (TM rows x
     BN columns of C)."""
 
     def nbytes(m: int, n: int, k: int, blocks: int) -> int:
@@ -770,7 +846,7 @@ def _streamk_gemv_workspace(tm: int, bn: int) -> Callable[[int, int, int, int], 
 
 
 def _gemv_streamk(p: dict[str, int]) -> Stage:
-    """Stage 34: a persistent grid cuts the line of (row block, strip, U rows of K) units into
+    """Stage 54: a persistent grid cuts the line of (row block, strip, U rows of K) units into
     equal shares, one per block; partial sums of a cut strip meet in an fp32 workspace."""
     stage = _decode(
         "gemv_streamk",
@@ -804,7 +880,7 @@ def _gemv_streamk(p: dict[str, int]) -> Stage:
 
 
 def _gemv_streamk_mma(p: dict[str, int]) -> Stage:
-    """Stage 35: stage 34's stream-K shares of B, the math on mma.sync m16n8k16 (HMMA) fed by a
+    """Stage 55: stage 54's stream-K shares of B, the math on mma.sync m16n8k16 (HMMA) fed by a
     STAGES-deep cp.async pipeline; per slot BK x (BN + 8) of B and 16 x (BK + 8) of A, the same
     formula as the kernel's SMEM_BYTES."""
     smem = p["STAGES"] * (p["BK"] * (p["BN"] + 8) + 16 * (p["BK"] + 8)) * 2
@@ -819,7 +895,8 @@ def _gemv_streamk_mma(p: dict[str, int]) -> Stage:
         p,
         per_thread=(16, p["BN"]),  # per block and k: 16 rows of A and BN of B feed 16*BN MACs
         dtypes=("fp16", "bf16"),
-        chapter=12,  # HMMA: the Tensor Core claim of chapter 12, like stage 33
+        chapter=12,
+        math="HMMA",  # like stage 53
         min_cc=80,
         threads=(p["NUM_THREADS"], 1),
         tile=(16, p["BN"]),
@@ -842,6 +919,7 @@ STAGES: tuple[Stage, ...] = (
         what="one thread per C element, threadIdx.x -> column: B loads coalesced",
         dtype="fp32",
         chapter=10,
+        math="FFMA",
         file="01_naive_xcol.cu",
         entry="gemm_naive_xcol",
         ai_global=thread_tile_intensity(1, 1, DTYPE_BYTES["fp32"]),
@@ -851,6 +929,7 @@ STAGES: tuple[Stage, ...] = (
         what="one thread per C element, threadIdx.x -> row: a warp's A loads are K*4 bytes apart",
         dtype="fp32",
         chapter=10,
+        math="FFMA",
         file="02_naive_xrow.cu",
         entry="gemm_naive_xrow",
         x_is_row=True,
@@ -984,15 +1063,15 @@ STAGES: tuple[Stage, ...] = (
     replace(
         _serpentine_ffma(dict(_STAGE12)),
         # `roofline tune gemm --stage serpentine_ffma` tries these (NUM_THREADS, smem_bytes follow);
-        # benchmarks/gpu_simt12.sh times the block shapes and the controls; STAGES 3 and
-        # PAIR_LANES 0 won gpu_simt12b.sh's round (gemm-fp32-{4096,8192}-simt12b.json)
+        # benchmarks/gemm_fp32_ladder.sh (step serpentine) times the block shapes and the
+        # controls; STAGES 3 and PAIR_LANES 0 won gemm-fp32-4096-serpentine-unpaired.json
         tune_space=MappingProxyType({"BK": (8, 16, 32), "STAGES": (3, 4), "WNITER": (2, 4)}),
     ),
     replace(
         # stage 12's tiles and loop, on a persistent grid with a stream-K tail
         _simt_streamk({**_STAGE12, "STREAMK": 1, "SK_WAVES": 1, "SK_MIN": 8}),
         # STREAMK=0 (whole tiles on the same persistent grid) measures what the cut tail gives;
-        # benchmarks/gpu_simtsk.sh times both and SK_WAVES 2 beside stage 12 and cuBLAS
+        # benchmarks/gemm_fp32_ladder.sh times both and SK_WAVES 2 beside stage 12 and cuBLAS
         tune_space=MappingProxyType({"STREAMK": (1, 0), "SK_WAVES": (1, 2), "STAGES": (3, 4)}),
     ),
     Stage(
@@ -1000,6 +1079,7 @@ STAGES: tuple[Stage, ...] = (
         what="cuBLAS SGEMM (cublasSgemm, FP32 compute, no TF32): the reference",
         dtype="fp32",
         chapter=10,
+        math="library",
         reference=True,
     ),
     # Chapter 12-13: Tensor Cores. FP16/BF16 in, FP32 accumulate, C in the input type. ai_global:
@@ -1081,6 +1161,7 @@ STAGES: tuple[Stage, ...] = (
         dtype="fp16",
         dtypes=("fp16", "bf16"),
         chapter=12,
+        math="library",
         reference=True,
     ),
     # Chapter 14: decode, M = 1..64 (the batch of a decoding LLM) x the weights: bound by HBM.

@@ -3,6 +3,7 @@ spec, and the SASS instruction mix of its main loop per k step (NVRTC + nvdisasm
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -33,11 +34,75 @@ def inspect_stage(
     stage: gemm.Stage, arch: str, spec: Spec, dtype: str | None = None
 ) -> dict[str, Any]:
     """One flat record: resources, occupancy on `spec`, SASS mix of the main loop per k step."""
-    dtype = dtype or stage.dtype
-    if hasattr(stage, "for_arch"):  # the parameters the runner uses on this target
-        stage = stage.for_arch(arch)
+    return inspect_stages([stage], arch, spec, dtype)[0]
+
+
+Step = Callable[[str], None]
+
+
+def inspect_stages(
+    stages: list[gemm.Stage],
+    arch: str,
+    spec: Spec,
+    dtype: str | None = None,
+    step: Step | None = None,
+) -> list[dict[str, Any]]:
+    """inspect_stage() of each stage, the work done at once: every build the cache lacks in
+    parallel processes (compiler.compile_many), then every listing it lacks in parallel nvdisasm
+    runs (sass.listings). `step(label)` is called as each of a stage's two steps (its build, its
+    listing) is over: 2 x len(stages) calls in all."""
+    tick = step or (lambda label: None)
+    recs, targets = [], []
+    for stage in stages:
+        if hasattr(stage, "for_arch"):  # the parameters the runner uses on this target
+            stage = stage.for_arch(arch)
+        targets.append(stage)
+        recs.append(_head(stage, arch, dtype or stage.dtype))
+    jobs: list[compiler.Job] = []
+    owner: list[int] = []  # the stage of each job
+    for i, (stage, rec) in enumerate(zip(targets, recs, strict=True)):
+        why_not = gemm.cannot_run(stage, arch)
+        if why_not:
+            rec["error"] = why_not
+        else:
+            try:
+                jobs.append(compiler.stage_job(stage, arch, rec["dtype"]))
+                owner.append(i)
+                continue
+            except RooflineError as exc:
+                rec["error"] = exc.message
+        tick(f"{stage.name}: {rec['error']}")
+        tick(f"{stage.name}: nothing to list")
+
+    def built_one(j: int, result: compiler.Compiled | RooflineError) -> None:
+        tick(f"compiled {targets[owner[j]].name}")
+
+    results = compiler.compile_many(jobs, done=built_one)
+    listed: list[tuple[int, compiler.Compiled]] = []
+    for j, result in enumerate(results):
+        i, rec = owner[j], recs[owner[j]]
+        if isinstance(result, RooflineError):
+            rec["error"] = result.message
+        elif result.resources is None:
+            rec["error"] = "NVRTC gave no ptxas report (set CUDA_CACHE_DISABLE=1 and retry)"
+        else:
+            _resources(rec, targets[i], result.resources, spec)
+            listed.append((i, result))
+            continue
+        tick(f"{targets[i].name}: nothing to list")
+
+    def listed_one(j: int) -> None:
+        tick(f"disassembled {targets[listed[j][0]].name}")
+
+    texts = sass.listings([built.cubin_path for _, built in listed], done=listed_one)
+    for (i, _), text in zip(listed, texts, strict=True):
+        _sass(recs[i], targets[i], sass.analyze(text, targets[i].entry or ""))
+    return recs
+
+
+def _head(stage: gemm.Stage, arch: str, dtype: str) -> dict[str, Any]:
     threads = stage.threads[0] * stage.threads[1]
-    rec: dict[str, Any] = {
+    return {
         "stage": stage.name,
         "dtype": dtype,
         "arch": arch,
@@ -47,19 +112,10 @@ def inspect_stage(
         "params": dict(stage.params),
         "error": None,
     }
-    cc = compiler.cc_of_arch(arch)
-    if cc < stage.min_cc:
-        rec["error"] = f"needs compute capability {stage.min_cc / 10:.1f} ({arch} is lower)"
-        return rec
-    try:
-        built = compiler.compile_stage(stage, arch, dtype)
-    except RooflineError as exc:
-        rec["error"] = exc.message
-        return rec
-    res = built.resources
-    if res is None:
-        rec["error"] = "NVRTC gave no ptxas report (set CUDA_CACHE_DISABLE=1 and retry)"
-        return rec
+
+
+def _resources(rec: dict[str, Any], stage: gemm.Stage, res: compiler.Resources, spec: Spec) -> None:
+    threads = rec["threads"]
     smem = res.smem_static_bytes + stage.smem_bytes
     occ = occupancy.theoretical(occupancy.SmLimits.from_spec(spec), threads, res.registers, smem)
     rec.update(
@@ -80,7 +136,9 @@ def inspect_stage(
         regs_per_warp_allocated=occ.regs_per_warp,
         smem_per_block_allocated=occ.smem_per_block,
     )
-    rep = sass.analyze_cubin(built.cubin_path, stage.entry or "")
+
+
+def _sass(rec: dict[str, Any], stage: gemm.Stage, rep: sass.Report) -> None:
     per_thread = results_per_thread(stage)
     k_per_iter = rep.loop_macs_per_thread / per_thread if rep.main_loop else None
     if rep.loop_gmma_k_steps:  # warpgroup MMA: from the accumulator tiles (see sass)
@@ -108,7 +166,6 @@ def inspect_stage(
     for op in PER_K:
         rec[f"{op.lower()}_per_k"] = loop[op] / k_per_iter if k_per_iter else None
     rec["sass"] = rep.to_dict()
-    return rec
 
 
 def check_arch(arch: str) -> None:

@@ -12,6 +12,8 @@
     what = "one line"                 # optional
     x_is_row = false                  # optional: grid.x walks rows of C
     smem_bytes = 0                    # optional: dynamic shared memory per block
+    math = "FFMA"                     # optional: FFMA, HMMA (mma.sync) or HGMMA (wgmma): the
+                                      # instruction its work runs on, which picks its roof
 
 The kernel honours the stages' contract (see rooflinecli/stages/gemm.py):
 
@@ -36,7 +38,7 @@ from typing import Any
 
 from rooflinecli.core.model import DTYPE_BYTES
 from rooflinecli.errors import RooflineError
-from rooflinecli.paths import read_toml
+from rooflinecli.paths import LIMITS, read_text, read_toml
 from rooflinecli.stages.gemm import BY_NAME, Stage
 
 USER_DTYPES = ("fp32", "fp16", "bf16")
@@ -73,7 +75,12 @@ class Formula:
             tree = ast.parse(self.text, mode="eval")
         except SyntaxError:
             raise FormulaError(f"{self.text!r} is not a valid expression") from None
-        self._check(tree.body)
+        except (RecursionError, MemoryError):  # ((((...: more nesting than Python parses
+            raise FormulaError("is nested too deeply") from None
+        try:
+            self._check(tree.body)
+        except RecursionError:
+            raise FormulaError("is nested too deeply") from None
         self._tree = tree.body
 
     def _check(self, node: ast.AST) -> None:
@@ -87,8 +94,16 @@ class Formula:
                 raise FormulaError(f"operator {type(node.op).__name__} is not allowed")
             self._check(node.operand)
         elif isinstance(node, ast.Constant):
-            if isinstance(node.value, bool) or not isinstance(node.value, int | float):
-                raise FormulaError(f"{node.value!r} is not a number")
+            v = node.value
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise FormulaError(f"{v!r} is not a number")
+            # a literal of 400 digits (or 1e400, read as inf) is no count of FLOPs or bytes
+            if (isinstance(v, float) and not math.isfinite(v)) or abs(v) > _MAX_VALUE:
+                if isinstance(v, int):
+                    shown = f"a number of {len(str(v))} digits"
+                else:
+                    shown = "a number past float's range" if math.isinf(v) else repr(v)
+                raise FormulaError(f"holds {shown}: a number in a formula is at most 1e30")
         elif isinstance(node, ast.Name):
             if node.id not in _VARS:
                 raise FormulaError(f"unknown name {node.id!r} (only M, N, K, min, max)")
@@ -134,7 +149,10 @@ class Formula:
         return v  # type: ignore[no-any-return]
 
     def __call__(self, m: int, n: int, k: int) -> float:
-        v = self._eval(self._tree, {"M": m, "N": n, "K": k})
+        try:
+            v = self._eval(self._tree, {"M": m, "N": n, "K": k})
+        except RecursionError:
+            raise FormulaError("is nested too deeply") from None
         if not math.isfinite(v) or v <= 0:
             raise FormulaError(f"gives {v} at M={m}, N={n}, K={k}: it must be positive")
         return int(v) if float(v).is_integer() else float(v)
@@ -174,7 +192,9 @@ _KEYS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "what": (str, False),
     "x_is_row": (bool, False),
     "smem_bytes": (int, False),
+    "math": (str, False),
 }
+USER_MATH = ("FFMA", "HMMA", "HGMMA")
 
 
 def _pair(where: str, key: str, val: list[Any], limit: int) -> tuple[int, int]:
@@ -261,6 +281,11 @@ def load_user_stage(path: str | Path) -> UserStage:
         if not isinstance(val, int) or isinstance(val, bool):
             raise RooflineError(f"stage file {where}: parameter {key} must be a whole number")
         params[key] = val
+    instruction = raw.get("math", "FFMA")
+    if instruction not in USER_MATH:
+        raise RooflineError(
+            f"stage file {where}: math {instruction!r} is not one of {', '.join(USER_MATH)}"
+        )
     smem = raw.get("smem_bytes", 0)
     if not 0 <= smem <= 256 * 1024:
         raise RooflineError(f"stage file {where}: smem_bytes = {smem} is outside 0..262144")
@@ -278,11 +303,9 @@ def load_user_stage(path: str | Path) -> UserStage:
     if not source.is_absolute():
         source = p.resolve().parent / source
     try:
-        src = source.read_text()
-    except FileNotFoundError:
-        raise RooflineError(f"stage file {where}: source {source} not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RooflineError(f"stage file {where}: cannot read source {source}: {exc}") from None
+        src = read_text(source, "source", LIMITS["source"])
+    except RooflineError as exc:
+        raise RooflineError(f"stage file {where}: {exc.message}") from None
     check_contract(where, src, entry)
 
     return UserStage(
@@ -290,6 +313,7 @@ def load_user_stage(path: str | Path) -> UserStage:
         what=raw.get("what", f"user stage from {p.name}"),
         dtype=dtype,
         chapter=0,
+        math=instruction,
         file=str(source.resolve()),  # absolute: compiler.source_of keeps it as given
         entry=entry,
         params=MappingProxyType(params),

@@ -19,7 +19,7 @@ SRC = str(Path(__file__).parent / "kernels" / "naive_bf16.cu")
 
 def _naive(name: str, **params: int) -> stages.Stage:
     return stages.Stage(
-        name=name, what="test", dtype="bf16", dtypes=("bf16",), chapter=0, file=SRC,
+        name=name, what="test", dtype="bf16", dtypes=("bf16",), chapter=0, math="FFMA", file=SRC,
         entry="naive_bf16", params=params,
     )  # fmt: skip
 
