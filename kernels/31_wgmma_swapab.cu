@@ -1,34 +1,19 @@
-// Stage 31: skinny GEMMs (an LLM's batch of 2 to a few hundred rows times its weights) on WGMMA,
-// A and B swapped, every SM streaming B. At M = 16-64 the 64-row side of WGMMA leaves most of a
-// 128 x 128 tile empty, and at N = 4096-6144 such tiles number 32-48 for 132 SMs: the earlier
-// stages read the weights at a fraction of the HBM rate, and at these shapes reading B once is
-// all the work there is (64 x 14336 x 4096: 117 MB of B against 1.8 MB of C).
-//   * Swapped product: C^T = B^T A^T. The instruction's 64-row operand is 64 columns of B (the
-//     wide N fills it), its N side is BM rows of A (m64nBMk16, BM = 8 .. 256: a tile holds the
-//     batch with little padding). B is row-major K x N, so a 64-column TMA box is N-major in
-//     shared memory: imm-trans-a = 1, smem_desc_mn_sw128, +2048 bytes per k16 step. A is M x K
-//     row-major, so its BM x 64 box is K-major: imm-trans-b = 0, smem_desc_k_sw128, +32 bytes per
-//     k16 step (wgmma_at_m64nNk16, ptx_sm90.cuh). D's rows are columns of C and its columns rows
-//     of C: a thread holds C[m0 + 8j + 2t + e][n0 + 16w + g + 8h] in d[4j + 2h + e].
-//   * Pure stream-K over every SM: the tiles (BM rows x BN columns, m fastest, so the row tiles
-//     of one column strip are neighbours) times their K slices of 64 form one line of
-//     tiles x ktiles slices, cut into one equal range per block (no fewer than SK_MIN slices a
-//     range). A range may start and end inside tiles: the worker holding a tile's first slice
-//     owns it; a worker whose range starts inside a tile computes that piece first, writes its
-//     fp32 partial to a global workspace and sets a flag; the owner, at the end of its range,
-//     adds the partials of the workers after it and runs the epilogue (stage 29's scheme, here
-//     for every tile: with so few tiles, a wave of whole tiles would leave SMs idle). Waits point
-//     from a worker to higher ones, which did their share first: no cycle. All blocks resident.
-//   * A deep ring: the TMA producer runs up to STAGES slices ahead, STAGES as many as fit in
-//     RING_KIB KiB of shared memory (at most MAX_STAGES): 18 KiB a slice at BM = 16, BN = 128, so
-//     11 slices (198 KiB of B and A) in flight per SM.
-//   * Epilogue from registers, bounds-checked, element by element (any M and N; C is M / K of
-//     the bytes of B, so its scattered 16-byte runs cost little); beta == 0 never reads C.
-// Consumers: BN / 64 warpgroups, consumer c computes columns n0 + 64c .. +63 of the tile; warp 0
-// of the producer warpgroup issues the copies.
-// Shapes: any M; N and K multiples of 8 (TMA row pitches of whole 16-byte units; the registry
-// refuses others, and `--stages best` takes another stage there). Tensor maps as stage 24's
-// (A: boxes of BM rows x 64, B: 64 x 64), then the workspace.
+// Stage 31: skinny M (an LLM's batch times its weights), A and B swapped, every SM streaming B.
+// At M of 2 to a few hundred, reading B once is nearly all the work, but 128-row tiles are mostly
+// empty and too few to fill the SMs. Here C^T = B^T A^T: 64 columns of B (row-major K x N, so
+// N-major in shared memory, imm-trans-a = 1) fill the instruction's 64-row side and BM rows of A
+// (K-major) its N side, m64nBMk16 with BM = 8 .. 256 (wgmma_at_m64nNk16); a thread holds
+// C[m0 + 8j + 2t + e][n0 + 16w + g + 8h] in d[4j + 2h + e]. The tiles (BM x BN, m fastest) times
+// their K slices form one line, cut into an equal range per block (pure stream-K, at least
+// SK_MIN slices a range): the worker holding a tile's first slice owns it; a worker whose range
+// starts inside a tile computes that piece first, writes its fp32 partial (st.global.cg) and
+// sets a flag; the owner's first warp waits for its workers' flags side by side, puts them back
+// to 0, and the warpgroup adds the partials and stores C from registers (bounds-checked: any M
+// and N). Waits point to higher workers, which did their share first: no cycle while all blocks
+// are resident; a wait that lasts seconds traps. The TMA ring is as deep as RING_KIB allows (at
+// most MAX_STAGES slices). Consumers: BN / 64 warpgroups of 64 columns; one producer thread.
+// Shapes: any M; N and K multiples of 8 (TMA row pitches). Tensor maps: A in boxes of BM x 64,
+// B in boxes of 64 x 64; then the workspace (blocks x BN / 64 partials of 64 x BM, the flags).
 #ifndef BM
 #error "BM (rows of C per tile: the instruction's N, 8 .. 256) must be given as -DBM=..."
 #endif
@@ -48,8 +33,13 @@
 #define SK_MIN 4  // fewest K slices in one worker's range
 #endif
 
-#include "ptx_sm80.cuh"  // elem_t (-DELEM_BF16=1: bf16), pack2, to_float
-#include "ptx_sm90.cuh"  // TmaMap, mbarriers, TMA loads, wgmma (A transposed), global flags
+#include "ptx_sm80.cuh"             // elem_t (-DELEM_BF16=1: bf16), pack2, to_float
+#include "sm70/flags.cuh"           // ld.acquire / st.release: the stream-K flags
+#include "sm70/named_barrier.cuh"   // bar.sync: a consumer warpgroup meets alone
+#include "sm90/mbarrier.cuh"        // the ring's full and empty barriers
+#include "sm90/tma.cuh"             // TmaMap, the tile loads
+#include "sm90/wgmma.cuh"           // wgmma_at_m64nNk16 (A MN-major), fence, commit, wait
+#include "sm90/wgmma_desc.cuh"      // the operands' shared-memory descriptors
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
