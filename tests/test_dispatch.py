@@ -268,8 +268,7 @@ def test_run_gemm_best_prints_the_pick_under_each_table(fake_gpu):
     r = CliRunner(env={"COLUMNS": "200"}).invoke(cli, args)
     assert r.exit_code == 0, r.output
     assert (
-        f"best: gemv_splitk (class M=1 N=1k-8k K=1k-8k; table {SHIPPED})"
-        in r.output.splitlines()
+        f"best: gemv_splitk (class M=1 N=1k-8k K=1k-8k; table {SHIPPED})" in r.output.splitlines()
     )
 
 

@@ -1151,8 +1151,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     # skinny and medium M (an LLM's batch times its weights): A and B swapped, stream-K on every SM
     _wgmma_swapab(
-        {"BM": 64, "BN": 128, "BK": 64, "RING_KIB": 200, "MAX_STAGES": 12, "SK_MIN": 4}
-        | {"TMA": 1}
+        {"BM": 64, "BN": 128, "BK": 64, "RING_KIB": 200, "MAX_STAGES": 12, "SK_MIN": 4} | {"TMA": 1}
     ),
     Stage(
         name="cublas_hgemm",
