@@ -3,6 +3,36 @@
 from __future__ import annotations
 
 
+class FakeCuda:
+    """The few CuPy CUDA calls the runners and the timer make, with no GPU: every interval
+    between two events is 1 ms (a subclass may vary it)."""
+
+    class memory:  # noqa: N801
+        OutOfMemoryError = MemoryError
+
+    class runtime:  # noqa: N801
+        @staticmethod
+        def memGetInfo():  # noqa: N802
+            return (1 << 40, 1 << 40)
+
+        @staticmethod
+        def deviceSynchronize():  # noqa: N802
+            pass
+
+    class Event:
+        done = True
+
+        def record(self):
+            pass
+
+        def synchronize(self):
+            pass
+
+    @classmethod
+    def get_elapsed_time(cls, start, end):
+        return 1.0
+
+
 def fake_run_gemm(fraction: float, placed: bool = False, each=None):  # type: ignore[no-untyped-def]
     """A stand-in for rooflinecli.gpu.runner.run_gemm on a machine without a GPU: every stage
     of the work list (default: every stage at every shape) and the reference at 1/fraction of

@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+from fakes import FakeCuda
 from tiers import primary_dtype, tier
 
 from rooflinecli import results
@@ -211,39 +212,10 @@ def test_tolerance_by_hand():
 # --------------------------------------------------------------------------- the runner's flow
 
 
-class _FakeCuda:
-    """The few CuPy CUDA calls the attention runner and the timer make, with no GPU."""
-
-    class memory:  # noqa: N801
-        OutOfMemoryError = MemoryError
-
-    class runtime:  # noqa: N801
-        @staticmethod
-        def memGetInfo():  # noqa: N802
-            return (1 << 40, 1 << 40)
-
-        @staticmethod
-        def deviceSynchronize():  # noqa: N802
-            pass
-
-    class Event:
-        done = True
-
-        def record(self):
-            pass
-
-        def synchronize(self):
-            pass
-
-    @staticmethod
-    def get_elapsed_time(start, end):
-        return 1.0
-
-
 class _FakeCupy:
     """NumPy with the CUDA parts faked (the reference and the check run on NumPy)."""
 
-    cuda = _FakeCuda
+    cuda = FakeCuda
 
     def __getattr__(self, name):
         return getattr(np, name)

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
+from fakes import FakeCuda
 
 from rooflinecli import results
 from rooflinecli.errors import RooflineError
@@ -19,31 +20,10 @@ from rooflinecli.gpu.timer import Timing
 from rooflinecli.stages import gemm
 
 
-class _FakeCuda:
-    """The few CuPy CUDA calls the runner and the timer make; each interval a new value."""
+class _FakeCuda(FakeCuda):
+    """FakeCuda whose intervals differ a little, each a new value."""
 
     ticks = itertools.count()
-
-    class memory:  # noqa: N801
-        OutOfMemoryError = MemoryError
-
-    class runtime:  # noqa: N801
-        @staticmethod
-        def memGetInfo():  # noqa: N802
-            return (1 << 40, 1 << 40)
-
-        @staticmethod
-        def deviceSynchronize():  # noqa: N802
-            pass
-
-    class Event:
-        done = True
-
-        def record(self):
-            pass
-
-        def synchronize(self):
-            pass
 
     @classmethod
     def get_elapsed_time(cls, start, end):
