@@ -177,6 +177,55 @@ def test_the_plan_leaves_out_library_calls_old_targets_and_refused_shapes(monkey
     assert asked[-1] == ["tiny1"]
 
 
+def test_the_first_jobs_a_run_needs_start_before_the_heaviest(cache):
+    light, heavy = tiny_job(4), tiny_job(5, "#pragma unroll\n" + TINY)
+    done: list[int] = []
+    compiler.compile_many([light, heavy], workers=1, done=lambda i, r: done.append(i))
+    assert done == [1, 0]  # heaviest first
+    light, heavy = tiny_job(6), tiny_job(7, "#pragma unroll\n" + TINY)
+    done.clear()
+    compiler.compile_many([light, heavy], workers=1, first=1, done=lambda i, r: done.append(i))
+    assert done == [0, 1]  # the one needed first, then the rest
+
+
+def test_a_build_under_way_in_the_background_is_waited_for_not_built_again(cache, monkeypatch):
+    monkeypatch.setattr(compiler, "cores", lambda: 2)  # the builds go to worker processes
+
+    def built_here(*args):
+        raise AssertionError("built a second time in the run's own process")
+
+    jobs = [tiny_job(21), tiny_job(22)]
+    pre = compiler.precompile([], "sm_80", "fp32", jobs=jobs, background=True)
+    assert pre is not None
+    monkeypatch.setattr(compiler, "_program_cubin", built_here)
+    got = compiler.build(jobs[1])  # waits for the worker's build, then reads the cache
+    assert Path(got.cubin_path).is_file() and got.resources is not None
+    pre.join()
+    assert not compiler._pending
+    pre.stop()  # once over, stopping is a no-op
+    # everything is in the cache now: nothing left to build in the background
+    assert compiler.precompile([], "sm_80", "fp32", jobs=jobs, background=True) is None
+
+
+def test_a_stopped_prebuild_leaves_the_rest_to_the_run(cache):
+    jobs = [tiny_job(30 + i) for i in range(6)]
+    pre = compiler.precompile([], "sm_80", "fp32", jobs=jobs, background=True)
+    assert pre is not None
+    pre.stop()
+    assert not compiler._pending  # nobody waits on an abandoned build
+    got = compiler.build(jobs[-1])  # built here if the prebuild had not got to it
+    assert Path(got.cubin_path).is_file()
+
+
+def test_a_failed_background_build_fails_again_in_the_run_with_its_message(cache):
+    broken = tiny_job(40, BROKEN)
+    pre = compiler.precompile([], "sm_80", "fp32", jobs=[broken], background=True)
+    assert pre is not None
+    with pytest.raises(RooflineError, match="tiny40.cu does not compile for sm_80"):
+        compiler.build(broken)
+    pre.stop()
+
+
 def test_a_stage_list_is_built_at_once_each_with_its_result(cache):
     ok, library = stages.BY_NAME["naive_xcol"], stages.BY_NAME["cublas"]
     got = compiler.compile_stages([library, ok], "sm_80", "fp32")

@@ -22,7 +22,7 @@ from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import loop
 from rooflinecli.gpu.loop import Kind, Launched, ReferenceRun, setup
-from rooflinecli.gpu.timer import Launch, Timer, Timing
+from rooflinecli.gpu.timer import Launch, Timer, Timing, hold_job
 from rooflinecli.results import Check, RunRecord
 from rooflinecli.stages import compiler
 from rooflinecli.stages.gemm import Stage, cannot_run
@@ -416,16 +416,21 @@ def run_gemm(
     stage and shape begins (rooflinecli.present.progress draws it)."""
     timing = timing or Timing()
     cp, dev, spec, arch, cc, limits = setup(spec_arg)
-    timer = Timer(timing)
     reference = next((s for s in stages if s.reference), None)
     if work is None:  # every stage at every shape, refused where it cannot run it
         ladder = [s.for_arch(arch) for s in stages if not s.reference]
         work = [(shape, [(s, s.refuses(*shape)) for s in ladder]) for shape in shapes]
     else:
         work = [(shape, [(s.for_arch(arch), why) for s, why in items]) for shape, items in work]
-    # every stage the plan runs, built at once in parallel processes (the loop finds the cubins)
-    compiler.precompile(
-        [s for _shape, items in work for s, why in items if why is None], arch, dtype
+    # every stage the plan runs, and the timer's holding kernel, built in parallel processes
+    # behind the run, in the order it needs them: the loop times the stages already built
+    # while the rest build, and waits only for a stage not built yet
+    prebuild = compiler.precompile(
+        [s for _shape, items in work for s, why in items if why is None],
+        arch,
+        dtype,
+        jobs=[hold_job(arch)] if timing.hold else [],
+        background=True,
     )
 
     def problem(shape: tuple[int, int, int], _items: object) -> GemmProblem:
@@ -433,4 +438,9 @@ def run_gemm(
             cp, shape, reference, spec, arch, cc, dev["sm_count"], alpha, beta, seed, dtype
         )
 
-    return dev, spec, loop.run(cp, work, problem, GEMM, timer, limits, progress)
+    try:
+        timer = Timer(timing)
+        return dev, spec, loop.run(cp, work, problem, GEMM, timer, limits, progress)
+    finally:
+        if prebuild is not None:
+            prebuild.stop()

@@ -30,11 +30,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rooflinecli.core import stats
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device
+
+if TYPE_CHECKING:
+    from rooflinecli.stages.compiler import Job
 
 
 @dataclass
@@ -143,25 +146,33 @@ class StreamHold:
         return int(self.flag[1])
 
 
+def hold_job(arch: str) -> Job:
+    """The build of the holding kernel (kernels/util/hold.cu) for `arch`: a run queues it with
+    its stages' builds (compiler.precompile)."""
+    from rooflinecli.paths import data_dir
+    from rooflinecli.stages import compiler
+
+    path = data_dir("kernels") / "util" / "hold.cu"
+    try:
+        src = path.read_text()
+    except OSError as exc:
+        raise RooflineError(f"cannot read kernel source {path}: {exc.strerror}") from None
+    return compiler.source_job(src, "hold", "hold_stream", arch)
+
+
 def make_hold(cp) -> StreamHold | None:  # type: ignore[no-untyped-def]
     """The holding kernel compiled for the current GPU (NVRTC, cached) and its flag in pinned
     host memory, which the GPU reads through the same pointer (unified addressing); None on a
     device without unified addressing (the rounds then go unheld, and records say so)."""
     import numpy as np
 
-    from rooflinecli.paths import data_dir
     from rooflinecli.stages import compiler
 
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     if not props.get("unifiedAddressing", 1):
         return None
     arch = compiler.arch_for_cc((int(props["major"]), int(props["minor"])))
-    path = data_dir("kernels") / "util" / "hold.cu"
-    try:
-        src = path.read_text()
-    except OSError as exc:
-        raise RooflineError(f"cannot read kernel source {path}: {exc.strerror}") from None
-    built = compiler.compile_source(src, "hold", "hold_stream", arch)
+    built = compiler.build(hold_job(arch))
     kernel = cp.RawModule(path=built.cubin_path).get_function("hold_stream")
     # mapped pinned memory (cudaHostAllocMapped); with unified addressing, which every 64-bit
     # Linux CUDA device has, the device reaches it through the host's own pointer

@@ -9,7 +9,9 @@ content of every header under it, so a stage is compiled once.
 Many builds at once (compile_many, precompile) run in worker processes, as many as there are
 cores: NVRTC compiles one program at a time within a process (two threads take as long as one),
 and a run's stages are otherwise compiled one after another while the other cores idle. Each
-worker writes the cache; the parent reads what they built from it.
+worker writes the cache; the parent reads what they built from it. A run builds in the
+background (precompile(background=True)) while it times the stages already built: a compile
+of a build under way there waits for it instead of building it a second time.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import json
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -241,6 +244,11 @@ def compile_stage(
     return _build(stage_job(stage, arch, dtype, use_cache))
 
 
+def build(job: Job) -> Compiled:
+    """A job's cubin: from the cache, from a background prebuild under way, or built here."""
+    return _build(job)
+
+
 def compile_source(
     src: str,
     name: str,
@@ -285,8 +293,17 @@ def _cached(job: Job, version: str) -> Compiled | None:
         return None  # a damaged cache entry is rebuilt
 
 
-def _build(job: Job) -> Compiled:
-    """NVRTC to a cubin in the cache (keyed by source, options, NVRTC version and headers)."""
+# builds under way in a background prebuild (Prebuild): set once each is over
+_pending: dict[Job, threading.Event] = {}
+
+
+def _build(job: Job, wait: bool = True) -> Compiled:
+    """NVRTC to a cubin in the cache (keyed by source, options, NVRTC version and headers).
+    With `wait`, a build under way in a background prebuild is waited for and taken from the
+    cache; one that failed there is built here, where its error is raised."""
+    under_way = _pending.get(job) if wait else None
+    if under_way is not None:
+        under_way.wait()
     version = nvrtc_version()
     hit = _cached(job, version)
     if hit is not None:
@@ -329,7 +346,7 @@ def _work(job: Job) -> Compiled | str:
     """In a worker process: the build, or the one line that says why it failed (an exception
     travels back as text: the parent makes it a RooflineError again)."""
     try:
-        return _build(job)
+        return _build(job, wait=False)
     except RooflineError as exc:
         return exc.message
 
@@ -369,13 +386,19 @@ Done = Callable[[int, "Compiled | RooflineError"], None]
 
 
 def compile_many(
-    jobs: Sequence[Job], workers: int | None = None, done: Done | None = None
+    jobs: Sequence[Job],
+    workers: int | None = None,
+    done: Done | None = None,
+    first: int = 0,
+    stop: threading.Event | None = None,
 ) -> list[Compiled | RooflineError]:
     """Every job built, or the RooflineError that says why it does not build, in the jobs'
     order. What the cache holds is taken from it; the rest is built in up to `workers` worker
     processes (default: one per core), the heaviest first, or here when one process would do
     (one build, one core). `done(i, result)` is called here as each job is over, in the order
-    they finish."""
+    they finish. `first`: that many of the jobs, in their order, start before the heaviest (a
+    run needs its first stages first). `stop` set: the builds under way are abandoned and
+    what is left is not built (the jobs left have None)."""
     out: list[Compiled | RooflineError | None] = [None] * len(jobs)
 
     def finish(i: int, result: Compiled | RooflineError) -> None:
@@ -404,10 +427,13 @@ def compile_many(
         for i in todo[job]:
             finish(i, got)
 
-    order = sorted(todo, key=lambda j: -j.weight)
+    needed = list(dict.fromkeys(job for job in jobs[:first] if job in todo))
+    order = needed + sorted((j for j in todo if j not in needed), key=lambda j: -j.weight)
     n = min(len(order), workers or cores())
     if n <= 1:
         for job in order:
+            if stop is not None and stop.is_set():
+                break
             settle(job, _work(job))
         return list(out)  # type: ignore[arg-type]
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -422,7 +448,11 @@ def compile_many(
         if pool is not None:
             running = {pool.submit(_work, job): job for job in order}
             while running:
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                if stop is not None and stop.is_set():
+                    _stop(pool)
+                    return list(out)  # type: ignore[arg-type]
+                tick = None if stop is None else 0.1
+                finished, _ = wait(running, timeout=tick, return_when=FIRST_COMPLETED)
                 for future in finished:
                     job = running.pop(future)
                     try:
@@ -442,6 +472,8 @@ def compile_many(
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     for job in left:  # here, where a failure says why in the usual way
+        if stop is not None and stop.is_set():
+            break
         settle(job, _work(job))
     return list(out)  # type: ignore[arg-type]
 
@@ -463,20 +495,68 @@ def compile_stages(
     return [next(built) if r is None else r for r in out]
 
 
+class Prebuild:
+    """Builds under way in a background thread (precompile(background=True)). While it runs, a
+    compile (_build) of one of its jobs waits for that job instead of building it again.
+    `stop()` abandons what is left (Ctrl-C, an error) and waits for the thread."""
+
+    def __init__(self, jobs: Sequence[Job], first: int) -> None:
+        self._stop = threading.Event()
+        self._events: dict[Job, threading.Event] = {}
+        for job in jobs:
+            if job not in _pending:  # one already under way elsewhere is waited for there
+                self._events[job] = _pending[job] = threading.Event()
+        self._jobs = list(jobs)
+        self._thread = threading.Thread(
+            target=self._run, args=(first,), name="roofline-prebuild", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, first: int) -> None:
+        def settled(i: int, _result: object) -> None:
+            event = self._events.pop(self._jobs[i], None)
+            if event is not None:
+                _pending.pop(self._jobs[i], None)
+                event.set()
+
+        try:
+            compile_many(self._jobs, done=settled, first=first, stop=self._stop)
+        except BaseException:  # noqa: BLE001 - whatever it was, the run builds what it needs
+            pass
+        finally:
+            for job, event in list(self._events.items()):
+                _pending.pop(job, None)
+                event.set()
+            self._events.clear()
+
+    def stop(self) -> None:
+        """Abandon the builds not over yet and wait for the thread."""
+        self._stop.set()
+        self._thread.join()
+
+    def join(self) -> None:
+        """Wait until every build is over."""
+        self._thread.join()
+
+
 def precompile(
     stages: Iterable[Stage],
     arch: str,
     dtype: str,
     shapes: Iterable[tuple[int, int, int]] = (),
     jobs: Iterable[Job] = (),
-) -> None:
+    background: bool = False,
+) -> Prebuild | None:
     """Build at once, in parallel, every stage of a plan the cache lacks (and `jobs`), so that
     the compile_stage calls of the run that follows find them: library calls, stages the
     target cannot run (gemm.cannot_run) and stages that refuse every one of `shapes` are left
     out. A warm-up only: a build that fails here fails again, with its message, where the run
-    compiles it."""
+    compiles it. With `background`, the builds run behind the caller, `jobs` and the first
+    stage first (the order a run needs them), and the Prebuild is returned: the caller stops it
+    when it is done."""
     shapes = list(shapes)
     wanted = list(jobs)
+    ahead = len(wanted) + 1
     for stage in stages:
         if stage.reference:
             continue
@@ -487,4 +567,14 @@ def precompile(
             wanted.append(stage_job(stage, arch, dtype))
         except RooflineError:
             continue  # the run says why, where it compiles it
-    compile_many(wanted)
+    if not background:
+        compile_many(wanted)
+        return None
+    try:
+        version = nvrtc_version()
+    except RooflineError:
+        return None  # the run says so, where it compiles
+    todo = [job for job in wanted if _cached(job, version) is None]
+    if not todo:
+        return None
+    return Prebuild(todo, first=min(ahead, len(todo)))
