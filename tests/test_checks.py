@@ -58,3 +58,19 @@ def test_a_nan_left_in_the_output_fails():
     g.C = _kernel_output(g)
     g.C[3, 3] = np.nan
     assert g.check()[0] is False
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+def test_the_runners_own_kernels_build_for_every_dtype(dtype):
+    """kernels/util/check.cu: what the runner does on the GPU in place of the array library's
+    operations (tests/gpu/test_harness.py holds the two equal there)."""
+    from rooflinecli.stages import compiler
+
+    try:
+        built = compiler.build(runner.check_job("sm_90a", dtype))
+    except Exception as exc:  # noqa: BLE001 - no NVRTC here
+        pytest.skip(str(exc))
+    assert built.resources is not None and built.resources.spill_bytes == 0
+    job = runner.check_job("sm_90a", dtype)
+    assert ("-DELEM_FP32=1" in job.opts) == (dtype == "fp32")
+    assert ("-DELEM_BF16=1" in job.opts) == (dtype == "bf16")

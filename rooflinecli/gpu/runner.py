@@ -22,7 +22,7 @@ from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import loop
 from rooflinecli.gpu.loop import Kind, Launched, ReferenceRun, setup
-from rooflinecli.gpu.timer import Launch, Timer, Timing, hold_job
+from rooflinecli.gpu.timer import Launch, Timer, Timing, flush_job, hold_job
 from rooflinecli.results import Check, RunRecord
 from rooflinecli.stages import compiler
 from rooflinecli.stages.gemm import Stage, cannot_run
@@ -91,40 +91,153 @@ def store(cp, x, dtype: str):  # type: ignore[no-untyped-def]
     return x.astype(cp.float16 if dtype == "fp16" else cp.float32)
 
 
+class Harness:
+    """The runner's own kernels for one dtype (kernels/util/check.cu): random inputs, float64
+    copies, alpha and beta, and the error statistics of an output, with no kernel of the array
+    library to compile (CuPy compiles each of its kernels on first use, one after another)."""
+
+    def __init__(self, cp, arch: str, dtype: str) -> None:  # type: ignore[no-untyped-def]
+        built = compiler.build(check_job(arch, dtype))
+        module = cp.RawModule(path=built.cubin_path)
+        self.cp, self.dtype = cp, dtype
+        self.fn = {f: module.get_function(f) for f in ("uniform", "widen", "axpby", "stats")}
+        sms = cp.cuda.Device().attributes.get("MultiProcessorCount", 132)
+        self.max_blocks = 8 * int(sms)
+
+    def _grid(self, n: int) -> tuple[int, int, int]:
+        return (max(1, min(-(-n // 256), self.max_blocks)), 1, 1)
+
+    def uniform(self, shape: tuple[int, int], seed: int, stream: int):  # type: ignore[no-untyped-def]
+        """Uniform in [-1, 1), rounded to the dtype (stored as store() stores)."""
+        import numpy as np
+
+        cp = self.cp
+        kind = {"fp32": cp.float32, "fp16": cp.float16, "bf16": cp.uint16}[self.dtype]
+        out = cp.empty(shape, dtype=kind)
+        n = out.size
+        self.fn["uniform"](
+            self._grid(n),
+            (256, 1, 1),
+            (out, np.uint64(n), np.uint64(seed & (2**64 - 1)), np.uint64(stream)),
+        )
+        return out
+
+    def widen(self, x):  # type: ignore[no-untyped-def]
+        import numpy as np
+
+        out = self.cp.empty(x.shape, dtype=self.cp.float64)
+        self.fn["widen"](self._grid(x.size), (256, 1, 1), (x, out, np.uint64(x.size)))
+        return out
+
+    def axpby(self, ref, c0, alpha: float, beta: float) -> None:  # type: ignore[no-untyped-def]
+        import numpy as np
+
+        args = (ref, c0 if c0 is not None else np.uint64(0), np.float64(alpha), np.float64(beta))
+        self.fn["axpby"](self._grid(ref.size), (256, 1, 1), (*args, np.uint64(ref.size)))
+
+    def stats(self, ref, got, mode: int) -> tuple[float, float, int]:  # type: ignore[no-untyped-def]
+        """(sum of squares, largest magnitude, elements not finite) of ref (mode 0), got - ref
+        (mode 1) or ref stored in the dtype - ref (mode 2)."""
+        import numpy as np
+
+        out = self.cp.zeros(3, dtype=self.cp.float64)
+        g = got if got is not None else np.uint64(0)
+        self.fn["stats"](
+            self._grid(ref.size), (256, 1, 1), (ref, g, np.int32(mode), np.uint64(ref.size), out)
+        )
+        sq, mx, bad = (float(v) for v in out.get())
+        return sq, mx, int(bad)
+
+
+def check_job(arch: str, dtype: str) -> compiler.Job:
+    """The build of the runner's own kernels (kernels/util/check.cu) for `arch` and dtype: a run
+    queues it with its stages' builds (compiler.precompile)."""
+    from rooflinecli.paths import data_dir
+
+    path = data_dir("kernels") / "util" / "check.cu"
+    try:
+        src = path.read_text()
+    except OSError as exc:
+        raise RooflineError(f"cannot read kernel source {path}: {exc.strerror}") from None
+    defines: dict[str, int | str] = {}
+    if dtype in ("fp32", "bf16"):
+        defines[f"ELEM_{dtype.upper()}"] = 1
+    return compiler.source_job(src, f"check-{dtype}", "stats", arch, defines)
+
+
+_harnesses: dict[tuple[str, str], Harness] = {}
+
+
+def harness(cp, arch: str, dtype: str) -> Harness:  # type: ignore[no-untyped-def]
+    """The runner's kernels for arch and dtype (compiled, or taken from the prebuild, once)."""
+    key = (arch, dtype)
+    if key not in _harnesses:
+        _harnesses[key] = Harness(cp, arch, dtype)
+    return _harnesses[key]
+
+
 class Problem:
     """Device buffers for one shape and dtype: fresh random inputs, the float64 reference, an
-    output for the stage under test and one for the reference, and the check."""
+    output for the stage under test and one for the reference, and the check. On the GPU the
+    runner's own kernels do the work (`harness`); without one, the array library's operations
+    (NumPy in the CPU tests, CuPy in probes) do the same."""
 
     def __init__(
-        self, cp, m: int, n: int, k: int, alpha: float, beta: float, seed: int, dtype: str = "fp32"
+        self,
+        cp,
+        m: int,
+        n: int,
+        k: int,
+        alpha: float,
+        beta: float,
+        seed: int,
+        dtype: str = "fp32",
+        harness: Harness | None = None,
     ):  # type: ignore[no-untyped-def]  # noqa: E501
         self.cp, self.m, self.n, self.k, self.alpha, self.beta = cp, m, n, k, alpha, beta
         self.dtype = dtype
-        rng = cp.random.default_rng(seed)
-        # uniform in [-1, 1): never zeros, signs mixed so cancellations are exercised
-        a = rng.random((m, k), dtype=cp.float32) * 2 - 1
-        b = rng.random((k, n), dtype=cp.float32) * 2 - 1
-        c0 = rng.random((m, n), dtype=cp.float32) * 2 - 1 if beta != 0.0 else None
-        self.A, self.B = self._store(a), self._store(b)
-        self.C0 = self._store(c0) if c0 is not None else None
+        self.harness = h = harness
+        if h is not None:
+            self.A, self.B = h.uniform((m, k), seed, 0), h.uniform((k, n), seed, 1)
+            self.C0 = h.uniform((m, n), seed, 2) if beta != 0.0 else None
+        else:
+            rng = cp.random.default_rng(seed)
+            # uniform in [-1, 1): never zeros, signs mixed so cancellations are exercised
+            a = rng.random((m, k), dtype=cp.float32) * 2 - 1
+            b = rng.random((k, n), dtype=cp.float32) * 2 - 1
+            c0 = rng.random((m, n), dtype=cp.float32) * 2 - 1 if beta != 0.0 else None
+            self.A, self.B = self._store(a), self._store(b)
+            self.C0 = self._store(c0) if c0 is not None else None
         self.C = cp.empty((m, n), dtype=self.A.dtype)  # the stage's output
         self.C_ref = cp.empty((m, n), dtype=self.A.dtype)  # the reference's, timed beside it
         # the reference sees exactly the inputs the kernels see (after rounding to dtype)
         ref = cp.matmul(self.as_f64(self.A), self.as_f64(self.B))
-        ref *= alpha
-        if self.C0 is not None:
-            ref += beta * self.as_f64(self.C0)
-        self.ref = ref
-        self.ref_norm = float(cp.linalg.norm(ref))
-        self.ref_max = float(cp.abs(ref).max())
         rounding = None
-        if dtype != "fp32":  # what storing the exact product in the output type costs
-            gap = self.as_f64(self._store(ref)) - ref
-            rounding = (
-                float(cp.linalg.norm(gap)) / self.ref_norm if self.ref_norm else 0.0,
-                float(cp.abs(gap).max()) / self.ref_max if self.ref_max else 0.0,
-            )
-            del gap
+        if h is not None:
+            h.axpby(ref, self.as_f64(self.C0) if self.C0 is not None else None, alpha, beta)
+            self.ref = ref
+            sq, self.ref_max, _ = h.stats(ref, None, 0)
+            self.ref_norm = math.sqrt(sq)
+            if dtype != "fp32":  # what storing the exact product in the output type costs
+                sq, mx, _ = h.stats(ref, None, 2)
+                rounding = (
+                    math.sqrt(sq) / self.ref_norm if self.ref_norm else 0.0,
+                    mx / self.ref_max if self.ref_max else 0.0,
+                )
+        else:
+            ref *= alpha
+            if self.C0 is not None:
+                ref += beta * self.as_f64(self.C0)
+            self.ref = ref
+            self.ref_norm = float(cp.linalg.norm(ref))
+            self.ref_max = float(cp.abs(ref).max())
+            if dtype != "fp32":  # what storing the exact product in the output type costs
+                gap = self.as_f64(self._store(ref)) - ref
+                rounding = (
+                    float(cp.linalg.norm(gap)) / self.ref_norm if self.ref_norm else 0.0,
+                    float(cp.abs(gap).max()) / self.ref_max if self.ref_max else 0.0,
+                )
+                del gap
         self.rounding = rounding
         self.rel_tol, self.max_tol = tolerance(dtype, k, rounding)
 
@@ -133,6 +246,8 @@ class Problem:
 
     def as_f64(self, x):  # type: ignore[no-untyped-def]
         cp = self.cp
+        if self.harness is not None:
+            return self.harness.widen(x)
         if self.dtype == "bf16":
             return _from_bf16_bits(cp, x).astype(cp.float64)
         return x.astype(cp.float64)
@@ -146,13 +261,28 @@ class Problem:
     def restore(self, out=None) -> None:  # type: ignore[no-untyped-def]
         """reset_output without the synchronization (queued before a last timed launch)."""
         c = self.C if out is None else out
-        if self.C0 is None:
+        if self.harness is not None:  # copies of the runtime: no kernel to compile
+            rt, stream = self.cp.cuda.runtime, self.cp.cuda.get_current_stream().ptr
+            if self.C0 is None:  # every byte 0xFF: a NaN in fp32, fp16 and bf16 alike
+                rt.memsetAsync(c.data.ptr, 0xFF, c.nbytes, stream)
+            else:
+                rt.memcpyAsync(
+                    c.data.ptr, self.C0.data.ptr, c.nbytes, rt.memcpyDeviceToDevice, stream
+                )
+        elif self.C0 is None:
             c.fill(0x7FC0 if self.dtype == "bf16" else math.nan)  # 0x7FC0: a bfloat16 NaN
         else:
             c[...] = self.C0
 
     def check(self, out=None) -> tuple[bool, float, float]:  # type: ignore[no-untyped-def]
         cp = self.cp
+        if self.harness is not None:
+            sq, mx, bad = self.harness.stats(self.ref, self.C if out is None else out, 1)
+            if bad:
+                return False, math.inf, math.inf
+            rel = math.sqrt(sq) / self.ref_norm if self.ref_norm else float("nan")
+            mx = mx / self.ref_max if self.ref_max else float("nan")
+            return rel <= self.rel_tol and mx <= self.max_tol, rel, mx
         got = self.as_f64(self.C if out is None else out)
         finite = bool(cp.isfinite(got).all())
         diff = got - self.ref
@@ -340,7 +470,7 @@ class GemmProblem:
                 f"{free / 2**30:.1f} GiB free"
             )
         try:
-            self.g = g = Problem(cp, m, n, k, alpha, beta, seed, dtype)
+            self.g = g = Problem(cp, m, n, k, alpha, beta, seed, dtype, harness(cp, arch, dtype))
         except cp.cuda.memory.OutOfMemoryError:
             raise RooflineError(f"out of device memory at {m}x{n}x{k}") from None
         self.cp, self.shape, self.reference, self.spec = cp, shape, reference, spec
@@ -429,7 +559,11 @@ def run_gemm(
         [s for _shape, items in work for s, why in items if why is None],
         arch,
         dtype,
-        jobs=[hold_job(arch)] if timing.hold else [],
+        jobs=[
+            check_job(arch, dtype),
+            *([hold_job(arch)] if timing.hold else []),
+            *([flush_job(arch)] if timing.flush_l2 and timing.flush_kind == "read" else []),
+        ],
         background=True,
     )
 

@@ -198,8 +198,30 @@ def nvtx_range(name: str) -> Iterator[None]:
         nvtx.pop_range(domain="roofline")
 
 
-def flusher(cp, l2_bytes: int, timing: Timing) -> Callable[[], None] | None:  # type: ignore[no-untyped-def]
-    """A call that evicts the L2 before a timed launch, or None when timing says not to."""
+def flush_job(arch: str) -> Job:
+    """The build of the read flush's kernel (kernels/util/flush.cu) for `arch`: a run queues it
+    with its stages' builds (compiler.precompile)."""
+    from rooflinecli.paths import data_dir
+    from rooflinecli.stages import compiler
+
+    path = data_dir("kernels") / "util" / "flush.cu"
+    try:
+        src = path.read_text()
+    except OSError as exc:
+        raise RooflineError(f"cannot read kernel source {path}: {exc.strerror}") from None
+    return compiler.source_job(src, "flush", "flush_read", arch)
+
+
+def _memset(cp, buf, value: int) -> None:  # type: ignore[no-untyped-def]
+    """Every byte of a device buffer set on the current stream (no kernel to compile)."""
+    stream = cp.cuda.get_current_stream()
+    cp.cuda.runtime.memsetAsync(buf.data.ptr, value, buf.nbytes, stream.ptr)
+
+
+def flusher(cp, l2_bytes: int, timing: Timing, read_kernel=None) -> Callable[[], None] | None:  # type: ignore[no-untyped-def]
+    """A call that evicts the L2 before a timed launch, or None when timing says not to. The read
+    flush launches `read_kernel` (flush_read of kernels/util/flush.cu) over a buffer twice the
+    L2, or sums it with the array library where none is given; the write flush sets it."""
     if not timing.flush_l2:
         return None
     if timing.flush_kind not in ("read", "write"):
@@ -209,18 +231,38 @@ def flusher(cp, l2_bytes: int, timing: Timing) -> Callable[[], None] | None:  # 
     except cp.cuda.memory.OutOfMemoryError:
         raise RooflineError("out of device memory allocating the L2 flush buffer") from None
     if timing.flush_kind == "read":
-        buf.fill(1.0)
+        _memset(cp, buf, 0)  # zeros: finite, so the kernel's guarded write never happens
         out = cp.empty((), dtype=cp.float32)
+        if read_kernel is None:
 
-        def read() -> None:
-            cp.sum(buf, out=out)
+            def read() -> None:
+                cp.sum(buf, out=out)
 
-        return read
+            return read
+        import numpy as np
+
+        args = (buf, np.uint64(buf.size // 4), out)
+        grid = (int(min(-(-buf.size // 4 // 256), 4096)), 1, 1)
+
+        def read_with_kernel() -> None:
+            read_kernel(grid, (256, 1, 1), args)
+
+        return read_with_kernel
 
     def write() -> None:
-        buf.fill(0)
+        _memset(cp, buf, 0)
 
     return write
+
+
+def make_flush_read(cp):  # type: ignore[no-untyped-def]
+    """flush_read compiled for the current GPU (NVRTC, cached or from the run's prebuild)."""
+    from rooflinecli.stages import compiler
+
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    arch = compiler.arch_for_cc((int(props["major"]), int(props["minor"])))
+    built = compiler.build(flush_job(arch))
+    return cp.RawModule(path=built.cubin_path).get_function("flush_read")
 
 
 class Timer:
@@ -229,7 +271,9 @@ class Timer:
     def __init__(self, timing: Timing | None = None) -> None:
         self.timing = timing or Timing()
         self.cp = device.cupy()
-        self.flush = flusher(self.cp, device.l2_bytes(), self.timing)
+        t = self.timing
+        kernel = make_flush_read(self.cp) if t.flush_l2 and t.flush_kind == "read" else None
+        self.flush = flusher(self.cp, device.l2_bytes(), t, kernel)
         self.hold = make_hold(self.cp) if self.timing.hold else None
 
     def once(self, call: Callable[[], Any]) -> float:
