@@ -16,7 +16,11 @@ parts, each between a begin and an end marker, may stand on any page:
   benchmarks/results/, one with a folder is from the repository root. The documents decide the
   table: a calibration gives measured against datasheet roofs; profile documents the
   intensities Nsight Compute measured at each level; several runs of one shape in different
-  precisions a table side by side; one run its ladder.
+  precisions a table side by side; one run its ladder;
+- the summary of `--stages best` documents against their reference (`<!-- best:A.json,B.json:begin
+  (make docs) -->` ... `<!-- best:A.json,B.json:end -->`): per document the geometric mean of
+  reference time / pick time over its shapes, the share of shapes at 0.90 or better, the worst
+  shape, and the geometric mean per M bucket of the dispatch.
 """
 
 from __future__ import annotations
@@ -110,7 +114,7 @@ def with_stage_tables(text: str) -> str:
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path("benchmarks") / "results"
 BLOCK = re.compile(
-    r"<!-- (?P<kind>show|results):(?P<names>[^\s:]+):begin \(make docs\) -->\n"
+    r"<!-- (?P<kind>show|results|best):(?P<names>[^\s:]+):begin \(make docs\) -->\n"
     r".*?<!-- (?P=kind):(?P=names):end -->",
     re.S,
 )
@@ -314,6 +318,73 @@ def results_table(names: str) -> str:
     return _ladder(docs[0])
 
 
+def _best_ratios(doc: dict[str, Any]) -> list[tuple[tuple[int, int, int], str, float | None]]:
+    """Per shape of a `--stages best` document: (shape, its pick, reference time / pick time;
+    None when the pick did not verify or has no time)."""
+    out: list[tuple[tuple[int, int, int], str, float | None]] = []
+    refs = {
+        (r["m"], r["n"], r["k"]): r.get("time_ms")
+        for r in doc["records"]
+        if r.get("kind") == "reference"
+    }
+    for r in doc["records"]:
+        if r.get("kind") != "stage":
+            continue
+        key = (r["m"], r["n"], r["k"])
+        ref, t = refs.get(key), r.get("time_ms")
+        ok = r.get("verified") is True and ref and t
+        out.append((key, str(r.get("stage")), ref / t if ok else None))
+    return out
+
+
+def _geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def _best(docs: list[dict[str, Any]], names: list[str]) -> str:
+    from rooflinecli.stages.dispatch import M_BUCKETS
+
+    rows = []
+    buckets: dict[str, dict[str, float]] = {}
+    for name, doc in zip(names, docs, strict=True):
+        got = _best_ratios(doc)
+        ratios = [x for _k, _s, x in got if x is not None]
+        failed = sum(x is None for _k, _s, x in got)
+        worst = min((g for g in got if g[2] is not None), key=lambda g: g[2], default=None)
+        dtype = doc["records"][0].get("dtype", "-") if doc["records"] else "-"
+        label = f"`{name}`"
+        rows.append([
+            label, dtype, str(len(got)), f"{_geomean(ratios):.3f}",
+            f"{sum(x >= 0.9 for x in ratios)}/{len(got)}",
+            f"{'x'.join(map(str, worst[0]))} {worst[2]:.2f}" if worst else "-",
+            str(failed),
+        ])  # fmt: skip
+        for lo, hi, col in M_BUCKETS:
+            xs = [x for k, _s, x in got if x is not None and lo <= k[0] <= (hi or k[0])]
+            if xs:
+                buckets.setdefault(col, {})[name] = _geomean(xs)
+    head = ["document", "dtype", "shapes", "geomean", ">= 0.90", "worst", "not verified"]
+    text = _md(head, "llrrrlr", rows)
+    cols = list(buckets)
+    text += "\n" + _md(
+        ["document", *[f"M {c}" for c in cols]],
+        "l" + "r" * len(cols),
+        [
+            [f"`{name}`", *[f"{buckets[c][name]:.2f}" if name in buckets[c] else "-" for c in cols]]
+            for name in names
+        ],
+    )
+    return text
+
+
+def best_table(names: str) -> str:
+    """The summary of the named `--stages best` documents (comma-separated)."""
+    from rooflinecli import results
+
+    parts = names.split(",")
+    return _best([results.load(_path(n)) for n in parts], parts)
+
+
 def show_markdown(name: str) -> str:
     """`roofline show NAME --format markdown`, as a user would see it."""
     from click.testing import CliRunner
@@ -332,7 +403,10 @@ def generated(text: str) -> str:
 
     def block(m: re.Match[str]) -> str:
         kind, names = m["kind"], m["names"]
-        body = show_markdown(names) if kind == "show" else results_table(names)
+        if kind == "best":
+            body = best_table(names)
+        else:
+            body = show_markdown(names) if kind == "show" else results_table(names)
         return f"<!-- {kind}:{names}:begin (make docs) -->\n{body}<!-- {kind}:{names}:end -->"
 
     return BLOCK.sub(block, with_stage_tables(text))
