@@ -40,7 +40,7 @@ def test_the_pages_are_the_readme_and_docs_but_the_cli_reference() -> None:
 def test_blocks_name_committed_documents() -> None:
     found = {p.name: blocks(p.read_text()) for p in PAGES}
     kinds = sorted({k for b in found.values() for k, _, _ in b})
-    assert kinds == ["results", "show"]
+    assert kinds == ["best", "results", "show"]
     for page in found.values():
         for _, names, _ in page:
             for name in names.split(","):
