@@ -463,8 +463,10 @@ def compile_many(
                         continue
                     left.remove(job)
                     settle(job, result)
-    except (BrokenProcessPool, OSError):
-        pass  # a worker died (out of memory, a signal): what is left is built here, below
+    except (BrokenProcessPool, OSError, RuntimeError):
+        # a worker died (out of memory, a signal), or none can start (a script that imports
+        # this without a __main__ guard, under spawn): what is left is built here, below
+        pass
     except BaseException:  # Ctrl-C: the builds under way are abandoned, not waited for
         _stop(pool)
         raise

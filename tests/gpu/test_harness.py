@@ -24,9 +24,9 @@ def test_the_kernels_check_as_the_array_operations_do(cp, dtype, shape, alpha, b
 
     h = runner.harness(cp, device.info()["arch"], dtype)
     fast = runner.Problem(cp, *shape, alpha, beta, seed=5, dtype=dtype, harness=h)
-    # the inputs are uniform in [-1, 1), distinct per stream, and not all alike
+    # the inputs are uniform in [-1, 1) (rounding to 16 bits may reach 1), distinct per stream
     a = fast.as_f64(fast.A)
-    assert float(a.min()) >= -1.0 and float(a.max()) < 1.0
+    assert float(a.min()) >= -1.0 and float(a.max()) <= 1.0
     assert abs(float(a.mean())) < 0.05 and 0.5 < float(a.std()) < 0.65  # 1/sqrt(3)
     assert float(cp.abs(a.ravel()[:64] - fast.as_f64(fast.B).ravel()[:64]).max()) > 0
     # the same buffers, checked by the array library's operations
@@ -39,10 +39,11 @@ def test_the_kernels_check_as_the_array_operations_do(cp, dtype, shape, alpha, b
     assert math.isclose(fast.ref_norm, float(cp.linalg.norm(ref)), rel_tol=1e-12)
     assert fast.ref_max == float(cp.abs(ref).max())
     # an output: the reference stored in the dtype, then with one element off
-    fast.reset_output()
-    assert not bool(cp.isfinite(fast.as_f64(fast.C)).any())  # poisoned: every element NaN
-    ok, rel, mx = fast.check()
-    assert not ok and rel == math.inf
+    if beta == 0.0:
+        fast.reset_output()
+        assert not bool(cp.isfinite(fast.as_f64(fast.C)).any())  # poisoned: every element NaN
+        ok, rel, mx = fast.check()
+        assert not ok and rel == math.inf
     fast.C[...] = runner.store(cp, ref.astype(cp.float32), dtype)
     ok, rel, mx = fast.check()
     slow.ref, slow.ref_norm, slow.ref_max = ref, fast.ref_norm, fast.ref_max
