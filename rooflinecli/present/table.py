@@ -72,6 +72,7 @@ Column = tuple[str, str, Callable[[Any], str]]
 
 RUN_COLUMNS: list[Column] = [
     ("stage", "stage", str),
+    ("gpu_label", "GPU", str),  # a fleet document's: the GPU the row ran on
     ("time_ms", "time ms", fixed(3)),
     ("tflops", "TFLOP/s", fixed(2)),
     ("pct_of_reference", "% ref", fixed(1)),
@@ -91,7 +92,7 @@ RUN_COLUMNS: list[Column] = [
 ]
 # shown only when some record has a value (older documents, and runs without nvidia-smi, lack
 # the clock; runs without --max-noise the noise)
-OPTIONAL_FIELDS = frozenset({"sm_clock_mhz", "noise_pct"})
+OPTIONAL_FIELDS = frozenset({"sm_clock_mhz", "noise_pct", "gpu_label"})
 
 
 class ColumnSet(NamedTuple):
@@ -137,8 +138,8 @@ def select(cset: ColumnSet, view: View | None = None) -> list[Column]:
 RUN = ColumnSet(
     tuple(RUN_COLUMNS),
     compact=(
-        "stage", "time_ms", "tflops", "pct_of_reference", "pct_of_roof", "sm_clock_mhz",
-        "noise_pct", "verified",
+        "stage", "gpu_label", "time_ms", "tflops", "pct_of_reference", "pct_of_roof",
+        "sm_clock_mhz", "noise_pct", "verified",
     ),
 )  # fmt: skip
 
@@ -368,7 +369,7 @@ def _cell(row: Any, field: str, fmt: Callable[[Any], str]) -> str:
 
 # Columns that name what a row is: never cut with an ellipsis. When the table is too wide even
 # with every other header wrapped, they fold onto more lines instead (never below NAME_FLOOR).
-NAME_FIELDS = frozenset({"stage", "workload", "gemm"})
+NAME_FIELDS = frozenset({"stage", "workload", "gemm", "gpu_label"})
 NAME_FLOOR = 12
 # Columns of sentences: their cells may wrap at spaces like a header
 PROSE_FIELDS = frozenset({"status", "reason", "error", "counters_reason", "limited_by"})
@@ -876,6 +877,7 @@ GATE_COLUMNS: list[Column] = [
 # `run gemm --dry-run`: what would run, compiled for the target without a GPU
 DRY_RUN_COLUMNS: list[Column] = [
     ("stage", "stage", str),
+    ("gpu_label", "GPU", str),  # a fleet document's: the GPU the row ran on
     ("shape", "shape", str),
     ("grid", "grid", text),
     ("block", "block", text),
