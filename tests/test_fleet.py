@@ -324,8 +324,11 @@ def test_identical_gpus_are_not_flagged() -> None:
 
 def test_mixed_models_are_grouped() -> None:
     recs = _fleet(7, 1.05)
-    other = [{**r, "gpu": {"label": r["gpu"]["label"] + "b", "name": "H100"},
-              "samples_ms": [v * 1.7 for v in r["samples_ms"]]} for r in _fleet(8, None)]  # fmt: skip
+    other = [
+        {**r, "gpu": {"label": r["gpu"]["label"] + "b", "name": "H100"},
+         "samples_ms": [v * 1.7 for v in r["samples_ms"]]}
+        for r in _fleet(8, None)
+    ]  # fmt: skip
     groups = {g.model: g for g in fleet.analyse(recs + other)}
     assert set(groups) == {"H200", "H100"}
     assert [c.gpu for c in groups["H200"].cards if c.flagged] == ["gpu5"]
