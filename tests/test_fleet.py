@@ -124,7 +124,7 @@ def test_parse_gpus() -> None:
                       ("0,,1", "empty item")):  # fmt: skip
         with pytest.raises(RooflineError, match=says):
             pool.parse_gpus(bad, {}, lambda: 3)
-    with pytest.raises(RooflineError, match="no GPU found"):
+    with pytest.raises(RooflineError, match="no CUDA device found"):
         pool.parse_gpus("all", {}, lambda: None)
 
 

@@ -28,13 +28,15 @@ def parse_gpus(
     CUDA_VISIBLE_DEVICES=4,5,6 runs on 4 and 5), else the host's."""
     visible = [v.strip() for v in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
     if "CUDA_VISIBLE_DEVICES" in env and not visible:
-        raise RooflineError("--gpus: CUDA_VISIBLE_DEVICES is empty: no GPU is visible")
+        raise RooflineError("no CUDA device found (--gpus: CUDA_VISIBLE_DEVICES is empty)")
     if visible:
         pool = visible
     else:
         n = host_count()
         if not n:
-            raise RooflineError("--gpus: no GPU found (neither NVML nor nvidia-smi lists one)")
+            raise RooflineError(
+                "no CUDA device found (--gpus: neither NVML nor nvidia-smi lists a GPU)"
+            )
         pool = [str(i) for i in range(n)]
     if text.strip() == "all":
         return pool
