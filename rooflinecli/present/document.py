@@ -44,6 +44,13 @@ def tables(doc: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
 
 
 def columns_of(doc: dict[str, Any]) -> table.ColumnSet:
+    recs = doc.get("records") or []
+    if recs and all(isinstance(r.get("gpu"), dict) for r in recs):
+        return table.with_gpu(_columns_of(doc))
+    return _columns_of(doc)
+
+
+def _columns_of(doc: dict[str, Any]) -> table.ColumnSet:
     if doc.get("device") is None:
         if doc.get("command") == "model attention":
             return table.ATTENTION_MODEL

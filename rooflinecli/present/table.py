@@ -72,7 +72,6 @@ Column = tuple[str, str, Callable[[Any], str]]
 
 RUN_COLUMNS: list[Column] = [
     ("stage", "stage", str),
-    ("gpu_label", "GPU", str),  # a fleet document's: the GPU the row ran on
     ("time_ms", "time ms", fixed(3)),
     ("tflops", "TFLOP/s", fixed(2)),
     ("pct_of_reference", "% ref", fixed(1)),
@@ -92,7 +91,7 @@ RUN_COLUMNS: list[Column] = [
 ]
 # shown only when some record has a value (older documents, and runs without nvidia-smi, lack
 # the clock; runs without --max-noise the noise)
-OPTIONAL_FIELDS = frozenset({"sm_clock_mhz", "noise_pct", "gpu_label"})
+OPTIONAL_FIELDS = frozenset({"sm_clock_mhz", "noise_pct"})
 
 
 class ColumnSet(NamedTuple):
@@ -138,10 +137,26 @@ def select(cset: ColumnSet, view: View | None = None) -> list[Column]:
 RUN = ColumnSet(
     tuple(RUN_COLUMNS),
     compact=(
-        "stage", "gpu_label", "time_ms", "tflops", "pct_of_reference", "pct_of_roof",
-        "sm_clock_mhz", "noise_pct", "verified",
+        "stage", "time_ms", "tflops", "pct_of_reference", "pct_of_roof", "sm_clock_mhz",
+        "noise_pct", "verified",
     ),
 )  # fmt: skip
+
+GPU_COLUMN: Column = ("gpu_label", "GPU", str)  # a fleet document's: the GPU a row ran on
+
+
+def with_gpu(cset: ColumnSet) -> ColumnSet:
+    """A column set for a fleet document's records: the GPU beside each row's key."""
+    lead = list(cset.key)
+    cols = [c for c in cset.columns if c[0] in lead] + [GPU_COLUMN]
+    cols += [c for c in cset.columns if c[0] not in lead]
+    compact = (*lead, "gpu_label", *(n for n in cset.compact if n not in lead))
+    wide = (
+        None
+        if cset.wide is None
+        else (*lead, "gpu_label", *(n for n in cset.wide if n not in lead))
+    )
+    return ColumnSet(tuple(cols), compact, wide, (*lead, "gpu_label"))
 
 
 class Rows:
@@ -877,7 +892,6 @@ GATE_COLUMNS: list[Column] = [
 # `run gemm --dry-run`: what would run, compiled for the target without a GPU
 DRY_RUN_COLUMNS: list[Column] = [
     ("stage", "stage", str),
-    ("gpu_label", "GPU", str),  # a fleet document's: the GPU the row ran on
     ("shape", "shape", str),
     ("grid", "grid", text),
     ("block", "block", text),
