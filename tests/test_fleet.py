@@ -161,6 +161,13 @@ def test_discover(env: dict[str, str], want: ranks.Place | None) -> None:
     assert ranks.discover(env) == want
 
 
+def test_a_malformed_rank_is_one_line() -> None:
+    with pytest.raises(RooflineError, match="SLURM_PROCID='x' is not a whole number"):
+        ranks.discover({"SLURM_PROCID": "x", "SLURM_LOCALID": "0"})
+    odd = {"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "many"}
+    assert ranks.discover(odd) == ranks.Place("torchrun", 1, 1, None, None, None)
+
+
 def test_device_for() -> None:
     p = ranks.Place("slurm", 5, 2, 8, 4, 1)
     assert ranks.device_for(p, None) == "2"

@@ -50,6 +50,14 @@ def _int(env: Mapping[str, str], name: str | None) -> int | None:
     return int(head)
 
 
+def _loose(env: Mapping[str, str], name: str) -> int | None:
+    """A size or node number: None where the launcher wrote what this does not read."""
+    try:
+        return _int(env, name)
+    except RooflineError:
+        return None
+
+
 def discover(env: Mapping[str, str]) -> Place | None:
     """The place the launcher's variables give, or None outside a launcher."""
     for launcher, rank, local, size, local_size, node in LAUNCHERS:
@@ -61,7 +69,7 @@ def discover(env: Mapping[str, str]) -> Place | None:
             if launcher == "slurm" and _int(env, "SLURM_NTASKS") not in (None, 1):
                 raise RooflineError("SLURM_PROCID is set without SLURM_LOCALID")
             lr = 0 if launcher == "slurm" else r
-        return Place(launcher, r, lr, _int(env, size), _int(env, local_size), _int(env, node))
+        return Place(launcher, r, lr, _loose(env, size), _loose(env, local_size), _loose(env, node))
     return None
 
 
