@@ -527,6 +527,7 @@ def pin_rank() -> None:
         return
     sharing = place.local_world_size or place.world_size or 1
     if sharing > 1:
+        os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # as NVML numbers them
         os.environ["CUDA_VISIBLE_DEVICES"] = ranks.device_for(
             place, os.environ.get("CUDA_VISIBLE_DEVICES")
         )

@@ -36,7 +36,8 @@ def main(argv: list[str]) -> int:
         index=int(gpu), uuid=f"GPU-0000-{gpu}", serial=f"SER{gpu}", pci_bus_id=f"0000:{gpu}:00.0",
         power_limit_w=700.0,
     )  # fmt: skip
-    doc["worker"] = {"argv": argv, "started": started, "ended": time.time()}
+    doc["worker"] = {"argv": argv, "started": started, "ended": time.time(),
+                     "order": os.environ.get("CUDA_DEVICE_ORDER")}  # fmt: skip
     out = argv[argv.index("-o") + 1]
     with open(out, "w") as fh:
         json.dump(doc, fh)

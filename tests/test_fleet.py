@@ -94,6 +94,7 @@ def test_workers_overlap_and_get_the_command(stand_in, monkeypatch, tmp_path) ->
     assert argv[:4] == ["run", "gemm", "--m", "4096"]
     assert "--gpus" not in argv and "--no-flush" in argv and "--quiet" in argv
     assert argv[argv.index("--format") + 1] == "json"
+    assert seen[0]["order"] == "PCI_BUS_ID"
 
 
 def test_a_failing_worker_is_named_and_the_others_kept(stand_in, monkeypatch, tmp_path) -> None:

@@ -92,6 +92,9 @@ def run_pool(
     CUDA_VISIBLE_DEVICES=gpu), wait for all, and say one line per GPU as each ends. With
     `stdout_document` the worker prints its document instead of writing the path."""
     base = dict(os.environ if env is None else env)
+    # CUDA numbers GPUs fastest first unless told otherwise; NVML and nvidia-smi by PCI bus:
+    # in that order an index names the same GPU to both
+    base.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     started: list[tuple[str, Path, Path, Any, float, Any]] = []
     for i, gpu in enumerate(gpus):
         doc = folder / f"gpu{i}.json"
