@@ -430,3 +430,30 @@ def test_hostile_names_are_data(tmp_path) -> None:
     bad = _doc(0, host="a\x1b[31mb")
     got = r.invoke(cli, ["fleet", *_write(tmp_path, [bad, _doc(1), _doc(2)], prefix="bad")])
     assert got.exit_code == 2 and "Traceback" not in got.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "gemm", "--m", "256", "--stages", "cublas", "--budget-ms", "50", "--dtype",
+         "fp32", "--no-flush", "--seed", "2"],
+        ["run", "attention", "--batch", "1", "--heads", "2", "--seq", "128", "--head-dim", "64",
+         "--causal"],
+        ["calibrate", "--quick"],
+        ["profile", "app", "--timeout", "5", "--", "python", "-c", "pass"],
+    ],
+)  # fmt: skip
+def test_a_real_worker_parses_the_rebuilt_command(args, monkeypatch, tmp_path) -> None:
+    """The workers are this tool itself: each gets past its options and stops for the GPU
+    alone (no CUDA device), never at a usage error; `profile app` stops before any worker
+    where there is no ncu."""
+    import os
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    got = CliRunner().invoke(cli, [*args, "--gpus", "0"])
+    assert got.exit_code == 2, got.output
+    if "Nsight Compute (ncu) not found" in got.output:
+        assert args[0] == "profile" and got.output.count("\n") == 1
+        return
+    assert "every worker failed; GPU 0: error: no CUDA device found" in got.output
