@@ -30,6 +30,9 @@ LAZY: dict[str, tuple[str, str, str]] = {
     "plot": ("plot", "plot", "Roofline of a results document as an image."),
     "report": ("report", "report", "One HTML page of results documents."),
     "gate": ("gate", "gate_command", "Fail when a stage regressed (CI gate)."),
+    "merge": ("fleet", "merge", "Combine results documents into one fleet document."),
+    "fleet": ("fleet", "fleet_command", "Find the GPU that falls behind its fleet (exit 1 when "
+              "one does)."),
     "baseline": ("baseline", "baseline", "Verified runs kept as baselines for `roofline gate`."),
     "inspect": ("inspect", "inspect_", "What the compiler made (registers, occupancy, SASS), "
                 "no GPU needed."),

@@ -145,10 +145,24 @@ def _check_output(ctx: click.Context, param: click.Parameter, value: str | None)
         return None
     from rooflinecli import files  # here: a command run without --output never loads it
 
+    value = output_name(value)
     files.check_output(value, force=bool(ctx.params.get("force")))
     if value == files.STDOUT:
         ctx.call_on_close(files.claim_stdout())
     return value
+
+
+def output_name(value: str) -> str:
+    """--output with its placeholders filled in: {host}, and under a launcher {rank} and
+    {local_rank} (rooflinecli.core.ranks); an unknown one is one line."""
+    if "{" not in value and "}" not in value:
+        return value
+    import os
+    import platform
+
+    from rooflinecli.core import ranks
+
+    return ranks.expand(value, ranks.discover(os.environ), platform.node())
 
 
 def output_option(f: F) -> F:
@@ -161,7 +175,8 @@ def output_option(f: F) -> F:
         default=None,
         callback=_check_output,
         help="Also write the results document (JSON) here, atomically; - for standard output "
-        "(the rest then goes to standard error).",
+        "(the rest then goes to standard error). {host}, {rank} and {local_rank} are filled in "
+        "(the ranks under srun, mpirun or torchrun: docs/fleet.md).",
     )(f)
 
 
@@ -452,3 +467,211 @@ def write_report(
     data = report.render(sources, result, base).encode("utf-8")
     files.write_output(output, data, document=False)
     return len(data)
+
+
+# ------------------------------------------------------------------ many GPUs: --gpus, ranks
+
+# Options the parent of a --gpus run keeps for itself: each worker writes its document for the
+# parent to merge, quietly, as JSON
+_PARENT_ONLY = frozenset(
+    {"gpus", "output", "force", "fmt", "quiet", "column_names", "wide", "chart_flag"}
+)
+
+
+def _worker_args(ctx: click.Context) -> list[str]:
+    """The command line that runs this command again for one GPU: its path and every option
+    and argument given, less those the parent keeps."""
+    path: list[str] = []
+    c: click.Context | None = ctx
+    while c is not None and c.parent is not None:
+        path.insert(0, str(c.info_name))
+        c = c.parent
+    opts: list[str] = []
+    positional: list[str] = []
+    for p in ctx.command.params:
+        name = str(p.name)
+        if name in _PARENT_ONLY:
+            continue
+        source = ctx.get_parameter_source(name)
+        if source not in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
+            continue
+        value = ctx.params.get(name)
+        if isinstance(p, click.Argument):
+            positional += (
+                [str(v) for v in value] if isinstance(value, list | tuple) else [str(value)]
+            )
+            continue
+        assert isinstance(p, click.Option)
+        if p.is_flag and not p.count:
+            if value:
+                opts.append(p.opts[0])
+            elif p.secondary_opts:
+                opts.append(p.secondary_opts[0])
+        elif p.multiple:
+            for v in value or ():
+                opts += [p.opts[0], str(v)]
+        elif value is not None:
+            opts += [p.opts[0], str(value)]
+    return [*path, *opts, *(["--", *positional] if positional else [])]
+
+
+def pin_rank() -> None:
+    """Under a launcher that started several ranks on a node (srun, mpirun, torchrun), this
+    rank takes its local rank's GPU (rooflinecli.core.ranks.device_for), before CUDA starts."""
+    import os
+
+    from rooflinecli.core import ranks
+
+    place = ranks.discover(os.environ)
+    if place is None:
+        return
+    sharing = place.local_world_size or place.world_size or 1
+    if sharing > 1:
+        os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # as NVML numbers them
+        os.environ["CUDA_VISIBLE_DEVICES"] = ranks.device_for(
+            place, os.environ.get("CUDA_VISIBLE_DEVICES")
+        )
+
+
+def gpus_option(kind: str = "results") -> Callable[[F], F]:
+    """--gpus all|0,2,5: the command run on each GPU at once, one worker process a GPU
+    (rooflinecli.gpu.fleet), their documents merged into one (`kind` "results":
+    results.merge, records naming their GPU; "calibration": one calibration a GPU). Without
+    it, the command runs as it always has, on the GPU its rank takes under a launcher."""
+
+    def deco(f: F) -> F:
+        @functools.wraps(f)
+        def command(*args: Any, gpus: str | None, **kwargs: Any) -> Any:
+            if gpus is None:
+                pin_rank()
+                return f(*args, **kwargs)
+            ctx = click.get_current_context()
+            return fan_out(ctx, gpus, kind, kwargs)
+
+        return cast(
+            F,
+            click.option(
+                "--gpus",
+                default=None,
+                metavar="all|LIST",
+                help="Run on these GPUs at once, one worker process each (all, or indices "
+                "such as 0,2,5), and merge their documents into one whose records name their "
+                "GPU (docs/fleet.md).",
+            )(command),
+        )
+
+    return deco
+
+
+def fan_out(ctx: click.Context, gpus_text: str, kind: str, params: dict[str, Any]) -> None:
+    """--gpus: the workers, one line per GPU as each ends, the merged document."""
+    import os
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from rooflinecli import files, results
+    from rooflinecli.errors import GateFailure
+    from rooflinecli.gpu import device, fleet
+
+    gpus = fleet.parse_gpus(gpus_text, os.environ, device.host_gpus)
+    base = _worker_args(ctx)
+    has_output = any(p.name == "output" for p in ctx.command.params)
+    has_quiet = any(p.name == "quiet" for p in ctx.command.params)
+    fmt = str(params.get("fmt") or "table")
+    output = params.get("output")
+
+    def argv(gpu: str, doc: Path) -> list[str]:
+        extra = ["--quiet"] if has_quiet else []
+        extra += ["--format", "json"]
+        if has_output:
+            extra += ["-o", str(doc), "--force"]
+        cut = base.index("--") if "--" in base else len(base)
+        return worker_argv([*base[:cut], *extra, *base[cut:]])
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    say(f"{len(gpus)} GPU(s) at once: {', '.join(gpus)}")
+    with tempfile.TemporaryDirectory(prefix="roofline-gpus-") as tmp:
+        outcomes = fleet.run_pool(gpus, Path(tmp), argv, say, stdout_document=not has_output)
+        loaded: list[tuple[str, dict[str, Any]]] = []
+        for o in outcomes:
+            if o.path is None:
+                continue
+            try:
+                loaded.append((f"GPU {o.gpu}", _read_worker(o.path, kind)))
+            except RooflineError as exc:
+                failed = o._replace(returncode=o.returncode or 2, error=str(exc), path=None)
+                outcomes = [failed if x.gpu == o.gpu else x for x in outcomes]
+                say(f"GPU {o.gpu}: its document is unreadable: {exc}")
+    bad = [o for o in outcomes if not o.ok]
+    if not loaded:
+        raise RooflineError(f"--gpus: every worker failed; GPU {bad[0].gpu}: {bad[0].error}")
+    if kind == "calibration":
+        merged: dict[str, Any] = {
+            "command": "calibrate --gpus",
+            "gpus": [{"gpu": results.gpu_of(d), **d} for _, d in loaded],
+            "failed": [{"gpu": o.gpu, "error": o.error} for o in bad],
+        }
+        data = results.dumps(merged)
+    else:
+        merged = results.merge(loaded, command=" ".join(["roofline", *base[:2]]))
+        merged["fleet"]["failed"] = [{"gpu": o.gpu, "exit": o.returncode, "error": o.error}
+                                     for o in bad]  # fmt: skip
+        merged["fleet"]["wall_s"] = {o.gpu: round(o.wall_s, 2) for o in outcomes}
+        data = results.dumps(merged)
+    if output:
+        files.write_output(str(output), data, force=bool(params.get("force")))
+    _present(merged, kind, fmt)
+    if bad:
+        which = "; ".join(f"GPU {o.gpu} (exit {o.returncode}): {o.error}" for o in bad)
+        raise GateFailure(f"{len(bad)} of {len(outcomes)} worker(s) failed: {which}")
+    if kind != "calibration":
+        wrong = sorted({f"{r['stage']} on {r.get('gpu_label')}" for r in merged["records"]
+                        if r.get("verified") is False})  # fmt: skip
+        if wrong:
+            raise GateFailure(f"verification failed: {', '.join(wrong)}")
+
+
+def worker_argv(args: list[str]) -> list[str]:
+    """A worker's command line (tests put a stand-in for the GPU here)."""
+    from rooflinecli.gpu import fleet
+
+    return fleet.python_argv(args)
+
+
+def _read_worker(path: Any, kind: str) -> dict[str, Any]:
+    from rooflinecli import paths, results
+
+    if kind == "calibration":
+        doc = paths.read_json(path, "calibration")
+        if not isinstance(doc, dict):
+            raise RooflineError(f"{path}: not a calibration")
+        return doc
+    return results.load(path)
+
+
+def _present(merged: dict[str, Any], kind: str, fmt: str) -> None:
+    """The merged document as `show` prints it; a calibration per GPU as rows of roofs."""
+    from rooflinecli.present import document, output, table
+
+    if kind == "calibration":
+        rows = []
+        for item in merged["gpus"]:
+            for key, m in sorted((item.get("measurements") or {}).items()):
+                vals = m if isinstance(m, dict) else {"value": m}
+                rows.append({"gpu": item["gpu"].get("label"), "roof": key,
+                             **{k: v for k, v in vals.items()
+                                if isinstance(v, int | float | str)}})  # fmt: skip
+        cols = sorted({k for r in rows for k in r} - {"gpu", "roof"})
+        columns = [("gpu", "GPU", str), ("roof", "roof", str)] + [(c, c, str) for c in cols]
+        title = f"Calibration of {len(merged['gpus'])} GPU(s)"
+        output.emit(output.of_rows(rows, columns, [output.Rows(rows, columns, title=title)],
+                                   merged), fmt)  # fmt: skip
+        return
+    if table.is_app(merged) or not merged["records"]:
+        n = merged["fleet"]["gpus"]
+        output.emit(output.of_document(merged, [output.Line(f"{n} GPU(s) merged")]), fmt)
+        return
+    output.emit(document.report(merged, View(), False), fmt)

@@ -50,7 +50,7 @@ def test_a_bad_target_is_one_line():
 def an_l4(monkeypatch):
     """nvidia-smi of an NVIDIA L4 (compute capability 8.9), and no CuPy to touch."""
     answers = {"name": ["NVIDIA L4"], "compute_cap": ["8.9"]}
-    monkeypatch.setattr(device, "smi", lambda query: answers.get(query))
+    monkeypatch.setattr(device, "smi", lambda query, gpu="0": answers.get(query))
 
     def no_cupy():  # type: ignore[no-untyped-def]
         raise AssertionError("the GPU was looked for")

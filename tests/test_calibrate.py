@@ -290,7 +290,7 @@ def test_measure_with_a_fake_gpu(monkeypatch, tmp_path, own_cache):
 
     launches: list = []
     monkeypatch.setitem(sys.modules, "cupy", _FakeCuPy(np, launches))
-    monkeypatch.setattr(device, "smi", lambda query: None)  # no nvidia-smi here
+    monkeypatch.setattr(device, "smi", lambda query, gpu="0": None)  # no nvidia-smi here
     doc = cal.measure("h200-sxm", quick=True)
     m = doc["measurements"]
     # every launch "takes" 2 ms: 2 GiB read in 2 ms = 1073.7 GB/s, copy counts both directions
@@ -333,7 +333,7 @@ def test_calibrate_command_with_a_fake_gpu(runner, monkeypatch, own_cache):
     from rooflinecli.gpu import device as gpu_device
 
     monkeypatch.setitem(sys.modules, "cupy", _FakeCuPy(np, []))
-    monkeypatch.setattr(gpu_device, "smi", lambda query: None)
+    monkeypatch.setattr(gpu_device, "smi", lambda query, gpu="0": None)
     res = runner.invoke(cli, ["calibrate", "--quick"])
     assert res.exit_code == 0, res.output
     for text in ("HBM read", "FP32 FMA", "wgmma m64n256k16", "% datasheet", "derived",

@@ -23,7 +23,7 @@ EXAMPLE = str(ROOT / "examples" / "my_gemm.toml")
 @pytest.fixture(autouse=True)
 def no_gpu(monkeypatch):
     """No nvidia-smi and no CuPy: the default target is sm_90a; touching the GPU fails."""
-    monkeypatch.setattr(device, "smi", lambda query: None)
+    monkeypatch.setattr(device, "smi", lambda query, gpu="0": None)
 
     def no_cupy():  # type: ignore[no-untyped-def]
         raise AssertionError("the GPU was looked for")

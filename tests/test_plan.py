@@ -148,7 +148,7 @@ def test_a_sweep_table_lists_only_stages_that_can_run_and_sums_up_the_rest(fake_
 def test_a_dry_run_sweep_leaves_out_what_the_run_would(monkeypatch):
     """The dry run shows the plan's work: a decode stage at the one shape of its rows, and the
     summary line for the others; no build for a stage the plan leaves out everywhere."""
-    monkeypatch.setattr(device, "smi", lambda query: None)
+    monkeypatch.setattr(device, "smi", lambda query, gpu="0": None)
     xcol = registry.BY_NAME["naive_xcol"]
     decodey = replace(xcol, name="decodey", m_range=(1, 64))  # the same build as naive_xcol
     ladder = [xcol, decodey, registry.reference_for("fp32")]
@@ -168,7 +168,7 @@ def test_a_dry_run_sweep_leaves_out_what_the_run_would(monkeypatch):
 
 
 def test_naming_a_stage_that_cannot_run_a_shape_of_the_sweep_is_one_line(monkeypatch):
-    monkeypatch.setattr(device, "smi", lambda query: None)
+    monkeypatch.setattr(device, "smi", lambda query, gpu="0": None)
     args = ["run", "gemm", "--sizes", "4097x4095x4093,64x64x64", "--dtype", "fp16",
             "--stages", "all", "--dry-run"]  # fmt: skip
     r = CliRunner().invoke(cli, args)

@@ -96,7 +96,7 @@ def test_the_lazy_command_lists_say_what_each_command_says():
             seen += 1 + (walk(cmd) if isinstance(cmd, LazyGroup) else 0)
         return seen
 
-    assert walk(cli) == 15  # 13 commands, and llm under model and under run
+    assert walk(cli) == 17  # 15 commands, and llm under model and under run
 
 
 def test_model_gemm_creates_one_dataclass():

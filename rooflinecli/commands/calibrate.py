@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from rooflinecli.options import format_option, spec_option
+from rooflinecli.options import format_option, gpus_option, spec_option
 from rooflinecli.present import output, table
 
 # measurement key -> (label, unit, datasheet/derived key in a roof set, or None)
@@ -75,6 +75,7 @@ def set_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @click.command("calibrate")
+@gpus_option("calibration")
 @click.option("--quick", is_flag=True, help="Fewer repeats and shorter kernels (about 15 s).")
 @spec_option
 @format_option

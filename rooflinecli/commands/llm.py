@@ -21,6 +21,7 @@ from rooflinecli.options import (
     columns_option,
     extra_stage_option,
     format_option,
+    gpus_option,
     max_noise_option,
     output_option,
     spec_option,
@@ -77,6 +78,7 @@ def parse_list(text: str, option: str, limit: int = 1 << 20) -> list[int]:
 
 
 @click.command("llm")
+@gpus_option()
 @preset_options
 @click.option(
     "--context", "context_arg", default="2048", show_default=True, metavar="LIST",

@@ -6,7 +6,7 @@ import click
 
 from rooflinecli import files, results
 from rooflinecli.options import format_option, load_calibration
-from rooflinecli.present import MAX_POINTS, table
+from rooflinecli.present import MAX_POINTS, document, table
 from rooflinecli.present.output import written
 
 WROTE_COLUMNS: list[table.Column] = [
@@ -49,6 +49,12 @@ WROTE_COLUMNS: list[table.Column] = [
     "two with its by-instruction intensity): a plot costs about a millisecond and some 40 KB "
     "of memory a point, and its legend lists them all.",
 )
+@click.option(
+    "--per-gpu",
+    is_flag=True,
+    help="A fleet document (`roofline merge`, `run --gpus`): one point per GPU per stage, "
+    "named by its GPU (default: one per stage, the GPU of median time).",
+)
 @format_option
 def plot(
     path: str,
@@ -56,6 +62,7 @@ def plot(
     calibration: str | None,
     by_instruction: bool,
     max_points: int,
+    per_gpu: bool,
     fmt: str,
 ) -> None:
     """Roofline of a results document as an image.
@@ -68,7 +75,7 @@ def plot(
 
     image.kind_of(output)
     files.check_output(output, document=False)
-    doc = results.load(path)
+    doc = document.fleet_points(results.load(path), per_gpu)
     cal = load_calibration(calibration, doc)
     kind = image.save(doc, output, cal, by_instruction, max_points=max_points)
     title = image.title(doc)

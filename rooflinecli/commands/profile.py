@@ -14,6 +14,7 @@ from rooflinecli.options import (
     columns_option,
     dtype_option,
     format_option,
+    gpus_option,
     output_option,
     reports_option,
     resolve_shape,
@@ -223,6 +224,7 @@ def profile_gemm_command(
 @profile_group.command(
     "app", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
 )
+@gpus_option()
 @click.option(
     "--kernel", metavar="REGEX", default=None, help="Only kernels whose name matches (a regex)."
 )

@@ -19,6 +19,7 @@ from rooflinecli.options import (
     dtype_option,
     extra_stage_option,
     format_option,
+    gpus_option,
     max_shapes_option,
     output_option,
     parse_shapes,
@@ -79,6 +80,7 @@ def _dry_run(p: Any, arch: str, why: str, spec_arg: str | None, fmt: str) -> Non
 
 
 @run.command("gemm")
+@gpus_option()
 @click.option("--m", type=SIZE, default=None, help="Rows of C.")
 @click.option("--n", type=SIZE, default=None, help="Columns of C (default: M).")
 @click.option("--k", type=SIZE, default=None, help="Inner dimension (default: M).")
@@ -228,6 +230,7 @@ def parse_attention_shapes(
 
 
 @run.command("attention")
+@gpus_option()
 @attention_shape_options(required=False)
 @click.option(
     "--shapes",

@@ -53,8 +53,10 @@ def _on_path(name: str) -> str | None:
     return None
 
 
-def smi(query: str) -> list[str] | None:
-    """One row of `nvidia-smi --query-gpu=QUERY` for GPU 0, or None without nvidia-smi."""
+def smi(query: str, gpu: str = "0") -> list[str] | None:
+    """One row of `nvidia-smi --query-gpu=QUERY` for one GPU (an index or a PCI bus id:
+    nvidia-smi numbers GPUs as the host does, not as CUDA_VISIBLE_DEVICES does), or None without
+    nvidia-smi."""
     exe = _on_path("nvidia-smi")
     if not exe:
         return None
@@ -62,7 +64,7 @@ def smi(query: str) -> list[str] | None:
 
     try:
         out = subprocess.run(
-            [exe, f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", "0"],
+            [exe, f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", gpu],
             capture_output=True,
             text=True,
             timeout=10,
@@ -72,6 +74,21 @@ def smi(query: str) -> list[str] | None:
     if out.returncode != 0 or not out.stdout.strip():
         return None
     return [x.strip() for x in out.stdout.strip().splitlines()[0].split(",")]
+
+
+def visible_gpu() -> str:
+    """The GPU a program started from here runs on, as nvidia-smi's -i names it: the first of
+    CUDA_VISIBLE_DEVICES (an index or a UUID), else 0."""
+    import os
+
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    return first or "0"
+
+
+def smi_bus_id(gpu: str = "0") -> str | None:
+    """The PCI bus id of one GPU (an index or a UUID), from nvidia-smi."""
+    got = smi("pci.bus_id", gpu)
+    return got[0] if got and got[0] else None
 
 
 def smi_device_name() -> str | None:
@@ -111,7 +128,8 @@ def info() -> dict[str, Any]:
     cc = f"{props['major']}.{props['minor']}"
     drv = rt.driverGetVersion()
     rtv = rt.runtimeGetVersion()
-    got = smi("driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem")
+    bus = _pci_bus_id(cp)
+    got = smi("driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem", bus or "0")
     clock_khz = _attr(cp, 13)  # cudaDevAttrClockRate
     mem_khz = _attr(cp, 36)  # cudaDevAttrMemoryClockRate
     return {
@@ -131,7 +149,62 @@ def info() -> dict[str, Any]:
         "cupy": cp.__version__,
         "nvrtc": compiler.nvrtc_version(),
         "arch": compiler.arch_for_cc(cc),
+        **identity(bus),
     }
+
+
+def _pci_bus_id(cp) -> str | None:  # type: ignore[no-untyped-def]
+    try:
+        return str(cp.cuda.Device().pci_bus_id)
+    except Exception:
+        return None
+
+
+def identity(bus: str | None) -> dict[str, Any]:
+    """The GPU's index on the host, UUID, serial, PCI bus id and power limit (gpu.nvml), from
+    nvidia-smi where NVML is missing; only the bus id where neither is there."""
+    from rooflinecli.gpu import nvml
+
+    if not bus:
+        return {}
+    got = nvml.identity(bus)
+    if got:
+        return got
+    row = smi("index,uuid,serial,power.limit", bus)
+    if not row or len(row) < 4:
+        return {"pci_bus_id": bus}
+    out: dict[str, Any] = {"pci_bus_id": bus, "uuid": row[1]}
+    if row[0].isdigit():
+        out["index"] = int(row[0])
+    out["serial"] = (
+        row[2] if row[2] and row[2].strip("0") and not row[2].startswith("[") else "unknown"
+    )
+    try:
+        out["power_limit_w"] = float(row[3])
+    except ValueError:
+        pass
+    return out
+
+
+def host_gpus() -> int | None:
+    """How many GPUs the host has (NVML, else `nvidia-smi -L`), or None where neither says."""
+    from rooflinecli.gpu import nvml
+
+    n = nvml.count()
+    if n is not None:
+        return n
+    exe = _on_path("nvidia-smi")
+    if not exe:
+        return None
+    import subprocess
+
+    try:
+        out = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
 
 
 def sm_limits() -> occupancy.SmLimits:
@@ -159,9 +232,5 @@ def clock_sampler():  # type: ignore[no-untyped-def]
     """NVML for the current device (rooflinecli.gpu.nvml), or None where there is none."""
     from rooflinecli.gpu import nvml
 
-    cp = cupy()
-    try:
-        bus = cp.cuda.Device().pci_bus_id
-    except Exception:
-        return None
-    return nvml.open_device(str(bus))
+    bus = _pci_bus_id(cupy())
+    return nvml.open_device(bus) if bus else None

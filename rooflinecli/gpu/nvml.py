@@ -129,3 +129,43 @@ def open_device(pci_bus_id: str) -> Device | None:
         dev = None
     _opened[pci_bus_id] = dev
     return dev
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def identity(pci_bus_id: str) -> dict[str, Any]:
+    """What tells this GPU from the others of its model: its index on the host (NVML's, which
+    CUDA_VISIBLE_DEVICES does not renumber), UUID, serial ("unknown" where the board gives
+    none), PCI bus id and power limit. Empty without NVML."""
+    dev = open_device(pci_bus_id)
+    if dev is None:
+        return {}
+    n, h = dev._nvml, dev._handle
+    out: dict[str, Any] = {"pci_bus_id": pci_bus_id}
+    for key, call, conv in (
+        ("index", lambda: n.nvmlDeviceGetIndex(h), int),
+        ("uuid", lambda: n.nvmlDeviceGetUUID(h), _text),
+        ("serial", lambda: n.nvmlDeviceGetSerial(h), _text),
+        ("power_limit_w", lambda: n.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0, float),
+    ):
+        try:
+            out[key] = conv(call())
+        except Exception:  # NVMLError_NotSupported and the like: the field is left out
+            continue
+    if not str(out.get("serial") or "").strip() or str(out.get("serial")).strip("0") == "":
+        out["serial"] = "unknown"
+    return out
+
+
+def count() -> int | None:
+    """How many GPUs NVML sees on this host (every one, whatever CUDA_VISIBLE_DEVICES says),
+    or None without NVML."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return int(pynvml.nvmlDeviceGetCount())
+    except Exception:
+        return None

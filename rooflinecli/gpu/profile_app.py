@@ -446,7 +446,8 @@ def device_from_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
         num("device__attribute_compute_capability_minor"),
     )
     cc = f"{major}.{minor}" if major is not None and minor is not None else first.get("cc")
-    smi = device.smi("name,driver_version,clocks.max.sm,clocks.max.mem")
+    visible = device.visible_gpu()
+    smi = device.smi("name,driver_version,clocks.max.sm,clocks.max.mem", visible)
     name = text.get("device__attribute_display_name") or (smi[0] if smi else None)
     if not name:
         raise RooflineError("ncu named no device (device__attribute_display_name): pass --spec")
@@ -464,6 +465,7 @@ def device_from_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "cuda_driver": None,
         "cuda_runtime": None,
         "source": "ncu device attributes" + (", nvidia-smi" if smi else ""),
+        **device.identity(device.smi_bus_id(visible)),
     }
 
 

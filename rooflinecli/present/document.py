@@ -44,6 +44,13 @@ def tables(doc: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
 
 
 def columns_of(doc: dict[str, Any]) -> table.ColumnSet:
+    recs = doc.get("records") or []
+    if recs and all(isinstance(r.get("gpu"), dict) for r in recs):
+        return table.with_gpu(_columns_of(doc))
+    return _columns_of(doc)
+
+
+def _columns_of(doc: dict[str, Any]) -> table.ColumnSet:
     if doc.get("device") is None:
         if doc.get("command") == "model attention":
             return table.ATTENTION_MODEL
@@ -107,3 +114,25 @@ def gemm_run(
     if len(shapes) > 1:
         parts.append(output.Scaling(doc["records"]))
     return output.of_document(doc, parts)
+
+
+def fleet_points(doc: dict[str, Any], per_gpu: bool) -> dict[str, Any]:
+    """A fleet document as `plot` draws it: one point per stage and shape, the GPU of median
+    time (default), or with `per_gpu` one point per GPU per stage, each named by its GPU. Any
+    other document is as it is."""
+    recs = doc.get("records") or []
+    if not recs or not all(isinstance(r.get("gpu"), dict) for r in recs):
+        return doc
+    if per_gpu:
+        out = [{**r, "stage": f"{r['stage']} on {r.get('gpu_label')}"} for r in recs]
+        return {**doc, "records": out}
+    rows: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in recs:
+        key = (r.get("stage"), r.get("dtype"), roofs.shape_key(r), r.get("workload"))
+        rows.setdefault(key, []).append(r)
+    picked = []
+    for group in rows.values():
+        timed = sorted((r for r in group if isinstance(r.get("time_ms"), int | float)),
+                       key=lambda r: float(r["time_ms"]))  # fmt: skip
+        picked.append(timed[(len(timed) - 1) // 2] if timed else group[0])
+    return {**doc, "records": picked}

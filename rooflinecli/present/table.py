@@ -142,6 +142,22 @@ RUN = ColumnSet(
     ),
 )  # fmt: skip
 
+GPU_COLUMN: Column = ("gpu_label", "GPU", str)  # a fleet document's: the GPU a row ran on
+
+
+def with_gpu(cset: ColumnSet) -> ColumnSet:
+    """A column set for a fleet document's records: the GPU beside each row's key."""
+    lead = list(cset.key)
+    cols = [c for c in cset.columns if c[0] in lead] + [GPU_COLUMN]
+    cols += [c for c in cset.columns if c[0] not in lead]
+    compact = (*lead, "gpu_label", *(n for n in cset.compact if n not in lead))
+    wide = (
+        None
+        if cset.wide is None
+        else (*lead, "gpu_label", *(n for n in cset.wide if n not in lead))
+    )
+    return ColumnSet(tuple(cols), compact, wide, (*lead, "gpu_label"))
+
 
 class Rows:
     """Records as the rows of a table: what the table and Markdown writers need of a frame, so
@@ -368,7 +384,7 @@ def _cell(row: Any, field: str, fmt: Callable[[Any], str]) -> str:
 
 # Columns that name what a row is: never cut with an ellipsis. When the table is too wide even
 # with every other header wrapped, they fold onto more lines instead (never below NAME_FLOOR).
-NAME_FIELDS = frozenset({"stage", "workload", "gemm"})
+NAME_FIELDS = frozenset({"stage", "workload", "gemm", "gpu_label"})
 NAME_FLOOR = 12
 # Columns of sentences: their cells may wrap at spaces like a header
 PROSE_FIELDS = frozenset({"status", "reason", "error", "counters_reason", "limited_by"})

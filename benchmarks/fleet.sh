@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Every GPU of a node at once (docs/fleet.md): `run gemm --m 4096 --gpus ...` beside the same
+# run on one GPU alone, with a warm compile cache, and `roofline fleet` on the merged document.
+# Documents: fleet-gemm-fp32-4096-gpus0.json (--gpus 0), fleet-gemm-fp32-4096-gpus-all.json
+# (--gpus all), each with the wall times of the fleet run and of the one-GPU run added as its
+# `wall` field.
+#
+#   bash benchmarks/fleet.sh OUTDIR [STEP...]     (default: one all, ~2 min on a node of 8)
+source "$(dirname "$0")/lib.sh"
+suite "$@"
+
+# wall NAME DOC LIMIT ARGS...: `roofline run gemm ARGS`, its wall time into the shell's WALL
+wall() {
+  local name=$1 doc=$2 limit=$3 t0 t1
+  shift 3
+  t0=$(date +%s.%N)
+  step "$name" "$limit" $R run gemm --m 4096 --quiet --force --format markdown "$@" --output "$doc"
+  t1=$(date +%s.%N)
+  WALL=$(python3 -c "print(round($t1 - $t0, 2))")
+}
+
+# fleet_run TAG GPUS: the one-GPU run (warming the cache first), the --gpus run, both wall times
+fleet_run() {
+  local tag=$1 gpus=$2 alone fleet doc="$OUT/fleet-gemm-fp32-4096-$1.json"
+  wall "warm-$tag" "$OUT/warm.json" 300
+  wall "alone-$tag" "$OUT/alone.json" 300
+  alone=$WALL
+  wall "fleet-$tag" "$doc" 300 --gpus "$gpus"
+  fleet=$WALL
+  rm -f "$OUT/warm.json" "$OUT/alone.json"
+  echo "   one GPU alone ${alone} s, --gpus $gpus ${fleet} s"
+  python3 - "$doc" "$gpus" "$alone" "$fleet" << 'PY'
+import json
+import sys
+
+path, gpus, alone, fleet = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+with open(path) as f:
+    doc = json.load(f)
+doc["wall"] = {
+    "command": f"roofline run gemm --m 4096 --gpus {gpus}",
+    "fleet_wall_s": fleet,
+    "one_gpu_wall_s": alone,
+    "ratio": round(fleet / alone, 3),
+    "cache": "warm (the same run once before each timed one)",
+    "script": "benchmarks/fleet.sh",
+}
+with open(path, "w") as f:
+    json.dump(doc, f, indent=1)
+PY
+  step "verdict-$tag" 60 $R fleet "$doc"
+}
+
+step_one() { fleet_run gpus0 0; }
+step_all() { fleet_run gpus-all all; }
+
+run_steps one all
