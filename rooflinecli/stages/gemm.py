@@ -32,6 +32,7 @@ ARCH_ONLY: dict[str, tuple[str, ...]] = {
 ARCH_ONLY_BY_FILE: dict[str, tuple[str, ...]] = {
     "23_mma_tma_ws.cu": ("setmaxnreg",),
     "24_wgmma_tma.cu": ("wgmma",),
+    "33_wgmma_swapab_ld.cu": ("wgmma",),
     **{
         f: ("wgmma", "setmaxnreg")
         for f in (
@@ -722,6 +723,38 @@ def _wgmma_swapab(p: dict[str, int]) -> Stage:
     return replace(stage, rebuild=lambda q: _wgmma_swapab(dict(q)))
 
 
+def _wgmma_swapab_ld(p: dict[str, int]) -> Stage:
+    """Stage 33: stage 31 fed by its producer warpgroups' own aligned loads (shuffled and
+    funnel-shifted into the 128-byte swizzle) instead of TMA, so any row pitch runs: N and K
+    need not be multiples of 8."""
+    stages = _swapab_stages(p)
+    stage = _tensor_core(
+        "wgmma_swapab_ld",
+        f"stage 31 for any shape: {p['PRODUCERS']} producer warpgroup(s) load the tiles (aligned "
+        "16-byte loads, shfl and funnel shift for a row that starts off a 16-byte boundary, "
+        f"zeros past the edges) into its swizzled ring of {stages} slices; m64n{p['BM']}k16 "
+        f"HGMMA, {p['BM']}x{p['BN']} tiles, pure stream-K",
+        "33_wgmma_swapab_ld.cu",
+        p,
+        threads=(128 * (p["PRODUCERS"] + p["BN"] // 64), 1),
+        shared_tile=(p["BM"], 64),
+        smem_bytes=stages * (p["BN"] + p["BM"]) * p["BK"] * 2 + 1024,
+        persistent_blocks_per_sm=1,
+        persistent_fill=True,
+        workspace_bytes=_swapab_workspace(p["BM"], p["BN"]),
+        # WGMMA without TMA: sm_90a, every shape (the producers read any pitch)
+        chapter=13,
+        math="HGMMA",
+        min_cc=90,
+        needs_multiple=1,
+        multiple_of="MNK",
+        tune_space=MappingProxyType(
+            {"BM": (8, 16, 32, 64, 128), "BN": (64, 128), "PRODUCERS": (1, 2)}
+        ),
+    )
+    return replace(stage, rebuild=lambda q: _wgmma_swapab_ld(dict(q)))
+
+
 # Chapter 14: decode. M = batch (1..64) rows of activations times each weight matrix: every weight
 # is read once per token, so these stages are bound by streaming B from HBM; their ideal bytes
 # are the model's (A, B, C once), so % of roof is their share of HBM bandwidth. One source builds
@@ -1152,6 +1185,11 @@ STAGES: tuple[Stage, ...] = (
     # skinny and medium M (an LLM's batch times its weights): A and B swapped, stream-K on every SM
     _wgmma_swapab(
         {"BM": 64, "BN": 128, "BK": 64, "RING_KIB": 200, "MAX_STAGES": 12, "SK_MIN": 4} | {"TMA": 1}
+    ),
+    # ... and for any shape: the producers' loads where a tensor map cannot describe a matrix
+    _wgmma_swapab_ld(
+        {"BM": 64, "BN": 128, "BK": 64, "RING_KIB": 200, "MAX_STAGES": 12, "SK_MIN": 4}
+        | {"PRODUCERS": 2}
     ),
     Stage(
         name="cublas_hgemm",
