@@ -128,6 +128,11 @@ class Stage:
     # the rows of C (M) the stage is built for, or None for any: a decode stage streams B once
     # per BM rows of C, so outside its range it refuses the shape (it stays correct for any M)
     m_range: tuple[int, int] | None = None
+    # a stage that runs the same tiles at any row pitch, and the params it takes over from this
+    # one: where this stage refuses a shape for its pitch (N or K no multiple of needs_multiple),
+    # `--stages best` runs that one in its place (rooflinecli/stages/dispatch.py)
+    any_pitch: str = ""
+    any_pitch_params: tuple[str, ...] = ()
     # rebuilds the entry from other params (tile, threads, intensities follow the params)
     rebuild: Callable[[Mapping[str, int]], Stage] | None = field(default=None, compare=False)
 
@@ -719,6 +724,11 @@ def _wgmma_swapab(p: dict[str, int]) -> Stage:
         tune_space=MappingProxyType(
             {"BM": (8, 16, 32, 64, 128, 256), "BN": (64, 128, 256), "SK_MIN": (4, 16)}
         ),
+        # stage 33 in the same rows (its 128 columns and two producers: four consumers of 64
+        # columns beside its producers leave too few registers); BM 256 takes 128 (stage 33
+        # holds at most 128 rows beside two producers)
+        any_pitch="wgmma_swapab_ld",
+        any_pitch_params=("BM",),
     )
     return replace(stage, rebuild=lambda q: _wgmma_swapab(dict(q)))
 
