@@ -125,12 +125,12 @@ __device__ __forceinline__ uint4 box_shift(const RowLoad& L, int j) {
 
 // A slice is B_PASSES passes of 16 box rows over B (CONSUMERS boxes of BK rows), then A_PASSES
 // over A's BM rows; a producer thread loads GROUP passes (9 registers each, as many as its
-// share of the register file leaves beside 40 for addresses, at most 8), then stores them.
+// share of the register file leaves beside 40 for addresses, at most 16), then stores them.
 constexpr int B_PASSES = CONSUMERS * BK / 16;
 constexpr int A_PASSES = (BM + 15) / 16;
 constexpr int PASSES = B_PASSES + A_PASSES;
 constexpr int GROUP_FIT = (65536 / NUM_THREADS - 40) / 10;
-constexpr int GROUP_MAX = GROUP_FIT < 8 ? GROUP_FIT : 8;
+constexpr int GROUP_MAX = GROUP_FIT < 16 ? GROUP_FIT : 16;
 constexpr int GROUP = PASSES < GROUP_MAX ? PASSES : GROUP_MAX;
 static_assert(GROUP >= 1, "a producer thread holds at least one pass of loads");
 
@@ -171,7 +171,7 @@ gemm_wgmma_swapab_ld(int M, int N, int K, float alpha, const elem_t* __restrict_
     unsigned char* const ring = smem + (base - smem0);  // the same bytes, for the producers
     const u32 full0 = static_cast<u32>(__cvta_generic_to_shared(full_bar));
     const u32 empty0 = static_cast<u32>(__cvta_generic_to_shared(empty_bar));
-    const int tid = threadIdx.x, wg = tid / 128, warp = tid / 32, lane = tid % 32;
+    const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32;
 
     const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN;
     const int ktiles = (K + BK - 1) / BK;
