@@ -16,6 +16,7 @@ from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device, runner
 from rooflinecli.paths import data_dir
 from rooflinecli.stages import dispatch
+from rooflinecli.stages import gemm as stages
 
 H200 = "NVIDIA H200"
 SHIPPED = str(data_dir("dispatch") / "h200-sxm.toml")
@@ -113,7 +114,8 @@ def test_a_shape_no_entry_runs_takes_the_registry_s_last_stage_that_does():
         (dispatch.Entry("bf16", "M=>1024 N=1k-8k K=1k-8k", "wgmma_persistent", {}, "made up"),),
     )  # fmt: skip
     pick = dispatch.resolve(127, 333, 65, "bf16", [table], H200)
-    assert (pick.stage.name, pick.entry_class) == ("mma_multistage", "none")
+    # the last Tensor Core stage that reads any pitch (stage 33: its producers load the tiles)
+    assert (pick.stage.name, pick.entry_class) == ("wgmma_swapab_ld", "none")
     assert pick.table == "the registry (no table entry runs the shape)"
 
 
@@ -381,3 +383,32 @@ def test_the_seed_takes_the_grid_s_classes_from_the_grid_and_never_a_best_run(tm
     ).stdout  # fmt: skip
     assert made.count("[[pick]]") == 1
     assert 'stage = "wgmma_swapab"' in made
+
+
+@pytest.mark.parametrize(
+    "shape, name, entry_class",
+    [
+        # N % 8 = 4: the own class's entry (wgmma_tma) refuses; the nearest stage 31 entry's twin
+        ((100, 4100, 4104), "wgmma_swapab_ld@BM=128", "M=65-128 N=>=8k K=1k-8k"),
+        # K odd: the own class's entry is stage 31 (BM 32, BN 256): the twin keeps BM, not BN
+        ((17, 11000, 4097), "wgmma_swapab_ld@BM=32", "M=17-32 N=>=8k K=1k-8k"),
+    ],
+)
+def test_a_pick_refused_for_its_pitch_runs_as_its_any_pitch_twin(shape, name, entry_class):
+    pick = dispatch.resolve(*shape, "bf16", shipped(), H200)
+    assert (pick.stage.name, pick.entry_class) == (name, entry_class)
+    assert pick.stage.refuses(*shape) is None
+    assert "wgmma_swapab_ld" in pick.source
+
+
+def test_the_twin_takes_the_nearest_rows_it_is_tuned_over():
+    entry = dispatch.Entry("bf16", "M=257-512 N=>=8k K=1k-8k", "wgmma_swapab", {"BM": 256}, "")
+    table = dispatch.Table(H200, "made-up.toml", (entry,))
+    pick = dispatch.resolve(300, 12289, 4096, "bf16", [table], H200)
+    assert pick.stage.name == "wgmma_swapab_ld@BM=128"
+    # aligned, the entry itself; and a stage with no twin gives way as before
+    assert (
+        dispatch.resolve(300, 12288, 4096, "bf16", [table], H200).stage.name
+        == "wgmma_swapab@BM=256"
+    )
+    assert not stages.BY_NAME["wgmma_tma"].any_pitch

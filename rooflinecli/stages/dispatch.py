@@ -10,8 +10,10 @@ and K (docs/dispatch.md):
 Two tables can hold a device's picks: the user's, written by `roofline tune dispatch` to the
 cache (dispatch/<device>.json), and the one shipped in the wheel (dispatch/*.toml, a default
 per GPU seeded from the committed documents). The user's wins where it has the class. A pick
-that refuses the shape (a Tensor Core stage that needs multiples of 8) gives way to the entry of
-the nearest class that runs it; the resolution says which class and which table it came from.
+that refuses the shape (a Tensor Core stage that needs multiples of 8) runs as its any-pitch
+twin where the registry names one (stage 31's is stage 33, the same rows fed by ordinary
+loads), else gives way to the entry of the nearest class that runs it; the resolution says
+which class and which table it came from.
 """
 
 from __future__ import annotations
@@ -236,10 +238,34 @@ def _stage_of(entry: Entry) -> gemm.Stage:
     return replace(picked, name=label(base, entry.params), arch_params=MappingProxyType({}))
 
 
+def _any_pitch(entry: Entry, m: int, n: int, k: int) -> gemm.Stage | None:
+    """The entry's stage's any-pitch twin (Stage.any_pitch) where the entry's stage refuses the
+    shape for its row pitch alone and the twin runs it: the twin with the params it takes over
+    from the entry (each the nearest value at or below it that the twin is tuned over)."""
+    base = gemm.BY_NAME[entry.stage]
+    if not base.any_pitch or base.refusal(m, n, k) is None:
+        return None
+    aligned = replace(base, needs_multiple=1)  # refused for anything but the pitch: no twin
+    if aligned.refusal(m, n, k) is not None:
+        return None
+    twin = gemm.BY_NAME[base.any_pitch]
+    picked = base.with_params(entry.params)
+    params: dict[str, int] = {}
+    for name in base.any_pitch_params:
+        value = picked.params[name]
+        tried = sorted(v for v in twin.tune_space.get(name, (value,)) if v <= value)
+        params[name] = tried[-1] if tried else value
+    stage = twin.with_params(params)
+    if stage.refuses(m, n, k) is not None:
+        return None
+    return replace(stage, name=label(twin, params), arch_params=MappingProxyType({}))
+
+
 def resolve(m: int, n: int, k: int, dtype: str, tables: list[Table], device: str) -> Pick:
     """The stage to run at one shape: the entry of the shape's class in the first table that
     has one; where none does, or its stage refuses the shape, the nearest class's entry that
-    runs it (nearest in M buckets first, then N and K)."""
+    runs it (nearest in M buckets first, then N and K). An entry whose stage refuses the shape
+    for its row pitch alone runs as its any-pitch twin (Stage.any_pitch) where it has one."""
     want = class_of(m, n, k)
     wi = _class_index(want)
     ranked: list[tuple[tuple[int, int, int], Entry, Table]] = []  # (rank, entry, table)
@@ -261,6 +287,10 @@ def resolve(m: int, n: int, k: int, dtype: str, tables: list[Table], device: str
         stage = _stage_of(e)
         if stage.refuses(m, n, k) is None:
             return Pick(stage, want, e.shape_class, table.where, e.source)
+        twin = _any_pitch(e, m, n, k)
+        if twin is not None:
+            note = f"{e.source} (at this pitch: {twin.name}, the same rows at any pitch)"
+            return Pick(twin, want, e.shape_class, table.where, note.strip())
     # no entry runs it: the registry's last (most developed) stage of the dtype that does
     for stage in reversed(gemm.select(None, dtype)[:-1]):
         if stage.refuses(m, n, k) is None:

@@ -32,6 +32,7 @@ ARCH_ONLY: dict[str, tuple[str, ...]] = {
 ARCH_ONLY_BY_FILE: dict[str, tuple[str, ...]] = {
     "23_mma_tma_ws.cu": ("setmaxnreg",),
     "24_wgmma_tma.cu": ("wgmma",),
+    "33_wgmma_swapab_ld.cu": ("wgmma",),
     **{
         f: ("wgmma", "setmaxnreg")
         for f in (
@@ -127,6 +128,11 @@ class Stage:
     # the rows of C (M) the stage is built for, or None for any: a decode stage streams B once
     # per BM rows of C, so outside its range it refuses the shape (it stays correct for any M)
     m_range: tuple[int, int] | None = None
+    # a stage that runs the same tiles at any row pitch, and the params it takes over from this
+    # one: where this stage refuses a shape for its pitch (N or K no multiple of needs_multiple),
+    # `--stages best` runs that one in its place (rooflinecli/stages/dispatch.py)
+    any_pitch: str = ""
+    any_pitch_params: tuple[str, ...] = ()
     # rebuilds the entry from other params (tile, threads, intensities follow the params)
     rebuild: Callable[[Mapping[str, int]], Stage] | None = field(default=None, compare=False)
 
@@ -718,8 +724,45 @@ def _wgmma_swapab(p: dict[str, int]) -> Stage:
         tune_space=MappingProxyType(
             {"BM": (8, 16, 32, 64, 128, 256), "BN": (64, 128, 256), "SK_MIN": (4, 16)}
         ),
+        # stage 33 in the same rows (its 128 columns and two producers: four consumers of 64
+        # columns beside its producers leave too few registers); BM 256 takes 128 (stage 33
+        # holds at most 128 rows beside two producers)
+        any_pitch="wgmma_swapab_ld",
+        any_pitch_params=("BM",),
     )
     return replace(stage, rebuild=lambda q: _wgmma_swapab(dict(q)))
+
+
+def _wgmma_swapab_ld(p: dict[str, int]) -> Stage:
+    """Stage 33: stage 31 fed by its producer warpgroups' own aligned loads (shuffled and
+    funnel-shifted into the 128-byte swizzle) instead of TMA, so any row pitch runs: N and K
+    need not be multiples of 8."""
+    stages = _swapab_stages(p)
+    stage = _tensor_core(
+        "wgmma_swapab_ld",
+        f"stage 31 for any shape: {p['PRODUCERS']} producer warpgroup(s) load the tiles (aligned "
+        "16-byte loads, shfl and funnel shift for a row that starts off a 16-byte boundary, "
+        f"zeros past the edges) into its swizzled ring of {stages} slices; m64n{p['BM']}k16 "
+        f"HGMMA, {p['BM']}x{p['BN']} tiles, pure stream-K",
+        "33_wgmma_swapab_ld.cu",
+        p,
+        threads=(128 * (p["PRODUCERS"] + p["BN"] // 64), 1),
+        shared_tile=(p["BM"], 64),
+        smem_bytes=stages * (p["BN"] + p["BM"]) * p["BK"] * 2 + 1024,
+        persistent_blocks_per_sm=1,
+        persistent_fill=True,
+        workspace_bytes=_swapab_workspace(p["BM"], p["BN"]),
+        # WGMMA without TMA: sm_90a, every shape (the producers read any pitch)
+        chapter=13,
+        math="HGMMA",
+        min_cc=90,
+        needs_multiple=1,
+        multiple_of="MNK",
+        tune_space=MappingProxyType(
+            {"BM": (8, 16, 32, 64, 128), "BN": (64, 128), "PRODUCERS": (1, 2)}
+        ),
+    )
+    return replace(stage, rebuild=lambda q: _wgmma_swapab_ld(dict(q)))
 
 
 # Chapter 14: decode. M = batch (1..64) rows of activations times each weight matrix: every weight
@@ -1152,6 +1195,11 @@ STAGES: tuple[Stage, ...] = (
     # skinny and medium M (an LLM's batch times its weights): A and B swapped, stream-K on every SM
     _wgmma_swapab(
         {"BM": 64, "BN": 128, "BK": 64, "RING_KIB": 200, "MAX_STAGES": 12, "SK_MIN": 4} | {"TMA": 1}
+    ),
+    # ... and for any shape: the producers' loads where a tensor map cannot describe a matrix
+    _wgmma_swapab_ld(
+        {"BM": 64, "BN": 128, "BK": 64, "RING_KIB": 200, "MAX_STAGES": 12, "SK_MIN": 4}
+        | {"PRODUCERS": 2}
     ),
     Stage(
         name="cublas_hgemm",
