@@ -122,8 +122,9 @@ def test_the_launcher_packs_the_stage_arguments():
     drv = FakeDriver([c.c_int32, c.c_int32, c.c_int32, c.c_float, c.c_uint64, c.c_uint64,
                       c.c_float, c.c_uint64])  # fmt: skip
     streams = iter([111, 222])
-    args = (np.int32(1), np.int32(4096), np.int32(-3), np.float32(0.5), device_array(0x7F0000001000),
-            device_array(0x7F0000002000), np.float32(0.0), device_array(0x7F0000003000))  # fmt: skip
+    a, b, c_out = (device_array(p) for p in (0x7F0000001000, 0x7F0000002000, 0x7F0000003000))
+    args = (np.int32(1), np.int32(4096), np.int32(-3), np.float32(0.5), a, b, np.float32(0.0),
+            c_out)  # fmt: skip
     launch = pdl.launcher(0xABC, (128, 1, 1), (512, 1, 1), 0, args, lambda: next(streams), drv)
     launch()
     launch()  # the stream is read at each call (CuPy's current stream, a capture's)

@@ -35,8 +35,9 @@ def pack(args: Sequence[Any]) -> tuple[Any, list[Any]]:
 
     held: list[Any] = []
     for a in args:
+        c: Any
         if isinstance(a, np.generic):
-            c = np.ctypeslib.as_ctypes_type(a.dtype)(a.item())
+            c = np.ctypeslib.as_ctypes_type(a.dtype)(a.item())  # type: ignore[arg-type]
         elif hasattr(a, "data") and hasattr(a.data, "ptr"):
             c = ctypes.c_uint64(int(a.data.ptr))
         elif isinstance(a, int) and not isinstance(a, bool):

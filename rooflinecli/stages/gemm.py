@@ -831,8 +831,12 @@ def _gemv_pdl(p: dict[str, int]) -> Stage:
         "what it shows is in a chain, where a dependent's blocks take SM slots and bandwidth "
         "from the kernel still running",
         tune_space=MappingProxyType(
-            {"PDL_WAIT": (0, 1), "PDL_SIGNAL": (0, 1, 2, 3), "NUM_THREADS": (256, 512),
-             "MIN_BLOCKS": (1, 2)}
+            {
+                "PDL_WAIT": (0, 1),
+                "PDL_SIGNAL": (0, 1, 2, 3),
+                "NUM_THREADS": (256, 512),
+                "MIN_BLOCKS": (1, 2),
+            }
         ),
     )
     return replace(stage, rebuild=lambda q: _gemv_pdl(dict(q)))
@@ -1226,8 +1230,16 @@ STAGES: tuple[Stage, ...] = (
     ),
     _gemv_streamk_mma({"BN": 128, "BK": 64, "STAGES": 5, "NUM_THREADS": 256, "BLOCKS_PER_SM": 2}),
     _gemv_pdl(
-        {"BM": 2, "TM": 2, "BN": 32, "KU": 8, "NUM_THREADS": 512, "MIN_BLOCKS": 1,
-         "PDL_WAIT": 1, "PDL_SIGNAL": 2}
+        {
+            "BM": 2,
+            "TM": 2,
+            "BN": 32,
+            "KU": 8,
+            "NUM_THREADS": 512,
+            "MIN_BLOCKS": 1,
+            "PDL_WAIT": 1,
+            "PDL_SIGNAL": 2,
+        }
     ),
 )
 
