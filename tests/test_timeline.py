@@ -211,3 +211,34 @@ def test_the_cupti_tracer_is_asked_for_by_name(cupti, monkeypatch):
     assert spans.backend == "cupti" and len(spans) == 1
     with pytest.raises(TracingUnavailable, match="PyTorch is not installed"):
         timeline.trace(lambda: None, lambda: None, backend="torch")
+
+
+def test_cupti_refusing_falls_back_to_pytorch(cupti, monkeypatch):
+    def refuse(kind):
+        raise RuntimeError("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED")
+
+    cupti.activity_enable = refuse
+    with pytest.raises(TracingUnavailable, match="CUPTI refused kernel tracing.*MULTIPLE"):
+        timeline.trace(lambda: None, lambda: None, backend="cupti")
+    seen = []
+    prof = fake_torch_profiler([FakeKinetoEvent("k", 10, 5)], seen)
+    monkeypatch.setattr(
+        timeline,
+        "_import",
+        lambda name: SimpleNamespace(cupti=cupti) if name == "cupti" else prof,
+    )
+    replays = []
+    spans = timeline.trace(lambda: replays.append(1), lambda: None)
+    assert spans.backend == "torch" and spans == [timeline.KernelSpan("k", 10, 15)]
+    assert replays == [1]  # the replay ran once, under the tracer that worked
+
+
+def test_a_module_that_does_not_load_is_a_reason(monkeypatch):
+    def importer(name):
+        if name == "cupti":
+            raise OSError("libcupti.so.13: cannot open shared object file")
+        raise ImportError(name)
+
+    monkeypatch.setattr(timeline, "_import", importer)
+    with pytest.raises(TracingUnavailable, match="does not load.*libcupti"):
+        timeline.trace(lambda: None, lambda: None)

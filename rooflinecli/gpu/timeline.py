@@ -60,6 +60,8 @@ def _cupti() -> tuple[Any, str]:
         return None, f"cupti-python is not installed (pip install cupti-python): {e}"
     except AttributeError as e:
         return None, f"cupti-python has no `cupti` module: {e}"
+    except Exception as e:  # the module loads libcupti: a missing or mismatched library
+        return None, f"cupti-python does not load ({type(e).__name__}: {e})"
 
 
 def _torch_profiler() -> tuple[Any, str]:
@@ -95,25 +97,36 @@ class _Collector:
 _collectors: dict[int, _Collector] = {}
 
 
-def _trace_cupti(cupti: Any, replay: Callable[[], None], sync: Callable[[], None]) -> Trace:
+def _start_cupti(cupti: Any) -> _Collector:
+    """The process's collector, its records emptied, CONCURRENT_KERNEL enabled; CUPTI's refusal
+    (another profiler subscribed, a driver it does not support) as TracingUnavailable."""
     collector = _collectors.get(id(cupti))
-    if collector is None:
-        collector = _collectors[id(cupti)] = _Collector(cupti)
-    kind = collector.kernel_kind
-    sync()  # nothing before the replay lands in its records
-    cupti.activity_flush_all(1)
-    with collector.lock:
-        collector.records = []
     try:
-        cupti.activity_enable(kind)
+        if collector is None:
+            collector = _collectors[id(cupti)] = _Collector(cupti)
+        cupti.activity_flush_all(1)  # records from before the window are dropped
+        with collector.lock:
+            collector.records = []
+        cupti.activity_enable(collector.kernel_kind)
+    except Exception as e:
+        if collector is not None:
+            collector.records = None
+        raise TracingUnavailable(f"CUPTI refused kernel tracing ({type(e).__name__}: {e})") from e
+    return collector
+
+
+def _trace_cupti(cupti: Any, replay: Callable[[], None], sync: Callable[[], None]) -> Trace:
+    sync()  # nothing before the replay lands in its records
+    collector = _start_cupti(cupti)
+    try:
         try:
             replay()
             sync()
         finally:
-            cupti.activity_disable(kind)
+            cupti.activity_disable(collector.kernel_kind)
         cupti.activity_flush_all(1)  # 1: forced, incomplete buffers too
         with collector.lock:
-            spans = collector.records
+            spans = collector.records or []
     finally:
         with collector.lock:
             collector.records = None
@@ -174,7 +187,12 @@ def trace(
     if backend in (None, "cupti"):
         cupti, why = _cupti()
         if cupti is not None:
-            return _trace_cupti(cupti, replay, sync)
+            try:
+                return _trace_cupti(cupti, replay, sync)
+            except TracingUnavailable as e:  # CUPTI refused before the replay ran
+                if backend == "cupti":
+                    raise
+                why = e.message
         reasons.append(why)
     if backend in (None, "torch"):
         profiler, why = _torch_profiler()

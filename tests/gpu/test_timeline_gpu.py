@@ -36,6 +36,7 @@ def _chain(cp, stage, m=3):
         g = SimpleNamespace(m=m, n=N, k=K, alpha=1.0, beta=0.0, A=xs[i], B=bits[i], C=xs[i + 1],
                             dtype="bf16")  # fmt: skip
         launches.append(runner.launcher(cp, stage, g, arch)[0])
+    cp.cuda.runtime.deviceSynchronize()  # inputs and poison written on the default stream
     stream = cp.cuda.Stream(non_blocking=True)
     with stream:
         stream.begin_capture()
