@@ -6,7 +6,7 @@
 // Where both go is a compile-time choice, because overlap is not free (a dependent's blocks take
 // SM slots and bandwidth from the kernel still running):
 //   PDL_WAIT   0: wait at entry; 1: issue the first step's loads of B (KSTEP x 16 B a thread,
-//              into registers), then wait, then load A.
+//              into registers), and prefetch PDL_PF more steps of it into L2, then wait.
 //   PDL_SIGNAL 0: signal at entry; 1: once the first step's loads of B are issued; 2: after the
 //              main loop (the block's weight stream is done); 3: never (implicit at exit).
 // Without the launch attribute both instructions return at once: the kernel is stage 52's.
@@ -33,6 +33,9 @@
 #ifndef PDL_SIGNAL
 #error "PDL_SIGNAL (0 entry, 1 first step, 2 after the loop, 3 never) must be given as -DPDL_SIGNAL=..."
 #endif
+#ifndef PDL_PF
+#define PDL_PF 0  // steps of B past the first prefetched into L2 before the wait (PDL_WAIT 1)
+#endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1  // blocks per SM ptxas must fit: 1 leaves it the registers to issue a step's
                       // loads at once
@@ -40,6 +43,7 @@
 
 
 #include "elem.cuh"                 // elem_t (fp32, fp16 or bf16 bits), elem_to_float, ..
+#include "ptx_sm80.cuh"             // prefetch.global.L2
 #include "sm90/griddepcontrol.cuh"  // griddepcontrol.wait, griddepcontrol.launch_dependents
 
 constexpr int VEC = 8;                             // columns of C per thread
@@ -61,6 +65,8 @@ static_assert(KSTEP * sizeof(elem_t) % 16 == 0, "A's KSTEP elements per row are 
 static_assert(WARPS * BM * BN * 4 <= 48 * 1024, "the per-warp partial sums fit in 48 KiB");
 static_assert(PDL_WAIT == 0 || PDL_WAIT == 1, "PDL_WAIT is 0 (entry) or 1 (after B's first step)");
 static_assert(PDL_SIGNAL >= 0 && PDL_SIGNAL <= 3, "PDL_SIGNAL is 0, 1, 2 or 3");
+static_assert(PDL_PF >= 0 && (PDL_PF == 0 || PDL_WAIT == 1),
+              "L2 prefetch before the wait needs PDL_WAIT 1 (there is no before at 0)");
 
 // This thread's first step of B is issued (or it has none): signal (PDL_SIGNAL 1), then wait for
 // the previous kernel before anything reads A (PDL_WAIT 1). Once per thread; then a no-op.
@@ -162,6 +168,19 @@ __device__ __forceinline__ void splitk_tile(int M, int N, int K, float alpha,
             for (int u = 0; u < KSTEP; ++u)
 #pragma unroll
                 for (int l = 0; l < LOADS; ++l) braw[u][l] = __ldg(bq + u * ldb + piece[l]);
+#if PDL_PF > 0
+            if (!handed) {  // the next PDL_PF steps of this thread's rows of B, into L2
+#pragma unroll
+                for (int p = 1; p <= PDL_PF; ++p) {
+                    if (k0 + p * KSPLIT * KSTEP + KSTEP > K) break;
+#pragma unroll
+                    for (int u = 0; u < KSTEP; ++u)
+#pragma unroll
+                        for (int l = 0; l < LOADS; ++l)
+                            prefetch_l2(bq + (p * KSPLIT * KSTEP + u) * ldb + piece[l]);
+                }
+            }
+#endif
             hand_over(handed);  // B's loads are in flight; A is the previous kernel's output
 #pragma unroll
             for (int r = 0; r < R; ++r)

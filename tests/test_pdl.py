@@ -58,6 +58,16 @@ def test_the_sass_waits_and_signals_where_the_parameters_say(wait, signal):
     assert ops["FFMA"] > 0 and ops["LDG"] > 0
 
 
+def test_the_l2_prefetch_before_the_wait():
+    stage = stages.BY_NAME["gemv_pdl"]
+    assert opcodes(stage)["CCTL"] == 0
+    pf = stage.with_params({"PDL_PF": 2})
+    assert "prefetches 2 more into L2" in pf.what
+    assert opcodes(pf)["CCTL"] > 0  # prefetch.global.L2
+    with pytest.raises(RooflineError, match="needs PDL_WAIT 1"):
+        compiler.compile_stage(stage.with_params({"PDL_PF": 2, "PDL_WAIT": 0}), "sm_90a", "bf16")
+
+
 def test_stage_52_has_neither():
     ops = opcodes(stages.BY_NAME["gemv_splitk"])
     assert ops[WAIT] == 0 and ops[SIGNAL] == 0

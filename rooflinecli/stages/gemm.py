@@ -810,6 +810,8 @@ def _gemv_pdl(p: dict[str, int]) -> Stage:
     """Stage 56: stage 52 under programmatic dependent launch; PDL_WAIT and PDL_SIGNAL place
     griddepcontrol.wait and .launch_dependents (kernels/56_gemv_pdl.cu)."""
     wait = {0: "waits at entry", 1: "issues its first step of B, then waits"}[p["PDL_WAIT"]]
+    if p.get("PDL_PF"):
+        wait = wait.replace(", then", f" and prefetches {p['PDL_PF']} more into L2, then")
     signal = {
         0: "signals the next kernel at entry",
         1: "signals once that step is issued",
@@ -834,6 +836,7 @@ def _gemv_pdl(p: dict[str, int]) -> Stage:
             {
                 "PDL_WAIT": (0, 1),
                 "PDL_SIGNAL": (0, 1, 2, 3),
+                "PDL_PF": (0, 2),
                 "NUM_THREADS": (256, 512),
                 "MIN_BLOCKS": (1, 2),
             }
@@ -1239,6 +1242,7 @@ STAGES: tuple[Stage, ...] = (
             "MIN_BLOCKS": 1,
             "PDL_WAIT": 1,
             "PDL_SIGNAL": 2,
+            "PDL_PF": 0,
         }
     ),
 )
