@@ -28,3 +28,8 @@ class Inconclusive(RooflineError):
     """A verdict the measurements cannot support either way (too noisy). Exit code 3."""
 
     exit_code = 3
+
+
+class TracingUnavailable(RooflineError):
+    """No kernel tracer works here (neither cupti-python nor PyTorch's profiler); the message
+    says why. Exit code 2."""

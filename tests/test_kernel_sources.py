@@ -40,6 +40,7 @@ OPERATIONS = {
     "sm70/named_barrier.cuh": ("bar.sync", "bar.arrive"),
     "sm90/cluster.cuh": ("mapa", "mbarrier.arrive.shared::cluster", "barrier.cluster"),
     "sm90/fence.cuh": ("fence.proxy.async",),
+    "sm90/griddepcontrol.cuh": ("griddepcontrol.",),
     "sm90/mbarrier.cuh": ("mbarrier.", "{ .reg .b64 state; mbarrier.", "{ .reg .pred p; mbarrier.",
                           "fence.mbarrier_init"),
     "sm90/red.cuh": ("red.global",),
@@ -79,15 +80,18 @@ WORKLOG_COPIES: dict[str, set[str]] = {
     "start": {"13", "29"},
     "next": {"13", "29"},
     "store_block": {"24", "25", "26"},  # the WGMMA accumulator layout's register epilogue
-    # 16 bytes of B to floats (stage 52 = stage 51's loads, split K; 54 = 52's, stream-K)
-    "unpack16": {"51", "52", "54"},
+    # 16 bytes of B to floats (stage 52 = stage 51's loads, split K; 54 = 52's, stream-K; 56 =
+    # 52's under programmatic dependent launch)
+    "unpack16": {"51", "52", "54", "56"},
     "pick_rows": {
         "51",
         "52",
         "54",
+        "56",
     },  # rows of C per thread chosen at run time from a template ladder
-    "element": {"52", "54"},  # one element of 16 bytes of A as a float
-    "fma_row": {"52", "54"},  # the scalar path: one row of B times A's column
+    "element": {"52", "54", "56"},  # one element of 16 bytes of A as a float
+    "fma_row": {"52", "54", "56"},  # the scalar path: one row of B times A's column
+    "splitk_tile": {"52", "56"},
 }
 
 

@@ -113,6 +113,11 @@ __device__ __forceinline__ uint4 ld_nc_na_l2_256b_v4(const void* p) {
     return v;
 }
 
+// prefetch.global.L2: bring the line holding the address into L2; no register, no wait.
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
 // ---- cp.async: global -> shared without passing through registers ----
 
 // cp.async.cg 16 bytes, bypassing L1; src_bytes < 16 zero-fills the rest (0: reads nothing).

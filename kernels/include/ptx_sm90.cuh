@@ -13,6 +13,7 @@
 #include "sm70/named_barrier.cuh"  // bar.sync / bar.arrive with an id and a thread count
 #include "sm90/cluster.cuh"        // mapa, arrivals on a peer's mbarrier, the cluster barrier
 #include "sm90/fence.cuh"          // fence.proxy.async
+#include "sm90/griddepcontrol.cuh" // griddepcontrol.wait / .launch_dependents (PDL)
 #include "sm90/mbarrier.cuh"       // mbarrier init, arrive (expect_tx), try_wait.parity
 #include "sm90/red.cuh"            // red.global.add.v4.f32
 #include "sm90/setmaxnreg.cuh"     // setmaxnreg.dec / .inc

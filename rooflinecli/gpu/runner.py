@@ -362,6 +362,13 @@ def launcher(  # type: ignore[no-untyped-def]
     def kernel() -> None:
         fn(grid, block, args, shared_mem=smem)
 
+    if stage.pdl:  # cuLaunchKernelEx with programmatic stream serialization, on CuPy's stream
+        from rooflinecli.gpu import pdl
+
+        kernel = pdl.launcher(
+            fn.ptr, grid, block, smem, args, lambda: cp.cuda.get_current_stream().ptr
+        )
+
     def launch() -> None:
         if convert is not None:
             convert()

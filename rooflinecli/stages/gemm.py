@@ -133,6 +133,9 @@ class Stage:
     # `--stages best` runs that one in its place (rooflinecli/stages/dispatch.py)
     any_pitch: str = ""
     any_pitch_params: tuple[str, ...] = ()
+    # launched with programmatic dependent launch (cuLaunchKernelEx, programmatic stream
+    # serialization): it may start while the kernel before it on the stream drains
+    pdl: bool = False
     # rebuilds the entry from other params (tile, threads, intensities follow the params)
     rebuild: Callable[[Mapping[str, int]], Stage] | None = field(default=None, compare=False)
 
@@ -846,6 +849,45 @@ def _gemv_splitk(p: dict[str, int], name: str = "gemv_splitk", **extra: Any) -> 
     return replace(stage, rebuild=lambda q: _gemv_splitk(dict(q), name, **extra))
 
 
+def _gemv_pdl(p: dict[str, int]) -> Stage:
+    """Stage 56: stage 52 under programmatic dependent launch; PDL_WAIT and PDL_SIGNAL place
+    griddepcontrol.wait and .launch_dependents (kernels/56_gemv_pdl.cu)."""
+    wait = {0: "waits at entry", 1: "issues its first step of B, then waits"}[p["PDL_WAIT"]]
+    if p.get("PDL_PF"):
+        wait = wait.replace(", then", f" and prefetches {p['PDL_PF']} more into L2, then")
+    signal = {
+        0: "signals the next kernel at entry",
+        1: "signals once that step is issued",
+        2: "signals after its weight stream",
+        3: "signals only by exiting",
+    }[p["PDL_SIGNAL"]]
+    stage = _decode(
+        "gemv_pdl",
+        f"stage 52 under programmatic dependent launch: in a chain a kernel starts while the "
+        f"previous one drains; it {wait} for the previous output (A), and {signal}",
+        "56_gemv_pdl.cu",
+        p,
+        per_thread=(p["TM"], _VEC),
+        threads=(p["NUM_THREADS"], 1),
+        tile=(p["BM"], p["BN"]),
+        min_cc=90,
+        pdl=True,
+        slower_because="alone (no kernel before it) it is stage 52 plus two instructions; "
+        "what it shows is in a chain, where a dependent's blocks take SM slots and bandwidth "
+        "from the kernel still running",
+        tune_space=MappingProxyType(
+            {
+                "PDL_WAIT": (0, 1),
+                "PDL_SIGNAL": (0, 1, 2, 3),
+                "PDL_PF": (0, 2),
+                "NUM_THREADS": (256, 512),
+                "MIN_BLOCKS": (1, 2),
+            }
+        ),
+    )
+    return replace(stage, rebuild=lambda q: _gemv_pdl(dict(q)))
+
+
 def _gemv_wmma(p: dict[str, int]) -> Stage:
     """Stage 53: stage 52's in-block split-K on Tensor Cores (WMMA 16x16x16, FP16/BF16 only).
     Per warp a region of dynamic shared memory holds its KW x BN slice of B and BM x KW of A
@@ -1238,6 +1280,19 @@ STAGES: tuple[Stage, ...] = (
         {"TM": 1, "BN": 256, "U": 16, "NUM_THREADS": 256, "BLOCKS_PER_SM": 2, "L2PF": 0, "PIPE": 0}
     ),
     _gemv_streamk_mma({"BN": 128, "BK": 64, "STAGES": 5, "NUM_THREADS": 256, "BLOCKS_PER_SM": 2}),
+    _gemv_pdl(
+        {
+            "BM": 2,
+            "TM": 2,
+            "BN": 32,
+            "KU": 8,
+            "NUM_THREADS": 512,
+            "MIN_BLOCKS": 1,
+            "PDL_WAIT": 1,
+            "PDL_SIGNAL": 2,
+            "PDL_PF": 0,
+        }
+    ),
 )
 
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}
