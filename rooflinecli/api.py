@@ -887,6 +887,9 @@ def run_chain(
             cub.update(fair)
         roofs.add_reference_ratios(recs)
         records += recs
+        import gc
+
+        gc.collect()  # the chain's buffers, before the next batch's
         cp.get_default_memory_pool().free_all_blocks()
         _free_torch_cache()
     settings = {

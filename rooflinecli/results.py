@@ -614,9 +614,7 @@ def _check_chain(rec: dict[str, Any], where: str) -> None:
         raise RooflineError(f"{where}: a chain record lists its GEMMs ('gemms')")
     for j, g in enumerate(gemms):
         if not isinstance(g, dict) or any(f not in g for f in CHAIN_GEMM_FIELDS):
-            raise RooflineError(
-                f"{where}: gemms[{j}] must give {', '.join(CHAIN_GEMM_FIELDS)}"
-            )
+            raise RooflineError(f"{where}: gemms[{j}] must give {', '.join(CHAIN_GEMM_FIELDS)}")
         for f in ("m", "n", "k"):
             v = g[f]
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:

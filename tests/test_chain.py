@@ -101,7 +101,11 @@ class _Emulated:
         cp, b, dt = self.bufs.cp, self.bufs, self.bufs.dtype
         for x in b.chain.links:
             a = gpu_chain.as_f32(cp, b.input_of(x), dt)
-            w = b.w[(x.index + 5) % len(b.w)] if self.wrong == "weights" and x.index == 2 else b.w[x.index]
+            w = (
+                b.w[(x.index + 5) % len(b.w)]
+                if self.wrong == "weights" and x.index == 2
+                else b.w[x.index]
+            )
             y = a @ gpu_chain.as_f32(cp, w, dt)
             if self.wrong == "skip" and x.index == 1:
                 y = a[:, : x.n] if a.shape[1] >= x.n else np.resize(a, y.shape)
@@ -118,8 +122,12 @@ class _Emulated:
             for o in b.out:
                 gpu_chain.poison(o, b.dtype)
 
-        return gpu_chain.Way("best", replay=self.run, eager=self.run, poison=poison_all,
-                             outputs=lambda: [b.out[b.chain.early], b.out[b.chain.last]])  # fmt: skip
+        def outputs() -> list:
+            return [b.out[b.chain.early], b.out[b.chain.last]]
+
+        return gpu_chain.Way(
+            "best", replay=self.run, eager=self.run, poison=poison_all, outputs=outputs
+        )
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
@@ -235,7 +243,9 @@ def test_chain_document_round_trip(tmp_path):
     assert ours["op"] == "chain" and ours["chain_version"] == results.CHAIN_VERSION
     assert ours["layers"] == 32 and ours["layers_run"] == 2 and ours["scale"] > 10
     assert ours["time_ms"] == pytest.approx(np.median(ours["samples_ms"]))
-    assert ours["samples_ms"][0] == pytest.approx(ours["samples_run_ms"][0] * ours["scale"], rel=1e-5)
+    assert ours["samples_ms"][0] == pytest.approx(
+        ours["samples_run_ms"][0] * ours["scale"], rel=1e-5
+    )
     assert ours["flops"] == chain.build(llm.resolve("llama-7b"), 1).flops()
     assert ours["ai_ideal"] == pytest.approx(model.intensity(ours["flops"], ours["bytes_ideal"]))
     assert ours["tflops"] == pytest.approx(model.tflops(ours["flops"], ours["time_ms"]))

@@ -270,7 +270,9 @@ def run_chain(
     from rooflinecli.present import document
 
     if stage_list is not None and stage_list.strip() != "best":
-        raise RooflineError("--chain runs --stages best (one stage per GEMM shape): leave out --stages")
+        raise RooflineError(
+            "--chain runs --stages best (one stage per GEMM shape): leave out --stages"
+        )
     if gemm_arg or extra_stages:
         raise RooflineError("--chain runs the whole token: leave out --gemms and --extra-stage")
     if dtype not in chain.CHAIN_DTYPES:

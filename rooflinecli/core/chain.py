@@ -273,7 +273,9 @@ def judge(rel: float, rms: float, ref_rms: float, finite: bool, bound: float) ->
         return Verdict(False, rel, bound, rms, "the reference is zero")
     lo, hi = RMS_RANGE
     if not lo * ref_rms <= rms <= hi * ref_rms:
-        return Verdict(False, rel, bound, rms, f"RMS {rms:.3g} against the reference's {ref_rms:.3g}")
+        return Verdict(
+            False, rel, bound, rms, f"RMS {rms:.3g} against the reference's {ref_rms:.3g}"
+        )
     if not rel <= bound:
         return Verdict(False, rel, bound, rms, f"relative error {rel:.3g} above {bound:.3g}")
     return Verdict(True, rel, bound, rms)
@@ -348,8 +350,7 @@ def fairness(cublas_ms: float | None, torch_ms: float | None) -> dict[str, Any]:
     ratio = cublas_ms / torch_ms
     fair = abs(ratio - 1.0) <= FAIR_WITHIN
     words = (
-        f"fair: the cuBLAS chain is {ratio:.3f}x PyTorch's graph chain (within "
-        f"{FAIR_WITHIN:.0%})"
+        f"fair: the cuBLAS chain is {ratio:.3f}x PyTorch's graph chain (within {FAIR_WITHIN:.0%})"
         if fair
         else f"NOT a fair baseline: the cuBLAS chain is {ratio:.3f}x PyTorch's graph chain "
         f"(more than {FAIR_WITHIN:.0%} apart)"

@@ -117,6 +117,8 @@ def _cupy_way(cp, stream, name: str, bufs: Buffers, launches: list[Callable[[], 
             for f in launches:
                 f()
 
+    eager()  # first launches outside the capture: modules loaded, cuBLAS's workspace set up
+    stream.synchronize()
     with stream:
         stream.begin_capture()
         try:
@@ -364,7 +366,9 @@ def record(c: chainmod.Chain, full: chainmod.Chain, way: Way, dtype: str, spec: 
         rec["samples_run_ms"] = [round(s, 6) for s in way.samples_ms]
     checks = way.checks
     if checks:
-        rec["verified"] = bool(checks.get("eager", {}).get("ok") and checks.get("replayed", {}).get("ok"))
+        rec["verified"] = bool(
+            checks.get("eager", {}).get("ok") and checks.get("replayed", {}).get("ok")
+        )
         last = checks.get("replayed", {}).get("last", {})
         rec["rel_error"] = last.get("rel_error")
         rec["checks"] = checks
@@ -408,12 +412,22 @@ def run_chain(
     log: Callable[[str], None] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Build, verify (eager and replayed), time interleaved, trace: (records, clock)."""
+    import time
+
     cp = device.cupy()
-    say = log or (lambda _m: None)
+    t0 = time.perf_counter()
+
+    def say(what: str) -> None:
+        if log is not None:
+            log(f"[{time.perf_counter() - t0:6.2f} s] {c.what} b{c.batch} {dtype}: {what}")
+
     stream = cp.cuda.Stream(non_blocking=True)
     bufs = Buffers(cp, c, dtype, seed)
+    cp.cuda.runtime.deviceSynchronize()
+    say(f"{len(c.links)} GEMMs, {c.weight_bytes(dtype) / 1e9:.2f} GB of weights generated")
     ref = bufs.reference()
     cp.cuda.runtime.deviceSynchronize()
+    say("float32 reference done")
     built: list[Way] = []
     for name in ways:
         try:
@@ -423,20 +437,35 @@ def run_chain(
                 w = cublas(cp, stream, bufs, reference, arch)
             else:
                 w = torch_way(cp, stream, bufs)
-        except RooflineError as e:
-            w = Way(name, absent=str(e))
+        except Exception as e:  # recorded as absent with the reason; the other ways go on
+            w = Way(name, absent=f"could not be built: {type(e).__name__}: {e}")
         built.append(w)
+        say(f"{name} captured" if w.absent is None else f"{name} absent: {w.absent}")
     live = [w for w in built if w.absent is None]
     for w in live:  # each way checks its own buffers: poisoned, run, checked, eager then graph
         w.checks = {"eager": verify(cp, w, ref, bufs, False),
                     "replayed": verify(cp, w, ref, bufs, True)}  # fmt: skip
         say(f"{w.name}: eager {w.checks['eager']['ok']}, replayed {w.checks['replayed']['ok']}")
     clock = time_ways(cp, stream, live, warmup, repeats) if live else {}
+    say(
+        "timed: "
+        + ", ".join(
+            f"{w.name} {statistics.median(w.samples_ms) * 1e3:.1f} us" for w in live if w.samples_ms
+        )
+    )
     for w in live:  # the output of the last timed replay, checked too
         w.checks["timed"] = verify_last(cp, w, ref, bufs)
     for w in live:
         med = statistics.median(w.samples_ms) if w.samples_ms else 0.0
         w.trace = trace_way(cp, stream, w, len(c.links), med)
+        say(
+            f"{w.name} timeline: "
+            + (
+                w.trace.get("timeline_reason")
+                or f"traced {w.trace['traced_token_us']:.1f} us, "
+                f"gaps {100 * w.trace['gap_share']:.1f}%"
+            )
+        )
     by = {w.name: w for w in built}
     ref_way = by.get(CUBLAS) if by.get(CUBLAS) and by[CUBLAS].absent is None else None
     scale = chainmod.token_scale(c, full, dtype)

@@ -81,14 +81,20 @@ def chain_lines(doc: dict[str, Any]) -> list[str]:
     from rooflinecli import names
 
     lines: list[str] = []
-    chains = list(dict.fromkeys(r.get("workload") for r in doc["records"] if r.get("op") == "chain"))
+    chains = list(
+        dict.fromkeys(r.get("workload") for r in doc["records"] if r.get("op") == "chain")
+    )
     for workload in chains:
-        recs = [r for r in doc["records"] if r.get("op") == "chain" and r.get("workload") == workload]
+        recs = [
+            r for r in doc["records"] if r.get("op") == "chain" and r.get("workload") == workload
+        ]
         ways = []
         for r in recs:
             t = r.get("time_us_per_token")
-            what = f"{t:,.1f} us" if r.get("time_ms") and t else (
-                "failed verification" if r.get("verified") is False else "absent"
+            what = (
+                f"{t:,.1f} us"
+                if r.get("time_ms") and t
+                else ("failed verification" if r.get("verified") is False else "absent")
             )
             gap = r.get("gap_share")
             if gap is not None:
@@ -97,7 +103,10 @@ def chain_lines(doc: dict[str, Any]) -> list[str]:
         r0 = recs[0]
         text = f"{names.plain(str(workload))}: " + ", ".join(ways)
         if r0.get("layers") and r0.get("layers_run") != r0.get("layers"):
-            text += f"; {r0.get('layers_run')} of {r0.get('layers')} layers ran, scaled x{r0.get('scale'):.3f}"
+            text += (
+                f"; {r0.get('layers_run')} of {r0.get('layers')} layers ran, "
+                f"scaled x{r0.get('scale'):.3f}"
+            )
         lines.append(text)
         fair = next((r.get("fairness") for r in recs if r.get("fairness")), None)
         if fair:
