@@ -839,7 +839,7 @@ def run_chain(
     GPU's memory does not hold them). The chain document."""
     from rooflinecli import plan
     from rooflinecli.core import chain
-    from rooflinecli.gpu import chain as gpu_chain
+    from rooflinecli.gpu import chain_runner
     from rooflinecli.gpu.loop import setup
     from rooflinecli.stages import compiler, gemm
 
@@ -866,7 +866,7 @@ def run_chain(
         run = full
         if shape is None:
             copies = 1 + ("torch" in ways)
-            fit = gpu_chain.fit_layers(cp, preset, full.batch, dtype, copies)
+            fit = chain_runner.fit_layers(cp, preset, full.batch, dtype, copies)
             if fit < 1:
                 raise RooflineError(
                     f"out of device memory: not one layer of {preset.name} fits at batch "
@@ -875,7 +875,7 @@ def run_chain(
             want = min(fit, layers or preset.layers)
             if want < preset.layers:
                 run = chain.build(preset, full.batch, want)
-        recs, _clock = gpu_chain.run_chain(
+        recs, _clock = chain_runner.run_chain(
             run, full, dtype, stages, reference, spec, arch, dev["sm_count"], seed=seed,
             warmup=warmup, repeats=repeats, ways=tuple(ways), log=log,
         )  # fmt: skip

@@ -18,7 +18,7 @@ from rooflinecli import results
 from rooflinecli.cli import cli
 from rooflinecli.core import chain, llm, model
 from rooflinecli.core.specs import resolve as resolve_spec
-from rooflinecli.gpu import chain as gpu_chain
+from rooflinecli.gpu import chain_runner
 from rooflinecli.gpu import runner as gemm_runner
 
 SMALL = {"d_model": 64, "layers": 3, "heads": 4, "kv_heads": 2, "head_dim": 16, "ffn": 96,
@@ -94,19 +94,19 @@ class _Emulated:
     """A way that computes the chain in NumPy, rounding each output to the dtype as the GPU's
     do (float32 accumulation), into the chain's buffers; `wrong` breaks it on purpose."""
 
-    bufs: gpu_chain.Buffers
+    bufs: chain_runner.Buffers
     wrong: str = ""
 
     def run(self) -> None:
         cp, b, dt = self.bufs.cp, self.bufs, self.bufs.dtype
         for x in b.chain.links:
-            a = gpu_chain.as_f32(cp, b.input_of(x), dt)
+            a = chain_runner.as_f32(cp, b.input_of(x), dt)
             w = (
                 b.w[(x.index + 5) % len(b.w)]
                 if self.wrong == "weights" and x.index == 2
                 else b.w[x.index]
             )
-            y = a @ gpu_chain.as_f32(cp, w, dt)
+            y = a @ chain_runner.as_f32(cp, w, dt)
             if self.wrong == "skip" and x.index == 1:
                 y = a[:, : x.n] if a.shape[1] >= x.n else np.resize(a, y.shape)
             if self.wrong == "zero" and x.index == b.chain.last:
@@ -115,17 +115,17 @@ class _Emulated:
                 continue
             b.out[x.index][...] = gemm_runner.store(cp, y.astype(np.float32), dt)
 
-    def way(self) -> gpu_chain.Way:
+    def way(self) -> chain_runner.Way:
         b = self.bufs
 
         def poison_all() -> None:
             for o in b.out:
-                gpu_chain.poison(o, b.dtype)
+                chain_runner.poison(o, b.dtype)
 
         def outputs() -> list:
             return [b.out[b.chain.early], b.out[b.chain.last]]
 
-        return gpu_chain.Way(
+        return chain_runner.Way(
             "best", replay=self.run, eager=self.run, poison=poison_all, outputs=outputs
         )
 
@@ -133,9 +133,9 @@ class _Emulated:
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 def test_the_bound_passes_a_right_chain_and_fails_wrong_ones(dtype):
     cp = FakeCupy()
-    bufs = gpu_chain.Buffers(cp, chain.build(small(), 3), dtype, seed=1)
+    bufs = chain_runner.Buffers(cp, chain.build(small(), 3), dtype, seed=1)
     ref = bufs.reference()
-    right = gpu_chain.verify(cp, _Emulated(bufs).way(), ref, bufs, replayed=True)
+    right = chain_runner.verify(cp, _Emulated(bufs).way(), ref, bufs, replayed=True)
     assert right["ok"], right
     bound = chain.tolerance(dtype, len(bufs.chain.links), max(x.k for x in bufs.chain.links))
     assert right["last"]["tolerance"] == pytest.approx(bound)
@@ -143,7 +143,7 @@ def test_the_bound_passes_a_right_chain_and_fails_wrong_ones(dtype):
     # the weights' scale keeps the activations near the input's RMS (0.58) after 16 GEMMs
     assert 0.2 < right["last"]["reference_rms"] < 2.0
     for wrong in ("weights", "skip", "zero", "unwritten"):
-        got = gpu_chain.verify(cp, _Emulated(bufs, wrong).way(), ref, bufs, replayed=False)
+        got = chain_runner.verify(cp, _Emulated(bufs, wrong).way(), ref, bufs, replayed=False)
         assert got["ok"] is False, wrong
         assert got["last"]["reason"], wrong
 
@@ -195,9 +195,9 @@ def test_fairness_verdict():
     assert chain.fairness(1.0, None)["fair_baseline"] is None
 
 
-def _way(name: str, samples: list[float], stages: list[str], ok: bool = True) -> gpu_chain.Way:
+def _way(name: str, samples: list[float], stages: list[str], ok: bool = True) -> chain_runner.Way:
     check = {"ok": ok, "last": {"ok": ok, "rel_error": 0.01}, "early": {"ok": ok}}
-    w = gpu_chain.Way(name, stages=stages, samples_ms=samples)
+    w = chain_runner.Way(name, stages=stages, samples_ms=samples)
     w.checks = {"eager": check, "replayed": check, "timed": check}
     return w
 
@@ -219,7 +219,9 @@ def chain_doc(speed: float = 1.0, traced: bool = True) -> dict:
             ours.trace = {"kernel_us": [20.0] * n, "gap_before_us": [0.0] + [2.0] * (n - 1),
                           "traced_token_us": 240.0, "tracing_overhead": 0.01,
                           "gap_share": 20 / 240}  # fmt: skip
-        recs = [gpu_chain.record(run, full, w, "bf16", spec, scale, cub) for w in (ours, cub, tor)]
+        recs = [
+            chain_runner.record(run, full, w, "bf16", spec, scale, cub) for w in (ours, cub, tor)
+        ]
         recs[1].update(chain.fairness(recs[1]["time_ms"], recs[2]["time_ms"]))
         from rooflinecli.core import roofs
 
@@ -275,6 +277,7 @@ def test_show_gate_compare_and_plot_read_chain_documents(runner, tmp_path):
     assert "Chain llama-7b:chain:b1 bf16" in r.output
     assert "fair: the cuBLAS chain" in r.output
     assert "2 of 32 layers ran" in r.output and "gaps 8.3%" in r.output
+    assert "best timeline: traced token 240.0 us (+1.0% against untraced)" in r.output
     r = runner.invoke(cli, ["show", a, "--format", "json"])
     assert r.exit_code == 0, r.output
     r = runner.invoke(cli, ["compare", a, b, "--format", "json"])

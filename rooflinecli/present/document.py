@@ -108,6 +108,18 @@ def chain_lines(doc: dict[str, Any]) -> list[str]:
                 f"scaled x{r0.get('scale'):.3f}"
             )
         lines.append(text)
+        for r in recs:
+            traced = r.get("traced_token_us")
+            if traced and r.get("gemms"):
+                kernels = sum(g.get("kernel_us") or 0.0 for g in r["gemms"])
+                gaps = sum(g.get("gap_before_us") or 0.0 for g in r["gemms"])
+                over = r.get("tracing_overhead")
+                lines.append(
+                    f"{names.plain(str(workload))} {names.plain(str(r['stage']))} timeline: "
+                    f"traced token {traced:,.1f} us"
+                    + (f" ({100 * over:+.1f}% against untraced)" if over is not None else "")
+                    + f", kernels {kernels:,.1f} us, gaps {gaps:,.1f} us"
+                )
         fair = next((r.get("fairness") for r in recs if r.get("fairness")), None)
         if fair:
             lines.append(f"{names.plain(str(workload))}: {names.plain(str(fair))}")

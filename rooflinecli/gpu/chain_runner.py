@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rooflinecli import results
-from rooflinecli.core import chain as chainmod
-from rooflinecli.core import model, roofs
+from rooflinecli.core import chain, model, roofs
 from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device, runner
@@ -75,7 +74,7 @@ def poison(x, dtype: str) -> None:  # type: ignore[no-untyped-def]
 class Buffers:
     """The chain's weights (distinct per link), the token input and every link's output."""
 
-    def __init__(self, cp, c: chainmod.Chain, dtype: str, seed: int) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, cp, c: chain.Chain, dtype: str, seed: int) -> None:  # type: ignore[no-untyped-def]
         self.cp, self.chain, self.dtype = cp, c, dtype
         rng = cp.random.default_rng(seed)
         m = c.batch
@@ -83,13 +82,13 @@ class Buffers:
         self.w: list[Any] = []
         for link in c.links:  # generated on the GPU, one link at a time
             u = rng.random((link.k, link.n), dtype=cp.float32)
-            u *= 2 * chainmod.weight_scale(link.k)
-            u -= chainmod.weight_scale(link.k)
+            u *= 2 * chain.weight_scale(link.k)
+            u -= chain.weight_scale(link.k)
             self.w.append(runner.store(cp, u, dtype))
             del u
         self.out = [cp.empty((m, link.n), dtype=self.x.dtype) for link in c.links]
 
-    def input_of(self, link: chainmod.Link, outs: list[Any] | None = None):  # type: ignore[no-untyped-def]
+    def input_of(self, link: chain.Link, outs: list[Any] | None = None):  # type: ignore[no-untyped-def]
         """The M x K input of a link: the first M*K elements of its source's output."""
         src = self.x if link.source < 0 else (outs or self.out)[link.source]
         return src.ravel()[: link.m * link.k].reshape(link.m, link.k)
@@ -270,7 +269,7 @@ def verify(cp, way: Way, ref: list[Any], bufs: Buffers, replayed: bool) -> dict[
         rel = float(cp.linalg.norm(g - r64)) / ref_norm if finite and ref_norm else math.inf
         rms = float(cp.sqrt(cp.mean(g * g))) if finite else math.inf
         ref_rms = float(cp.sqrt(cp.mean(r64 * r64)))
-        v = chainmod.judge(rel, rms, ref_rms, finite, chainmod.tolerance(dtype, upto, k_max))
+        v = chain.judge(rel, rms, ref_rms, finite, chain.tolerance(dtype, upto, k_max))
         out[tag] = {"ok": v.ok, "rel_error": v.rel_error if math.isfinite(v.rel_error) else None,
                     "tolerance": v.tolerance, "rms": v.rms if math.isfinite(v.rms) else None,
                     "reference_rms": ref_rms, "gemms": upto, "reason": v.reason}  # fmt: skip
@@ -313,7 +312,7 @@ def trace_way(cp, stream, way: Way, gemms: int, untraced_ms: float) -> dict[str,
         return {"timeline_reason": f"no timeline: {e}"}
     except RooflineError as e:  # timeline.TracingUnavailable, with its reason
         return {"timeline_reason": f"no timeline: {e}"}
-    t = chainmod.timeline(spans, gemms)
+    t = chain.timeline(spans, gemms)
     if "traced_token_us" in t and untraced_ms:
         t["tracing_overhead"] = t["traced_token_us"] / (untraced_ms * 1e3) - 1.0
     return t
@@ -323,10 +322,10 @@ def fit_layers(cp, preset: Any, batch: int, dtype: str, copies: int) -> int:  # 
     free, _total = cp.cuda.runtime.memGetInfo()
     pool = cp.get_default_memory_pool()
     free += pool.free_bytes()  # CuPy's cached blocks are free for these buffers too
-    return chainmod.layers_that_fit(preset, batch, dtype, int(free), copies)
+    return chain.layers_that_fit(preset, batch, dtype, int(free), copies)
 
 
-def record(c: chainmod.Chain, full: chainmod.Chain, way: Way, dtype: str, spec: Spec,
+def record(c: chain.Chain, full: chain.Chain, way: Way, dtype: str, spec: Spec,
            scale: float, ref_way: Way | None) -> dict[str, Any]:  # fmt: skip
     """A chain record: the token's FLOPs and bytes (the whole model's), its time (the median
     replay, times `scale` for a shortened chain), every sample, the checks, per GEMM its shape
@@ -350,7 +349,7 @@ def record(c: chainmod.Chain, full: chainmod.Chain, way: Way, dtype: str, spec: 
         "layers": full.layers,
         "layers_run": c.layers_run,
         "scale": scale,
-        "scale_rule": chainmod.SCALE_RULE if scale != 1.0 else None,
+        "scale_rule": chain.SCALE_RULE if scale != 1.0 else None,
         "token_bytes": nbytes,
         "weight_bytes": full.weight_bytes(dtype),
         "replay": "CUDA graph, whole tokens",
@@ -372,7 +371,7 @@ def record(c: chainmod.Chain, full: chainmod.Chain, way: Way, dtype: str, spec: 
         last = checks.get("replayed", {}).get("last", {})
         rec["rel_error"] = last.get("rel_error")
         rec["checks"] = checks
-        rec["tolerance_rule"] = chainmod.TOLERANCE_RULE
+        rec["tolerance_rule"] = chain.TOLERANCE_RULE
         if rec["verified"] is False:
             rec["time_ms"] = rec["tflops"] = None
     rec["gemms"] = [
@@ -397,8 +396,8 @@ def record(c: chainmod.Chain, full: chainmod.Chain, way: Way, dtype: str, spec: 
 
 
 def run_chain(
-    c: chainmod.Chain,
-    full: chainmod.Chain,
+    c: chain.Chain,
+    full: chain.Chain,
     dtype: str,
     picks: dict[tuple[int, int, int], Any],
     reference: Any,
@@ -468,7 +467,7 @@ def run_chain(
         )
     by = {w.name: w for w in built}
     ref_way = by.get(CUBLAS) if by.get(CUBLAS) and by[CUBLAS].absent is None else None
-    scale = chainmod.token_scale(c, full, dtype)
+    scale = chain.token_scale(c, full, dtype)
     recs = [record(c, full, w, dtype, spec, scale, ref_way) for w in built]
     for r in recs:
         r.update(clock)
