@@ -25,6 +25,8 @@ from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device, runner
 
 OURS, CUBLAS, TORCH = "best", "cublas", "torch"
+CUBLAS_WORKSPACE_BYTES = 32 << 20
+_cublas_spaces: dict[int, Any] = {}
 WAYS = (OURS, CUBLAS, TORCH)
 
 
@@ -165,6 +167,11 @@ def cublas(cp, stream, bufs: Buffers, reference: Any, arch: str) -> Way:  # type
     from cupy_backends.cuda.libs import cublas as lib
 
     handle = cp.cuda.device.get_cublas_handle()
+    set_workspace = getattr(lib, "setWorkspace", None)
+    if set_workspace is not None and handle not in _cublas_spaces:
+        # a workspace of its own, nothing to allocate under capture; kept for the handle's life
+        _cublas_spaces[handle] = space = cp.empty(CUBLAS_WORKSPACE_BYTES, dtype=cp.uint8)
+        set_workspace(handle, space.data.ptr, CUBLAS_WORKSPACE_BYTES)
     launches: list[Callable[[], None]] = [lambda: lib.setStream(handle, stream.ptr)]
     for link in bufs.chain.links:
         ops = Operands(link.m, link.n, link.k, bufs.input_of(link), bufs.w[link.index],
