@@ -82,6 +82,25 @@ class FakeCupy:
                 def memGetInfo():  # noqa: N802
                     return (free, free)
 
+            class Event(FakeCuda.Event):
+                def record(self, stream=None):  # type: ignore[no-untyped-def]
+                    pass
+
+            class Stream:
+                ptr = 0
+
+                def __init__(self, non_blocking: bool = False) -> None:
+                    pass
+
+                def __enter__(self):  # type: ignore[no-untyped-def]
+                    return self
+
+                def __exit__(self, *exc: object) -> None:
+                    pass
+
+                def synchronize(self) -> None:
+                    pass
+
         self.cuda = _Cuda
 
     def __getattr__(self, name: str):  # type: ignore[no-untyped-def]

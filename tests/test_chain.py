@@ -320,3 +320,95 @@ def test_bad_chain_options_exit_2(runner, args, words):
 def test_chain_shape_needs_chain(runner):
     r = runner.invoke(cli, ["run", "llm", "--chain-shape", "1x8x8"])
     assert r.exit_code == 2 and "--chain-shape needs --chain" in r.output
+
+
+def test_run_chain_verifies_times_and_records_each_way(monkeypatch):
+    """The GPU orchestration with NumPy standing in: each way verified eagerly, replayed and
+    after the timed replays, timed in interleaved rounds, absent ways recorded with the reason,
+    no timeline here (the reason recorded), the records placed and valid."""
+    import sys
+
+    cp = FakeCupy()
+    monkeypatch.setitem(sys.modules, "rooflinecli.gpu.timeline", None)  # no timeline here
+    monkeypatch.setattr(chain_runner.device, "cupy", lambda: cp)
+    monkeypatch.setattr(chain_runner.device, "clock_sampler", lambda: None)
+    order: list[str] = []
+
+    def emulated(name: str, wrong: str = ""):  # type: ignore[no-untyped-def]
+        def build(_cp, _stream, bufs, *_args):  # type: ignore[no-untyped-def]
+            w = _Emulated(bufs, wrong).way()
+            w.name, run = name, w.replay
+            assert run is not None
+
+            def replay() -> None:
+                order.append(name)
+                run()
+
+            w.replay, w.stages = replay, ["emulated"] * len(bufs.chain.links)
+            return w
+
+        return build
+
+    monkeypatch.setattr(chain_runner, "ours", emulated("best"))
+    monkeypatch.setattr(chain_runner, "cublas", emulated("cublas", "weights"))
+
+    def no_torch(*_args):  # type: ignore[no-untyped-def]
+        raise RuntimeError("no PyTorch")
+
+    monkeypatch.setattr(chain_runner, "torch_way", no_torch)
+    p = small()
+    full, run = chain.build(p, 3), chain.build(p, 3, 2)
+    spec = resolve_spec("h200-sxm")
+    recs, _clock = chain_runner.run_chain(run, full, "bf16", {}, None, spec, "sm_90a", 132,
+                                          warmup=2, repeats=4)  # fmt: skip
+    by = {r["stage"]: r for r in recs}
+    assert by["best"]["verified"] is True and by["best"]["repeats"] == 4
+    assert by["best"]["time_ms"] == pytest.approx(chain.token_scale(run, full, "bf16"))
+    assert by["cublas"]["verified"] is False and by["cublas"]["time_ms"] is None
+    assert "no PyTorch" in by["torch"]["error"]
+    assert "no timeline" in by["best"]["timeline_reason"]
+    # rounds alternate which way goes first: 2 warm-up and 4 timed, then the check's replays
+    timed = order[2 : 2 + 12]
+    assert timed[:4] == ["best", "cublas", "cublas", "best"]
+    results.validate(results.new_document(spec.to_dict(), None, recs))
+
+
+def test_trace_way_reads_a_timeline(monkeypatch):
+    """With a timeline module (its interface: trace(replay, sync) -> spans), one replayed token's
+    spans become per-GEMM times and the tracing overhead against the untraced median; a
+    timeline that cannot trace is 'no timeline' with its reason."""
+    import sys
+    import types
+
+    from rooflinecli.errors import RooflineError
+
+    fake = types.ModuleType("rooflinecli.gpu.timeline")
+
+    class TracingUnavailable(RooflineError):
+        pass
+
+    def trace(replay, sync):  # type: ignore[no-untyped-def]
+        replay()
+        sync()
+        return [_Span("k", 0, 10_000), _Span("k", 12_000, 20_000)]
+
+    fake.TracingUnavailable = TracingUnavailable  # type: ignore[attr-defined]
+    fake.trace = trace  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "rooflinecli.gpu.timeline", fake)
+    import rooflinecli.gpu as gpu_package
+
+    monkeypatch.setattr(gpu_package, "timeline", fake, raising=False)
+    ran: list[int] = []
+    way = chain_runner.Way("best", replay=lambda: ran.append(1))
+    stream = FakeCupy().cuda.Stream()
+    t = chain_runner.trace_way(FakeCupy(), stream, way, 2, untraced_ms=0.019)
+    assert ran == [1]
+    assert t["kernel_us"] == [10.0, 8.0] and t["gap_before_us"] == [0.0, 2.0]
+    assert t["tracing_overhead"] == pytest.approx(20.0 / 19.0 - 1)
+
+    def unavailable(replay, sync):  # type: ignore[no-untyped-def]
+        raise TracingUnavailable("cupti-python is not installed")
+
+    fake.trace = unavailable  # type: ignore[attr-defined]
+    t = chain_runner.trace_way(FakeCupy(), stream, way, 2, untraced_ms=0.019)
+    assert t == {"timeline_reason": "no timeline: cupti-python is not installed"}
