@@ -813,3 +813,112 @@ def run_llm(
         "settings": {**measured_doc["settings"], **(settings or {})},
         "records": records,
     }
+
+
+CHAIN_WAYS = ("best", "cublas", "torch")
+
+
+def run_chain(
+    preset: Any,
+    batches: list[int],
+    dtype: str,
+    spec_arg: str | None = None,
+    *,
+    seed: int = 0,
+    warmup: int = 5,
+    repeats: int = 30,
+    shape: tuple[int, int, int] | None = None,
+    ways: Sequence[str] = CHAIN_WAYS,
+    layers: int | None = None,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """One token's weight GEMMs of `preset` as a dependent chain (rooflinecli.core.chain) at
+    each batch, or with `shape` (M, N, K) a chain of that one GEMM (M is the batch): our
+    `--stages best` picks, cuBLAS and PyTorch's F.linear, each from a CUDA graph, timed as
+    whole tokens interleaved, each verified. `layers`: at most this many (fewer where the
+    GPU's memory does not hold them). The chain document."""
+    from rooflinecli import plan
+    from rooflinecli.core import chain
+    from rooflinecli.gpu import chain_runner
+    from rooflinecli.gpu.loop import setup
+    from rooflinecli.stages import compiler, gemm
+
+    if dtype not in chain.CHAIN_DTYPES:
+        raise RooflineError(f"a chain runs {' or '.join(chain.CHAIN_DTYPES)}, not {dtype}")
+    bad = [w for w in ways if w not in CHAIN_WAYS]
+    if bad or not ways:
+        raise RooflineError(f"unknown chain way {', '.join(bad) or '(none)'}; known: "
+                            f"{', '.join(CHAIN_WAYS)}")  # fmt: skip
+    if not 1 <= repeats <= 10000 or not 0 <= warmup <= 1000:
+        raise RooflineError("chain: repeats is 1..10000 and warm-up 0..1000")
+    if shape is not None:
+        batches = [shape[0]]
+    fulls = [chain.single(*shape) if shape else chain.build(preset, b) for b in batches]
+    cp, dev, spec, arch, _cc, _limits = setup(spec_arg)
+    reference = gemm.reference_for(dtype)
+    shapes = list(dict.fromkeys(s for f in fulls for s in f.shapes))
+    picks = plan.picks_for(shapes, dtype, dev["name"])
+    stages = {s: p.stage.for_arch(arch) for s, p in picks.items()}
+    if "best" in ways:
+        compiler.precompile(list({st.name: st for st in stages.values()}.values()), arch, dtype)
+    records: list[dict[str, Any]] = []
+    for full in fulls:
+        run = full
+        if shape is None:
+            copies = 1 + ("torch" in ways)
+            fit = chain_runner.fit_layers(cp, preset, full.batch, dtype, copies)
+            if fit < 1:
+                raise RooflineError(
+                    f"out of device memory: not one layer of {preset.name} fits at batch "
+                    f"{full.batch} {dtype}"
+                )
+            want = min(fit, layers or preset.layers)
+            if want < preset.layers:
+                run = chain.build(preset, full.batch, want)
+        recs, _clock = chain_runner.run_chain(
+            run, full, dtype, stages, reference, spec, arch, dev["sm_count"], seed=seed,
+            warmup=warmup, repeats=repeats, ways=tuple(ways), log=log,
+        )  # fmt: skip
+        by = {r["stage"]: r for r in recs}
+        cub, tor = by.get("cublas"), by.get("torch")
+        fair = chain.fairness(cub.get("time_ms") if cub else None,
+                              tor.get("time_ms") if tor else None)  # fmt: skip
+        if cub is not None:
+            cub.update(fair)
+        roofs.add_reference_ratios(recs)
+        records += recs
+        import gc
+
+        gc.collect()  # the chain's buffers, before the next batch's
+        cp.get_default_memory_pool().free_all_blocks()
+        _free_torch_cache()
+    settings = {
+        "seed": seed,
+        "warmup": warmup,
+        "repeats": repeats,
+        "ways": list(ways),
+        "stages": "best: one stage per GEMM shape from the tune table",
+        "timing": "whole tokens replayed from CUDA graphs, the ways interleaved round by round "
+        "(forward on even rounds, backward on odd), CUDA events around each replay on one "
+        "stream; every sample kept (samples_ms); the median reported; no L2 flush (the "
+        "weights of a token exceed the L2)",
+        "check": "float32 reference of the same chain (CuPy matmuls over the same weights), "
+        "outputs poisoned first; the first layer's and the last output, of an eager run, a "
+        "replayed graph and the last timed replay",
+        "tolerance_rule": chain.TOLERANCE_RULE,
+        "picks": {"x".join(map(str, s)): p.stage.name for s, p in picks.items()},
+    }
+    return results.new_document(
+        spec.to_dict(), dev, records, command=chain.COMMAND,
+        preset=preset.to_dict() if shape is None else None,
+        batches=batches, chain_version=results.CHAIN_VERSION,
+        environment=results.environment(), settings=settings,
+    )  # fmt: skip
+
+
+def _free_torch_cache() -> None:
+    if "torch" in sys.modules:
+        try:
+            sys.modules["torch"].cuda.empty_cache()
+        except Exception:  # a PyTorch without its GPU: nothing cached
+            pass

@@ -22,6 +22,15 @@ SCHEMA = "roofline.results/2"
 # peak_clock_mhz). /1 documents are read too: results.upgrade fills in what it can.
 READABLE = ("roofline.results/1", SCHEMA)
 
+# A token's chain (op "chain", `run llm --chain`): a record per way of running it, its version
+# in chain_version. Its time is the token's (the median replay, scaled where fewer layers ran:
+# scale, layers_run); flops and bytes_ideal are the token's; `gemms` lists every GEMM (name,
+# m, n, k, stage, reads) with, where a timeline traced a replayed token, kernel_us and
+# gap_before_us; the record's traced_token_us, tracing_overhead and gap_share go with them.
+CHAIN_VERSION = "roofline.chain/1"
+CHAIN_GEMM_FIELDS = ("name", "m", "n", "k", "stage")
+CHAIN_GEMM_TIMES = ("kernel_us", "gap_before_us")
+
 # Fields every record carries (null where a field does not apply), in table order.
 RECORD_FIELDS: tuple[str, ...] = (
     "stage",
@@ -65,8 +74,9 @@ RECORD_FIELDS: tuple[str, ...] = (
 # Types of the record fields the renderers compute with, checked on load (null is always
 # allowed: a field that does not apply). Numbers are int or float, never bool.
 TEXT_FIELDS = frozenset(
-    {"kind", "roof", "roof_set", "peak_key", "error", "workload", "gemm", "op", "scores_dtype"}
-)
+    {"kind", "roof", "roof_set", "peak_key", "error", "workload", "gemm", "op", "scores_dtype",
+     "chain_version", "scale_rule", "timeline_reason", "fairness"}
+)  # fmt: skip
 NUMBER_FIELDS = frozenset(
     {f for f in RECORD_FIELDS if f not in {"stage", "dtype", "verified"} | TEXT_FIELDS}
     | {
@@ -78,6 +88,9 @@ NUMBER_FIELDS = frozenset(
         # attention (op "attention"): the shape, and the fused and unfused byte counts
         "heads", "kv_heads", "seq", "head_dim", "bytes_fused", "bytes_unfused", "ai_fused",
         "ai_unfused", "pct_of_torch_flash", "pct_of_torch_cudnn",
+        # a chain (op "chain")
+        "gemm_count", "layers", "layers_run", "token_bytes", "weight_bytes", "traced_token_us",
+        "tracing_overhead", "gap_share", "reference_time_ms", "cublas_over_torch",
     }
 )  # fmt: skip
 SHAPE_FIELDS = ("m", "n", "k")
@@ -99,7 +112,7 @@ DOCUMENT_NAMES = (
 )  # fmt: skip
 # Numbers a record may hold below zero (the GEMM's scalars); every other number of a record is a
 # time, a speed, a count, a size or a ratio: finite and at least 0
-SIGNED_FIELDS = frozenset({"alpha", "beta", "scale"})
+SIGNED_FIELDS = frozenset({"alpha", "beta", "scale", "tracing_overhead"})
 # repeats in ms: each a positive finite number
 SAMPLE_FIELDS = ("samples_ms", "reference_samples_ms")
 # How far a stored tflops or time_ms may lie from what its flops and samples give: rounding (the
@@ -601,6 +614,8 @@ def validate(doc: Any, where: str = "document") -> None:
                 names.check_text(key, f"{where}: record {i}: a field's name")
             keys |= rec.keys()
         _check_types(rec, f"{where}: record {i}")
+        if rec.get("op") == "chain":
+            _check_chain(rec, f"{where}: record {i}")
 
 
 def _short(name: str, limit: int = 60) -> str:
@@ -687,6 +702,30 @@ def _check_types(rec: dict[str, Any], where: str) -> None:
             else:
                 _check_nested(v, f"{where}: {key}")
     _check_consistent(rec, where)
+
+
+def _check_chain(rec: dict[str, Any], where: str) -> None:
+    """A chain record: its version is one this tool reads, and each of its GEMMs names its
+    shape and stage (kernel_us and gap_before_us, where present, are times)."""
+    if rec.get("chain_version") != CHAIN_VERSION:
+        raise RooflineError(
+            f"{where}: chain_version {rec.get('chain_version')!r} is not supported "
+            f"(this tool reads {CHAIN_VERSION})"
+        )
+    gemms = rec.get("gemms")
+    if not isinstance(gemms, list) or not gemms:
+        raise RooflineError(f"{where}: a chain record lists its GEMMs ('gemms')")
+    for j, g in enumerate(gemms):
+        if not isinstance(g, dict) or any(f not in g for f in CHAIN_GEMM_FIELDS):
+            raise RooflineError(f"{where}: gemms[{j}] must give {', '.join(CHAIN_GEMM_FIELDS)}")
+        for f in ("m", "n", "k"):
+            v = g[f]
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise RooflineError(f"{where}: gemms[{j}].{f} must be a whole number >= 1")
+        for f in CHAIN_GEMM_TIMES:
+            v = g.get(f)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v < 0):
+                raise RooflineError(f"{where}: gemms[{j}].{f} must be a time in us (>= 0)")
 
 
 def _json_number(v: float) -> str:

@@ -63,3 +63,55 @@ def fake_run_gemm(fraction: float, placed: bool = False, each=None):  # type: ig
         return {"name": "FAKE H200"}, spec, recs
 
     return run_gemm
+
+
+class FakeCupy:
+    """A CuPy stand-in over NumPy for code that only computes with arrays (the chain's buffers,
+    its float32 reference, its checks): NumPy's functions by CuPy's names, FakeCuda's calls,
+    and the free device memory the test sets."""
+
+    def __init__(self, free_bytes: int = 1 << 40) -> None:
+        import numpy as np
+
+        self._np = np
+        free = free_bytes
+
+        class _Cuda(FakeCuda):
+            class runtime(FakeCuda.runtime):  # noqa: N801
+                @staticmethod
+                def memGetInfo():  # noqa: N802
+                    return (free, free)
+
+            class Event(FakeCuda.Event):
+                def record(self, stream=None):  # type: ignore[no-untyped-def]
+                    pass
+
+            class Stream:
+                ptr = 0
+
+                def __init__(self, non_blocking: bool = False) -> None:
+                    pass
+
+                def __enter__(self):  # type: ignore[no-untyped-def]
+                    return self
+
+                def __exit__(self, *exc: object) -> None:
+                    pass
+
+                def synchronize(self) -> None:
+                    pass
+
+        self.cuda = _Cuda
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self._np, name)
+
+    def get_default_memory_pool(self):  # type: ignore[no-untyped-def]
+        class Pool:
+            def free_bytes(self) -> int:
+                return 0
+
+            def free_all_blocks(self) -> None:
+                pass
+
+        return Pool()

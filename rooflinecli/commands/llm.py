@@ -129,8 +129,9 @@ def model_llm(
 @click.command("llm")
 @preset_options
 @click.option(
-    "--batch", "batch_arg", default="1,16,256", show_default=True, metavar="LIST",
-    help="Tokens decoded together: M of every weight GEMM.",
+    "--batch", "batch_arg", default=None, metavar="LIST",
+    help="Tokens decoded together: M of every weight GEMM. [default: 1,16,256; with --chain "
+    "1,16]",
 )  # fmt: skip
 @click.option(
     "--gemms", "gemm_arg", default=None, metavar="LIST",
@@ -153,6 +154,33 @@ def model_llm(
 )  # fmt: skip
 @max_noise_option
 @click.option("--no-flush", is_flag=True, help="Do not flush the L2 between repeats.")
+@click.option(
+    "--chain", "chain_flag", is_flag=True,
+    help="Run one token's weight GEMMs as a dependent chain from CUDA graphs (each GEMM on the "
+    "previous one's output), our --stages best picks beside cuBLAS and PyTorch, whole tokens "
+    "timed interleaved (docs/chain.md). Batches 1..64, fp16 or bf16.",
+)  # fmt: skip
+@click.option(
+    "--chain-shape", "chain_shape", default=None, metavar="MxNxK",
+    help="With --chain: a chain of this one GEMM instead of the preset's token.",
+)  # fmt: skip
+@click.option(
+    "--repeats", type=click.IntRange(1, 10000), default=30, show_default=True,
+    help="With --chain: timed whole-token replays per way (after --warmup).",
+)  # fmt: skip
+@click.option(
+    "--warmup", type=click.IntRange(0, 1000), default=5, show_default=True,
+    help="With --chain: untimed replays per way first.",
+)  # fmt: skip
+@click.option(
+    "--ways", "ways_arg", default="best,cublas,torch", show_default=True, metavar="LIST",
+    help="With --chain: the ways to run the chain (best: our picks; cublas; torch: F.linear).",
+)  # fmt: skip
+@click.option(
+    "--chain-layers", type=click.IntRange(1, 1024), default=None,
+    help="With --chain: at most this many layers (fewer where the GPU's memory cannot hold "
+    "them); the token time is scaled by the token's bytes over the bytes run.",
+)  # fmt: skip
 @chart_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @format_option
@@ -170,6 +198,12 @@ def run_llm(
     budget_ms: float,
     max_noise: float | None,
     no_flush: bool,
+    chain_flag: bool,
+    chain_shape: str | None,
+    repeats: int,
+    warmup: int,
+    ways_arg: str,
+    chain_layers: int | None,
     chart_flag: bool | None,
     quiet: bool,
     fmt: str,
@@ -178,13 +212,23 @@ def run_llm(
     force: bool,
     **sizes: int | None,
 ) -> None:
-    """Time the weight GEMMs of one decode step at each batch, and place them on the roofline."""
+    """Time the weight GEMMs of one decode step at each batch, and place them on the roofline.
+
+    With --chain: the token as engines run it, each GEMM on the previous one's output, from a
+    CUDA graph, ours beside cuBLAS and PyTorch."""
     from rooflinecli import plan
     from rooflinecli.gpu.timer import Timing
     from rooflinecli.present.progress import progress
 
     model = _preset(preset, sizes)
-    batches = parse_list(batch_arg, "--batch")
+    if chain_flag or chain_shape:
+        if not chain_flag:
+            raise RooflineError("--chain-shape needs --chain")
+        run_chain(model, batch_arg, gemm_arg, stage_list, extra_stages, dtype, spec_arg, seed,
+                  chain_shape, repeats, warmup, ways_arg, chain_layers, chart_flag, fmt, view,
+                  output, force)  # fmt: skip
+        return
+    batches = parse_list(batch_arg or "1,16,256", "--batch")
     table.select(table.LLM, view)  # an unknown --columns name: one line, before any work
     draw = chart_wanted(chart_flag, fmt, table.console().is_terminal)
     gemms = llm.weight_gemms(model)
@@ -211,6 +255,49 @@ def run_llm(
     if output:
         files.write_output(output, results.dumps(doc), force=force)
     emit(decode_step.run_report(doc, model, gemms, batches, view, draw, p.picks), fmt)
+    failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
+    if failed:
+        raise GateFailure(f"verification failed: {', '.join(sorted(set(failed)))}")
+
+
+def run_chain(
+    model: llm.Preset, batch_arg: str | None, gemm_arg: str | None, stage_list: str | None,
+    extra_stages: tuple[str, ...], dtype: str, spec_arg: str | None, seed: int,
+    chain_shape: str | None, repeats: int, warmup: int, ways_arg: str,
+    chain_layers: int | None, chart_flag: bool | None, fmt: str, view: View,
+    output: str | None, force: bool,
+) -> None:  # fmt: skip
+    """`run llm --chain`: check the options (one line each, before any GPU work), run, emit."""
+    from rooflinecli.core import chain
+    from rooflinecli.present import document
+
+    if stage_list is not None and stage_list.strip() != "best":
+        raise RooflineError(
+            "--chain runs --stages best (one stage per GEMM shape): leave out --stages"
+        )
+    if gemm_arg or extra_stages:
+        raise RooflineError("--chain runs the whole token: leave out --gemms and --extra-stage")
+    if dtype not in chain.CHAIN_DTYPES:
+        raise RooflineError(f"--chain runs --dtype {' or '.join(chain.CHAIN_DTYPES)}, not {dtype}")
+    ways = split_list(ways_arg, "--ways")
+    bad = [w for w in ways if w not in api.CHAIN_WAYS]
+    if bad:
+        raise RooflineError(f"--ways: unknown {', '.join(bad)}; known: {', '.join(api.CHAIN_WAYS)}")
+    shape = chain.parse_shape(chain_shape) if chain_shape else None
+    if shape is not None and batch_arg is not None:
+        raise RooflineError("--chain-shape gives M (the batch): leave out --batch")
+    batches = parse_list(batch_arg or "1,16", "--batch", chain.MAX_BATCH)
+    if shape is not None:
+        chain.single(*shape)  # its bounds, now
+    else:
+        for b in batches:
+            chain.build(model, b)
+    draw = chart_wanted(chart_flag, fmt, table.console().is_terminal)
+    doc = api.run_chain(model, batches, dtype, spec_arg, seed=seed, warmup=warmup,
+                        repeats=repeats, shape=shape, ways=ways, layers=chain_layers)  # fmt: skip
+    if output:
+        files.write_output(output, results.dumps(doc), force=force)
+    emit(document.report(doc, view, draw), fmt)
     failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
     if failed:
         raise GateFailure(f"verification failed: {', '.join(sorted(set(failed)))}")

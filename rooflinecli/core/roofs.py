@@ -220,6 +220,8 @@ def shape_key(rec: Mapping[str, Any]) -> tuple[Any, ...]:
     """What a record's shape is: (M, N, K) for a GEMM, the attention fields for attention."""
     if rec.get("op") == "attention":
         return ("attention", *(rec.get(f) for f in ATTENTION_SHAPE))
+    if rec.get("op") == "chain":  # a token's chain: its workload (preset:chain:bBATCH)
+        return ("chain", rec.get("workload"))
     return (rec.get("m"), rec.get("n"), rec.get("k"))
 
 

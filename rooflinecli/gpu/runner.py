@@ -311,11 +311,12 @@ def _transposer(cp, arch: str, elem_bytes: int):  # type: ignore[no-untyped-def]
 
 
 def launcher(  # type: ignore[no-untyped-def]
-    cp, stage: Stage, g: Problem, arch: str, sm_count: int | None = None
+    cp, stage: Stage, g: Problem, arch: str, sm_count: int | None = None, b_nk=None
 ) -> tuple[Callable[[], None], dict[str, Any]]:
     """(a call that launches the stage on g's problem, the record fields it adds). The call
     writes g.C, or g.C_ref for the reference. A stage with b_layout "nk" gets a transpose of
-    the contract's B queued before it, inside the call."""
+    the contract's B queued before it, inside the call, unless `b_nk` holds B already stored
+    N x K (a chain's weights, laid out once)."""
     import numpy as np
 
     if stage.reference:
@@ -334,7 +335,9 @@ def launcher(  # type: ignore[no-untyped-def]
         fn.max_dynamic_shared_size_bytes = smem
     convert: Callable[[], None] | None = None
     b = g.B
-    if stage.b_layout == "nk":  # the stage reads B^T (N x K): made from B inside every launch
+    if stage.b_layout == "nk" and b_nk is not None:
+        b = b_nk
+    elif stage.b_layout == "nk":  # the stage reads B^T (N x K): made from B inside every launch
         b = cp.empty((g.n, g.k), dtype=g.B.dtype)
         tr = _transposer(cp, arch, g.B.dtype.itemsize)
         tgrid = (-(-g.n // 64), -(-g.k // 64), 1)  # 64 x 64 tiles (kernels/util/transpose.cu)
@@ -385,7 +388,7 @@ def launcher(  # type: ignore[no-untyped-def]
         "grid": list(grid),
         "block": list(block),
         "params": dict(stage.params),
-        "b_layout": "kn"
+        "b_layout": ("nk, stored so" if b_nk is not None and stage.b_layout == "nk" else "kn")
         if convert is None
         else "nk, transposed from the contract's B in every timed launch (charged)",
     }

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rooflinecli.core import attention, roofs
+from rooflinecli.core import attention, chain, roofs
 from rooflinecli.present import View, output, table
 
 
@@ -21,6 +21,8 @@ def title(doc: dict[str, Any], recs: list[dict[str, Any]]) -> str:
     )
     if r0.get("op") == "attention":
         text = f"Attention {attention.label(r0)} {r0['dtype']} {where}"
+    elif r0.get("op") == "chain":
+        text = f"Chain {r0.get('workload')} {r0['dtype']} {where}"
     else:
         text = f"GEMM {r0['m']}x{r0['n']}x{r0['k']} {r0['dtype']} {where}"
     per_row = roofs.per_row_roofs(recs)
@@ -55,7 +57,7 @@ def _columns_of(doc: dict[str, Any]) -> table.ColumnSet:
         if doc.get("command") == "model attention":
             return table.ATTENTION_MODEL
         return table.MODEL
-    if doc.get("command") == "run llm":  # two weight GEMMs can share a shape: name the GEMM
+    if doc.get("command") in ("run llm", chain.COMMAND):  # GEMMs can share a shape: name them
         return table.LLM
     return table.RUN
 
@@ -74,9 +76,61 @@ def report(doc: dict[str, Any], view: View, draw: bool) -> output.Report:
     for heading, recs in tables(doc):
         parts.append(output.Records({**doc, "records": recs}, columns, heading, view=view))
     parts += skipped_line(doc)
+    parts += [output.Line(line) for line in chain_lines(doc)]
     if draw:
         parts.append(output.Chart(doc, gap=True))
     return output.of_document(doc, parts)
+
+
+def chain_lines(doc: dict[str, Any]) -> list[str]:
+    """Under a chain document's tables, per chain: the token time of each way, the layers run
+    and the scale, whether the cuBLAS chain is a fair baseline, and the timeline's gap share."""
+    from rooflinecli import names
+
+    lines: list[str] = []
+    chains = list(
+        dict.fromkeys(r.get("workload") for r in doc["records"] if r.get("op") == "chain")
+    )
+    for workload in chains:
+        recs = [
+            r for r in doc["records"] if r.get("op") == "chain" and r.get("workload") == workload
+        ]
+        ways = []
+        for r in recs:
+            t = r.get("time_us_per_token")
+            what = (
+                f"{t:,.1f} us"
+                if r.get("time_ms") and t
+                else ("failed verification" if r.get("verified") is False else "absent")
+            )
+            gap = r.get("gap_share")
+            if gap is not None:
+                what += f" (gaps {100 * gap:.1f}%)"
+            ways.append(f"{names.plain(str(r['stage']))} {what}")
+        r0 = recs[0]
+        text = f"{names.plain(str(workload))}: " + ", ".join(ways)
+        if r0.get("layers") and r0.get("layers_run") != r0.get("layers"):
+            text += (
+                f"; {r0.get('layers_run')} of {r0.get('layers')} layers ran, "
+                f"scaled x{r0.get('scale'):.3f}"
+            )
+        lines.append(text)
+        for r in recs:
+            traced = r.get("traced_token_us")
+            if traced and r.get("gemms"):
+                kernels = sum(g.get("kernel_us") or 0.0 for g in r["gemms"])
+                gaps = sum(g.get("gap_before_us") or 0.0 for g in r["gemms"])
+                over = r.get("tracing_overhead")
+                lines.append(
+                    f"{names.plain(str(workload))} {names.plain(str(r['stage']))} timeline: "
+                    f"traced token {traced:,.1f} us"
+                    + (f" ({100 * over:+.1f}% against untraced)" if over is not None else "")
+                    + f", kernels {kernels:,.1f} us, gaps {gaps:,.1f} us"
+                )
+        fair = next((r.get("fairness") for r in recs if r.get("fairness")), None)
+        if fair:
+            lines.append(f"{names.plain(str(workload))}: {names.plain(str(fair))}")
+    return lines
 
 
 def pick_line(pick: Any) -> str:

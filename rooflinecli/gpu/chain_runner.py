@@ -1,0 +1,494 @@
+"""A token's weight GEMMs as a dependent chain on the GPU (rooflinecli.core.chain builds it):
+our picks, cuBLAS and PyTorch's F.linear, each captured in a CUDA graph and replayed as whole
+tokens, interleaved, every sample kept; each verified against a float32 reference of the same
+chain, eagerly and from its replayed graph. CuPy and PyTorch are imported lazily.
+
+Our stages launch through the runner's one launch path (rooflinecli.gpu.runner.launcher: the
+stage's grid, workspace and TMA maps); cuBLAS is the runner's reference call on the same
+buffers. The weights are laid out K x N (row-major, the contract's B) for both, N x K for
+PyTorch (F.linear's layout, copied from the same values), so one float32 reference checks all.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+
+from rooflinecli import results
+from rooflinecli.core import chain, model, roofs
+from rooflinecli.core.specs import Spec
+from rooflinecli.errors import RooflineError
+from rooflinecli.gpu import device, runner
+
+OURS, CUBLAS, TORCH = "best", "cublas", "torch"
+CUBLAS_WORKSPACE_BYTES = 32 << 20
+_cublas_spaces: dict[int, Any] = {}
+WAYS = (OURS, CUBLAS, TORCH)
+
+
+@dataclass
+class Operands:
+    """What runner.launcher and its cuBLAS call read of a GEMM problem: one link's buffers."""
+
+    m: int
+    n: int
+    k: int
+    A: Any
+    B: Any
+    C: Any
+    dtype: str
+    alpha: float = 1.0
+    beta: float = 0.0
+
+    @property
+    def C_ref(self) -> Any:  # the reference writes the same output buffer here
+        return self.C
+
+
+@dataclass
+class Way:
+    name: str
+    replay: Callable[[], None] | None = None
+    eager: Callable[[], None] | None = None
+    outputs: Callable[[], list[Any]] | None = None  # the early and the last output (CuPy)
+    poison: Callable[[], None] | None = None
+    stages: list[str] = field(default_factory=list)  # per link
+    absent: str | None = None
+    checks: dict[str, Any] = field(default_factory=dict)
+    samples_ms: list[float] = field(default_factory=list)
+    trace: dict[str, Any] = field(default_factory=dict)
+
+
+def as_f32(cp, x, dtype: str):  # type: ignore[no-untyped-def]
+    if dtype == "bf16":
+        return runner._from_bf16_bits(cp, x)
+    return x.astype(cp.float32)
+
+
+def poison(x, dtype: str) -> None:  # type: ignore[no-untyped-def]
+    x.fill(0x7FC0 if dtype == "bf16" else math.nan)  # 0x7FC0: a bfloat16 NaN
+
+
+class Buffers:
+    """The chain's weights (distinct per link), the token input and every link's output."""
+
+    def __init__(self, cp, c: chain.Chain, dtype: str, seed: int) -> None:  # type: ignore[no-untyped-def]
+        self.cp, self.chain, self.dtype = cp, c, dtype
+        rng = cp.random.default_rng(seed)
+        m = c.batch
+        self.x = runner.store(cp, rng.random((m, c.d_in), dtype=cp.float32) * 2 - 1, dtype)
+        self.w: list[Any] = []
+        for link in c.links:  # generated on the GPU, one link at a time
+            u = rng.random((link.k, link.n), dtype=cp.float32)
+            u *= 2 * chain.weight_scale(link.k)
+            u -= chain.weight_scale(link.k)
+            self.w.append(runner.store(cp, u, dtype))
+            del u
+        self.out = [cp.empty((m, link.n), dtype=self.x.dtype) for link in c.links]
+
+    def input_of(self, link: chain.Link, outs: list[Any] | None = None):  # type: ignore[no-untyped-def]
+        """The M x K input of a link: the first M*K elements of its source's output."""
+        src = self.x if link.source < 0 else (outs or self.out)[link.source]
+        return src.ravel()[: link.m * link.k].reshape(link.m, link.k)
+
+    def reference(self) -> list[Any]:
+        """The float32 chain over the same (rounded) weights and input: the early and the last
+        output (CuPy float32, plain matmuls)."""
+        cp, c = self.cp, self.chain
+        ref: list[Any] = []
+        for link in c.links:
+            src = as_f32(cp, self.x, self.dtype) if link.source < 0 else ref[link.source]
+            a = src.ravel()[: link.m * link.k].reshape(link.m, link.k)
+            w = as_f32(cp, self.w[link.index], self.dtype)
+            ref.append(cp.matmul(a, w))
+            del w
+        return [ref[c.early], ref[c.last]]
+
+
+def _cupy_way(cp, stream, name: str, bufs: Buffers, launches: list[Callable[[], None]],
+              stages: list[str]) -> Way:  # type: ignore[no-untyped-def]  # fmt: skip
+    c = bufs.chain
+
+    def eager() -> None:
+        with stream:
+            for f in launches:
+                f()
+
+    eager()  # first launches outside the capture: modules loaded, cuBLAS's workspace set up
+    stream.synchronize()
+    with stream:
+        stream.begin_capture()
+        try:
+            for f in launches:
+                f()
+        finally:
+            graph = stream.end_capture()
+
+    def poison_all() -> None:
+        with stream:
+            for o in bufs.out:
+                poison(o, bufs.dtype)
+
+    return Way(
+        name,
+        replay=lambda: graph.launch(stream),
+        eager=eager,
+        outputs=lambda: [bufs.out[c.early], bufs.out[c.last]],
+        poison=poison_all,
+        stages=stages,
+    )
+
+
+def ours(cp, stream, bufs: Buffers, picks: dict[tuple[int, int, int], Any], arch: str,
+         sm_count: int) -> Way:  # type: ignore[no-untyped-def]  # fmt: skip
+    """Each link launched by its shape's pick through runner.launcher."""
+    launches, stages = [], []
+    with stream:
+        for link in bufs.chain.links:
+            stage = picks[link.shape]
+            ops = Operands(link.m, link.n, link.k, bufs.input_of(link), bufs.w[link.index],
+                           bufs.out[link.index], bufs.dtype)  # fmt: skip
+            b_nk = cp.ascontiguousarray(ops.B.T) if stage.b_layout == "nk" else None
+            call, meta = runner.launcher(cp, stage, ops, arch, sm_count, b_nk=b_nk)  # type: ignore[arg-type]
+            if meta.get("_convert") is not None:
+                raise RooflineError(f"chain: {stage.name} would transpose its weights per launch")
+            launches.append(call)
+            stages.append(stage.name)
+    stream.synchronize()
+    return _cupy_way(cp, stream, OURS, bufs, launches, stages)
+
+
+def cublas(cp, stream, bufs: Buffers, reference: Any, arch: str) -> Way:  # type: ignore[no-untyped-def]
+    """The runner's cuBLAS call (GemmEx, FP32 compute) per link, on the same buffers."""
+    from cupy_backends.cuda.libs import cublas as lib
+
+    handle = cp.cuda.device.get_cublas_handle()
+    set_workspace = getattr(lib, "setWorkspace", None)
+    if set_workspace is not None and handle not in _cublas_spaces:
+        # a workspace of its own, nothing to allocate under capture; kept for the handle's life
+        _cublas_spaces[handle] = space = cp.empty(CUBLAS_WORKSPACE_BYTES, dtype=cp.uint8)
+        set_workspace(handle, space.data.ptr, CUBLAS_WORKSPACE_BYTES)
+    launches: list[Callable[[], None]] = [lambda: lib.setStream(handle, stream.ptr)]
+    for link in bufs.chain.links:
+        ops = Operands(link.m, link.n, link.k, bufs.input_of(link), bufs.w[link.index],
+                       bufs.out[link.index], bufs.dtype)  # fmt: skip
+        call, _meta = runner.launcher(cp, reference, ops, arch)  # type: ignore[arg-type]
+        launches.append(call)
+    return _cupy_way(cp, stream, CUBLAS, bufs, launches, [reference.name] * len(bufs.chain.links))
+
+
+def torch_way(cp, stream, bufs: Buffers) -> Way:  # type: ignore[no-untyped-def]
+    """PyTorch's F.linear chain over N x K copies of the same weights, in a torch.cuda.CUDAGraph
+    replayed on the chain's stream; absent (with the reason) without PyTorch or its GPU."""
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError as e:
+        return Way(TORCH, absent=f"PyTorch is not installed ({e})")
+    if not torch.cuda.is_available():
+        return Way(TORCH, absent="PyTorch sees no CUDA device")
+    c, dtype = bufs.chain, bufs.dtype
+    tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
+
+    def to_torch(x):  # type: ignore[no-untyped-def]
+        if dtype == "bf16":
+            return torch.from_dlpack(x.view(cp.int16)).view(torch.bfloat16)
+        return torch.from_dlpack(x)
+
+    def to_cupy(t):  # type: ignore[no-untyped-def]
+        if dtype == "bf16":
+            return cp.from_dlpack(t.view(torch.int16)).view(cp.uint16)
+        return cp.from_dlpack(t)
+
+    cp.cuda.runtime.deviceSynchronize()
+    x = to_torch(bufs.x)
+    w_nk = [to_torch(w).t().contiguous() for w in bufs.w]
+    assert all(w.dtype == tdt for w in w_nk)
+
+    def run() -> list[Any]:
+        outs: list[Any] = []
+        for link in c.links:
+            src = x if link.source < 0 else outs[link.source]
+            a = src.reshape(-1)[: link.m * link.k].view(link.m, link.k)
+            outs.append(F.linear(a, w_nk[link.index]))
+        return outs
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            run()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static = run()
+    ext = torch.cuda.ExternalStream(stream.ptr)
+    holder: dict[str, list[Any]] = {"outs": static}
+
+    def replay() -> None:
+        with torch.cuda.stream(ext):
+            graph.replay()
+
+    def eager() -> None:
+        with torch.cuda.stream(ext):
+            holder["outs"] = run()
+
+    def outputs() -> list[Any]:
+        torch.cuda.synchronize()
+        o = holder["outs"]
+        return [to_cupy(o[c.early]), to_cupy(o[c.last])]
+
+    def poison_all() -> None:
+        with torch.cuda.stream(ext):
+            for o in static:
+                o.fill_(math.nan)
+        holder["outs"] = static
+
+    return Way(TORCH, replay=replay, eager=eager, outputs=outputs, poison=poison_all,
+               stages=["F.linear"] * len(c.links))  # fmt: skip
+
+
+def verify(cp, way: Way, ref: list[Any], bufs: Buffers, replayed: bool) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """Poison every output, run the chain once (eagerly, or a replay of its graph), and check
+    the early and the last output against the float32 reference."""
+    c, dtype = bufs.chain, bufs.dtype
+    assert way.poison and way.eager and way.replay and way.outputs
+    way.poison()
+    if not replayed:
+        way.eager()
+    else:
+        way.replay()
+    cp.cuda.runtime.deviceSynchronize()
+    out: dict[str, Any] = {}
+    k_max = max(x.k for x in c.links)
+    for tag, got, r, upto in (
+        ("early", way.outputs()[0], ref[0], c.early + 1),
+        ("last", way.outputs()[1], ref[1], c.last + 1),
+    ):
+        g = as_f32(cp, got, dtype).astype(cp.float64)
+        r64 = r.astype(cp.float64)
+        finite = bool(cp.isfinite(g).all())
+        ref_norm = float(cp.linalg.norm(r64))
+        rel = float(cp.linalg.norm(g - r64)) / ref_norm if finite and ref_norm else math.inf
+        rms = float(cp.sqrt(cp.mean(g * g))) if finite else math.inf
+        ref_rms = float(cp.sqrt(cp.mean(r64 * r64)))
+        v = chain.judge(rel, rms, ref_rms, finite, chain.tolerance(dtype, upto, k_max))
+        out[tag] = {"ok": v.ok, "rel_error": v.rel_error if math.isfinite(v.rel_error) else None,
+                    "tolerance": v.tolerance, "rms": v.rms if math.isfinite(v.rms) else None,
+                    "reference_rms": ref_rms, "gemms": upto, "reason": v.reason}  # fmt: skip
+    out["ok"] = all(out[t]["ok"] for t in ("early", "last"))
+    return out
+
+
+def time_ways(cp, stream, ways: list[Way], warmup: int, repeats: int) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """Whole-token replays, interleaved: each round replays every way once (forward on even
+    rounds, backward on odd), each between its own events on the one stream; `warmup` rounds
+    first, then `repeats` kept. The SM clock is read through NVML meanwhile."""
+    sampler = device.clock_sampler()
+    marks: list[list[tuple[Any, Any]]] = [[] for _ in ways]
+    with sampler.sampling() if sampler is not None else nullcontext() as readings:
+        for r in range(warmup + repeats):
+            order = list(range(len(ways)))
+            if r % 2:
+                order.reverse()
+            for j in order:
+                start, end = cp.cuda.Event(), cp.cuda.Event()
+                start.record(stream)
+                ways[j].replay()  # type: ignore[misc]
+                end.record(stream)
+                if r >= warmup:
+                    marks[j].append((start, end))
+        stream.synchronize()
+    for j, w in enumerate(ways):
+        w.samples_ms = [cp.cuda.get_elapsed_time(s, e) for s, e in marks[j]]
+    return readings.summary() if readings is not None else {}
+
+
+def trace_way(cp, stream, way: Way, gemms: int, untraced_ms: float) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """One replayed token under the timeline (rooflinecli.gpu.timeline, optional): per GEMM its
+    kernel time and the gap before it; the reason where there is no timeline."""
+    try:
+        from rooflinecli.gpu import timeline  # type: ignore[attr-defined]
+
+        spans = timeline.trace(way.replay, stream.synchronize)
+    except ImportError as e:
+        return {"timeline_reason": f"no timeline: {e}"}
+    except RooflineError as e:  # timeline.TracingUnavailable, with its reason
+        return {"timeline_reason": f"no timeline: {e}"}
+    t = chain.timeline(spans, gemms)
+    if "traced_token_us" in t and untraced_ms:
+        t["tracing_overhead"] = t["traced_token_us"] / (untraced_ms * 1e3) - 1.0
+    return t
+
+
+def fit_layers(cp, preset: Any, batch: int, dtype: str, copies: int) -> int:  # type: ignore[no-untyped-def]
+    free, _total = cp.cuda.runtime.memGetInfo()
+    pool = cp.get_default_memory_pool()
+    free += pool.free_bytes()  # CuPy's cached blocks are free for these buffers too
+    return chain.layers_that_fit(preset, batch, dtype, int(free), copies)
+
+
+def record(c: chain.Chain, full: chain.Chain, way: Way, dtype: str, spec: Spec,
+           scale: float, ref_way: Way | None) -> dict[str, Any]:  # fmt: skip
+    """A chain record: the token's FLOPs and bytes (the whole model's), its time (the median
+    replay, times `scale` for a shortened chain), every sample, the checks, per GEMM its shape
+    and stage (and its kernel time and the gap before it, from a timeline)."""
+    flops, nbytes = full.flops(), full.bytes_ideal(dtype)
+    samples = [s * scale for s in way.samples_ms]
+    rec: dict[str, Any] = {
+        "stage": way.name,
+        "kind": "stage" if way.name == OURS else "reference",
+        "op": "chain",
+        "dtype": dtype,
+        "m": None, "n": None, "k": None,
+        "workload": f"{c.what}:chain:b{c.batch}",
+        "preset": c.what,
+        "gemm": "chain",
+        "batch": c.batch,
+        "flops": flops,
+        "bytes_ideal": nbytes,
+        "ai_ideal": model.intensity(flops, nbytes),
+        "gemm_count": len(full.links),
+        "layers": full.layers,
+        "layers_run": c.layers_run,
+        "scale": scale,
+        "scale_rule": chain.SCALE_RULE if scale != 1.0 else None,
+        "token_bytes": nbytes,
+        "weight_bytes": full.weight_bytes(dtype),
+        "replay": "CUDA graph, whole tokens",
+        "chain_version": results.CHAIN_VERSION,
+        "error": way.absent,
+    }  # fmt: skip
+    if way.absent is None and samples:
+        med = statistics.median(samples)
+        rec.update(results._summary(samples))
+        rec["time_ms"] = med
+        rec["tflops"] = model.tflops(flops, med)
+        rec["time_us_per_token"] = med * 1e3
+        rec["samples_run_ms"] = [round(s, 6) for s in way.samples_ms]
+    checks = way.checks
+    if checks:
+        rec["verified"] = bool(
+            checks.get("eager", {}).get("ok") and checks.get("replayed", {}).get("ok")
+        )
+        last = checks.get("replayed", {}).get("last", {})
+        rec["rel_error"] = last.get("rel_error")
+        rec["checks"] = checks
+        rec["tolerance_rule"] = chain.TOLERANCE_RULE
+        if rec["verified"] is False:
+            rec["time_ms"] = rec["tflops"] = None
+    rec["gemms"] = [
+        {"name": x.label, "m": x.m, "n": x.n, "k": x.k,
+         "stage": way.stages[x.index] if x.index < len(way.stages) else None,
+         "reads": c.links[x.source].label if x.source >= 0 else "input"}
+        for x in c.links
+    ]  # fmt: skip
+    t = way.trace
+    if t.get("kernel_us"):
+        for g, k_us, gap in zip(rec["gemms"], t["kernel_us"], t["gap_before_us"], strict=True):
+            g["kernel_us"], g["gap_before_us"] = k_us, gap
+    for key in ("traced_token_us", "tracing_overhead", "gap_share", "timeline_reason"):
+        if key in t:
+            rec[key] = t[key]
+    if ref_way is not None and ref_way is not way and ref_way.samples_ms and rec.get("time_ms"):
+        rec["compared_with"] = ref_way.name
+        rec["reference_time_ms"] = statistics.median(ref_way.samples_ms) * scale
+    rec = results.complete_record(rec)
+    roofs.put_under(rec, roofs.datasheet_roof(spec, dtype), "datasheet", spec.peak_clock(dtype))
+    return rec
+
+
+def run_chain(
+    c: chain.Chain,
+    full: chain.Chain,
+    dtype: str,
+    picks: dict[tuple[int, int, int], Any],
+    reference: Any,
+    spec: Spec,
+    arch: str,
+    sm_count: int,
+    seed: int = 0,
+    warmup: int = 5,
+    repeats: int = 30,
+    ways: tuple[str, ...] = WAYS,
+    log: Callable[[str], None] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Build, verify (eager and replayed), time interleaved, trace: (records, clock)."""
+    import time
+
+    cp = device.cupy()
+    t0 = time.perf_counter()
+
+    def say(what: str) -> None:
+        if log is not None:
+            log(f"[{time.perf_counter() - t0:6.2f} s] {c.what} b{c.batch} {dtype}: {what}")
+
+    stream = cp.cuda.Stream(non_blocking=True)
+    bufs = Buffers(cp, c, dtype, seed)
+    cp.cuda.runtime.deviceSynchronize()
+    say(f"{len(c.links)} GEMMs, {c.weight_bytes(dtype) / 1e9:.2f} GB of weights generated")
+    ref = bufs.reference()
+    cp.cuda.runtime.deviceSynchronize()
+    say("float32 reference done")
+    built: list[Way] = []
+    for name in ways:
+        try:
+            if name == OURS:
+                w = ours(cp, stream, bufs, picks, arch, sm_count)
+            elif name == CUBLAS:
+                w = cublas(cp, stream, bufs, reference, arch)
+            else:
+                w = torch_way(cp, stream, bufs)
+        except Exception as e:  # recorded as absent with the reason; the other ways go on
+            w = Way(name, absent=f"could not be built: {type(e).__name__}: {e}")
+        built.append(w)
+        say(f"{name} captured" if w.absent is None else f"{name} absent: {w.absent}")
+    live = [w for w in built if w.absent is None]
+    for w in live:  # each way checks its own buffers: poisoned, run, checked, eager then graph
+        w.checks = {"eager": verify(cp, w, ref, bufs, False),
+                    "replayed": verify(cp, w, ref, bufs, True)}  # fmt: skip
+        say(f"{w.name}: eager {w.checks['eager']['ok']}, replayed {w.checks['replayed']['ok']}")
+    clock = time_ways(cp, stream, live, warmup, repeats) if live else {}
+    say(
+        "timed: "
+        + ", ".join(
+            f"{w.name} {statistics.median(w.samples_ms) * 1e3:.1f} us" for w in live if w.samples_ms
+        )
+    )
+    for w in live:  # the output of the last timed replay, checked too
+        w.checks["timed"] = verify_last(cp, w, ref, bufs)
+    for w in live:
+        med = statistics.median(w.samples_ms) if w.samples_ms else 0.0
+        w.trace = trace_way(cp, stream, w, len(c.links), med)
+        say(
+            f"{w.name} timeline: "
+            + (
+                w.trace.get("timeline_reason")
+                or f"traced {w.trace['traced_token_us']:.1f} us, "
+                f"gaps {100 * w.trace['gap_share']:.1f}%"
+            )
+        )
+    by = {w.name: w for w in built}
+    ref_way = by.get(CUBLAS) if by.get(CUBLAS) and by[CUBLAS].absent is None else None
+    scale = chain.token_scale(c, full, dtype)
+    recs = [record(c, full, w, dtype, spec, scale, ref_way) for w in built]
+    for r in recs:
+        r.update(clock)
+    return recs, clock
+
+
+def verify_last(cp, way: Way, ref: list[Any], bufs: Buffers) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """The output the last timed replay left (not poisoned again: what the timing produced)."""
+    cp.cuda.runtime.deviceSynchronize()
+    saved = way.poison
+    way.poison = lambda: None
+    replay = way.replay
+    way.replay = lambda: None  # the last timed replay already wrote the outputs
+    try:
+        return verify(cp, way, ref, bufs, True)
+    finally:
+        way.poison, way.replay = saved, replay

@@ -1,0 +1,40 @@
+"""On a GPU: the token chain (`run llm --chain`) verifies at batch 1, 3 and 16 in fp16 and
+bf16, for every stage `--stages best` picks at those batches (LLaMA-7B's shapes, two layers
+and the LM head), through our picks, cuBLAS and PyTorch (where installed), eagerly, from the
+replayed graph and after the timed replays; and a chain of one GEMM runs its pick."""
+
+import pytest
+
+from rooflinecli import api, results
+from rooflinecli.core import chain, llm
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("batch", [1, 3, 16])
+def test_chain_verifies(batch, dtype):
+    p = llm.resolve("llama-7b")
+    doc = api.run_chain(p, [batch], dtype, warmup=1, repeats=3, layers=2)
+    results.validate(doc)
+    recs = {r["stage"]: r for r in doc["records"]}
+    picks = set(doc["settings"]["picks"].values())
+    for name, r in recs.items():
+        if name == "torch" and r.get("error"):
+            continue  # no PyTorch here: recorded absent with the reason
+        assert r.get("error") is None, r.get("error")
+        assert r["verified"] is True, (name, r["checks"])
+        for when in ("eager", "replayed", "timed"):
+            assert r["checks"][when]["ok"], (name, when, r["checks"][when])
+        assert r["layers_run"] == 2 and r["layers"] == 32 and r["scale"] > 1
+    # every stage that takes part ran in the chain
+    assert {g["stage"] for g in recs["best"]["gemms"]} == picks
+    assert len(recs["best"]["gemms"]) == len(chain.build(p, batch, 2).links)
+
+
+def test_chain_of_one_gemm():
+    doc = api.run_chain(None, [], "bf16", shape=(1, 4096, 4096), warmup=2, repeats=10,
+                        ways=("best", "cublas"))  # fmt: skip
+    recs = {r["stage"]: r for r in doc["records"]}
+    assert recs["best"]["verified"] is True and recs["cublas"]["verified"] is True
+    assert recs["best"]["gemm_count"] == 1 and recs["best"]["time_ms"] > 0

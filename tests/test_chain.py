@@ -1,0 +1,414 @@
+"""A token's weight GEMMs as a dependent chain (`run llm --chain`): the chain built from a
+preset, its weights' scale, the layers that fit, the verification bound on real numbers (NumPy
+standing in for CuPy), the timeline's mapping onto GEMMs, and the chain document through
+show, gate, compare and plot."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fakes import FakeCupy
+
+from rooflinecli import results
+from rooflinecli.cli import cli
+from rooflinecli.core import chain, llm, model
+from rooflinecli.core.specs import resolve as resolve_spec
+from rooflinecli.gpu import chain_runner
+from rooflinecli.gpu import runner as gemm_runner
+
+SMALL = {"d_model": 64, "layers": 3, "heads": 4, "kv_heads": 2, "head_dim": 16, "ffn": 96,
+         "vocab": 80}  # fmt: skip
+
+
+def small() -> llm.Preset:
+    return llm.resolve("llama-7b").override(**SMALL)
+
+
+def test_chain_of_a_preset_follows_its_weight_gemms():
+    p = llm.resolve("llama-7b")
+    c = chain.build(p, 16)
+    gemms = llm.weight_gemms(p)
+    assert len(c.links) == sum(g.count for g in gemms) == 161
+    assert c.layers == c.layers_run == 32
+    # the shapes are the preset's, each as often as it counts per token
+    for g in gemms:
+        assert sum(1 for x in c.links if x.name == g.name) == g.count
+        assert all(x.shape == g.shape(16) for x in c.links if x.name == g.name)
+    assert c.flops() == sum(g.count * 2 * math.prod(g.shape(16)) for g in gemms)
+    assert abs(c.weight_bytes("bf16") - 13.21e9) < 0.01e9
+    label = {x.index: x.label for x in c.links}
+    reads = {x.label: (label[x.source] if x.source >= 0 else "input") for x in c.links}
+    assert reads["L0.qkv"] == "input"
+    assert reads["L0.o_proj"] == "L0.qkv"
+    assert reads["L0.ffn_gate"] == reads["L0.ffn_up"] == "L0.o_proj"
+    assert reads["L0.ffn_down"] == "L0.ffn_gate"
+    assert reads["L1.qkv"] == "L0.ffn_down"
+    assert reads["lm_head"] == "L31.ffn_down"
+    assert c.links[c.early].label == "L0.ffn_down" and c.links[c.last].label == "lm_head"
+
+
+def test_fewer_layers_and_the_token_scale():
+    p = llm.resolve("llama-7b")
+    full, two = chain.build(p, 1), chain.build(p, 1, 2)
+    assert len(two.links) == 2 * 5 + 1 and two.layers_run == 2
+    scale = chain.token_scale(two, full, "bf16")
+    assert scale == pytest.approx(full.bytes_ideal("bf16") / two.bytes_ideal("bf16"))
+    assert 10 < scale < 16  # 32 layers + the LM head over 2 layers + the LM head
+    assert chain.token_scale(full, full, "bf16") == 1.0
+
+
+def test_layers_that_fit_the_free_memory():
+    p = llm.resolve("llama-7b")
+    w1 = chain.build(p, 1, 1).weight_bytes("bf16")  # one layer and the LM head
+    assert chain.layers_that_fit(p, 1, "bf16", 1 << 40, 2) == 32
+    assert chain.layers_that_fit(p, 1, "bf16", chain.HEADROOM_BYTES, 1) == 0
+    five = chain.layers_that_fit(p, 1, "bf16", chain.HEADROOM_BYTES + 6 * w1, 1)
+    assert 5 <= five < 32
+    # two copies of the weights (PyTorch's N x K beside ours): about half the layers
+    assert chain.layers_that_fit(p, 1, "bf16", chain.HEADROOM_BYTES + 6 * w1, 2) < five
+
+
+def test_bad_chain_sizes_are_one_line():
+    from rooflinecli.errors import RooflineError
+
+    for call in (
+        lambda: chain.build(small(), 65),
+        lambda: chain.build(small(), 0),
+        lambda: chain.build(small(), 1, 4),
+        lambda: chain.single(1, 0, 8),
+        lambda: chain.parse_shape("1x2"),
+        lambda: chain.parse_shape("axbxc"),
+    ):
+        with pytest.raises(RooflineError):
+            call()
+    assert chain.parse_shape("1X4096x4096") == (1, 4096, 4096)
+
+
+@dataclass
+class _Emulated:
+    """A way that computes the chain in NumPy, rounding each output to the dtype as the GPU's
+    do (float32 accumulation), into the chain's buffers; `wrong` breaks it on purpose."""
+
+    bufs: chain_runner.Buffers
+    wrong: str = ""
+
+    def run(self) -> None:
+        cp, b, dt = self.bufs.cp, self.bufs, self.bufs.dtype
+        for x in b.chain.links:
+            a = chain_runner.as_f32(cp, b.input_of(x), dt)
+            w = (
+                b.w[(x.index + 5) % len(b.w)]
+                if self.wrong == "weights" and x.index == 2
+                else b.w[x.index]
+            )
+            y = a @ chain_runner.as_f32(cp, w, dt)
+            if self.wrong == "skip" and x.index == 1:
+                y = a[:, : x.n] if a.shape[1] >= x.n else np.resize(a, y.shape)
+            if self.wrong == "zero" and x.index == b.chain.last:
+                y = y * 0
+            if self.wrong == "unwritten" and x.index == b.chain.last:
+                continue
+            b.out[x.index][...] = gemm_runner.store(cp, y.astype(np.float32), dt)
+
+    def way(self) -> chain_runner.Way:
+        b = self.bufs
+
+        def poison_all() -> None:
+            for o in b.out:
+                chain_runner.poison(o, b.dtype)
+
+        def outputs() -> list:
+            return [b.out[b.chain.early], b.out[b.chain.last]]
+
+        return chain_runner.Way(
+            "best", replay=self.run, eager=self.run, poison=poison_all, outputs=outputs
+        )
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_the_bound_passes_a_right_chain_and_fails_wrong_ones(dtype):
+    cp = FakeCupy()
+    bufs = chain_runner.Buffers(cp, chain.build(small(), 3), dtype, seed=1)
+    ref = bufs.reference()
+    right = chain_runner.verify(cp, _Emulated(bufs).way(), ref, bufs, replayed=True)
+    assert right["ok"], right
+    bound = chain.tolerance(dtype, len(bufs.chain.links), max(x.k for x in bufs.chain.links))
+    assert right["last"]["tolerance"] == pytest.approx(bound)
+    assert right["last"]["rel_error"] < bound / 3  # the expected figure sits well inside
+    # the weights' scale keeps the activations near the input's RMS (0.58) after 16 GEMMs
+    assert 0.2 < right["last"]["reference_rms"] < 2.0
+    for wrong in ("weights", "skip", "zero", "unwritten"):
+        got = chain_runner.verify(cp, _Emulated(bufs, wrong).way(), ref, bufs, replayed=False)
+        assert got["ok"] is False, wrong
+        assert got["last"]["reason"], wrong
+
+
+def test_the_bound_grows_with_the_chain_and_the_rounding():
+    assert chain.tolerance("bf16", 161, 11008) == pytest.approx(
+        math.sqrt(161) * (2 * 2.0**-8 + 8 * math.sqrt(11008) * 2.0**-24)
+    )
+    assert 0.09 < chain.tolerance("bf16", 161, 11008) < 0.11
+    assert chain.tolerance("fp16", 161, 11008) < chain.tolerance("bf16", 161, 11008) / 6
+    assert chain.tolerance("bf16", 5, 11008) < chain.tolerance("bf16", 161, 11008) / 5
+    assert not chain.judge(0.001, 1e-6, 0.5, True, 0.01).ok  # trivially small
+    assert not chain.judge(0.001, 0.5, 0.5, False, 0.01).ok  # not finite
+    assert chain.judge(0.001, 0.5, 0.5, True, 0.01).ok
+
+
+@dataclass(frozen=True)
+class _Span:
+    name: str
+    start_ns: int
+    end_ns: int
+
+
+def test_timeline_maps_kernels_onto_gemms():
+    spans = [
+        _Span("gemv_streamk", 1_000, 11_000),
+        _Span("gemv_splitk", 13_000, 20_000),
+        _Span("sm90_xmma_gemm", 24_000, 30_000),
+        _Span("cublasLt::splitKreduce_kernel", 30_500, 31_000),
+    ]
+    t = chain.timeline(list(reversed(spans)), 3)  # in start order, whatever order given
+    assert t["kernel_us"] == pytest.approx([10.0, 7.0, 6.5])
+    assert t["gap_before_us"] == pytest.approx([0.0, 2.0, 4.0])
+    assert t["kernels"] == [1, 1, 2]
+    assert t["traced_token_us"] == pytest.approx(30.0)
+    assert t["gap_share"] == pytest.approx(6.0 / 30.0)
+    # kernel times and gaps add up to the traced token (less the reduce's own gap)
+    assert sum(t["kernel_us"]) + sum(t["gap_before_us"]) == pytest.approx(30.0 - 0.5)
+    assert "not the chain's 4" in chain.timeline(spans, 4)["timeline_reason"]
+    # a kernel that starts before the previous GEMM's end: an overlap, never a negative gap
+    t = chain.timeline([_Span("a", 0, 10_000), _Span("b", 9_000, 20_000)], 2)
+    assert t["gap_before_us"] == [0.0, 0.0] and t["overlap_us"] == [0.0, 1.0]
+
+
+def test_fairness_verdict():
+    assert chain.fairness(1.02, 1.0)["fair_baseline"] is True
+    f = chain.fairness(1.05, 1.0)
+    assert f["fair_baseline"] is False and "NOT a fair baseline" in f["fairness"]
+    assert chain.fairness(1.0, None)["fair_baseline"] is None
+
+
+def _way(name: str, samples: list[float], stages: list[str], ok: bool = True) -> chain_runner.Way:
+    check = {"ok": ok, "last": {"ok": ok, "rel_error": 0.01}, "early": {"ok": ok}}
+    w = chain_runner.Way(name, stages=stages, samples_ms=samples)
+    w.checks = {"eager": check, "replayed": check, "timed": check}
+    return w
+
+
+def chain_doc(speed: float = 1.0, traced: bool = True) -> dict:
+    """A crafted chain document of llama-7b at batch 1 and 16 (two layers run, scaled)."""
+    spec = resolve_spec("h200-sxm")
+    p = llm.resolve("llama-7b")
+    records = []
+    for b in (1, 16):
+        full, run = chain.build(p, b), chain.build(p, b, 2)
+        scale = chain.token_scale(run, full, "bf16")
+        n = len(run.links)
+        base = [0.30 + 0.001 * i for i in range(12)]  # ms for the 11 GEMMs run
+        ours = _way("best", [x * speed for x in base], ["gemv_streamk"] * n)
+        cub = _way("cublas", [x * 1.1 for x in base], ["cublas"] * n)
+        tor = _way("torch", [x * 1.09 for x in base], ["F.linear"] * n)
+        if traced:
+            ours.trace = {"kernel_us": [20.0] * n, "gap_before_us": [0.0] + [2.0] * (n - 1),
+                          "traced_token_us": 240.0, "tracing_overhead": 0.01,
+                          "gap_share": 20 / 240}  # fmt: skip
+        recs = [
+            chain_runner.record(run, full, w, "bf16", spec, scale, cub) for w in (ours, cub, tor)
+        ]
+        recs[1].update(chain.fairness(recs[1]["time_ms"], recs[2]["time_ms"]))
+        from rooflinecli.core import roofs
+
+        roofs.add_reference_ratios(recs)
+        records += recs
+    return results.new_document(spec.to_dict(), {"name": "NVIDIA H200"}, records,
+                                command=chain.COMMAND, preset=p.to_dict(), batches=[1, 16],
+                                chain_version=results.CHAIN_VERSION)  # fmt: skip
+
+
+def _write(tmp_path: Path, name: str, doc: dict) -> str:
+    path = tmp_path / name
+    path.write_text(results.dumps(doc))
+    return str(path)
+
+
+def test_chain_document_round_trip(tmp_path):
+    doc = results.load(_write(tmp_path, "c.json", chain_doc()))
+    recs = [r for r in doc["records"] if r["batch"] == 1]
+    ours, cub, tor = recs
+    assert ours["op"] == "chain" and ours["chain_version"] == results.CHAIN_VERSION
+    assert ours["layers"] == 32 and ours["layers_run"] == 2 and ours["scale"] > 10
+    assert ours["time_ms"] == pytest.approx(np.median(ours["samples_ms"]))
+    assert ours["samples_ms"][0] == pytest.approx(
+        ours["samples_run_ms"][0] * ours["scale"], rel=1e-5
+    )
+    assert ours["flops"] == chain.build(llm.resolve("llama-7b"), 1).flops()
+    assert ours["ai_ideal"] == pytest.approx(model.intensity(ours["flops"], ours["bytes_ideal"]))
+    assert ours["tflops"] == pytest.approx(model.tflops(ours["flops"], ours["time_ms"]))
+    assert ours["pct_of_reference"] == pytest.approx(110.0, rel=0.01)
+    assert len(ours["gemms"]) == 11 and ours["gemms"][1]["reads"] == "L0.qkv"
+    assert ours["gemms"][1]["kernel_us"] == 20.0 and ours["gap_share"] == pytest.approx(1 / 12)
+    assert "kernel_us" not in cub["gemms"][0]  # untraced: the fields are absent
+    assert cub["fair_baseline"] is True and tor["kind"] == "reference"
+    ids = {results.identity(r) for r in doc["records"]}
+    assert len(ids) == 6  # three ways at two batches, told apart by the workload
+    # an unknown chain version, or a GEMM without its shape, is refused in one line
+    bad = chain_doc()
+    bad["records"][0]["chain_version"] = "roofline.chain/9"
+    with pytest.raises(results.RooflineError, match="chain_version"):
+        results.validate(bad)
+    bad = chain_doc()
+    del bad["records"][0]["gemms"][3]["k"]
+    with pytest.raises(results.RooflineError, match=r"gemms\[3\]"):
+        results.validate(bad)
+
+
+def test_show_gate_compare_and_plot_read_chain_documents(runner, tmp_path):
+    a = _write(tmp_path, "a.json", chain_doc())
+    b = _write(tmp_path, "b.json", chain_doc(speed=0.5, traced=False))  # ours twice as fast
+    r = runner.invoke(cli, ["show", a, "--format", "markdown"])
+    assert r.exit_code == 0, r.output
+    assert "Chain llama-7b:chain:b1 bf16" in r.output
+    assert "fair: the cuBLAS chain" in r.output
+    assert "2 of 32 layers ran" in r.output and "gaps 8.3%" in r.output
+    assert "best timeline: traced token 240.0 us (+1.0% against untraced)" in r.output
+    r = runner.invoke(cli, ["show", a, "--format", "json"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(cli, ["compare", a, b, "--format", "json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output)["rows"]
+    best = [row for row in rows if row["stage"] == "best"]
+    assert len(best) == 2 and all(row["tflops_ratio"] == pytest.approx(2.0) for row in best)
+    r = runner.invoke(cli, ["gate", b, "--baseline", a])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(cli, ["gate", a, "--baseline", b])
+    assert r.exit_code == 1, r.output
+    assert "llama-7b:chain:b16" in r.output
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "a.png"
+    r = runner.invoke(cli, ["plot", a, "-o", str(png)])
+    assert r.exit_code == 0, r.output
+    assert png.stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--batch", "65"], "--batch: 65 is outside 1..64"),
+        (["--dtype", "fp32"], "--chain runs --dtype fp16 or bf16"),
+        (["--stages", "naive"], "--chain runs --stages best"),
+        (["--gemms", "qkv"], "leave out --gemms"),
+        (["--ways", "best,foo"], "--ways: unknown foo"),
+        (["--chain-shape", "1x2"], "--chain-shape: '1x2' is not MxNxK"),
+        (["--chain-shape", "65x8x8"], "chain batch 65 is outside 1..64"),
+        (["--chain-shape", "1x8x8", "--batch", "1"], "leave out --batch"),
+    ],
+)
+def test_bad_chain_options_exit_2(runner, args, words):
+    r = runner.invoke(cli, ["run", "llm", "--chain", "--dtype", "bf16", *args])
+    assert r.exit_code == 2, r.output
+    assert words in r.output
+    assert "Traceback" not in r.output
+
+
+def test_chain_shape_needs_chain(runner):
+    r = runner.invoke(cli, ["run", "llm", "--chain-shape", "1x8x8"])
+    assert r.exit_code == 2 and "--chain-shape needs --chain" in r.output
+
+
+def test_run_chain_verifies_times_and_records_each_way(monkeypatch):
+    """The GPU orchestration with NumPy standing in: each way verified eagerly, replayed and
+    after the timed replays, timed in interleaved rounds, absent ways recorded with the reason,
+    no timeline here (the reason recorded), the records placed and valid."""
+    import sys
+
+    cp = FakeCupy()
+    monkeypatch.setitem(sys.modules, "rooflinecli.gpu.timeline", None)  # no timeline here
+    monkeypatch.setattr(chain_runner.device, "cupy", lambda: cp)
+    monkeypatch.setattr(chain_runner.device, "clock_sampler", lambda: None)
+    order: list[str] = []
+
+    def emulated(name: str, wrong: str = ""):  # type: ignore[no-untyped-def]
+        def build(_cp, _stream, bufs, *_args):  # type: ignore[no-untyped-def]
+            w = _Emulated(bufs, wrong).way()
+            w.name, run = name, w.replay
+            assert run is not None
+
+            def replay() -> None:
+                order.append(name)
+                run()
+
+            w.replay, w.stages = replay, ["emulated"] * len(bufs.chain.links)
+            return w
+
+        return build
+
+    monkeypatch.setattr(chain_runner, "ours", emulated("best"))
+    monkeypatch.setattr(chain_runner, "cublas", emulated("cublas", "weights"))
+
+    def no_torch(*_args):  # type: ignore[no-untyped-def]
+        raise RuntimeError("no PyTorch")
+
+    monkeypatch.setattr(chain_runner, "torch_way", no_torch)
+    p = small()
+    full, run = chain.build(p, 3), chain.build(p, 3, 2)
+    spec = resolve_spec("h200-sxm")
+    recs, _clock = chain_runner.run_chain(run, full, "bf16", {}, None, spec, "sm_90a", 132,
+                                          warmup=2, repeats=4)  # fmt: skip
+    by = {r["stage"]: r for r in recs}
+    assert by["best"]["verified"] is True and by["best"]["repeats"] == 4
+    assert by["best"]["time_ms"] == pytest.approx(chain.token_scale(run, full, "bf16"))
+    assert by["cublas"]["verified"] is False and by["cublas"]["time_ms"] is None
+    assert "no PyTorch" in by["torch"]["error"]
+    assert "no timeline" in by["best"]["timeline_reason"]
+    # rounds alternate which way goes first: 2 warm-up and 4 timed, then the check's replays
+    timed = order[2 : 2 + 12]
+    assert timed[:4] == ["best", "cublas", "cublas", "best"]
+    results.validate(results.new_document(spec.to_dict(), None, recs))
+
+
+def test_trace_way_reads_a_timeline(monkeypatch):
+    """With a timeline module (its interface: trace(replay, sync) -> spans), one replayed token's
+    spans become per-GEMM times and the tracing overhead against the untraced median; a
+    timeline that cannot trace is 'no timeline' with its reason."""
+    import sys
+    import types
+
+    from rooflinecli.errors import RooflineError
+
+    fake = types.ModuleType("rooflinecli.gpu.timeline")
+
+    class TracingUnavailable(RooflineError):
+        pass
+
+    def trace(replay, sync):  # type: ignore[no-untyped-def]
+        replay()
+        sync()
+        return [_Span("k", 0, 10_000), _Span("k", 12_000, 20_000)]
+
+    fake.TracingUnavailable = TracingUnavailable  # type: ignore[attr-defined]
+    fake.trace = trace  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "rooflinecli.gpu.timeline", fake)
+    import rooflinecli.gpu as gpu_package
+
+    monkeypatch.setattr(gpu_package, "timeline", fake, raising=False)
+    ran: list[int] = []
+    way = chain_runner.Way("best", replay=lambda: ran.append(1))
+    stream = FakeCupy().cuda.Stream()
+    t = chain_runner.trace_way(FakeCupy(), stream, way, 2, untraced_ms=0.019)
+    assert ran == [1]
+    assert t["kernel_us"] == [10.0, 8.0] and t["gap_before_us"] == [0.0, 2.0]
+    assert t["tracing_overhead"] == pytest.approx(20.0 / 19.0 - 1)
+
+    def unavailable(replay, sync):  # type: ignore[no-untyped-def]
+        raise TracingUnavailable("cupti-python is not installed")
+
+    fake.trace = unavailable  # type: ignore[attr-defined]
+    t = chain_runner.trace_way(FakeCupy(), stream, way, 2, untraced_ms=0.019)
+    assert t == {"timeline_reason": "no timeline: cupti-python is not installed"}
