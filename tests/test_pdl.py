@@ -161,3 +161,12 @@ def test_arguments_it_cannot_pass_are_refused():
     assert ctypes.c_int64.from_address(ptrs[0]).value == -5
     assert ctypes.c_uint64.from_address(ptrs[1]).value == 0x1000
     assert held[-1] is ptrs
+
+
+def test_the_cufunction_is_found_behind_a_raw_kernel():
+    # CuPy 14: RawModule.get_function gives a RawKernel; its loaded Function is `.kernel`
+    raw = SimpleNamespace(kernel=SimpleNamespace(ptr=0xBEEF))
+    assert pdl.function_ptr(raw) == 0xBEEF
+    assert pdl.function_ptr(SimpleNamespace(ptr=0xCAFE)) == 0xCAFE  # a Function itself
+    with pytest.raises(RooflineError, match="cannot find the CUfunction of a SimpleNamespace"):
+        pdl.function_ptr(SimpleNamespace())

@@ -68,9 +68,11 @@ def cupti(monkeypatch):
     fake = FakeCupti()
     monkeypatch.setattr(timeline, "_collectors", {})
 
-    def importer(name):
+    def importer(name):  # as the wheel is laid out: `cupti` is a package, `cupti.cupti` the API
+        if name == "cupti.cupti":
+            return fake
         if name == "cupti":
-            return SimpleNamespace(cupti=fake)
+            return SimpleNamespace(__all__=["cupti"])
         raise ImportError(f"No module named {name!r}")
 
     monkeypatch.setattr(timeline, "_import", importer)
@@ -235,7 +237,7 @@ def test_cupti_refusing_falls_back_to_pytorch(cupti, monkeypatch):
 
 def test_a_module_that_does_not_load_is_a_reason(monkeypatch):
     def importer(name):
-        if name == "cupti":
+        if name == "cupti.cupti":
             raise OSError("libcupti.so.13: cannot open shared object file")
         raise ImportError(name)
 

@@ -57,6 +57,18 @@ def _check(driver: Any, result: Any) -> None:
         raise RooflineError(f"cuLaunchKernelEx failed: {name}")
 
 
+def function_ptr(fn: Any) -> int:
+    """The CUfunction behind a CuPy kernel: a RawKernel's loaded `Function` is `.kernel` (its
+    `.ptr` the handle); a `Function` (RawModule.get_function in older CuPy) has `.ptr` itself."""
+    inner = getattr(fn, "kernel", None)
+    ptr = getattr(inner, "ptr", None) if inner is not None else None
+    if ptr is None:
+        ptr = getattr(fn, "ptr", None)
+    if ptr is None:
+        raise RooflineError(f"cannot find the CUfunction of a {type(fn).__name__}")
+    return int(ptr)
+
+
 def launcher(
     function_ptr: int,
     grid: tuple[int, int, int],

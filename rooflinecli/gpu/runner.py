@@ -369,7 +369,7 @@ def launcher(  # type: ignore[no-untyped-def]
         from rooflinecli.gpu import pdl
 
         kernel = pdl.launcher(
-            fn.ptr, grid, block, smem, args, lambda: cp.cuda.get_current_stream().ptr
+            pdl.function_ptr(fn), grid, block, smem, args, lambda: cp.cuda.get_current_stream().ptr
         )
 
     def launch() -> None:

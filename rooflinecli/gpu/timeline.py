@@ -55,7 +55,7 @@ def _import(name: str) -> Any:
 def _cupti() -> tuple[Any, str]:
     """(cupti-python's `cupti` module, "") or (None, why not)."""
     try:
-        return _import("cupti").cupti, ""
+        return _import("cupti.cupti"), ""  # the package's __init__ is empty: the submodule
     except ImportError as e:
         return None, f"cupti-python is not installed (pip install cupti-python): {e}"
     except AttributeError as e:
