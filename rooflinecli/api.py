@@ -815,7 +815,8 @@ def run_llm(
     }
 
 
-CHAIN_WAYS = ("best", "cublas", "torch")
+CHAIN_WAYS = ("best", "best+pdl", "cublas", "torch")
+CHAIN_DEFAULT_WAYS = ("best", "cublas", "torch")
 
 
 def run_chain(
@@ -828,15 +829,19 @@ def run_chain(
     warmup: int = 5,
     repeats: int = 30,
     shape: tuple[int, int, int] | None = None,
-    ways: Sequence[str] = CHAIN_WAYS,
+    ways: Sequence[str] = CHAIN_DEFAULT_WAYS,
     layers: int | None = None,
     log: Callable[[str], None] | None = None,
+    calibration: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One token's weight GEMMs of `preset` as a dependent chain (rooflinecli.core.chain) at
     each batch, or with `shape` (M, N, K) a chain of that one GEMM (M is the batch): our
     `--stages best` picks, cuBLAS and PyTorch's F.linear, each from a CUDA graph, timed as
-    whole tokens interleaved, each verified. `layers`: at most this many (fewer where the
-    GPU's memory does not hold them). The chain document."""
+    whole tokens interleaved, each verified. "best+pdl": the same picks, with stage 56
+    (gemv_pdl, programmatic dependent launch) on every M = 1 GEMM. `layers`: at most this many
+    (fewer where the GPU's memory does not hold them). `calibration`: a `roofline calibrate`
+    document of this GPU (measured in the same run); its HBM read roof is recorded and every
+    way's share of it. The chain document, with the targets checked (`verdicts`)."""
     from rooflinecli import plan
     from rooflinecli.core import chain
     from rooflinecli.gpu import chain_runner
@@ -859,8 +864,16 @@ def run_chain(
     shapes = list(dict.fromkeys(s for f in fulls for s in f.shapes))
     picks = plan.picks_for(shapes, dtype, dev["name"])
     stages = {s: p.stage.for_arch(arch) for s, p in picks.items()}
-    if "best" in ways:
-        compiler.precompile(list({st.name: st for st in stages.values()}.values()), arch, dtype)
+    pdl_stage = gemm.BY_NAME["gemv_pdl"].for_arch(arch)
+    pdl_stages = {s: (pdl_stage if s[0] == 1 and pdl_stage.refuses(*s) is None else st)
+                  for s, st in stages.items()}  # fmt: skip
+    wanted = [*(stages.values() if "best" in ways else ()),
+              *(pdl_stages.values() if "best+pdl" in ways else ())]  # fmt: skip
+    if wanted:
+        compiler.precompile(list({st.name: st for st in wanted}.values()), arch, dtype)
+    read_gbs = None
+    if calibration is not None:
+        read_gbs = (calibration.get("measurements") or {}).get("hbm_read_gbs")
     records: list[dict[str, Any]] = []
     for full in fulls:
         run = full
@@ -877,8 +890,10 @@ def run_chain(
                 run = chain.build(preset, full.batch, want)
         recs, _clock = chain_runner.run_chain(
             run, full, dtype, stages, reference, spec, arch, dev["sm_count"], seed=seed,
-            warmup=warmup, repeats=repeats, ways=tuple(ways), log=log,
+            warmup=warmup, repeats=repeats, ways=tuple(ways), log=log, pdl_picks=pdl_stages,
         )  # fmt: skip
+        for r in recs:
+            chain.roof_shares(r, read_gbs, spec.memory_bandwidth_gbs)
         by = {r["stage"]: r for r in recs}
         cub, tor = by.get("cublas"), by.get("torch")
         fair = chain.fairness(cub.get("time_ms") if cub else None,
@@ -907,12 +922,26 @@ def run_chain(
         "replayed graph and the last timed replay",
         "tolerance_rule": chain.TOLERANCE_RULE,
         "picks": {"x".join(map(str, s)): p.stage.name for s, p in picks.items()},
+        "pdl_picks": {"x".join(map(str, s)): st.name for s, st in pdl_stages.items()},
+        "ours": "best: the tune table's picks, launched plainly; best+pdl: the same with "
+        "gemv_pdl (programmatic dependent launch) on every M = 1 GEMM",
+        "read_roof": (
+            {
+                "hbm_read_gbs": read_gbs,
+                "source": "roofline calibrate, the same run",
+                "device": (calibration.get("device") or {}).get("name"),
+            }
+            if read_gbs
+            else {"hbm_read_gbs": None, "why": "no calibration given (--calibration)"}
+        ),
+        "datasheet_gbs": spec.memory_bandwidth_gbs,
     }
     return results.new_document(
         spec.to_dict(), dev, records, command=chain.COMMAND,
         preset=preset.to_dict() if shape is None else None,
         batches=batches, chain_version=results.CHAIN_VERSION,
         environment=results.environment(), settings=settings,
+        verdicts=chain.verdicts(records, ("best", "best+pdl")),
     )  # fmt: skip
 
 

@@ -400,11 +400,18 @@ def test_trace_way_reads_a_timeline(monkeypatch):
     monkeypatch.setattr(gpu_package, "timeline", fake, raising=False)
     ran: list[int] = []
     way = chain_runner.Way("best", replay=lambda: ran.append(1))
-    stream = FakeCupy().cuda.Stream()
-    t = chain_runner.trace_way(FakeCupy(), stream, way, 2, untraced_ms=0.019)
+    cp = FakeCupy()
+    stream = cp.cuda.Stream()
+    monkeypatch.setattr(cp.cuda, "get_elapsed_time", lambda s, e: 0.0195, raising=False)
+    t = chain_runner.trace_way(cp, stream, way, 2, untraced_ms=0.019)
     assert ran == [1]
     assert t["kernel_us"] == [10.0, 8.0] and t["gap_before_us"] == [0.0, 2.0]
-    assert t["tracing_overhead"] == pytest.approx(20.0 / 19.0 - 1)
+    # tracing's cost: the traced replay's own event time against the untraced median
+    assert t["traced_event_us"] == pytest.approx(19.5)
+    assert t["tracing_overhead"] == pytest.approx(19.5 / 19.0 - 1)
+    # kernels 18 us + gaps 2 us against the untraced 19 us token
+    assert t["kernel_gap_sum_us"] == pytest.approx(20.0)
+    assert t["timeline_error"] == pytest.approx(20.0 / 19.0 - 1)
 
     def unavailable(replay, sync):  # type: ignore[no-untyped-def]
         raise TracingUnavailable("cupti-python is not installed")
@@ -412,3 +419,62 @@ def test_trace_way_reads_a_timeline(monkeypatch):
     fake.trace = unavailable  # type: ignore[attr-defined]
     t = chain_runner.trace_way(FakeCupy(), stream, way, 2, untraced_ms=0.019)
     assert t == {"timeline_reason": "no timeline: cupti-python is not installed"}
+
+
+def _chain_rec(batch: int, stage: str, ms: float | None, **extra):  # type: ignore[no-untyped-def]
+    return {"batch": batch, "stage": stage, "time_ms": ms, "token_bytes": 13.21e9, **extra}
+
+
+def test_roof_shares_put_the_token_against_the_measured_read_roof_and_the_datasheet():
+    r = _chain_rec(1, "best", 3.302)  # 13.21 GB in 3.302 ms: 4,000 GB/s
+    chain.roof_shares(r, 4619.0, 4800.0)
+    assert r["token_gbs"] == pytest.approx(13.21e9 / 3.302e-3 / 1e9)
+    assert r["read_roof_share"] == pytest.approx(r["token_gbs"] / 4619.0)
+    assert r["datasheet_share"] == pytest.approx(r["token_gbs"] / 4800.0)
+    assert r["read_roof_token_us"] == pytest.approx(13.21e9 / 4619e9 * 1e6)  # 2,860 us
+    failed = _chain_rec(1, "best", None)
+    chain.roof_shares(failed, 4619.0, 4800.0)
+    assert "read_roof_share" not in failed  # a failed check has no time, so no share
+    no_cal = _chain_rec(1, "best", 3.302)
+    chain.roof_shares(no_cal, None, 4800.0)
+    assert "read_roof_share" not in no_cal and "datasheet_share" in no_cal
+
+
+def test_verdicts_check_each_target_whatever_it_turns_out_to_be():
+    recs = [
+        _chain_rec(1, "best", 3.0, read_roof_share=0.9, timeline_error=0.01),
+        _chain_rec(1, "best+pdl", 3.5, read_roof_share=0.78),
+        _chain_rec(1, "cublas", 3.4, timeline_error=-0.05),
+        _chain_rec(16, "best", 4.0, read_roof_share=0.7),
+        _chain_rec(16, "cublas", None),  # failed its check: the ratio is not measured
+        _chain_rec(64, "best", 9.0, read_roof_share=0.5),  # no target at batch 64
+    ]
+    v = {(x["batch"], x["way"], x["what"]): x for x in chain.verdicts(recs, ("best", "best+pdl"))}
+    assert v[(1, "best", "cublas_over_ours")]["value"] == pytest.approx(3.4 / 3.0)
+    assert v[(1, "best", "cublas_over_ours")]["ok"] is True  # 1.133 >= 1.10
+    assert v[(1, "best+pdl", "cublas_over_ours")]["ok"] is False  # 0.971
+    assert v[(1, "best", "read_roof_share")]["ok"] is True
+    assert v[(1, "best+pdl", "read_roof_share")]["ok"] is False  # 78% < 85%
+    assert v[(16, "best", "read_roof_share")]["ok"] is False  # 70% < 80%
+    assert v[(16, "best", "cublas_over_ours")]["ok"] is None  # not measured, never met
+    assert v[(1, "best", "timeline_sum")]["ok"] is True
+    assert v[(1, "cublas", "timeline_sum")]["ok"] is False  # 5% off the token
+    assert not any(k[0] == 64 for k in v)
+
+
+def test_show_prints_the_read_roof_and_the_verdicts():
+    from rooflinecli.present import document
+
+    doc = {
+        "records": [
+            {"op": "chain", "workload": "llama-7b:chain:b1", "stage": "best", "time_ms": 3.0,
+             "time_us_per_token": 3000.0, "read_roof_share": 0.9},
+        ],
+        "settings": {"read_roof": {"hbm_read_gbs": 4619.0, "source": "roofline calibrate"}},
+        "verdicts": [{"batch": 1, "way": "best", "what": "read_roof_share", "value": 0.9,
+                      "target": 0.85, "ok": True, "line": "best >= 85% of the read roof"}],
+    }  # fmt: skip
+    lines = document.chain_lines(doc)
+    assert "llama-7b:chain:b1: best 3,000.0 us, 90.0% of the read roof" in lines
+    assert "HBM read roof 4,619 GB/s (roofline calibrate)" in lines
+    assert "target b1: best >= 85% of the read roof: 90.0%, MET" in lines

@@ -174,7 +174,14 @@ def model_llm(
 )  # fmt: skip
 @click.option(
     "--ways", "ways_arg", default="best,cublas,torch", show_default=True, metavar="LIST",
-    help="With --chain: the ways to run the chain (best: our picks; cublas; torch: F.linear).",
+    help="With --chain: the ways to run the chain (best: our picks; best+pdl: the same with "
+    "gemv_pdl, programmatic dependent launch, on every M = 1 GEMM; cublas; torch: F.linear).",
+)  # fmt: skip
+@click.option(
+    "--calibration", "calibration_path", type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="With --chain: a `roofline calibrate` file of this GPU, measured in the same run; the "
+    "document records its HBM read roof and each way's share of it.",
 )  # fmt: skip
 @click.option(
     "--chain-layers", type=click.IntRange(1, 1024), default=None,
@@ -204,6 +211,7 @@ def run_llm(
     warmup: int,
     ways_arg: str,
     chain_layers: int | None,
+    calibration_path: str | None,
     chart_flag: bool | None,
     quiet: bool,
     fmt: str,
@@ -226,8 +234,10 @@ def run_llm(
             raise RooflineError("--chain-shape needs --chain")
         run_chain(model, batch_arg, gemm_arg, stage_list, extra_stages, dtype, spec_arg, seed,
                   chain_shape, repeats, warmup, ways_arg, chain_layers, chart_flag, fmt, view,
-                  output, force)  # fmt: skip
+                  output, force, calibration=calibration_path)  # fmt: skip
         return
+    if calibration_path:
+        raise RooflineError("--calibration goes with --chain (it records the read roof there)")
     batches = parse_list(batch_arg or "1,16,256", "--batch")
     table.select(table.LLM, view)  # an unknown --columns name: one line, before any work
     draw = chart_wanted(chart_flag, fmt, table.console().is_terminal)
@@ -265,7 +275,7 @@ def run_chain(
     extra_stages: tuple[str, ...], dtype: str, spec_arg: str | None, seed: int,
     chain_shape: str | None, repeats: int, warmup: int, ways_arg: str,
     chain_layers: int | None, chart_flag: bool | None, fmt: str, view: View,
-    output: str | None, force: bool,
+    output: str | None, force: bool, calibration: str | None = None,
 ) -> None:  # fmt: skip
     """`run llm --chain`: check the options (one line each, before any GPU work), run, emit."""
     from rooflinecli.core import chain
@@ -293,8 +303,14 @@ def run_chain(
         for b in batches:
             chain.build(model, b)
     draw = chart_wanted(chart_flag, fmt, table.console().is_terminal)
+    cal = None
+    if calibration:
+        from rooflinecli.gpu import calibrate
+
+        cal = calibrate.read_calibration(calibration)
     doc = api.run_chain(model, batches, dtype, spec_arg, seed=seed, warmup=warmup,
-                        repeats=repeats, shape=shape, ways=ways, layers=chain_layers)  # fmt: skip
+                        repeats=repeats, shape=shape, ways=ways, layers=chain_layers,
+                        calibration=cal)  # fmt: skip
     if output:
         files.write_output(output, results.dumps(doc), force=force)
     emit(document.report(doc, view, draw), fmt)

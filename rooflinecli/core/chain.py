@@ -356,3 +356,62 @@ def fairness(cublas_ms: float | None, torch_ms: float | None) -> dict[str, Any]:
         f"(more than {FAIR_WITHIN:.0%} apart)"
     )
     return {"cublas_over_torch": ratio, "fair_baseline": fair, "fairness": words}
+
+
+# --- the read roof and the targets ----------------------------------------------------------
+
+# (batch, cuBLAS chain over ours at least, ours at least this share of the measured read roof)
+TARGETS = {1: (1.10, 0.85), 16: (1.00, 0.80)}
+TIMELINE_WITHIN = 0.03  # kernel times plus gaps against the event-timed token
+
+
+def roof_shares(rec: dict[str, Any], read_gbs: float | None, datasheet_gbs: float | None) -> None:
+    """Add to a chain record the token's bytes over its time as GB/s, and that as a share of the
+    measured HBM read roof (`roofline calibrate`'s read kernel) and of the datasheet bandwidth;
+    the time the token would take at the read roof."""
+    t_ms = rec.get("time_ms")
+    nbytes = rec.get("token_bytes") or rec.get("bytes_ideal")
+    if not t_ms or not nbytes:
+        return
+    gbs = nbytes / (t_ms * 1e-3) / 1e9
+    rec["token_gbs"] = gbs
+    if read_gbs:
+        rec["read_roof_gbs"] = read_gbs
+        rec["read_roof_share"] = gbs / read_gbs
+        rec["read_roof_token_us"] = nbytes / (read_gbs * 1e9) * 1e6
+    if datasheet_gbs:
+        rec["datasheet_gbs"] = datasheet_gbs
+        rec["datasheet_share"] = gbs / datasheet_gbs
+
+
+def verdicts(records: Sequence[dict[str, Any]], ours: Sequence[str]) -> list[dict[str, Any]]:
+    """The targets checked, one line each, whatever they turn out to be: per batch of TARGETS and
+    each of our ways, cuBLAS's chain time over ours and our share of the measured read roof; per
+    way with a timeline, kernel times plus gaps against the event-timed token (within 3%)."""
+    out: list[dict[str, Any]] = []
+    by = {(r.get("batch"), r.get("stage")): r for r in records}
+    for r in records:
+        batch, way = r.get("batch"), r.get("stage")
+        if way in ours and batch in TARGETS:
+            ratio_min, share_min = TARGETS[batch]
+            cub = by.get((batch, "cublas"))
+            ratio = None
+            if cub and cub.get("time_ms") and r.get("time_ms"):
+                ratio = cub["time_ms"] / r["time_ms"]
+            share = r.get("read_roof_share")
+            out.append(_verdict(batch, way, "cublas_over_ours", ratio, ratio_min,
+                                f"cuBLAS chain / {way} >= {ratio_min:.2f}"))  # fmt: skip
+            out.append(_verdict(batch, way, "read_roof_share", share, share_min,
+                                f"{way} >= {share_min:.0%} of the measured HBM read roof"))  # fmt: skip
+        if r.get("timeline_error") is not None:
+            err = r["timeline_error"]
+            out.append({"batch": batch, "way": way, "what": "timeline_sum", "value": err,
+                        "target": TIMELINE_WITHIN, "ok": abs(err) <= TIMELINE_WITHIN,
+                        "line": f"{way}: kernel times + gaps within 3% of the token"})  # fmt: skip
+    return out
+
+
+def _verdict(batch: Any, way: Any, what: str, value: float | None, target: float,
+             line: str) -> dict[str, Any]:  # fmt: skip
+    return {"batch": batch, "way": way, "what": what, "value": value, "target": target,
+            "ok": None if value is None else value >= target, "line": line}  # fmt: skip

@@ -24,10 +24,12 @@ from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device, runner
 
-OURS, CUBLAS, TORCH = "best", "cublas", "torch"
+OURS, OURS_PDL, CUBLAS, TORCH = "best", "best+pdl", "cublas", "torch"
 CUBLAS_WORKSPACE_BYTES = 32 << 20
 _cublas_spaces: dict[int, Any] = {}
-WAYS = (OURS, CUBLAS, TORCH)
+WAYS = (OURS, OURS_PDL, CUBLAS, TORCH)
+OUR_WAYS = (OURS, OURS_PDL)
+DEFAULT_WAYS = (OURS, CUBLAS, TORCH)
 
 
 @dataclass
@@ -144,8 +146,9 @@ def _cupy_way(cp, stream, name: str, bufs: Buffers, launches: list[Callable[[], 
 
 
 def ours(cp, stream, bufs: Buffers, picks: dict[tuple[int, int, int], Any], arch: str,
-         sm_count: int) -> Way:  # type: ignore[no-untyped-def]  # fmt: skip
-    """Each link launched by its shape's pick through runner.launcher."""
+         sm_count: int, name: str = OURS) -> Way:  # type: ignore[no-untyped-def]  # fmt: skip
+    """Each link launched by its shape's pick through runner.launcher (a stage with `pdl` set
+    through cuLaunchKernelEx with programmatic stream serialization: the graph keeps the edge)."""
     launches, stages = [], []
     with stream:
         for link in bufs.chain.links:
@@ -159,7 +162,7 @@ def ours(cp, stream, bufs: Buffers, picks: dict[tuple[int, int, int], Any], arch
             launches.append(call)
             stages.append(stage.name)
     stream.synchronize()
-    return _cupy_way(cp, stream, OURS, bufs, launches, stages)
+    return _cupy_way(cp, stream, name, bufs, launches, stages)
 
 
 def cublas(cp, stream, bufs: Buffers, reference: Any, arch: str) -> Way:  # type: ignore[no-untyped-def]
@@ -314,14 +317,33 @@ def trace_way(cp, stream, way: Way, gemms: int, untraced_ms: float) -> dict[str,
     try:
         from rooflinecli.gpu import timeline  # type: ignore[attr-defined]
 
-        spans = timeline.trace(way.replay, stream.synchronize)
+        marks: list[Any] = []
+
+        def replay() -> None:  # event-timed too: the traced token beside the untraced ones
+            start, end = cp.cuda.Event(), cp.cuda.Event()
+            start.record(stream)
+            way.replay()  # type: ignore[misc]
+            end.record(stream)
+            marks.extend((start, end))
+
+        spans = timeline.trace(replay, stream.synchronize)
+        backend = getattr(spans, "backend", None)
     except ImportError as e:
         return {"timeline_reason": f"no timeline: {e}"}
     except RooflineError as e:  # timeline.TracingUnavailable, with its reason
         return {"timeline_reason": f"no timeline: {e}"}
     t = chain.timeline(spans, gemms)
+    t["timeline_backend"] = backend
     if "traced_token_us" in t and untraced_ms:
-        t["tracing_overhead"] = t["traced_token_us"] / (untraced_ms * 1e3) - 1.0
+        event_ms = cp.cuda.get_elapsed_time(*marks) if len(marks) == 2 else None
+        # tracing's cost: the traced replay's event time against the untraced median
+        if event_ms:
+            t["traced_event_us"] = event_ms * 1e3
+            t["tracing_overhead"] = event_ms / untraced_ms - 1.0
+        # kernel times plus gaps against the untraced token (both measured, never derived)
+        summed = sum(t["kernel_us"]) + sum(t["gap_before_us"]) - sum(t.get("overlap_us", []))
+        t["kernel_gap_sum_us"] = summed
+        t["timeline_error"] = summed / (untraced_ms * 1e3) - 1.0
     return t
 
 
@@ -341,7 +363,7 @@ def record(c: chain.Chain, full: chain.Chain, way: Way, dtype: str, spec: Spec,
     samples = [s * scale for s in way.samples_ms]
     rec: dict[str, Any] = {
         "stage": way.name,
-        "kind": "stage" if way.name == OURS else "reference",
+        "kind": "stage" if way.name in OUR_WAYS else "reference",
         "op": "chain",
         "dtype": dtype,
         "m": None, "n": None, "k": None,
@@ -391,7 +413,16 @@ def record(c: chain.Chain, full: chain.Chain, way: Way, dtype: str, spec: Spec,
     if t.get("kernel_us"):
         for g, k_us, gap in zip(rec["gemms"], t["kernel_us"], t["gap_before_us"], strict=True):
             g["kernel_us"], g["gap_before_us"] = k_us, gap
-    for key in ("traced_token_us", "tracing_overhead", "gap_share", "timeline_reason"):
+    for key in (
+        "traced_token_us",
+        "tracing_overhead",
+        "gap_share",
+        "timeline_reason",
+        "timeline_backend",
+        "traced_event_us",
+        "kernel_gap_sum_us",
+        "timeline_error",
+    ):
         if key in t:
             rec[key] = t[key]
     if ref_way is not None and ref_way is not way and ref_way.samples_ms and rec.get("time_ms"):
@@ -412,9 +443,10 @@ def run_chain(
     arch: str,
     sm_count: int,
     seed: int = 0,
+    pdl_picks: dict[tuple[int, int, int], Any] | None = None,
     warmup: int = 5,
     repeats: int = 30,
-    ways: tuple[str, ...] = WAYS,
+    ways: tuple[str, ...] = DEFAULT_WAYS,
     log: Callable[[str], None] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Build, verify (eager and replayed), time interleaved, trace: (records, clock)."""
@@ -439,6 +471,8 @@ def run_chain(
         try:
             if name == OURS:
                 w = ours(cp, stream, bufs, picks, arch, sm_count)
+            elif name == OURS_PDL:
+                w = ours(cp, stream, bufs, pdl_picks or picks, arch, sm_count, OURS_PDL)
             elif name == CUBLAS:
                 w = cublas(cp, stream, bufs, reference, arch)
             else:

@@ -103,6 +103,9 @@ def chain_lines(doc: dict[str, Any]) -> list[str]:
                 if r.get("time_ms") and t
                 else ("failed verification" if r.get("verified") is False else "absent")
             )
+            share = r.get("read_roof_share")
+            if share is not None and r.get("time_ms"):
+                what += f", {100 * share:.1f}% of the read roof"
             gap = r.get("gap_share")
             if gap is not None:
                 what += f" (gaps {100 * gap:.1f}%)"
@@ -121,15 +124,36 @@ def chain_lines(doc: dict[str, Any]) -> list[str]:
                 kernels = sum(g.get("kernel_us") or 0.0 for g in r["gemms"])
                 gaps = sum(g.get("gap_before_us") or 0.0 for g in r["gemms"])
                 over = r.get("tracing_overhead")
+                err = r.get("timeline_error")
                 lines.append(
                     f"{names.plain(str(workload))} {names.plain(str(r['stage']))} timeline: "
                     f"traced token {traced:,.1f} us"
                     + (f" ({100 * over:+.1f}% against untraced)" if over is not None else "")
                     + f", kernels {kernels:,.1f} us, gaps {gaps:,.1f} us"
-                )
+                    + (f", kernels + gaps {100 * err:+.1f}% against the token" if err is not None
+                       else "")
+                )  # fmt: skip
         fair = next((r.get("fairness") for r in recs if r.get("fairness")), None)
         if fair:
             lines.append(f"{names.plain(str(workload))}: {names.plain(str(fair))}")
+    read = (doc.get("settings") or {}).get("read_roof") or {}
+    if chains and read.get("hbm_read_gbs"):
+        lines.append(
+            f"HBM read roof {read['hbm_read_gbs']:,.0f} GB/s ({names.plain(str(read.get('source')))})"
+        )
+    elif chains and read.get("why"):
+        lines.append(f"HBM read roof: none ({names.plain(str(read['why']))})")
+    for v in doc.get("verdicts") or []:
+        value = v.get("value")
+        shown = (
+            "n/a"
+            if value is None
+            else (f"{100 * value:.1f}%" if v.get("what") != "cublas_over_ours" else f"{value:.3f}")
+        )
+        verdict = {True: "MET", False: "NOT MET", None: "NOT MEASURED"}[v.get("ok")]
+        lines.append(
+            f"target b{v.get('batch')}: {names.plain(str(v.get('line')))}: {shown}, {verdict}"
+        )
     return lines
 
 
