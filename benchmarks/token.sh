@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One decode token as engines run it: LLaMA-7B's 161 weight GEMMs as a dependent chain replayed
+# from a CUDA graph (`roofline run llm --chain`), our picks with and without programmatic
+# dependent launch beside cuBLAS and PyTorch's F.linear, each verified, one replayed token per
+# way traced (kernel times and the gaps between them). `roofline calibrate` runs first: its HBM
+# read roof is the one the documents put each way against.
+#
+#   bash benchmarks/token.sh OUTDIR [STEP...]     (default: every step, ~2.5 min)
+#
+# Steps: roof (the calibration, benchmarks/calibration/h200-token.json), bf16 (batch 1, 3, 16
+# and 64), fp16 (batch 1 and 16), single (a chain of one 1 x 4096 x 4096 GEMM beside
+# `run gemm --no-flush` at that shape: the two should agree within 3%).
+source "$(dirname "$0")/lib.sh"
+suite "$@"
+
+WAYS=best,best+pdl,cublas,torch
+
+step_roof() {  # the read roof the documents are put against, measured first
+  calibration h200-token.json
+}
+
+step_bf16() {
+  doc token-llama-7b-bf16.json 90 run llm --chain --preset llama-7b --dtype bf16 \
+    --batch 1,3,16,64 --ways "$WAYS" --calibration "$OUT/h200-token.json"
+}
+
+step_fp16() {
+  doc token-llama-7b-fp16.json 60 run llm --chain --preset llama-7b --dtype fp16 \
+    --batch 1,16 --ways "$WAYS" --calibration "$OUT/h200-token.json"
+}
+
+step_single() {  # a chain of one GEMM against the per-GEMM timing without a flush
+  doc token-single-1x4096x4096-bf16.json 40 run llm --chain --chain-shape 1x4096x4096 \
+    --dtype bf16 --ways best,cublas --repeats 200
+  doc gemm-bf16-1x4096x4096-no-flush.json 40 run gemm --m 1 --n 4096 --k 4096 --dtype bf16 \
+    --stages best --no-flush
+  python3 benchmarks/chain_single.py "$OUT/token-single-1x4096x4096-bf16.json" \
+    "$OUT/gemm-bf16-1x4096x4096-no-flush.json"
+}
+
+run_steps roof bf16 fp16 single
