@@ -20,7 +20,11 @@ parts, each between a begin and an end marker, may stand on any page:
 - the summary of `--stages best` documents against their reference (`<!-- best:A.json,B.json:begin
   (make docs) -->` ... `<!-- best:A.json,B.json:end -->`): per document the geometric mean of
   reference time / pick time over its shapes, the share of shapes at 0.90 or better, the worst
-  shape, and the geometric mean per M bucket of the dispatch.
+  shape, and the geometric mean per M bucket of the dispatch;
+- the token table of chain documents (`run llm --chain`; `<!-- token:A.json,B.json:begin (make
+  docs) -->` ... `<!-- token:A.json,B.json:end -->`): per document, batch and way the time per
+  token, its share of the measured HBM read roof and of the datasheet, cuBLAS's chain time over
+  it, the share of the traced token lost to gaps; then the targets the documents checked.
 """
 
 from __future__ import annotations
@@ -114,7 +118,7 @@ def with_stage_tables(text: str) -> str:
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path("benchmarks") / "results"
 BLOCK = re.compile(
-    r"<!-- (?P<kind>show|results|best):(?P<names>[^\s:]+):begin \(make docs\) -->\n"
+    r"<!-- (?P<kind>show|results|best|token):(?P<names>[^\s:]+):begin \(make docs\) -->\n"
     r".*?<!-- (?P=kind):(?P=names):end -->",
     re.S,
 )
@@ -385,6 +389,62 @@ def best_table(names: str) -> str:
     return _best([results.load(_path(n)) for n in parts], parts)
 
 
+def _pct(v: Any) -> str:
+    return f"{100 * v:.1f}%" if isinstance(v, int | float) and math.isfinite(v) else "-"
+
+
+def _token(docs: list[dict[str, Any]], names: list[str]) -> str:
+    from rooflinecli import names as safe
+
+    rows, verdicts = [], []
+    for name, doc in zip(names, docs, strict=True):
+        recs = [r for r in doc["records"] if r.get("op") == "chain"]
+        cublas = {r.get("batch"): r.get("time_ms") for r in recs if r.get("stage") == "cublas"}
+        for r in recs:
+            t, ref = r.get("time_ms"), cublas.get(r.get("batch"))
+            if r.get("verified") is False:
+                shown = "failed its check"
+            elif t:
+                shown = _num(1)(r.get("time_us_per_token"))
+            else:
+                shown = "absent"
+            ratio = f"{ref / t:.3f}" if t and ref and r.get("stage") != "cublas" else "-"
+            rows.append([
+                f"`{name}`", str(r.get("dtype", "-")), str(r.get("batch", "-")),
+                safe.plain(str(r.get("stage"))), shown, _pct(r.get("read_roof_share")),
+                _pct(r.get("datasheet_share")), ratio, _pct(r.get("gap_share")),
+                _pct(r.get("tracing_overhead")), _pct(r.get("timeline_error")),
+            ])  # fmt: skip
+        read = ((doc.get("settings") or {}).get("read_roof") or {}).get("hbm_read_gbs")
+        dtype = recs[0].get("dtype", "-") if recs else "-"
+        for v in doc.get("verdicts") or []:
+            value = v.get("value")
+            if value is None:
+                shown = "not measured"
+            elif v.get("what") == "cublas_over_ours":
+                shown = f"{value:.3f}"
+            else:
+                shown = _pct(value)
+            ok = {True: "met", False: "**not met**", None: "**not measured**"}[v.get("ok")]
+            verdicts.append(f"- {dtype} batch {v.get('batch')}: {safe.plain(str(v.get('line')))}"
+                            f": {shown}, {ok}")  # fmt: skip
+        if read:
+            verdicts.append(f"- {dtype}: read roof {read:,.0f} GB/s, `roofline calibrate` of the "
+                            "same run")  # fmt: skip
+    head = ["document", "dtype", "batch", "way", "µs per token", "of the read roof",
+            "of the datasheet", "cuBLAS / this", "gaps", "tracing cost", "kernels + gaps vs token"]  # fmt: skip
+    text = _md(head, "lrrlrrrrrrr", rows)
+    return text + ("\n" + "\n".join(verdicts) + "\n" if verdicts else "")
+
+
+def token_table(names: str) -> str:
+    """The token table of the named chain documents (comma-separated)."""
+    from rooflinecli import results
+
+    parts = names.split(",")
+    return _token([results.load(_path(n)) for n in parts], parts)
+
+
 def show_markdown(name: str) -> str:
     """`roofline show NAME --format markdown`, as a user would see it."""
     from click.testing import CliRunner
@@ -405,6 +465,8 @@ def generated(text: str) -> str:
         kind, names = m["kind"], m["names"]
         if kind == "best":
             body = best_table(names)
+        elif kind == "token":
+            body = token_table(names)
         else:
             body = show_markdown(names) if kind == "show" else results_table(names)
         return f"<!-- {kind}:{names}:begin (make docs) -->\n{body}<!-- {kind}:{names}:end -->"

@@ -478,3 +478,51 @@ def test_show_prints_the_read_roof_and_the_verdicts():
     assert "llama-7b:chain:b1: best 3,000.0 us, 90.0% of the read roof" in lines
     assert "HBM read roof 4,619 GB/s (roofline calibrate)" in lines
     assert "target b1: best >= 85% of the read roof: 90.0%, MET" in lines
+
+
+def test_the_token_table_is_made_from_chain_documents(monkeypatch, tmp_path):
+    """docs/results.md's token block (`<!-- token:...:begin -->`) from a chain document made by
+    the chain runner with NumPy standing in, put against a read roof, with its verdicts."""
+    import sys
+
+    from rooflinecli import docgen
+
+    cp = FakeCupy()
+    monkeypatch.setitem(sys.modules, "rooflinecli.gpu.timeline", None)
+    monkeypatch.setattr(chain_runner.device, "cupy", lambda: cp)
+    monkeypatch.setattr(chain_runner.device, "clock_sampler", lambda: None)
+
+    def emulated(name: str):  # type: ignore[no-untyped-def]
+        def build(_cp, _stream, bufs, *_args):  # type: ignore[no-untyped-def]
+            w = _Emulated(bufs, "").way()
+            w.name, w.stages = name, ["emulated"] * len(bufs.chain.links)
+            return w
+
+        return build
+
+    monkeypatch.setattr(chain_runner, "ours", emulated("best"))
+    monkeypatch.setattr(chain_runner, "cublas", emulated("cublas"))
+    p = small()
+    full = chain.build(p, 1)
+    spec = resolve_spec("h200-sxm")
+    recs, _ = chain_runner.run_chain(full, full, "bf16", {}, None, spec, "sm_90a", 132,
+                                     warmup=1, repeats=3, ways=("best", "cublas"))  # fmt: skip
+    for r in recs:
+        chain.roof_shares(r, 4619.0, spec.memory_bandwidth_gbs)
+    doc = results.new_document(
+        spec.to_dict(), None, recs, settings={"read_roof": {"hbm_read_gbs": 4619.0}},
+        verdicts=chain.verdicts(recs, ("best",)),
+    )  # fmt: skip
+    (tmp_path / "token-x.json").write_text(results.dumps(doc))
+    monkeypatch.setattr(docgen, "_path", lambda name: tmp_path / name)
+    page = "<!-- token:token-x.json:begin (make docs) -->\nold\n<!-- token:token-x.json:end -->"
+    text = docgen.generated(page)
+    rows = [line for line in text.splitlines() if line.startswith("| `token-x.json`")]
+    assert [row.split(" | ")[3] for row in rows] == ["best", "cublas"]
+    best = rows[0].split(" | ")
+    share = recs[0]["read_roof_share"]
+    assert best[4] == f"{recs[0]['time_us_per_token']:,.1f}" and best[5] == f"{100 * share:.1f}%"
+    assert best[7] == "1.000"  # both ways emulated alike: cuBLAS / ours is 1
+    assert "- bf16 batch 1: cuBLAS chain / best >= 1.10: 1.000, **not met**" in text
+    assert "- bf16: read roof 4,619 GB/s" in text
+    assert "old" not in text
