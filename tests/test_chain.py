@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from fakes import FakeCupy
 
 from rooflinecli import results
@@ -526,3 +527,46 @@ def test_the_token_table_is_made_from_chain_documents(monkeypatch, tmp_path):
     assert "- bf16 batch 1: cuBLAS chain / best >= 1.10: 1.000, **not met**" in text
     assert "- bf16: read roof 4,619 GB/s" in text
     assert "old" not in text
+
+
+def test_plot_draws_the_token_and_each_gemm_at_its_kernel_time(monkeypatch, tmp_path):
+    """`roofline plot` of a chain document: the whole token at its ideal intensity and, where a
+    timeline gave kernel times, each GEMM at the speed of its kernel time."""
+    import sys
+
+    from rooflinecli.present import image
+
+    cp = FakeCupy()
+    monkeypatch.setitem(sys.modules, "rooflinecli.gpu.timeline", None)
+    monkeypatch.setattr(chain_runner.device, "cupy", lambda: cp)
+    monkeypatch.setattr(chain_runner.device, "clock_sampler", lambda: None)
+
+    def build(_cp, _stream, bufs, *_args):  # type: ignore[no-untyped-def]
+        w = _Emulated(bufs, "").way()
+        w.name, w.stages = "best", ["emulated"] * len(bufs.chain.links)
+        w.trace = {}
+        return w
+
+    monkeypatch.setattr(chain_runner, "ours", build)
+    full = chain.build(small(), 1)
+    spec = resolve_spec("h200-sxm")
+    recs, _ = chain_runner.run_chain(full, full, "bf16", {}, None, spec, "sm_90a", 132,
+                                     warmup=1, repeats=3, ways=("best",))  # fmt: skip
+    for i, g in enumerate(recs[0]["gemms"]):
+        g["kernel_us"], g["gap_before_us"] = 2.0 + i, 1.0
+    doc = results.new_document(spec.to_dict(), {"name": "NVIDIA H200"}, recs)
+    got, unplaced = image.series(doc)
+    assert not unplaced
+    token, per_gemm = got
+    assert len(token.points) == 1 and token.points[0].ai == pytest.approx(recs[0]["ai_ideal"])
+    assert per_gemm.name.endswith("each GEMM (kernel time)")
+    assert len(per_gemm.points) == len(recs[0]["gemms"])
+    g0 = recs[0]["gemms"][0]
+    flops = 2 * g0["m"] * g0["n"] * g0["k"]
+    assert per_gemm.points[0].tflops == pytest.approx(flops / 2.0e-6 / 1e12)
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "token.json"
+    path.write_text(results.dumps(doc))
+    r = CliRunner().invoke(cli, ["plot", str(path), "-o", str(tmp_path / "token.png")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "token.png").stat().st_size > 1000

@@ -267,6 +267,12 @@ def series(
         # a stage keeps its colour across shapes; kernels of a program are told apart by name
         value = f"{terminal_chart.fmt_value(pts[0].tflops)} TFLOP/s"
         add(label, value, str(rec["stage"]), pts, rec)
+        gemm_pts = terminal_chart.chain_gemm_points(rec, roof_of, label)
+        if gemm_pts:  # the token's GEMMs at their kernel times: the distance the gaps add
+            fastest = max(p.tflops for p in gemm_pts)
+            add(f"{label}, each GEMM (kernel time)",
+                f"up to {terminal_chart.fmt_value(fastest)} TFLOP/s", str(rec["stage"]),
+                gemm_pts, rec)  # fmt: skip
     return out, unplaced
 
 

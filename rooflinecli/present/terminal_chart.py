@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rooflinecli import names
-from rooflinecli.core import attention
+from rooflinecli.core import attention, model
 from rooflinecli.core.roofs import Roof
 from rooflinecli.core.specs import DTYPE_PEAK
 from rooflinecli.errors import RooflineError
@@ -177,6 +177,26 @@ def speed(rec: dict[str, Any]) -> Any:
     """The TFLOP/s to place: under Nsight Compute the event time covers ncu's replays, so the
     kernel time it measured (tflops_ncu) gives the speed."""
     return rec.get("tflops_ncu") if _finite_pos(rec.get("tflops_ncu")) else rec.get("tflops")
+
+
+def chain_gemm_points(rec: dict[str, Any], roof_of: dict[str, Roof], label: str) -> list[Point]:
+    """A chain record's GEMMs, each at its ideal intensity and the speed of its kernel time from
+    the timeline (one replayed token): where each sits against the roof without the gaps."""
+    if not _rooted(rec) or not isinstance(rec.get("gemms"), list):
+        return []
+    roof = roof_of[roof_id(rec)]
+    elem = 4 if rec.get("dtype") == "fp32" else 2
+    pts = []
+    for g in rec["gemms"]:
+        us = g.get("kernel_us")
+        if not isinstance(g, dict) or not _finite_pos(us):
+            continue
+        m, n, k = int(g["m"]), int(g["n"]), int(g["k"])
+        flops = model.gemm_flops(m, n, k)
+        ai = model.intensity(flops, model.gemm_bytes_ideal(m, n, k, elem))
+        pts.append(Point(f"{label} {g.get('name')}", ai, model.tflops(flops, us / 1e3),
+                         roof.at(ai), None, False))  # fmt: skip
+    return pts
 
 
 def run_points(rec: dict[str, Any], roof_of: dict[str, Roof], label: str) -> list[Point] | Unplaced:
