@@ -1,7 +1,9 @@
 """On a GPU: the token chain (`run llm --chain`) verifies at batch 1, 3 and 16 in fp16 and
 bf16, for every stage `--stages best` picks at those batches (LLaMA-7B's shapes, two layers
 and the LM head), through our picks, cuBLAS and PyTorch (where installed), eagerly, from the
-replayed graph and after the timed replays; and a chain of one GEMM runs its pick."""
+replayed graph and after the timed replays, our picks with and without programmatic
+dependent launch (best+pdl: stage 56 on every M = 1 GEMM); a chain stays correct over many
+replays; and a chain of one GEMM runs its pick."""
 
 import pytest
 
@@ -15,10 +17,12 @@ pytestmark = pytest.mark.gpu
 @pytest.mark.parametrize("batch", [1, 3, 16])
 def test_chain_verifies(batch, dtype):
     p = llm.resolve("llama-7b")
-    doc = api.run_chain(p, [batch], dtype, warmup=1, repeats=3, layers=2)
+    doc = api.run_chain(p, [batch], dtype, warmup=1, repeats=3, layers=2,
+                        ways=("best", "best+pdl", "cublas", "torch"))  # fmt: skip
     results.validate(doc)
     recs = {r["stage"]: r for r in doc["records"]}
-    picks = set(doc["settings"]["picks"].values())
+    picks = set(doc["settings"]["chain_stages"].values())
+    pdl_picks = set(doc["settings"]["pdl_picks"].values())
     for name, r in recs.items():
         if name == "torch" and r.get("error"):
             continue  # no PyTorch here: recorded absent with the reason
@@ -29,7 +33,22 @@ def test_chain_verifies(batch, dtype):
         assert r["layers_run"] == 2 and r["layers"] == 32 and r["scale"] > 1
     # every stage that takes part ran in the chain
     assert {g["stage"] for g in recs["best"]["gemms"]} == picks
+    assert ("gemv_pdl" in pdl_picks) == (batch == 1) == ("best+pdl" in recs)
+    if batch == 1:  # best+pdl runs where it differs from best: gemv_pdl takes M = 1
+        assert {g["stage"] for g in recs["best+pdl"]["gemms"]} == pdl_picks
     assert len(recs["best"]["gemms"]) == len(chain.build(p, batch, 2).links)
+
+
+@pytest.mark.parametrize("exclude", [None, {}], ids=["as-run", "every-pick"])
+def test_chain_stays_correct_over_many_replays(exclude):
+    """200 back-to-back replays, then the last one's output checked: a stage whose workspace or
+    counters do not come back to their starting state fails here ({}: nothing excluded)."""
+    p = llm.resolve("llama-7b")
+    doc = api.run_chain(p, [1], "bf16", warmup=0, repeats=200, layers=2,
+                        ways=("best", "best+pdl"), exclude=exclude)  # fmt: skip
+    for r in doc["records"]:
+        assert r["checks"]["timed"]["ok"], (r["stage"], doc["settings"]["chain_stages"],
+                                            r["checks"]["timed"])  # fmt: skip
 
 
 def test_chain_of_one_gemm():
