@@ -432,7 +432,8 @@ def _token(docs: list[dict[str, Any]], names: list[str]) -> str:
             verdicts.append(f"- {dtype}: read roof {read:,.0f} GB/s, `roofline calibrate` of the "
                             "same run")  # fmt: skip
     head = ["document", "dtype", "batch", "way", "µs per token", "of the read roof",
-            "of the datasheet", "cuBLAS / this", "gaps", "tracing cost", "kernels + gaps vs token"]  # fmt: skip
+            "of the datasheet", "cuBLAS / this", "gaps", "tracing cost",
+            "kernels + gaps vs token"]  # fmt: skip
     text = _md(head, "lrrlrrrrrrr", rows)
     return text + ("\n" + "\n".join(verdicts) + "\n" if verdicts else "")
 

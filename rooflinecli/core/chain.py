@@ -399,10 +399,10 @@ def verdicts(records: Sequence[dict[str, Any]], ours: Sequence[str]) -> list[dic
             if cub and cub.get("time_ms") and r.get("time_ms"):
                 ratio = cub["time_ms"] / r["time_ms"]
             share = r.get("read_roof_share")
-            out.append(_verdict(batch, way, "cublas_over_ours", ratio, ratio_min,
-                                f"cuBLAS chain / {way} >= {ratio_min:.2f}"))  # fmt: skip
-            out.append(_verdict(batch, way, "read_roof_share", share, share_min,
-                                f"{way} >= {share_min:.0%} of the measured HBM read roof"))  # fmt: skip
+            over = f"cuBLAS chain / {way} >= {ratio_min:.2f}"
+            roof = f"{way} >= {share_min:.0%} of the measured HBM read roof"
+            out.append(_verdict(batch, way, "cublas_over_ours", ratio, ratio_min, over))
+            out.append(_verdict(batch, way, "read_roof_share", share, share_min, roof))
         if r.get("timeline_error") is not None:
             err = r["timeline_error"]
             out.append({"batch": batch, "way": way, "what": "timeline_sum", "value": err,

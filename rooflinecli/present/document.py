@@ -139,7 +139,8 @@ def chain_lines(doc: dict[str, Any]) -> list[str]:
     read = (doc.get("settings") or {}).get("read_roof") or {}
     if chains and read.get("hbm_read_gbs"):
         lines.append(
-            f"HBM read roof {read['hbm_read_gbs']:,.0f} GB/s ({names.plain(str(read.get('source')))})"
+            f"HBM read roof {read['hbm_read_gbs']:,.0f} GB/s "
+            f"({names.plain(str(read.get('source')))})"
         )
     elif chains and read.get("why"):
         lines.append(f"HBM read roof: none ({names.plain(str(read['why']))})")
