@@ -953,7 +953,7 @@ def run_chain(
             {
                 "hbm_read_gbs": read_gbs,
                 "source": "roofline calibrate, the same run",
-                "device": (calibration.get("device") or {}).get("name"),
+                "device": ((calibration or {}).get("device") or {}).get("name"),
             }
             if read_gbs
             else {"hbm_read_gbs": None, "why": "no calibration given (--calibration)"}

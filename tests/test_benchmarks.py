@@ -102,11 +102,12 @@ def test_every_script_and_step_the_page_names_exists() -> None:
 
 
 def test_the_figures_of_the_readme_and_docs_have_a_command_and_a_document() -> None:
-    """Each generated block (`<!-- results:NAMES:begin -->`, `<!-- show:NAME:begin -->`) and
+    """Each generated block (`<!-- results:NAMES:begin -->`, `<!-- show:NAME:begin -->`,
+    `<!-- token:NAMES:begin -->`) and
     each picture `make plots` draws is a row of the page's table of figures."""
     page = PAGE.read_text()
     text = published_text()
-    blocks = re.findall(r"<!-- (?:results|show):([^:]+):begin", text)
+    blocks = re.findall(r"<!-- (?:results|show|token):([^:]+):begin", text)
     assert blocks
     for names in blocks:
         for name in names.split(","):

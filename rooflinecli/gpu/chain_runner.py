@@ -332,7 +332,7 @@ def trace_way(cp, stream, way: Way, gemms: int, untraced_ms: float) -> dict[str,
         return {"timeline_reason": f"no timeline: {e}"}
     except RooflineError as e:  # timeline.TracingUnavailable, with its reason
         return {"timeline_reason": f"no timeline: {e}"}
-    t = chain.timeline(spans, gemms)
+    t = chain.timeline(spans, gemms)  # type: ignore[arg-type]  # KernelSpan is a Span
     t["timeline_backend"] = backend
     if "traced_token_us" in t and untraced_ms:
         event_ms = cp.cuda.get_elapsed_time(*marks) if len(marks) == 2 else None
