@@ -393,11 +393,11 @@ def _pct(v: Any) -> str:
     return f"{100 * v:.1f}%" if isinstance(v, int | float) and math.isfinite(v) else "-"
 
 
-def _token(docs: list[dict[str, Any]], names: list[str]) -> str:
-    from rooflinecli import names as safe
+def _token(docs: list[dict[str, Any]], labels: list[str]) -> str:
+    from rooflinecli import names
 
     rows, verdicts = [], []
-    for name, doc in zip(names, docs, strict=True):
+    for name, doc in zip(labels, docs, strict=True):
         recs = [r for r in doc["records"] if r.get("op") == "chain"]
         cublas = {r.get("batch"): r.get("time_ms") for r in recs if r.get("stage") == "cublas"}
         for r in recs:
@@ -411,7 +411,7 @@ def _token(docs: list[dict[str, Any]], names: list[str]) -> str:
             ratio = f"{ref / t:.3f}" if t and ref and r.get("stage") != "cublas" else "-"
             rows.append([
                 f"`{name}`", str(r.get("dtype", "-")), str(r.get("batch", "-")),
-                safe.plain(str(r.get("stage"))), shown, _pct(r.get("read_roof_share")),
+                names.plain(str(r.get("stage"))), shown, _pct(r.get("read_roof_share")),
                 _pct(r.get("datasheet_share")), ratio, _pct(r.get("gap_share")),
                 _pct(r.get("tracing_overhead")), _pct(r.get("timeline_error")),
             ])  # fmt: skip
@@ -426,7 +426,7 @@ def _token(docs: list[dict[str, Any]], names: list[str]) -> str:
             else:
                 shown = _pct(value)
             ok = {True: "met", False: "**not met**", None: "**not measured**"}[v.get("ok")]
-            verdicts.append(f"- {dtype} batch {v.get('batch')}: {safe.plain(str(v.get('line')))}"
+            verdicts.append(f"- {dtype} batch {v.get('batch')}: {names.plain(str(v.get('line')))}"
                             f": {shown}, {ok}")  # fmt: skip
         if read:
             verdicts.append(f"- {dtype}: read roof {read:,.0f} GB/s, `roofline calibrate` of the "
