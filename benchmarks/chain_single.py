@@ -23,6 +23,10 @@ def _time(doc: dict, kind: str) -> tuple[str, float | None]:
 
 
 def main(chain_path: str, gemm_path: str) -> int:
+    missing = [p for p in (chain_path, gemm_path) if not Path(p).is_file()]
+    if missing:
+        print(f"one-gemm: not measured ({', '.join(missing)} missing)")
+        return 1
     chain = json.loads(Path(chain_path).read_text())
     gemm = json.loads(Path(gemm_path).read_text())
     worst = 0.0
