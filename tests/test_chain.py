@@ -405,7 +405,7 @@ def test_trace_way_reads_a_timeline(monkeypatch):
     stream = cp.cuda.Stream()
     monkeypatch.setattr(cp.cuda, "get_elapsed_time", lambda s, e: 0.0195, raising=False)
     t = chain_runner.trace_way(cp, stream, way, 2, untraced_ms=0.019)
-    assert ran == [1]
+    assert ran == [1, 1]  # traced twice: the first pays the tracer's setup, the second is kept
     assert t["kernel_us"] == [10.0, 8.0] and t["gap_before_us"] == [0.0, 2.0]
     # tracing's cost: the traced replay's own event time against the untraced median
     assert t["traced_event_us"] == pytest.approx(19.5)
