@@ -350,7 +350,7 @@ def _best(docs: list[dict[str, Any]], names: list[str]) -> str:
         got = _best_ratios(doc)
         ratios = [x for _k, _s, x in got if x is not None]
         failed = sum(x is None for _k, _s, x in got)
-        worst = min((g for g in got if g[2] is not None), key=lambda g: g[2], default=None)
+        worst = min((g for g in got if g[2] is not None), key=lambda g: g[2] or 0.0, default=None)
         dtype = doc["records"][0].get("dtype", "-") if doc["records"] else "-"
         label = f"`{name}`"
         rows.append([

@@ -312,8 +312,10 @@ def trace_way(cp, stream, way: Way, gemms: int, untraced_ms: float) -> dict[str,
     """One replayed token under the timeline (rooflinecli.gpu.timeline, optional): per GEMM its
     kernel time and the gap before it; the reason where there is no timeline."""
     try:
-        from rooflinecli.gpu import timeline  # type: ignore[attr-defined]
+        from rooflinecli.gpu import timeline
 
+        if way.replay is None:
+            return {"timeline_reason": "no graph to replay"}
         spans = timeline.trace(way.replay, stream.synchronize)
     except ImportError as e:
         return {"timeline_reason": f"no timeline: {e}"}
