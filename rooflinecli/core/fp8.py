@@ -21,6 +21,7 @@ saturate=False, which rounds overflow to infinity as IEEE does. NaN in gives NaN
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -128,3 +129,44 @@ def random_codes(
         raise RooflineError(f"max_abs {max_abs} is outside (0, {fmt(name).max_value:g}]")
     x = (rng.random(shape, dtype=xp.float32) * 2 - 1) * max_abs
     return encode(x, name, xp=xp)
+
+
+# The precision of the Tensor Cores' FP8 sums on Hopper: products of two FP8 values are exact
+# (4 x 4 significand bits fit any float), but they are added into the accumulator with fewer
+# significand bits than FP32's 24; DeepSeek-V3's report (section 3.3.2) puts it at about 14.
+TC_FP8_SUM_BITS = 14
+WGMMA_K = 32  # the K one 8-bit wgmma adds (m64nNk32): one reduced-precision alignment each
+
+
+def tolerance(
+    k: int, span: int | None = None, rounding: tuple[float, float] = (0.0, 0.0)
+) -> tuple[float, float]:
+    """(relative Frobenius, largest element / largest reference element) bounds of an FP8 GEMM
+    against the float64 product of its dequantised inputs.
+
+    The inputs are exact (the reference decodes the very codes the kernel reads) and so are the
+    products; the error is the sums' and the output's:
+      * rounding: what storing the exact product in the output type costs (measured on the
+        reference, by the same two measures);
+      * the Tensor Core sums, each spanning S = `span` terms (all of K when None) with
+        u = 2^-TC_FP8_SUM_BITS: a random walk, 8 sqrt(S) u, plus a systematic part of one u
+        per wgmma (the alignment truncates, always the same way), S / 32 u;
+      * promoted sums added in FP32 (K / S of them): 8 sqrt(K) 2^-24.
+    A k-block of 128 left out of K = 1024 costs about sqrt(128 / 1024) = 35% (Frobenius), far
+    past the bound (1.8% at K = 1024) that a correct kernel stays inside."""
+    if k < 1:
+        raise ValueError("K must be positive")
+    s = k if span is None else min(span, k)
+    u = 2.0**-TC_FP8_SUM_BITS
+    acc = 8 * math.sqrt(s) * u + (s / WGMMA_K) * u + 8 * math.sqrt(k) * 2.0**-24
+    return rounding[0] + acc, rounding[1] + acc
+
+
+def tolerance_rule(span: int | None = None) -> str:
+    """The bound in words, for a record."""
+    where = "S = K" if span is None else f"S = {span} (promoted to FP32 every {span} of K)"
+    return (
+        "rounding of the float64 reference to the output type + Tensor Core FP8 sums of "
+        f"2^-{TC_FP8_SUM_BITS} units over S terms: (8 sqrt(S) + S/{WGMMA_K}) units, {where}, "
+        "+ 8 sqrt(K) 2^-24 (same rule for the largest element)"
+    )
