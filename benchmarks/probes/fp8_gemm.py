@@ -65,7 +65,11 @@ def main() -> int:
     log("reference:", gfp8.REFERENCE if why_no_torch is None else f"none ({why_no_torch})")
 
     t0 = time.time()
-    builds = [(s, f, o, {}) for s in stages for f, o in (("e4m3", "bf16"), ("e4m3", "fp16"), ("e5m2", "bf16"))]
+    builds = [
+        (s, f, o, {})
+        for s in stages
+        for f, o in (("e4m3", "bf16"), ("e4m3", "fp16"), ("e5m2", "bf16"))
+    ]
     builds += [(s, "e4m3", "bf16", {"SKIP_KBLOCK": j}) for s in stages for j in (0, 3)]
     for (s, f, o, extra), r in zip(builds, gfp8.precompile(builds), strict=True):
         if isinstance(r, Exception):
@@ -94,9 +98,11 @@ def main() -> int:
                 res, meta, _ = verify(cp, s, m, n, k, **kw)
                 ok = res["ok"]
                 bad += not ok
-                log(f"VERIFY {s.name:18s} {m}x{n}x{k} {kw or ''} {'PASS' if ok else 'FAIL'} "
+                log(
+                    f"VERIFY {s.name:18s} {m}x{n}x{k} {kw or ''} {'PASS' if ok else 'FAIL'} "
                     f"rel {res['rel']:.2e} max {res['max']:.2e} (tol {res['rel_tol']:.2e}) "
-                    f"regs {meta['registers']} spill {meta['spill_bytes']} {time.time() - t0:.1f}s")
+                    f"regs {meta['registers']} spill {meta['spill_bytes']} {time.time() - t0:.1f}s"
+                )
                 doc["verify"].append({"stage": s.name, "shape": [m, n, k], **kw, **res})
             except Exception as exc:  # noqa: BLE001 - one failure must not hide the rest
                 bad += 1
@@ -115,84 +121,107 @@ def main() -> int:
                 res, _, _ = verify(cp, s, m, n, k, extra={"SKIP_KBLOCK": j})
                 caught = not res["ok"]
                 failures += not caught
-                log(f"WRONG  {s.name:18s} {m}x{n}x{k} SKIP_KBLOCK={j} "
+                log(
+                    f"WRONG  {s.name:18s} {m}x{n}x{k} SKIP_KBLOCK={j} "
                     f"{'CAUGHT' if caught else 'MISSED'} rel {res['rel']:.2e} "
-                    f"(tol {res['rel_tol']:.2e})")
+                    f"(tol {res['rel_tol']:.2e})"
+                )
                 doc["wrong"].append({"stage": s.name, "shape": [m, n, k], "skip": j, **res})
             except Exception as exc:  # noqa: BLE001
                 failures += 1
                 log(f"ERROR wrong {s.name} {m}x{n}x{k}: {type(exc).__name__}: {exc}")
 
-    # timing, beside torch._scaled_mm in the same rounds
+    # timing, beside torch._scaled_mm in the same rounds; every launch its own output, each
+    # checked after its last timed launch
     shapes = TIMED
     if args.shapes:
         shapes = [tuple(int(v) for v in x.split("x")) for x in args.shapes.split(",")]
-    timing = Timing(budget_ms=150.0 if args.quick else 300.0, max_repeats=100, warmup_ms=20.0)
+    timing = Timing(budget_ms=100.0 if args.quick else 200.0, max_repeats=60, warmup_ms=20.0)
     timer = Timer(timing)
+    refs = (("scaled_mm", False), ("scaled_mm_fast", True))
     for m, n, k in shapes:
         try:
             g = gfp8.Problem(cp, m, n, k, seed=2)
         except Exception as exc:  # noqa: BLE001
             log(f"ERROR problem {m}x{n}x{k}: {type(exc).__name__}: {exc}")
             continue
-        launches, metas, names = [], [], []
-        ref = None
-        if why_no_torch is None:
+        launches: list[Any] = []
+        outs: dict[str, tuple[Any, int | None]] = {}
+        for name, fast in refs if why_no_torch is None else ():
             try:
-                ref = gfp8.scaled_mm(g)
-                g.C_ref.fill(0x7FC0)
+                out = cp.empty((m, n), dtype=cp.int16)
+                ref = gfp8.scaled_mm(g, fast_accum=fast, out=out)
+                g.poison(out)
                 ref()
                 cp.cuda.runtime.deviceSynchronize()
-                rres = g.check(None, g.C_ref)
-                log(f"VERIFY torch._scaled_mm {m}x{n}x{k} {'PASS' if rres['ok'] else 'FAIL'} "
-                    f"rel {rres['rel']:.2e} max {rres['max']:.2e}")
-                launches.append(Launch("scaled_mm", ref))
-                names.append("scaled_mm")
+                rres = g.check(None, out)
+                log(
+                    f"VERIFY {name} {m}x{n}x{k} {'PASS' if rres['ok'] else 'FAIL'} "
+                    f"rel {rres['rel']:.2e} max {rres['max']:.2e} (tol {rres['rel_tol']:.2e})"
+                )
+                launches.append(Launch(name, ref))
+                outs[name] = (out, None)
             except Exception as exc:  # noqa: BLE001
-                log(f"ERROR scaled_mm {m}x{n}x{k}: {type(exc).__name__}: {exc}")
-                ref = None
+                log(f"ERROR {name} {m}x{n}x{k}: {type(exc).__name__}: {exc}")
         for s in stages:
             try:
-                launch, meta = gfp8.launcher(cp, s, g)
-                g.poison()
+                out = cp.empty((m, n), dtype=cp.uint16)
+                launch, _ = gfp8.launcher(cp, s, g, out=out)
+                g.poison(out)
                 launch()
                 cp.cuda.runtime.deviceSynchronize()
-                res = g.check(s.promote_span)
+                res = g.check(s.promote_span, out)
                 if not res["ok"]:
                     failures += 1
-                    log(f"TIME   {s.name} {m}x{n}x{k}: FAILS the check (rel {res['rel']:.2e}): "
-                        "not timed")
+                    log(
+                        f"TIME   {s.name} {m}x{n}x{k}: FAILS the check (rel {res['rel']:.2e}, "
+                        f"tol {res['rel_tol']:.2e}): not timed"
+                    )
                     continue
                 launches.append(Launch(s.name, launch))
-                names.append(s.name)
-                metas.append(meta)
+                outs[s.name] = (out, s.promote_span)
             except Exception as exc:  # noqa: BLE001
                 failures += 1
                 log(f"ERROR launch {s.name} {m}x{n}x{k}: {type(exc).__name__}: {exc}")
         if not launches:
             continue
         try:
+            for out, _ in outs.values():
+                g.poison(out)
             timed = timer.time(launches)
         except Exception as exc:  # noqa: BLE001
             log(f"ERROR timing {m}x{n}x{k}: {type(exc).__name__}: {exc}")
             continue
-        # the last timed launch of each stage wrote g.C: check the final one
-        last = g.check(stages[-1].promote_span) if names[-1] != "scaled_mm" else None
+        names = [x.name for x in launches]
+        last = {nm: g.check(span, out)["ok"] for nm, (out, span) in outs.items()}
+        failures += sum(not ok for nm, ok in last.items() if not nm.startswith("scaled_mm"))
         flops = 2.0 * m * n * k
         med = {nm: statistics.median(sm) for nm, sm in zip(names, timed.samples, strict=True)}
         ref_ms = med.get("scaled_mm")
-        row = {"shape": [m, n, k], "median_ms": med, "samples": dict(zip(names, timed.samples, strict=True)),
-               "clock": timed.clock, "last_launch_check": last}
+        fast_ms = med.get("scaled_mm_fast")
+        row = {
+            "shape": [m, n, k],
+            "median_ms": med,
+            "clock": timed.clock,
+            "last_ok": last,
+            "samples": dict(zip(names, timed.samples, strict=True)),
+        }
         doc["time"].append(row)
         parts = []
         for nm in names:
             tf = flops / med[nm] / 1e9
-            ratio = f" {ref_ms / med[nm]:.3f}x" if ref_ms and nm != "scaled_mm" else ""
-            parts.append(f"{nm} {tf:7.1f}{ratio}")
-        log(f"TIME   {m}x{n}x{k} TFLOP/s: " + " | ".join(parts)
-            + f" | last-launch {'ok' if last is None or last['ok'] else 'FAIL'}"
-            + f" | clock {timed.clock.get('sm_clock_mhz', '?')}")
-        del g
+            ratio = ""
+            if ref_ms and not nm.startswith("scaled_mm"):
+                ratio = f" {ref_ms / med[nm]:.3f}x"
+                if fast_ms:
+                    ratio += f"/{fast_ms / med[nm]:.3f}x"
+            parts.append(f"{nm} {tf:7.1f}{ratio}{'' if last[nm] else ' LAST-FAIL'}")
+        log(
+            f"TIME   {m}x{n}x{k} TFLOP/s (x: vs scaled_mm / vs fast): "
+            + " | ".join(parts)
+            + f" | {timed.clock.get('sm_clock_mhz', '?')} MHz"
+        )
+        del g, outs, launches
         cp.get_default_memory_pool().free_all_blocks()
         dump()
 

@@ -62,7 +62,8 @@ class Problem:
             self.C0 = self._store(c0)
             self.ref += float(beta) * self.as_f64(self.C0)
         self.C = cp.empty((m, n), dtype=cp.uint16)
-        self.C_ref = cp.empty((m, n), dtype=cp.uint16)
+        # int16, not uint16: the bits PyTorch takes through DLPack and views as bf16 / fp16
+        self.C_ref = cp.empty((m, n), dtype=cp.int16)
         self.ref_norm = float(cp.linalg.norm(self.ref))
         self.ref_max = float(cp.abs(self.ref).max())
         r = self.as_f64(self._store(self.ref.astype(cp.float32))) - self.ref
@@ -78,6 +79,7 @@ class Problem:
 
     def as_f64(self, bits):  # type: ignore[no-untyped-def]
         cp = self.cp
+        bits = bits.view(cp.uint16)
         if self.out == "bf16":
             return (bits.astype(cp.uint32) << 16).view(cp.float32).astype(cp.float64)
         return bits.view(cp.float16).astype(cp.float64)
@@ -86,10 +88,11 @@ class Problem:
         """NaN in every element (beta == 0), or C's initial values back (beta != 0)."""
         c = self.C if out is None else out
         if self.C0 is None:
-            c.fill(0x7FC0 if self.out == "bf16" else 0x7E00)  # a bf16 / fp16 NaN
+            c.view(self.cp.uint16).fill(0x7FC0 if self.out == "bf16" else 0x7E00)  # a NaN
         else:
-            c[...] = self.C0
-        self.cp.cuda.runtime.deviceSynchronize()
+            c.view(self.cp.uint16)[...] = self.C0
+        if hasattr(self.cp, "cuda"):
+            self.cp.cuda.runtime.deviceSynchronize()
 
     def check(self, span: int | None, out=None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
         """The output against the reference, under core.fp8.tolerance for this span of K."""
@@ -136,10 +139,10 @@ def precompile(
 
 
 def launcher(  # type: ignore[no-untyped-def]
-    cp, stage: Fp8Stage, g: Problem, extra: dict[str, int] | None = None
+    cp, stage: Fp8Stage, g: Problem, extra: dict[str, int] | None = None, out=None
 ) -> tuple[Callable[[], None], dict[str, Any]]:
-    """(a call that launches the stage on g's problem into g.C, the record fields it adds);
-    `extra` adds compile-time defines (e.g. SKIP_KBLOCK for the wrong kernel)."""
+    """(a call that launches the stage on g's problem into g.C, or `out`, the record fields it
+    adds); `extra` adds compile-time defines (e.g. SKIP_KBLOCK for the wrong kernel)."""
     import numpy as np
 
     from rooflinecli.gpu import tma
@@ -154,7 +157,7 @@ def launcher(  # type: ignore[no-untyped-def]
     tma_b = tma.encode_tiled(g.B, (g.k, g.n), (p["BK"], p["BN"]), "fp8")
     args = (
         np.int32(g.m), np.int32(g.n), np.int32(g.k), np.float32(g.alpha), g.A, g.B,
-        np.float32(g.beta), g.C, g.scale_a, g.scale_b, tma_a, tma_b,
+        np.float32(g.beta), g.C if out is None else out, g.scale_a, g.scale_b, tma_a, tma_b,
     )  # fmt: skip
     grid, block = stage.grid(g.m, g.n), (stage.threads, 1, 1)
 
@@ -190,10 +193,13 @@ def torch_reason() -> str | None:
     return None
 
 
-def scaled_mm(g: Problem) -> Callable[[], None]:
-    """torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype) on g's very buffers (DLPack, no
-    copies), writing g.C_ref: a is M x K row-major, b N x K row-major, so b.t() is the
-    column-major K x N operand _scaled_mm requires. Raises RooflineError without PyTorch."""
+def scaled_mm(g: Problem, fast_accum: bool = False, out: Any = None) -> Callable[[], None]:
+    """torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype, use_fast_accum) on g's very
+    buffers (DLPack, no copies), writing g.C_ref (or `out`, int16): a is M x K row-major, b
+    N x K row-major, so b.t() is the column-major K x N operand _scaled_mm requires. use_fast_accum=False (PyTorch's
+    default) has cuBLASLt promote its sums (CUBLASLT_MATMUL_DESC_FAST_ACCUM off); True keeps
+    the Tensor Cores' reduced-precision accumulator over all of K, as an unpromoted stage does.
+    Raises RooflineError without PyTorch."""
     why = torch_reason()
     if why:
         raise RooflineError(f"no FP8 reference: {why}")
@@ -206,9 +212,11 @@ def scaled_mm(g: Problem) -> Callable[[], None]:
     sa = (torch.from_dlpack(g.scale_a) * float(g.alpha)).reshape(())
     sb = torch.from_dlpack(g.scale_b).reshape(())
     out_dtype = torch.bfloat16 if g.out == "bf16" else torch.float16
-    c = torch.from_dlpack(g.C_ref).view(out_dtype)
+    c = torch.from_dlpack(g.C_ref if out is None else out).view(out_dtype)
 
     def launch() -> None:  # into C_ref itself: no copy is charged to the reference
-        torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=out_dtype, out=c)
+        torch._scaled_mm(
+            a, b.t(), scale_a=sa, scale_b=sb, out_dtype=out_dtype, use_fast_accum=fast_accum, out=c
+        )
 
     return launch

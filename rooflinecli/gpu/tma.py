@@ -104,8 +104,9 @@ def encode_tiled(
     array: Any, dims: Sequence[int], box: Sequence[int], dtype: str | None = None
 ) -> Any:
     """A tiled tensor map over a packed row-major tensor of 2-byte (FP8: 1-byte) elements,
-    128-byte swizzled, zeros outside: `dims` and `box` list the extents innermost first (dims[0] is the contiguous
-    one, e.g. (row_len, rows) for a matrix), as cuTensorMapEncodeTiled takes them."""
+    128-byte swizzled, zeros outside: `dims` and `box` list the extents innermost first (dims[0]
+    is the contiguous one, e.g. (row_len, rows) for a matrix), as cuTensorMapEncodeTiled takes
+    them."""
     try:
         from cuda.bindings import driver
     except ImportError as exc:
