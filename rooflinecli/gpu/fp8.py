@@ -197,9 +197,10 @@ def scaled_mm(g: Problem, fast_accum: bool = False, out: Any = None) -> Callable
     """torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype, use_fast_accum) on g's very
     buffers (DLPack, no copies), writing g.C_ref (or `out`, int16): a is M x K row-major, b
     N x K row-major, so b.t() is the column-major K x N operand _scaled_mm requires.
-    use_fast_accum=False (PyTorch's default) has cuBLASLt promote its sums (CUBLASLT_MATMUL_DESC_FAST_ACCUM off); True keeps
-    the Tensor Cores' reduced-precision accumulator over all of K, as an unpromoted stage does.
-    Raises RooflineError without PyTorch."""
+    use_fast_accum=False (PyTorch's default) has cuBLASLt promote its sums
+    (CUBLASLT_MATMUL_DESC_FAST_ACCUM off); True keeps the Tensor Cores' reduced-precision
+    accumulator over all of K, as an unpromoted stage does. Raises RooflineError without
+    PyTorch."""
     why = torch_reason()
     if why:
         raise RooflineError(f"no FP8 reference: {why}")
