@@ -53,6 +53,7 @@ def main() -> int:
     ap.add_argument("--json", default=None)
     ap.add_argument("--shapes", default=None, help="timed shapes, MxNxK,...")
     ap.add_argument("--stages", default=None)
+    ap.add_argument("--smoke", action="store_true", help="two small verifications and stop")
     args = ap.parse_args()
     import cupy as cp
 
@@ -61,6 +62,17 @@ def main() -> int:
     stages = [s for s in FP8_STAGES if not args.stages or s.name in args.stages.split(",")]
     doc: dict[str, Any] = {"verify": [], "wrong": [], "time": [], "refused": []}
     failures = 0
+    if args.smoke:  # a hang or a fault here costs only this process (one stage)
+        bad = 0
+        for s in stages:
+            for m, n, k in ((129, 272, 160), (1000, 1016, 1024)):
+                res, meta, _ = verify(cp, s, m, n, k)
+                bad += not res["ok"]
+                log(
+                    f"SMOKE  {s.name:18s} {m}x{n}x{k} {'PASS' if res['ok'] else 'FAIL'} "
+                    f"rel {res['rel']:.2e} (tol {res['rel_tol']:.2e}) regs {meta['registers']}"
+                )
+        return 1 if bad else 0
     why_no_torch = gfp8.torch_reason()
     log("reference:", gfp8.REFERENCE if why_no_torch is None else f"none ({why_no_torch})")
 
