@@ -15,8 +15,7 @@ from typing import Any
 from rooflinecli.core import fp8
 from rooflinecli.errors import RooflineError
 from rooflinecli.stages import compiler
-from rooflinecli.stages import fp8 as fp8_stages
-from rooflinecli.stages.fp8 import Fp8Stage
+from rooflinecli.stages.fp8 import ARCH, ENTRY, FILE, Fp8Stage, check_shape
 
 REFERENCE = "cuBLASLt FP8 via torch._scaled_mm (per-tensor scales, out_dtype bf16)"
 B_LAYOUT = "nk: B given as N x K (K-major), the layout models store weights in"
@@ -43,7 +42,7 @@ class Problem:
     ) -> None:
         import numpy as np
 
-        fp8_stages.check_shape(m, n, k)
+        check_shape(m, n, k)
         self.cp, self.m, self.n, self.k = cp, m, n, k
         self.alpha, self.beta, self.fmt, self.out = alpha, beta, fmt, out
         rng = cp.random.default_rng(seed)
@@ -114,13 +113,13 @@ class Problem:
         }
 
 
-_NAME = fp8_stages.FILE.removesuffix(".cu")
+_NAME = FILE.removesuffix(".cu")
 
 
 def _source() -> str:
     from rooflinecli.paths import data_dir
 
-    return (data_dir("kernels") / fp8_stages.FILE).read_text()
+    return (data_dir("kernels") / FILE).read_text()
 
 
 def precompile(
@@ -130,9 +129,7 @@ def precompile(
     the cubin cache that `launcher` then reads."""
     src = _source()
     jobs = [
-        compiler.source_job(
-            src, _NAME, fp8_stages.ENTRY, fp8_stages.ARCH, {**s.defines(f, o), **extra}
-        )
+        compiler.source_job(src, _NAME, ENTRY, ARCH, {**s.defines(f, o), **extra})
         for s, f, o, extra in builds
     ]
     return compiler.compile_many(jobs)
@@ -148,8 +145,8 @@ def launcher(  # type: ignore[no-untyped-def]
     from rooflinecli.gpu import tma
 
     defines = {**stage.defines(g.fmt, g.out), **(extra or {})}
-    built = compiler.compile_source(_source(), _NAME, fp8_stages.ENTRY, fp8_stages.ARCH, defines)
-    fn = cp.RawModule(path=built.cubin_path).get_function(fp8_stages.ENTRY)
+    built = compiler.compile_source(_source(), _NAME, ENTRY, ARCH, defines)
+    fn = cp.RawModule(path=built.cubin_path).get_function(ENTRY)
     smem = stage.smem_bytes
     fn.max_dynamic_shared_size_bytes = smem
     p = stage.params

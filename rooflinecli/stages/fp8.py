@@ -59,15 +59,15 @@ class Fp8Stage:
     def grid(self, m: int, n: int) -> tuple[int, int, int]:
         return (-(-n // self.params["BN"]), -(-m // self.params["BM"]), 1)
 
-    def defines(self, fmt: str = "e4m3", out: str = "bf16") -> dict[str, int | str]:
-        if fmt not in FORMATS:
-            raise RooflineError(f"FP8 format {fmt!r}: one of {', '.join(FORMATS)}")
+    def defines(self, fp8_format: str = "e4m3", out: str = "bf16") -> dict[str, int | str]:
+        if fp8_format not in FORMATS:
+            raise RooflineError(f"FP8 format {fp8_format!r}: one of {', '.join(FORMATS)}")
         if out not in OUTPUTS:
             raise RooflineError(f"FP8 output type {out!r}: one of {', '.join(OUTPUTS)}")
         return {
             **self.params,
             "ELEM_BF16": int(out == "bf16"),
-            "FP8_E5M2": int(fmt == "e5m2"),
+            "FP8_E5M2": int(fp8_format == "e5m2"),
         }
 
     def with_params(self, **overrides: int) -> Fp8Stage:
