@@ -47,6 +47,24 @@ def verify(cp, stage, m, n, k, *, alpha=1.0, beta=0.0, fmt="e4m3", out="bf16", e
     return res, meta, g
 
 
+def where_wrong(cp, g) -> str:  # type: ignore[no-untyped-def]
+    """Which elements of a failed output are off (by more than 1% of the largest reference
+    element): how many, the first few, and which rows mod 64 / columns mod 256 they fall on."""
+    got = g.as_f64(g.C)
+    bad = ~cp.isfinite(got) | (cp.abs(got - g.ref) > 0.01 * g.ref_max)
+    rows, cols = (x.get() for x in cp.nonzero(bad))
+    if not len(rows):
+        return "no element off by more than 1% of the largest"
+    first = ", ".join(f"({r},{c})" for r, c in list(zip(rows, cols, strict=True))[:4])
+    r64 = sorted(set((rows % 64).tolist()))
+    c256 = sorted(set((cols % 256).tolist()))
+    return (
+        f"{len(rows)} of {g.m * g.n} off; first {first}; rows%64 {len(r64)} distinct "
+        f"{r64[:8]}; cols%256 {len(c256)} distinct {c256[:8]}; "
+        f"got {float(got[rows[0], cols[0]]):.4g} want {float(g.ref[rows[0], cols[0]]):.4g}"
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer shapes, shorter timing")
@@ -65,13 +83,18 @@ def main() -> int:
     if args.smoke:  # a hang or a fault here costs only this process (one stage)
         bad = 0
         for s in stages:
-            for m, n, k in ((129, 272, 160), (1000, 1016, 1024)):
-                res, meta, _ = verify(cp, s, m, n, k)
+            # one wgmma (K = 32), one k-block (128), two, then odd shapes: where it first goes
+            # wrong says which part of the layout is (the k advance, the ring, the edges)
+            for m, n, k in ((128, 256, 32), (128, 256, 128), (128, 256, 256), (129, 272, 160),
+                            (1000, 1016, 1024)):  # fmt: skip
+                res, meta, g = verify(cp, s, m, n, k)
                 bad += not res["ok"]
                 log(
                     f"SMOKE  {s.name:18s} {m}x{n}x{k} {'PASS' if res['ok'] else 'FAIL'} "
                     f"rel {res['rel']:.2e} (tol {res['rel_tol']:.2e}) regs {meta['registers']}"
                 )
+                if not res["ok"]:
+                    log("       " + where_wrong(cp, g))
         return 1 if bad else 0
     why_no_torch = gfp8.torch_reason()
     log("reference:", gfp8.REFERENCE if why_no_torch is None else f"none ({why_no_torch})")
