@@ -9,6 +9,8 @@
 // registers into a second, FP32 accumulator on the CUDA cores every p k-blocks (p * BK of K) and
 // restarts them at zero, as DeepGEMM does: the reduced-precision sums then span p * BK terms.
 // The 64 x BN registers twice need BN = 128 under setmaxnreg's 232.
+// PERSISTENT=1: one block per SM walks the tiles (stage 26's loop, register-store epilogue), the
+// ring's slot and phase counted across tiles, so the next tile's loads overlap this epilogue.
 // SKIP_KBLOCK=j >= 0 leaves out k-block j's WGMMAs: a deliberately wrong kernel the check must fail.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
@@ -28,10 +30,14 @@
 #ifndef PROMOTE
 #define PROMOTE 0
 #endif
+#ifndef PERSISTENT
+#define PERSISTENT 0
+#endif
 #ifndef SKIP_KBLOCK
 #define SKIP_KBLOCK -1
 #endif
 
+#include "gemm/tile_order.cuh"   // grouped_tile_origin
 #include "ptx_sm80.cuh"         // elem_t (-DELEM_BF16=1: bf16), pack2, to_float
 #include "sm90/mbarrier.cuh"    // mbarrier init, arrivals and waits
 #include "sm90/setmaxnreg.cuh"  // setmaxnreg_dec, setmaxnreg_inc
@@ -117,14 +123,13 @@ gemm_wgmma_fp8(int M, int N, int K, float alpha, const u8* __restrict__ A,
     const u32 empty0 = static_cast<u32>(__cvta_generic_to_shared(empty_bar));
     const int tid = threadIdx.x, wg = tid / 128;
 
-    const int grid_m = gridDim.y, grid_n = gridDim.x;
-    const int pid = blockIdx.y * grid_n + blockIdx.x;
-    const int group = pid / (GROUP_M * grid_n), first_m = group * GROUP_M;
-    const int group_rows = min(grid_m - first_m, GROUP_M);
-    const int in_group = pid % (GROUP_M * grid_n);
-    const int m0 = (first_m + in_group % group_rows) * BM;
-    const int n0 = (in_group / group_rows) * BN;
+    const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN, tiles = grid_m * grid_n;
     const int ktiles = (K + BK - 1) / BK;
+#if PERSISTENT
+    const int first = blockIdx.x, step = gridDim.x;  // tiles first, first + step, ...
+#else
+    const int first = blockIdx.y * gridDim.x + blockIdx.x, step = tiles;  // this block's tile
+#endif
 
     if (tid == 0) {
         prefetch_tensormap(&tma_a);
@@ -139,63 +144,76 @@ gemm_wgmma_fp8(int M, int N, int K, float alpha, const u8* __restrict__ A,
     __syncthreads();
 
     if (wg == 0) {
-        // Producer warpgroup: give registers away, then one thread runs the copy loop.
+        // Producer warpgroup: give registers away, then one thread runs the copy loop. The
+        // ring's slot and phase come from `it`, the K-slice count that runs on across tiles.
         setmaxnreg_dec<PRODUCER_REGS>();
         if (tid == 0) {
-            for (int kt = 0; kt < ktiles; ++kt) {
-                const int s = kt % STAGES;
-                if (kt >= STAGES) mbar_wait(empty0 + 8 * s, ((kt / STAGES) - 1) & 1);
-                const u32 sa = base + s * STAGE_BYTES, bar = full0 + 8 * s;
-                mbar_arrive_expect_tx(bar, STAGE_BYTES);
-                tma_load_2d(sa, &tma_a, bar, kt * BK, m0);            // BM rows of A, BK of K
-                tma_load_2d(sa + A_BYTES, &tma_b, bar, kt * BK, n0);  // BN rows of B, BK of K
+            int it = 0;
+            for (int t = first; t < tiles; t += step) {
+                int m0, n0;
+                grouped_tile_origin<BM, BN, GROUP_M>(t, grid_m, grid_n, m0, n0);
+                for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    if (it >= STAGES) mbar_wait(empty0 + 8 * s, ((it / STAGES) - 1) & 1);
+                    const u32 sa = base + s * STAGE_BYTES, bar = full0 + 8 * s;
+                    mbar_arrive_expect_tx(bar, STAGE_BYTES);
+                    tma_load_2d(sa, &tma_a, bar, kt * BK, m0);            // BM rows of A, BK of K
+                    tma_load_2d(sa + A_BYTES, &tma_b, bar, kt * BK, n0);  // BN rows of B, BK of K
+                }
             }
         }
     } else {
         setmaxnreg_inc<CONSUMER_REGS>();
         const int c = wg - 1;  // consumer c computes rows 64c .. 64c+63 of the block tile
         const bool lane0 = tid % 32 == 0;
+        const float scale = alpha * scale_a[0] * scale_b[0];
         float d[NACC];
-#pragma unroll
-        for (int i = 0; i < NACC; ++i) d[i] = 0.0f;
 #if PROMOTE
         float acc[NACC];  // the FP32 sum of the promoted partial sums
-#pragma unroll
-        for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
 #endif
-
-        for (int kt = 0; kt < ktiles; ++kt) {
-            const int s = kt % STAGES;
-            mbar_wait(full0 + 8 * s, (kt / STAGES) & 1);
-            const u32 sa = base + s * STAGE_BYTES + c * (64 * BK);
-            const u32 sb = base + s * STAGE_BYTES + A_BYTES;
-            wgmma_fence();
-            if (kt != SKIP_KBLOCK) {
+        int it = 0;
+        for (int t = first; t < tiles; t += step) {
+            int m0, n0;
+            grouped_tile_origin<BM, BN, GROUP_M>(t, grid_m, grid_n, m0, n0);
 #pragma unroll
-                for (int kk = 0; kk < BK / 32; ++kk)  // 32 bytes (32 k) along both operands' rows
-                    WGMMA(d, smem_desc_k_sw128(sa + 32 * kk), smem_desc_k_sw128(sb + 32 * kk), 1);
-            }
-            wgmma_commit();
-            wgmma_wait<1>();  // the batch of step kt-1 has completed: its stage may be refilled
-            if (kt >= 1 && lane0) mbar_arrive(empty0 + 8 * ((kt - 1) % STAGES));
+            for (int i = 0; i < NACC; ++i) d[i] = 0.0f;
 #if PROMOTE
-            if ((kt + 1) % PROMOTE == 0 || kt + 1 == ktiles) {
-                wgmma_wait<0>();  // this batch too: d holds the partial sum of PROMOTE k-blocks
 #pragma unroll
-                for (int i = 0; i < NACC; ++i) {
-                    acc[i] += d[i];
-                    d[i] = 0.0f;
+            for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
+#endif
+            for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                const int s = it % STAGES;
+                mbar_wait(full0 + 8 * s, (it / STAGES) & 1);
+                const u32 sa = base + s * STAGE_BYTES + c * (64 * BK);
+                const u32 sb = base + s * STAGE_BYTES + A_BYTES;
+                wgmma_fence();
+                if (kt != SKIP_KBLOCK) {
+#pragma unroll
+                    for (int kk = 0; kk < BK / 32; ++kk)  // 32 bytes (32 k) along both rows
+                        WGMMA(d, smem_desc_k_sw128(sa + 32 * kk), smem_desc_k_sw128(sb + 32 * kk),
+                              1);
                 }
+                wgmma_commit();
+                wgmma_wait<1>();  // the batch of slice it-1 has completed: it may be refilled
+                if (kt >= 1 && lane0) mbar_arrive(empty0 + 8 * ((it - 1) % STAGES));
+#if PROMOTE
+                if ((kt + 1) % PROMOTE == 0 || kt + 1 == ktiles) {
+                    wgmma_wait<0>();  // this batch too: d holds the sum of PROMOTE k-blocks
+#pragma unroll
+                    for (int i = 0; i < NACC; ++i) {
+                        acc[i] += d[i];
+                        d[i] = 0.0f;
+                    }
+                }
+#endif
             }
+            wgmma_wait<0>();
+            if (lane0) mbar_arrive(empty0 + 8 * ((it - 1) % STAGES));  // the tile's last slice
+#if PROMOTE
+            store_block(acc, C, M, N, m0 + 64 * c, n0, scale, beta);
+#else
+            store_block(d, C, M, N, m0 + 64 * c, n0, scale, beta);
 #endif
         }
-        wgmma_wait<0>();
-
-        const float scale = alpha * scale_a[0] * scale_b[0];
-#if PROMOTE
-        store_block(acc, C, M, N, m0 + 64 * c, n0, scale, beta);
-#else
-        store_block(d, C, M, N, m0 + 64 * c, n0, scale, beta);
-#endif
     }
 }

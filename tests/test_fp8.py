@@ -158,6 +158,11 @@ def test_stage_geometry():
     assert s.threads == 384 and s.grid(1000, 1040) == (5, 8, 1)
     assert s.smem_bytes == 4 * (128 + 256) * 128 + 1024 <= 227 * 1024
     assert s.promote_span is None and stages.FP8_BY_NAME["wgmma_fp8_promote"].promote_span == 512
+    persistent = stages.FP8_BY_NAME["wgmma_fp8_persistent"]
+    assert persistent.grid(8192, 8192, 132) == (132, 1, 1)
+    assert persistent.grid(1000, 1040, 132) == (40, 1, 1)  # never more blocks than tiles
+    with pytest.raises(RooflineError, match="needs the SMs"):
+        persistent.grid(1000, 1040)
     assert s.defines("e5m2", "fp16")["FP8_E5M2"] == 1 and s.defines()["ELEM_BF16"] == 1
     with pytest.raises(RooflineError):
         s.defines("int8")

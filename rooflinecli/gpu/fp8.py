@@ -156,7 +156,8 @@ def launcher(  # type: ignore[no-untyped-def]
         np.int32(g.m), np.int32(g.n), np.int32(g.k), np.float32(g.alpha), g.A, g.B,
         np.float32(g.beta), g.C if out is None else out, g.scale_a, g.scale_b, tma_a, tma_b,
     )  # fmt: skip
-    grid, block = stage.grid(g.m, g.n), (stage.threads, 1, 1)
+    sm_count = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+    grid, block = stage.grid(g.m, g.n, sm_count), (stage.threads, 1, 1)
 
     def launch() -> None:
         fn(grid, block, args, shared_mem=smem)

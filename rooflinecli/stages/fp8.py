@@ -56,8 +56,15 @@ class Fp8Stage:
         p = self.params.get("PROMOTE", 0)
         return p * self.params["BK"] if p else None
 
-    def grid(self, m: int, n: int) -> tuple[int, int, int]:
-        return (-(-n // self.params["BN"]), -(-m // self.params["BM"]), 1)
+    def grid(self, m: int, n: int, sm_count: int | None = None) -> tuple[int, int, int]:
+        """One block per tile (grid x along N, y along M); PERSISTENT=1: one block per SM, at
+        most one per tile, each walking tiles blockIdx.x, + gridDim.x, ..."""
+        tiles_n, tiles_m = -(-n // self.params["BN"]), -(-m // self.params["BM"])
+        if self.params.get("PERSISTENT"):
+            if sm_count is None:
+                raise RooflineError(f"stage {self.name} is persistent: its grid needs the SMs")
+            return (min(tiles_n * tiles_m, sm_count), 1, 1)
+        return (tiles_n, tiles_m, 1)
 
     def defines(self, fp8_format: str = "e4m3", out: str = "bf16") -> dict[str, int | str]:
         if fp8_format not in FORMATS:
@@ -82,6 +89,12 @@ FP8_STAGES: tuple[Fp8Stage, ...] = (
         "FP8 e4m3 WGMMA m64n256k32 (QGMMA) on stage 25's warp-specialised TMA pipeline, both "
         "operands K-major; one accumulator over all of K (the Tensor Cores' reduced precision)",
         MappingProxyType({**_BASE, "BN": 256, "STAGES": 4}),
+    ),
+    Fp8Stage(
+        "wgmma_fp8_persistent",
+        "wgmma_fp8 on a persistent grid (one block per SM walks the tiles in grouped order): "
+        "the next tile's loads overlap this tile's epilogue",
+        MappingProxyType({**_BASE, "BN": 256, "STAGES": 4, "PERSISTENT": 1}),
     ),
     Fp8Stage(
         "wgmma_fp8_n128",
