@@ -1253,6 +1253,16 @@ STAGES: tuple[Stage, ...] = (
         math="library",
         reference=True,
     ),
+    Stage(
+        name="cublaslt_fp8",
+        what="cuBLASLt FP8 GEMM (torch._scaled_mm: e4m3 A M x K, B N x K, per-tensor float32 "
+        "scales, bf16 out): the reference of the FP8 stages (rooflinecli/stages/fp8.py)",
+        dtype="fp8",
+        chapter=12,
+        math="library",
+        reference=True,
+        b_layout="nk",
+    ),
     # Chapter 14: decode, M = 1..64 (the batch of a decoding LLM) x the weights: bound by HBM.
     _decode(
         "gemv_naive",
