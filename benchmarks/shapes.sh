@@ -77,13 +77,13 @@ step_verdict() {
 }
 
 # medium: the table's picks over the odd set and the public set's M = 65-512 shapes, both dtypes
-# (each interleaved with cuBLAS, 10 ms a shape: about a minute): the check after a reseed
+# (each interleaved with cuBLAS, 10 ms a shape, at most 45 s a dtype): the check after a reseed
 step_medium() {
   local dt sizes
   sizes="$(shapes odd),$(grep -v '^#' benchmarks/shapes/public.txt | grep . \
     | awk -Fx '$1 >= 65 && $1 <= 512' | paste -sd, -)"
   for dt in bf16 fp16; do
-    ROOFLINE_CACHE_DIR=$OUT/cache doc "gemm-$dt-medium-best.json" 60 run gemm --stages best \
+    ROOFLINE_CACHE_DIR=$OUT/cache doc "gemm-$dt-medium-best.json" 45 run gemm --stages best \
       --dtype "$dt" --sizes "$sizes" --budget-ms 10 --no-chart
     python3 benchmarks/summarize_best.py "$OUT/gemm-$dt-medium-best.json" 2>&1 | tail -1
   done
