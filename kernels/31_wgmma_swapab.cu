@@ -34,7 +34,7 @@
 #define SK_MIN 4  // fewest K slices in one worker's range
 #endif
 #ifndef WN
-#define WN 64  // columns of C per consumer warpgroup: 64, or 128 (two 64-row halves)
+#define WN 64  // columns of C per consumer warpgroup: 64, or 128 (two 64-column groups)
 #endif
 
 #include "ptx_sm80.cuh"             // elem_t (-DELEM_BF16=1: bf16), pack2, to_float
