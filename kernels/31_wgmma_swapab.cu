@@ -15,6 +15,7 @@
 // on one A slice, a larger tile, less of A re-read per byte of B); one producer thread.
 // Shapes: any M; N and K multiples of 8 (TMA row pitches). Tensor maps: A in boxes of BM x 64,
 // B in boxes of 64 x 64; then the workspace (blocks x BN / 64 partials of 64 x BM, the flags).
+// RED=1: workers add into the owner's slot (red.global.add) and count in; the owner reads one sum.
 #ifndef BM
 #error "BM (rows of C per tile: the instruction's N, 8 .. 256) must be given as -DBM=..."
 #endif
@@ -35,6 +36,9 @@
 #endif
 #ifndef WN
 #define WN 64  // columns of C per consumer warpgroup: 64, or 128 (two 64-column groups)
+#endif
+#ifndef RED
+#define RED 0  // 1: workers add their partials into the owner's slot (one sum to read, not many)
 #endif
 
 #include "ptx_sm80.cuh"             // elem_t (-DELEM_BF16=1: bf16), pack2, to_float
@@ -71,6 +75,7 @@ static_assert(STAGES >= 2, "the ring holds at least two slices");
 static_assert(STAGE_BYTES % 1024 == 0, "slots stay 1024-byte aligned (the swizzle atom)");
 static_assert(STAGES * STAGE_BYTES + 1024 <= 227 * 1024, "the ring must fit in 227 KiB");
 static_assert(SK_MIN >= 1, "a worker takes at least one K slice");
+static_assert(RED == 0 || RED == 1, "RED: one partial per worker (0) or one sum per owner (1)");
 
 #define WGMMA wgmma_at_m64nNk16<BM>
 
@@ -159,11 +164,15 @@ gemm_wgmma_swapab(int M, int N, int K, float alpha, const elem_t* __restrict__ A
             if (lane == 0) mbar_arrive(empty0 + 8 * ((it - 1) % STAGES));
             const int me = blockIdx.x;
             if (p.k0 > 0) {  // the range started inside this tile: its owner finishes it
+                const int o = RED ? range.worker_of(p.tile * ktiles) : me;  // whose slot
 #pragma unroll
                 for (int h = 0; h < SUBS; ++h) {
-                    const int i = me * GROUPS + c * SUBS + h;
-                    swap_put_partial<BM>(d[h], workspace + static_cast<size_t>(i) * PARTIAL_FLOATS,
-                                         flags + i, bar_id, leader);
+                    const int i = o * GROUPS + c * SUBS + h;
+                    float* slot = workspace + static_cast<size_t>(i) * PARTIAL_FLOATS;
+                    if (RED)
+                        swap_red_partial<BM>(d[h], slot, flags + i, bar_id, leader);
+                    else
+                        swap_put_partial<BM>(d[h], slot, flags + i, bar_id, leader);
                 }
                 continue;
             }
@@ -172,9 +181,15 @@ gemm_wgmma_swapab(int M, int N, int K, float alpha, const elem_t* __restrict__ A
                 int w1 = me + 1;
                 while (w1 < range.workers && range.first_slice(w1) < tile_end) ++w1;
 #pragma unroll
-                for (int h = 0; h < SUBS; ++h)
-                    swap_add_partials<BM, GROUPS>(d[h], workspace, flags, me + 1, w1,
-                                                  c * SUBS + h, bar_id);
+                for (int h = 0; h < SUBS; ++h) {
+                    const int i = me * GROUPS + c * SUBS + h;
+                    if (RED)
+                        swap_take_sum<BM>(d[h], workspace + static_cast<size_t>(i) * PARTIAL_FLOATS,
+                                          flags + i, static_cast<u32>(w1 - me - 1), bar_id);
+                    else
+                        swap_add_partials<BM, GROUPS>(d[h], workspace, flags, me + 1, w1,
+                                                      c * SUBS + h, bar_id);
+                }
             }
 #pragma unroll
             for (int h = 0; h < SUBS; ++h)

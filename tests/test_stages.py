@@ -717,3 +717,22 @@ def test_stage_31_with_consumers_of_128_columns_holds_a_128x256_tile_on_three_wa
     hgmma = [op for op in ops if op.startswith("HGMMA.64x128x16.F32")]
     assert len(hgmma) == 8, hgmma
     assert not any(op.startswith(("LDL", "STL")) for op in ops)
+
+
+@pytest.mark.prebuild(WIDE_SWAP.with_params({"RED": 1}), dtype="bf16", sass=True)
+def test_stage_31_with_red_adds_partials_into_the_owner_s_slot():
+    """Stage 31 at RED=1: a worker adds its partial into the owner's slot with 16-byte vector
+    reductions in L2 (REDG ... F32x4: BM / 8 per 64-column group) and counts itself in with an
+    atomic add; the owner reads the one sum back and zeroes it (LDG / STG .128, .cg), where RED=0
+    reads a partial per worker; the same registers, no spills."""
+    from rooflinecli.stages import sass
+
+    red = WIDE_SWAP.with_params({"RED": 1})
+    assert "red.global.add" in red.what
+    built = compiler.compile_stage(red, "sm_90a", "bf16")
+    assert built.resources is not None and built.resources.spill_bytes == 0
+    ops = [i.opcode for i in sass.parse(sass.disassemble(built.cubin_path))[red.entry].instrs]
+    reds = [op for op in ops if op.startswith("REDG.E.ADD.F32x4")]
+    assert len(reds) == 2 * 128 // 8, reds  # two groups a consumer, 16 float4 each
+    assert ops.count("LDG.E.128.STRONG.GPU") == ops.count("STG.E.128.STRONG.GPU") == 32
+    assert any(op.startswith("ATOMG.E.ADD") for op in ops)

@@ -28,6 +28,9 @@ VARIANTS = (
     "@BM=128,BN=256,WN=128",
     "@BN=256,WN=128",
     "@BM=32,BN=128,WN=128",
+    "@RED=1",
+    "@BM=128,BN=256,WN=128,RED=1",
+    "@BM=8,RED=1",
 )
 
 
@@ -74,6 +77,7 @@ def test_the_stage_reads_c_when_beta_is_not_zero(runner):
         "wgmma_swapab@BM=16",
         "wgmma_swapab@BM=128",
         "wgmma_swapab@BM=128,BN=256,WN=128",
+        "wgmma_swapab@BM=128,BN=256,WN=128,RED=1",
     )
     recs = _run(
         runner, "--dtype", "bf16", "--stages", ",".join(names), "--sizes",
