@@ -3,7 +3,7 @@
 # run on one GPU alone, with a warm compile cache, and `roofline fleet` on the merged document.
 # Documents: fleet-gemm-fp32-4096-gpus0.json (--gpus 0), fleet-gemm-fp32-4096-gpus-all.json
 # (--gpus all), each with the wall times of the fleet run and of the one-GPU run added as its
-# `wall` field.
+# `wall` field; fleet-ranks-torchrun.json (step ranks: torchrun's ranks, merged).
 #
 #   bash benchmarks/fleet.sh OUTDIR [STEP...]     (default: one all, ~2 min on a node of 8)
 source "$(dirname "$0")/lib.sh"
@@ -52,5 +52,18 @@ PY
 
 step_one() { fleet_run gpus0 0; }
 step_all() { fleet_run gpus-all all; }
+
+# ranks: the launcher path for real, under torchrun (one rank a GPU of this node): each rank
+# writes {host}-{rank}.json, `roofline merge` makes fleet-ranks-torchrun.json of them
+step_ranks() {
+  local dir="$OUT/ranks" n
+  n=$(nvidia-smi -L 2> /dev/null | wc -l)
+  mkdir -p "$dir"
+  step ranks 300 python3 -m torch.distributed.run --standalone --nproc_per_node="${n:-1}" \
+    -m rooflinecli run gemm --sizes 4096 --stages cublas,multistage --quiet --force \
+    --output "$dir/{host}-{rank}.json"
+  step merge 60 $R merge "$dir"/*.json --force --output "$OUT/fleet-ranks-torchrun.json"
+  rm -rf "$dir"
+}
 
 run_steps one all

@@ -19,16 +19,18 @@ shapes() { grep -v '^#' "benchmarks/shapes/$1.txt" | grep . | paste -sd, -; }
 
 # The candidates of each M bucket of the grid: the decode stages, stage 31 in the tile that
 # holds the batch (BM = the next power of two, BN = 64 columns a consumer warpgroup), the 64-row
-# WGMMA tiles with split-K or stream-K; at 128-512 rows stage 31 beside the 128-wide WGMMA tiles.
+# WGMMA tiles with split-K or stream-K; at 128-512 rows stage 31 beside the 128-wide WGMMA tiles,
+# among them its 128x256 tiles on two consumers of 128 columns (WN=128: half the re-reads of A),
+# also with RED=1 (a cut tile's workers add into its owner's slot: one sum to read, not many).
 declare -A CAND=(
   [1]="gemv_splitk,gemv_splitk@NUM_THREADS=256,gemv_streamk,gemv_streamk@BN=512,U=8,wgmma_swapab@BM=8,wgmma_swapab@BM=8,BN=256"
   [3]="gemv_wmma,gemv_wmma@MIN_BLOCKS=1,gemv_splitk,wgmma_swapab@BM=8,wgmma_swapab@BM=8,BN=256"
   [12]="gemv_wmma,gemv_wmma@MIN_BLOCKS=1,wgmma_swapab@BM=16,wgmma_swapab@BM=16,BN=256"
   [24]="gemv_wmma,wgmma_swapab@BM=32,wgmma_swapab@BM=32,BN=256,wgmma_tma@BM=64,SPLIT_K=3"
   [56]="wgmma_swapab,wgmma_swapab@BN=256,wgmma_tma@BM=64,SPLIT_K=3,wgmma_streamk@BM=64,BN=128,LAG=0"
-  [112]="wgmma_swapab@BM=128,wgmma_swapab@BM=128,BN=64,wgmma_persistent@BN=128,wgmma_tma@BM=64,SPLIT_K=3"
-  [200]="wgmma_swapab@BM=256,BN=64,wgmma_persistent@BN=128,wgmma_streamk@BN=128,wgmma_tma"
-  [320]="wgmma_swapab@BM=256,BN=64,wgmma_persistent@BN=128,wgmma_persistent,wgmma_streamk@BN=128,wgmma_tma"
+  [112]="wgmma_swapab@BM=128,wgmma_swapab@BM=128,BN=64,wgmma_swapab@BM=128,BN=256,WN=128,wgmma_swapab@BM=128,BN=256,WN=128,RED=1,wgmma_persistent@BN=128,wgmma_tma@BM=64,SPLIT_K=3"
+  [200]="wgmma_swapab@BM=256,BN=64,wgmma_swapab@BM=256,wgmma_swapab@BM=128,BN=256,WN=128,wgmma_swapab@BM=128,BN=256,WN=128,RED=1,wgmma_persistent@BN=128,wgmma_streamk@BN=128,wgmma_tma"
+  [320]="wgmma_swapab@BM=256,BN=64,wgmma_swapab@BM=256,wgmma_swapab@BM=128,BN=256,WN=128,wgmma_swapab@BM=128,BN=256,WN=128,RED=1,wgmma_persistent@BN=128,wgmma_persistent,wgmma_streamk@BN=128,wgmma_tma"
 )
 GRID_MS="1 3 12 24 56 112 200 320"
 
@@ -72,6 +74,19 @@ step_verdict() {
     best_over "gemm-$dt-public-best.json" "$dt" public
     best_over "gemm-$dt-odd-best.json" "$dt" odd
     best_over "gemm-$dt-heldout-best.json" "$dt" heldout
+  done
+}
+
+# medium: the table's picks over the odd set and the public set's M = 65-512 shapes, both dtypes
+# (each interleaved with cuBLAS, 10 ms a shape, at most 45 s a dtype): the check after a reseed
+step_medium() {
+  local dt sizes
+  sizes="$(shapes odd),$(grep -v '^#' benchmarks/shapes/public.txt | grep . \
+    | awk -Fx '$1 >= 65 && $1 <= 512' | paste -sd, -)"
+  for dt in bf16 fp16; do
+    ROOFLINE_CACHE_DIR=$OUT/cache doc "gemm-$dt-medium-best.json" 45 run gemm --stages best \
+      --dtype "$dt" --sizes "$sizes" --budget-ms 10 --no-chart
+    python3 benchmarks/summarize_best.py "$OUT/gemm-$dt-medium-best.json" 2>&1 | tail -1
   done
 }
 

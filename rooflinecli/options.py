@@ -16,6 +16,8 @@ from rooflinecli.present import FORMATS, View
 F = TypeVar("F", bound=Callable[..., Any])
 
 DTYPES = ("fp32", "fp16", "bf16")
+# the analytic model's types: FP8 too (1 byte an element, the FP8 Tensor Core roof)
+MODEL_DTYPES = (*DTYPES, "fp8")
 
 
 class Size(click.ParamType):
@@ -277,6 +279,17 @@ def dtype_option(f: F) -> F:
         default="fp32",
         show_default=True,
         help="Element type.",
+    )(f)
+
+
+def model_dtype_option(f: F) -> F:
+    """--dtype of `model gemm`: DTYPES and fp8 (e4m3 or e5m2: both 1 byte, one roof)."""
+    return click.option(
+        "--dtype",
+        type=click.Choice(MODEL_DTYPES),
+        default="fp32",
+        show_default=True,
+        help="Element type (fp8: e4m3 or e5m2, 1 byte, the FP8 Tensor Core roof).",
     )(f)
 
 

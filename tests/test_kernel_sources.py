@@ -49,6 +49,7 @@ OPERATIONS = {
     "sm90/tma.cuh": ("cp.async.bulk", "prefetch.tensormap"),
     "sm90/wgmma.cuh": ("wgmma.", "{ .reg .pred p; setp.ne.b32 p, %"),
     "sm90/wgmma_desc.cuh": (),  # descriptors are built in C++: no PTX
+    "sm90/wgmma_fp8.cuh": ("{ .reg .pred p; setp.ne.b32 p, %",),
 }  # fmt: skip
 
 ASM_RE = re.compile(r"\basm\s*(?:volatile\s*)?\(")
@@ -79,7 +80,8 @@ WORKLOG_COPIES: dict[str, set[str]] = {
     # stage 29's stream-K schedule (range w's first K tile, the next piece), reused by stage 13
     "start": {"13", "29"},
     "next": {"13", "29"},
-    "store_block": {"24", "25", "26"},  # the WGMMA accumulator layout's register epilogue
+    # the WGMMA accumulator layout's register epilogue (32: FP8 inputs, the same 16-bit output)
+    "store_block": {"24", "25", "26", "32"},
     # 16 bytes of B to floats (stage 52 = stage 51's loads, split K; 54 = 52's, stream-K; 56 =
     # 52's under programmatic dependent launch)
     "unpack16": {"51", "52", "54", "56"},

@@ -70,7 +70,7 @@ def _documents() -> list[Path]:
 def test_committed_document_renders_as_before(path: Path) -> None:
     before = json.loads(FIXTURE.read_text())
     if path.name not in before:
-        pytest.skip(f"{path.name} was made after the restructuring")
+        pytest.skip(f"{path.name} has no earlier rendering on record (fixtures/render-before.json)")
     res = CliRunner().invoke(cli, ["show", str(path), "--format", "json"])
     assert res.exit_code == 0, res.output
     now = normalize(path.name, json.loads(res.output))

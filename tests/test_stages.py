@@ -9,7 +9,7 @@ from rooflinecli.core import occupancy
 from rooflinecli.core.specs import resolve
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import data_dir
-from rooflinecli.stages import attention, compiler
+from rooflinecli.stages import attention, compiler, fp8
 from rooflinecli.stages import gemm as stages
 
 KERNELS = data_dir("kernels")
@@ -19,7 +19,9 @@ KERNEL_STAGES = [s for s in stages.STAGES if not s.reference]
 def test_every_kernel_file_has_an_entry_and_back():
     files = {p.name for p in KERNELS.glob("*.cu")}
     # attention stages have their own registry beside this one (tests/test_attention_stages.py)
+    # and so have the FP8 stages (rooflinecli/stages/fp8.py, tests/test_fp8.py)
     used = {s.file for s in KERNEL_STAGES} | {s.file for s in attention.ATTENTION_STAGES}
+    used |= {fp8.FILE}
     assert files == used, (
         f"files without entries: {files - used}; entries without files: {used - files}"
     )
@@ -693,3 +695,46 @@ def test_stage_13_runs_stage_12s_hot_loop_and_hands_partials_over_through_flags(
     assert ops.count("STG.E.128.STRONG.GPU") == ops.count("LDG.E.128.STRONG.GPU") == 32
     assert ops.count("STG.E.STRONG.GPU") == 2  # the flag: set by a worker, cleared by the owner
     assert "MEMBAR.ALL.GPU" in ops and "CCTL.IVALL" in ops  # release; acquire drops stale L1
+
+
+WIDE_SWAP = stages.BY_NAME["wgmma_swapab"].with_params({"BM": 128, "BN": 256, "WN": 128})
+
+
+@pytest.mark.prebuild(WIDE_SWAP, dtype="bf16", sass=True)
+def test_stage_31_with_consumers_of_128_columns_holds_a_128x256_tile_on_three_warpgroups():
+    """Stage 31 at WN=128: a producer and two consumers (384 threads) on 128x256 tiles, each
+    consumer two m64n128k16 WGMMAs per k step on one A slice (8 HGMMA a K slice, where the
+    128x128 tile has 4); its 128 accumulators and addresses fit in 168 registers without
+    spills, and the ring of 48 KiB slices is 4 deep."""
+    from rooflinecli.stages import sass
+
+    assert WIDE_SWAP.threads == (384, 1)
+    assert WIDE_SWAP.smem_bytes == 4 * (256 + 128) * 64 * 2 + 1024
+    assert "128 columns per consumer warpgroup" in WIDE_SWAP.what
+    built = compiler.compile_stage(WIDE_SWAP, "sm_90a", "bf16")
+    assert built.resources is not None
+    assert built.resources.spill_bytes == 0 and built.resources.stack_frame_bytes == 0
+    assert built.resources.registers <= 65536 // 384
+    ops = [i.opcode for i in sass.parse(sass.disassemble(built.cubin_path))[WIDE_SWAP.entry].instrs]
+    hgmma = [op for op in ops if op.startswith("HGMMA.64x128x16.F32")]
+    assert len(hgmma) == 8, hgmma
+    assert not any(op.startswith(("LDL", "STL")) for op in ops)
+
+
+@pytest.mark.prebuild(WIDE_SWAP.with_params({"RED": 1}), dtype="bf16", sass=True)
+def test_stage_31_with_red_adds_partials_into_the_owner_s_slot():
+    """Stage 31 at RED=1: a worker adds its partial into the owner's slot with 16-byte vector
+    reductions in L2 (REDG ... F32x4: BM / 8 per 64-column group) and counts itself in with an
+    atomic add; the owner reads the one sum back and zeroes it (LDG / STG .128, .cg), where RED=0
+    reads a partial per worker; the same registers, no spills."""
+    from rooflinecli.stages import sass
+
+    red = WIDE_SWAP.with_params({"RED": 1})
+    assert "red.global.add" in red.what
+    built = compiler.compile_stage(red, "sm_90a", "bf16")
+    assert built.resources is not None and built.resources.spill_bytes == 0
+    ops = [i.opcode for i in sass.parse(sass.disassemble(built.cubin_path))[red.entry].instrs]
+    reds = [op for op in ops if op.startswith("REDG.E.ADD.F32x4")]
+    assert len(reds) == 2 * 128 // 8, reds  # two groups a consumer, 16 float4 each
+    assert ops.count("LDG.E.128.STRONG.GPU") == ops.count("STG.E.128.STRONG.GPU") == 32
+    assert any(op.startswith("ATOMG.E.ADD") for op in ops)

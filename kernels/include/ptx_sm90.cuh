@@ -21,5 +21,6 @@
 #include "sm90/tma.cuh"            // TmaMap, cp.async.bulk.tensor loads and stores, bulk groups
 #include "sm90/wgmma.cuh"          // wgmma.mma_async shapes, fence, commit, wait
 #include "sm90/wgmma_desc.cuh"     // wgmma's shared-memory matrix descriptors
+#include "sm90/wgmma_fp8.cuh"      // wgmma.mma_async ...k32 on e4m3 / e5m2 inputs
 
 #endif  // ROOFLINE_PTX_SM90_CUH

@@ -13,6 +13,7 @@ from rooflinecli.options import (
     columns_option,
     dtype_option,
     format_option,
+    model_dtype_option,
     output_option,
     resolve_shape,
     shape_options,
@@ -39,7 +40,7 @@ def model() -> None:
 
 @model.command("gemm")
 @shape_options
-@dtype_option
+@model_dtype_option
 @spec_option
 @click.option("--alpha", type=float, default=1.0, show_default=True)
 @click.option("--beta", type=float, default=0.0, show_default=True, help="Non-zero: C is read.")

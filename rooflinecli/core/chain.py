@@ -285,9 +285,12 @@ def judge(rel: float, rms: float, ref_rms: float, finite: bool, bound: float) ->
 
 
 class Span(Protocol):
-    name: str
-    start_ns: int
-    end_ns: int
+    @property
+    def name(self) -> str: ...
+    @property
+    def start_ns(self) -> int: ...
+    @property
+    def end_ns(self) -> int: ...
 
 
 # Kernels that finish the GEMM before them rather than start a new one: cuBLAS's split-K

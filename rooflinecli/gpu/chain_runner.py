@@ -316,14 +316,17 @@ def trace_way(cp, stream, way: Way, gemms: int, untraced_ms: float) -> dict[str,
     kernel time and the gap before it; the reason where there is no timeline. Two tokens are
     traced and the second kept: the first pays the tracer's one-time setup."""
     try:
-        from rooflinecli.gpu import timeline  # type: ignore[attr-defined]
+        from rooflinecli.gpu import timeline
 
+        if way.replay is None:
+            return {"timeline_reason": "no graph to replay"}
+        graph_replay = way.replay
         marks: list[Any] = []
 
         def replay() -> None:  # event-timed too: the traced token beside the untraced ones
             start, end = cp.cuda.Event(), cp.cuda.Event()
             start.record(stream)
-            way.replay()  # type: ignore[misc]
+            graph_replay()
             end.record(stream)
             marks.extend((start, end))
 

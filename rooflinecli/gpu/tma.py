@@ -68,18 +68,27 @@ def _device_pointer(x: Any) -> int:
     return int(x.data.ptr)  # a CuPy array without the interface (never seen; cheap to allow)
 
 
+def _elem_bytes(array: Any, dtype: str | None) -> int:
+    """1 for FP8 codes (uint8 storage), else 2: the element sizes TMA stages take."""
+    name = dtype or str(getattr(array, "dtype", ""))
+    return 1 if name in ("fp8", "e4m3", "e5m2", "uint8") else 2
+
+
 def _data_type(driver: Any, array: Any, dtype: str | None) -> Any:
-    """The tensor map's element type. For a plain tile copy any 16-bit type moves the same
-    bytes (and zero fill is all-zero bits in each), so raw uint16 storage of bf16 is fine."""
+    """The tensor map's element type. For a plain tile copy any type of the size moves the same
+    bytes (and zero fill is all-zero bits in each), so raw uint16 storage of bf16 is fine, and
+    FP8 codes travel as uint8."""
     types = driver.CUtensorMapDataType
     name = dtype or str(getattr(array, "dtype", ""))
+    if _elem_bytes(array, dtype) == 1:
+        return types.CU_TENSOR_MAP_DATA_TYPE_UINT8
     if name in ("fp16", "float16"):
         return types.CU_TENSOR_MAP_DATA_TYPE_FLOAT16
     if name in ("bf16", "bfloat16"):
         return types.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
     if name in ("uint16", "int16"):
         return types.CU_TENSOR_MAP_DATA_TYPE_UINT16
-    raise RooflineError(f"TMA stages take 16-bit inputs, got {name!r}")
+    raise RooflineError(f"TMA stages take 16-bit or FP8 inputs, got {name!r}")
 
 
 def _struct_scalar(words: list[int]) -> Any:
@@ -94,9 +103,10 @@ def _struct_scalar(words: list[int]) -> Any:
 def encode_tiled(
     array: Any, dims: Sequence[int], box: Sequence[int], dtype: str | None = None
 ) -> Any:
-    """A tiled tensor map over a packed row-major tensor of 2-byte elements, 128-byte swizzled,
-    zeros outside: `dims` and `box` list the extents innermost first (dims[0] is the contiguous
-    one, e.g. (row_len, rows) for a matrix), as cuTensorMapEncodeTiled takes them."""
+    """A tiled tensor map over a packed row-major tensor of 2-byte (FP8: 1-byte) elements,
+    128-byte swizzled, zeros outside: `dims` and `box` list the extents innermost first (dims[0]
+    is the contiguous one, e.g. (row_len, rows) for a matrix), as cuTensorMapEncodeTiled takes
+    them."""
     try:
         from cuda.bindings import driver
     except ImportError as exc:
@@ -109,14 +119,15 @@ def encode_tiled(
     ptr = _device_pointer(array)
     if ptr % 16:
         raise RooflineError("TMA needs a 16-byte aligned base address")
-    if (dims[0] * 2) % 16:
+    elem = _elem_bytes(array, dtype)
+    if (dims[0] * elem) % 16:
         raise RooflineError(
             f"TMA needs rows of a multiple of 16 bytes ({shape}: rows of {dims[0]})"
         )
-    if box[0] * 2 > TMA_SWIZZLE_BYTES or not all(1 <= b <= 256 for b in box):
+    if box[0] * elem > TMA_SWIZZLE_BYTES or not all(1 <= b <= 256 for b in box):
         box_text = "x".join(str(b) for b in reversed(box))
         raise RooflineError(f"TMA box {box_text} does not fit the 128-byte swizzle")
-    strides, stride = [], 2
+    strides, stride = [], elem
     for extent in dims[:-1]:  # byte strides of dimensions 1.. (dimension 0 is packed)
         stride *= extent
         strides.append(driver.cuuint64_t(stride))

@@ -711,21 +711,33 @@ def _wgmma_swapab(p: dict[str, int]) -> Stage:
     BM rows of A its N side), pure stream-K over every SM, a ring as deep as shared memory
     allows (the kernel's own formula: _swapab_stages)."""
     stages = _swapab_stages(p)
+    wn = p.get("WN", 64)
     stage = _tensor_core(
         "wgmma_swapab",
         f"skinny M: A and B swapped (C^T = B^T A^T, m64n{p['BM']}k16 HGMMA with B's 64 "
         f"columns as the 64-row side), {p['BM']}x{p['BN']} tiles of C, pure stream-K over "
-        f"every SM (fp32 partials met through a workspace), a TMA ring of {stages} slices",
+        f"every SM (fp32 partials met through a workspace), a TMA ring of {stages} slices"
+        + (f", {wn} columns per consumer warpgroup" if wn != 64 else "")
+        + (", workers add into the owner's sum (red.global.add)" if p.get("RED") else ""),
         "31_wgmma_swapab.cu",
         p,
-        threads=(128 * (1 + p["BN"] // 64), 1),  # producer + a consumer warpgroup per 64 columns
+        threads=(128 * (1 + p["BN"] // wn), 1),  # producer + a consumer warpgroup per WN columns
         shared_tile=(p["BM"], 64),
         smem_bytes=stages * (p["BN"] + p["BM"]) * p["BK"] * 2 + 1024,
         persistent_blocks_per_sm=1,
         persistent_fill=True,
         workspace_bytes=_swapab_workspace(p["BM"], p["BN"]),
+        # WN 128 (two 64-column groups a consumer): 128x256 tiles on three warpgroups, half
+        # the re-reads of A per byte of B that 128x128 tiles make at M = 65-512; RED 1: a cut
+        # tile's owner reads one sum, not a partial per worker (a tile cut over many blocks)
         tune_space=MappingProxyType(
-            {"BM": (8, 16, 32, 64, 128, 256), "BN": (64, 128, 256), "SK_MIN": (4, 16)}
+            {
+                "BM": (8, 16, 32, 64, 128, 256),
+                "BN": (64, 128, 256),
+                "SK_MIN": (4, 16),
+                "WN": (64, 128),
+                "RED": (0, 1),
+            }
         ),
         # stage 33 in the same rows (its 128 columns and two producers: four consumers of 64
         # columns beside its producers leave too few registers); BM 256 takes 128 (stage 33
@@ -1236,7 +1248,8 @@ STAGES: tuple[Stage, ...] = (
     ),
     # skinny and medium M (an LLM's batch times its weights): A and B swapped, stream-K on every SM
     _wgmma_swapab(
-        {"BM": 64, "BN": 128, "BK": 64, "RING_KIB": 200, "MAX_STAGES": 12, "SK_MIN": 4} | {"TMA": 1}
+        {"BM": 64, "BN": 128, "BK": 64, "RING_KIB": 200, "MAX_STAGES": 12, "SK_MIN": 4}
+        | {"WN": 64, "RED": 0, "TMA": 1}
     ),
     # ... and for any shape: the producers' loads where a tensor map cannot describe a matrix
     _wgmma_swapab_ld(
@@ -1252,6 +1265,16 @@ STAGES: tuple[Stage, ...] = (
         chapter=12,
         math="library",
         reference=True,
+    ),
+    Stage(
+        name="cublaslt_fp8",
+        what="cuBLASLt FP8 GEMM (torch._scaled_mm: e4m3 A M x K, B N x K, per-tensor float32 "
+        "scales, bf16 out): the reference of the FP8 stages (rooflinecli/stages/fp8.py)",
+        dtype="fp8",
+        chapter=12,
+        math="library",
+        reference=True,
+        b_layout="nk",
     ),
     # Chapter 14: decode, M = 1..64 (the batch of a decoding LLM) x the weights: bound by HBM.
     _decode(

@@ -16,8 +16,22 @@ MS = (1, 3, 17, 64, 100, 511)
 ALIGNED = ((1096, 1048), (264, 4104))  # N and K multiples of 8
 # N odd and K % 8 = 3; N % 8 = 4; K odd alone
 ODD = ((1097, 1043), (1100, 1048), (1096, 1045))
-# the tile shapes of the grid (benchmarks/shapes.sh): BM 8 .. 256, one to four consumers
-VARIANTS = ("@BM=8", "@BM=16,BN=256", "@BM=32", "@BN=256", "@BM=128", "@BM=256,BN=64")
+# the tile shapes of the grid (benchmarks/shapes.sh): BM 8 .. 256, one to four consumers, and
+# consumers of 128 columns (WN=128: two 64-column groups, their partials and stores apiece)
+VARIANTS = (
+    "@BM=8",
+    "@BM=16,BN=256",
+    "@BM=32",
+    "@BN=256",
+    "@BM=128",
+    "@BM=256,BN=64",
+    "@BM=128,BN=256,WN=128",
+    "@BN=256,WN=128",
+    "@BM=32,BN=128,WN=128",
+    "@RED=1",
+    "@BM=128,BN=256,WN=128,RED=1",
+    "@BM=8,RED=1",
+)
 
 
 def _run(runner, *args):
@@ -58,7 +72,13 @@ def test_the_tile_variants_verify(runner, dtype):
 
 
 def test_the_stage_reads_c_when_beta_is_not_zero(runner):
-    names = ("wgmma_swapab", "wgmma_swapab@BM=16", "wgmma_swapab@BM=128")
+    names = (
+        "wgmma_swapab",
+        "wgmma_swapab@BM=16",
+        "wgmma_swapab@BM=128",
+        "wgmma_swapab@BM=128,BN=256,WN=128",
+        "wgmma_swapab@BM=128,BN=256,WN=128,RED=1",
+    )
     recs = _run(
         runner, "--dtype", "bf16", "--stages", ",".join(names), "--sizes",
         "17x1096x1048,100x264x4104", "--alpha", "0.5", "--beta", "2",

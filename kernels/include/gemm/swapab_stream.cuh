@@ -10,6 +10,7 @@
 #include "sm70/flags.cuh"          // ld.acquire / st.release: the stream-K flags
 #include "sm70/named_barrier.cuh"  // bar.sync: a consumer warpgroup meets alone
 #include "sm90/mbarrier.cuh"       // mbar_try_wait
+#include "sm90/red.cuh"            // red.global.add.v4.f32: a worker's partial into the owner's
 
 // mbar_wait with a deadline: a slot that never fills (a copy that never lands, a producer that
 // never ran) fails the launch after about two seconds instead of hanging the GPU.
@@ -40,6 +41,11 @@ struct SwapRange {
     }
     // worker w's first slice (w == workers: the end of the line)
     __device__ int first_slice(int w) const { return w * per + min(w, extra); }
+    // the worker whose range holds slice s (first_slice's inverse)
+    __device__ int worker_of(int s) const {
+        const int big = extra * (per + 1);
+        return s < big ? s / (per + 1) : extra + (s - big) / per;
+    }
     __device__ bool take(SwapPiece& p) {
         if (pos >= end) return false;
         p.tile = pos / ktiles;
@@ -103,6 +109,53 @@ __device__ __forceinline__ void swap_add_partials(float (&d)[bm / 2], const floa
                 d[4 * (j0 + j) + 2] += p[j].z;
                 d[4 * (j0 + j) + 3] += p[j].w;
             }
+        }
+    }
+}
+
+// The reducing variant: a worker whose range starts inside a tile adds its partial straight into
+// the owner's slot (red.global.add.v4.f32, in L2; the slot is zero) and counts itself in; the
+// owner waits for `expect` workers, reads the one sum (not one partial per worker) and puts the
+// slot and the count back to 0 for the next launch. A block owns at most one cut tile.
+template <int bm>
+__device__ __forceinline__ void swap_red_partial(const float (&d)[bm / 2], float* slot,
+                                                 unsigned int* count, int bar_id, bool leader) {
+    float* out = slot + 4 * (threadIdx.x % 128);
+#pragma unroll
+    for (int j = 0; j < bm / 8; ++j)
+        red_add_v4_f32(out + 4 * 128 * j, d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]);
+    bar_sync(bar_id, 128);
+    if (leader) {
+        __threadfence();
+        atomicAdd(count, 1u);
+    }
+}
+
+template <int bm>
+__device__ __forceinline__ void swap_take_sum(float (&d)[bm / 2], float* slot, unsigned int* count,
+                                              unsigned int expect, int bar_id) {
+    if (threadIdx.x % 128 == 0) {
+        for (unsigned int polls = 1; ld_acquire_gpu(count) != expect; ++polls) {
+            if (polls == (1u << 22)) __trap();  // seconds: a worker never ran; fail, never hang
+            __nanosleep(64);
+        }
+        st_release_gpu(count, 0u);  // every worker has counted itself in: none adds any more
+    }
+    bar_sync(bar_id, 128);  // the warpgroup sees what the leader acquired
+    float4* in = reinterpret_cast<float4*>(slot) + threadIdx.x % 128;
+    constexpr int vecs = bm / 8, G = vecs < 8 ? vecs : 8;  // loads in flight at once
+#pragma unroll
+    for (int j0 = 0; j0 < vecs; j0 += G) {
+        float4 p[G];
+#pragma unroll
+        for (int j = 0; j < G; ++j) p[j] = __ldcg(in + 128 * (j0 + j));
+#pragma unroll
+        for (int j = 0; j < G; ++j) {
+            d[4 * (j0 + j)] += p[j].x;
+            d[4 * (j0 + j) + 1] += p[j].y;
+            d[4 * (j0 + j) + 2] += p[j].z;
+            d[4 * (j0 + j) + 3] += p[j].w;
+            __stcg(in + 128 * (j0 + j), make_float4(0.0f, 0.0f, 0.0f, 0.0f));
         }
     }
 }

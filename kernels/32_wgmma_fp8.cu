@@ -1,0 +1,219 @@
+// Stage 32: FP8 (e4m3; -DFP8_E5M2=1: e5m2) on stage 25's warp-specialised TMA pipeline. A is M x K
+// row-major and B is given as N x K (K-major, how models store weights): 8-bit wgmma reads both
+// operands K-major, so each is one TMA box per stage with 128-byte swizzle, a swizzle row being
+// 128 elements of K (BK = 128), and m64nBNk32 (HGMMA.64xBNx32.F32.E4M3.E4M3) steps 32 bytes along
+// it, BK / 32 per stage. Per-tensor float32 scales (device scalars, as models keep them):
+// C = alpha * scale_a * scale_b * (A B^T) + beta * C, output bf16 (-DELEM_BF16=0: fp16).
+// Accumulation: the Tensor Cores add FP8 products into the f32 registers with fewer than FP32's
+// significand bits. PROMOTE=0 keeps one accumulator over all of K. PROMOTE=p > 0 adds the
+// registers into a second, FP32 accumulator on the CUDA cores every p k-blocks (p * BK of K) and
+// restarts them at zero, as DeepGEMM does: the reduced-precision sums then span p * BK terms.
+// The 64 x BN registers twice need BN = 128 under setmaxnreg's 232.
+// PERSISTENT=1: one block per SM walks the tiles (stage 26's loop, register-store epilogue), the
+// ring's slot and phase counted across tiles, so the next tile's loads overlap this epilogue.
+// SKIP_KBLOCK=j >= 0 leaves out k-block j's WGMMAs: a deliberately wrong kernel the check must fail.
+#ifndef BM
+#error "BM (rows of the C tile) must be given as -DBM=..."
+#endif
+#ifndef BN
+#error "BN (columns of the C tile) must be given as -DBN=..."
+#endif
+#ifndef BK
+#error "BK (depth of one K step) must be given as -DBK=..."
+#endif
+#ifndef STAGES
+#error "STAGES (shared-memory tiles in the ring) must be given as -DSTAGES=..."
+#endif
+#ifndef GROUP_M
+#define GROUP_M 8
+#endif
+#ifndef PROMOTE
+#define PROMOTE 0
+#endif
+#ifndef PERSISTENT
+#define PERSISTENT 0
+#endif
+#ifndef SKIP_KBLOCK
+#define SKIP_KBLOCK -1
+#endif
+
+#include "gemm/tile_order.cuh"   // grouped_tile_origin
+#include "ptx_sm80.cuh"         // elem_t (-DELEM_BF16=1: bf16), pack2, to_float
+#include "sm90/mbarrier.cuh"    // mbarrier init, arrivals and waits
+#include "sm90/setmaxnreg.cuh"  // setmaxnreg_dec, setmaxnreg_inc
+#include "sm90/tma.cuh"         // TmaMap, prefetch_tensormap, tma_load_2d
+#include "sm90/wgmma.cuh"       // wgmma_commit, wgmma_fence, wgmma_wait
+#include "sm90/wgmma_desc.cuh"  // smem_desc_k_sw128
+#include "sm90/wgmma_fp8.cuh"   // wgmma_fp8_m64n128k32, wgmma_fp8_m64n256k32
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef unsigned char u8;
+
+// C = scale * D + beta * C for the 64 x (NACC / 2) block a warpgroup holds, rows from row0 and
+// columns from col0; pairs (2t, 2t+1) go out as one 32-bit store when N is even.
+template <int NACC>
+__device__ __forceinline__ void store_block(const float (&d)[NACC], elem_t* __restrict__ C, int M,
+                                            int N, int row0, int col0, float scale, float beta) {
+    const int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4;
+    const int g = lane / 4, t = lane % 4;
+    const bool pairs = N % 2 == 0;
+#pragma unroll
+    for (int j = 0; j < NACC / 4; ++j) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = row0 + 16 * w + g + 8 * h, col = col0 + 8 * j + 2 * t;
+            if (row >= M || col >= N) continue;
+            const size_t idx = static_cast<size_t>(row) * N + col;
+            float v0 = scale * d[4 * j + 2 * h], v1 = scale * d[4 * j + 2 * h + 1];
+            if (pairs) {
+                if (beta != 0.0f) {  // beta == 0: C is never read
+                    const u32 old = *reinterpret_cast<const u32*>(C + idx);
+                    v0 = fmaf(beta, to_float(static_cast<elem_t>(old & 0xffffu)), v0);
+                    v1 = fmaf(beta, to_float(static_cast<elem_t>(old >> 16)), v1);
+                }
+                *reinterpret_cast<u32*>(C + idx) = pack2(v0, v1);
+            } else {
+                if (beta != 0.0f) v0 = fmaf(beta, to_float(C[idx]), v0);
+                C[idx] = static_cast<elem_t>(pack2(v0, 0.0f) & 0xffffu);
+                if (col + 1 < N) {
+                    if (beta != 0.0f) v1 = fmaf(beta, to_float(C[idx + 1]), v1);
+                    C[idx + 1] = static_cast<elem_t>(pack2(v1, 0.0f) & 0xffffu);
+                }
+            }
+        }
+    }
+}
+
+constexpr int CONSUMERS = BM / 64;                  // consumer warpgroups, 64 rows each
+constexpr int NUM_THREADS = 128 * (1 + CONSUMERS);  // + the producer warpgroup
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+constexpr int A_BYTES = BM * BK;  // one byte an element
+constexpr int STAGE_BYTES = A_BYTES + BN * BK;
+constexpr int NACC = BN / 2;  // f32 accumulators a thread holds for 64 x BN
+
+static_assert(BK == 128, "a tile row is one 128-byte swizzle row of 128 one-byte elements");
+static_assert(BN == 128 || BN == 256, "the WGMMAs below are m64n128k32 or m64n256k32");
+static_assert(BM % 64 == 0 && BM <= 256 && BN <= 256, "TMA boxes are at most 256 rows");
+static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0,
+              "tiles stay 1024-byte aligned (the swizzle atom; descriptor base 0)");
+static_assert(STAGES * STAGE_BYTES + 1024 <= 227 * 1024, "the ring must fit in 227 KiB");
+static_assert(PROMOTE >= 0, "PROMOTE: k-blocks between promotions (0: none)");
+static_assert(PROMOTE == 0 || BN == 128,
+              "two 64 x BN f32 accumulator sets fit in 232 registers only for BN = 128");
+static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536,
+              "setmaxnreg: the warpgroups' registers must fit in the SM's 64K");
+
+#if BN == 256
+#define WGMMA wgmma_fp8_m64n256k32
+#else
+#define WGMMA wgmma_fp8_m64n128k32
+#endif
+
+extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
+gemm_wgmma_fp8(int M, int N, int K, float alpha, const u8* __restrict__ A,
+               const u8* __restrict__ B, float beta, elem_t* __restrict__ C,
+               const float* __restrict__ scale_a, const float* __restrict__ scale_b,
+               const __grid_constant__ TmaMap tma_a, const __grid_constant__ TmaMap tma_b) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    __shared__ __align__(8) u64 full_bar[STAGES], empty_bar[STAGES];
+    // 128-byte swizzle repeats every 1024 bytes: tiles start on a 1024-byte boundary
+    const u32 base = (static_cast<u32>(__cvta_generic_to_shared(smem)) + 1023u) & ~1023u;
+    const u32 full0 = static_cast<u32>(__cvta_generic_to_shared(full_bar));
+    const u32 empty0 = static_cast<u32>(__cvta_generic_to_shared(empty_bar));
+    const int tid = threadIdx.x, wg = tid / 128;
+
+    const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN, tiles = grid_m * grid_n;
+    const int ktiles = (K + BK - 1) / BK;
+#if PERSISTENT
+    const int first = blockIdx.x, step = gridDim.x;  // tiles first, first + step, ...
+#else
+    const int first = blockIdx.y * gridDim.x + blockIdx.x, step = tiles;  // this block's tile
+#endif
+
+    if (tid == 0) {
+        prefetch_tensormap(&tma_a);
+        prefetch_tensormap(&tma_b);
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full0 + 8 * s, 1);               // the producer's arrive.expect_tx
+            mbar_init(empty0 + 8 * s, CONSUMERS * 4);  // one arrival per consumer warp
+        }
+        fence_mbarrier_init();  // visible to TMA
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        // Producer warpgroup: give registers away, then one thread runs the copy loop. The
+        // ring's slot and phase come from `it`, the K-slice count that runs on across tiles.
+        setmaxnreg_dec<PRODUCER_REGS>();
+        if (tid == 0) {
+            int it = 0;
+            for (int t = first; t < tiles; t += step) {
+                int m0, n0;
+                grouped_tile_origin<BM, BN, GROUP_M>(t, grid_m, grid_n, m0, n0);
+                for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    if (it >= STAGES) mbar_wait(empty0 + 8 * s, ((it / STAGES) - 1) & 1);
+                    const u32 sa = base + s * STAGE_BYTES, bar = full0 + 8 * s;
+                    mbar_arrive_expect_tx(bar, STAGE_BYTES);
+                    tma_load_2d(sa, &tma_a, bar, kt * BK, m0);            // BM rows of A, BK of K
+                    tma_load_2d(sa + A_BYTES, &tma_b, bar, kt * BK, n0);  // BN rows of B, BK of K
+                }
+            }
+        }
+    } else {
+        setmaxnreg_inc<CONSUMER_REGS>();
+        const int c = wg - 1;  // consumer c computes rows 64c .. 64c+63 of the block tile
+        const bool lane0 = tid % 32 == 0;
+        const float scale = alpha * scale_a[0] * scale_b[0];
+        float d[NACC];
+#if PROMOTE
+        float acc[NACC];  // the FP32 sum of the promoted partial sums
+#endif
+        int it = 0;
+        for (int t = first; t < tiles; t += step) {
+            int m0, n0;
+            grouped_tile_origin<BM, BN, GROUP_M>(t, grid_m, grid_n, m0, n0);
+#pragma unroll
+            for (int i = 0; i < NACC; ++i) d[i] = 0.0f;
+#if PROMOTE
+#pragma unroll
+            for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
+#endif
+            for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                const int s = it % STAGES;
+                mbar_wait(full0 + 8 * s, (it / STAGES) & 1);
+                const u32 sa = base + s * STAGE_BYTES + c * (64 * BK);
+                const u32 sb = base + s * STAGE_BYTES + A_BYTES;
+                wgmma_fence();
+                if (kt != SKIP_KBLOCK) {
+#pragma unroll
+                    for (int kk = 0; kk < BK / 32; ++kk)  // 32 bytes (32 k) along both rows
+                        WGMMA(d, smem_desc_k_sw128(sa + 32 * kk), smem_desc_k_sw128(sb + 32 * kk),
+                              1);
+                }
+                wgmma_commit();
+                wgmma_wait<1>();  // the batch of slice it-1 has completed: it may be refilled
+                if (kt >= 1 && lane0) mbar_arrive(empty0 + 8 * ((it - 1) % STAGES));
+#if PROMOTE
+                if ((kt + 1) % PROMOTE == 0 || kt + 1 == ktiles) {
+                    wgmma_wait<0>();  // this batch too: d holds the sum of PROMOTE k-blocks
+#pragma unroll
+                    for (int i = 0; i < NACC; ++i) {
+                        acc[i] += d[i];
+                        d[i] = 0.0f;
+                    }
+                }
+#endif
+            }
+            wgmma_wait<0>();
+            if (lane0) mbar_arrive(empty0 + 8 * ((it - 1) % STAGES));  // the tile's last slice
+#if PROMOTE
+            store_block(acc, C, M, N, m0 + 64 * c, n0, scale, beta);
+#else
+            store_block(d, C, M, N, m0 + 64 * c, n0, scale, beta);
+#endif
+        }
+    }
+}

@@ -1,0 +1,221 @@
+"""FP8 GEMM on the GPU: the problem (FP8 codes made on the GPU, per-tensor float32 scales, the
+float64 product of the dequantised inputs), launches of the FP8 stages (rooflinecli/stages/fp8.py),
+the check, and cuBLASLt's FP8 GEMM through PyTorch's torch._scaled_mm as the reference when
+PyTorch is installed (without it the stages still run and verify; the record says which).
+
+The timed comparison runs at beta = 0: torch._scaled_mm takes a bias, not beta.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from rooflinecli.core import fp8
+from rooflinecli.errors import RooflineError
+from rooflinecli.stages import compiler
+from rooflinecli.stages.fp8 import ARCH, ENTRY, FILE, Fp8Stage, check_shape
+
+REFERENCE = "cuBLASLt FP8 via torch._scaled_mm (per-tensor scales, out_dtype bf16)"
+B_LAYOUT = "nk: B given as N x K (K-major), the layout models store weights in"
+_TORCH_DTYPES = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}
+
+
+class Problem:
+    """Device buffers for one shape: A (M x K) and B (N x K) FP8 codes drawn fresh (uniform reals
+    in [-2, 2] rounded to the format, on the GPU), float32 scales, the float64 reference
+    alpha * sa * sb * dec(A) dec(B)^T + beta * C0, and the outputs (16-bit bits as uint16)."""
+
+    def __init__(  # type: ignore[no-untyped-def]
+        self,
+        cp,
+        m: int,
+        n: int,
+        k: int,
+        alpha: float = 1.0,
+        beta: float = 0.0,
+        seed: int = 0,
+        fmt: str = "e4m3",
+        out: str = "bf16",
+        scales: tuple[float, float] = (0.37, 1.9),
+    ) -> None:
+        import numpy as np
+
+        check_shape(m, n, k)
+        self.cp, self.m, self.n, self.k = cp, m, n, k
+        self.alpha, self.beta, self.fmt, self.out = alpha, beta, fmt, out
+        rng = cp.random.default_rng(seed)
+        self.A = fp8.random_codes(rng, (m, k), fmt, xp=cp)
+        self.B = fp8.random_codes(rng, (n, k), fmt, xp=cp)
+        sa, sb = (np.float32(s) for s in scales)
+        self.scale_a = cp.asarray([sa], dtype=cp.float32)
+        self.scale_b = cp.asarray([sb], dtype=cp.float32)
+        table = cp.asarray(fp8.decode_table(fmt))
+        prod = table[self.A] @ table[self.B].T  # float64: exact sums of exact products
+        self.ref = (float(alpha) * float(sa) * float(sb)) * prod
+        del prod
+        self.C0 = None
+        if beta != 0.0:
+            c0 = rng.random((m, n), dtype=cp.float32) * 2 - 1
+            self.C0 = self._store(c0)
+            self.ref += float(beta) * self.as_f64(self.C0)
+        self.C = cp.empty((m, n), dtype=cp.uint16)
+        # int16, not uint16: the bits PyTorch takes through DLPack and views as bf16 / fp16
+        self.C_ref = cp.empty((m, n), dtype=cp.int16)
+        self.ref_norm = float(cp.linalg.norm(self.ref))
+        self.ref_max = float(cp.abs(self.ref).max())
+        r = self.as_f64(self._store(self.ref.astype(cp.float32))) - self.ref
+        self.rounding = (
+            float(cp.linalg.norm(r)) / self.ref_norm if self.ref_norm else 0.0,
+            float(cp.abs(r).max()) / self.ref_max if self.ref_max else 0.0,
+        )
+
+    def _store(self, x):  # type: ignore[no-untyped-def]
+        from rooflinecli.gpu import runner
+
+        return runner.store(self.cp, x, self.out).view(self.cp.uint16)
+
+    def as_f64(self, bits):  # type: ignore[no-untyped-def]
+        cp = self.cp
+        bits = bits.view(cp.uint16)
+        if self.out == "bf16":
+            return (bits.astype(cp.uint32) << 16).view(cp.float32).astype(cp.float64)
+        return bits.view(cp.float16).astype(cp.float64)
+
+    def poison(self, out=None) -> None:  # type: ignore[no-untyped-def]
+        """NaN in every element (beta == 0), or C's initial values back (beta != 0)."""
+        c = self.C if out is None else out
+        if self.C0 is None:
+            c.view(self.cp.uint16).fill(0x7FC0 if self.out == "bf16" else 0x7E00)  # a NaN
+        else:
+            c.view(self.cp.uint16)[...] = self.C0
+        if hasattr(self.cp, "cuda"):
+            self.cp.cuda.runtime.deviceSynchronize()
+
+    def check(self, span: int | None, out=None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+        """The output against the reference, under core.fp8.tolerance for this span of K."""
+        cp = self.cp
+        got = self.as_f64(self.C if out is None else out)
+        rel_tol, max_tol = fp8.tolerance(self.k, span, self.rounding)
+        if not bool(cp.isfinite(got).all()):
+            return {"ok": False, "rel": math.inf, "max": math.inf, "rel_tol": rel_tol}
+        diff = got - self.ref
+        rel = float(cp.linalg.norm(diff)) / self.ref_norm if self.ref_norm else math.nan
+        mx = float(cp.abs(diff).max()) / self.ref_max if self.ref_max else math.nan
+        return {
+            "ok": rel <= rel_tol and mx <= max_tol,
+            "rel": rel,
+            "max": mx,
+            "rel_tol": rel_tol,
+            "max_tol": max_tol,
+            "tolerance_rule": fp8.tolerance_rule(span),
+        }
+
+
+_NAME = FILE.removesuffix(".cu")
+
+
+def _source() -> str:
+    from rooflinecli.paths import data_dir
+
+    return (data_dir("kernels") / FILE).read_text()
+
+
+def precompile(
+    builds: list[tuple[Fp8Stage, str, str, dict[str, int]]],
+) -> list[compiler.Compiled | RooflineError]:
+    """(stage, format, output type, extra defines) builds, in parallel worker processes, into
+    the cubin cache that `launcher` then reads."""
+    src = _source()
+    jobs = [
+        compiler.source_job(src, _NAME, ENTRY, ARCH, {**s.defines(f, o), **extra})
+        for s, f, o, extra in builds
+    ]
+    return compiler.compile_many(jobs)
+
+
+def launcher(  # type: ignore[no-untyped-def]
+    cp, stage: Fp8Stage, g: Problem, extra: dict[str, int] | None = None, out=None
+) -> tuple[Callable[[], None], dict[str, Any]]:
+    """(a call that launches the stage on g's problem into g.C, or `out`, the record fields it
+    adds); `extra` adds compile-time defines (e.g. SKIP_KBLOCK for the wrong kernel)."""
+    import numpy as np
+
+    from rooflinecli.gpu import tma
+
+    defines = {**stage.defines(g.fmt, g.out), **(extra or {})}
+    built = compiler.compile_source(_source(), _NAME, ENTRY, ARCH, defines)
+    fn = cp.RawModule(path=built.cubin_path).get_function(ENTRY)
+    smem = stage.smem_bytes
+    fn.max_dynamic_shared_size_bytes = smem
+    p = stage.params
+    tma_a = tma.encode_tiled(g.A, (g.k, g.m), (p["BK"], p["BM"]), "fp8")
+    tma_b = tma.encode_tiled(g.B, (g.k, g.n), (p["BK"], p["BN"]), "fp8")
+    args = (
+        np.int32(g.m), np.int32(g.n), np.int32(g.k), np.float32(g.alpha), g.A, g.B,
+        np.float32(g.beta), g.C if out is None else out, g.scale_a, g.scale_b, tma_a, tma_b,
+    )  # fmt: skip
+    sm_count = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+    grid, block = stage.grid(g.m, g.n, sm_count), (stage.threads, 1, 1)
+
+    def launch() -> None:
+        fn(grid, block, args, shared_mem=smem)
+
+    meta = {
+        "registers": int(fn.num_regs),
+        "smem_bytes": int(fn.shared_size_bytes) + smem,
+        "spill_bytes": built.resources.spill_bytes if built.resources else int(fn.local_size_bytes),
+        "grid": list(grid),
+        "block": list(block),
+        "params": dict(defines),
+        "b_layout": B_LAYOUT,
+        "math": stage.math,
+        "accumulation": "one Tensor Core accumulator over all of K"
+        if stage.promote_span is None
+        else f"Tensor Core sums promoted into FP32 every {stage.promote_span} of K",
+    }
+    return launch, meta
+
+
+def torch_reason() -> str | None:
+    """Why torch._scaled_mm cannot be the reference here, or None."""
+    try:
+        import torch
+    except ImportError as exc:
+        return f"PyTorch is not installed ({exc})"
+    if not hasattr(torch, "_scaled_mm"):
+        return f"PyTorch {torch.__version__} has no torch._scaled_mm"
+    if not torch.cuda.is_available():
+        return "PyTorch sees no CUDA device"
+    return None
+
+
+def scaled_mm(g: Problem, fast_accum: bool = False, out: Any = None) -> Callable[[], None]:
+    """torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype, use_fast_accum) on g's very
+    buffers (DLPack, no copies), writing g.C_ref (or `out`, int16): a is M x K row-major, b
+    N x K row-major, so b.t() is the column-major K x N operand _scaled_mm requires.
+    use_fast_accum=False (PyTorch's default) has cuBLASLt promote its sums
+    (CUBLASLT_MATMUL_DESC_FAST_ACCUM off); True keeps the Tensor Cores' reduced-precision
+    accumulator over all of K, as an unpromoted stage does. Raises RooflineError without
+    PyTorch."""
+    why = torch_reason()
+    if why:
+        raise RooflineError(f"no FP8 reference: {why}")
+    import torch
+
+    f8 = getattr(torch, _TORCH_DTYPES[g.fmt])
+    a = torch.from_dlpack(g.A).view(f8)
+    b = torch.from_dlpack(g.B).view(f8)
+    # alpha folded into scale_a (computed once, outside the timed launches)
+    sa = (torch.from_dlpack(g.scale_a) * float(g.alpha)).reshape(())
+    sb = torch.from_dlpack(g.scale_b).reshape(())
+    out_dtype = torch.bfloat16 if g.out == "bf16" else torch.float16
+    c = torch.from_dlpack(g.C_ref if out is None else out).view(out_dtype)
+
+    def launch() -> None:  # into C_ref itself: no copy is charged to the reference
+        torch._scaled_mm(
+            a, b.t(), scale_a=sa, scale_b=sb, out_dtype=out_dtype, use_fast_accum=fast_accum, out=c
+        )
+
+    return launch

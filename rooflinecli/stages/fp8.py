@@ -1,0 +1,126 @@
+"""The FP8 GEMM stages (kernels/32_wgmma_fp8.cu): their parameters, launch geometry, compile
+options and the shape rules of the FP8 contract. Pure Python: no CuPy.
+
+The FP8 contract differs from the GEMM registry's (rooflinecli/stages/gemm.py), hence a list of
+its own here, as attention has:
+
+    extern "C" __global__ void gemm_wgmma_fp8(int M, int N, int K, float alpha,
+        const u8* A, const u8* B, float beta, out_t* C,
+        const float* scale_a, const float* scale_b, TmaMap tma_a, TmaMap tma_b)
+
+A is M x K row-major FP8 codes (e4m3 or e5m2), B is given as N x K (K-major: how models store
+weights, and what 8-bit wgmma and cuBLASLt's FP8 path read), scale_a and scale_b are float32
+per-tensor scales in device memory, C (M x N, row-major, bf16 or fp16) is
+alpha * scale_a * scale_b * A B^T + beta * C; beta == 0 never reads C.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from rooflinecli.errors import RooflineError
+
+FILE = "32_wgmma_fp8.cu"
+ENTRY = "gemm_wgmma_fp8"
+ARCH = "sm_90a"  # wgmma and setmaxnreg
+FORMATS = ("e4m3", "e5m2")
+OUTPUTS = ("bf16", "fp16")
+TMA_MULTIPLE = 16  # K and N (see check_shape)
+# the K one 8-bit wgmma adds (m64nNk32) and the span of K the Tensor Cores' reduced-precision
+# sums cover in a k-block of BK
+WGMMA_K = 32
+
+
+@dataclass(frozen=True)
+class Fp8Stage:
+    name: str
+    what: str
+    params: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    math: str = "QGMMA"  # the SASS of 8-bit wgmma: QGMMA.64xNx32.F32.E4M3.E4M3
+
+    @property
+    def threads(self) -> int:
+        return 128 * (1 + self.params["BM"] // 64)
+
+    @property
+    def smem_bytes(self) -> int:
+        p = self.params
+        return p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] + 1024  # + the 1024-byte alignment
+
+    @property
+    def promote_span(self) -> int | None:
+        """The K a reduced-precision Tensor Core sum spans before it is added in FP32, or None
+        when one accumulator spans all of K."""
+        p = self.params.get("PROMOTE", 0)
+        return p * self.params["BK"] if p else None
+
+    def grid(self, m: int, n: int, sm_count: int | None = None) -> tuple[int, int, int]:
+        """One block per tile (grid x along N, y along M); PERSISTENT=1: one block per SM, at
+        most one per tile, each walking tiles blockIdx.x, + gridDim.x, ..."""
+        tiles_n, tiles_m = -(-n // self.params["BN"]), -(-m // self.params["BM"])
+        if self.params.get("PERSISTENT"):
+            if sm_count is None:
+                raise RooflineError(f"stage {self.name} is persistent: its grid needs the SMs")
+            return (min(tiles_n * tiles_m, sm_count), 1, 1)
+        return (tiles_n, tiles_m, 1)
+
+    def defines(self, fp8_format: str = "e4m3", out: str = "bf16") -> dict[str, int | str]:
+        if fp8_format not in FORMATS:
+            raise RooflineError(f"FP8 format {fp8_format!r}: one of {', '.join(FORMATS)}")
+        if out not in OUTPUTS:
+            raise RooflineError(f"FP8 output type {out!r}: one of {', '.join(OUTPUTS)}")
+        return {
+            **self.params,
+            "ELEM_BF16": int(out == "bf16"),
+            "FP8_E5M2": int(fp8_format == "e5m2"),
+        }
+
+    def with_params(self, **overrides: int) -> Fp8Stage:
+        return Fp8Stage(self.name, self.what, MappingProxyType({**self.params, **overrides}))
+
+
+_BASE = {"BM": 128, "BK": 128, "GROUP_M": 8}
+
+FP8_STAGES: tuple[Fp8Stage, ...] = (
+    Fp8Stage(
+        "wgmma_fp8",
+        "FP8 e4m3 WGMMA m64n256k32 (QGMMA) on stage 25's warp-specialised TMA pipeline, both "
+        "operands K-major; one accumulator over all of K (the Tensor Cores' reduced precision)",
+        MappingProxyType({**_BASE, "BN": 256, "STAGES": 4}),
+    ),
+    Fp8Stage(
+        "wgmma_fp8_persistent",
+        "wgmma_fp8 on a persistent grid (one block per SM walks the tiles in grouped order): "
+        "the next tile's loads overlap this tile's epilogue",
+        MappingProxyType({**_BASE, "BN": 256, "STAGES": 4, "PERSISTENT": 1}),
+    ),
+    Fp8Stage(
+        "wgmma_fp8_n128",
+        "wgmma_fp8 with BN = 128 (m64n128k32) and a 6-deep ring: more blocks at mid-size shapes",
+        MappingProxyType({**_BASE, "BN": 128, "STAGES": 6}),
+    ),
+    Fp8Stage(
+        "wgmma_fp8_promote",
+        "wgmma_fp8_n128 adding its Tensor Core sums into FP32 registers every 4 k-blocks "
+        "(512 of K), as DeepGEMM does",
+        MappingProxyType({**_BASE, "BN": 128, "STAGES": 6, "PROMOTE": 4}),
+    ),
+)
+
+FP8_BY_NAME: dict[str, Fp8Stage] = {s.name: s for s in FP8_STAGES}
+
+
+def check_shape(m: int, n: int, k: int) -> None:
+    """The FP8 contract's shape rule, refused in one line: K is a multiple of 16 because TMA
+    reads A's and B's rows in multiples of 16 bytes, N because cuBLASLt's FP8 path (the
+    reference) requires it, as would a TMA store of C's rows."""
+    if min(m, n, k) < 1:
+        raise RooflineError(f"FP8 GEMM {m}x{n}x{k}: M, N and K must be positive")
+    bad = [f"{name} = {v}" for name, v in (("K", k), ("N", n)) if v % TMA_MULTIPLE]
+    if bad:
+        raise RooflineError(
+            f"FP8 GEMM {m}x{n}x{k}: {' and '.join(bad)} not a multiple of {TMA_MULTIPLE} "
+            "(TMA rows of 16-byte multiples; cuBLASLt FP8 needs it too)"
+        )

@@ -1,0 +1,72 @@
+"""On an sm_90a GPU: every FP8 stage (kernels/32_wgmma_fp8.cu) verifies against the float64
+product of its dequantised inputs at shapes that are no tile multiples (K and N multiples of 16),
+with alpha and beta, in e5m2 and with fp16 output; one k-block left out (SKIP_KBLOCK) fails the
+check; cuBLASLt's FP8 GEMM (torch._scaled_mm), where PyTorch is installed, passes the same
+check on the same buffers."""
+
+import pytest
+
+from rooflinecli.gpu import fp8 as gfp8
+from rooflinecli.stages.fp8 import FP8_STAGES
+
+pytestmark = pytest.mark.gpu
+
+ODD = ((1000, 1040, 1024), (129, 272, 160), (77, 16, 4096), (1, 48, 16), (511, 4112, 2064))
+
+
+def _sm90() -> None:
+    import cupy as cp
+
+    major = cp.cuda.Device().compute_capability[0]
+    if major != "9":
+        pytest.skip(f"the FP8 stages need sm_90a (compute capability {major}.x here)")
+
+
+def _verify(stage, m, n, k, extra=None, **kw):
+    import cupy as cp
+
+    g = gfp8.Problem(cp, m, n, k, seed=5, **kw)
+    launch, _ = gfp8.launcher(cp, stage, g, extra)
+    g.poison()
+    launch()
+    cp.cuda.runtime.deviceSynchronize()
+    return g.check(stage.promote_span)
+
+
+@pytest.mark.parametrize("stage", FP8_STAGES, ids=lambda s: s.name)
+@pytest.mark.parametrize("shape", ODD, ids=lambda s: "x".join(map(str, s)))
+def test_every_fp8_stage_verifies_at_odd_shapes(stage, shape):
+    _sm90()
+    res = _verify(stage, *shape)
+    assert res["ok"], res
+
+
+@pytest.mark.parametrize("stage", FP8_STAGES, ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "kw", [{"alpha": 0.5, "beta": 0.75}, {"out": "fp16"}, {"fmt": "e5m2"}], ids=str
+)
+def test_alpha_beta_e5m2_and_fp16_out(stage, kw):
+    _sm90()
+    res = _verify(stage, 1000, 1040, 1024, **kw)
+    assert res["ok"], res
+
+
+@pytest.mark.parametrize("stage", FP8_STAGES, ids=lambda s: s.name)
+def test_a_kernel_one_k_block_short_fails_the_check(stage):
+    _sm90()
+    res = _verify(stage, 1000, 1040, 1024, extra={"SKIP_KBLOCK": 3})
+    assert not res["ok"] and res["rel"] > 5 * res["rel_tol"], res
+
+
+def test_cublaslt_fp8_passes_the_same_check():
+    _sm90()
+    if gfp8.torch_reason():
+        pytest.skip(gfp8.torch_reason())
+    import cupy as cp
+
+    g = gfp8.Problem(cp, 1000, 1040, 1024, seed=5)
+    ref = gfp8.scaled_mm(g)
+    g.poison(g.C_ref)
+    ref()
+    cp.cuda.runtime.deviceSynchronize()
+    assert g.check(None, g.C_ref)["ok"]

@@ -1,0 +1,202 @@
+"""FP8 without a GPU: the codec (rooflinecli/core/fp8.py) against the OCP FP8 tables, the check
+and its bound on NumPy (a correct product passes, one with a k-block left out fails), the shape
+rule, the 1-byte tensor maps, and stage 32's SASS: 8-bit QGMMA on both operands from shared
+memory, no 16-bit HGMMA and no conversion of the inputs."""
+
+import re
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from rooflinecli.core import fp8
+from rooflinecli.errors import RooflineError
+from rooflinecli.gpu import fp8 as gfp8
+from rooflinecli.gpu import tma
+from rooflinecli.stages import compiler, sass
+from rooflinecli.stages import fp8 as stages
+
+
+def spec_value(code: int, exp_bits: int, man_bits: int, bias: int) -> Fraction | None:
+    """The OCP spec's value of a code, exactly, written out per field (None: NaN or infinity)."""
+    s, e, m = code >> 7, (code >> man_bits) & ((1 << exp_bits) - 1), code & ((1 << man_bits) - 1)
+    if exp_bits == 4 and e == 15 and m == 7:
+        return None  # E4M3 S.1111.111: NaN
+    if exp_bits == 5 and e == 31:
+        return None  # E5M2 S.11111.xx: infinity or NaN
+    if e == 0:
+        v = Fraction(m, 1 << man_bits) * Fraction(2) ** (1 - bias)
+    else:
+        v = (1 + Fraction(m, 1 << man_bits)) * Fraction(2) ** (e - bias)
+    return -v if s else v
+
+
+@pytest.mark.parametrize("name, eb, mb, bias", [("e4m3", 4, 3, 7), ("e5m2", 5, 2, 15)])
+def test_every_code_decodes_to_the_spec_value(name, eb, mb, bias):
+    table = fp8.decode_table(name)
+    for code in range(256):
+        want = spec_value(code, eb, mb, bias)
+        if want is None:
+            continue
+        assert table[code] == float(want), hex(code)
+        assert Fraction(float(table[code])) == want  # exact, not rounded
+
+
+def test_the_special_codes():
+    e4, e5 = fp8.decode_table("e4m3"), fp8.decode_table("e5m2")
+    assert e4[0x7E] == 448 and e4[0xFE] == -448 and e4[0x01] == 2.0**-9 and e4[0x38] == 1.0
+    assert np.isnan(e4[0x7F]) and np.isnan(e4[0xFF]) and np.isnan(e4).sum() == 2
+    assert e4[0x80] == 0 and np.signbit(e4[0x80])
+    assert e5[0x7B] == 57344 and e5[0x7C] == np.inf and e5[0xFC] == -np.inf
+    assert e5[0x01] == 2.0**-16 and e5[0x3C] == 1.0 and np.isnan(e5).sum() == 6
+
+
+@pytest.mark.parametrize("name", ["e4m3", "e5m2"])
+def test_every_value_encodes_to_its_code(name):
+    table = fp8.decode_table(name)
+    codes = np.arange(256)
+    ok = np.isfinite(table)
+    assert (fp8.encode(table[ok], name) == codes[ok]).all()
+
+
+@pytest.mark.parametrize("name", ["e4m3", "e5m2"])
+def test_rounding_is_to_nearest_with_ties_to_even(name):
+    f = fp8.fmt(name)
+    vals = fp8.decode_table(name)[: f.max_code + 1]
+    mid = (vals[:-1] + vals[1:]) / 2  # exact in float64
+    lower = np.arange(f.max_code)
+    tie = fp8.encode(mid, name)
+    assert (tie == np.where(lower % 2 == 0, lower, lower + 1)).all()
+    assert (fp8.encode(np.nextafter(mid, 0), name) == lower).all()
+    assert (fp8.encode(np.nextafter(mid, np.inf), name) == lower + 1).all()
+    assert (fp8.encode(-mid, name) == tie + 0x80).all()  # the sign bit, same magnitude
+
+
+def test_e5m2_matches_rounding_float16_bits():
+    """E5M2 is float16's top byte: for every finite float16 in range, rounding its 16 bits to
+    8 with round-to-nearest-even on the integer bits gives the code."""
+    bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    x = bits.view(np.float16).astype(np.float64)
+    keep = np.isfinite(x) & (np.abs(x) <= 57344)
+    b = bits[keep].astype(np.uint32)
+    rne = (b + 0x7F + ((b >> 8) & 1)) >> 8
+    assert (fp8.encode(x[keep], "e5m2") == rne.astype(np.uint8)).all()
+
+
+def test_saturation_nan_and_infinity():
+    assert list(fp8.encode([1e6, -1e6, 449, 464, np.inf], "e4m3")) == [0x7E, 0xFE, 0x7E, 0x7E, 0x7E]
+    assert fp8.encode([np.nan], "e4m3")[0] == 0x7F and fp8.encode([np.nan], "e5m2")[0] == 0x7E
+    assert list(fp8.encode([1e6, np.inf, -1e6], "e5m2")) == [0x7B, 0x7B, 0xFB]
+    over = fp8.encode([57344 + 4096, 57344 + 4095, np.inf], "e5m2", saturate=False)
+    assert list(over) == [0x7C, 0x7B, 0x7C]
+    with pytest.raises(RooflineError, match="e4m3 or e5m2"):
+        fp8.encode([1.0], "e3m4")
+
+
+def test_random_codes_stay_in_range_and_cover_the_binades():
+    codes = fp8.random_codes(np.random.default_rng(0), (4096,), "e4m3", max_abs=2.0)
+    v = fp8.decode_table("e4m3")[codes]
+    assert np.isfinite(v).all() and np.abs(v).max() <= 2.0
+    assert len(np.unique(codes)) > 100  # subnormals through 2: most codes below 2 occur
+    with pytest.raises(RooflineError, match="max_abs"):
+        fp8.random_codes(np.random.default_rng(0), (4,), "e4m3", max_abs=500.0)
+
+
+def _emulated(p, drop_k: int = 0) -> np.ndarray:
+    """What a kernel would write: the FP32 product of the decoded codes (from k = drop_k on)."""
+    t = fp8.decode_table(p.fmt)
+    a = t[p.A][:, drop_k:].astype(np.float32)
+    b = t[p.B][:, drop_k:].astype(np.float32)
+    return (a @ b.T) * np.float32(p.alpha * 0.37 * 1.9) + (
+        0 if p.C0 is None else np.float32(p.beta) * p.as_f64(p.C0).astype(np.float32)
+    )
+
+
+@pytest.mark.parametrize("out", ["bf16", "fp16"])
+@pytest.mark.parametrize("beta", [0.0, 0.75])
+def test_the_check_passes_a_right_product_and_fails_one_k_block_short(out, beta):
+    """The problem and its check run on NumPy as well as CuPy: the float64 reference of the
+    decoded codes, the bound for the output type, and a product missing BK = 128 of K fails."""
+    p = gfp8.Problem(np, 100, 48, 1024, alpha=0.5, beta=beta, seed=3, out=out)
+    p.C[...] = p._store(_emulated(p))
+    right = p.check(None)
+    assert right["ok"] and right["rel"] < right["rel_tol"] / 4
+    p.C[...] = p._store(_emulated(p, drop_k=128))
+    wrong = p.check(None)
+    assert not wrong["ok"] and wrong["rel"] > 5 * wrong["rel_tol"]
+    p.C[...] = 0x7FC0 if out == "bf16" else 0x7E00  # poisoned, never written
+    assert not p.check(None)["ok"]
+
+
+def test_the_bound_grows_with_the_span_and_promotion_tightens_it():
+    full = [fp8.tolerance(k)[0] for k in (256, 1024, 4096, 16384)]
+    assert full == sorted(full) and full[-1] < 0.1
+    assert fp8.tolerance(16384, 512)[0] < fp8.tolerance(16384)[0] / 5
+    assert fp8.tolerance(1024, 512) == fp8.tolerance(1024, 512)  # pure
+    assert fp8.tolerance(100, 512) == fp8.tolerance(100)  # a span past K is all of K
+    assert "2^-14" in fp8.tolerance_rule() and "every 512 of K" in fp8.tolerance_rule(512)
+
+
+@pytest.mark.parametrize("m, n, k", [(256, 256, 100), (256, 250, 256), (0, 16, 16)])
+def test_shapes_tma_cannot_read_are_refused_in_one_line(m, n, k):
+    with pytest.raises(RooflineError) as exc:
+        stages.check_shape(m, n, k)
+    assert "\n" not in str(exc.value) and f"{m}x{n}x{k}" in str(exc.value)
+    stages.check_shape(1, 16, 16)  # M is free
+
+
+def test_fp8_tensor_maps_are_one_byte_elements():
+    class A:
+        dtype = "uint8"
+
+    assert tma._elem_bytes(A(), None) == 1 and tma._elem_bytes(A(), "fp8") == 1
+    assert tma._elem_bytes(A(), "bf16") == 2
+
+
+def test_stage_geometry():
+    s = stages.FP8_BY_NAME["wgmma_fp8"]
+    assert s.threads == 384 and s.grid(1000, 1040) == (5, 8, 1)
+    assert s.smem_bytes == 4 * (128 + 256) * 128 + 1024 <= 227 * 1024
+    assert s.promote_span is None and stages.FP8_BY_NAME["wgmma_fp8_promote"].promote_span == 512
+    persistent = stages.FP8_BY_NAME["wgmma_fp8_persistent"]
+    assert persistent.grid(8192, 8192, 132) == (132, 1, 1)
+    assert persistent.grid(1000, 1040, 132) == (40, 1, 1)  # never more blocks than tiles
+    with pytest.raises(RooflineError, match="needs the SMs"):
+        persistent.grid(1000, 1040)
+    assert s.defines("e5m2", "fp16")["FP8_E5M2"] == 1 and s.defines()["ELEM_BF16"] == 1
+    with pytest.raises(RooflineError):
+        s.defines("int8")
+
+
+def _build(stage, fmt="e4m3", extra=None):
+    src = (compiler.include_dir().parent / stages.FILE).read_text()
+    built = compiler.compile_source(
+        src, "32_wgmma_fp8", stages.ENTRY, stages.ARCH, {**stage.defines(fmt), **(extra or {})}
+    )
+    return built, sass.disassemble(built.cubin_path)
+
+
+@pytest.mark.parametrize("stage", stages.FP8_STAGES, ids=lambda s: s.name)
+def test_sass_is_fp8_wgmma_on_both_shared_operands(stage):
+    """BK / 32 = 4 QGMMA.64xBNx32.F32.E4M3.E4M3 per k-block, both operands descriptors (no
+    register A), no 16-bit HGMMA or HMMA and no F2F conversion of the inputs; A and B by one
+    UTMALDG each; no spills."""
+    built, text = _build(stage)
+    assert built.resources is not None and built.resources.spill_bytes == 0
+    bn = stage.params["BN"]
+    q = [ln for ln in text.splitlines() if "QGMMA" in ln]
+    assert len(q) == stage.params["BK"] // 32
+    assert all(re.search(rf"QGMMA\.64x{bn}x32\.F32\.E4M3\.E4M3 R\d+, gdesc\[", ln) for ln in q)
+    assert "HGMMA" not in text and "HMMA" not in text
+    assert not re.search(r"\bF2F\.(BF16|F16)", text)  # no widening of FP8 inputs
+    assert text.count("UTMALDG") == 2
+    _, e5 = _build(stage, "e5m2")
+    assert "QGMMA" in e5 and "E4M3" not in e5 and ".E5M2.E5M2" in e5
+
+
+def test_the_wrong_kernel_differs_only_by_the_skipped_k_block():
+    s = stages.FP8_BY_NAME["wgmma_fp8"]
+    _, right = _build(s)
+    _, wrong = _build(s, extra={"SKIP_KBLOCK": 3})
+    assert right.count("QGMMA") == wrong.count("QGMMA") == 4
+    assert right != wrong
