@@ -83,18 +83,14 @@ class Fp8Stage:
 
 _BASE = {"BM": 128, "BK": 128, "GROUP_M": 8}
 
+# In ladder order; the last is the most developed, which `--stages best` runs where the tune
+# table has no FP8 entry (rooflinecli/stages/dispatch.py)
 FP8_STAGES: tuple[Fp8Stage, ...] = (
     Fp8Stage(
         "wgmma_fp8",
         "FP8 e4m3 WGMMA m64n256k32 (QGMMA) on stage 25's warp-specialised TMA pipeline, both "
         "operands K-major; one accumulator over all of K (the Tensor Cores' reduced precision)",
         MappingProxyType({**_BASE, "BN": 256, "STAGES": 4}),
-    ),
-    Fp8Stage(
-        "wgmma_fp8_persistent",
-        "wgmma_fp8 on a persistent grid (one block per SM walks the tiles in grouped order): "
-        "the next tile's loads overlap this tile's epilogue",
-        MappingProxyType({**_BASE, "BN": 256, "STAGES": 4, "PERSISTENT": 1}),
     ),
     Fp8Stage(
         "wgmma_fp8_n128",
@@ -106,6 +102,12 @@ FP8_STAGES: tuple[Fp8Stage, ...] = (
         "wgmma_fp8_n128 adding its Tensor Core sums into FP32 registers every 4 k-blocks "
         "(512 of K), as DeepGEMM does",
         MappingProxyType({**_BASE, "BN": 128, "STAGES": 6, "PROMOTE": 4}),
+    ),
+    Fp8Stage(
+        "wgmma_fp8_persistent",
+        "wgmma_fp8 on a persistent grid (one block per SM walks the tiles in grouped order): "
+        "the next tile's loads overlap this tile's epilogue",
+        MappingProxyType({**_BASE, "BN": 256, "STAGES": 4, "PERSISTENT": 1}),
     ),
 )
 
