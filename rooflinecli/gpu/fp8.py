@@ -233,7 +233,7 @@ CONTRACT = {
     "b_layout": B_LAYOUT,
     "scales": "float32, per tensor (scale_a, scale_b)",
     "output": "bf16",
-    "beta_in_timing": "0: torch._scaled_mm takes a bias, not beta",
+    "beta_in_timing": "beta = 0 in the timed comparison: torch._scaled_mm takes a bias, not beta",
 }
 
 
@@ -288,8 +288,10 @@ class Fp8GemmProblem:
         model.update(CONTRACT, fp8_format=self.fmt)
         span = None if stage.reference else fp8_stage(stage).promote_span
         if stage.reference:
-            model["accumulation"] = accumulation(None) if stage.name == FAST else (
-                "cuBLASLt's promoted FP32 accumulation (fast accumulation off)"
+            model["accumulation"] = (
+                accumulation(None)
+                if stage.name == FAST
+                else ("cuBLASLt's promoted FP32 accumulation (fast accumulation off)")
             )
         else:
             model["accumulation"] = accumulation(span)
