@@ -42,6 +42,8 @@ class Fp8Stage:
 
     @property
     def threads(self) -> int:
+        if self.params.get("PINGPONG"):  # two consumers, a 64-row tile each in turn
+            return 384
         return 128 * (1 + self.params["BM"] // 64)
 
     @property
@@ -102,6 +104,15 @@ FP8_STAGES: tuple[Fp8Stage, ...] = (
         "wgmma_fp8_n128 adding its Tensor Core sums into FP32 registers every 4 k-blocks "
         "(512 of K), as DeepGEMM does",
         MappingProxyType({**_BASE, "BN": 128, "STAGES": 6, "PROMOTE": 4}),
+    ),
+    Fp8Stage(
+        "wgmma_fp8_pingpong",
+        "persistent, the two consumer warpgroups on alternate 64 x 256 tiles in turn (named "
+        "barriers hand over the mainloop): one stores its tile while the other keeps the Tensor "
+        "Cores busy; 5-deep ring of 40 KiB slices",
+        MappingProxyType(
+            {**_BASE, "BM": 64, "BN": 256, "STAGES": 5, "PERSISTENT": 1, "PINGPONG": 1}
+        ),
     ),
     Fp8Stage(
         "wgmma_fp8_persistent",
