@@ -65,7 +65,8 @@ class Roof(NamedTuple):
 
 # The math instruction a record's work runs on, and which compute roof that puts it under.
 # FFMA: SIMT FP32 (CUDA cores); HMMA: mma.sync (warp-level Tensor Core); HGMMA: wgmma (warpgroup
-# Tensor Core); QGMMA: 8-bit wgmma (FP8, the FP8 Tensor Core peak); "library": a vendor library (cuBLAS), which may use either.
+# Tensor Core); QGMMA: 8-bit wgmma (FP8, under the FP8 Tensor Core peak); "library": a vendor
+# library (cuBLAS), which may use either.
 MATH_INSTRUCTIONS = ("FFMA", "HMMA", "HGMMA", "QGMMA", "library")
 
 

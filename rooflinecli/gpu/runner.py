@@ -618,7 +618,7 @@ def _run_fp8(  # type: ignore[no-untyped-def]
         work = [(shape, [(s, s.refuses(*shape)) for s in ladder]) for shape in shapes]
     for m, n, k in shapes:
         stages_fp8.check_shape(m, n, k)
-    builds = {
+    builds: dict[str, tuple[Any, str, str, dict[str, int]]] = {
         s.name: (gpu_fp8.fp8_stage(s), fp8_format, "bf16", {})
         for _shape, items in work
         for s, why in items

@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -786,7 +787,7 @@ def _fp8(s: fp8.Fp8Stage) -> Stage:
     per-tensor float32 scales, bf16 out; rooflinecli/stages/fp8.py), QGMMA math, K and N
     multiples of 16 (TMA rows), B given as N x K."""
     p = s.params
-    bm, bn, bk = p["BM"], p["BN"], p["BK"]
+    bm, bn = p["BM"], p["BN"]
     return Stage(
         name=s.name,
         what=s.what,
@@ -807,8 +808,12 @@ def _fp8(s: fp8.Fp8Stage) -> Stage:
         b_layout="nk",
         persistent_blocks_per_sm=1 if p.get("PERSISTENT") else 0,
         tune_space=MappingProxyType({"GROUP_M": (4, 8, 16)}),
-        rebuild=lambda merged, s=s: _fp8(fp8.Fp8Stage(s.name, s.what, MappingProxyType(merged))),
+        rebuild=partial(_fp8_rebuild, s),
     )
+
+
+def _fp8_rebuild(s: fp8.Fp8Stage, merged: Mapping[str, int]) -> Stage:
+    return _fp8(fp8.Fp8Stage(s.name, s.what, MappingProxyType(dict(merged))))
 
 
 def _decode(name: str, what: str, file: str, params: dict[str, int], **fields: Any) -> Stage:
