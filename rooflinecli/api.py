@@ -587,18 +587,18 @@ def run_gemm(
         **extra.pop("settings", {}),
     }
     if dtype == "fp8":
-        from rooflinecli.core import fp8
-        from rooflinecli.gpu import fp8 as gpu_fp8
+        from rooflinecli.core.fp8 import tolerance_rule
+        from rooflinecli.gpu.fp8 import CHECK, CONTRACT
 
         settings.update(
             timing="each stage interleaved with both cuBLASLt FP8 modes (torch._scaled_mm: "
             "default, promoted; use_fast_accum, not promoted), round by round, alternating which "
             "goes first; compared with the mode whose accumulation matches the stage's; every "
             "repeat kept (samples_ms); the median reported",
-            check=gpu_fp8.CHECK,
-            tolerance_rule=fp8.tolerance_rule(None) + " (unpromoted; promoted stages: their span)",
+            check=CHECK,
+            tolerance_rule=tolerance_rule(None) + " (unpromoted; promoted stages: their span)",
             fp8_format=fp8_format,
-            **gpu_fp8.CONTRACT,
+            **CONTRACT,
         )
     return results.new_document(
         spec.to_dict(),

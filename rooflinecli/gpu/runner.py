@@ -607,29 +607,29 @@ def _run_fp8(  # type: ignore[no-untyped-def]
 ) -> tuple[dict[str, Any], Spec, list[dict[str, Any]]]:
     """run_gemm for --dtype fp8: the FP8 stages (rooflinecli/gpu/fp8.py launches and checks
     them) beside cuBLASLt's two accumulation modes, beta = 0 (torch._scaled_mm has no beta)."""
-    from rooflinecli.gpu import fp8 as gpu_fp8
-    from rooflinecli.stages import fp8 as stages_fp8
+    from rooflinecli.gpu import fp8
+    from rooflinecli.stages.fp8 import check_shape
     from rooflinecli.stages.gemm import BY_NAME
 
     cp, dev, spec, arch, cc, limits = setup(spec_arg)
-    references = [BY_NAME["cublaslt_fp8"], BY_NAME[gpu_fp8.FAST]]
+    references = [BY_NAME["cublaslt_fp8"], BY_NAME[fp8.FAST]]
     if work is None:
         ladder = [s for s in stages if not s.reference]
         work = [(shape, [(s, s.refuses(*shape)) for s in ladder]) for shape in shapes]
     for m, n, k in shapes:
-        stages_fp8.check_shape(m, n, k)
+        check_shape(m, n, k)
     builds: dict[str, tuple[Any, str, str, dict[str, int]]] = {
-        s.name: (gpu_fp8.fp8_stage(s), fp8_format, "bf16", {})
+        s.name: (fp8.fp8_stage(s), fp8_format, "bf16", {})
         for _shape, items in work
         for s, why in items
         if why is None
     }
-    for built in gpu_fp8.precompile(list(builds.values())):  # parallel: the cache fills once
+    for built in fp8.precompile(list(builds.values())):  # parallel: the cache fills once
         if isinstance(built, RooflineError):
             raise built
 
-    def problem(shape: tuple[int, int, int], _items: object) -> gpu_fp8.Fp8GemmProblem:
-        return gpu_fp8.Fp8GemmProblem(cp, shape, references, spec, cc, alpha, seed, fp8_format)
+    def problem(shape: tuple[int, int, int], _items: object) -> fp8.Fp8GemmProblem:
+        return fp8.Fp8GemmProblem(cp, shape, references, spec, cc, alpha, seed, fp8_format)
 
     timer = Timer(timing)
     return dev, spec, loop.run(cp, work, problem, FP8, timer, limits, progress)

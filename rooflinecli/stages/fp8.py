@@ -17,8 +17,8 @@ alpha * scale_a * scale_b * A B^T + beta * C; beta == 0 never reads C.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import NamedTuple
 
 from rooflinecli.errors import RooflineError
 
@@ -33,11 +33,13 @@ TMA_MULTIPLE = 16  # K and N (see check_shape)
 WGMMA_K = 32
 
 
-@dataclass(frozen=True)
-class Fp8Stage:
+class Fp8Stage(NamedTuple):
+    """An FP8 stage's geometry (a NamedTuple, not a dataclass: the registry builds these at import,
+    and each dataclass costs start-up, as rooflinecli.present.View says)."""
+
     name: str
     what: str
-    params: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    params: Mapping[str, int] = MappingProxyType({})
     math: str = "QGMMA"  # the SASS of 8-bit wgmma: QGMMA.64xNx32.F32.E4M3.E4M3
 
     @property
