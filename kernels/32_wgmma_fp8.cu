@@ -11,6 +11,9 @@
 // The 64 x BN registers twice need BN = 128 under setmaxnreg's 232.
 // PERSISTENT=1: one block per SM walks the tiles (stage 26's loop, register-store epilogue), the
 // ring's slot and phase counted across tiles, so the next tile's loads overlap this epilogue.
+// PINGPONG=1 (persistent, BM = 64): the two consumer warpgroups take turns on alternate 64 x BN
+// tiles, one in its mainloop while the other stores its tile, so the epilogue leaves the Tensor
+// Cores busy; named barriers hand the mainloop over in tile order (the ring's phases stay in step).
 // SKIP_KBLOCK=j >= 0 leaves out k-block j's WGMMAs: a deliberately wrong kernel the check must fail.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
@@ -33,12 +36,16 @@
 #ifndef PERSISTENT
 #define PERSISTENT 0
 #endif
+#ifndef PINGPONG
+#define PINGPONG 0
+#endif
 #ifndef SKIP_KBLOCK
 #define SKIP_KBLOCK -1
 #endif
 
 #include "gemm/tile_order.cuh"   // grouped_tile_origin
 #include "ptx_sm80.cuh"         // elem_t (-DELEM_BF16=1: bf16), pack2, to_float
+#include "sm70/named_barrier.cuh"  // bar_sync, bar_arrive (PINGPONG's turns)
 #include "sm90/mbarrier.cuh"    // mbarrier init, arrivals and waits
 #include "sm90/setmaxnreg.cuh"  // setmaxnreg_dec, setmaxnreg_inc
 #include "sm90/tma.cuh"         // TmaMap, prefetch_tensormap, tma_load_2d
@@ -85,7 +92,8 @@ __device__ __forceinline__ void store_block(const float (&d)[NACC], elem_t* __re
     }
 }
 
-constexpr int CONSUMERS = BM / 64;                  // consumer warpgroups, 64 rows each
+// consumer warpgroups: 64 rows of the tile each, or (PINGPONG) a 64-row tile each in turn
+constexpr int CONSUMERS = PINGPONG ? 2 : BM / 64;
 constexpr int NUM_THREADS = 128 * (1 + CONSUMERS);  // + the producer warpgroup
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 constexpr int A_BYTES = BM * BK;  // one byte an element
@@ -99,6 +107,8 @@ static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0,
               "tiles stay 1024-byte aligned (the swizzle atom; descriptor base 0)");
 static_assert(STAGES * STAGE_BYTES + 1024 <= 227 * 1024, "the ring must fit in 227 KiB");
 static_assert(PROMOTE >= 0, "PROMOTE: k-blocks between promotions (0: none)");
+static_assert(!PINGPONG || (PERSISTENT && BM == 64 && PROMOTE == 0),
+              "PINGPONG: a persistent grid of 64-row tiles, one accumulator per consumer");
 static_assert(PROMOTE == 0 || BN == 128,
               "two 64 x BN f32 accumulator sets fit in 232 registers only for BN = 128");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536,
@@ -137,7 +147,8 @@ gemm_wgmma_fp8(int M, int N, int K, float alpha, const u8* __restrict__ A,
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full0 + 8 * s, 1);               // the producer's arrive.expect_tx
-            mbar_init(empty0 + 8 * s, CONSUMERS * 4);  // one arrival per consumer warp
+            // one arrival per consumer warp that reads the slice (PINGPONG: one warpgroup)
+            mbar_init(empty0 + 8 * s, (PINGPONG ? 1 : CONSUMERS) * 4);
         }
         fence_mbarrier_init();  // visible to TMA
     }
@@ -171,8 +182,17 @@ gemm_wgmma_fp8(int M, int N, int K, float alpha, const u8* __restrict__ A,
 #if PROMOTE
         float acc[NACC];  // the FP32 sum of the promoted partial sums
 #endif
+#if PINGPONG
+        // the block's tiles j = 0, 1, 2, ... alternate between the consumers; tile j's slices
+        // are the ring's j * ktiles .. j * ktiles + ktiles - 1
+        int j = c;
+        for (int t = first + c * step; t < tiles; t += 2 * step, j += 2) {
+            int it = j * ktiles;
+            if (j > 0) bar_sync(1 + c, 256);  // tile j - 1's mainloop has passed its loads
+#else
         int it = 0;
         for (int t = first; t < tiles; t += step) {
+#endif
             int m0, n0;
             grouped_tile_origin<BM, BN, GROUP_M>(t, grid_m, grid_n, m0, n0);
 #pragma unroll
@@ -184,7 +204,7 @@ gemm_wgmma_fp8(int M, int N, int K, float alpha, const u8* __restrict__ A,
             for (int kt = 0; kt < ktiles; ++kt, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(full0 + 8 * s, (it / STAGES) & 1);
-                const u32 sa = base + s * STAGE_BYTES + c * (64 * BK);
+                const u32 sa = base + s * STAGE_BYTES + (PINGPONG ? 0 : c * (64 * BK));
                 const u32 sb = base + s * STAGE_BYTES + A_BYTES;
                 wgmma_fence();
                 if (kt != SKIP_KBLOCK) {
@@ -207,12 +227,15 @@ gemm_wgmma_fp8(int M, int N, int K, float alpha, const u8* __restrict__ A,
                 }
 #endif
             }
+#if PINGPONG
+            if (t + step < tiles) bar_arrive(2 - c, 256);  // the other consumer's turn: tile j + 1
+#endif
             wgmma_wait<0>();
             if (lane0) mbar_arrive(empty0 + 8 * ((it - 1) % STAGES));  // the tile's last slice
 #if PROMOTE
             store_block(acc, C, M, N, m0 + 64 * c, n0, scale, beta);
 #else
-            store_block(d, C, M, N, m0 + 64 * c, n0, scale, beta);
+            store_block(d, C, M, N, m0 + (PINGPONG ? 0 : 64 * c), n0, scale, beta);
 #endif
         }
     }

@@ -565,9 +565,11 @@ def run_gemm(
         if work is None:
             work = [(shape, [(picks[shape].stage, None)]) for shape in shapes]
         extra.setdefault("settings", {})["stages"] = "best: one stage per shape from the tune table"
+    fp8_format = str(extra.pop("fp8_format", "e4m3"))
+    fp8_args = {"fp8_format": fp8_format} if dtype == "fp8" else {}
     device, spec, records = runner.run_gemm(
         shapes, stages, spec_arg, alpha, beta, seed, timing, progress=progress, dtype=dtype,
-        work=work,
+        work=work, **fp8_args,
     )  # fmt: skip
     if picks is not None:
         for r in records:
@@ -584,6 +586,20 @@ def run_gemm(
         "tolerance_rule": runner.tolerance_rule(dtype),
         **extra.pop("settings", {}),
     }
+    if dtype == "fp8":
+        from rooflinecli.core.fp8 import tolerance_rule
+        from rooflinecli.gpu.fp8 import CHECK, CONTRACT
+
+        settings.update(
+            timing="each stage interleaved with both cuBLASLt FP8 modes (torch._scaled_mm: "
+            "default, promoted; use_fast_accum, not promoted), round by round, alternating which "
+            "goes first; compared with the mode whose accumulation matches the stage's; every "
+            "repeat kept (samples_ms); the median reported",
+            check=CHECK,
+            tolerance_rule=tolerance_rule(None) + " (unpromoted; promoted stages: their span)",
+            fp8_format=fp8_format,
+            **CONTRACT,
+        )
     return results.new_document(
         spec.to_dict(),
         device,

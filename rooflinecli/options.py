@@ -282,6 +282,25 @@ def dtype_option(f: F) -> F:
     )(f)
 
 
+def gemm_dtype_option(f: F) -> F:
+    """--dtype of `run gemm`: DTYPES and fp8 (the FP8 stages beside cuBLASLt), with its format."""
+    f = click.option(
+        "--fp8-format",
+        type=click.Choice(("e4m3", "e5m2")),
+        default="e4m3",
+        show_default=True,
+        help="With --dtype fp8: the FP8 format of A and B.",
+    )(f)
+    return click.option(
+        "--dtype",
+        type=click.Choice(MODEL_DTYPES),
+        default="fp32",
+        show_default=True,
+        help="Element type (fp8: A and B FP8 with per-tensor float32 scales, B given as N x K, "
+        "bf16 out, beside cuBLASLt's FP8 GEMM).",
+    )(f)
+
+
 def model_dtype_option(f: F) -> F:
     """--dtype of `model gemm`: DTYPES and fp8 (e4m3 or e5m2: both 1 byte, one roof)."""
     return click.option(

@@ -428,3 +428,28 @@ def test_no_ncu_and_no_program_exit_2(runner, monkeypatch, tmp_path):
     assert res.exit_code == 2 and "Nsight Compute (ncu) not found" in res.output
     res = runner.invoke(cli, ["profile", "app"])
     assert res.exit_code == 2
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_fp8_counters_of_a_made_up_scaled_mm_give_2mnk(split):
+    """An FP8 GEMM (cuBLASLt's, as torch._scaled_mm launches it, or stage 32's QGMMA): its FLOPs
+    are the FP8 tensor path's operations, 2MNK, under the FP8 dense peak; a listing with the
+    counter only split by accumulator sums the halves."""
+    m, n, k = 4096, 14336, 4096
+    listing = QUERY
+    name = "sm__ops_path_tensor_src_fp8.sum"
+    if split:
+        listing = QUERY.replace(
+            "sm__ops_path_tensor_src_fp8 ", "sm__ops_path_tensor_src_fp8_dst_fp32 "
+        )
+        listing += "sm__ops_path_tensor_src_fp8_dst_fp16   x\n"
+        name = "sm__ops_path_tensor_src_fp8_dst_fp32.sum"
+    p = ncu.plan(app.COUNTS, prof.parse_query_metrics(listing))
+    counters = {m_: 0.0 for m_ in p.metrics}
+    counters[name] = 2.0 * m * n * k  # QGMMA.64x256x32.F32.E4M3.E4M3, FP32 accumulator
+    counters["gpu__time_duration.sum"] = 4e-4
+    kernel = "sm90_xmma_gemm_e4m3e4m3_bf16f32_f32_tn_n_tilesize128x256x128_cublasLt"
+    rec = app.kernel_record(kernel, [132, 1, 1], [{"metrics": counters}], p)
+    assert rec["flops"] == 2 * m * n * k and rec["flops_by"] == {"fp8 tensor": 2 * m * n * k}
+    assert (rec["dtype"], rec["pipe"]) == ("fp8", "tensor")
+    assert rec["tflops"] == pytest.approx(2 * m * n * k / 4e-4 / 1e12)

@@ -14,7 +14,13 @@ import click
 
 from rooflinecli import paths
 from rooflinecli.errors import RooflineError
-from rooflinecli.options import DTYPES, extra_stage_option, format_option, spec_option, split_list
+from rooflinecli.options import (
+    MODEL_DTYPES,
+    extra_stage_option,
+    format_option,
+    spec_option,
+    split_list,
+)
 from rooflinecli.present import output, table
 from rooflinecli.stages import gemm
 
@@ -113,7 +119,7 @@ def inspect_() -> None:
 )
 @click.option(
     "--dtype",
-    type=click.Choice(DTYPES),
+    type=click.Choice(MODEL_DTYPES),
     default=None,
     help="Build for this element type (default: each stage's own).",
 )

@@ -19,6 +19,7 @@ from rooflinecli.options import (
     dtype_option,
     extra_stage_option,
     format_option,
+    gemm_dtype_option,
     gpus_option,
     max_shapes_option,
     output_option,
@@ -101,7 +102,7 @@ def _dry_run(p: Any, arch: str, why: str, spec_arg: str | None, fmt: str) -> Non
     "stage@P=V,Q=W is the stage with those tile parameters (as `roofline tune` names them). "
     f"Stages: {', '.join(gemm.stage_names(include_reference=False))}.",
 )
-@dtype_option
+@gemm_dtype_option
 @spec_option
 @click.option("--alpha", type=float, default=1.0, show_default=True)
 @click.option("--beta", type=float, default=0.0, show_default=True, help="Non-zero: C is read.")
@@ -138,6 +139,7 @@ def run_gemm(
     max_shapes: int,
     stage_list: str | None,
     dtype: str,
+    fp8_format: str,
     spec_arg: str | None,
     alpha: float,
     beta: float,
@@ -164,6 +166,7 @@ def run_gemm(
 
     shapes = parse_shapes(m, n, k, sizes)
     check_sweep(shapes, max_shapes, "--sizes")
+    fp8 = fp8_settings(dtype, fp8_format, beta, tuned, extra_stages, shapes)
     timing = timing_of(budget_ms, repeats, max_noise, no_flush)
     table.select(table.RUN, view)  # an unknown --columns name: one line, before any work
     draw = chart_wanted(chart_flag, fmt, table.console().is_terminal)
@@ -182,7 +185,8 @@ def run_gemm(
     with progress(not quiet and live(fmt)) as tick:
         doc = api.run_gemm(
             shapes, p.chosen, spec_arg, dtype=dtype, alpha=alpha, beta=beta, seed=seed,
-            timing=timing, progress=tick, picks=p.picks, work=p.work, **p.document_fields(),
+            timing=timing, progress=tick, picks=p.picks, work=p.work, **fp8,
+            **p.document_fields(),
         )  # fmt: skip
     doc = place_on_roofs(doc, roof_set, calibration)
     if output:
@@ -191,6 +195,34 @@ def run_gemm(
     failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
     if failed:
         raise GateFailure(f"verification failed: {', '.join(sorted(set(failed)))}")
+
+
+def fp8_settings(
+    dtype: str,
+    fp8_format: str,
+    beta: float,
+    tuned: bool,
+    extra_stages: tuple[str, ...],
+    shapes: list[tuple[int, int, int]],
+) -> dict[str, Any]:
+    """What --dtype fp8 passes on (its format), or its refusals, one line each, before any work:
+    beta != 0 (the timed comparison runs at beta = 0), --tuned and --extra-stage (no FP8 tuned
+    tiles or user stages yet), shapes outside the FP8 contract (K and N multiples of 16)."""
+    if dtype != "fp8":
+        if fp8_format != "e4m3":
+            raise RooflineError("--fp8-format goes with --dtype fp8")
+        return {}
+    from rooflinecli.stages.fp8 import check_shape
+
+    if beta != 0.0:
+        raise RooflineError(
+            "--dtype fp8 runs at beta = 0: torch._scaled_mm (the reference) takes a bias, not beta"
+        )
+    if tuned or extra_stages:
+        raise RooflineError("--dtype fp8 takes neither --tuned nor --extra-stage yet")
+    for shape in shapes:
+        check_shape(*shape)
+    return {"fp8_format": fp8_format}
 
 
 def parse_attention_shapes(

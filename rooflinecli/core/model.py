@@ -21,10 +21,22 @@ def gemm_flops(m: int, n: int, k: int) -> int:
     return 2 * m * n * k
 
 
-def gemm_bytes_ideal(m: int, n: int, k: int, elem_bytes: int, beta_nonzero: bool = False) -> int:
-    """Each input read once and C written once (read too when beta != 0): perfect caching."""
-    elems = m * k + k * n + m * n + (m * n if beta_nonzero else 0)
-    return elem_bytes * elems
+# bytes of an element of C where it differs from the inputs': FP8 GEMMs write bf16
+OUTPUT_BYTES: dict[str, int] = {"fp8": 2}
+
+
+def gemm_bytes_ideal(
+    m: int,
+    n: int,
+    k: int,
+    elem_bytes: int,
+    beta_nonzero: bool = False,
+    out_bytes: int | None = None,
+) -> int:
+    """Each input read once and C written once (read too when beta != 0): perfect caching.
+    A and B are elem_bytes an element, C out_bytes (default: elem_bytes)."""
+    out = elem_bytes if out_bytes is None else out_bytes
+    return elem_bytes * (m * k + k * n) + out * m * n * (2 if beta_nonzero else 1)
 
 
 def intensity(flops: float, nbytes: float) -> float:

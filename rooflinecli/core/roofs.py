@@ -65,8 +65,9 @@ class Roof(NamedTuple):
 
 # The math instruction a record's work runs on, and which compute roof that puts it under.
 # FFMA: SIMT FP32 (CUDA cores); HMMA: mma.sync (warp-level Tensor Core); HGMMA: wgmma (warpgroup
-# Tensor Core); "library": a vendor library (cuBLAS), which may use either.
-MATH_INSTRUCTIONS = ("FFMA", "HMMA", "HGMMA", "library")
+# Tensor Core); QGMMA: 8-bit wgmma (FP8, under the FP8 Tensor Core peak); "library": a vendor
+# library (cuBLAS), which may use either.
+MATH_INSTRUCTIONS = ("FFMA", "HMMA", "HGMMA", "QGMMA", "library")
 
 
 class StageLike(Protocol):
@@ -123,7 +124,9 @@ def model_record(
     dtype = dtype or str(getattr(stage, "dtype", "fp32"))
     elem = model.DTYPE_BYTES[dtype]
     flops = model.gemm_flops(m, n, k)
-    nbytes = model.gemm_bytes_ideal(m, n, k, elem, beta_nonzero=beta != 0.0)
+    nbytes = model.gemm_bytes_ideal(
+        m, n, k, elem, beta_nonzero=beta != 0.0, out_bytes=model.OUTPUT_BYTES.get(dtype)
+    )
     # a user's stage may count its own work (rooflinecli.stages.userstage: flops/bytes formulas)
     flops_of, bytes_of = getattr(stage, "flops_of", None), getattr(stage, "bytes_of", None)
     if flops_of is not None and bytes_of is not None:

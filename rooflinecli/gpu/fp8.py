@@ -219,3 +219,152 @@ def scaled_mm(g: Problem, fast_accum: bool = False, out: Any = None) -> Callable
         )
 
     return launch
+
+
+# --------------------------------------------------------------------------- the runner loop
+
+FAST = "cublaslt_fp8_fast"  # the registry's use_fast_accum reference (rooflinecli/stages/gemm.py)
+CHECK = (
+    "float64 product of the dequantised FP8 inputs (decoded exactly), times the per-tensor "
+    "scales; output poisoned first; the first launch and the last timed launch checked"
+)
+CONTRACT = {
+    "a_layout": "mk: A M x K row-major",
+    "b_layout": B_LAYOUT,
+    "scales": "float32, per tensor (scale_a, scale_b)",
+    "output": "bf16",
+    "beta_in_timing": "beta = 0 in the timed comparison: torch._scaled_mm takes a bias, not beta",
+}
+
+
+def accumulation(span: int | None) -> str:
+    """What a stage's (or cuBLASLt mode's) sums do, in the record's words."""
+    if span is None:
+        return "one Tensor Core accumulator over all of K (reduced precision, not promoted)"
+    return f"Tensor Core sums promoted into FP32 every {span} of K"
+
+
+def fp8_stage(stage: Any) -> Fp8Stage:
+    """The FP8 geometry (rooflinecli/stages/fp8.py) of a registry stage of 32_wgmma_fp8.cu."""
+    return Fp8Stage(stage.name, stage.what, stage.params)
+
+
+class Fp8GemmProblem:
+    """One FP8 GEMM shape for the runner loop (rooflinecli.gpu.loop.Problem): Problem's buffers
+    and float64 reference, the FP8 stages launched through `launcher`, and cuBLASLt's two
+    accumulation modes (torch._scaled_mm default: promoted; use_fast_accum: not) as the
+    references, each stage paired with the mode its own accumulation matches."""
+
+    def __init__(  # type: ignore[no-untyped-def]
+        self, cp, shape: tuple[int, int, int], references: list[Any], spec: Any,
+        cc: int, alpha: float, seed: int, fmt: str = "e4m3",
+    ) -> None:  # fmt: skip
+        m, n, k = shape
+        try:
+            self.g = Problem(cp, m, n, k, alpha, 0.0, seed, fmt, "bf16")
+        except cp.cuda.memory.OutOfMemoryError:
+            raise RooflineError(f"out of device memory at {m}x{n}x{k}") from None
+        self.cp, self.shape, self.refs, self.spec, self.cc = cp, shape, references, spec, cc
+        self.fmt = fmt
+        self.label = f"{m}x{n}x{k}"
+        self.sm_count = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+        self._span: int | None = None  # the stage being checked: its promotion span
+
+    def _checked(self, span: int | None) -> dict[str, Any]:
+        rel_tol, max_tol = fp8.tolerance(self.g.k, span, self.g.rounding)
+        return {
+            "tolerance_rel": rel_tol,
+            "tolerance_max": max_tol,
+            "rounding_error": self.g.rounding[0],
+            "tolerance_rule": fp8.tolerance_rule(span),
+        }
+
+    def record(self, stage: Any) -> Any:
+        from rooflinecli.core import roofs
+        from rooflinecli.results import RunRecord
+
+        g = self.g
+        model = roofs.model_record(stage, g.m, g.n, g.k, self.spec, g.alpha, 0.0, "fp8")
+        model.update(CONTRACT, fp8_format=self.fmt)
+        span = None if stage.reference else fp8_stage(stage).promote_span
+        if stage.reference:
+            model["accumulation"] = (
+                accumulation(None)
+                if stage.name == FAST
+                else ("cuBLASLt's promoted FP32 accumulation (fast accumulation off)")
+            )
+        else:
+            model["accumulation"] = accumulation(span)
+        return RunRecord(model, self._checked(span))
+
+    def skip(self, stage: Any, refusal: str | None) -> str | None:
+        if self.cc < stage.min_cc:
+            return f"{stage.name} needs compute capability {stage.min_cc / 10:.1f}"
+        return refusal
+
+    def launch(self, stage: Any) -> Any:
+        from rooflinecli.gpu.loop import Launched
+
+        fs = fp8_stage(stage)
+        self._span = fs.promote_span
+        call, meta = launcher(self.cp, fs, self.g)
+        meta["math"] = "QGMMA"
+        meta["paired_with"] = self.paired_name(stage)
+        return Launched(call, meta)
+
+    def paired_name(self, stage: Any) -> str:
+        """The reference whose accumulation matches the stage's: promoted stages beside
+        cuBLASLt's default, unpromoted ones beside use_fast_accum."""
+        return "cublaslt_fp8" if fp8_stage(stage).promote_span else FAST
+
+    def paired_reference(self, stage: Any, names: list[str]) -> int:
+        """Which of the references (by name) the stage's record is compared with."""
+        want = self.paired_name(stage)
+        return names.index(want) if want in names else 0
+
+    def reset(self) -> None:
+        self.g.poison()
+
+    def check(self) -> Any:
+        return self._check(self._span)
+
+    def _check(self, span: int | None, out: Any = None) -> Any:
+        from rooflinecli.results import Check
+
+        c = self.g.check(span, out)
+        return Check(bool(c["ok"]), c["rel"], c["max"])
+
+    def before_last(self) -> Callable[[], None] | None:
+        return None  # beta = 0: every launch writes all of C
+
+    def references(self) -> tuple[list[Any], list[Any]]:
+        """cuBLASLt in both modes, each into its own output, launched and checked once; without
+        PyTorch their records say why they did not run, and the stages still run and verify."""
+        from rooflinecli.gpu.loop import ReferenceRun
+        from rooflinecli.gpu.timer import Launch
+
+        skipped: list[Any] = []
+        runs: list[Any] = []
+        why = torch_reason()
+        for ref in self.refs:
+            rec = self.record(ref)
+            rec.about = {"library": REFERENCE, "use_fast_accum": ref.name == FAST}
+            if why:
+                rec.skip(f"no FP8 reference: {why}")
+                skipped.append(rec)
+                continue
+            out = self.g.C_ref if not runs else self.cp.empty_like(self.g.C_ref)
+            launch = scaled_mm(self.g, fast_accum=ref.name == FAST, out=out)
+            span = None  # cuBLASLt's promotion interval is its own: the bound over all of K
+            self.g.poison(out)
+            launch()
+            self.cp.cuda.runtime.deviceSynchronize()
+            rec.launch = {"library": REFERENCE, "use_fast_accum": ref.name == FAST}
+            rec.first = self._check(span, out)
+            rec.verified = rec.first.ok
+
+            def last(span: int | None = span, out: Any = out) -> Any:
+                return self._check(span, out)
+
+            runs.append(ReferenceRun(rec, Launch(ref.name, launch), last))
+        return skipped, runs

@@ -194,13 +194,17 @@ def _one_shape(
             r.clocks.append(timed.clock)
             r.method = timed.method
         if refs:
-            first = refs[0]
+            # the reference the record is compared with: the first, or the one the kind pairs
+            # the stage with (FP8: the cuBLASLt mode whose accumulation matches the stage's)
+            pick = getattr(g, "paired_reference", None)
+            at = pick(stage, [r.launch.name for r in refs]) if pick is not None else 0
+            first = refs[at]
             rec.paired = Pairing(
                 compared_with=first.launch.name,
-                reference_time_ms=statistics.median(timed.samples[1])
+                reference_time_ms=statistics.median(timed.samples[1 + at])
                 if first.record.verified
                 else None,
-                reference_samples_ms=timed.samples[1],
+                reference_samples_ms=timed.samples[1 + at],
                 timing=kind.pairing,
                 medians=tuple(
                     (r.launch.name, statistics.median(paired))

@@ -276,6 +276,8 @@ def resolve(m: int, n: int, k: int, dtype: str, tables: list[Table], device: str
             ci = _class_index(e.shape_class)
             dist = abs(ci[0] - wi[0]) * 10 + abs(ci[1] - wi[1]) + abs(ci[2] - wi[2])
             ranked.append(((dist, ti, -ci[0]), e, table))  # a tie: the larger M
+    if not ranked and tables:  # the device's tables cover other dtypes only: the registry's
+        return _registry_pick(m, n, k, dtype, want, "no tune table entry for this dtype yet")
     if not ranked:
         where = ", ".join(t.where for t in tables) or "none"
         raise RooflineError(
@@ -291,10 +293,14 @@ def resolve(m: int, n: int, k: int, dtype: str, tables: list[Table], device: str
         if twin is not None:
             note = f"{e.source} (at this pitch: {twin.name}, the same rows at any pitch)"
             return Pick(twin, want, e.shape_class, table.where, note.strip())
-    # no entry runs it: the registry's last (most developed) stage of the dtype that does
+    return _registry_pick(m, n, k, dtype, want, "no table entry runs the shape")
+
+
+def _registry_pick(m: int, n: int, k: int, dtype: str, want: str, why: str) -> Pick:
+    """The registry's last (most developed) stage of the dtype that runs the shape."""
     for stage in reversed(gemm.select(None, dtype)[:-1]):
         if stage.refuses(m, n, k) is None:
-            return Pick(stage, want, "none", "the registry (no table entry runs the shape)", "")
+            return Pick(stage, want, "none", f"the registry ({why})", "")
     raise RooflineError(f"--stages best: no {dtype} stage runs {m}x{n}x{k}")
 
 

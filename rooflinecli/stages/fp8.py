@@ -17,8 +17,8 @@ alpha * scale_a * scale_b * A B^T + beta * C; beta == 0 never reads C.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import NamedTuple
 
 from rooflinecli.errors import RooflineError
 
@@ -33,15 +33,19 @@ TMA_MULTIPLE = 16  # K and N (see check_shape)
 WGMMA_K = 32
 
 
-@dataclass(frozen=True)
-class Fp8Stage:
+class Fp8Stage(NamedTuple):
+    """An FP8 stage's geometry (a NamedTuple, not a dataclass: the registry builds these at import,
+    and each dataclass costs start-up, as rooflinecli.present.View says)."""
+
     name: str
     what: str
-    params: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    params: Mapping[str, int] = MappingProxyType({})
     math: str = "QGMMA"  # the SASS of 8-bit wgmma: QGMMA.64xNx32.F32.E4M3.E4M3
 
     @property
     def threads(self) -> int:
+        if self.params.get("PINGPONG"):  # two consumers, a 64-row tile each in turn
+            return 384
         return 128 * (1 + self.params["BM"] // 64)
 
     @property
@@ -83,18 +87,14 @@ class Fp8Stage:
 
 _BASE = {"BM": 128, "BK": 128, "GROUP_M": 8}
 
+# In ladder order; the last is the most developed, which `--stages best` runs where the tune
+# table has no FP8 entry (rooflinecli/stages/dispatch.py)
 FP8_STAGES: tuple[Fp8Stage, ...] = (
     Fp8Stage(
         "wgmma_fp8",
         "FP8 e4m3 WGMMA m64n256k32 (QGMMA) on stage 25's warp-specialised TMA pipeline, both "
         "operands K-major; one accumulator over all of K (the Tensor Cores' reduced precision)",
         MappingProxyType({**_BASE, "BN": 256, "STAGES": 4}),
-    ),
-    Fp8Stage(
-        "wgmma_fp8_persistent",
-        "wgmma_fp8 on a persistent grid (one block per SM walks the tiles in grouped order): "
-        "the next tile's loads overlap this tile's epilogue",
-        MappingProxyType({**_BASE, "BN": 256, "STAGES": 4, "PERSISTENT": 1}),
     ),
     Fp8Stage(
         "wgmma_fp8_n128",
@@ -106,6 +106,21 @@ FP8_STAGES: tuple[Fp8Stage, ...] = (
         "wgmma_fp8_n128 adding its Tensor Core sums into FP32 registers every 4 k-blocks "
         "(512 of K), as DeepGEMM does",
         MappingProxyType({**_BASE, "BN": 128, "STAGES": 6, "PROMOTE": 4}),
+    ),
+    Fp8Stage(
+        "wgmma_fp8_pingpong",
+        "persistent, the two consumer warpgroups on alternate 64 x 256 tiles in turn (named "
+        "barriers hand over the mainloop): one stores its tile while the other keeps the Tensor "
+        "Cores busy; 5-deep ring of 40 KiB slices",
+        MappingProxyType(
+            {**_BASE, "BM": 64, "BN": 256, "STAGES": 5, "PERSISTENT": 1, "PINGPONG": 1}
+        ),
+    ),
+    Fp8Stage(
+        "wgmma_fp8_persistent",
+        "wgmma_fp8 on a persistent grid (one block per SM walks the tiles in grouped order): "
+        "the next tile's loads overlap this tile's epilogue",
+        MappingProxyType({**_BASE, "BN": 256, "STAGES": 4, "PERSISTENT": 1}),
     ),
 )
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from rooflinecli.core.model import DTYPE_BYTES, thread_tile_intensity
 from rooflinecli.errors import RooflineError
+from rooflinecli.stages import fp8
 
 # Instructions that only some NVRTC targets have, and the stage sources that use them. NVRTC 13
 # refuses `wgmma.fence` for sm_100a and sm_120 and `setmaxnreg.dec` for sm_120; a GPU of compute
@@ -83,7 +85,8 @@ class Stage:
     chapter: int  # the chapter of the column it belongs to (the stage table shows it)
     # the math instruction it runs on, which its SASS must hold (a test reads the cubin) and
     # which compute roof places it: FFMA (SIMT, CUDA cores), HMMA (mma.sync, warp-level Tensor
-    # Cores), HGMMA (wgmma, warpgroup Tensor Cores), or "library" for the vendor reference
+    # Cores), HGMMA (wgmma, warpgroup Tensor Cores), QGMMA (8-bit wgmma: FP8), or "library" for
+    # the vendor reference
     math: str
     file: str | None = None  # kernels/ file; None for the library reference
     entry: str | None = None  # extern "C" kernel name in that file
@@ -214,7 +217,9 @@ class Stage:
         return grid, (self.threads[0], self.threads[1], 1), self.smem_bytes
 
     def defines(self, dtype: str | None = None) -> list[str]:
-        extra = ["-DELEM_BF16=1"] if dtype == "bf16" else []
+        # bf16 out: the bf16 stages, and the FP8 stages' output (e4m3 in; rooflinecli/gpu/fp8.py
+        # builds the other formats and outputs)
+        extra = ["-DELEM_BF16=1"] if dtype == "bf16" or self.dtype == "fp8" else []
         if dtype == "fp32" and len(self.all_dtypes) > 1:  # one source for fp32 and 16-bit types
             extra = ["-DELEM_FP32=1"]
         return [f"-D{k}={v}" for k, v in self.params.items()] + extra
@@ -789,6 +794,40 @@ _DECODE_M = (1, 64)
 _VEC = 8  # columns of C a thread owns in stages 31-32: one 16-byte load of fp16/bf16, two of fp32
 
 
+def _fp8(s: fp8.Fp8Stage) -> Stage:
+    """A stage of kernels/32_wgmma_fp8.cu in the registry: the FP8 contract (A M x K, B N x K,
+    per-tensor float32 scales, bf16 out; rooflinecli/stages/fp8.py), QGMMA math, K and N
+    multiples of 16 (TMA rows), B given as N x K."""
+    p = s.params
+    bm, bn = p["BM"], p["BN"]
+    return Stage(
+        name=s.name,
+        what=s.what,
+        dtype="fp8",
+        chapter=13,
+        math="QGMMA",
+        file=fp8.FILE,
+        entry=fp8.ENTRY,
+        params=p,
+        threads=(s.threads, 1),
+        tile=(bm, bn),
+        min_cc=90,
+        smem_bytes=s.smem_bytes,
+        # FLOPs per byte of a BM x BN tile's k-block, 1-byte A and B: 2 BM BN BK / ((BM+BN) BK)
+        ai_global=2.0 * bm * bn / (bm + bn),
+        needs_multiple=fp8.TMA_MULTIPLE,
+        multiple_of="NK",
+        b_layout="nk",
+        persistent_blocks_per_sm=1 if p.get("PERSISTENT") else 0,
+        tune_space=MappingProxyType({"GROUP_M": (4, 8, 16)}),
+        rebuild=partial(_fp8_rebuild, s),
+    )
+
+
+def _fp8_rebuild(s: fp8.Fp8Stage, merged: Mapping[str, int]) -> Stage:
+    return _fp8(fp8.Fp8Stage(s.name, s.what, MappingProxyType(dict(merged))))
+
+
 def _decode(name: str, what: str, file: str, params: dict[str, int], **fields: Any) -> Stage:
     """A decode stage (chapter 14, FFMA, unless `fields` says otherwise) for M = 1..64; by load
     instruction its per-thread tile (`per_thread`: rows x columns of C) loads rows + columns
@@ -1276,6 +1315,19 @@ STAGES: tuple[Stage, ...] = (
         reference=True,
         b_layout="nk",
     ),
+    Stage(
+        name="cublaslt_fp8_fast",
+        what="cuBLASLt FP8 GEMM as cublaslt_fp8, with use_fast_accum: the Tensor Cores' "
+        "reduced-precision sums over all of K, not promoted (the accumulation of the unpromoted "
+        "FP8 stages)",
+        dtype="fp8",
+        chapter=12,
+        math="library",
+        reference=True,
+        b_layout="nk",
+    ),
+    # the FP8 stages (kernels/32_wgmma_fp8.cu; their geometry and contract: stages/fp8.py)
+    *(_fp8(s) for s in fp8.FP8_STAGES),
     # Chapter 14: decode, M = 1..64 (the batch of a decoding LLM) x the weights: bound by HBM.
     _decode(
         "gemv_naive",

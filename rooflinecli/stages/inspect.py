@@ -13,7 +13,7 @@ from rooflinecli.errors import RooflineError
 from rooflinecli.stages import compiler, gemm, sass
 
 # instructions counted per k step of the main loop
-PER_K = ("LDG", "LDS", "LDGSTS", "UTMALDG", "STS", "LDSM", "FFMA", "HMMA", "HGMMA")
+PER_K = ("LDG", "LDS", "LDGSTS", "UTMALDG", "STS", "LDSM", "FFMA", "HMMA", "HGMMA", "QGMMA")
 
 
 def ratio(a: int, b: int) -> str | None:

@@ -194,7 +194,7 @@ _KEYS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "smem_bytes": (int, False),
     "math": (str, False),
 }
-USER_MATH = ("FFMA", "HMMA", "HGMMA")
+USER_MATH = ("FFMA", "HMMA", "HGMMA", "QGMMA")
 
 
 def _pair(where: str, key: str, val: list[Any], limit: int) -> tuple[int, int]:
