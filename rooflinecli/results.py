@@ -110,9 +110,9 @@ DOCUMENT_NAMES = (
     ("spec", "name"), ("spec", "display_name"), ("device", "name"), ("preset", "name"),
     ("preset", "display_name"), ("tune", "stage"),
 )  # fmt: skip
-# Numbers a record may hold below zero (the GEMM's scalars); every other number of a record is a
-# time, a speed, a count, a size or a ratio: finite and at least 0
-SIGNED_FIELDS = frozenset({"alpha", "beta", "scale", "tracing_overhead"})
+# Numbers a record may hold below zero (the GEMM's scalars, signed relative differences); every
+# other number of a record is a time, a speed, a count, a size or a ratio: finite and >= 0
+SIGNED_FIELDS = frozenset({"alpha", "beta", "scale", "tracing_overhead", "timeline_error"})
 # repeats in ms: each a positive finite number
 SAMPLE_FIELDS = ("samples_ms", "reference_samples_ms")
 # How far a stored tflops or time_ms may lie from what its flops and samples give: rounding (the

@@ -570,3 +570,13 @@ def test_plot_draws_the_token_and_each_gemm_at_its_kernel_time(monkeypatch, tmp_
     r = CliRunner().invoke(cli, ["plot", str(path), "-o", str(tmp_path / "token.png")])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "token.png").stat().st_size > 1000
+
+
+def test_the_timelines_signed_difference_may_be_below_zero_a_time_may_not():
+    from rooflinecli import results
+    from rooflinecli.errors import RooflineError
+
+    results._check_number(-0.004, "timeline_error", "record 0")  # kernels + gaps under the token
+    results._check_number(-0.01, "tracing_overhead", "record 0")
+    with pytest.raises(RooflineError, match="at least 0"):
+        results._check_number(-0.004, "time_ms", "record 0")

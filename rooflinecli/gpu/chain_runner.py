@@ -167,19 +167,19 @@ def ours(cp, stream, bufs: Buffers, picks: dict[tuple[int, int, int], Any], arch
 
 def cublas(cp, stream, bufs: Buffers, reference: Any, arch: str) -> Way:  # type: ignore[no-untyped-def]
     """The runner's cuBLAS call (GemmEx, FP32 compute) per link, on the same buffers."""
-    from cupy_backends.cuda.libs import cublas as lib
-
     handle = cp.cuda.device.get_cublas_handle()
-    set_workspace = getattr(lib, "setWorkspace", None)
-    if set_workspace is not None and handle not in _cublas_spaces:
+    lib = runner.cublas_library(cp)  # CuPy's wrappers refuse a capturing stream; cuBLAS does not
+    if handle not in _cublas_spaces:
         # a workspace of its own, nothing to allocate under capture; kept for the handle's life
         _cublas_spaces[handle] = space = cp.empty(CUBLAS_WORKSPACE_BYTES, dtype=cp.uint8)
-        set_workspace(handle, space.data.ptr, CUBLAS_WORKSPACE_BYTES)
-    launches: list[Callable[[], None]] = [lambda: lib.setStream(handle, stream.ptr)]
+        status = lib.cublasSetWorkspace_v2(handle, space.data.ptr, CUBLAS_WORKSPACE_BYTES)
+        if status != 0:
+            raise RooflineError(f"cublasSetWorkspace failed: cuBLAS status {status}")
+    launches: list[Callable[[], None]] = []
     for link in bufs.chain.links:
         ops = Operands(link.m, link.n, link.k, bufs.input_of(link), bufs.w[link.index],
                        bufs.out[link.index], bufs.dtype)  # fmt: skip
-        call, _meta = runner.launcher(cp, reference, ops, arch)  # type: ignore[arg-type]
+        call, _meta = runner.launcher(cp, reference, ops, arch, capture=True)  # type: ignore[arg-type]
         launches.append(call)
     return _cupy_way(cp, stream, CUBLAS, bufs, launches, [reference.name] * len(bufs.chain.links))
 

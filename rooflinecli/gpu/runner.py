@@ -311,16 +311,26 @@ def _transposer(cp, arch: str, elem_bytes: int):  # type: ignore[no-untyped-def]
 
 
 def launcher(  # type: ignore[no-untyped-def]
-    cp, stage: Stage, g: Problem, arch: str, sm_count: int | None = None, b_nk=None
+    cp,
+    stage: Stage,
+    g: Problem,
+    arch: str,
+    sm_count: int | None = None,
+    b_nk=None,
+    capture: bool = False,
 ) -> tuple[Callable[[], None], dict[str, Any]]:
     """(a call that launches the stage on g's problem, the record fields it adds). The call
     writes g.C, or g.C_ref for the reference. A stage with b_layout "nk" gets a transpose of
     the contract's B queued before it, inside the call, unless `b_nk` holds B already stored
-    N x K (a chain's weights, laid out once)."""
+    N x K (a chain's weights, laid out once). `capture`: the library call works under stream
+    capture (a chain's graph)."""
     import numpy as np
 
     if stage.reference:
-        library = _cublas_sgemm(cp, g) if g.dtype == "fp32" else _cublas_gemm_ex(cp, g)
+        if g.dtype == "fp32":
+            library = _cublas_sgemm(cp, g)
+        else:
+            library = _cublas_gemm_ex(cp, g, capture)
         return library, {
             "registers": None,
             "smem_bytes": None,
@@ -431,8 +441,35 @@ def _cublas_sgemm(cp, g: Problem) -> Callable[[], None]:  # type: ignore[no-unty
     return launch
 
 
-def _cublas_gemm_ex(cp, g: Problem) -> Callable[[], None]:  # type: ignore[no-untyped-def]
-    """cublasGemmEx, FP16/BF16 in and out, FP32 compute, default tensor-op algorithm."""
+_libcublas: Any = None
+
+
+def cublas_library(cp):  # type: ignore[no-untyped-def]
+    """cuBLAS itself through ctypes (the library CuPy loaded): CuPy's wrappers refuse to run
+    while a stream is being captured, cuBLAS does not. Declares what the graph's calls use."""
+    global _libcublas
+    if _libcublas is None:
+        import ctypes
+
+        cp.cuda.device.get_cublas_handle()  # CuPy loads libcublas first
+        major = cp.cuda.runtime.runtimeGetVersion() // 1000
+        lib = ctypes.CDLL(f"libcublas.so.{major}")
+        p, i = ctypes.c_void_p, ctypes.c_int
+        lib.cublasSetStream_v2.argtypes = [p, p]
+        lib.cublasSetWorkspace_v2.argtypes = [p, p, ctypes.c_size_t]
+        lib.cublasGemmEx.argtypes = [p, i, i, i, i, i, p, p, i, i, p, i, i, p, p, i, i, i, i]
+        _libcublas = lib
+    return _libcublas
+
+
+def _ok(status: int, what: str) -> None:
+    if status != 0:
+        raise RooflineError(f"{what} failed: cuBLAS status {status}")
+
+
+def _cublas_gemm_ex(cp, g: Problem, capture: bool = False) -> Callable[[], None]:  # type: ignore[no-untyped-def]
+    """cublasGemmEx, FP16/BF16 in and out, FP32 compute, default tensor-op algorithm. With
+    `capture`, called through ctypes on the current stream, so that a graph can capture it."""
     import numpy as np
     from cupy_backends.cuda.libs import cublas
 
@@ -451,7 +488,19 @@ def _cublas_gemm_ex(cp, g: Problem) -> Callable[[], None]:  # type: ignore[no-un
             g.A.data.ptr, elem, k, beta.ctypes.data, g.C_ref.data.ptr, elem, n, compute_32f, algo,
         )  # fmt: skip
 
-    return launch
+    if not capture:
+        return launch
+    lib = cublas_library(cp)
+
+    def captured() -> None:
+        _ok(lib.cublasSetStream_v2(handle, cp.cuda.get_current_stream().ptr), "cublasSetStream")
+        _ok(lib.cublasGemmEx(
+            handle, op_n, op_n, n, m, k, alpha.ctypes.data, g.B.data.ptr, elem, n,
+            g.A.data.ptr, elem, k, beta.ctypes.data, g.C_ref.data.ptr, elem, n, compute_32f, algo,
+        ), "cublasGemmEx")  # fmt: skip
+
+    captured.keep = (alpha, beta)  # type: ignore[attr-defined]  # host scalars outlive the call
+    return captured
 
 
 def memory_needed(m: int, n: int, k: int, beta: float) -> int:

@@ -27,7 +27,7 @@ VARIANTS = (
     "@BM=256,BN=64",
     "@BM=128,BN=256,WN=128",
     "@BN=256,WN=128",
-    "@BM=32,BN=128,WN=128",
+    "@BM=32,WN=128",  # BN=128 is the default: the record names it so
     "@RED=1",
     "@BM=128,BN=256,WN=128,RED=1",
     "@BM=8,RED=1",
