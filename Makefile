@@ -83,6 +83,7 @@ plots: $(INSTALLED)
 	$(BIN)/roofline plot benchmarks/results/gemm-bf16-8192-interleaved.json --calibration $(CAL) -o docs/roofline-h200-bf16-8192.png
 	$(BIN)/roofline plot benchmarks/results/attn-b2-h16-n8192-d128-bf16.json --calibration $(CAL) -o docs/roofline-h200-attention.png
 	$(BIN)/roofline plot benchmarks/results/llm-llama-7b-bf16-best-1-16-512.json --calibration benchmarks/calibration/h200-2026-12-01-llm.json -o docs/roofline-h200-llm.png
+	$(BIN)/roofline plot benchmarks/results/token-llama-7b-bf16.json --calibration benchmarks/calibration/h200-token.json -o docs/roofline-h200-token.png
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -5,7 +5,7 @@
 # (--gpus all), each with the wall times of the fleet run and of the one-GPU run added as its
 # `wall` field; fleet-ranks-torchrun.json (step ranks: torchrun's ranks, merged).
 #
-#   bash benchmarks/fleet.sh OUTDIR [STEP...]     (default: one all, ~2 min on a node of 8)
+#   bash benchmarks/fleet.sh OUTDIR [STEP...]     (default: one all ranks, ~2 min on a node of 8)
 source "$(dirname "$0")/lib.sh"
 suite "$@"
 
@@ -19,9 +19,11 @@ wall() {
   WALL=$(python3 -c "print(round($t1 - $t0, 2))")
 }
 
-# fleet_run TAG GPUS: the one-GPU run (warming the cache first), the --gpus run, both wall times
+# fleet_run DOC GPUS: the one-GPU run (warming the cache first), the --gpus run into DOC, both
+# wall times
 fleet_run() {
-  local tag=$1 gpus=$2 alone fleet doc="$OUT/fleet-gemm-fp32-4096-$1.json"
+  local tag=${1%.json} gpus=$2 alone fleet doc="$OUT/$1"
+  tag=${tag#fleet-gemm-fp32-4096-}
   wall "warm-$tag" "$OUT/warm.json" 300
   wall "alone-$tag" "$OUT/alone.json" 300
   alone=$WALL
@@ -50,8 +52,13 @@ PY
   step "verdict-$tag" 60 $R fleet "$doc"
 }
 
-step_one() { fleet_run gpus0 0; }
-step_all() { fleet_run gpus-all all; }
+step_one() {
+  fleet_run fleet-gemm-fp32-4096-gpus0.json 0
+}
+
+step_all() {
+  fleet_run fleet-gemm-fp32-4096-gpus-all.json all
+}
 
 # ranks: the launcher path for real, under torchrun (one rank a GPU of this node): each rank
 # writes {host}-{rank}.json, `roofline merge` makes fleet-ranks-torchrun.json of them
@@ -66,4 +73,4 @@ step_ranks() {
   rm -rf "$dir"
 }
 
-run_steps one all
+run_steps one all ranks

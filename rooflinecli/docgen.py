@@ -369,7 +369,7 @@ def _best(docs: list[dict[str, Any]], names: list[str]) -> str:
                 buckets.setdefault(col, {})[name] = _geomean(xs)
     head = ["document", "dtype", "shapes", "geomean", ">= 0.90", "worst", "not verified"]
     text = _md(head, "llrrrlr", rows)
-    cols = list(buckets)
+    cols = [c for _lo, _hi, c in M_BUCKETS if c in buckets]
     text += "\n" + _md(
         ["document", *[f"M {c}" for c in cols]],
         "l" + "r" * len(cols),

@@ -30,6 +30,10 @@ def test_document_is_a_verified_gpu_run(path):
         if rec["verified"] is None:  # a shape this stage refuses: skipped with its reason
             assert rec["error"].startswith("skipped:"), rec
             continue
+        if rec["verified"] is False and rec.get("op") == "chain":
+            # a chain way that failed its check is reported so, with no time and no speed
+            assert rec.get("time_ms") is None and not rec.get("tflops"), rec["stage"]
+            continue
         assert rec["verified"] is True, (rec["stage"], rec["m"], rec["n"], rec["k"])
         assert rec["tflops"] > 0 and rec["time_ms"] > 0
 

@@ -390,7 +390,8 @@ def roof_shares(rec: dict[str, Any], read_gbs: float | None, datasheet_gbs: floa
 def verdicts(records: Sequence[dict[str, Any]], ours: Sequence[str]) -> list[dict[str, Any]]:
     """The targets checked, one line each, whatever they turn out to be: per batch of TARGETS and
     each of our ways, cuBLAS's chain time over ours and our share of the measured read roof; per
-    way with a timeline, kernel times plus gaps against the event-timed token (within 3%)."""
+    way with a timeline, kernel times plus gaps against the event-timed token (within 3%), and
+    how much tracing lengthened the traced token (under 3%)."""
     out: list[dict[str, Any]] = []
     by = {(r.get("batch"), r.get("stage")): r for r in records}
     for r in records:
@@ -406,6 +407,11 @@ def verdicts(records: Sequence[dict[str, Any]], ours: Sequence[str]) -> list[dic
             roof = f"{way} >= {share_min:.0%} of the measured HBM read roof"
             out.append(_verdict(batch, way, "cublas_over_ours", ratio, ratio_min, over))
             out.append(_verdict(batch, way, "read_roof_share", share, share_min, roof))
+        if r.get("tracing_overhead") is not None:
+            cost = r["tracing_overhead"]
+            out.append({"batch": batch, "way": way, "what": "tracing_cost", "value": cost,
+                        "target": TIMELINE_WITHIN, "ok": abs(cost) <= TIMELINE_WITHIN,
+                        "line": f"{way}: tracing changes the token time by under 3%"})  # fmt: skip
         if r.get("timeline_error") is not None:
             err = r["timeline_error"]
             out.append({"batch": batch, "way": way, "what": "timeline_sum", "value": err,
