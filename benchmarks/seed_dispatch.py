@@ -10,7 +10,9 @@ reference over the class's shapes it runs (among those verified at all of them; 
 that won the most shapes). The grid's documents (tune-dispatch-grid-*.json, made by
 benchmarks/shapes.sh grid) decide every class they measure; the other documents only the
 classes the grid leaves out. Records of `--stages best` runs (they carry dispatch_class) are
-verdicts on the table, never candidates for it. Each entry names what it came from.
+verdicts on the table, never candidates for it, and so are fleet documents (several GPUs'
+records of the same rows, merged); FP8 records wait for a grid of their own. Each entry names
+what it came from.
 """
 
 from __future__ import annotations
@@ -42,9 +44,16 @@ def main(device: str, spec: str, docs: list[str]) -> None:
         doc = json.loads(Path(name).read_text())
         if (doc.get("device") or {}).get("name") != device or "profile" in doc.get("command", ""):
             continue
+        if "fleet" in doc:  # GPUs measured beside each other (roofline merge): not candidates
+            continue
         # a `--stages best` record measures the table's pick: a verdict on the table, not a
         # candidate for it (the held-out set's document must not feed the table it judges)
-        records = [r for r in doc["records"] if "dispatch_class" not in r]
+        # FP8 has no grid yet: its one document of several stages verifies them at odd shapes,
+        # one shape a class, too little to pick a class's stage from (`--stages best` takes the
+        # registry's persistent FP8 stage until a grid measures the classes)
+        records = [
+            r for r in doc["records"] if "dispatch_class" not in r and r.get("dtype") != "fp8"
+        ]
         (grid if Path(name).name.startswith(GRID) else other).extend(
             (r, Path(name).name) for r in records
         )

@@ -697,7 +697,11 @@ def _present(merged: dict[str, Any], kind: str, fmt: str) -> None:
                              **{k: v for k, v in vals.items()
                                 if isinstance(v, int | float | str)}})  # fmt: skip
         cols = sorted({k for r in rows for k in r} - {"gpu", "roof"})
-        columns = [("gpu", "GPU", str), ("roof", "roof", str)] + [(c, c, str) for c in cols]
+
+        def cell(v: Any) -> str:  # measured roofs to four significant figures, as elsewhere
+            return f"{v:,.4g}" if isinstance(v, float) else str(v)
+
+        columns = [("gpu", "GPU", str), ("roof", "roof", str)] + [(c, c, cell) for c in cols]
         title = f"Calibration of {len(merged['gpus'])} GPU(s)"
         output.emit(output.of_rows(rows, columns, [output.Rows(rows, columns, title=title)],
                                    merged), fmt)  # fmt: skip

@@ -40,7 +40,7 @@ def test_the_pages_are_the_readme_and_docs_but_the_cli_reference() -> None:
 def test_blocks_name_committed_documents() -> None:
     found = {p.name: blocks(p.read_text()) for p in PAGES}
     kinds = sorted({k for b in found.values() for k, _, _ in b})
-    assert kinds == ["best", "results", "show"]
+    assert kinds == ["best", "results", "show", "token"]
     for page in found.values():
         for _, names, _ in page:
             for name in names.split(","):
@@ -67,6 +67,8 @@ def test_blocks_name_committed_documents() -> None:
         "attn-b2-h16-n8192-d128-bf16.json,attn-b2-h16-n8192-d128-bf16-causal.json",
         "attn-sweep-d128-bf16.json,attn-sweep-d128-bf16-causal.json",
         "attn-sweep-d64-bf16.json,attn-sweep-d64-bf16-causal.json",
+        # FP8 beside cuBLASLt
+        "gemm-fp8-prefill-best.json",
     }
 
 
