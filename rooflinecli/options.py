@@ -701,7 +701,8 @@ def _present(merged: dict[str, Any], kind: str, fmt: str) -> None:
         def cell(v: Any) -> str:  # measured roofs to four significant figures, as elsewhere
             return f"{v:,.4g}" if isinstance(v, float) else str(v)
 
-        columns = [("gpu", "GPU", str), ("roof", "roof", str)] + [(c, c, cell) for c in cols]
+        columns: list[table.Column] = [("gpu", "GPU", str), ("roof", "roof", str)]
+        columns += [(c, c, cell) for c in cols]
         title = f"Calibration of {len(merged['gpus'])} GPU(s)"
         output.emit(output.of_rows(rows, columns, [output.Rows(rows, columns, title=title)],
                                    merged), fmt)  # fmt: skip
