@@ -152,17 +152,10 @@ class Harness:
 def check_job(arch: str, dtype: str) -> compiler.Job:
     """The build of the runner's own kernels (kernels/util/check.cu) for `arch` and dtype: a run
     queues it with its stages' builds (compiler.precompile)."""
-    from rooflinecli.paths import data_dir
-
-    path = data_dir("kernels") / "util" / "check.cu"
-    try:
-        src = path.read_text()
-    except OSError as exc:
-        raise RooflineError(f"cannot read kernel source {path}: {exc.strerror}") from None
     defines: dict[str, int | str] = {}
     if dtype in ("fp32", "bf16"):
         defines[f"ELEM_{dtype.upper()}"] = 1
-    return compiler.source_job(src, f"check-{dtype}", "stats", arch, defines)
+    return compiler.util_job("check.cu", f"check-{dtype}", "stats", arch, defines)
 
 
 _harnesses: dict[tuple[str, str], Harness] = {}
@@ -300,12 +293,11 @@ def _transposer(cp, arch: str, elem_bytes: int):  # type: ignore[no-untyped-def]
     """The kernel of kernels/util/transpose.cu for this element size (compiled once)."""
     key = (arch, elem_bytes)
     if key not in _transposers:
-        from rooflinecli.paths import data_dir
-
-        src = (data_dir("kernels") / "util" / "transpose.cu").read_text()
-        built = compiler.compile_source(
-            src, f"transpose{elem_bytes * 8}", "transpose", arch, {"ELEM_BYTES": elem_bytes}
-        )
+        job = compiler.util_job(
+            "transpose.cu", f"transpose{elem_bytes * 8}", "transpose", arch,
+            {"ELEM_BYTES": elem_bytes},
+        )  # fmt: skip
+        built = compiler.build(job)
         _transposers[key] = cp.RawModule(path=built.cubin_path).get_function("transpose")
     return _transposers[key]
 

@@ -149,15 +149,9 @@ class StreamHold:
 def hold_job(arch: str) -> Job:
     """The build of the holding kernel (kernels/util/hold.cu) for `arch`: a run queues it with
     its stages' builds (compiler.precompile)."""
-    from rooflinecli.paths import data_dir
     from rooflinecli.stages import compiler
 
-    path = data_dir("kernels") / "util" / "hold.cu"
-    try:
-        src = path.read_text()
-    except OSError as exc:
-        raise RooflineError(f"cannot read kernel source {path}: {exc.strerror}") from None
-    return compiler.source_job(src, "hold", "hold_stream", arch)
+    return compiler.util_job("hold.cu", "hold", "hold_stream", arch)
 
 
 def make_hold(cp) -> StreamHold | None:  # type: ignore[no-untyped-def]
@@ -201,15 +195,9 @@ def nvtx_range(name: str) -> Iterator[None]:
 def flush_job(arch: str) -> Job:
     """The build of the read flush's kernel (kernels/util/flush.cu) for `arch`: a run queues it
     with its stages' builds (compiler.precompile)."""
-    from rooflinecli.paths import data_dir
     from rooflinecli.stages import compiler
 
-    path = data_dir("kernels") / "util" / "flush.cu"
-    try:
-        src = path.read_text()
-    except OSError as exc:
-        raise RooflineError(f"cannot read kernel source {path}: {exc.strerror}") from None
-    return compiler.source_job(src, "flush", "flush_read", arch)
+    return compiler.util_job("flush.cu", "flush", "flush_read", arch)
 
 
 def _memset(cp, buf, value: int) -> None:  # type: ignore[no-untyped-def]

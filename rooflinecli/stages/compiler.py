@@ -237,6 +237,19 @@ def source_job(
     return Job(src, f"{name}.cu", name, name, entry, arch, opts, use_cache)
 
 
+def util_job(
+    file: str, name: str, entry: str, arch: str, defines: dict[str, int | str] | None = None
+) -> Job:
+    """The build of one of the kernels the tool runs around the stages (kernels/util/FILE: the
+    runner's checks, the timer's hold and flush, the transpose), labelled `name` in the cache."""
+    path = data_dir("kernels") / "util" / file
+    try:
+        src = path.read_text()
+    except OSError as exc:
+        raise RooflineError(f"cannot read kernel source {path}: {exc.strerror}") from None
+    return source_job(src, name, entry, arch, defines)
+
+
 def compile_stage(
     stage: Stage, arch: str, dtype: str | None = None, use_cache: bool = True
 ) -> Compiled:
