@@ -20,7 +20,8 @@
 #endif
 
 
-#include "elem.cuh"  // elem_t (fp32, fp16 or bf16 bits), elem_to_float, elem_from_float
+#include "elem.cuh"              // elem_t (fp32, fp16 or bf16 bits), elem_to_float, elem_from_float
+#include "gemm/gemv_unpack.cuh"  // unpack16: 16 bytes of B as floats
 
 constexpr int VEC = 8;                      // columns of C per thread
 constexpr int PER16 = 16 / sizeof(elem_t);  // elements in 16 bytes: 8 or 4
@@ -30,23 +31,6 @@ constexpr int BN = NUM_THREADS * VEC;       // columns of C per block
 static_assert(NUM_THREADS % 32 == 0 && NUM_THREADS <= 1024, "whole warps, at most 1024 threads");
 static_assert(TM >= 1 && (TM & (TM - 1)) == 0, "TM is a power of two (rows are picked 1, 2, 4..)");
 static_assert(TM * VEC <= 64, "TM x 8 accumulators must leave registers for loads in flight");
-
-// 16 bytes -> PER16 floats.
-__device__ __forceinline__ void unpack16(const uint4& v, float* f) {
-    const unsigned w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-#if ELEM_FP32
-        f[i] = __uint_as_float(w[i]);
-#elif ELEM_BF16
-        f[2 * i] = __uint_as_float(w[i] << 16);
-        f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-#else
-        f[2 * i] = __nv_half2float(static_cast<unsigned short>(w[i] & 0xffffu));
-        f[2 * i + 1] = __nv_half2float(static_cast<unsigned short>(w[i] >> 16));
-#endif
-    }
-}
 
 // R rows of C (R <= TM) starting at m0, this thread's 8 columns from col. VEC16: 16-byte loads
 // (the caller checked alignment), else one scalar load per element.

@@ -39,9 +39,10 @@
 #define PIPE 0  // 1: a pass's loads are issued before the previous pass's FMAs (register pipeline)
 #endif
 
-#include "elem.cuh"      // elem_t (fp32, fp16 or bf16 bits), elem_to_float, elem_from_float
-#include "ptx_sm80.cuh"  // ld.global.nc.L1::no_allocate
-#include "sm90/red.cuh"  // red_add_v4_f32
+#include "elem.cuh"              // elem_t (fp32, fp16 or bf16 bits), elem_to_float, elem_from_float
+#include "gemm/gemv_unpack.cuh"  // unpack16, element: 16 bytes of A or B as floats
+#include "ptx_sm80.cuh"          // ld.global.nc.L1::no_allocate
+#include "sm90/red.cuh"          // red_add_v4_f32
 
 constexpr int PER16 = 16 / sizeof(elem_t);  // columns a thread owns: one 16-byte piece of a row
 constexpr int TPR = BN / PER16;             // threads across the strip
@@ -62,36 +63,6 @@ __device__ __forceinline__ uint4 stream_b(const elem_t* p) {
     return ld_nc_na_l2_256b_v4(p);
 #else
     return ld_nc_na_v4(p);
-#endif
-}
-
-// 16 bytes -> PER16 floats.
-__device__ __forceinline__ void unpack16(const uint4& v, float* f) {
-    const unsigned w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-#if ELEM_FP32
-        f[i] = __uint_as_float(w[i]);
-#elif ELEM_BF16
-        f[2 * i] = __uint_as_float(w[i] << 16);
-        f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-#else
-        f[2 * i] = __nv_half2float(static_cast<unsigned short>(w[i] & 0xffffu));
-        f[2 * i + 1] = __nv_half2float(static_cast<unsigned short>(w[i] >> 16));
-#endif
-    }
-}
-
-// Element i (known at compile time once unrolled) of 16 bytes, as a float.
-__device__ __forceinline__ float element(const uint4& v, int i) {
-    const int word = i / (PER16 / 4);
-    const unsigned w = word == 0 ? v.x : word == 1 ? v.y : word == 2 ? v.z : v.w;
-#if ELEM_FP32
-    return __uint_as_float(w);
-#elif ELEM_BF16
-    return __uint_as_float(i % 2 ? w & 0xffff0000u : w << 16);
-#else
-    return __nv_half2float(static_cast<unsigned short>(i % 2 ? w >> 16 : w & 0xffffu));
 #endif
 }
 

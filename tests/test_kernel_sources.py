@@ -82,18 +82,9 @@ WORKLOG_COPIES: dict[str, set[str]] = {
     "next": {"13", "29"},
     # the WGMMA accumulator layout's register epilogue (32: FP8 inputs, the same 16-bit output)
     "store_block": {"24", "25", "26", "32"},
-    # 16 bytes of B to floats (stage 52 = stage 51's loads, split K; 54 = 52's, stream-K; 56 =
-    # 52's under programmatic dependent launch)
-    "unpack16": {"51", "52", "54", "56"},
-    "pick_rows": {
-        "51",
-        "52",
-        "54",
-        "56",
-    },  # rows of C per thread chosen at run time from a template ladder
-    "element": {"52", "54", "56"},  # one element of 16 bytes of A as a float
-    "fma_row": {"52", "54", "56"},  # the scalar path: one row of B times A's column
-    "splitk_tile": {"52", "56"},
+    # rows of C per thread chosen at run time from a template ladder, each over its own tile
+    # (stages 52 and 56 share theirs: gemm/gemv_splitk.cuh)
+    "pick_rows": {"51", "54"},
 }
 
 
