@@ -13,13 +13,14 @@ import click
 
 from rooflinecli import api, files, results
 from rooflinecli.core import llm
-from rooflinecli.errors import GateFailure, RooflineError
+from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     DTYPES,
     SIZE,
     chart_option,
     columns_option,
     extra_stage_option,
+    fail_unverified,
     format_option,
     gpus_option,
     max_noise_option,
@@ -265,9 +266,7 @@ def run_llm(
     if output:
         files.write_output(output, results.dumps(doc), force=force)
     emit(decode_step.run_report(doc, model, gemms, batches, view, draw, p.picks), fmt)
-    failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
-    if failed:
-        raise GateFailure(f"verification failed: {', '.join(sorted(set(failed)))}")
+    fail_unverified(doc)
 
 
 def run_chain(
@@ -314,6 +313,4 @@ def run_chain(
     if output:
         files.write_output(output, results.dumps(doc), force=force)
     emit(document.report(doc, view, draw), fmt)
-    failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
-    if failed:
-        raise GateFailure(f"verification failed: {', '.join(sorted(set(failed)))}")
+    fail_unverified(doc)

@@ -8,7 +8,7 @@ import click
 
 from rooflinecli import files, results
 from rooflinecli.commands import LazyGroup
-from rooflinecli.errors import GateFailure, RooflineError
+from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     SIZE,
     attention_shape,
@@ -18,6 +18,7 @@ from rooflinecli.options import (
     columns_option,
     dtype_option,
     extra_stage_option,
+    fail_unverified,
     format_option,
     gemm_dtype_option,
     gpus_option,
@@ -192,9 +193,7 @@ def run_gemm(
     if output:
         files.write_output(output, results.dumps(doc), force=force)
     emit(document.gemm_run(doc, shapes, view, draw, p.picks), fmt)
-    failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
-    if failed:
-        raise GateFailure(f"verification failed: {', '.join(sorted(set(failed)))}")
+    fail_unverified(doc)
 
 
 def fp8_settings(
@@ -340,6 +339,4 @@ def run_attention(
     if output:
         files.write_output(output, results.dumps(doc), force=force)
     emit(document.report(doc, view, draw), fmt)
-    failed = [r["stage"] for r in doc["records"] if r.get("verified") is False]
-    if failed:
-        raise GateFailure(f"verification failed: {', '.join(sorted(set(failed)))}")
+    fail_unverified(doc)
