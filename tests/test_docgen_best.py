@@ -31,3 +31,15 @@ def test_a_pick_without_a_reference_counts_as_not_verified():
     got = docgen._best_ratios(doc)
     assert got == [((8, 64, 64), "s", None)]
     assert math.isnan(docgen._geomean([]))
+
+
+def test_a_pick_is_held_to_the_reference_it_was_compared_with():
+    fast = {
+        **_rec("reference", 64, 0.8, stage="cublaslt_fp8_fast"),
+        "compared_with": "cublaslt_fp8",
+    }
+    pick = {**_rec("stage", 64, 1.0, stage="wgmma_fp8"), "compared_with": "cublaslt_fp8_fast"}
+    doc = {"records": [_rec("reference", 64, 0.9, stage="cublaslt_fp8"), fast, pick]}
+    assert docgen._best_ratios(doc) == [((64, 64, 64), "wgmma_fp8", 0.8)]
+    del pick["compared_with"]  # no name: the shape's first reference
+    assert docgen._best_ratios(doc) == [((64, 64, 64), "wgmma_fp8", 0.9)]
