@@ -61,6 +61,13 @@ __device__ __forceinline__ void hand_over(bool& handed) {
 #define GEMV_SPLITK_AFTER_B(bq, k0) hand_over(handed)
 #endif
 #define GEMV_SPLITK_BEFORE_A() hand_over(handed)
+// A is the previous kernel's output: loads the compiler keeps after the wait (an __ldg may move)
+#define GEMV_SPLITK_LOAD_A16(p) ld_after_wait_v4(p)
+#if ELEM_FP32
+#define GEMV_SPLITK_LOAD_A(p) ld_after_wait_f32(p)
+#else
+#define GEMV_SPLITK_LOAD_A(p) static_cast<elem_t>(ld_after_wait_u16(p))
+#endif
 #if PDL_SIGNAL == 2  // this thread's share of the weight stream is done
 #define GEMV_SPLITK_AFTER_STREAM() griddepcontrol_launch_dependents()
 #endif

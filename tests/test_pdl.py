@@ -170,3 +170,31 @@ def test_the_cufunction_is_found_behind_a_raw_kernel():
     assert pdl.function_ptr(SimpleNamespace(ptr=0xCAFE)) == 0xCAFE  # a Function itself
     with pytest.raises(RooflineError, match="cannot find the CUfunction of a SimpleNamespace"):
         pdl.function_ptr(SimpleNamespace())
+
+
+def loads_in_order(stage, dtype):
+    """The global loads, stores and atomics, and the waits, in address order."""
+    built = compiler.compile_stage(stage, "sm_90a", dtype)
+    fn = sass.parse(sass.disassemble(built.cubin_path))[stage.entry]
+    kinds = ("LDG", "STG", "RED", "ATOM", "ATOMG", WAIT)
+    return [i.opcode for i in fn.instrs if i.opcode.split(".")[0] in kinds]
+
+
+@pytest.mark.parametrize("dtype", ("bf16", "fp16", "fp32"))
+def test_the_activation_is_read_after_the_wait(dtype):
+    # A is the previous kernel's output. An __ldg of it (LDG .CONSTANT) may be hoisted above
+    # griddepcontrol.wait and read it before that kernel has written it; stage 56 reads A with
+    # volatile ld.global.cg (LDG .STRONG.GPU), which stays after the wait. Only the weights,
+    # which no kernel of the chain writes, are loaded before it (in 16-bit types the compiler
+    # puts the first step's loads of B there; in fp32 it keeps them after the wait).
+    ops = loads_in_order(stages.BY_NAME["gemv_pdl"], dtype)
+    first_wait = ops.index(WAIT)
+    before = ops[:first_wait]
+    assert all(op.startswith("LDG") and op.endswith(".CONSTANT") for op in before)  # no store
+    assert before or dtype == "fp32"
+    assert any("STRONG.GPU" in op for op in ops[first_wait:])
+
+
+def test_stage_52_still_reads_the_activation_through_the_read_only_path():
+    ops = loads_in_order(stages.BY_NAME["gemv_splitk"], "bf16")
+    assert not any("STRONG" in op for op in ops)

@@ -8,6 +8,8 @@
 //   GEMV_SPLITK_AFTER_B(bq, k0) once a step's 16-byte loads of B are issued, before A is read
 //   GEMV_SPLITK_BEFORE_A()      before the scalar path's reads of A, and before the K tail's
 //   GEMV_SPLITK_AFTER_STREAM()  after the K tail: the thread's share of B is read
+//   GEMV_SPLITK_LOAD_A16(p)     a 16-byte load of A (a uint4); __ldg(p) otherwise
+//   GEMV_SPLITK_LOAD_A(p)       one element of A (an elem_t); __ldg(p) otherwise
 #pragma once
 
 #ifndef BM
@@ -42,6 +44,12 @@
 #ifndef GEMV_SPLITK_AFTER_STREAM
 #define GEMV_SPLITK_AFTER_STREAM()
 #endif
+#ifndef GEMV_SPLITK_LOAD_A16
+#define GEMV_SPLITK_LOAD_A16(p) __ldg(p)
+#endif
+#ifndef GEMV_SPLITK_LOAD_A
+#define GEMV_SPLITK_LOAD_A(p) __ldg(p)
+#endif
 
 #include "elem.cuh"              // elem_t (fp32, fp16 or bf16 bits), elem_to_float, elem_from_float
 #include "gemm/gemv_unpack.cuh"  // unpack16, element
@@ -75,7 +83,7 @@ __device__ __forceinline__ void splitk_fma_row(int k, int N, int col, const elem
     for (int j = 0; j < VEC; ++j) b[j] = col + j < N ? elem_to_float(__ldg(p + j)) : 0.0f;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-        const float a = elem_to_float(__ldg(arow[r] + k));
+        const float a = elem_to_float(GEMV_SPLITK_LOAD_A(arow[r] + k));
 #pragma unroll
         for (int j = 0; j < VEC; ++j) acc[r][j] = fmaf(a, b[j], acc[r][j]);
     }
@@ -126,7 +134,7 @@ __device__ __forceinline__ void splitk_tile(int M, int N, int K, float alpha,
             for (int r = 0; r < R; ++r)
 #pragma unroll
                 for (int l = 0; l < KSTEP / PER16; ++l)
-                    araw[r][l] = __ldg(reinterpret_cast<const uint4*>(arow[r] + k0) + l);
+                    araw[r][l] = GEMV_SPLITK_LOAD_A16(reinterpret_cast<const uint4*>(arow[r] + k0) + l);
             // convert as used: one row of B (8 floats) and one element of A per row at a time
 #pragma unroll
             for (int u = 0; u < KSTEP; ++u) {
