@@ -27,6 +27,7 @@ static_assert(PDL_PF >= 0 && (PDL_PF == 0 || PDL_WAIT == 1),
               "L2 prefetch before the wait needs PDL_WAIT 1 (there is no before at 0)");
 
 #include "ptx_sm80.cuh"             // prefetch.global.L2
+#include "sm70/ld_global_cg.cuh"    // A's loads, kept after the wait
 #include "sm90/griddepcontrol.cuh"  // griddepcontrol.wait, griddepcontrol.launch_dependents
 
 // This thread's first step of B is issued (or it has none): signal (PDL_SIGNAL 1), then wait for
@@ -62,11 +63,11 @@ __device__ __forceinline__ void hand_over(bool& handed) {
 #endif
 #define GEMV_SPLITK_BEFORE_A() hand_over(handed)
 // A is the previous kernel's output: loads the compiler keeps after the wait (an __ldg may move)
-#define GEMV_SPLITK_LOAD_A16(p) ld_after_wait_v4(p)
+#define GEMV_SPLITK_LOAD_A16(p) ld_global_cg_v4(p)
 #if ELEM_FP32
-#define GEMV_SPLITK_LOAD_A(p) ld_after_wait_f32(p)
+#define GEMV_SPLITK_LOAD_A(p) ld_global_cg_f32(p)
 #else
-#define GEMV_SPLITK_LOAD_A(p) static_cast<elem_t>(ld_after_wait_u16(p))
+#define GEMV_SPLITK_LOAD_A(p) static_cast<elem_t>(ld_global_cg_u16(p))
 #endif
 #if PDL_SIGNAL == 2  // this thread's share of the weight stream is done
 #define GEMV_SPLITK_AFTER_STREAM() griddepcontrol_launch_dependents()

@@ -831,7 +831,7 @@ def run_llm(
     }
 
 
-CHAIN_WAYS = ("best", "best+pdl", "cublas", "torch")
+CHAIN_WAYS = ("best", "best+pdl", "token", "cublas", "torch")
 CHAIN_DEFAULT_WAYS = ("best", "cublas", "torch")
 # stages the chain does not run where the tune table picks them, with why, and what runs instead
 CHAIN_EXCLUDED = {
@@ -864,11 +864,12 @@ def run_chain(
     each batch, or with `shape` (M, N, K) a chain of that one GEMM (M is the batch): our
     `--stages best` picks, cuBLAS and PyTorch's F.linear, each from a CUDA graph, timed as
     whole tokens interleaved, each verified. "best+pdl": the same picks, with stage 56
-    (gemv_pdl, programmatic dependent launch) on every M = 1 GEMM. `layers`: at most this many
-    (fewer where the GPU's memory does not hold them). `calibration`: a `roofline calibrate`
-    document of this GPU (measured in the same run); its HBM read roof is recorded and every
-    way's share of it. `exclude` (default CHAIN_EXCLUDED): stage -> (why, the stage run
-    instead). The chain document, with the targets checked (`verdicts`)."""
+    (gemv_pdl, programmatic dependent launch) on every M = 1 GEMM. "token": stage 57
+    (decode_token), the whole chain in one persistent launch, at batch 1 to 4. `layers`: at
+    most this many (fewer where the GPU's memory does not hold them). `calibration`: a
+    `roofline calibrate` document of this GPU (measured in the same run); its HBM read roof is
+    recorded and every way's share of it. `exclude` (default CHAIN_EXCLUDED): stage -> (why,
+    the stage run instead). The chain document, with the targets checked (`verdicts`)."""
     from rooflinecli import plan
     from rooflinecli.core import chain
     from rooflinecli.gpu import chain_runner
@@ -959,12 +960,19 @@ def run_chain(
         "outputs poisoned first; the first layer's and the last output, of an eager run, a "
         "replayed graph and the last timed replay",
         "tolerance_rule": chain.TOLERANCE_RULE,
+        "tracing": "one replayed token per way under CUPTI's activity records (the second of "
+        "two: the first pays the tracer's set-up); the traced token is its kernels' span on "
+        "the GPU's clock, per GEMM its kernel time and the gap before it; tracing_overhead is "
+        "the traced token against the untraced median, tracing_event_overhead the traced "
+        "replay's CUDA-event time (which also holds the tracer's delay before the first kernel "
+        "starts, tracing_start_delay_us) against it",
         "picks": {"x".join(map(str, s)): p.stage.name for s, p in picks.items()},
         "chain_stages": {"x".join(map(str, s)): st.name for s, st in stages.items()},
         "excluded": excluded,
         "pdl_picks": {"x".join(map(str, s)): st.name for s, st in pdl_stages.items()},
         "ours": "best: the tune table's picks, launched plainly; best+pdl: the same with "
-        "gemv_pdl (programmatic dependent launch) on every M = 1 GEMM",
+        "gemv_pdl (programmatic dependent launch) on every M = 1 GEMM; token: decode_token, "
+        "every GEMM of the chain in one persistent launch (batch 1 to 4)",
         "read_roof": (
             {
                 "hbm_read_gbs": read_gbs,
@@ -982,7 +990,7 @@ def run_chain(
         batches=batches, chain_version=results.CHAIN_VERSION,
         environment=results.environment(), settings=settings,
         # the targets are the token's; a chain of one GEMM is a check of the timing instead
-        verdicts=chain.verdicts(records, ("best", "best+pdl")) if shape is None else [],
+        verdicts=chain.verdicts(records, chain_runner.OUR_WAYS) if shape is None else [],
     )  # fmt: skip
 
 

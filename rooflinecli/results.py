@@ -26,7 +26,10 @@ READABLE = ("roofline.results/1", SCHEMA)
 # in chain_version. Its time is the token's (the median replay, scaled where fewer layers ran:
 # scale, layers_run); flops and bytes_ideal are the token's; `gemms` lists every GEMM (name,
 # m, n, k, stage, reads) with, where a timeline traced a replayed token, kernel_us and
-# gap_before_us; the record's traced_token_us, tracing_overhead and gap_share go with them.
+# gap_before_us; the record's traced_token_us, tracing_overhead and gap_share go with them
+# (tracing_overhead: the traced token, its kernels' span, against the untraced median;
+# tracing_event_overhead: the traced replay's event time, with the tracer's start delay, against
+# it). A way whose one kernel runs every GEMM (kernels_per_token) has no per-GEMM times.
 CHAIN_VERSION = "roofline.chain/1"
 CHAIN_GEMM_FIELDS = ("name", "m", "n", "k", "stage")
 CHAIN_GEMM_TIMES = ("kernel_us", "gap_before_us")
@@ -112,7 +115,8 @@ DOCUMENT_NAMES = (
 )  # fmt: skip
 # Numbers a record may hold below zero (the GEMM's scalars, signed relative differences); every
 # other number of a record is a time, a speed, a count, a size or a ratio: finite and >= 0
-SIGNED_FIELDS = frozenset({"alpha", "beta", "scale", "tracing_overhead", "timeline_error"})
+SIGNED_FIELDS = frozenset({"alpha", "beta", "scale", "tracing_overhead", "timeline_error",
+                           "tracing_event_overhead", "tracing_start_delay_us"})  # fmt: skip
 # repeats in ms: each a positive finite number
 SAMPLE_FIELDS = ("samples_ms", "reference_samples_ms")
 # How far a stored tflops or time_ms may lie from what its flops and samples give: rounding (the

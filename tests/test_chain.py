@@ -407,9 +407,13 @@ def test_trace_way_reads_a_timeline(monkeypatch):
     t = chain_runner.trace_way(cp, stream, way, 2, untraced_ms=0.019)
     assert ran == [1, 1]  # traced twice: the first pays the tracer's setup, the second is kept
     assert t["kernel_us"] == [10.0, 8.0] and t["gap_before_us"] == [0.0, 2.0]
-    # tracing's cost: the traced replay's own event time against the untraced median
+    # tracing's cost: the traced token (the kernels' span, 20 us) against the untraced median;
+    # the traced replay's event time (19.5 us here) apart, with what it holds beyond the span
+    assert t["traced_token_us"] == pytest.approx(20.0)
+    assert t["tracing_overhead"] == pytest.approx(20.0 / 19.0 - 1)
     assert t["traced_event_us"] == pytest.approx(19.5)
-    assert t["tracing_overhead"] == pytest.approx(19.5 / 19.0 - 1)
+    assert t["tracing_event_overhead"] == pytest.approx(19.5 / 19.0 - 1)
+    assert t["tracing_start_delay_us"] == pytest.approx(19.5 - 20.0)
     # kernels 18 us + gaps 2 us against the untraced 19 us token
     assert t["kernel_gap_sum_us"] == pytest.approx(20.0)
     assert t["timeline_error"] == pytest.approx(20.0 / 19.0 - 1)

@@ -37,6 +37,7 @@ HEADER_LINES = 20  # the most a stage file's leading comment may take
 # the PTX each operation header wraps: every asm template in it starts with one of these
 OPERATIONS = {
     "sm70/flags.cuh": ("ld.acquire.gpu", "st.release.gpu"),
+    "sm70/ld_global_cg.cuh": ("ld.global.cg",),
     "sm70/named_barrier.cuh": ("bar.sync", "bar.arrive"),
     "sm90/cluster.cuh": ("mapa", "mbarrier.arrive.shared::cluster", "barrier.cluster"),
     "sm90/fence.cuh": ("fence.proxy.async",),

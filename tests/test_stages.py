@@ -9,7 +9,7 @@ from rooflinecli.core import occupancy
 from rooflinecli.core.specs import resolve
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import data_dir
-from rooflinecli.stages import attention, compiler, fp8
+from rooflinecli.stages import attention, compiler, fp8, token
 from rooflinecli.stages import gemm as stages
 
 KERNELS = data_dir("kernels")
@@ -19,9 +19,10 @@ KERNEL_STAGES = [s for s in stages.STAGES if not s.reference]
 def test_every_kernel_file_has_an_entry_and_back():
     files = {p.name for p in KERNELS.glob("*.cu")}
     # attention stages have their own registry beside this one (tests/test_attention_stages.py)
-    # and so have the FP8 stages (rooflinecli/stages/fp8.py, tests/test_fp8.py)
+    # and so have the FP8 stages (rooflinecli/stages/fp8.py, tests/test_fp8.py) and the token
+    # stage (rooflinecli/stages/token.py, tests/test_token.py)
     used = {s.file for s in KERNEL_STAGES} | {s.file for s in attention.ATTENTION_STAGES}
-    used |= {fp8.FILE}
+    used |= {fp8.FILE} | {s.file for s in token.TOKEN_STAGES}
     assert files == used, (
         f"files without entries: {files - used}; entries without files: {used - files}"
     )

@@ -411,7 +411,8 @@ def verdicts(records: Sequence[dict[str, Any]], ours: Sequence[str]) -> list[dic
             cost = r["tracing_overhead"]
             out.append({"batch": batch, "way": way, "what": "tracing_cost", "value": cost,
                         "target": TIMELINE_WITHIN, "ok": abs(cost) <= TIMELINE_WITHIN,
-                        "line": f"{way}: tracing changes the token time by under 3%"})  # fmt: skip
+                        "line": f"{way}: tracing changes the traced token (its kernels' span) "
+                                "by under 3%"})  # fmt: skip
         if r.get("timeline_error") is not None:
             err = r["timeline_error"]
             out.append({"batch": batch, "way": way, "what": "timeline_sum", "value": err,

@@ -24,11 +24,11 @@ from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device, runner
 
-OURS, OURS_PDL, CUBLAS, TORCH = "best", "best+pdl", "cublas", "torch"
+OURS, OURS_PDL, TOKEN, CUBLAS, TORCH = "best", "best+pdl", "token", "cublas", "torch"
 CUBLAS_WORKSPACE_BYTES = 32 << 20
 _cublas_spaces: dict[int, Any] = {}
-WAYS = (OURS, OURS_PDL, CUBLAS, TORCH)
-OUR_WAYS = (OURS, OURS_PDL)
+WAYS = (OURS, OURS_PDL, TOKEN, CUBLAS, TORCH)
+OUR_WAYS = (OURS, OURS_PDL, TOKEN)
 DEFAULT_WAYS = (OURS, CUBLAS, TORCH)
 
 
@@ -63,6 +63,8 @@ class Way:
     checks: dict[str, Any] = field(default_factory=dict)
     samples_ms: list[float] = field(default_factory=list)
     trace: dict[str, Any] = field(default_factory=dict)
+    build: dict[str, Any] = field(default_factory=dict)  # one launch's registers, params, ...
+    kernels: int = 0  # kernels per token where one runs several GEMMs (token: 1); 0: one each
 
 
 def as_f32(cp, x, dtype: str):  # type: ignore[no-untyped-def]
@@ -163,6 +165,28 @@ def ours(cp, stream, bufs: Buffers, picks: dict[tuple[int, int, int], Any], arch
             stages.append(stage.name)
     stream.synchronize()
     return _cupy_way(cp, stream, name, bufs, launches, stages)
+
+
+def token_way(cp, stream, bufs: Buffers, arch: str, sm_count: int) -> Way:  # type: ignore[no-untyped-def]
+    """Stage 57 (rooflinecli.gpu.token): the whole chain in one persistent launch, on the same
+    weights, input and outputs; absent, with why, where the stage refuses the chain."""
+    from rooflinecli.gpu import token
+    from rooflinecli.stages.token import TOKEN_BY_NAME
+
+    stage = TOKEN_BY_NAME["decode_token"]
+    c = bufs.chain
+    why = stage.refuses(bufs.dtype, c.batch, c.shapes)
+    if why:
+        return Way(TOKEN, absent=why)
+    with stream:
+        launch, meta = token.launcher(
+            cp, stage, arch, sm_count, bufs.dtype, c.batch, bufs.x, bufs.w, bufs.out,
+            [(x.n, x.k) for x in c.links], [x.source for x in c.links],
+        )  # fmt: skip
+    stream.synchronize()
+    way = _cupy_way(cp, stream, TOKEN, bufs, [launch], [stage.name] * len(c.links))
+    way.build, way.kernels = meta, 1
+    return way
 
 
 def cublas(cp, stream, bufs: Buffers, reference: Any, arch: str) -> Way:  # type: ignore[no-untyped-def]
@@ -343,10 +367,14 @@ def trace_way(cp, stream, way: Way, gemms: int, untraced_ms: float) -> dict[str,
     t["timeline_backend"] = backend
     if "traced_token_us" in t and untraced_ms:
         event_ms = cp.cuda.get_elapsed_time(*marks) if len(marks) == 2 else None
-        # tracing's cost: the traced replay's event time against the untraced median
+        # tracing's cost to the token: the traced token (its kernels' span on the GPU's clock)
+        # against the untraced median; and, apart, the traced replay's event time, which also
+        # holds the tracer's delay before the graph's first kernel starts
+        t["tracing_overhead"] = t["traced_token_us"] / (untraced_ms * 1e3) - 1.0
         if event_ms:
             t["traced_event_us"] = event_ms * 1e3
-            t["tracing_overhead"] = event_ms / untraced_ms - 1.0
+            t["tracing_event_overhead"] = event_ms / untraced_ms - 1.0
+            t["tracing_start_delay_us"] = event_ms * 1e3 - t["traced_token_us"]
         # kernel times plus gaps against the untraced token (both measured, never derived)
         summed = sum(t["kernel_us"]) + sum(t["gap_before_us"]) - sum(t.get("overlap_us", []))
         t["kernel_gap_sum_us"] = summed
@@ -417,7 +445,11 @@ def record(c: chain.Chain, full: chain.Chain, way: Way, dtype: str, spec: Spec,
         for x in c.links
     ]  # fmt: skip
     t = way.trace
-    if t.get("kernel_us"):
+    if way.build:
+        rec["build"] = way.build
+    if way.kernels:
+        rec["kernels_per_token"] = way.kernels
+    if t.get("kernel_us") and len(t["kernel_us"]) == len(rec["gemms"]):
         for g, k_us, gap in zip(rec["gemms"], t["kernel_us"], t["gap_before_us"], strict=True):
             g["kernel_us"], g["gap_before_us"] = k_us, gap
     for key in (
@@ -427,6 +459,8 @@ def record(c: chain.Chain, full: chain.Chain, way: Way, dtype: str, spec: Spec,
         "timeline_reason",
         "timeline_backend",
         "traced_event_us",
+        "tracing_event_overhead",
+        "tracing_start_delay_us",
         "kernel_gap_sum_us",
         "timeline_error",
     ):
@@ -480,6 +514,8 @@ def run_chain(
                 w = ours(cp, stream, bufs, picks, arch, sm_count)
             elif name == OURS_PDL:
                 w = ours(cp, stream, bufs, pdl_picks or picks, arch, sm_count, OURS_PDL)
+            elif name == TOKEN:
+                w = token_way(cp, stream, bufs, arch, sm_count)
             elif name == CUBLAS:
                 w = cublas(cp, stream, bufs, reference, arch)
             else:
@@ -504,7 +540,12 @@ def run_chain(
         w.checks["timed"] = verify_last(cp, w, ref, bufs)
     for w in live:
         med = statistics.median(w.samples_ms) if w.samples_ms else 0.0
-        w.trace = trace_way(cp, stream, w, len(c.links), med)
+        w.trace = trace_way(cp, stream, w, w.kernels or len(c.links), med)
+        if w.kernels:
+            w.trace["timeline_reason"] = (
+                f"{w.kernels} kernel runs the token's {len(c.links)} GEMMs: no gaps between "
+                "kernels to show; its span is the traced token"
+            )
         say(
             f"{w.name} timeline: "
             + (

@@ -101,10 +101,15 @@ def _struct_scalar(words: list[int]) -> Any:
 
 
 def encode_tiled(
-    array: Any, dims: Sequence[int], box: Sequence[int], dtype: str | None = None
+    array: Any,
+    dims: Sequence[int],
+    box: Sequence[int],
+    dtype: str | None = None,
+    swizzle: bool = True,
 ) -> Any:
     """A tiled tensor map over a packed row-major tensor of 2-byte (FP8: 1-byte) elements,
-    128-byte swizzled, zeros outside: `dims` and `box` list the extents innermost first (dims[0]
+    128-byte swizzled (or, swizzle=False, laid out in shared memory as in global: box rows of up
+    to 256 elements), zeros outside: `dims` and `box` list the extents innermost first (dims[0]
     is the contiguous one, e.g. (row_len, rows) for a matrix), as cuTensorMapEncodeTiled takes
     them."""
     try:
@@ -124,9 +129,13 @@ def encode_tiled(
         raise RooflineError(
             f"TMA needs rows of a multiple of 16 bytes ({shape}: rows of {dims[0]})"
         )
-    if box[0] * elem > TMA_SWIZZLE_BYTES or not all(1 <= b <= 256 for b in box):
-        box_text = "x".join(str(b) for b in reversed(box))
+    box_text = "x".join(str(b) for b in reversed(box))
+    if not all(1 <= b <= 256 for b in box):
+        raise RooflineError(f"TMA box {box_text}: each extent is 1 to 256")
+    if swizzle and box[0] * elem > TMA_SWIZZLE_BYTES:
         raise RooflineError(f"TMA box {box_text} does not fit the 128-byte swizzle")
+    if not swizzle and (box[0] * elem) % 16:
+        raise RooflineError(f"TMA box {box_text}: unswizzled rows are a multiple of 16 bytes")
     strides, stride = [], elem
     for extent in dims[:-1]:  # byte strides of dimensions 1.. (dimension 0 is packed)
         stride *= extent
@@ -140,12 +149,13 @@ def encode_tiled(
         [driver.cuuint32_t(b) for b in box],
         [driver.cuuint32_t(1)] * len(dims),
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B
+        if swizzle
+        else driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE,
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,  # zeros outside
     )
     if err != driver.CUresult.CUDA_SUCCESS:
-        box_text = "x".join(str(b) for b in reversed(box))
         raise RooflineError(f"cuTensorMapEncodeTiled failed ({err}) for {shape}, box {box_text}")
     return _struct_scalar([int(w) for w in tmap.opaque])
 

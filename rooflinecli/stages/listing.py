@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rooflinecli.stages import attention, gemm
+from rooflinecli.stages import attention, gemm, token
 
 # Each family's range of stage numbers (kernels/NN_*.cu), in the order the page lists them.
 FAMILIES: tuple[tuple[str, int, int], ...] = (
@@ -59,6 +59,7 @@ def _rows() -> list[tuple[int, str, str, str]]:
         if s.file is not None and not s.reference
     ]
     rows += [(int(s.file[:2]), s.file, s.name, s.what) for s in attention.ATTENTION_STAGES]
+    rows += [(int(s.file[:2]), s.file, s.name, s.what) for s in token.TOKEN_STAGES]
     return sorted(rows, key=lambda r: (r[0], r[2]))
 
 

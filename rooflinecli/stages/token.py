@@ -1,0 +1,163 @@
+"""The token stage (kernels/57_decode_token.cu): a decode token's whole chain of weight GEMMs in
+one persistent launch. Pure Python: no CuPy.
+
+Its contract is a chain's, not one GEMM's, hence a registry of its own here (as attention and
+FP8 have): `run llm --chain` runs it as the way `token`, beside our per-GEMM picks and cuBLAS.
+
+    extern "C" __global__ void decode_token(const TokenGemm* gemms, int count,
+        const TmaMap* maps, const elem_t* x, float* ws, unsigned int* sync)
+
+`gemms` holds one 48-byte record per GEMM (N, K, the GEMM whose output it reads, the workspaces
+its entry zeroes, its float32 workspace's offset, its output C); `maps` one tensor map per GEMM
+over its K x N weights (boxes of KC rows x NC columns); `x` the token input; `ws` the GEMMs'
+float32 workspaces, zero before a launch and left so after it; `sync` the count of finished
+launches, then one counter per GEMM and one for the end, zero before the first launch. One
+block per SM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from rooflinecli.errors import RooflineError
+
+FILE = "57_decode_token.cu"
+ENTRY = "decode_token"
+ARCH = "sm_90a"  # TMA and mbarrier transaction counts
+DTYPES = ("fp16", "bf16")
+MAX_ROWS = 4  # the batch: every GEMM's input (MROWS x K) sits in shared memory
+SMEM_LIMIT = 232_448  # an H100/H200 block's dynamic shared memory at most (227 KiB)
+ALIGN_SLACK = 128  # the ring is moved up to a 128-byte boundary
+ZERO_SLOTS = 4  # workspaces one GEMM's entry may zero (TokenGemm.zero)
+RECORD_BYTES = 48  # sizeof(TokenGemm)
+WS_ALIGN = 4  # workspace offsets in floats: 16 bytes, for red.global.add.v4.f32
+
+
+@dataclass(frozen=True)
+class TokenStage:
+    name: str
+    what: str
+    params: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    math: str = "FFMA"  # M <= 4 rows: a multiply-add per weight, on CUDA cores
+    file: str = FILE
+    entry: str = ENTRY
+    min_cc: int = 90
+    dtypes: tuple[str, ...] = DTYPES
+
+    @property
+    def threads(self) -> int:
+        return 32 * (self.params["CONSUMER_WARPS"] + 1)  # + the producer warp
+
+    def tile_bytes(self) -> int:
+        return self.params["KC"] * self.params["NC"] * 2
+
+    def smem_bytes(self, rows: int, kmax: int) -> int:
+        """Dynamic shared memory of a build for `rows` rows of A and K up to `kmax`: the ring,
+        the input, the column sums, the mbarriers and the launch count (kernel's layout)."""
+        return self._fixed(rows, kmax) + self.stages(rows, kmax) * (self.tile_bytes() + 16)
+
+    def _fixed(self, rows: int, kmax: int) -> int:
+        """All but the ring: the alignment slack, the input (elem_t), each consumer warp's
+        column sums (float), the launch count."""
+        p = self.params
+        return (ALIGN_SLACK + rows * self.kmax(kmax) * 2
+                + p["CONSUMER_WARPS"] * rows * p["NC"] * 4 + 16)  # fmt: skip
+
+    def kmax(self, k: int) -> int:
+        kc = self.params["KC"]
+        return -(-k // kc) * kc
+
+    def stages(self, rows: int, kmax: int) -> int:
+        """The ring's depth: as many boxes as the shared memory holds beside the input (at most
+        params' STAGES where given)."""
+        most = (SMEM_LIMIT - self._fixed(rows, kmax)) // (self.tile_bytes() + 16)
+        return min(most, self.params.get("STAGES", most))
+
+    def defines(self, dtype: str, rows: int, kmax: int) -> dict[str, int | str]:
+        """The -D values of a build for one chain (its batch and largest K)."""
+        refusal = self.refuses_build(dtype, rows, kmax)
+        if refusal:
+            raise RooflineError(refusal)
+        out: dict[str, int | str] = {**self.params, "MROWS": rows, "KMAX": self.kmax(kmax),
+                                     "STAGES": self.stages(rows, kmax)}  # fmt: skip
+        if dtype == "bf16":
+            out["ELEM_BF16"] = 1
+        return out
+
+    def refuses_build(self, dtype: str, rows: int, kmax: int) -> str | None:
+        if dtype not in self.dtypes:
+            return f"{self.name} streams fp16 or bf16 weights, not {dtype}"
+        if not 1 <= rows <= MAX_ROWS:
+            return f"{self.name} takes batch 1 to {MAX_ROWS} (its input sits in shared memory)"
+        if self.stages(rows, kmax) < 4:
+            return f"{self.name}: an input of {rows} x {kmax} leaves no room for the ring"
+        return None
+
+    def refuses(self, dtype: str, batch: int, shapes: Sequence[tuple[int, int, int]]) -> str | None:
+        """Why the stage cannot run a chain of these (M, N, K) GEMMs, or None."""
+        kmax = max(k for _m, _n, k in shapes)
+        why = self.refuses_build(dtype, batch, kmax)
+        if why:
+            return why
+        odd = [f"{m}x{n}x{k}" for m, n, k in shapes if n % 8]
+        if odd:  # TMA's row pitch: N x 2 bytes, a multiple of 16
+            return f"{self.name} needs N a multiple of 8 (TMA row pitch), not {', '.join(odd)}"
+        return None
+
+
+TOKEN_STAGES: tuple[TokenStage, ...] = (
+    TokenStage(
+        "decode_token",
+        "a whole decode token in one persistent launch: a producer warp per SM streams every "
+        "GEMM's weights through a TMA ring without stopping between GEMMs, the consumers wait "
+        "on grid-wide counters only for the activation",
+        # the best of KC 16-64, 4-16 consumer warps and ring depths measured on LLaMA-7B (H200):
+        # a deeper ring was no faster
+        MappingProxyType({"KC": 32, "NC": 256, "CONSUMER_WARPS": 8, "STAGES": 6}),
+    ),
+)
+TOKEN_BY_NAME: dict[str, TokenStage] = {s.name: s for s in TOKEN_STAGES}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the host packs for a chain: per GEMM the workspaces its entry zeroes, and each
+    GEMM's workspace offset in floats; the workspace's length."""
+
+    zero: tuple[tuple[int, ...], ...]
+    ws_offset: tuple[int, ...]
+    ws_floats: int
+
+
+def plan(rows: int, ns: Sequence[int], sources: Sequence[int]) -> Plan:
+    """The bookkeeping of a chain of GEMMs (their N, and the GEMM each reads, -1 the input).
+
+    GEMM j's workspace is read at the entry of every GEMM with source j, and during GEMM j + 1
+    (written out as C_j) or, for the last GEMM, at the kernel's end. GEMM g starts once the
+    whole grid finished GEMM g - 1, so once a block is done with the GEMM after j's last
+    reader it may zero its share of workspace j: no block reads it again this token. Where that
+    GEMM is past the chain's end, the last GEMM's record lists j: the kernel zeroes those after
+    one more grid-wide count, once every block has written out the last C. So every launch
+    leaves the workspaces zero, as it found them."""
+    count = len(ns)
+    if count == 0 or len(sources) != count:
+        raise RooflineError("a token chain needs one source per GEMM")
+    last_read = list(range(1, count + 1))  # C_j written out at j + 1's entry (the last: the end)
+    for g, src in enumerate(sources):
+        if not -1 <= src < g:
+            raise RooflineError(f"GEMM {g} reads GEMM {src}: not an earlier one")
+        if src >= 0:
+            last_read[src] = max(last_read[src], g)
+    zero: list[list[int]] = [[] for _ in range(count)]
+    for j, r in enumerate(last_read):
+        at = r + 1
+        zero[min(at, count - 1)].append(j)
+    if any(len(z) > ZERO_SLOTS for z in zero):
+        raise RooflineError(f"a token chain where one GEMM would zero over {ZERO_SLOTS} workspaces")
+    offsets, pos = [], 0
+    for n in ns:
+        offsets.append(pos)
+        pos += -(-rows * n // WS_ALIGN) * WS_ALIGN
+    return Plan(tuple(tuple(z) for z in zero), tuple(offsets), pos)
