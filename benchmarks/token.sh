@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One decode token as engines run it: LLaMA-7B's 161 weight GEMMs as a dependent chain replayed
-# from a CUDA graph (`roofline run llm --chain`), our picks with and without programmatic
-# dependent launch beside cuBLAS and PyTorch's F.linear, each verified, one replayed token per
-# way traced (kernel times and the gaps between them). `roofline calibrate` runs first: its HBM
+# from a CUDA graph (`roofline run llm --chain`): our picks with and without programmatic
+# dependent launch, and stage 57 (the whole token in one launch, batch 1 to 4), beside cuBLAS
+# and PyTorch's F.linear, each verified, one replayed token per way traced (kernel times and
+# the gaps between them). `roofline calibrate` runs first: its HBM
 # read roof is the one the documents put each way against.
 #
 #   bash benchmarks/token.sh OUTDIR [STEP...]     (default: every step, ~2.5 min)
@@ -13,7 +14,7 @@
 source "$(dirname "$0")/lib.sh"
 suite "$@"
 
-WAYS=best,best+pdl,cublas,torch
+WAYS=best,best+pdl,token,cublas,torch
 
 roof() {  # --calibration FILE where the roof step wrote one (else the documents say why not)
   [ -s "$OUT/h200-token.json" ] && echo "--calibration $OUT/h200-token.json"

@@ -2,32 +2,38 @@
 // ramp-up (the first weight bytes arrive a microsecond or more after the launch) and a drain
 // (the last blocks leave SMs idle); stage 56 overlaps only what fits beside a draining kernel.
 // Here one persistent grid, a block per SM, runs every GEMM of the chain (C = A W, W K x N, A an
-// earlier GEMM's output), and the weight stream does not stop at a GEMM's end: weights do not
-// depend on the activation, so a producer warp per block streams its share of every GEMM's
-// weights through a ring of shared memory (TMA boxes of KC rows x NC columns, on mbarriers),
-// running into the next GEMM while the consumer warps wait for the grid to finish this one.
+// earlier GEMM's output). Weights do not depend on the activation, so a producer warp per block
+// streams its share of every GEMM's weights through a ring of shared memory (TMA boxes of KC
+// rows x NC columns, on mbarriers) without stopping at GEMM ends.
 // Per GEMM, its units (column block x KC rows, column block major) are cut into gridDim.x equal
 // contiguous runs (split-K where a run covers part of a column's K). A block sums its run per
-// column block (warps meet in shared memory) and adds that into the GEMM's float32 workspace
-// (red.global.add.v4.f32), then counts itself in the GEMM's counter (release); the next GEMM's
-// consumers wait for every block (acquire) and read their input from the source's workspace,
-// rounded as a stored C would be. Once counted, while the others finish, a block writes out
-// its share of the previous GEMM as C and zeroes the workspaces no later GEMM reads (listed by
-// rooflinecli/stages/token.py; the last ones after the end), so they are zero at every launch.
-// Counters only grow: a launch waits for (launches before + 1) x blocks; sync[0] counts them.
+// column block (warps meet in shared memory), adds that into the GEMM's float32 workspace
+// (red.global.add.v4.f32) and counts its units in that column block's counter; the block that
+// completes a column block writes it out as C. No grid-wide barrier: a run needs only the K rows
+// of its units, so its consumers wait (acquire) for the few column blocks of the source holding
+// them and read just those, rounded as a stored C would be.
+// Two workspace sets: a launch uses set (launches & 1) and zeroes the other (the previous
+// launch's), so each finds its set zero. Counters only grow: a launch waits for (launches
+// before + 1) x a column block's units; the last block to finish counts the launch in sync[0].
 // MROWS: rows of A (the batch, 1-4); NC = 256: 512-byte box rows, unswizzled, a warp's lanes
 // one row's 16-byte pieces; CONSUMER_WARPS compute; STAGES: the ring; KMAX: the largest K.
 #ifndef MROWS
 #error "MROWS (rows of A: the batch) must be given as -DMROWS=..."
 #endif
 #ifndef KC
-#define KC 32  // rows of W per TMA box
+#define KC 64  // rows of W per TMA box
 #endif
 #ifndef NC
 #define NC 256  // columns of W per TMA box
 #endif
 #ifndef CONSUMER_WARPS
 #define CONSUMER_WARPS 8
+#endif
+#ifndef FENCE_ALL
+#define FENCE_ALL 0  // 1: every consumer thread fences its additions before the count
+#endif
+#ifndef WAIT_WHOLE
+#define WAIT_WHOLE 0  // 1: wait for the whole source, not just the column blocks a run reads
 #endif
 #ifndef STAGES
 #error "STAGES (the ring's depth, as the shared memory allows) must be given as -DSTAGES=..."
@@ -59,29 +65,42 @@ static_assert(KMAX % KC == 0, "KMAX is a multiple of KC: the input is zero-padde
 #define SUM_BYTES (CONSUMER_WARPS * MROWS * NC * 4)  // each warp's column sums
 #define CONSUMER_BAR 1  // the named barrier of the consumer warps
 
-// One GEMM of the token as the host packs it (rooflinecli/gpu/token.py): 48 bytes.
+// One GEMM of the token as the host packs it (rooflinecli/gpu/token.py): 32 bytes.
 struct TokenGemm {
     int n, k;
-    int src;          // the GEMM whose output is A (its first M*K elements); -1: the token input x
-    int zero[4];      // workspaces zeroed once this GEMM is counted (-1: none): no later GEMM reads them
-    int pad;
-    long long ws;     // offset in floats of this GEMM's M x N float32 workspace (16-byte aligned)
-    elem_t* out;      // its M x N output C
+    int src;       // the GEMM whose output is A (its first M*K elements); -1: the token input x
+    int ctr;       // index in sync of this GEMM's first column-block counter (one per NC columns)
+    long long ws;  // offset in floats, within a workspace set, of its M x N float32 workspace
+    elem_t* out;   // its M x N output C
 };
-static_assert(sizeof(TokenGemm) == 48, "the host packs 48-byte records");
+static_assert(sizeof(TokenGemm) == 32, "the host packs 32-byte records");
 
 __device__ __forceinline__ unsigned int smem_u32(const void* p) {
     return static_cast<unsigned int>(__cvta_generic_to_shared(p));
 }
 
-// Every consumer thread waits until `counter` holds all blocks of this launch (thread 0 polls
-// with acquire; the others synchronise with it).
-__device__ __forceinline__ void wait_for_all(const unsigned int* counter, unsigned int target) {
-    if (threadIdx.x == 0) {
-        while (static_cast<int>(ld_acquire_gpu(counter) - target) < 0) {
+// Thread 0 waits until column blocks c0 / NC .. (c1 - 1) / NC of a GEMM are complete: each of
+// their counters (acquire) at `target`.
+__device__ __forceinline__ void wait_columns(const unsigned int* ctr, unsigned int target, int c0, int c1) {
+    for (int cb = c0 / NC; cb <= (c1 - 1) / NC; ++cb)
+        while (static_cast<int>(ld_acquire_gpu(ctr + cb) - target) < 0) {
         }
+}
+
+// Thread 0 waits for the column blocks of an n-column output that hold its flat elements
+// [a, b) (a row of A is K consecutive elements of the source's rows: up to two column ranges).
+__device__ __forceinline__ void wait_flat(const unsigned int* ctr, unsigned int target, int n, int a, int b) {
+    if (b - a >= n) {
+        wait_columns(ctr, target, 0, n);
+        return;
     }
-    bar_sync(CONSUMER_BAR, CONSUMERS);
+    const int c0 = a % n, c1 = c0 + (b - a);
+    if (c1 <= n) {
+        wait_columns(ctr, target, c0, c1);
+    } else {
+        wait_columns(ctr, target, c0, n);
+        wait_columns(ctr, target, 0, c1 - n);
+    }
 }
 
 // This block's share [len b / P, len (b+1) / P) of a workspace of `len` floats.
@@ -126,45 +145,72 @@ __device__ __forceinline__ void add_out(const float (&acc)[MROWS][8], float* sum
     }
 }
 
-// This block's share of each workspace a GEMM's record lists, zeroed for the next token.
-__device__ __forceinline__ void zero_listed(const TokenGemm& d, const TokenGemm* gemms, float* ws,
-                                            int tid) {
-    for (int z = 0; z < 4; ++z) {
-        if (d.zero[z] < 0) continue;
-        const TokenGemm e = gemms[d.zero[z]];
-        int lo, hi;
-        share_of(MROWS * e.n, lo, hi);
-        for (int i = lo + tid; i < hi; i += CONSUMERS) ws[e.ws + i] = 0.0f;
+// Elements [lo, hi) of every row of the input (lo, hi multiples of KC; zeros from K on), rounded
+// to elem_t as a stored C would be. From a workspace with K a multiple of 4: four elements a
+// thread per load, INPUT_LOADS loads issued before any is used (the run waits on them).
+#define INPUT_LOADS 8
+__device__ __forceinline__ void load_range(const float* a_src, const elem_t* x, elem_t* act, int k,
+                                           int lo, int hi, int tid) {
+    const int w = hi - lo, total = MROWS * w;
+    if (a_src != nullptr && k % 4 == 0) {
+        for (int base = tid * 4; base < total; base += CONSUMERS * 4 * INPUT_LOADS) {
+            float4 v[INPUT_LOADS];
+#pragma unroll
+            for (int l = 0; l < INPUT_LOADS; ++l) {
+                const int i = base + l * CONSUMERS * 4, m = i / w, kk = lo + i % w;
+                v[l] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                if (i < total && kk < k) v[l] = __ldcg(reinterpret_cast<const float4*>(a_src + m * k + kk));
+            }
+#pragma unroll
+            for (int l = 0; l < INPUT_LOADS; ++l) {
+                const int i = base + l * CONSUMERS * 4, m = i / w, kk = lo + i % w;
+                if (i < total) {
+                    const unsigned int v01 = elem_from_float(v[l].x) | (static_cast<unsigned int>(elem_from_float(v[l].y)) << 16);
+                    const unsigned int v23 = elem_from_float(v[l].z) | (static_cast<unsigned int>(elem_from_float(v[l].w)) << 16);
+                    *reinterpret_cast<uint2*>(act + m * KMAX + kk) = make_uint2(v01, v23);
+                }
+            }
+        }
+        return;
+    }
+    for (int i = tid; i < total; i += CONSUMERS) {
+        const int m = i / w, kk = lo + i % w;
+        elem_t v = elem_from_float(0.0f);
+        if (kk < k) v = a_src ? elem_from_float(__ldcg(a_src + m * k + kk)) : x[m * k + kk];
+        act[m * KMAX + kk] = v;
     }
 }
 
-// The input from a workspace (K a multiple of 4): four elements a thread per load, INPUT_LOADS
-// loads issued before any is used, each rounded to elem_t and stored as 8 bytes.
-#define INPUT_LOADS 8
-__device__ __forceinline__ void load_input(const float* a_src, elem_t* act, int k, int kp, int tid) {
-    for (int base = tid * 4; base < MROWS * kp; base += CONSUMERS * 4 * INPUT_LOADS) {
-        float4 v[INPUT_LOADS];
-#pragma unroll
-        for (int l = 0; l < INPUT_LOADS; ++l) {
-            const int i = base + l * CONSUMERS * 4, m = i / kp, kk = i % kp;
-            v[l] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if (i < MROWS * kp && kk < k) v[l] = __ldcg(reinterpret_cast<const float4*>(a_src + m * k + kk));
-        }
-#pragma unroll
-        for (int l = 0; l < INPUT_LOADS; ++l) {
-            const int i = base + l * CONSUMERS * 4, m = i / kp, kk = i % kp;
-            if (i < MROWS * kp) {
-                const unsigned int lo = elem_from_float(v[l].x) | (static_cast<unsigned int>(elem_from_float(v[l].y)) << 16);
-                const unsigned int hi = elem_from_float(v[l].z) | (static_cast<unsigned int>(elem_from_float(v[l].w)) << 16);
-                *reinterpret_cast<uint2*>(act + m * KMAX + kk) = make_uint2(lo, hi);
-            }
+// A column block of this block's run is summed: added into the workspace, its units counted;
+// the block whose count completes the column block writes it out as C (acquire: every other
+// block's additions are in).
+__device__ __forceinline__ void finish_column(const float (&acc)[MROWS][8], float* sum, float* wsg,
+                                              const TokenGemm& d, unsigned int* ctr, unsigned int target,
+                                              int cb, int units, unsigned int* flag, int tid) {
+    add_out(acc, sum, wsg, d.n, cb, tid);
+#if FENCE_ALL
+    __threadfence();  // this thread's additions before the count
+#endif
+    bar_sync(CONSUMER_BAR, CONSUMERS);
+    if (tid == 0) {
+        __threadfence();  // the block's additions (seen through the barrier) before the count
+        const unsigned int before = atomicAdd(ctr + cb, static_cast<unsigned int>(units));
+        __threadfence();
+        *flag = before + units == target;
+    }
+    bar_sync(CONSUMER_BAR, CONSUMERS);  // also: the slabs read before they are written again
+    if (*flag) {
+        const int c0 = cb * NC, width = min(NC, d.n - c0);
+        for (int i = tid; i < MROWS * width; i += CONSUMERS) {
+            const int m = i / width, c = c0 + i % width;
+            d.out[m * d.n + c] = elem_from_float(__ldcg(wsg + m * d.n + c));
         }
     }
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __restrict__ maps,
-             const elem_t* __restrict__ x, float* ws, unsigned int* sync) {
+             const elem_t* __restrict__ x, float* ws, long long ws_set, unsigned int* sync) {
     extern __shared__ unsigned char smem_raw[];
     // the ring at a 128-byte boundary (TMA's alignment for an unswizzled box)
     unsigned char* ring = smem_raw + ((128u - (smem_u32(smem_raw) & 127u)) & 127u);
@@ -173,6 +219,7 @@ decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __res
     unsigned long long* full = reinterpret_cast<unsigned long long*>(ring + RING_BYTES + ACT_BYTES + SUM_BYTES);
     unsigned long long* empty = full + STAGES;
     unsigned int* launches = reinterpret_cast<unsigned int*>(empty + STAGES);
+    unsigned int* flag = launches + 1;
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     if (tid == 0) {
@@ -184,8 +231,7 @@ decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __res
         *launches = ld_acquire_gpu(sync);  // launches finished before this one
     }
     __syncthreads();
-    const unsigned int target = (*launches + 1u) * gridDim.x;
-    unsigned int* counter = sync + 1;
+    const unsigned int before = *launches;
 
     if (warp == CONSUMER_WARPS) {  // the producer: this block's runs of every GEMM, in order
         if (lane == 0) {
@@ -216,103 +262,99 @@ decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __res
         return;
     }
 
+    float* mine = ws + (before & 1u) * ws_set;           // this launch's workspaces, zero
+    float* other = ws + ((before + 1u) & 1u) * ws_set;   // the previous launch's: zeroed here
     int slot = 0;
     unsigned int phase = 0;
     for (int g = 0; g < count; ++g) {
         const TokenGemm d = gemms[g];
         const int kp = (d.k + KC - 1) / KC * KC;
-        if (g > 0) wait_for_all(counter + g - 1, target);
-        // the input, MROWS x K, rounded as a stored C would be; zeros from K to the next box.
-        // It is on the critical path (the ring is full by now): 16-byte loads, INPUT_LOADS of
-        // them in flight per thread, where K keeps every row's start 16-byte aligned
-        const float* a_src = d.src >= 0 ? ws + gemms[d.src].ws : nullptr;
-        if (a_src != nullptr && d.k % 4 == 0) {
-            load_input(a_src, act, d.k, kp, tid);
-        } else {
-            for (int i = tid; i < MROWS * kp; i += CONSUMERS) {
-                const int m = i / kp, kk = i % kp;
-                elem_t v = elem_from_float(0.0f);
-                if (kk < d.k) v = a_src ? elem_from_float(__ldcg(a_src + m * d.k + kk)) : x[m * d.k + kk];
-                act[m * KMAX + kk] = v;
-            }
-        }
-        bar_sync(CONSUMER_BAR, CONSUMERS);
-
         const int nk = kp / KC, units = ((d.n + NC - 1) / NC) * nk;
         int u0, u1;
         share_of(units, u0, u1);
-        float acc[MROWS][8];
-#pragma unroll
-        for (int m = 0; m < MROWS; ++m)
-#pragma unroll
-            for (int j = 0; j < 8; ++j) acc[m][j] = 0.0f;
-        int cb = u0 / nk, kc = u0 % nk;  // the unit's column block and K chunk, stepped
-        for (int u = u0; u < u1; ++u) {
-            if (kc == nk) {  // a column block done (the same unit for every warp)
-                add_out(acc, sum, ws + d.ws, d.n, cb, tid);
-                bar_sync(CONSUMER_BAR, CONSUMERS);  // the slabs read before they are written again
-#pragma unroll
-                for (int m = 0; m < MROWS; ++m)
-#pragma unroll
-                    for (int j = 0; j < 8; ++j) acc[m][j] = 0.0f;
-                kc = 0;
-                ++cb;
-            }
-            const int k0 = kc++ * KC;
-            mbar_wait(smem_u32(full + slot), phase);
-            const unsigned char* tile = ring + slot * TILE_BYTES;
-#pragma unroll
-            for (int i = 0; i < KC / CONSUMER_WARPS; ++i) {
-                const int r = warp + CONSUMER_WARPS * i;
-                float f[8];
-                unpack16(*reinterpret_cast<const uint4*>(tile + r * (NC * 2) + lane * 16), f);
-#pragma unroll
-                for (int m = 0; m < MROWS; ++m) {
-                    const float a = elem_to_float(act[m * KMAX + k0 + r]);
-#pragma unroll
-                    for (int j = 0; j < 8; ++j) acc[m][j] = fmaf(a, f[j], acc[m][j]);
+        if (u1 > u0) {
+            // the K rows the run needs: chunks [r0, r1) and, where it wraps past a column
+            // block's end, [0, r2) too
+            int r0 = 0, r1 = nk, r2 = 0;
+            if (u1 - u0 < nk) {
+                r0 = u0 % nk;
+                r1 = r0 + (u1 - u0);
+                if (r1 > nk) {
+                    r2 = r1 - nk;
+                    r1 = nk;
                 }
             }
-            __syncwarp();
-            if (lane == 0) mbar_arrive(smem_u32(empty + slot));
-            if (++slot == STAGES) {
-                slot = 0;
-                phase ^= 1u;
+            const float* a_src = d.src >= 0 ? mine + gemms[d.src].ws : nullptr;
+            if (d.src >= 0 && tid == 0) {  // the source's column blocks holding those rows
+                const TokenGemm s = gemms[d.src];
+                const unsigned int target = (before + 1u) * static_cast<unsigned int>((s.k + KC - 1) / KC);
+#if WAIT_WHOLE
+                wait_columns(sync + s.ctr, target, 0, s.n);
+#else
+                for (int m = 0; m < MROWS; ++m) {
+                    wait_flat(sync + s.ctr, target, s.n, m * d.k + r0 * KC, m * d.k + min(r1 * KC, d.k));
+                    if (r2 > 0) wait_flat(sync + s.ctr, target, s.n, m * d.k, m * d.k + min(r2 * KC, d.k));
+                }
+#endif
             }
+            bar_sync(CONSUMER_BAR, CONSUMERS);
+            load_range(a_src, x, act, d.k, r0 * KC, r1 * KC, tid);
+            if (r2 > 0) load_range(a_src, x, act, d.k, 0, r2 * KC, tid);
+            bar_sync(CONSUMER_BAR, CONSUMERS);
+
+            const unsigned int target = (before + 1u) * static_cast<unsigned int>(nk);
+            float* wsg = mine + d.ws;
+            float acc[MROWS][8];
+#pragma unroll
+            for (int m = 0; m < MROWS; ++m)
+#pragma unroll
+                for (int j = 0; j < 8; ++j) acc[m][j] = 0.0f;
+            int cb = u0 / nk, kc = u0 % nk, done = 0;  // the unit's column block and K chunk, stepped
+            for (int u = u0; u < u1; ++u) {
+                if (kc == nk) {  // a column block done (the same unit for every warp)
+                    finish_column(acc, sum, wsg, d, sync + d.ctr, target, cb, done, flag, tid);
+#pragma unroll
+                    for (int m = 0; m < MROWS; ++m)
+#pragma unroll
+                        for (int j = 0; j < 8; ++j) acc[m][j] = 0.0f;
+                    kc = done = 0;
+                    ++cb;
+                }
+                const int k0 = kc++ * KC;
+                ++done;
+                mbar_wait(smem_u32(full + slot), phase);
+                const unsigned char* tile = ring + slot * TILE_BYTES;
+#pragma unroll
+                for (int i = 0; i < KC / CONSUMER_WARPS; ++i) {
+                    const int r = warp + CONSUMER_WARPS * i;
+                    float f[8];
+                    unpack16(*reinterpret_cast<const uint4*>(tile + r * (NC * 2) + lane * 16), f);
+#pragma unroll
+                    for (int m = 0; m < MROWS; ++m) {
+                        const float a = elem_to_float(act[m * KMAX + k0 + r]);
+#pragma unroll
+                        for (int j = 0; j < 8; ++j) acc[m][j] = fmaf(a, f[j], acc[m][j]);
+                    }
+                }
+                __syncwarp();
+                if (lane == 0) mbar_arrive(smem_u32(empty + slot));
+                if (++slot == STAGES) {
+                    slot = 0;
+                    phase ^= 1u;
+                }
+            }
+            finish_column(acc, sum, wsg, d, sync + d.ctr, target, cb, done, flag, tid);  // the last
         }
-        if (u1 > u0) add_out(acc, sum, ws + d.ws, d.n, cb, tid);  // the run's last column block
-        bar_sync(CONSUMER_BAR, CONSUMERS);  // every consumer's additions issued
-        if (tid == 0) {
-            __threadfence();
-            atomicAdd(counter + g, 1u);  // this block's share of GEMM g is in its workspace
-        }
-        // bookkeeping while the other blocks finish GEMM g (the whole grid finished GEMM g - 1:
-        // nothing reads these workspaces again this token); the last GEMM's after the end
-        if (g < count - 1) zero_listed(d, gemms, ws, tid);
+        // while the input of the next GEMM is on its way: this block's share of the GEMM's
+        // workspace in the other set, zero for the next launch
         int lo, hi;
-        if (g > 0) {  // the previous GEMM, complete in its workspace: written out as its C
-            const TokenGemm p = gemms[g - 1];
-            share_of(MROWS * p.n, lo, hi);
-            for (int i = lo + tid; i < hi; i += CONSUMERS) p.out[i] = elem_from_float(__ldcg(ws + p.ws + i));
-        }
+        share_of(MROWS * d.n, lo, hi);
+        for (int i = lo + tid; i < hi; i += CONSUMERS) other[d.ws + i] = 0.0f;
     }
-    // the last GEMM, once every block has added its share: written out as its C; once every
-    // block has (one more counter), the workspaces the last GEMM's record lists are zeroed:
-    // the launch leaves every workspace zero, as it found them
-    wait_for_all(counter + count - 1, target);
-    {
-        const TokenGemm p = gemms[count - 1];
-        int lo, hi;
-        share_of(MROWS * p.n, lo, hi);
-        for (int i = lo + tid; i < hi; i += CONSUMERS) p.out[i] = elem_from_float(__ldcg(ws + p.ws + i));
-    }
+    // the last block to finish counts the launch (every block has read sync[0] by then)
     bar_sync(CONSUMER_BAR, CONSUMERS);
     if (tid == 0) {
         __threadfence();
-        atomicAdd(counter + count, 1u);
+        if (atomicAdd(sync + 1, 1u) + 1u == (before + 1u) * gridDim.x) atomicAdd(sync, 1u);
     }
-    wait_for_all(counter + count, target);
-    zero_listed(gemms[count - 1], gemms, ws, tid);
-    // every block has read sync[0] (it counted itself in the last counter after): one more launch
-    if (blockIdx.x == 0 && tid == 0) atomicAdd(sync, 1u);
 }

@@ -1,12 +1,13 @@
-"""The token stage (kernels/57_decode_token.cu) on the CPU: its bookkeeping plan (which GEMM's
-entry zeroes which workspace), checked by running the kernel's schedule in NumPy over two
-launches of a LLaMA-like chain; the records the host packs; its refusals; and its SASS, built
+"""The token stage (kernels/57_decode_token.cu) on the CPU: its layout (workspaces, counters),
+and its schedule run in NumPy over three launches of a LLaMA-like chain, the blocks in random
+orders that the counters allow; the records the host packs; its refusals; and its SASS, built
 with NVRTC for sm_90a: CUDA-core FMAs fed by TMA boxes and mbarriers, vector reductions into
 the workspaces, no local memory."""
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections import Counter
 
 import numpy as np
@@ -27,28 +28,19 @@ def llama_chain(batch=1, layers=3):
     return chain.build(llm.resolve("llama-7b"), batch, layers)
 
 
-def test_each_workspace_is_zeroed_once_after_its_last_read():
+def test_the_layout_gives_each_gemm_a_workspace_and_a_counter_per_column_block():
     c = llama_chain()
     ns, src = [x.n for x in c.links], [x.source for x in c.links]
-    p = registry.plan(1, ns, src)
-    zeroed = [j for z in p.zero for j in z]
-    assert sorted(zeroed) == list(range(len(ns)))  # every workspace, once
-    for g, z in enumerate(p.zero):
-        for j in z:
-            readers = [h for h, s in enumerate(src) if s == j] + [j + 1]
-            if g == len(ns) - 1:  # the last GEMM's record: zeroed after the end
-                assert max(readers) + 1 >= g
-            else:
-                assert g == max(readers) + 1
-    # the layer pattern: qkv's once gate is counted (the grid is past o_proj, its reader), and
-    # o_proj's once down is (past up)
-    assert p.zero[2] == (0,) and p.zero[4] == (1,) and p.zero[5] == (2, 3)
-    # the last record: the last layer's gate and up (read during down and the LM head), down
-    # and the LM head's own, zeroed after the end
-    assert p.zero[-1] == tuple(range(len(ns) - 4, len(ns)))
-    assert registry.plan(1, [64], [-1]).zero == ((0,),)  # a chain of one GEMM
+    p = registry.plan(3, ns, src, nc=256)
     assert all(off % registry.WS_ALIGN == 0 for off in p.ws_offset)
-    assert p.ws_floats >= sum(ns)
+    ends = [off + 3 * n for off, n in zip(p.ws_offset, ns, strict=True)]
+    assert all(e <= nxt for e, nxt in zip(ends, p.ws_offset[1:], strict=False))  # no overlap
+    assert p.ws_floats >= ends[-1]
+    assert p.ctr_offset[0] == registry.SYNC_HEAD
+    assert [b - a for a, b in zip(p.ctr_offset, p.ctr_offset[1:], strict=False)] == [
+        -(-n // 256) for n in ns[:-1]
+    ]
+    assert p.sync_words == p.ctr_offset[-1] + -(-ns[-1] // 256)
 
 
 def test_a_plan_refuses_what_the_kernel_cannot_do():
@@ -58,86 +50,171 @@ def test_a_plan_refuses_what_the_kernel_cannot_do():
         registry.plan(1, [8], [])
 
 
-def emulate(c, weights, x, plan, ws, sync, blocks, kc=16, nc=256):
-    """One launch of the kernel's schedule in NumPy (float64): per GEMM the entry's zeroing and
-    write-out, the input rounded as stored (here: kept), each block's contiguous run of units
-    summed per column block and added into the workspace, then the listed workspaces zeroed
-    (the last GEMM's after the end); the counters as the kernel keeps them. Returns each GEMM's
-    output."""
-    rows = c.batch
-    outs = [None] * len(c.links)
-    launches = sync[0]
+def needed_chunks(u0, u1, nk):
+    """The K chunks a run of units [u0, u1) reads, as the kernel works them out."""
+    if u1 - u0 >= nk:
+        return [(0, nk)]
+    r0 = u0 % nk
+    r1 = r0 + (u1 - u0)
+    return [(r0, r1)] if r1 <= nk else [(r0, nk), (0, r1 - nk)]
 
-    def zero(g):
-        for j in plan.zero[g]:
-            ws[plan.ws_offset[j] : plan.ws_offset[j] + rows * c.links[j].n] = 0.0
 
-    for g, link in enumerate(c.links):
-        if g > 0:
-            assert sync[g] == (launches + 1) * blocks  # the wait: every block counted
-            p = c.links[g - 1]
-            outs[g - 1] = ws[plan.ws_offset[g - 1] : plan.ws_offset[g - 1] + rows * p.n].copy()
-        if link.source < 0:
-            a = x.ravel()[: rows * link.k].reshape(rows, link.k)
-        else:
-            s = plan.ws_offset[link.source]
-            a = ws[s : s + rows * c.links[link.source].n][: rows * link.k].reshape(rows, link.k)
+def columns_of_flat(a, b, n):
+    """The column blocks' columns [c0, c1) holding flat elements [a, b) of an n-column output."""
+    if b - a >= n:
+        return [(0, n)]
+    c0 = a % n
+    c1 = c0 + (b - a)
+    return [(c0, c1)] if c1 <= n else [(c0, n), (0, c1 - n)]
+
+
+def block_program(b, blocks, links, x, weights, lay, ws, ws_set, sync, outs, kc, nc):
+    """One block's consumers over one launch, as a generator: it yields before each unit and
+    yields a predicate where the kernel waits (the counters of the source's column blocks);
+    the scheduler resumes it only once that holds. The input buffer starts as NaN, so a run
+    that reads rows it did not load (or a wait that lets it read a column block still partial,
+    whose sum is wrong) fails the comparison."""
+    rows = links[0].m
+    before = int(sync[0])
+    mine, other = (before & 1) * ws_set, ((before + 1) & 1) * ws_set
+    for g, link in enumerate(links):
         nk = -(-link.k // kc)
         units = -(-link.n // nc) * nk
-        out = ws[plan.ws_offset[g] : plan.ws_offset[g] + rows * link.n].reshape(rows, link.n)
-        w = weights[g]
-        for b in range(blocks):
-            u0, u1 = units * b // blocks, units * (b + 1) // blocks
+        u0, u1 = units * b // blocks, units * (b + 1) // blocks
+        if u1 > u0:
+            chunks = needed_chunks(u0, u1, nk)
+            if link.source >= 0:
+                s = links[link.source]
+                target = (before + 1) * -(-s.k // kc)
+                need = set()
+                for m in range(rows):
+                    for r0, r1 in chunks:
+                        lo, hi = m * link.k + r0 * kc, m * link.k + min(r1 * kc, link.k)
+                        for c0, c1 in columns_of_flat(lo, hi, s.n):
+                            need.update(range(c0 // nc, (c1 - 1) // nc + 1))
+                ctr = lay.ctr_offset[link.source]
+                yield lambda ctr=ctr, need=need, target=target: all(
+                    sync[ctr + cb] >= target for cb in need
+                )
+                off = mine + lay.ws_offset[link.source]
+                flat = ws[off : off + rows * s.n]
+            else:
+                flat = x.ravel()
+            act = np.full((rows, nk * kc), np.nan)
+            for r0, r1 in chunks:
+                for m in range(rows):
+                    for kk in range(r0 * kc, r1 * kc):
+                        act[m, kk] = flat[m * link.k + kk] if kk < link.k else 0.0
+            out = ws[mine + lay.ws_offset[g] : mine + lay.ws_offset[g] + rows * link.n]
+            out = out.reshape(rows, link.n)
+            per_cb: dict[int, int] = {}
             for u in range(u0, u1):
+                yield None
                 cb, k0 = u // nk, (u % nk) * kc
                 cols = slice(cb * nc, min((cb + 1) * nc, link.n))
                 ks = slice(k0, min(k0 + kc, link.k))
-                out[:, cols] += a[:, ks] @ w[ks, cols]
-            sync[1 + g] += 1
-        if g < len(c.links) - 1:
-            zero(g)  # once counted (the grid is past g - 1), before the next GEMM's wait
-    last = c.links[-1]
-    outs[-1] = ws[plan.ws_offset[-1] : plan.ws_offset[-1] + rows * last.n].copy()
-    zero(len(c.links) - 1)
-    sync[0] += 1
+                out[:, cols] += act[:, ks] @ weights[g][ks, cols]
+                per_cb[cb] = per_cb.get(cb, 0) + 1
+                last_of_run = u == u1 - 1 or (u + 1) // nk != cb
+                if last_of_run:  # the column block's sums are in: count them
+                    sync[lay.ctr_offset[g] + cb] += per_cb[cb]
+                    if sync[lay.ctr_offset[g] + cb] == (before + 1) * nk:  # completed: C
+                        outs[g][:, cols] = out[:, cols]
+        lo, hi = rows * link.n * b // blocks, rows * link.n * (b + 1) // blocks
+        ws[other + lay.ws_offset[g] + lo : other + lay.ws_offset[g] + hi] = 0.0
+    sync[1] += 1
+    if sync[1] == (before + 1) * blocks:
+        sync[0] += 1
+
+
+def emulate(links, weights, x, lay, ws, ws_set, sync, blocks, kc, nc, rng):
+    """One launch: every block's program, resumed in a random order among those not waiting."""
+    rows = links[0].m
+    outs = [np.full((rows, x.n), np.nan) for x in links]
+    progs = [block_program(b, blocks, links, x, weights, lay, ws, ws_set, sync, outs, kc, nc)
+             for b in range(blocks)]  # fmt: skip
+    waiting: list = [None] * blocks
+    live = list(range(blocks))
+    while live:
+        ready = [b for b in live if waiting[b] is None or waiting[b]()]
+        assert ready, "every block waits: a deadlock"
+        b = ready[rng.integers(len(ready))]
+        try:
+            waiting[b] = next(progs[b])
+        except StopIteration:
+            live.remove(b)
     return outs
 
 
-@pytest.mark.parametrize("batch", [1, 3])
-def test_the_schedule_computes_the_chain_and_leaves_the_workspaces_zero(batch):
-    # small widths, the chain's wiring: K x N weights, o_proj on qkv's first K columns
+@pytest.mark.parametrize(("batch", "seed"), [(1, 1), (1, 2), (3, 3), (4, 4)])
+def test_the_schedule_computes_the_chain_in_any_order_the_counters_allow(batch, seed):
+    # small widths, the chain's wiring: K x N weights, o_proj on qkv's first M x K elements
     p = llm.resolve("llama-7b")
     c = chain.build(p, batch, 2)
     scale = {4096: 40, 12288: 120, 11008: 100, 32000: 300}
     links = [chain.Link(x.index, x.name, x.layer, batch, scale[x.n], scale[x.k], x.source)
              for x in c.links]  # fmt: skip
-    small = chain.Chain(c.what, batch, 40, tuple(links), c.layers, c.layers_run, c.per_layer)
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(seed)
     weights = [rng.uniform(-1, 1, (x.k, x.n)) / np.sqrt(x.k) for x in links]
     x = rng.uniform(-1, 1, (batch, 40))
-    plan = registry.plan(batch, [x.n for x in links], [x.source for x in links])
-    ws = np.zeros(plan.ws_floats)
-    sync = np.zeros(1 + len(links), dtype=np.int64)
+    kc, nc = 8, 32
+    lay = registry.plan(batch, [x.n for x in links], [x.source for x in links], nc)
+    ws = np.zeros(2 * lay.ws_floats)
+    sync = np.zeros(lay.sync_words, dtype=np.int64)
     ref: list[np.ndarray] = []
     for link in links:
         src = x if link.source < 0 else ref[link.source]
         ref.append(src.ravel()[: batch * link.k].reshape(batch, link.k) @ weights[link.index])
-    for _launch in range(2):  # the second launch starts from what the first left
-        outs = emulate(small, weights, x, plan, ws, sync, blocks=7, kc=16, nc=32)
+    for launch in range(3):  # each launch starts from what the one before left
+        outs = emulate(links, weights, x, lay, ws, lay.ws_floats, sync, 7, kc, nc, rng)
         for got, want in zip(outs, ref, strict=True):
-            np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-12, atol=1e-12)
-        assert (ws == 0).all()  # every launch leaves the workspaces as it found them
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        assert sync[0] == launch + 1
+        nxt = ((launch + 1) & 1) * lay.ws_floats
+        assert (ws[nxt : nxt + lay.ws_floats] == 0).all()  # the next launch's set is zero
+
+
+def test_a_wait_on_too_few_column_blocks_is_caught(monkeypatch):
+    """The emulation is a real check: with the source's last column block left out of every
+    wait, some order reads a partial sum and the result differs."""
+    p = llm.resolve("llama-7b")
+    links = [chain.Link(x.index, x.name, x.layer, 1, 64, 64, x.source)
+             for x in chain.build(p, 1, 1).links]  # fmt: skip
+    rng = np.random.default_rng(5)
+    weights = [rng.uniform(-1, 1, (x.k, x.n)) / 8 for x in links]
+    x = rng.uniform(-1, 1, (1, 64))
+    ref: list[np.ndarray] = []
+    for link in links:
+        src = x if link.source < 0 else ref[link.source]
+        ref.append(src.ravel()[: link.k].reshape(1, link.k) @ weights[link.index])
+    lay = registry.plan(1, [x.n for x in links], [x.source for x in links], 32)
+    ws = np.zeros(2 * lay.ws_floats)
+    sync = np.zeros(lay.sync_words, dtype=np.int64)
+    real = columns_of_flat
+
+    def too_few(a, b, n):
+        return [(c0, min(c1, n - 32)) for c0, c1 in real(a, b, n) if c0 < n - 32]
+
+    monkeypatch.setattr(sys.modules[__name__], "columns_of_flat", too_few)
+    wrong = 0
+    for _ in range(5):
+        outs = emulate(links, weights, x, lay, ws, lay.ws_floats, sync, 5, 8, 32, rng)
+        wrong += not all(
+            np.allclose(g, w, rtol=1e-12, atol=1e-12) for g, w in zip(outs, ref, strict=True)
+        )
+    assert wrong > 0
 
 
 def test_the_records_are_packed_as_the_kernel_reads_them():
-    plan = registry.Plan(zero=((3,), ()), ws_offset=(0, 4096), ws_floats=8192)
-    raw = token_gpu.records(plan, [4096, 11008], [4096, 4096], [-1, 0], [0x1000, 0x2000])
+    lay = registry.Plan(ws_offset=(0, 4096), ws_floats=8192, ctr_offset=(2, 18), sync_words=61)
+    raw = token_gpu.records(lay, [4096, 11008], [4096, 4096], [-1, 0], [0x1000, 0x2000])
     assert len(raw) == 2 * registry.RECORD_BYTES
-    first = np.frombuffer(raw[:48], dtype="<i4")
-    assert list(first[:8]) == [4096, 4096, -1, 3, -1, -1, -1, 0]
-    second = raw[48:]
-    assert np.frombuffer(second[32:40], dtype="<i8")[0] == 4096
-    assert np.frombuffer(second[40:48], dtype="<u8")[0] == 0x2000
+    first = np.frombuffer(raw[:16], dtype="<i4")
+    assert list(first) == [4096, 4096, -1, 2]
+    second = raw[32:]
+    assert list(np.frombuffer(second[:16], dtype="<i4")) == [11008, 4096, 0, 18]
+    assert np.frombuffer(second[16:24], dtype="<i8")[0] == 4096
+    assert np.frombuffer(second[24:32], dtype="<u8")[0] == 0x2000
 
 
 def test_what_the_stage_refuses_is_one_line():
@@ -162,7 +239,8 @@ def test_the_ring_fills_the_shared_memory_beside_the_input():
         assert registry.SMEM_LIMIT - smem < free.tile_bytes() + 16  # no room for one more
         cap = STAGE.params.get("STAGES", 99)
         assert STAGE.stages(rows, 11008) == min(cap, free.stages(rows, 11008))
-    assert free.stages(1, 4096) > free.stages(1, 11008) > free.stages(4, 11008) >= 4
+    assert free.stages(1, 4096) >= free.stages(1, 11008) > free.stages(4, 11008)
+    assert free.stages(4, 11008) >= registry.MIN_STAGES  # batch 4 of LLaMA-7B runs
 
 
 def build(dtype, rows, kmax):

@@ -2,9 +2,9 @@
 chain's GEMMs packed into the kernel's records, one tensor map per weight, the float32
 workspaces and counters, and the one launch that runs the whole token. CuPy is passed in.
 
-The records and the maps live in device memory for the launch's life; the workspaces are zero
-before the first launch and after each (the kernel zeroes what it used), the counters only grow,
-so the launch can be replayed from a CUDA graph any number of times.
+The records and the maps live in device memory for the launch's life; the two workspace sets
+are zero before the first launch (each launch zeroes the set the next one uses), the counters
+only grow, so the launch can be replayed from a CUDA graph any number of times.
 """
 
 from __future__ import annotations
@@ -14,22 +14,21 @@ from typing import Any
 
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import tma
-from rooflinecli.stages.token import RECORD_BYTES, ZERO_SLOTS, Plan, TokenStage, plan
+from rooflinecli.stages.token import RECORD_BYTES, Plan, TokenStage, plan
 
 
 def records(layout: Plan, ns: Sequence[int], ks: Sequence[int], sources: Sequence[int],
             outs: Sequence[int]) -> bytes:  # fmt: skip
-    """The kernel's TokenGemm records, 48 bytes each: n, k, src, zero[4], pad (int32), the
+    """The kernel's TokenGemm records, 32 bytes each: n, k, src, the first counter (int32), the
     workspace offset (int64) and the output's device address (uint64)."""
     import numpy as np
 
-    rec = np.dtype([("n", "<i4"), ("k", "<i4"), ("src", "<i4"), ("zero", "<i4", (4,)),
-                    ("pad", "<i4"), ("ws", "<i8"), ("out", "<u8")])  # fmt: skip
+    rec = np.dtype([("n", "<i4"), ("k", "<i4"), ("src", "<i4"), ("ctr", "<i4"),
+                    ("ws", "<i8"), ("out", "<u8")])  # fmt: skip
     assert rec.itemsize == RECORD_BYTES
     table = np.zeros(len(ns), dtype=rec)
     for g in range(len(ns)):
-        zero = list(layout.zero[g]) + [-1] * (ZERO_SLOTS - len(layout.zero[g]))
-        table[g] = (ns[g], ks[g], sources[g], zero, 0, layout.ws_offset[g], outs[g])
+        table[g] = (ns[g], ks[g], sources[g], layout.ctr_offset[g], layout.ws_offset[g], outs[g])
     return table.tobytes()
 
 
@@ -57,7 +56,7 @@ def launcher(cp, stage: TokenStage, arch: str, sm_count: int, dtype: str, rows: 
     smem = stage.smem_bytes(rows, kmax)
     fn.max_dynamic_shared_size_bytes = smem
 
-    layout = plan(rows, ns, sources)
+    layout = plan(rows, ns, sources, stage.params["NC"])
     table = records(layout, ns, ks, sources, [int(o.data.ptr) for o in outs])
     gemms = cp.asarray(np.frombuffer(table, dtype=np.uint8))
     box = (stage.params["NC"], stage.params["KC"])  # columns, rows
@@ -67,10 +66,11 @@ def launcher(cp, stage: TokenStage, arch: str, sm_count: int, dtype: str, rows: 
     if len(map_bytes) != 128 * len(maps):
         raise RooflineError("a tensor map is not 128 bytes")
     maps_dev = cp.asarray(np.frombuffer(map_bytes, dtype=np.uint8))
-    ws = cp.zeros(max(layout.ws_floats, 4), dtype=cp.float32)
-    sync = cp.zeros(2 + len(ns), dtype=cp.uint32)  # launches, one counter per GEMM, the end
+    ws_set = max(layout.ws_floats, 4)
+    ws = cp.zeros(2 * ws_set, dtype=cp.float32)  # two sets: one a launch uses, one it zeroes
+    sync = cp.zeros(layout.sync_words, dtype=cp.uint32)  # launches, blocks, column blocks
     grid, block = (sm_count, 1, 1), (stage.threads, 1, 1)
-    args = (gemms, np.int32(len(ns)), maps_dev, x, ws, sync)
+    args = (gemms, np.int32(len(ns)), maps_dev, x, ws, np.int64(ws_set), sync)
     held = (gemms, maps_dev, ws, sync, maps)  # alive as long as the call
 
     def launch() -> None:

@@ -5,13 +5,14 @@ Its contract is a chain's, not one GEMM's, hence a registry of its own here (as 
 FP8 have): `run llm --chain` runs it as the way `token`, beside our per-GEMM picks and cuBLAS.
 
     extern "C" __global__ void decode_token(const TokenGemm* gemms, int count,
-        const TmaMap* maps, const elem_t* x, float* ws, unsigned int* sync)
+        const TmaMap* maps, const elem_t* x, float* ws, long long ws_set, unsigned int* sync)
 
-`gemms` holds one 48-byte record per GEMM (N, K, the GEMM whose output it reads, the workspaces
-its entry zeroes, its float32 workspace's offset, its output C); `maps` one tensor map per GEMM
-over its K x N weights (boxes of KC rows x NC columns); `x` the token input; `ws` the GEMMs'
-float32 workspaces, zero before a launch and left so after it; `sync` the count of finished
-launches, then one counter per GEMM and one for the end, zero before the first launch. One
+`gemms` holds one 32-byte record per GEMM (N, K, the GEMM whose output it reads, its first
+column-block counter, its float32 workspace's offset, its output C); `maps` one tensor map per
+GEMM over its K x N weights (boxes of KC rows x NC columns); `x` the token input; `ws` two sets
+of ws_set floats, the GEMMs' float32 workspaces, zero before the first launch (a launch uses
+one set and zeroes the other); `sync` the count of finished launches, the count of finished
+blocks, then one counter per column block of every GEMM, zero before the first launch. One
 block per SM.
 """
 
@@ -30,8 +31,8 @@ DTYPES = ("fp16", "bf16")
 MAX_ROWS = 4  # the batch: every GEMM's input (MROWS x K) sits in shared memory
 SMEM_LIMIT = 232_448  # an H100/H200 block's dynamic shared memory at most (227 KiB)
 ALIGN_SLACK = 128  # the ring is moved up to a 128-byte boundary
-ZERO_SLOTS = 4  # workspaces one GEMM's entry may zero (TokenGemm.zero)
-RECORD_BYTES = 48  # sizeof(TokenGemm)
+RECORD_BYTES = 32  # sizeof(TokenGemm)
+MIN_STAGES = 3  # boxes in flight beside the one the consumers read, at least
 WS_ALIGN = 4  # workspace offsets in floats: 16 bytes, for red.global.add.v4.f32
 
 
@@ -55,12 +56,12 @@ class TokenStage:
 
     def smem_bytes(self, rows: int, kmax: int) -> int:
         """Dynamic shared memory of a build for `rows` rows of A and K up to `kmax`: the ring,
-        the input, the column sums, the mbarriers and the launch count (kernel's layout)."""
+        the input, the column sums, the mbarriers, the launch count and a flag (kernel's layout)."""
         return self._fixed(rows, kmax) + self.stages(rows, kmax) * (self.tile_bytes() + 16)
 
     def _fixed(self, rows: int, kmax: int) -> int:
         """All but the ring: the alignment slack, the input (elem_t), each consumer warp's
-        column sums (float), the launch count."""
+        column sums (float), the launch count and the flag."""
         p = self.params
         return (ALIGN_SLACK + rows * self.kmax(kmax) * 2
                 + p["CONSUMER_WARPS"] * rows * p["NC"] * 4 + 16)  # fmt: skip
@@ -91,7 +92,7 @@ class TokenStage:
             return f"{self.name} streams fp16 or bf16 weights, not {dtype}"
         if not 1 <= rows <= MAX_ROWS:
             return f"{self.name} takes batch 1 to {MAX_ROWS} (its input sits in shared memory)"
-        if self.stages(rows, kmax) < 4:
+        if self.stages(rows, kmax) < MIN_STAGES:
             return f"{self.name}: an input of {rows} x {kmax} leaves no room for the ring"
         return None
 
@@ -112,10 +113,10 @@ TOKEN_STAGES: tuple[TokenStage, ...] = (
         "decode_token",
         "a whole decode token in one persistent launch: a producer warp per SM streams every "
         "GEMM's weights through a TMA ring without stopping between GEMMs, the consumers wait "
-        "on grid-wide counters only for the activation",
-        # the best of KC 16-64, 4-16 consumer warps and ring depths measured on LLaMA-7B (H200):
-        # a deeper ring was no faster
-        MappingProxyType({"KC": 32, "NC": 256, "CONSUMER_WARPS": 8, "STAGES": 6}),
+        "only for the column blocks of the activation their share reads",
+        # the best of KC 16-64, 4-16 consumer warps and rings of 4 to 12 boxes on LLaMA-7B
+        # (H200, bf16, batch 1 and 3): a deeper ring was no faster
+        MappingProxyType({"KC": 64, "NC": 256, "CONSUMER_WARPS": 8, "STAGES": 4}),
     ),
 )
 TOKEN_BY_NAME: dict[str, TokenStage] = {s.name: s for s in TOKEN_STAGES}
@@ -123,41 +124,33 @@ TOKEN_BY_NAME: dict[str, TokenStage] = {s.name: s for s in TOKEN_STAGES}
 
 @dataclass(frozen=True)
 class Plan:
-    """What the host packs for a chain: per GEMM the workspaces its entry zeroes, and each
-    GEMM's workspace offset in floats; the workspace's length."""
+    """What the host packs for a chain: each GEMM's workspace offset in floats within a set,
+    the length of a set (the kernel has two: a launch uses one and zeroes the other), each
+    GEMM's first column-block counter in `sync`, and the length of `sync`."""
 
-    zero: tuple[tuple[int, ...], ...]
     ws_offset: tuple[int, ...]
     ws_floats: int
+    ctr_offset: tuple[int, ...]
+    sync_words: int
 
 
-def plan(rows: int, ns: Sequence[int], sources: Sequence[int]) -> Plan:
-    """The bookkeeping of a chain of GEMMs (their N, and the GEMM each reads, -1 the input).
+SYNC_HEAD = 2  # sync[0]: launches finished; sync[1]: blocks finished (the last counts the launch)
 
-    GEMM j's workspace is read at the entry of every GEMM with source j, and during GEMM j + 1
-    (written out as C_j) or, for the last GEMM, at the kernel's end. GEMM g starts once the
-    whole grid finished GEMM g - 1, so once a block is done with the GEMM after j's last
-    reader it may zero its share of workspace j: no block reads it again this token. Where that
-    GEMM is past the chain's end, the last GEMM's record lists j: the kernel zeroes those after
-    one more grid-wide count, once every block has written out the last C. So every launch
-    leaves the workspaces zero, as it found them."""
+
+def plan(rows: int, ns: Sequence[int], sources: Sequence[int], nc: int = 256) -> Plan:
+    """The layout of a chain of GEMMs (their N, and the GEMM each reads, -1 the input): per GEMM
+    a rows x N float32 workspace, 16-byte aligned, and one counter per column block of nc
+    columns, after the two words of the head."""
     count = len(ns)
     if count == 0 or len(sources) != count:
         raise RooflineError("a token chain needs one source per GEMM")
-    last_read = list(range(1, count + 1))  # C_j written out at j + 1's entry (the last: the end)
     for g, src in enumerate(sources):
         if not -1 <= src < g:
             raise RooflineError(f"GEMM {g} reads GEMM {src}: not an earlier one")
-        if src >= 0:
-            last_read[src] = max(last_read[src], g)
-    zero: list[list[int]] = [[] for _ in range(count)]
-    for j, r in enumerate(last_read):
-        at = r + 1
-        zero[min(at, count - 1)].append(j)
-    if any(len(z) > ZERO_SLOTS for z in zero):
-        raise RooflineError(f"a token chain where one GEMM would zero over {ZERO_SLOTS} workspaces")
-    offsets, pos = [], 0
+    offsets, pos, ctrs, words = [], 0, [], SYNC_HEAD
     for n in ns:
         offsets.append(pos)
         pos += -(-rows * n // WS_ALIGN) * WS_ALIGN
-    return Plan(tuple(tuple(z) for z in zero), tuple(offsets), pos)
+        ctrs.append(words)
+        words += -(-n // nc)
+    return Plan(tuple(offsets), pos, tuple(ctrs), words)
