@@ -8,10 +8,14 @@
 // Per GEMM, its units (column block x KC rows, column block major) are cut into gridDim.x equal
 // contiguous runs (split-K where a run covers part of a column's K). A block sums its run per
 // column block (warps meet in shared memory), adds that into the GEMM's float32 workspace
-// (red.global.add.v4.f32) and counts its units in that column block's counter; the block that
-// completes a column block writes it out as C. No grid-wide barrier: a run needs only the K rows
-// of its units, so its consumers wait (acquire) for the few column blocks of the source holding
-// them and read just those, rounded as a stored C would be.
+// (red.global.add.v4.f32) and counts its units in that column block's counter. No grid-wide
+// barrier: a run needs only the K rows of its units, so its consumers wait for the few column
+// blocks of the source holding them and read just those, rounded as a stored C would be.
+// That hand-over is the token's critical path, so the last block into a column block does not
+// stop for it: thread 0 counts (one acquire-release add) while the other consumers go on, a
+// store warp writes completed column blocks out to C from a queue in shared memory, and a
+// warp's lanes poll the counters a run waits on side by side.
+
 // Two workspace sets: a launch uses set (launches & 1) and zeroes the other (the previous
 // launch's), so each finds its set zero. Counters only grow: a launch waits for (launches
 // before + 1) x a column block's units; the last block to finish counts the launch in sync[0].
@@ -29,11 +33,11 @@
 #ifndef CONSUMER_WARPS
 #define CONSUMER_WARPS 8
 #endif
-#ifndef FENCE_ALL
-#define FENCE_ALL 0  // 1: every consumer thread fences its additions before the count
+#ifndef STORE_WARP
+#define STORE_WARP 1  // 1: a warp of its own writes completed column blocks out to C
 #endif
-#ifndef WAIT_WHOLE
-#define WAIT_WHOLE 0  // 1: wait for the whole source, not just the column blocks a run reads
+#ifndef WAIT_LANES
+#define WAIT_LANES 1  // 1: a warp's lanes poll the source's counters side by side; 0: thread 0 in turn
 #endif
 #ifndef STAGES
 #error "STAGES (the ring's depth, as the shared memory allows) must be given as -DSTAGES=..."
@@ -58,7 +62,9 @@ static_assert(KC <= 256, "a TMA box has at most 256 rows");
 static_assert(KMAX % KC == 0, "KMAX is a multiple of KC: the input is zero-padded to whole boxes");
 
 #define CONSUMERS (CONSUMER_WARPS * 32)
-#define THREADS (CONSUMERS + 32)  // + the producer warp
+#define THREADS (CONSUMERS + 32 + 32 * STORE_WARP)  // + the producer warp (+ the store warp)
+#define QUEUE 64  // completed column blocks on their way to the store warp
+static_assert((QUEUE & (QUEUE - 1)) == 0, "QUEUE is a power of two: the queue's indices wrap");
 #define TILE_BYTES (KC * NC * 2)
 #define RING_BYTES (STAGES * TILE_BYTES)
 #define ACT_BYTES (MROWS * KMAX * 2)
@@ -79,28 +85,28 @@ __device__ __forceinline__ unsigned int smem_u32(const void* p) {
     return static_cast<unsigned int>(__cvta_generic_to_shared(p));
 }
 
-// Thread 0 waits until column blocks c0 / NC .. (c1 - 1) / NC of a GEMM are complete: each of
-// their counters (acquire) at `target`.
-__device__ __forceinline__ void wait_columns(const unsigned int* ctr, unsigned int target, int c0, int c1) {
-    for (int cb = c0 / NC; cb <= (c1 - 1) / NC; ++cb)
-        while (static_cast<int>(ld_acquire_gpu(ctr + cb) - target) < 0) {
-        }
+#if WAIT_LANES
+#define WAITERS 32  // warp 0's lanes, each polling every 32nd counter
+#else
+#define WAITERS 1
+#endif
+
+// Whether column blocks c0 / NC .. (c1 - 1) / NC of a GEMM are complete (their counters at
+// `target`), as far as waiter `w` of WAITERS polls them (relaxed: an acquire fence follows).
+__device__ __forceinline__ bool columns_ready(const unsigned int* ctr, unsigned int target, int c0, int c1, int w) {
+    bool ok = true;
+    for (int cb = c0 / NC + w; cb <= (c1 - 1) / NC; cb += WAITERS)
+        ok = ok && static_cast<int>(ld_relaxed_gpu(ctr + cb) - target) >= 0;
+    return ok;
 }
 
-// Thread 0 waits for the column blocks of an n-column output that hold its flat elements
-// [a, b) (a row of A is K consecutive elements of the source's rows: up to two column ranges).
-__device__ __forceinline__ void wait_flat(const unsigned int* ctr, unsigned int target, int n, int a, int b) {
-    if (b - a >= n) {
-        wait_columns(ctr, target, 0, n);
-        return;
-    }
+// The same for the column blocks of an n-column output that hold its flat elements [a, b) (a
+// row of A is K consecutive elements of the source's rows: up to two column ranges).
+__device__ __forceinline__ bool flat_ready(const unsigned int* ctr, unsigned int target, int n, int a, int b, int w) {
+    if (b - a >= n) return columns_ready(ctr, target, 0, n, w);
     const int c0 = a % n, c1 = c0 + (b - a);
-    if (c1 <= n) {
-        wait_columns(ctr, target, c0, c1);
-    } else {
-        wait_columns(ctr, target, c0, n);
-        wait_columns(ctr, target, 0, c1 - n);
-    }
+    if (c1 <= n) return columns_ready(ctr, target, c0, c1, w);
+    return columns_ready(ctr, target, c0, n, w) && columns_ready(ctr, target, 0, c1 - n, w);
 }
 
 // This block's share [len b / P, len (b+1) / P) of a workspace of `len` floats.
@@ -181,31 +187,50 @@ __device__ __forceinline__ void load_range(const float* a_src, const elem_t* x, 
     }
 }
 
-// A column block of this block's run is summed: added into the workspace, its units counted;
-// the block whose count completes the column block writes it out as C (acquire: every other
-// block's additions are in).
+// Column block cb of a GEMM, complete in the workspace, out to C (threads t of `count`).
+__device__ __forceinline__ void store_column(const float* wsg, const TokenGemm& d, int cb, int t, int count) {
+    const int c0 = cb * NC, width = min(NC, d.n - c0);
+    for (int i = t; i < MROWS * width; i += count) {
+        const int m = i / width, c = c0 + i % width;
+        d.out[m * d.n + c] = elem_from_float(__ldcg(wsg + m * d.n + c));
+    }
+}
+
+// The queue of completed column blocks, filled by consumer thread 0, emptied by the store warp.
+struct StoreQueue {
+    unsigned int tail, head;  // entries pushed, entries stored
+    int entry[QUEUE];         // GEMM << 16 | column block; -1: the launch's last
+};
+
+__device__ __forceinline__ void push(StoreQueue* q, int entry) {
+    const unsigned int t = q->tail;
+    while (t - ld_acquire_cta_shared(&q->head) >= QUEUE) {  // full: wait for the store warp
+    }
+    q->entry[t % QUEUE] = entry;
+    st_release_cta_shared(&q->tail, t + 1u);
+}
+
+// A column block of this block's run is summed: added into the workspace, its units counted by
+// thread 0 (acquire-release: the block's additions, seen through the barrier, go before the
+// count, and whoever completes the column block sees every other block's). The block whose count
+// completes it has it written out as C.
 __device__ __forceinline__ void finish_column(const float (&acc)[MROWS][8], float* sum, float* wsg,
-                                              const TokenGemm& d, unsigned int* ctr, unsigned int target,
-                                              int cb, int units, unsigned int* flag, int tid) {
+                                              const TokenGemm& d, int g, unsigned int* ctr, unsigned int target,
+                                              int cb, int units, StoreQueue* q, unsigned int* flag, int tid) {
     add_out(acc, sum, wsg, d.n, cb, tid);
-#if FENCE_ALL
-    __threadfence();  // this thread's additions before the count
-#endif
-    bar_sync(CONSUMER_BAR, CONSUMERS);
+    bar_sync(CONSUMER_BAR, CONSUMERS);  // the block's additions issued, the slabs read
     if (tid == 0) {
-        __threadfence();  // the block's additions (seen through the barrier) before the count
-        const unsigned int before = atomicAdd(ctr + cb, static_cast<unsigned int>(units));
-        __threadfence();
-        *flag = before + units == target;
+        const bool last = atom_add_acq_rel_gpu(ctr + cb, static_cast<unsigned int>(units)) + units == target;
+#if STORE_WARP
+        if (last) push(q, (g << 16) | cb);
+#else
+        *flag = last;
+#endif
     }
-    bar_sync(CONSUMER_BAR, CONSUMERS);  // also: the slabs read before they are written again
-    if (*flag) {
-        const int c0 = cb * NC, width = min(NC, d.n - c0);
-        for (int i = tid; i < MROWS * width; i += CONSUMERS) {
-            const int m = i / width, c = c0 + i % width;
-            d.out[m * d.n + c] = elem_from_float(__ldcg(wsg + m * d.n + c));
-        }
-    }
+#if !STORE_WARP
+    bar_sync(CONSUMER_BAR, CONSUMERS);
+    if (*flag) store_column(wsg, d, cb, tid, CONSUMERS);
+#endif
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
@@ -220,6 +245,7 @@ decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __res
     unsigned long long* empty = full + STAGES;
     unsigned int* launches = reinterpret_cast<unsigned int*>(empty + STAGES);
     unsigned int* flag = launches + 1;
+    StoreQueue* queue = reinterpret_cast<StoreQueue*>(launches + 2);
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     if (tid == 0) {
@@ -229,6 +255,7 @@ decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __res
         }
         fence_mbarrier_init();
         *launches = ld_acquire_gpu(sync);  // launches finished before this one
+        queue->tail = queue->head = 0;
     }
     __syncthreads();
     const unsigned int before = *launches;
@@ -264,6 +291,21 @@ decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __res
 
     float* mine = ws + (before & 1u) * ws_set;           // this launch's workspaces, zero
     float* other = ws + ((before + 1u) & 1u) * ws_set;   // the previous launch's: zeroed here
+#if STORE_WARP
+    if (warp == CONSUMER_WARPS + 1) {  // the store warp: completed column blocks out to C
+        for (unsigned int head = 0;; ++head) {
+            unsigned int tail;
+            while ((tail = ld_acquire_cta_shared(&queue->tail)) == head) {
+            }
+            const int e = queue->entry[head % QUEUE];
+            if (e < 0) return;
+            const TokenGemm d = gemms[e >> 16];
+            store_column(mine + d.ws, d, e & 0xffff, lane, 32);
+            __syncwarp();
+            if (lane == 0) st_release_cta_shared(&queue->head, head + 1u);
+        }
+    }
+#endif
     int slot = 0;
     unsigned int phase = 0;
     for (int g = 0; g < count; ++g) {
@@ -285,17 +327,24 @@ decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __res
                 }
             }
             const float* a_src = d.src >= 0 ? mine + gemms[d.src].ws : nullptr;
-            if (d.src >= 0 && tid == 0) {  // the source's column blocks holding those rows
+            if (d.src >= 0 && tid < WAITERS) {  // the source's column blocks holding those rows
                 const TokenGemm s = gemms[d.src];
                 const unsigned int target = (before + 1u) * static_cast<unsigned int>((s.k + KC - 1) / KC);
-#if WAIT_WHOLE
-                wait_columns(sync + s.ctr, target, 0, s.n);
+                const unsigned int* ctr = sync + s.ctr;
+                for (;;) {
+                    bool ok = true;
+#pragma unroll
+                    for (int m = 0; m < MROWS; ++m) {
+                        ok = ok && flat_ready(ctr, target, s.n, m * d.k + r0 * KC, m * d.k + min(r1 * KC, d.k), tid);
+                        if (r2 > 0) ok = ok && flat_ready(ctr, target, s.n, m * d.k, m * d.k + min(r2 * KC, d.k), tid);
+                    }
+#if WAIT_LANES
+                    if (__all_sync(0xffffffffu, ok)) break;
 #else
-                for (int m = 0; m < MROWS; ++m) {
-                    wait_flat(sync + s.ctr, target, s.n, m * d.k + r0 * KC, m * d.k + min(r1 * KC, d.k));
-                    if (r2 > 0) wait_flat(sync + s.ctr, target, s.n, m * d.k, m * d.k + min(r2 * KC, d.k));
-                }
+                    if (ok) break;
 #endif
+                }
+                fence_acq_rel_gpu();  // the counters' releases seen: the source's sums are in
             }
             bar_sync(CONSUMER_BAR, CONSUMERS);
             load_range(a_src, x, act, d.k, r0 * KC, r1 * KC, tid);
@@ -312,7 +361,7 @@ decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __res
             int cb = u0 / nk, kc = u0 % nk, done = 0;  // the unit's column block and K chunk, stepped
             for (int u = u0; u < u1; ++u) {
                 if (kc == nk) {  // a column block done (the same unit for every warp)
-                    finish_column(acc, sum, wsg, d, sync + d.ctr, target, cb, done, flag, tid);
+                    finish_column(acc, sum, wsg, d, g, sync + d.ctr, target, cb, done, queue, flag, tid);
 #pragma unroll
                     for (int m = 0; m < MROWS; ++m)
 #pragma unroll
@@ -343,7 +392,7 @@ decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __res
                     phase ^= 1u;
                 }
             }
-            finish_column(acc, sum, wsg, d, sync + d.ctr, target, cb, done, flag, tid);  // the last
+            finish_column(acc, sum, wsg, d, g, sync + d.ctr, target, cb, done, queue, flag, tid);  // the last
         }
         // while the input of the next GEMM is on its way: this block's share of the GEMM's
         // workspace in the other set, zero for the next launch
@@ -354,6 +403,9 @@ decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __res
     // the last block to finish counts the launch (every block has read sync[0] by then)
     bar_sync(CONSUMER_BAR, CONSUMERS);
     if (tid == 0) {
+#if STORE_WARP
+        push(queue, -1);  // the store warp's last entry
+#endif
         __threadfence();
         if (atomicAdd(sync + 1, 1u) + 1u == (before + 1u) * gridDim.x) atomicAdd(sync, 1u);
     }

@@ -418,7 +418,7 @@ def record(c: chain.Chain, full: chain.Chain, way: Way, dtype: str, spec: Spec,
         "weight_bytes": full.weight_bytes(dtype),
         "replay": "CUDA graph, whole tokens",
         "chain_version": results.CHAIN_VERSION,
-        "error": way.absent,
+        "error": None if way.absent is None else f"skipped: {way.absent}",
     }  # fmt: skip
     if way.absent is None and samples:
         med = statistics.median(samples)

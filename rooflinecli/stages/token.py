@@ -34,6 +34,7 @@ ALIGN_SLACK = 128  # the ring is moved up to a 128-byte boundary
 RECORD_BYTES = 32  # sizeof(TokenGemm)
 MIN_STAGES = 3  # boxes in flight beside the one the consumers read, at least
 WS_ALIGN = 4  # workspace offsets in floats: 16 bytes, for red.global.add.v4.f32
+QUEUE_BYTES = 8 + 4 * 64  # the store warp's queue: its tail and head, 64 entries
 
 
 @dataclass(frozen=True)
@@ -49,22 +50,24 @@ class TokenStage:
 
     @property
     def threads(self) -> int:
-        return 32 * (self.params["CONSUMER_WARPS"] + 1)  # + the producer warp
+        """The consumer warps, the producer warp and (STORE_WARP, 1 unless 0) the store warp."""
+        return 32 * (self.params["CONSUMER_WARPS"] + 1 + self.params.get("STORE_WARP", 1))
 
     def tile_bytes(self) -> int:
         return self.params["KC"] * self.params["NC"] * 2
 
     def smem_bytes(self, rows: int, kmax: int) -> int:
         """Dynamic shared memory of a build for `rows` rows of A and K up to `kmax`: the ring,
-        the input, the column sums, the mbarriers, the launch count and a flag (kernel's layout)."""
+        the input, the column sums, the mbarriers, the launch count, a flag and the store
+        warp's queue (the kernel's layout)."""
         return self._fixed(rows, kmax) + self.stages(rows, kmax) * (self.tile_bytes() + 16)
 
     def _fixed(self, rows: int, kmax: int) -> int:
         """All but the ring: the alignment slack, the input (elem_t), each consumer warp's
-        column sums (float), the launch count and the flag."""
+        column sums (float), the launch count, the flag and the queue."""
         p = self.params
         return (ALIGN_SLACK + rows * self.kmax(kmax) * 2
-                + p["CONSUMER_WARPS"] * rows * p["NC"] * 4 + 16)  # fmt: skip
+                + p["CONSUMER_WARPS"] * rows * p["NC"] * 4 + 8 + QUEUE_BYTES)  # fmt: skip
 
     def kmax(self, k: int) -> int:
         kc = self.params["KC"]
