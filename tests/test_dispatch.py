@@ -412,3 +412,31 @@ def test_the_twin_takes_the_nearest_rows_it_is_tuned_over():
         == "wgmma_swapab@BM=256"
     )
     assert not stages.BY_NAME["wgmma_tma"].any_pitch
+
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def test_a_gpu_no_table_names_takes_the_tables_of_its_architecture(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))  # no user table
+    monkeypatch.setenv(dispatch.SET_ASIDE, "h100-sxm5")  # the H100's own table, where shipped
+    (table,) = dispatch.tables_for(H100)
+    assert (table.where, table.device, table.borrowed) == (SHIPPED, H200, True)
+    pick = dispatch.resolve(256, 4096, 4096, "bf16", [table], H100)
+    own = dispatch.resolve(256, 4096, 4096, "bf16", shipped(), H200)
+    assert pick.stage.name == own.stage.name
+    assert pick.table == f"{SHIPPED} (made on {H200}, the same architecture)"
+    assert pick.fields()["dispatch_table"] == pick.table
+    # another architecture (sm_80) borrows nothing: the one line of test_no_table_is_one_line
+    assert dispatch.tables_for("NVIDIA A100-SXM4-80GB") == []
+    assert dispatch.tables_for("RTX 9999") == []
+
+
+def test_a_table_made_on_the_gpu_sets_the_borrowed_one_aside(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    e1 = dispatch.Entry("bf16", "M=1 N=1k-8k K=1k-8k", "gemv_vector", {}, "measured here")
+    path = dispatch.save_user(H100, [e1])
+    monkeypatch.setenv(dispatch.SET_ASIDE, "h100-sxm5")
+    tables = dispatch.tables_for(H100)
+    assert [(t.where, t.borrowed) for t in tables] == [(str(path), False), (SHIPPED, True)]
+    assert dispatch.resolve(1, 4096, 4096, "bf16", tables, H100).stage.name == "gemv_vector"

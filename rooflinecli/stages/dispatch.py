@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -28,6 +29,7 @@ from types import MappingProxyType
 from typing import Any
 
 from rooflinecli import files, paths
+from rooflinecli.core import specs
 from rooflinecli.errors import RooflineError
 from rooflinecli.stages import gemm
 
@@ -102,6 +104,7 @@ class Table:
     device: str
     where: str  # the file it was read from
     entries: tuple[Entry, ...]
+    borrowed: bool = False  # made on another GPU of the same architecture (_kin_tables)
 
 
 @dataclass(frozen=True)
@@ -163,12 +166,18 @@ def load_toml(path: Path) -> tuple[list[str], Table]:
     )
 
 
+# Shipped tables to leave out, by file stem, comma-separated: a run that measures how a GPU does
+# without the table made on it (benchmarks/h100.sh's `borrowed` step sets h100-sxm5).
+SET_ASIDE = "ROOFLINE_SET_ASIDE_TABLES"
+
+
 def shipped_tables() -> list[tuple[list[str], Table]]:
     try:
         folder = paths.data_dir("dispatch")
     except FileNotFoundError:
         return []
-    return [load_toml(p) for p in sorted(folder.glob("*.toml"))]
+    aside = {x.strip() for x in os.environ.get(SET_ASIDE, "").split(",") if x.strip()}
+    return [load_toml(p) for p in sorted(folder.glob("*.toml")) if p.stem not in aside]
 
 
 def _slug(device_name: str) -> str:
@@ -215,14 +224,46 @@ def save_user(device_name: str, entries: Iterable[Entry]) -> Path:
     return p
 
 
+def _spec_of_table(path: Path) -> Any:
+    """The spec a shipped table names (`spec = ...`), or None where it names none we know."""
+    try:
+        name = paths.read_toml(path, "tune table").get("spec")
+        return specs.resolve(str(name)) if name else None
+    except RooflineError:
+        return None
+
+
+def _kin_tables(device_name: str, shipped: list[tuple[list[str], Table]]) -> list[Table]:
+    """Shipped tables made on other GPUs of this GPU's architecture (the same compute
+    capability, as the specs say), nearest first: the SM count, then the HBM bandwidth. What a
+    GPU no table names runs `--stages best` from; each pick says which table it came from."""
+    try:
+        mine = specs.for_device(device_name)
+    except RooflineError:
+        return []
+    kin: list[tuple[tuple[float, float], Table]] = []
+    for _names, table in shipped:
+        spec = _spec_of_table(Path(table.where))
+        if spec is None or spec.compute_capability != mine.compute_capability:
+            continue
+        distance = (
+            abs(spec.sm_count - mine.sm_count) / mine.sm_count,
+            abs(spec.memory_bandwidth_gbs - mine.memory_bandwidth_gbs) / mine.memory_bandwidth_gbs,
+        )
+        kin.append((distance, replace(table, borrowed=True)))
+    return [t for _d, t in sorted(kin, key=lambda x: x[0])]
+
+
 def tables_for(device_name: str) -> list[Table]:
-    """The tables that speak for this device, the user's first."""
+    """The tables that speak for this device, the user's first, then the shipped one made on
+    it; where none was made on it, the shipped tables of its architecture (`_kin_tables`)."""
     out: list[Table] = []
     user = load_user(device_name)
     if user is not None:
         out.append(user)
-    out += [t for names, t in shipped_tables() if device_name in names]
-    return out
+    shipped = shipped_tables()
+    own = [t for names, t in shipped if device_name in names]
+    return out + (own or _kin_tables(device_name, shipped))
 
 
 def label(base: gemm.Stage, params: dict[str, int]) -> str:
@@ -287,12 +328,14 @@ def resolve(m: int, n: int, k: int, dtype: str, tables: list[Table], device: str
     ranked.sort(key=lambda x: x[0])
     for _rank, e, table in ranked:
         stage = _stage_of(e)
+        where = table.where + (f" (made on {table.device}, the same architecture)"
+                               if table.borrowed else "")  # fmt: skip
         if stage.refuses(m, n, k) is None:
-            return Pick(stage, want, e.shape_class, table.where, e.source)
+            return Pick(stage, want, e.shape_class, where, e.source)
         twin = _any_pitch(e, m, n, k)
         if twin is not None:
             note = f"{e.source} (at this pitch: {twin.name}, the same rows at any pitch)"
-            return Pick(twin, want, e.shape_class, table.where, note.strip())
+            return Pick(twin, want, e.shape_class, where, note.strip())
     return _registry_pick(m, n, k, dtype, want, "no table entry runs the shape")
 
 

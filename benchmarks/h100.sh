@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The figures of the seed's GPU, the H100 SXM, beside the H200's: every document ends in -h100
+# (benchmarks/results/) and the calibration is benchmarks/calibration/h100.json. Each step takes
+# under 10 minutes, so that they can be made one at a time on a machine lent for a few minutes.
+#
+#   bash benchmarks/h100.sh OUTDIR [STEP...]     (default: every step, ~12 min)
+#
+# Steps:
+#   roofs      `roofline calibrate` (the read roof the token and decode figures stand against)
+#   main       the main job, `run gemm --m 4096` (the FP32 ladder beside cuBLAS SGEMM)
+#   ladder     the Tensor Core ladder at 8192^3 and 4096^3, bf16 and fp16
+#   attention  the attention ladder at B2 H16 N8192 D128, bf16
+#   fp8        every FP8 stage at 8192^3 beside cuBLASLt in both accumulation modes
+#   borrowed   `--stages best` over the public, odd and held-out sets with the H100's own table
+#              set aside: the picks of the table made on the H200 (the same architecture)
+#   grid       `tune dispatch` over benchmarks/shapes/grid.txt (shapes.sh's candidates), then
+#              the H100's table from it (OUTDIR/h100-sxm5.toml; copy it to dispatch/)
+#   own        `--stages best` over the same sets with the H100's own table (OUTDIR's, where the
+#              grid step made one, else the shipped dispatch/h100-sxm5.toml)
+#   token      LLaMA-7B's decode token as a dependent chain (`run llm --chain`), bf16 batch 1,
+#              3 and 16, fp16 batch 1, against the read roof of the roofs step
+source "$(dirname "$0")/lib.sh"
+suite "$@"
+
+shapes() { grep -v '^#' "benchmarks/shapes/$1.txt" | grep . | paste -sd, -; }
+FP8=wgmma_fp8,wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_pingpong,wgmma_fp8_persistent
+DEVICE="NVIDIA H100 80GB HBM3"
+
+step_roofs() { calibration h100.json; }
+
+roof() { [ -s "$OUT/h100.json" ] && echo "--calibration $OUT/h100.json"; }
+
+step_main() { doc gemm-fp32-4096-ladder-h100.json 120 run gemm --m 4096; }
+
+step_ladder() {
+  local dt
+  for dt in bf16 fp16; do
+    doc "gemm-$dt-8192-h100.json" 150 run gemm --m 8192 --dtype "$dt"
+    doc "gemm-$dt-4096-h100.json" 120 run gemm --m 4096 --dtype "$dt"
+  done
+}
+
+step_attention() {
+  doc attn-b2-h16-n8192-d128-bf16-h100.json 150 run attention --dtype bf16 \
+    --shapes 2x16x8192x128 --budget-ms 200
+}
+
+step_fp8() {
+  doc gemm-fp8-8192-h100.json 120 run gemm --dtype fp8 --m 8192 --stages "$FP8" --budget-ms 150
+}
+
+# best_over NAME DTYPE SET: `run gemm --stages best` over benchmarks/shapes/SET.txt into NAME
+# (a cache of its own: no user table)
+best_over() {
+  ROOFLINE_CACHE_DIR=$OUT/cache doc "$1" 150 run gemm --stages best --dtype "$2" \
+    --sizes "$(shapes "$3")" --budget-ms 20 --no-chart
+  python3 benchmarks/summarize_best.py "$OUT/$1" 2>&1 | tail -1
+}
+
+step_borrowed() {
+  local dt set
+  export ROOFLINE_SET_ASIDE_TABLES=h100-sxm5
+  for dt in bf16 fp16; do
+    for set in public odd heldout; do
+      best_over "gemm-$dt-$set-best-borrowed-h100.json" "$dt" "$set"
+    done
+  done
+  unset ROOFLINE_SET_ASIDE_TABLES
+}
+
+step_grid() {
+  # the candidates of each M of the grid are shapes.sh's
+  eval "$(sed -n '/^declare -A CAND/,/^)/p;/^GRID_MS=/p' benchmarks/shapes.sh)"
+  local dt m all items
+  export ROOFLINE_CACHE_DIR=$OUT/cache-grid  # the grid's own user table (tune dispatch saves one)
+  all=$(for m in $GRID_MS; do printf '%s,' "${CAND[$m]}"; done)
+  items=$(python3 -c "import sys; from rooflinecli.stages import gemm
+print(' '.join(s.name for s in gemm.select(sys.argv[1].rstrip(','), 'fp16') if not s.reference))" \
+    "$all")
+  # shellcheck disable=SC2086  # one argument per stage or variant
+  precompile $items
+  for dt in bf16 fp16; do
+    for m in $GRID_MS; do
+      doc "tune-dispatch-grid-$dt-m$m-h100.json" 120 \
+        tune dispatch --dtype "$dt" --budget-ms 10 --stages "${CAND[$m]}" \
+        --sizes "$(grep -v '^#' benchmarks/shapes/grid.txt | grep "^${m}x" | paste -sd, -)"
+    done
+  done
+  python3 benchmarks/seed_dispatch.py "$DEVICE" h100-sxm5 "$OUT"/tune-dispatch-grid-*-h100.json \
+    > "$OUT/h100-sxm5.toml" && echo "   the H100's table: $OUT/h100-sxm5.toml"
+  unset ROOFLINE_CACHE_DIR
+}
+
+step_own() {
+  local dt set
+  [ -s "$OUT/h100-sxm5.toml" ] && cp "$OUT/h100-sxm5.toml" dispatch/h100-sxm5.toml
+  for dt in bf16 fp16; do
+    for set in public odd heldout; do
+      best_over "gemm-$dt-$set-best-h100.json" "$dt" "$set"
+    done
+  done
+}
+
+step_token() {
+  local ways=best,best+pdl,token,cublas,torch
+  doc token-llama-7b-bf16-h100.json 150 run llm --chain --preset llama-7b --dtype bf16 \
+    --batch 1,3,16 --ways "$ways" $(roof)
+  doc token-llama-7b-fp16-h100.json 90 run llm --chain --preset llama-7b --dtype fp16 \
+    --batch 1 --ways "$ways" $(roof)
+}
+
+run_steps roofs main ladder attention fp8 borrowed grid own token
