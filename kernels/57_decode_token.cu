@@ -39,6 +39,9 @@
 #ifndef WAIT_LANES
 #define WAIT_LANES 1  // 1: a warp's lanes poll the source's counters side by side; 0: thread 0 in turn
 #endif
+#ifndef PREFETCH
+#define PREFETCH 0  // boxes the producer's L2 prefetches run ahead of its loads (0: none)
+#endif
 #ifndef STAGES
 #error "STAGES (the ring's depth, as the shared memory allows) must be given as -DSTAGES=..."
 #endif
@@ -52,7 +55,7 @@
 #include "sm70/named_barrier.cuh"   // bar_sync
 #include "sm90/mbarrier.cuh"        // the ring's full and empty barriers
 #include "sm90/red.cuh"             // red.global.add.v4.f32
-#include "sm90/tma.cuh"             // TmaMap, tma_load_2d
+#include "sm90/tma.cuh"             // TmaMap, tma_load_2d, tma_prefetch_2d_l2
 
 static_assert(!ELEM_FP32, "the token kernel streams 16-bit weights (fp16 or bf16)");
 static_assert(MROWS >= 1 && MROWS <= 4, "MROWS is 1 to 4: the input of every GEMM sits in shared memory");
@@ -60,6 +63,7 @@ static_assert(NC == 32 * 8, "NC is 256: a warp's 32 lanes read one box row, 8 el
 static_assert(KC % CONSUMER_WARPS == 0, "each consumer warp takes KC / CONSUMER_WARPS rows of a box");
 static_assert(KC <= 256, "a TMA box has at most 256 rows");
 static_assert(KMAX % KC == 0, "KMAX is a multiple of KC: the input is zero-padded to whole boxes");
+static_assert(PREFETCH >= 0, "PREFETCH counts boxes ahead of the loads");
 
 #define CONSUMERS (CONSUMER_WARPS * 32)
 #define THREADS (CONSUMERS + 32 + 32 * STORE_WARP)  // + the producer warp (+ the store warp)
@@ -233,6 +237,37 @@ __device__ __forceinline__ void finish_column(const float (&acc)[MROWS][8], floa
 #endif
 }
 
+// The producer's walk over this block's units of every GEMM in turn (column block major).
+struct Walk {
+    int g, u, u1, nk, cb, kc;  // the GEMM, the unit and the run's end, K chunks, the unit's place
+};
+
+// From GEMM w.g on, the first whose run (this block's share of its units) is not empty.
+__device__ __forceinline__ void walk_from(Walk& w, const TokenGemm* gemms, int count) {
+    for (; w.g < count; ++w.g) {
+        w.nk = (gemms[w.g].k + KC - 1) / KC;
+        int u0;
+        share_of(((gemms[w.g].n + NC - 1) / NC) * w.nk, u0, w.u1);
+        if (w.u1 > u0) {
+            w.u = u0;
+            w.cb = u0 / w.nk;
+            w.kc = u0 % w.nk;
+            return;
+        }
+    }
+}
+
+__device__ __forceinline__ void walk_next(Walk& w, const TokenGemm* gemms, int count) {
+    if (++w.kc == w.nk) {
+        w.kc = 0;
+        ++w.cb;
+    }
+    if (++w.u == w.u1) {
+        ++w.g;
+        walk_from(w, gemms, count);
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __restrict__ maps,
              const elem_t* __restrict__ x, float* ws, long long ws_set, unsigned int* sync) {
@@ -264,25 +299,32 @@ decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __res
         if (lane == 0) {
             int slot = 0;
             unsigned int phase = 0;
-            for (int g = 0; g < count; ++g) {
-                const int n = gemms[g].n, k = gemms[g].k;
-                const int nk = (k + KC - 1) / KC, units = ((n + NC - 1) / NC) * nk;
-                int u0, u1;
-                share_of(units, u0, u1);
-                int cb = u0 / nk, kc = u0 % nk;  // the unit's column block and K chunk, stepped
-                for (int u = u0; u < u1; ++u) {
-                    mbar_wait(smem_u32(empty + slot), phase ^ 1u);  // the consumers are done with it
-                    mbar_arrive_expect_tx(smem_u32(full + slot), TILE_BYTES);
-                    tma_load_2d(smem_u32(ring + slot * TILE_BYTES), maps + g, smem_u32(full + slot),
-                                cb * NC, kc * KC);
-                    if (++kc == nk) {
-                        kc = 0;
-                        ++cb;
-                    }
-                    if (++slot == STAGES) {
-                        slot = 0;
-                        phase ^= 1u;
-                    }
+            Walk load{};
+            walk_from(load, gemms, count);
+#if PREFETCH
+            // L2 prefetches PREFETCH boxes ahead: while the ring is full (its consumers wait
+            // for their input), HBM goes on streaming the weights that come next into L2
+            Walk ahead = load;
+            for (int i = 0; i < PREFETCH && ahead.g < count; ++i) {
+                tma_prefetch_2d_l2(maps + ahead.g, ahead.cb * NC, ahead.kc * KC);
+                walk_next(ahead, gemms, count);
+            }
+#endif
+            while (load.g < count) {
+                mbar_wait(smem_u32(empty + slot), phase ^ 1u);  // the consumers are done with it
+                mbar_arrive_expect_tx(smem_u32(full + slot), TILE_BYTES);
+                tma_load_2d(smem_u32(ring + slot * TILE_BYTES), maps + load.g, smem_u32(full + slot),
+                            load.cb * NC, load.kc * KC);
+#if PREFETCH
+                if (ahead.g < count) {
+                    tma_prefetch_2d_l2(maps + ahead.g, ahead.cb * NC, ahead.kc * KC);
+                    walk_next(ahead, gemms, count);
+                }
+#endif
+                walk_next(load, gemms, count);
+                if (++slot == STAGES) {
+                    slot = 0;
+                    phase ^= 1u;
                 }
             }
         }

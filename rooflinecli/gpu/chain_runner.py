@@ -167,24 +167,26 @@ def ours(cp, stream, bufs: Buffers, picks: dict[tuple[int, int, int], Any], arch
     return _cupy_way(cp, stream, name, bufs, launches, stages)
 
 
-def token_way(cp, stream, bufs: Buffers, arch: str, sm_count: int) -> Way:  # type: ignore[no-untyped-def]
-    """Stage 57 (rooflinecli.gpu.token): the whole chain in one persistent launch, on the same
-    weights, input and outputs; absent, with why, where the stage refuses the chain."""
+def token_way(cp, stream, bufs: Buffers, arch: str, sm_count: int, stage: Any = None,
+              name: str = TOKEN) -> Way:  # type: ignore[no-untyped-def]  # fmt: skip
+    """Stage 57 (rooflinecli.gpu.token; `stage`: a variant of it): the whole chain in one
+    persistent launch, on the same weights, input and outputs; absent, with why, where the stage
+    refuses the chain."""
     from rooflinecli.gpu import token
     from rooflinecli.stages.token import TOKEN_BY_NAME
 
-    stage = TOKEN_BY_NAME["decode_token"]
+    stage = stage or TOKEN_BY_NAME["decode_token"]
     c = bufs.chain
     why = stage.refuses(bufs.dtype, c.batch, c.shapes)
     if why:
-        return Way(TOKEN, absent=why)
+        return Way(name, absent=why)
     with stream:
         launch, meta = token.launcher(
             cp, stage, arch, sm_count, bufs.dtype, c.batch, bufs.x, bufs.w, bufs.out,
             [(x.n, x.k) for x in c.links], [x.source for x in c.links],
         )  # fmt: skip
     stream.synchronize()
-    way = _cupy_way(cp, stream, TOKEN, bufs, [launch], [stage.name] * len(c.links))
+    way = _cupy_way(cp, stream, name, bufs, [launch], [stage.name] * len(c.links))
     way.build, way.kernels = meta, 1
     return way
 

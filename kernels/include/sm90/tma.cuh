@@ -47,6 +47,14 @@ __device__ __forceinline__ void tma_load_2d_multicast(unsigned int dst, const Tm
         "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
         : "memory");
 }
+// cp.async.bulk.prefetch.tensor.2d.L2: bring the box of the map at (c0, c1) into L2, with no
+// shared memory, no barrier and nothing to wait for (a later load of the box hits L2).
+__device__ __forceinline__ void tma_prefetch_2d_l2(const TmaMap* map, int c0, int c1) {
+    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(
+                     reinterpret_cast<unsigned long long>(map)),
+                 "r"(c0), "r"(c1)
+                 : "memory");
+}
 // cp.async.bulk.tensor.2d store: a box of shared memory at src (laid out as the map says) to the
 // tensor at (c0, c1); elements outside the tensor are not written. Completion: bulk groups.
 __device__ __forceinline__ void tma_store_2d(const TmaMap* map, unsigned int src, int c0, int c1) {
