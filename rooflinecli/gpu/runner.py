@@ -389,11 +389,15 @@ def launcher(  # type: ignore[no-untyped-def]
         "local_bytes": local,
         "grid": list(grid),
         "block": list(block),
+        # the output tiles and the SMs they ran on: the waves of the verdict (core/waves.py)
+        "tiles": -(-g.m // stage.tile[0]) * -(-g.n // stage.tile[1]),
         "params": dict(stage.params),
         "b_layout": ("nk, stored so" if b_nk is not None and stage.b_layout == "nk" else "kn")
         if convert is None
         else "nk, transposed from the contract's B in every timed launch (charged)",
     }
+    if sm_count:
+        meta["sm_count"] = sm_count
     if convert is not None:
         meta["_convert"] = convert
     return launch, meta

@@ -17,6 +17,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, TypeGuard
 
+from rooflinecli.core import waves
 from rooflinecli.core.roofs import shape_key
 
 KINDS = ("stage", "reference", "user")
@@ -208,6 +209,9 @@ def stage_line(
         ):
             why = r.get("slower_because")
             text += f" Slower than {before['stage']}" + (f": {why}." if why else ".")
+        launched = waves.sentence(r)  # what it launched, for records that say so
+        if launched and r.get("kind") != "reference":
+            text += f" {launched[0].upper()}{launched[1:]}."
     else:  # a model: where its load instructions alone would leave it
         text = head + _by_instruction(r)
     return text + (_next(r, nxt) if r.get("kind") != "reference" else "")

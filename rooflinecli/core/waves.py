@@ -1,0 +1,79 @@
+"""Why a GEMM stage lands where it does at a shape, from its record alone: the output tiles it
+launched and the waves they made over the SMs, the share of the last wave's SMs left idle, and
+the time its roofs allow against the time it took. Pure arithmetic on record fields (`tiles`,
+`grid`, `sm_count`, `blocks_per_sm`, `flops`, `attainable_tflops`, `time_ms`), so a document
+reads the same with any later registry.
+
+    64 tiles on 132 SMs: one wave at 48%; the roofs allow 9.1 us, it took 25.9 us (2.8x)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+
+class Waves(NamedTuple):
+    tiles: int  # work units: output tiles (times split-K's runs where the grid has them)
+    slots: int  # blocks resident at once: SMs x blocks per SM
+    sm_count: int
+    waves: float  # tiles over the blocks that run at once
+    last_busy: float  # of the last wave, the share of the resident slots that have a tile
+
+
+def _int(v: Any) -> int | None:
+    if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+        return v
+    return None
+
+
+def waves(r: dict[str, Any]) -> Waves | None:
+    """The waves of a record that says what it launched (None where it does not)."""
+    tiles, sms = _int(r.get("tiles")), _int(r.get("sm_count"))
+    grid = r.get("grid")
+    if tiles is None or sms is None or not isinstance(grid, list) or len(grid) != 3:
+        return None
+    dims = [_int(x) for x in grid]
+    if any(d is None for d in dims):
+        return None
+    blocks = math.prod(d for d in dims if d is not None)
+    per_sm = _int(r.get("blocks_per_sm")) or 1
+    work = tiles * (dims[2] or 1)  # split-K's runs are grid z: each a unit of work
+    slots = min(blocks, sms * per_sm)  # a persistent grid walks the tiles with fewer blocks
+    count = math.ceil(work / slots)
+    last = work - (count - 1) * slots
+    return Waves(work, slots, sms, work / slots, last / (sms * per_sm))
+
+
+def roof_time_ms(r: dict[str, Any]) -> float | None:
+    """The time the record's roofs allow at its ideal intensity (FLOPs over the attainable
+    speed), in ms."""
+    flops, at = r.get("flops"), r.get("attainable_tflops")
+    if not isinstance(flops, int | float) or not isinstance(at, int | float) or at <= 0:
+        return None
+    if not math.isfinite(flops) or not math.isfinite(at) or flops <= 0:
+        return None
+    return float(flops) / (float(at) * 1e12) * 1e3
+
+
+def _us(ms: float) -> str:
+    us = ms * 1e3
+    return f"{us:,.0f} us" if us >= 100 else f"{us:.3g} us"
+
+
+def sentence(r: dict[str, Any]) -> str | None:
+    """'64 tiles on 132 SMs: one wave at 48%; the roofs allow 9.1 us, it took 25.9 us (2.8x)',
+    or None for a record that does not say what it launched."""
+    w = waves(r)
+    if w is None:
+        return None
+    unit = "tile" if w.tiles == 1 else "tiles"
+    if w.waves <= 1:
+        text = f"{w.tiles} {unit} on {w.sm_count} SMs: one wave at {100 * w.last_busy:.0f}%"
+    else:
+        text = (f"{w.tiles} {unit} on {w.sm_count} SMs: {w.waves:.2f} waves, the last at "
+                f"{100 * w.last_busy:.0f}%")  # fmt: skip
+    allow, took = roof_time_ms(r), r.get("time_ms")
+    if allow and isinstance(took, int | float) and math.isfinite(took) and took > 0:
+        text += f"; the roofs allow {_us(allow)}, it took {_us(took)} ({took / allow:.1f}x)"
+    return text

@@ -1,0 +1,61 @@
+"""Why a stage lands where it does: tiles, waves and the last wave's idle SMs, and the time the
+roofs allow, from the record alone (rooflinecli.core.waves), and in the verdict's line."""
+
+from __future__ import annotations
+
+import pytest
+
+from rooflinecli.core import waves
+from rooflinecli.present import verdict
+
+
+def rec(**kw):
+    base = {"tiles": 64, "sm_count": 132, "grid": [64, 1, 1], "blocks_per_sm": 1,
+            "flops": 2 * 256 * 4096 * 4096, "attainable_tflops": 800.0, "time_ms": 0.0259}  # fmt: skip
+    return {**base, **kw}
+
+
+def test_one_wave_names_the_share_of_the_sms_it_fills():
+    assert waves.sentence(rec()) == (
+        "64 tiles on 132 SMs: one wave at 48%; the roofs allow 10.7 us, it took 25.9 us (2.4x)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("grid", "per_sm", "tiles", "want_waves", "want_last"),
+    [
+        ([300, 1, 1], 1, 300, 300 / 132, 36 / 132),  # 2 full waves and 36 tiles
+        ([20, 15, 1], 2, 300, 300 / 264, 36 / 264),  # two blocks a SM: 264 at once
+        ([132, 1, 1], 1, 1024, 1024 / 132, 100 / 132),  # persistent: 132 blocks walk 1024 tiles
+        ([64, 1, 3], 1, 64, 192 / 132, 60 / 132),  # split-K: 3 runs of K a tile
+    ],
+)
+def test_waves_count_tiles_over_the_blocks_resident_at_once(grid, per_sm, tiles, want_waves,
+                                                            want_last):  # fmt: skip
+    w = waves.waves(rec(grid=grid, blocks_per_sm=per_sm, tiles=tiles))
+    assert w is not None
+    assert w.waves == pytest.approx(want_waves) and w.last_busy == pytest.approx(want_last)
+
+
+@pytest.mark.parametrize("field", ["tiles", "sm_count", "grid"])
+def test_a_record_that_does_not_say_what_it_launched_has_no_sentence(field):
+    r = rec()
+    del r[field]
+    assert waves.sentence(r) is None
+    assert waves.sentence(rec(**{field: "64"})) is None
+
+
+def test_no_roof_time_without_a_finite_speed():
+    assert waves.sentence(rec(attainable_tflops=None)) == "64 tiles on 132 SMs: one wave at 48%"
+    assert waves.roof_time_ms(rec(flops=float("nan"))) is None
+
+
+def test_the_verdict_line_says_it_after_the_position():
+    r = rec(kind="stage", stage="wgmma_tma", roof="compute", ai_ideal=200.0, ridge_point=206.0,
+            tflops=20.7, pct_of_roof=2.6, peak_tflops=989.4)  # fmt: skip
+    line = verdict.stage_line(r, None, None, None, with_bound=False)
+    assert line.endswith(
+        ". 64 tiles on 132 SMs: one wave at 48%; the roofs allow 10.7 us, it took 25.9 us (2.4x)."
+    )
+    del r["tiles"]
+    assert "tiles" not in verdict.stage_line(r, None, None, None, with_bound=False)
