@@ -9,7 +9,8 @@
 #   bash benchmarks/token.sh OUTDIR [STEP...]     (default: every step, ~2.5 min)
 #
 # Steps: roof (the calibration, benchmarks/calibration/h200-token.json), bf16 (batch 1, 3, 16
-# and 64), fp16 (batch 1 and 16), single (a chain of one 1 x 4096 x 4096 GEMM beside
+# and 64), fp16 (batch 1 and 16), llama3 (LLaMA-3-8B, bf16, batch 1 and 3: its own target,
+# rooflinecli.core.chain.MODEL_TARGETS), single (a chain of one 1 x 4096 x 4096 GEMM beside
 # `run gemm --no-flush` at that shape: the two should agree within 3%).
 source "$(dirname "$0")/lib.sh"
 suite "$@"
@@ -34,6 +35,11 @@ step_fp16() {
     --batch 1,16 --ways "$WAYS" $(roof)
 }
 
+step_llama3() {  # a GQA model: 8 K/V heads of 32, FFN 14336, a 128256-word lm_head
+  doc token-llama-3-8b-bf16.json 90 run llm --chain --preset llama-3-8b --dtype bf16 \
+    --batch 1,3 --ways "$WAYS" $(roof)
+}
+
 step_single() {  # a chain of one GEMM against the per-GEMM timing without a flush
   doc token-single-1x4096x4096-bf16.json 40 run llm --chain --chain-shape 1x4096x4096 \
     --dtype bf16 --ways best,cublas --repeats 200
@@ -43,4 +49,4 @@ step_single() {  # a chain of one GEMM against the per-GEMM timing without a flu
     "$OUT/gemm-bf16-1x4096x4096-no-flush.json"
 }
 
-run_steps roof bf16 fp16 single
+run_steps roof bf16 fp16 llama3 single

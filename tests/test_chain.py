@@ -584,3 +584,19 @@ def test_the_timelines_signed_difference_may_be_below_zero_a_time_may_not():
     results._check_number(-0.01, "tracing_overhead", "record 0")
     with pytest.raises(RooflineError, match="at least 0"):
         results._check_number(-0.004, "time_ms", "record 0")
+
+
+def test_a_model_with_targets_of_its_own_is_held_to_them():
+    recs = [
+        {"batch": 1, "stage": "cublas", "time_ms": 5.4, "read_roof_share": 0.7},
+        {"batch": 1, "stage": "token", "time_ms": 5.0, "read_roof_share": 0.76},
+    ]
+    mine = chain.verdicts(recs, ("token",), "llama-3-8b")
+    assert [(v["what"], v["target"], v["ok"]) for v in mine] == [
+        ("cublas_over_ours", 1.05, True)
+    ]
+    assert mine[0]["value"] == pytest.approx(1.08)
+    default = chain.verdicts(recs, ("token",))
+    assert [(v["what"], v["target"], v["ok"]) for v in default] == [
+        ("cublas_over_ours", 1.10, False), ("read_roof_share", 0.85, False)
+    ]  # fmt: skip
