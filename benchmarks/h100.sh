@@ -17,8 +17,8 @@
 #              the H100's table from it (OUTDIR/h100-sxm5.toml; copy it to dispatch/)
 #   own        `--stages best` over the same sets with the H100's own table (OUTDIR's, where the
 #              grid step made one, else the shipped dispatch/h100-sxm5.toml)
-#   token      LLaMA-7B's decode token as a dependent chain (`run llm --chain`), bf16 batch 1,
-#              3 and 16, fp16 batch 1, against the read roof of the roofs step
+#   token      the decode token as a dependent chain (`run llm --chain`): LLaMA-7B bf16 batch 1,
+#              3 and 16, fp16 batch 1, LLaMA-3-8B bf16 batch 1, against the roofs step's read roof
 source "$(dirname "$0")/lib.sh"
 suite "$@"
 
@@ -106,6 +106,8 @@ step_token() {
   doc token-llama-7b-bf16-h100.json 150 run llm --chain --preset llama-7b --dtype bf16 \
     --batch 1,3,16 --ways "$ways" $(roof)
   doc token-llama-7b-fp16-h100.json 90 run llm --chain --preset llama-7b --dtype fp16 \
+    --batch 1 --ways "$ways" $(roof)
+  doc token-llama-3-8b-bf16-h100.json 90 run llm --chain --preset llama-3-8b --dtype bf16 \
     --batch 1 --ways "$ways" $(roof)
 }
 
