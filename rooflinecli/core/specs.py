@@ -245,6 +245,35 @@ def resolve(name_or_path: str) -> Spec:
 DEFAULT = "h200-sxm"
 
 
+class Chosen(NamedTuple):
+    """The spec a run uses and why, in the words a command's title gives."""
+
+    spec: Spec
+    why: str
+
+
+def choose(given: str | None, device_name: str | None, default: str | None = DEFAULT) -> Chosen:
+    """The spec a run uses: the one given (--spec: a registry name or a TOML file), else the
+    spec of the GPU the run is on (`device_name` as the GPU reports it), else `default` (DEFAULT:
+    no GPU, or a GPU no spec names). With default=None a GPU no spec names, or none, is an error.
+
+    The one place this is decided; the caller asks the GPU its name (no GPU code here)."""
+    if given:
+        return Chosen(resolve(given), "given")
+    if device_name:
+        try:
+            return Chosen(for_device(device_name), f"detected {device_name}")
+        except RooflineError:
+            if default is None:
+                raise
+            return Chosen(
+                resolve(default), f"no spec matches {device_name}: the default, --spec chooses"
+            )
+    if default is None:
+        raise RooflineError("no GPU here names a spec: pass --spec (a name from `roofline specs`)")
+    return Chosen(resolve(default), "no GPU: the default, --spec chooses")
+
+
 def for_device(device_name: str) -> Spec:
     """The spec whose device_names holds the name the running GPU reports."""
     want = device_name.strip().lower()

@@ -245,7 +245,7 @@ def setup(spec_arg: str | None) -> tuple[Any, dict[str, Any], Spec, str, int, oc
 
     cp = device.cupy()
     dev = device.info()
-    spec = specs.resolve(spec_arg) if spec_arg else specs.for_device(dev["name"])
+    spec = specs.choose(spec_arg, dev["name"], default=None).spec
     cc = int(dev["compute_capability"].replace(".", ""))
     return cp, dev, spec, dev["arch"], cc, occupancy.SmLimits.from_spec(spec)
 

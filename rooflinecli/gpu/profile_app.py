@@ -482,7 +482,7 @@ def build_document(
     from rooflinecli.gpu import calibrate
 
     device = device_from_rows(run.rows)
-    spec = specs.resolve(spec_arg) if spec_arg else specs.for_device(device["name"])
+    spec = specs.choose(spec_arg, device["name"], default=None).spec
     if calibration is None:
         calibration = calibrate.load_calibration(
             device["name"], device.get("driver"), device.get("clock_sm_max_mhz")
