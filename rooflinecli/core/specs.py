@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 from rooflinecli import names
+from rooflinecli.core import roof_keys
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import data_dir, read_toml
 
@@ -55,17 +56,6 @@ _FIELDS: dict[str, tuple[type, bool, tuple[float, float] | None]] = {
 # fields a vendor may not publish (a B200's SM count, say): absent, they are None
 OPTIONAL = ("sm_count", "boost_clock_mhz", "l2_cache_mib")
 
-# dtype of a GEMM -> the peak key whose roof it is placed under (Tensor Core for 16-bit types).
-DTYPE_PEAK: dict[str, str] = {
-    "fp64": "fp64",
-    "fp32": "fp32",
-    "tf32": "tf32_tensor_dense",
-    "fp16": "fp16_tensor_dense",
-    "bf16": "bf16_tensor_dense",
-    "fp8": "fp8_tensor_dense",
-    "int8": "int8_tensor_dense",
-}
-
 
 class Spec(NamedTuple):
     """One GPU's datasheet, as its specs/NAME.toml gives it (validated by _check, the one maker;
@@ -99,15 +89,15 @@ class Spec(NamedTuple):
         return self.memory_bandwidth_gbs / 1000.0
 
     def peak(self, key: str) -> float:
-        """Dense peak in TFLOP/s for a peak key (see PEAK_KEYS) or a dtype (see DTYPE_PEAK)."""
-        key = DTYPE_PEAK.get(key, key)
+        """Dense peak in TFLOP/s for a peak key (see PEAK_KEYS) or a dtype (core.roof_keys)."""
+        key = roof_keys.peak_key(key)
         if key not in self.tflops:
             raise RooflineError(f"spec {self.name} gives no {key} peak (the datasheet has none)")
         return self.tflops[key]
 
     def peak_clock(self, key: str) -> float | None:
         """The SM clock (MHz) a peak assumes, where the spec states it; None where it does not."""
-        return self.peak_clock_mhz.get(DTYPE_PEAK.get(key, key))
+        return self.peak_clock_mhz.get(roof_keys.peak_key(key))
 
     def to_dict(self) -> dict[str, Any]:
         d = {
