@@ -67,3 +67,10 @@ def test_committed_ratios_are_the_ones_against_the_named_reference():
             assert abs(pct - want) <= 1e-9 * want, (path.name, r["stage"], pct, want)
             checked += 1
     assert checked > 200
+
+
+def test_a_timed_record_is_compared_with_the_reference_its_problem_pairs_it_with():
+    names = ["cublaslt_fp8", "cublaslt_fp8_fast"]
+    assert reference.timed_beside(names, "cublaslt_fp8_fast") == 1
+    assert reference.timed_beside(names, None) == 0  # no pairing: the first timed
+    assert reference.timed_beside(names[:1], "cublaslt_fp8_fast") == 0  # not timed: the first

@@ -70,6 +70,14 @@ def group_reference(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     return next((r for r in records if is_reference(r)), None)
 
 
+def timed_beside(names: Sequence[str], wanted: str | None = None) -> int:
+    """Which of the references a stage was timed beside (by name, in timing order) its record
+    is compared with, and names in `compared_with`: the one its problem pairs it with (FP8: the
+    cuBLASLt mode whose accumulation matches the stage's) where that one was timed, else the
+    first."""
+    return names.index(wanted) if wanted is not None and wanted in names else 0
+
+
 def name_missing(records: Sequence[dict[str, Any]]) -> None:
     """Records that carry a ratio to a reference but name none name the one it was taken
     against (in place): the first verified reference of their precision and shape. A reference
