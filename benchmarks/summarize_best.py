@@ -10,22 +10,21 @@ fastest verified stage, its time and the reference's.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
-from pathlib import Path
+
+from rooflinecli import results
+from rooflinecli.core import reference
 
 
-def _reference(doc: dict, key: tuple[int, int, int]) -> float | None:
-    return next(
-        (x.get("time_ms") for x in doc["records"]
-         if x.get("kind") == "reference" and (x["m"], x["n"], x["k"]) == key),
-        None,
-    )  # fmt: skip
+def _reference(doc: dict, rec: dict) -> float | None:
+    """The time of the reference the record is held to (rooflinecli.core.reference)."""
+    held = reference.of(rec, doc["records"])
+    return held.get("time_ms") if held else None
 
 
 def winners(path: str) -> None:
-    doc = json.loads(Path(path).read_text())
+    doc = results.load(path)  # older records name their reference on load
     shapes = dict.fromkeys((r["m"], r["n"], r["k"]) for r in doc["records"])
     for r in doc["records"]:  # tests/test_committed_results.py takes no such record: say so
         if r.get("verified") is False:
@@ -37,12 +36,12 @@ def winners(path: str) -> None:
             if r.get("kind") == "stage" and (r["m"], r["n"], r["k"]) == key
             and r.get("verified") is True and r.get("time_ms")
         ]  # fmt: skip
-        ref = _reference(doc, key)
         shape = "x".join(map(str, key))
         if not ok:
             print(f"{shape} {doc['records'][0]['dtype']}: no stage verified")
             continue
         best = min(ok, key=lambda r: r["time_ms"])
+        ref = _reference(doc, best)
         ratio = f"{100 * ref / best['time_ms']:.1f}% of cuBLAS speed" if ref else "-"
         print(
             f"{shape} {best['dtype']}: {best['stage']} {best['time_ms'] * 1e3:.1f} us, cuBLAS "
@@ -51,7 +50,7 @@ def winners(path: str) -> None:
 
 
 def main(path: str) -> None:
-    doc = json.loads(Path(path).read_text())
+    doc = results.load(path)
     seen = set()
     ratios: list[float | None] = []
     for r in doc["records"]:
@@ -62,7 +61,7 @@ def main(path: str) -> None:
             continue
         seen.add(key)
         t = r.get("time_ms")
-        ref = _reference(doc, key)
+        ref = _reference(doc, r)
         ratio = f"{ref / t:.2f}x cuBLAS speed" if t and ref else "-"
         ratios.append(ref / t if t and ref and r.get("verified") is True else None)
         pct = r.get("pct_of_roof")

@@ -325,19 +325,15 @@ def results_table(names: str) -> str:
 def _best_ratios(doc: dict[str, Any]) -> list[tuple[tuple[int, int, int], str, float | None]]:
     """Per shape of a `--stages best` document: (shape, its pick, the time of the reference it
     was compared with / pick time; None when the pick did not verify or has no time)."""
+    from rooflinecli.core import reference
+
     out: list[tuple[tuple[int, int, int], str, float | None]] = []
-    refs: dict[tuple[int, int, int], dict[str, float | None]] = {}
-    for r in doc["records"]:
-        if r.get("kind") == "reference":
-            refs.setdefault((r["m"], r["n"], r["k"]), {})[str(r.get("stage"))] = r.get("time_ms")
     for r in doc["records"]:
         if r.get("kind") != "stage":
             continue
         key = (r["m"], r["n"], r["k"])
-        # the reference the record names (FP8: the cuBLASLt mode of its accumulation), else the
-        # shape's first
-        at = refs.get(key, {})
-        ref = at.get(str(r.get("compared_with")), next(iter(at.values()), None))
+        # the reference the record is held to (FP8: the cuBLASLt mode of its accumulation)
+        ref = (reference.of(r, doc["records"]) or {}).get("time_ms")
         t = r.get("time_ms")
         ok = r.get("verified") is True and ref and t
         out.append((key, str(r.get("stage")), ref / t if ok else None))

@@ -9,6 +9,7 @@ the file (and, for a number too long to read, the field).
 """
 
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -50,6 +51,14 @@ def cache_dir() -> Path:
     if xdg:
         return _folder(Path(xdg) / "roofline", f"the cache folder (XDG_CACHE_HOME={xdg})")
     return _folder(Path.home() / ".cache" / "roofline", "the cache folder")
+
+
+def cache_file(folder: str, name: str, keep: str = "") -> Path:
+    """The cache's file for one GPU (tune tables, tuned tiles, calibrations): cache_dir()/folder/
+    SLUG.json, SLUG the name in lower case, each run of characters other than a-z, 0-9 and those
+    in `keep` one '-', none at either end. The one place a cache path is made."""
+    slug = re.sub(f"[^a-z0-9{re.escape(keep)}]+", "-", name.lower()).strip("-")
+    return cache_dir() / folder / f"{slug}.json"
 
 
 def _folder(path: Path, what: str) -> Path:

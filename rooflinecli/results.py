@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from rooflinecli import __version__, names, paths
-from rooflinecli.core import roofs
+from rooflinecli.core import reference, roof_keys, roofs
 from rooflinecli.errors import RooflineError
 
 SCHEMA = "roofline.results/2"
@@ -306,9 +306,9 @@ def _summary(samples: list[float]) -> dict[str, Any]:
 
 def written(records: Iterable[RunRecord]) -> list[dict[str, Any]]:
     """The records of one shape as the document holds them: each one's fields, and each one's
-    ratio to the shape's reference (rooflinecli.core.roofs.add_reference_ratios)."""
+    ratio to the reference it is held to (rooflinecli.core.reference.add_ratios)."""
     out = [r.to_dict() for r in records]
-    roofs.add_reference_ratios(out)
+    reference.add_ratios(out)
     return out
 
 
@@ -401,8 +401,8 @@ def dumps(doc: dict[str, Any]) -> str:
     return json.dumps(_clean(doc), indent=2) + "\n"
 
 
-# What records written before they described themselves (2026-11) leave out, by stage name as it
-# was then: the math instruction (which compute roof places them) and why a stage can be slower
+# What records that do not describe themselves leave out, by stage name as they give it: the math
+# instruction (which compute roof places them) and why a stage can be slower
 # than the one before it. Frozen data, not today's registry: a later rename changes nothing here.
 _LEGACY_MATH = {
     **dict.fromkeys(
@@ -429,8 +429,12 @@ _LEGACY_SLOWER = {
 
 def upgrade(doc: dict[str, Any]) -> dict[str, Any]:
     """Fill in what older records did not say about themselves (in place): the math
-    instruction of a known stage (a tune variant `stage@P=V` is its stage's) and its why-note.
-    Records of unknown stages are left as they are."""
+    instruction of a known stage (a tune variant `stage@P=V` is its stage's) and its why-note,
+    and the reference a ratio was taken against (core.reference.name_missing). Records of
+    unknown stages are left as they are."""
+    records = doc.get("records")
+    if isinstance(records, list):
+        reference.name_missing([r for r in records if isinstance(r, dict)])
     for rec in doc.get("records", []):
         if not isinstance(rec, dict) or rec.get("kind") not in ("stage", "reference"):
             continue
@@ -439,12 +443,11 @@ def upgrade(doc: dict[str, Any]) -> dict[str, Any]:
             rec["math_instruction"] = _LEGACY_MATH[base]
         if "slower_because" not in rec and base in _LEGACY_SLOWER:
             rec["slower_because"] = _LEGACY_SLOWER[base]
-        # commits e6090e2..694e540 labelled a 16-bit FFMA record's peak "fp32" while placing it
-        # under its dtype's Tensor Core roof (roof_key, peak_tflops): the label follows the roof
-        # the record was placed under (its figures are kept as measured)
-        key, roof_key = rec.get("peak_key"), rec.get("roof_key")
-        if key == "fp32" and roof_key and roof_key != "fp32" and rec.get("dtype") != "fp32":
-            rec["peak_key"] = roof_key
+        # a record's peak label follows the roof it was placed under (its figures are kept)
+        if rec.get("peak_key") is not None:
+            rec["peak_key"] = roof_keys.label_of_placed(
+                rec.get("dtype"), rec.get("peak_key"), rec.get("roof_key")
+            )
     return doc
 
 

@@ -42,6 +42,7 @@ def fake_run_gemm(fraction: float, placed: bool = False, each=None):  # type: ig
     def run_gemm(shapes, chosen, spec_arg, alpha=1.0, beta=0.0, seed=0, timing=None,
                  progress=None, dtype="fp32", work=None):  # fmt: skip
         from rooflinecli.core import roofs, specs
+        from rooflinecli.core.reference import add_ratios
 
         spec = specs.resolve("h200-sxm")
         reference = [s for s in chosen if s.reference]
@@ -59,7 +60,7 @@ def fake_run_gemm(fraction: float, placed: bool = False, each=None):  # type: ig
                     each(i, r)
                 recs.append(r)
         if placed:
-            roofs.add_reference_ratios(recs)
+            add_ratios(recs)
         return {"name": "FAKE H200"}, spec, recs
 
     return run_gemm

@@ -7,7 +7,7 @@ import pytest
 
 from rooflinecli import results
 from rooflinecli.cli import cli
-from rooflinecli.core import attention, roofs, specs
+from rooflinecli.core import attention, reference, roofs, specs
 from rooflinecli.core.attention import Shape
 from rooflinecli.present import terminal_chart
 
@@ -37,7 +37,7 @@ def _doc(scale=1.0):
         ]
         for r in group[:2]:
             r["reference_time_ms"] = 2.0
-        roofs.add_reference_ratios(group)
+        reference.add_ratios(group)
         recs += group
     device = {"name": "NVIDIA H100 80GB HBM3", "driver": "1", "cuda": "13.0"}
     return results.new_document(SPEC.to_dict(), device, recs, command="run attention")

@@ -17,7 +17,7 @@ from fakes import FakeCupy
 
 from rooflinecli import results
 from rooflinecli.cli import cli
-from rooflinecli.core import chain, llm, model
+from rooflinecli.core import chain, llm, model, reference
 from rooflinecli.core.specs import resolve as resolve_spec
 from rooflinecli.gpu import chain_runner
 from rooflinecli.gpu import runner as gemm_runner
@@ -224,9 +224,8 @@ def chain_doc(speed: float = 1.0, traced: bool = True) -> dict:
             chain_runner.record(run, full, w, "bf16", spec, scale, cub) for w in (ours, cub, tor)
         ]
         recs[1].update(chain.fairness(recs[1]["time_ms"], recs[2]["time_ms"]))
-        from rooflinecli.core import roofs
 
-        roofs.add_reference_ratios(recs)
+        reference.add_ratios(recs)
         records += recs
     return results.new_document(spec.to_dict(), {"name": "NVIDIA H200"}, records,
                                 command=chain.COMMAND, preset=p.to_dict(), batches=[1, 16],

@@ -7,15 +7,18 @@ from rooflinecli import docgen
 
 
 def _rec(kind, m, t, stage="s", verified=True):
-    return {"kind": kind, "stage": stage, "m": m, "n": 64, "k": 64, "dtype": "bf16",
-            "time_ms": t, "verified": verified}  # fmt: skip
+    rec = {"kind": kind, "stage": stage, "m": m, "n": 64, "k": 64, "dtype": "bf16",
+           "time_ms": t, "verified": verified}  # fmt: skip
+    if kind == "stage":  # as a run writes it: the reference it is held to, by name
+        rec["compared_with"] = "ref"
+    return rec
 
 
 def test_geomeans_the_worst_shape_and_the_buckets():
     doc = {"records": [
-        _rec("reference", 1, 1.0), _rec("stage", 1, 2.0),      # 0.5
-        _rec("reference", 3, 1.0), _rec("stage", 3, 0.5),      # 2.0
-        _rec("reference", 300, 3.0), _rec("stage", 300, 4.0, verified=False),
+        _rec("reference", 1, 1.0, "ref"), _rec("stage", 1, 2.0),      # 0.5
+        _rec("reference", 3, 1.0, "ref"), _rec("stage", 3, 0.5),      # 2.0
+        _rec("reference", 300, 3.0, "ref"), _rec("stage", 300, 4.0, verified=False),
     ]}  # fmt: skip
     text = docgen._best([doc], ["d.json"])
     head, buckets = text.split("\n\n")
@@ -41,5 +44,5 @@ def test_a_pick_is_held_to_the_reference_it_was_compared_with():
     pick = {**_rec("stage", 64, 1.0, stage="wgmma_fp8"), "compared_with": "cublaslt_fp8_fast"}
     doc = {"records": [_rec("reference", 64, 0.9, stage="cublaslt_fp8"), fast, pick]}
     assert docgen._best_ratios(doc) == [((64, 64, 64), "wgmma_fp8", 0.8)]
-    del pick["compared_with"]  # no name: the shape's first reference
-    assert docgen._best_ratios(doc) == [((64, 64, 64), "wgmma_fp8", 0.9)]
+    del pick["compared_with"]  # no name: held to none (results.upgrade names one on load)
+    assert docgen._best_ratios(doc) == [((64, 64, 64), "wgmma_fp8", None)]

@@ -2,7 +2,7 @@
 
 - Times and speeds are finite and at least 0: NaN, Infinity and negative times are refused by
   `show`, `plot`, `baseline save`, `compare` and `gate`, in one line naming the record and the
-  field (exit 2), where `gate` on a negative time used to fail with "TFLOP/s -408.2%".
+  field (exit 2), never a verdict such as "TFLOP/s -408.2%" from a negative time.
 - A record whose stored tflops its flops and time contradict, or whose time_ms is not the median
   of its samples, is refused beyond rounding: the gate never passes on a stored speed that its
   samples contradict. With fewer than 10 samples the gate decides from the samples' medians

@@ -111,3 +111,106 @@ def test_library_modules_import_no_click() -> None:
             if mod == "click" or mod.startswith("click."):
                 bad.append(str(path.relative_to(PKG)))
     assert not bad, bad
+
+
+# --------------------------------------------------------------------------- one home per decision
+# Each decision below is made in one module; a second home fails here. The checks read the syntax
+# tree of every module of the package and of the benchmark scripts (which read documents too).
+
+BENCHMARKS = PKG.parent / "benchmarks"
+PEAK_KEYS = ("fp64", "fp32", "fp64_tensor_dense", "tf32_tensor_dense", "fp16_tensor_dense",
+             "bf16_tensor_dense", "fp8_tensor_dense", "int8_tensor_dense")  # fmt: skip
+
+
+@functools.cache
+def _nodes(path: Path) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(ast.parse(path.read_text(), filename=str(path))))
+
+
+def _sources() -> list[Path]:
+    return _modules() + sorted(BENCHMARKS.glob("*.py"))
+
+
+def _where(path: Path, node: ast.AST) -> str:
+    return f"{path.relative_to(PKG.parent)}:{getattr(node, 'lineno', '?')}"
+
+
+def _outside(owner: str) -> list[tuple[Path, ast.AST]]:
+    """(file, node) for every node of every source file but the owner's."""
+    return [(path, node) for path in _sources() if path != PKG / owner for node in _nodes(path)]
+
+
+def _mentions(node: ast.AST, text: str) -> bool:
+    """Whether the node compares something with the string `text`."""
+    return any(
+        isinstance(c, ast.Compare)
+        and any(isinstance(x, ast.Constant) and x.value == text for x in [c.left, *c.comparators])
+        for c in ast.walk(node)
+    )
+
+
+def test_the_spec_of_a_run_is_chosen_in_core_specs_only() -> None:
+    """core.specs.choose decides which spec a run uses (--spec, the GPU's name, the default);
+    nothing else resolves a spec by name or by device, or reads the default."""
+    bad = []
+    for path, node in _outside("core/specs.py"):
+        if isinstance(node, ast.Attribute) and node.attr in ("for_device", "resolve", "DEFAULT"):
+            if isinstance(node.value, ast.Name) and node.value.id == "specs":
+                bad.append(f"{_where(path, node)} specs.{node.attr}")
+        if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("core.specs"):
+            names = {a.name for a in node.names} & {"for_device", "resolve", "DEFAULT"}
+            bad += [f"{_where(path, node)} imports {n} from core.specs" for n in sorted(names)]
+    assert not bad, "\n".join(bad)
+
+
+def test_peak_keys_are_mapped_in_core_roof_keys_only() -> None:
+    """core.roof_keys holds the one table of which peak places which record: no other dict maps
+    anything to a peak key (a precision's, a roof set's, a pipe's)."""
+    bad = []
+    for path, node in _outside("core/roof_keys.py"):
+        values: list[ast.AST] = []
+        if isinstance(node, ast.Dict):
+            values = [v for v in node.values if v is not None]
+        elif isinstance(node, ast.DictComp):
+            values = [node.value]
+        for v in values:
+            peak = isinstance(v, ast.Constant) and v.value in PEAK_KEYS
+            made = isinstance(v, ast.JoinedStr) and "_tensor_dense" in ast.unparse(v)
+            if peak or made:
+                bad.append(f"{_where(path, node)} maps to the peak key {ast.unparse(v)}")
+                break
+    assert not bad, "\n".join(bad)
+
+
+def test_a_records_reference_is_looked_up_in_core_reference_only() -> None:
+    """core.reference.of says which reference a record is held to: nothing else picks a
+    reference record out of a document (the first of a shape, or a table of them by shape)."""
+    bad = []
+    for path, node in _outside("core/reference.py"):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "next"
+            and node.args
+            and isinstance(node.args[0], ast.GeneratorExp)
+            and _mentions(node.args[0], "reference")
+        ):
+            bad.append(f"{_where(path, node)} picks the first reference")
+        if isinstance(node, ast.If) and _mentions(node.test, "reference"):
+            for inner in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+                if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
+                    if inner.func.attr == "setdefault":
+                        bad.append(f"{_where(path, inner)} keeps references by key")
+    assert not bad, "\n".join(bad)
+
+
+def test_cache_paths_are_made_in_paths_only() -> None:
+    """paths.cache_file names the cache's files per GPU: no other module defines a slug."""
+    bad = []
+    for path, node in _outside("paths.py"):
+        if isinstance(node, ast.FunctionDef) and "slug" in node.name.lower():
+            bad.append(f"{_where(path, node)} defines {node.name}")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if "[^a-z0-9" in node.value:
+                bad.append(f"{_where(path, node)} slugs a name ({node.value!r})")
+    assert not bad, "\n".join(bad)

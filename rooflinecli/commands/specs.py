@@ -77,7 +77,7 @@ def list_specs(fmt: str) -> None:
 @format_option
 def show(name: str, fmt: str) -> None:
     """Show one spec in full, with its ridge points."""
-    spec = specs.resolve(name)
+    spec = specs.choose(name, None).spec
     data = spec.to_dict()
     ridges = {k: roofs.ridge_point(v, spec.memory_bandwidth_gbs) for k, v in spec.tflops.items()}
     rows: list[tuple[str, str]] = [(k, table.plain(v)) for k, v in data.items() if k != "tflops"]

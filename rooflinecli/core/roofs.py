@@ -15,8 +15,12 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Protocol
 
-from rooflinecli.core import model
-from rooflinecli.core.specs import DTYPE_PEAK, Spec
+from rooflinecli.core import model, reference, roof_keys
+
+# what shape a record is: decided with the reference rule (core.reference), named here too
+from rooflinecli.core.reference import ATTENTION_SHAPE as ATTENTION_SHAPE
+from rooflinecli.core.reference import shape_key as shape_key
+from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
 
 # --------------------------------------------------------------------------- roof arithmetic
@@ -158,19 +162,13 @@ def model_record(
 
 
 def datasheet_roof(spec: Spec, dtype: str) -> Roof:
-    key = DTYPE_PEAK[dtype]
+    key = roof_keys.datasheet(dtype)
     return Roof(key, spec.peak(key), spec.memory_bandwidth_gbs)
 
 
-def instruction_peak_key(dtype: str, math: str | None) -> str:
-    """The datasheet peak that bounds a record: a 16-bit stage whose math is FFMA runs on the CUDA
-    cores, so the FP32 peak bounds it, not the Tensor Cores' (attention stages 40-41)."""
-    return "fp32" if math == "FFMA" else DTYPE_PEAK[dtype]
-
-
 def datasheet_roof_for(spec: Spec, dtype: str, math: str | None) -> Roof:
-    """datasheet_roof of the peak its math instruction can reach (instruction_peak_key)."""
-    key = instruction_peak_key(dtype, math)
+    """datasheet_roof of the peak its math instruction can reach (roof_keys.of_instruction)."""
+    key = roof_keys.of_instruction(dtype, math)
     return Roof(key, spec.peak(key), spec.memory_bandwidth_gbs)
 
 
@@ -180,11 +178,7 @@ def put_under(
     """Place a record (in place) under `roof` of `roof_set`; its speed, if any, is re-rated."""
     ai = rec["ai_ideal"]
     rec.update(
-        # the dtype's family of roofs (roof sets swap within it), or fp32 when the record was
-        # put under the FP32 peak for its FFMA math (instruction_peak_key)
-        peak_key=roof.peak_key
-        if roof.peak_key == "fp32" or rec["dtype"] not in DTYPE_PEAK
-        else DTYPE_PEAK[rec["dtype"]],
+        peak_key=roof_keys.family(rec["dtype"], roof.peak_key),
         roof_set=roof_set,
         roof_key=roof_key or roof.peak_key,
         peak_tflops=roof.peak_tflops,
@@ -215,45 +209,6 @@ def place(record: dict[str, Any], time_ms: float | None) -> None:
     record["pct_of_peak"] = 100.0 * achieved / record["peak_tflops"]
 
 
-# the fields that name an attention record's shape (rooflinecli.core.attention.SHAPE_FIELDS)
-ATTENTION_SHAPE = ("batch", "heads", "kv_heads", "seq", "head_dim", "causal")
-
-
-def shape_key(rec: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What a record's shape is: (M, N, K) for a GEMM, the attention fields for attention."""
-    if rec.get("op") == "attention":
-        return ("attention", *(rec.get(f) for f in ATTENTION_SHAPE))
-    if rec.get("op") == "chain":  # a token's chain: its workload (preset:chain:bBATCH)
-        return ("chain", rec.get("workload"))
-    return (rec.get("m"), rec.get("n"), rec.get("k"))
-
-
-def add_reference_ratios(records: list[dict[str, Any]]) -> None:
-    """pct_of_reference for every record, against the reference of the same shape and dtype.
-
-    A record timed interleaved with its reference carries `reference_time_ms`, the reference's
-    median over the same rounds: the ratio uses that (clock drift hits both). Others use the
-    reference record's own median. `compared_with` names the reference either way."""
-    refs: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for r in records:  # the first reference of a shape (attention has one per torch backend)
-        if r.get("kind") == "reference" and r.get("verified") is not False:
-            refs.setdefault((r["dtype"], *shape_key(r)), r)
-    for r in records:
-        ref = refs.get((r["dtype"], *shape_key(r)))
-        mine = r.get("tflops")
-        if ref is None or not mine or r is ref:
-            r["pct_of_reference"] = 100.0 if r is ref and mine else None
-            continue
-        r["compared_with"] = r.get("compared_with") or ref["stage"]
-        paired = r.get("reference_time_ms")
-        if paired and r.get("time_ms"):
-            r["pct_of_reference"] = 100.0 * paired / r["time_ms"]
-        elif ref.get("tflops"):
-            r["pct_of_reference"] = 100.0 * mine / ref["tflops"]
-        else:
-            r["pct_of_reference"] = None
-
-
 def title(rec: Mapping[str, Any], bandwidth_gbs: float | None = None) -> str:
     """The roofs a table stands under, in words: peak (at its clock), bandwidth, ridge, set."""
     bw = rec.get("bandwidth_gbs") or bandwidth_gbs
@@ -279,14 +234,6 @@ TC_FP16_FLOPS_PER_CLK_SM: dict[int, int] = {90: 4096, 80: 2048}
 
 # the measured roof set as placed under a stage whose math is mma.sync
 MMA_SYNC_SET = "measured, mma.sync"
-
-# which roof of a roof set places each peak key: the sets carry FP32 and the FP16 Tensor Core
-# rate; BF16 runs at the FP16 rate on these parts
-_SET_KEY = {
-    "fp32": "fp32",
-    "fp16_tensor_dense": "fp16_tensor_dense",
-    "bf16_tensor_dense": "fp16_tensor_dense",
-}
 
 
 def tc_fp16_flops_per_clk_sm(spec: Any) -> tuple[int | None, str]:
@@ -397,7 +344,7 @@ def apply_roof_set(
         bw = rec_roofs.get("bandwidth_gbs")
         if not bw:
             raise RooflineError(f"roof set {name} has no memory bandwidth")
-        key = _SET_KEY.get(rec.get("peak_key") or "")
+        key = roof_keys.in_sets(rec.get("peak_key") or "")
         peak = rec_roofs.get(key) if key else None
         if not key or not peak:
             raise RooflineError(f"roof set {name} has no roof for {rec.get('peak_key')}")
@@ -411,7 +358,7 @@ def apply_roof_set(
             roof_key=key if fp32 else str(rec_roofs.get("tensor_roof", key)),
         )
         out.append(rec)
-    add_reference_ratios(out)
+    reference.add_ratios(out)
     return {**doc, "records": out, "roof_set": {"name": name, **roofs}}
 
 
@@ -471,6 +418,39 @@ def place_on_roofs(
             doc, roofs, sets["measured"], per_record=by_instruction(sets["measured"])
         )
     return apply_roof_set(doc, roofs, sets[roofs])
+
+
+def own_set(records: list[dict[str, Any]]) -> str:
+    """The roof set (of ROOF_SETS) the records stand under: "clock" where any row stands under
+    its own clock's, else the first of their sets by name (datasheet where none is named)."""
+    own = sorted({str(r.get("roof_set") or "datasheet") for r in records})
+    return "clock" if any(s.startswith("clock ") for s in own) else own[0]
+
+
+def offered(
+    doc: dict[str, Any], calibration: dict[str, Any] | None
+) -> list[tuple[str, dict[str, Any]]]:
+    """Every roof set the document can be placed under, with the document placed there: the one
+    its records stand under (as they are), then the others a run's document can take (measured
+    with a calibration, clock where rows have an SM clock, none whose roof the set lacks). A
+    model (no device) has its own only."""
+    own = own_set(doc["records"])
+    out = [(own, doc)]
+    if doc.get("device") is None:
+        return out
+    clocks = any(_nonzero(r.get("sm_clock_mhz")) for r in doc["records"])
+    for key in ROOF_SETS:
+        if key == own or (key == "measured" and not calibration) or (key == "clock" and not clocks):
+            continue
+        try:
+            out.append((key, place_on_roofs(doc, key, calibration)))
+        except RooflineError:  # a roof the set lacks (no FP16 peak, say): not offered
+            continue
+    return out
+
+
+def _nonzero(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v != 0
 
 
 def per_row_roofs(recs: list[dict[str, Any]]) -> str | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 from rooflinecli import names
+from rooflinecli.core import roof_keys
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import data_dir, read_toml
 
@@ -55,17 +56,6 @@ _FIELDS: dict[str, tuple[type, bool, tuple[float, float] | None]] = {
 # fields a vendor may not publish (a B200's SM count, say): absent, they are None
 OPTIONAL = ("sm_count", "boost_clock_mhz", "l2_cache_mib")
 
-# dtype of a GEMM -> the peak key whose roof it is placed under (Tensor Core for 16-bit types).
-DTYPE_PEAK: dict[str, str] = {
-    "fp64": "fp64",
-    "fp32": "fp32",
-    "tf32": "tf32_tensor_dense",
-    "fp16": "fp16_tensor_dense",
-    "bf16": "bf16_tensor_dense",
-    "fp8": "fp8_tensor_dense",
-    "int8": "int8_tensor_dense",
-}
-
 
 class Spec(NamedTuple):
     """One GPU's datasheet, as its specs/NAME.toml gives it (validated by _check, the one maker;
@@ -99,15 +89,15 @@ class Spec(NamedTuple):
         return self.memory_bandwidth_gbs / 1000.0
 
     def peak(self, key: str) -> float:
-        """Dense peak in TFLOP/s for a peak key (see PEAK_KEYS) or a dtype (see DTYPE_PEAK)."""
-        key = DTYPE_PEAK.get(key, key)
+        """Dense peak in TFLOP/s for a peak key (see PEAK_KEYS) or a dtype (core.roof_keys)."""
+        key = roof_keys.peak_key(key)
         if key not in self.tflops:
             raise RooflineError(f"spec {self.name} gives no {key} peak (the datasheet has none)")
         return self.tflops[key]
 
     def peak_clock(self, key: str) -> float | None:
         """The SM clock (MHz) a peak assumes, where the spec states it; None where it does not."""
-        return self.peak_clock_mhz.get(DTYPE_PEAK.get(key, key))
+        return self.peak_clock_mhz.get(roof_keys.peak_key(key))
 
     def to_dict(self) -> dict[str, Any]:
         d = {
@@ -243,6 +233,35 @@ def resolve(name_or_path: str) -> Spec:
 # inspect, run --dry-run; `make run` without a GPU): the H200 SXM, the GPU the README's results
 # were measured on. The one place this default is chosen.
 DEFAULT = "h200-sxm"
+
+
+class Chosen(NamedTuple):
+    """The spec a run uses and why, in the words a command's title gives."""
+
+    spec: Spec
+    why: str
+
+
+def choose(given: str | None, device_name: str | None, default: str | None = DEFAULT) -> Chosen:
+    """The spec a run uses: the one given (--spec: a registry name or a TOML file), else the
+    spec of the GPU the run is on (`device_name` as the GPU reports it), else `default` (DEFAULT:
+    no GPU, or a GPU no spec names). With default=None a GPU no spec names, or none, is an error.
+
+    The one place this is decided; the caller asks the GPU its name (no GPU code here)."""
+    if given:
+        return Chosen(resolve(given), "given")
+    if device_name:
+        try:
+            return Chosen(for_device(device_name), f"detected {device_name}")
+        except RooflineError:
+            if default is None:
+                raise
+            return Chosen(
+                resolve(default), f"no spec matches {device_name}: the default, --spec chooses"
+            )
+    if default is None:
+        raise RooflineError("no GPU here names a spec: pass --spec (a name from `roofline specs`)")
+    return Chosen(resolve(default), "no GPU: the default, --spec chooses")
 
 
 def for_device(device_name: str) -> Spec:

@@ -19,15 +19,14 @@ Roofs measured:
 
 from __future__ import annotations
 
-import re
 import statistics
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rooflinecli import __version__, files
+from rooflinecli import __version__, files, paths
 from rooflinecli.errors import RooflineError
-from rooflinecli.paths import cache_dir, data_dir, read_json
+from rooflinecli.paths import data_dir, read_json
 
 SCHEMA = "roofline.calibration/1"
 GIB = 1 << 30
@@ -98,13 +97,10 @@ def kernels_for(arch: str) -> list[str]:
 # --------------------------------------------------------------------------- the cache (pure)
 
 
-def slug(device_name: str, driver: str | None, clock_mhz: int | None) -> str:
-    raw = f"{device_name}-drv{driver or 'unknown'}-{clock_mhz or 0}mhz".lower()
-    return re.sub(r"[^a-z0-9.]+", "-", raw).strip("-")
-
-
 def calibration_path(device_name: str, driver: str | None, clock_mhz: int | None) -> Path:
-    return cache_dir() / "calibration" / f"{slug(device_name, driver, clock_mhz)}.json"
+    """A calibration is kept per GPU, driver and SM clock (a driver's version keeps its dots)."""
+    name = f"{device_name}-drv{driver or 'unknown'}-{clock_mhz or 0}mhz"
+    return paths.cache_file("calibration", name, keep=".")
 
 
 # the numbers core.roofs reads of a calibration: each a positive finite number or null
@@ -211,7 +207,7 @@ def measure(
     dev = device.info()
     spec = None
     try:
-        spec = specs.resolve(spec_arg) if spec_arg else specs.for_device(dev["name"])
+        spec = specs.choose(spec_arg, dev["name"], default=None).spec
     except RooflineError:
         if spec_arg:
             raise

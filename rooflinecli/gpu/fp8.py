@@ -317,11 +317,6 @@ class Fp8GemmProblem:
         cuBLASLt's default, unpromoted ones beside use_fast_accum."""
         return "cublaslt_fp8" if fp8_stage(stage).promote_span else FAST
 
-    def paired_reference(self, stage: Any, names: list[str]) -> int:
-        """Which of the references (by name) the stage's record is compared with."""
-        want = self.paired_name(stage)
-        return names.index(want) if want in names else 0
-
     def reset(self) -> None:
         self.g.poison()
 

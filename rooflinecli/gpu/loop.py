@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from rooflinecli.core import occupancy
+from rooflinecli.core import occupancy, reference
 from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device
@@ -194,10 +194,10 @@ def _one_shape(
             r.clocks.append(timed.clock)
             r.method = timed.method
         if refs:
-            # the reference the record is compared with: the first, or the one the kind pairs
-            # the stage with (FP8: the cuBLASLt mode whose accumulation matches the stage's)
-            pick = getattr(g, "paired_reference", None)
-            at = pick(stage, [r.launch.name for r in refs]) if pick is not None else 0
+            # the reference the record is compared with (core.reference.timed_beside)
+            pair = getattr(g, "paired_name", None)
+            wanted = pair(stage) if pair is not None else None
+            at = reference.timed_beside([r.launch.name for r in refs], wanted)
             first = refs[at]
             rec.paired = Pairing(
                 compared_with=first.launch.name,
@@ -245,7 +245,7 @@ def setup(spec_arg: str | None) -> tuple[Any, dict[str, Any], Spec, str, int, oc
 
     cp = device.cupy()
     dev = device.info()
-    spec = specs.resolve(spec_arg) if spec_arg else specs.for_device(dev["name"])
+    spec = specs.choose(spec_arg, dev["name"], default=None).spec
     cc = int(dev["compute_capability"].replace(".", ""))
     return cp, dev, spec, dev["arch"], cc, occupancy.SmLimits.from_spec(spec)
 

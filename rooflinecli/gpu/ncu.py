@@ -174,10 +174,6 @@ COUNTS: tuple[Count, ...] = (
 )
 BY_KEY: dict[str, Count] = {c.key: c for c in (*COUNTS, DRAM_SECTORS)}
 
-# the roof a precision's work sits under (rooflinecli.core.specs peak keys); SIMT FP16 has none
-TENSOR_PEAK = {p: f"{p}_tensor_dense" for p in TENSOR}
-SIMT_PEAK: dict[str, str | None] = {"fp64": "fp64", "fp32": "fp32", "fp16": None}
-
 # A level nearer the registers than DRAM gets an intensity only if it moved at least this share
 # of the bytes the levels further out moved (and of the ideal bytes, when known). Every byte a
 # kernel uses comes in through DRAM, then the L2, then the L1 or shared memory; a level that saw

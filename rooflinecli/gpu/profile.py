@@ -435,7 +435,7 @@ def profile_gemm(
 ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
     """Profile each stage (reference last) in its own child run. Returns (the last child's
     results document, the records with counters attached, facts about the profiler)."""
-    from rooflinecli.core import roofs
+    from rooflinecli.core import reference
     from rooflinecli.stages import gemm
 
     tick = progress or (lambda _label: None)
@@ -523,7 +523,7 @@ def profile_gemm(
             rec = _record_for(doc, name, shape)
             attach(rec, rows, reason, asked, under_ncu)
             records.append(rec)
-    roofs.add_reference_ratios(records)  # both sides at ncu's kernel time
+    reference.add_ratios(records)  # both sides at ncu's kernel time
     return doc, records, info
 
 
@@ -570,7 +570,7 @@ def migrate_times(doc: dict[str, Any], by: str = "rooflinecli.gpu.profile.migrat
     False when there was nothing to do (not a profile document, or migrated already)."""
     from datetime import UTC, datetime
 
-    from rooflinecli.core import roofs
+    from rooflinecli.core import reference
 
     if doc.get("command") != "profile gemm":
         return False
@@ -583,7 +583,7 @@ def migrate_times(doc: dict[str, Any], by: str = "rooflinecli.gpu.profile.migrat
             continue
         # counters were read: the record's launch ran under ncu, its event time covers replays
         speed_from_ncu(rec, rec.get("ncu_time_ms"), rec.get("counters") is not None)
-    roofs.add_reference_ratios(records)
+    reference.add_ratios(records)
     doc["migrations"] = [
         *done,
         {

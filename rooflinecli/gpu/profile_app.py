@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from rooflinecli import names
-from rooflinecli.core import kernel_names
+from rooflinecli.core import kernel_names, roof_keys
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import ncu, profile
 
@@ -312,12 +312,6 @@ class Roofs:
         }
 
 
-# the calibrated roof of each peak key (rooflinecli.gpu.calibrate measures FP32 FMA and FP16 Tensor
-# Core rates; BF16 runs at the FP16 rate on these parts, as analysis._SET_KEY has it)
-_MEASURED_KEY = {"fp32": "fp32", "fp16_tensor_dense": "fp16_tensor_dense"}
-_MEASURED_KEY["bf16_tensor_dense"] = "fp16_tensor_dense"
-
-
 def roofs_for(spec: Any, calibration: dict[str, Any] | None) -> Roofs:
     """Measured roofs where the calibration has them, the datasheet's (said so) elsewhere."""
     from rooflinecli.core import roofs
@@ -327,7 +321,8 @@ def roofs_for(spec: Any, calibration: dict[str, Any] | None) -> Roofs:
     notes: list[str] = []
     compute: dict[str, tuple[float, str]] = {}
     for key, peak in spec.tflops.items():
-        got = measured.get(_MEASURED_KEY[key]) if measured and key in _MEASURED_KEY else None
+        in_sets = roof_keys.in_sets(key)
+        got = measured.get(in_sets) if measured and in_sets else None
         if got:
             compute[key] = (float(got), "measured")
         else:
@@ -363,11 +358,7 @@ def roofs_for(spec: Any, calibration: dict[str, Any] | None) -> Roofs:
 def place(rec: dict[str, Any], roofs: Roofs) -> None:
     """Under its precision's compute roof and every memory level with a roof and an intensity:
     attainable = the least any allows; the level (or compute) that sets it is `binding_level`."""
-    key = None
-    if rec.get("pipe") == "tensor":
-        key = ncu.TENSOR_PEAK.get(rec["dtype"])
-    elif rec.get("pipe") == "simt":
-        key = ncu.SIMT_PEAK.get(rec["dtype"])
+    key = roof_keys.of_pipe(rec["dtype"], rec.get("pipe"))
     dram = roofs.memory.get("dram")
     fields = dict.fromkeys(
         ("peak_key", "peak_tflops", "roof", "binding_level", "binding_roof", "attainable_tflops",
@@ -482,7 +473,7 @@ def build_document(
     from rooflinecli.gpu import calibrate
 
     device = device_from_rows(run.rows)
-    spec = specs.resolve(spec_arg) if spec_arg else specs.for_device(device["name"])
+    spec = specs.choose(spec_arg, device["name"], default=None).spec
     if calibration is None:
         calibration = calibrate.load_calibration(
             device["name"], device.get("driver"), device.get("clock_sm_max_mhz")

@@ -9,7 +9,6 @@ CPU first. Winners are kept per device in the cache (tuned/<device>.json) and ap
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -49,12 +48,8 @@ def candidates(stage: Stage, arch: str) -> tuple[list[Stage], list[dict[str, Any
     return keep, dropped
 
 
-def _slug(device_name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
-
-
 def tuned_path(device_name: str) -> Path:
-    return paths.cache_dir() / "tuned" / f"{_slug(device_name)}.json"
+    return paths.cache_file("tuned", device_name)
 
 
 def load_tuned(device_name: str) -> dict[str, dict[str, int]]:

@@ -108,32 +108,15 @@ class RoofSet:
     doc: dict[str, Any]
 
 
-def roof_sets(doc: dict[str, Any], calibration: dict[str, Any] | None) -> list[RoofSet]:
-    """Every roof set the document can be placed under: the one its records stand under, then
-    the others (rooflinecli.core.roofs.place_on_roofs). A model, or a `profile app` document
-    (placed when it was profiled), has its own only."""
-    own = sorted({str(r.get("roof_set") or "datasheet") for r in doc["records"]})
-    own_key = "clock" if any(s.startswith("clock ") for s in own) else own[0]
+def offered_sets(doc: dict[str, Any], calibration: dict[str, Any] | None) -> list[RoofSet]:
+    """The roof sets the page's switch offers (rooflinecli.core.roofs.offered decides which): the
+    one the records stand under first. A `profile app` document (placed when it was profiled)
+    has its own only."""
     if table.is_app(doc):
-        name = str((doc.get("roofs") or {}).get("name") or own_key)
+        own = roofs.own_set(doc["records"])
+        name = str((doc.get("roofs") or {}).get("name") or own)
         return [RoofSet(name, SET_LABELS.get(name, name), doc)]
-    out = [RoofSet(own_key, SET_LABELS.get(own_key, own_key), doc)]
-    if doc.get("device") is None:
-        return out
-    clocks = any(_num(r.get("sm_clock_mhz")) for r in doc["records"])
-    for key in roofs.ROOF_SETS:
-        if (
-            key == own_key
-            or (key == "measured" and not calibration)
-            or (key == "clock" and not clocks)
-        ):
-            continue
-        try:
-            placed = roofs.place_on_roofs(doc, key, calibration)
-        except RooflineError:  # a roof the set lacks (no FP16 peak, say): not offered
-            continue
-        out.append(RoofSet(key, SET_LABELS[key], placed))
-    return out
+    return [RoofSet(k, SET_LABELS.get(k, k), d) for k, d in roofs.offered(doc, calibration)]
 
 
 # --------------------------------------------------------------------------- the roofline
@@ -387,7 +370,7 @@ def roofline(doc: dict[str, Any], calibration: dict[str, Any] | None, plot_id: s
     """The interactive roofline of a document, every roof set it can stand under one switch
     apart; None when it has nothing to draw (no record has a roof), said in its section."""
     try:
-        sets = [(s, image.layout(s.doc, calibration)) for s in roof_sets(doc, calibration)]
+        sets = [(s, image.layout(s.doc, calibration)) for s in offered_sets(doc, calibration)]
     except RooflineError:
         return None
     model = doc.get("device") is None

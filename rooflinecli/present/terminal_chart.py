@@ -26,9 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rooflinecli import names
-from rooflinecli.core import attention, model
+from rooflinecli.core import attention, model, roof_keys
 from rooflinecli.core.roofs import Roof
-from rooflinecli.core.specs import DTYPE_PEAK
 from rooflinecli.errors import RooflineError
 
 MARKERS = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -104,10 +103,10 @@ def roofs(doc: dict[str, Any]) -> dict[str, Roof]:
         raise RooflineError("the document's spec gives no memory_bandwidth_gbs: nothing to chart")
     out: dict[str, Roof] = {}
     for rec in doc["records"]:
-        dtype, rid = rec["dtype"], roof_id(rec)
+        rid = roof_id(rec)
         if rid in out or not _rooted(rec):
             continue
-        key = rec.get("peak_key") or DTYPE_PEAK.get(dtype, dtype)
+        key = roof_keys.of_record(rec)
         peak: Any = rec.get("peak_tflops")
         if not _finite_pos(peak):
             peak = (spec.get("tflops") or {}).get(key)

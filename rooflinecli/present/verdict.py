@@ -17,8 +17,8 @@ import math
 from collections.abc import Sequence
 from typing import Any, TypeGuard
 
-from rooflinecli.core import waves
-from rooflinecli.core.roofs import shape_key
+from rooflinecli.core import reference, waves
+from rooflinecli.core.reference import shape_key
 
 KINDS = ("stage", "reference", "user")
 
@@ -238,14 +238,14 @@ def _workload_line(recs: list[dict[str, Any]]) -> str:
     r0 = recs[0]
     name = r0.get("gemm") or r0.get("workload")
     shape = f"{r0['m']}x{r0['n']}x{r0['k']}"
-    ref = next((r for r in recs if r.get("kind") == "reference"), None)
+    ref = reference.group_reference(recs)
     timed = [
         r for r in recs if r.get("kind") != "reference" and speed(r) and _pct_of_roof(r) is not None
     ]
     text = f"{name} ({shape}): {bound(r0)}"
     if timed:
         best = max(timed, key=lambda r: speed(r) or 0.0)
-        text += f"; best stage {best['stage']} " + _position(best, ref)
+        text += f"; best stage {best['stage']} " + _position(best, reference.of(best, recs))
     if ref and _pct_of_roof(ref) is not None:
         text += f"; {ref['stage']} at {_pct(_pct_of_roof(ref) or 0.0)}"
     return text + "."
@@ -269,11 +269,11 @@ def lines(records: Sequence[dict[str, Any]]) -> list[str]:
     if common:
         out.append(lead(placed[0], model))
     for recs in groups.values():
-        ref = next((r for r in recs if r.get("kind") == "reference"), None)
         stages = [r for r in recs if r.get("kind") != "reference"]
         after = {id(a): b for a, b in zip(stages, stages[1:], strict=False)}
         before: dict[str, Any] | None = None
         for r in recs:
+            ref = reference.of(r, recs)
             out.append(stage_line(r, before, after.get(id(r)), ref, with_bound=not common))
             if r.get("kind") != "reference" and speed(r):
                 before = r

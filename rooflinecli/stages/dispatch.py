@@ -180,12 +180,8 @@ def shipped_tables() -> list[tuple[list[str], Table]]:
     return [load_toml(p) for p in sorted(folder.glob("*.toml")) if p.stem not in aside]
 
 
-def _slug(device_name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
-
-
 def user_table_path(device_name: str) -> Path:
-    return paths.cache_dir() / "dispatch" / f"{_slug(device_name)}.json"
+    return paths.cache_file("dispatch", device_name)
 
 
 def load_user(device_name: str) -> Table | None:
@@ -228,7 +224,7 @@ def _spec_of_table(path: Path) -> Any:
     """The spec a shipped table names (`spec = ...`), or None where it names none we know."""
     try:
         name = paths.read_toml(path, "tune table").get("spec")
-        return specs.resolve(str(name)) if name else None
+        return specs.choose(str(name), None).spec if name else None
     except RooflineError:
         return None
 
@@ -238,7 +234,7 @@ def _kin_tables(device_name: str, shipped: list[tuple[list[str], Table]]) -> lis
     capability, as the specs say), nearest first: the SM count, then the HBM bandwidth. What a
     GPU no table names runs `--stages best` from; each pick says which table it came from."""
     try:
-        mine = specs.for_device(device_name)
+        mine = specs.choose(None, device_name, default=None).spec
     except RooflineError:
         return []
     kin: list[tuple[tuple[float, float], Table]] = []

@@ -1237,16 +1237,14 @@ STAGES: tuple[Stage, ...] = (
         threads=(8 * 32, 1),  # 8 warps
         shared_tile=(64, 32),
     ),
-    # 256x128 (4 x 2 warps): +5% over 128x256 in `roofline tune` on the H200 at 8192^3
-    # (tune-mma_multistage-8192.json: 388.6 vs 368.4 TFLOP/s; BK 64 and 3 or 5 stages within 1%)
+    # 256x128 (4 x 2 warps): the tile `roofline tune gemm --stage mma_multistage` picks at 8192^3
     _mma_multistage(
         {"BM": 256, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 8}
     ),
     _mma_tma_ws(
-        # `roofline tune` on the H200 at 8192^3 (benchmarks/results/tune-mma_tma_ws-8192.json):
-        # GROUP_M 16 (+1% over 8), 3 stages and the TMA-store epilogue (+2% over 4 stages and
-        # register stores); 256x128 tiles and 128x128 (one consumer warpgroup) were slower;
-        # CLUSTER_M 2 (B multicast to a pair of blocks) 3% slower (logs/ab-cluster23-730e251.md)
+        # what `roofline tune gemm --stage mma_tma_ws` picks at 8192^3: GROUP_M 16, 3 stages and
+        # the TMA-store epilogue; CLUSTER_M 2 (B multicast to a pair of blocks) is off: it was
+        # slower (docs/results.md)
         {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "WN": 64, "STAGES": 3, "GROUP_M": 16}
         | {"TMA": 1, "TMA_C": 1, "CLUSTER_M": 1}
     ),
