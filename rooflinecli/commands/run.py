@@ -167,7 +167,6 @@ def run_gemm(
 
     shapes = parse_shapes(m, n, k, sizes)
     check_sweep(shapes, max_shapes, "--sizes")
-    fp8 = fp8_settings(dtype, fp8_format, beta, tuned, extra_stages, shapes)
     timing = timing_of(budget_ms, repeats, max_noise, no_flush)
     table.select(table.RUN, view)  # an unknown --columns name: one line, before any work
     draw = chart_wanted(chart_flag, fmt, table.console().is_terminal)
@@ -175,9 +174,8 @@ def run_gemm(
         raise RooflineError("--arch goes with --dry-run (a run compiles for the GPU it runs on)")
     if dry_run and output:
         raise RooflineError("--dry-run writes no results document: leave out --output")
-    p = plan.gemm_plan(
-        shapes, stage_list, dtype, tuned=tuned, extra_stages=extra_stages, dry_run=dry_run
-    )
+    p = plan.gemm_plan(shapes, stage_list, dtype, tuned=tuned, extra_stages=extra_stages,
+                       dry_run=dry_run, beta=beta, fp8_format=fp8_format)  # fmt: skip
     target, why = api.target_arch(arch)
     if dry_run:
         _dry_run(p, target, why, spec_arg, fmt)
@@ -186,7 +184,7 @@ def run_gemm(
     with progress(not quiet and live(fmt)) as tick:
         doc = api.run_gemm(
             shapes, p.chosen, spec_arg, dtype=dtype, alpha=alpha, beta=beta, seed=seed,
-            timing=timing, progress=tick, picks=p.picks, work=p.work, **fp8,
+            timing=timing, progress=tick, picks=p.picks, work=p.work, fp8_format=fp8_format,
             **p.document_fields(),
         )  # fmt: skip
     doc = place_on_roofs(doc, roof_set, calibration)
@@ -194,34 +192,6 @@ def run_gemm(
         files.write_output(output, results.dumps(doc), force=force)
     emit(document.gemm_run(doc, shapes, view, draw, p.picks), fmt)
     fail_unverified(doc)
-
-
-def fp8_settings(
-    dtype: str,
-    fp8_format: str,
-    beta: float,
-    tuned: bool,
-    extra_stages: tuple[str, ...],
-    shapes: list[tuple[int, int, int]],
-) -> dict[str, Any]:
-    """What --dtype fp8 passes on (its format), or its refusals, one line each, before any work:
-    beta != 0 (the timed comparison runs at beta = 0), --tuned and --extra-stage (no FP8 tuned
-    tiles or user stages yet), shapes outside the FP8 contract (K and N multiples of 16)."""
-    if dtype != "fp8":
-        if fp8_format != "e4m3":
-            raise RooflineError("--fp8-format goes with --dtype fp8")
-        return {}
-    from rooflinecli.stages.fp8 import check_shape
-
-    if beta != 0.0:
-        raise RooflineError(
-            "--dtype fp8 runs at beta = 0: torch._scaled_mm (the reference) takes a bias, not beta"
-        )
-    if tuned or extra_stages:
-        raise RooflineError("--dtype fp8 takes neither --tuned nor --extra-stage yet")
-    for shape in shapes:
-        check_shape(*shape)
-    return {"fp8_format": fp8_format}
 
 
 def parse_attention_shapes(

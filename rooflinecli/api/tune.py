@@ -1,0 +1,97 @@
+"""The tune job: a stage's tile parameters (`tune gemm`) or the best stage per shape class
+(`tune dispatch`) searched on the GPU here, each through the GEMM job."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rooflinecli.api.gemm import run_gemm
+from rooflinecli.errors import RooflineError
+
+
+def tune_dispatch(
+    shapes: list[tuple[int, int, int]],
+    dtype: str,
+    spec_arg: str | None,
+    budget_ms: float,
+    stage_list: str | None = None,
+    progress: Callable[..., None] | None = None,
+) -> dict[str, Any]:
+    """`roofline tune dispatch`: every stage of the dtype (or `stage_list`) at every shape; per
+    class the stage with the best geomean against the reference (dispatch.winners) goes into
+    the user's tune table of this GPU (what
+    `--stages best` reads first). The document's `dispatch` says what was saved where."""
+    from rooflinecli.gpu.timer import Timing
+    from rooflinecli.stages import dispatch, gemm
+
+    chosen = gemm.select(stage_list, dtype)
+    doc = run_gemm(
+        shapes, chosen, spec_arg, dtype=dtype, timing=Timing(budget_ms=budget_ms),
+        progress=progress, command="tune dispatch",
+    )  # fmt: skip
+    created = str(doc.get("created", ""))[:10]
+    entries = dispatch.winners((r, f"tune dispatch {created}") for r in doc["records"])
+    saved = dispatch.save_user(doc["device"]["name"], entries) if entries else None
+    doc["dispatch"] = {
+        "saved_to": str(saved) if saved else None,
+        "picks": [
+            {"dtype": e.dtype, "class": e.shape_class, "stage": e.stage, "params": e.params,
+             "from": e.source}
+            for e in entries
+        ],
+    }  # fmt: skip
+    return doc
+
+
+def tune_gemm(
+    stage_name: str,
+    m: int,
+    spec_arg: str | None,
+    budget_ms: float,
+    progress: Callable[..., None] | None = None,
+    dtype: str | None = None,
+    n: int | None = None,
+    k: int | None = None,
+) -> dict[str, Any]:
+    """Every variant of a stage's tune_space that compiles without spills, verified and timed
+    beside the reference at m x n x k (n, k default to m) in `dtype` (default: the stage's
+    first); the fastest verified
+    one is saved for `run gemm --tuned`. The document's `tune` says which won, which were
+    dropped and where the winner went."""
+    from rooflinecli.gpu import device, tune
+    from rooflinecli.gpu.timer import Timing
+    from rooflinecli.stages import gemm
+
+    if stage_name not in gemm.BY_NAME:
+        known = ", ".join(gemm.BY_NAME)
+        raise RooflineError(f"unknown stage {stage_name!r}; known: {known}")
+    stage = gemm.BY_NAME[stage_name]
+    dtype = dtype or stage.dtype
+    if dtype not in stage.all_dtypes:
+        raise RooflineError(
+            f"stage {stage_name} builds for {', '.join(stage.all_dtypes)}, not {dtype}"
+        )
+    dev = device.info()
+    keep, dropped = tune.candidates(stage, dev["arch"])
+    if not keep:
+        raise RooflineError(f"no variant of {stage_name} compiles without spills")
+    chosen = [*keep, gemm.reference_for(dtype)]
+    doc = run_gemm(
+        [(m, n or m, k or m)],
+        chosen,
+        spec_arg,
+        dtype=dtype,
+        timing=Timing(budget_ms=budget_ms),
+        progress=progress,
+        command="tune gemm",
+    )
+    win = tune.best(doc["records"])
+    saved = tune.save_winner(dev["name"], stage_name, win["params"]) if win else None
+    doc["tune"] = {
+        "stage": stage_name,
+        "dropped": dropped,
+        "winner": win and win["stage"],
+        "saved_to": str(saved) if saved else None,
+    }
+    return doc
