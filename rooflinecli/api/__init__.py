@@ -40,6 +40,32 @@ def _positive(name: str, value: Any) -> float:
     return value
 
 
+def _checked(
+    fn: Any, flops: Any, nbytes: Any, name: Any, dtype: Any, shape: Any, warmup_ms: Any,
+    budget_ms: Any,
+) -> tuple[int | None, int | None, int | None]:  # fmt: skip
+    """measure()'s arguments checked (TypeError or ValueError, in its words); (M, N, K)."""
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if not isinstance(name, str) or not name:
+        raise ValueError("name must be a non-empty string")
+    _positive("flops", flops)
+    if nbytes is not None:
+        _positive("bytes", nbytes)
+    if dtype not in _model.DTYPE_BYTES:
+        raise ValueError(f"dtype must be one of {', '.join(_model.DTYPE_BYTES)}, got {dtype!r}")
+    m = n = k = None
+    if shape is not None:
+        dims = tuple(shape)
+        if len(dims) != 3 or not all(isinstance(d, int) and d > 0 for d in dims):
+            raise ValueError(f"shape must be three positive whole numbers (M, N, K), got {shape!r}")
+        m, n, k = dims
+    _positive("warmup_ms", warmup_ms)
+    _positive("budget_ms", budget_ms)
+
+    return m, n, k
+
+
 def measure(
     fn: Callable[[], Any],
     *,
@@ -71,24 +97,7 @@ def measure(
 
     from rooflinecli.gpu import timer
 
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    if not isinstance(name, str) or not name:
-        raise ValueError("name must be a non-empty string")
-    _positive("flops", flops)
-    if bytes is not None:
-        _positive("bytes", bytes)
-    if dtype not in _model.DTYPE_BYTES:
-        raise ValueError(f"dtype must be one of {', '.join(_model.DTYPE_BYTES)}, got {dtype!r}")
-    m = n = k = None
-    if shape is not None:
-        dims = tuple(shape)
-        if len(dims) != 3 or not all(isinstance(d, int) and d > 0 for d in dims):
-            raise ValueError(f"shape must be three positive whole numbers (M, N, K), got {shape!r}")
-        m, n, k = dims
-    _positive("warmup_ms", warmup_ms)
-    _positive("budget_ms", budget_ms)
-
+    m, n, k = _checked(fn, flops, bytes, name, dtype, shape, warmup_ms, budget_ms)
     under_ncu = os.environ.get(COUNTERS_CHILD)
     if counters and under_ncu == range_name(name):
         _counted_call(fn, name)  # this run is the one under ncu: the call it profiles
@@ -307,6 +316,7 @@ from rooflinecli.api.common import (  # noqa: E402
     calibration_for,
     compile_user_stages,
     default_spec,
+    fail_unverified,
     load_calibration,
     pick_best,
     place_on_roofs,
@@ -316,6 +326,7 @@ from rooflinecli.api.common import (  # noqa: E402
 from rooflinecli.api.gemm import dry_run_gemm, run_gemm  # noqa: E402
 from rooflinecli.api.llm import run_llm  # noqa: E402
 from rooflinecli.api.model import model_attention, model_gemm, model_llm  # noqa: E402
+from rooflinecli.api.report import write_report  # noqa: E402
 from rooflinecli.api.requests import (  # noqa: E402
     AttentionProblem,
     AttentionRequest,
@@ -333,8 +344,8 @@ __all__ = [
     "measure", "document", "hardware_counts", "run_gemm", "dry_run_gemm", "run_attention",
     "run_llm", "run_chain", "tune_gemm", "tune_dispatch", "model_gemm", "model_llm",
     "model_attention", "default_spec", "target_arch", "compile_user_stages", "pick_best",
-    "place_on_roofs", "load_calibration", "calibration_for", "timing_settings", "DEFAULT_ARCH",
-    "CHAIN_WAYS", "CHAIN_DEFAULT_WAYS", "CHAIN_EXCLUDED", "GemmRequest", "GemmProblem",
-    "AttentionRequest", "AttentionProblem", "ChainRequest", "ChainProblem", "ChainTiming",
-    "Timed", "Output", "_device_name",
+    "place_on_roofs", "fail_unverified", "load_calibration", "calibration_for",
+    "timing_settings", "write_report", "DEFAULT_ARCH", "CHAIN_WAYS", "CHAIN_DEFAULT_WAYS",
+    "CHAIN_EXCLUDED", "GemmRequest", "GemmProblem", "AttentionRequest", "AttentionProblem",
+    "ChainRequest", "ChainProblem", "ChainTiming", "Timed", "Output", "_device_name",
 ]  # fmt: skip

@@ -141,3 +141,13 @@ def calibration_for(doc: dict[str, Any], given: dict[str, Any] | None) -> dict[s
     if given is not None and (not device or theirs == device):
         return given
     return load_calibration(None, doc)
+
+
+def fail_unverified(doc: dict[str, Any]) -> None:
+    """A run whose document holds a stage that failed its check ends with exit 1, naming each
+    such stage once (after the document is written and shown)."""
+    from rooflinecli.errors import GateFailure
+
+    failed = sorted({r["stage"] for r in doc["records"] if r.get("verified") is False})
+    if failed:
+        raise GateFailure(f"verification failed: {', '.join(failed)}")

@@ -134,7 +134,13 @@ def inspect_gemm(
     stage_args: tuple[str, ...], arch: str | None, dtype: str | None,
     extra_stages: tuple[str, ...], spec_arg: str | None, fmt: str, quiet: bool,
 ) -> None:  # fmt: skip
-    """Registers, shared memory, spills, occupancy and the SASS mix of each stage's main loop."""
+    """Registers, shared memory, spills, occupancy and the SASS mix of each stage's main loop.
+
+    \b
+    Examples:
+      roofline inspect gemm --stage wgmma_persistent --dtype fp16
+      roofline inspect gemm --arch sm_80 --format json
+    """
     from rooflinecli.api import default_spec
     from rooflinecli.present.progress import progress
     from rooflinecli.stages import compiler, sass
@@ -170,6 +176,13 @@ def inspect_gemm(
         "spec": spec.to_dict(),
         "records": records,
     }
+    output.emit(_report(doc, records, arch, spec, why), fmt)
+
+
+def _report(
+    doc: dict[str, Any], records: list[dict[str, Any]], arch: str, spec: Any, why: str
+) -> output.Report:
+    """The resources table and the SASS table of the main loop, each fitted to the console."""
     flat = [
         {
             **{k: v for k, v in r.items() if k != "sass"},
@@ -217,4 +230,4 @@ def inspect_gemm(
                 left=("loop_widths",),
             )
         )
-    output.emit(output.Report(parts, json=doc, csv=tidy), fmt)
+    return output.Report(parts, json=doc, csv=tidy)

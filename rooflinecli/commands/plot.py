@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from rooflinecli import files, results
-from rooflinecli.options import format_option, load_calibration
+from rooflinecli.options import format_option
 from rooflinecli.present import MAX_POINTS, document, table
 from rooflinecli.present.output import written
 
@@ -76,7 +76,9 @@ def plot(
     image.kind_of(output)
     files.check_output(output, document=False)
     doc = document.fleet_points(results.load(path), per_gpu)
-    cal = load_calibration(calibration, doc)
+    from rooflinecli import api
+
+    cal = api.load_calibration(calibration, doc)
     kind = image.save(doc, output, cal, by_instruction, max_points=max_points)
     title = image.title(doc)
     row = {"path": output, "format": kind, "records": len(doc["records"]), "title": title}
