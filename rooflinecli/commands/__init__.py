@@ -9,6 +9,13 @@ from typing import Any
 import click
 
 
+def examples(*lines: str) -> str:
+    """A command's epilog: the last thing its --help shows, one or two examples of it, kept as
+    written (click rewraps no paragraph that starts with \\b)."""
+    head = "Examples:" if len(lines) > 1 else "Example:"
+    return "\b\n" + head + "\n" + "\n".join(f"  {line}" for line in lines)
+
+
 class Command(click.Command):
     """A command whose function takes its shared options gathered (rooflinecli.options.gather):
     before the function runs, each gathering step of the function (`__gathers__`, outermost

@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 import click
 
 from rooflinecli import files, names, results
-from rooflinecli.commands import Command
+from rooflinecli.commands import Command, examples
 from rooflinecli.errors import GateFailure, Inconclusive
 from rooflinecli.options import format_option, gather, tolerance_option
 from rooflinecli.present import gate, output, table
@@ -77,7 +77,14 @@ class Also(NamedTuple):
             report.require()
 
 
-@click.command("gate", cls=Command)
+@click.command(
+    "gate",
+    cls=Command,
+    epilog=examples(
+        "roofline gate current.json --baseline baseline.json --tolerance 3",
+        "roofline gate current.json --min-pct-of-reference '*=80' --junit gate.xml",
+    ),
+)
 @gather("rules", Rules._fields, Rules)
 @gather("also", Also._fields, Also)
 @click.argument("path", metavar="RESULTS.json", type=click.Path(dir_okay=False))

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from rooflinecli import paths
+from rooflinecli.commands import examples
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     MODEL_DTYPES,
@@ -106,7 +107,13 @@ def inspect_() -> None:
     """What the compiler made (registers, occupancy, SASS), no GPU needed."""
 
 
-@inspect_.command("gemm")
+@inspect_.command(
+    "gemm",
+    epilog=examples(
+        "roofline inspect gemm --stage wgmma_persistent --dtype fp16",
+        "roofline inspect gemm --arch sm_80 --format json",
+    ),
+)
 @click.option(
     "--stage",
     "stage_args",
@@ -134,13 +141,7 @@ def inspect_gemm(
     stage_args: tuple[str, ...], arch: str | None, dtype: str | None,
     extra_stages: tuple[str, ...], spec_arg: str | None, fmt: str, quiet: bool,
 ) -> None:  # fmt: skip
-    """Registers, shared memory, spills, occupancy and the SASS mix of each stage's main loop.
-
-    \b
-    Examples:
-      roofline inspect gemm --stage wgmma_persistent --dtype fp16
-      roofline inspect gemm --arch sm_80 --format json
-    """
+    """Registers, shared memory, spills, occupancy and the SASS mix of each stage's main loop."""
     from rooflinecli.api import default_spec
     from rooflinecli.present.progress import progress
     from rooflinecli.stages import compiler, sass

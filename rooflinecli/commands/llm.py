@@ -12,7 +12,7 @@ from typing import Any, NamedTuple, TypeVar
 import click
 
 from rooflinecli import api
-from rooflinecli.commands import Command
+from rooflinecli.commands import Command, examples
 from rooflinecli.core import llm
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
@@ -112,7 +112,14 @@ def parse_list(text: str, option: str, limit: int = 1 << 20) -> list[int]:
     return values
 
 
-@click.command("llm", cls=Command)
+@click.command(
+    "llm",
+    cls=Command,
+    epilog=examples(
+        "roofline model llm --preset llama-3-8b --context 512,4096",
+        "roofline model llm --batch 1,8,64 --spec h100-sxm5",
+    ),
+)
 @gpus_option()
 @preset_options
 @click.option(
@@ -143,11 +150,6 @@ def model_llm(
 
     A FLOP share is not a time share: with --batch, the time each operation needs at the roofs
     is shown beside its FLOP share.
-
-    \b
-    Examples:
-      roofline model llm --preset llama-3-8b --context 512,4096
-      roofline model llm --batch 1,8,64 --spec h100-sxm5
     """
     contexts = parse_list(context_arg, "--context", 1 << 24)
     if batch_arg is None:
@@ -162,7 +164,14 @@ def model_llm(
     emit_report(report, emit.fmt)
 
 
-@click.command("llm", cls=Command)
+@click.command(
+    "llm",
+    cls=Command,
+    epilog=examples(
+        "roofline run llm --preset llama-3-8b --batch 1,16,256 --stages best",
+        "roofline run llm --chain --batch 1 --ways best,cublas,torch -o chain.json",
+    ),
+)
 @preset_options
 @gather("ask", LLM_ASK, LlmAsk)
 @gather("timed", ("seed", "budget_ms", "max_noise", "no_flush"), timed)
@@ -246,11 +255,6 @@ def run_llm(
 
     With --chain: the token as engines run it, each GEMM on the previous one's output, from a
     CUDA graph, ours beside cuBLAS and PyTorch.
-
-    \b
-    Examples:
-      roofline run llm --preset llama-3-8b --batch 1,16,256 --stages best
-      roofline run llm --chain --batch 1 --ways best,cublas,torch -o chain.json
     """
     from rooflinecli import plan
     from rooflinecli.present.progress import progress

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from rooflinecli import api
-from rooflinecli.commands import LazyGroup
+from rooflinecli.commands import LazyGroup, examples
 from rooflinecli.core import roofs
 from rooflinecli.options import (
     Emit,
@@ -41,7 +41,13 @@ def model() -> None:
     """Analytic roofline model (pure arithmetic, no GPU)."""
 
 
-@model.command("gemm")
+@model.command(
+    "gemm",
+    epilog=examples(
+        "roofline model gemm --m 4096",
+        "roofline model gemm --m 1 --n 4096 --k 4096 --dtype bf16 --spec h100-sxm5",
+    ),
+)
 @shape_options
 @model_dtype_option
 @spec_option
@@ -59,13 +65,7 @@ def model_gemm(
     beta: float,
     emit: Emit,
 ) -> None:
-    """FLOPs, ideal bytes and intensity, by-instruction intensity, roof and attainable per stage.
-
-    \b
-    Examples:
-      roofline model gemm --m 4096
-      roofline model gemm --m 1 --n 4096 --k 4096 --dtype bf16 --spec h100-sxm5
-    """
+    """FLOPs, ideal bytes and intensity, by-instruction intensity, roof and attainable per stage."""
     m, n, k = shape
     view = emit.view
     table.select(table.MODEL, view)
@@ -85,7 +85,13 @@ def model_gemm(
     emit_report(of_document(doc, [Records(doc, table.MODEL, title, caption, view)]), emit.fmt)
 
 
-@model.command("attention")
+@model.command(
+    "attention",
+    epilog=examples(
+        "roofline model attention --batch 1 --heads 32 --seq 8192 --head-dim 128 --causal",
+        "roofline model attention --batch 8 --heads 32 --kv-heads 8 --seq 4096 --head-dim 128",
+    ),
+)
 @attention_shape_options()
 @dtype_option
 @spec_option
@@ -94,13 +100,7 @@ def model_gemm(
 @output_option
 @emits
 def model_attention(shape: Any, dtype: str, spec_arg: str | None, emit: Emit) -> None:
-    """FLOPs, bytes and intensity of attention, fused and unfused, and where each lands.
-
-    \b
-    Examples:
-      roofline model attention --batch 1 --heads 32 --seq 8192 --head-dim 128 --causal
-      roofline model attention --batch 8 --heads 32 --kv-heads 8 --seq 4096 --head-dim 128
-    """
+    """FLOPs, bytes and intensity of attention, fused and unfused, and where each lands."""
     view = emit.view
     table.select(table.ATTENTION_MODEL, view)
     spec, why = api.default_spec(spec_arg)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from rooflinecli import files, results
+from rooflinecli.commands import examples
 from rooflinecli.options import format_option
 from rooflinecli.present import MAX_POINTS, document, table
 from rooflinecli.present.output import written
@@ -17,7 +18,12 @@ WROTE_COLUMNS: list[table.Column] = [
 ]
 
 
-@click.command()
+@click.command(
+    epilog=examples(
+        "roofline plot benchmarks/results/gemm-fp32-4096-ladder.json -o roofline.png",
+        "roofline plot run.json -o roofline.html --calibration my-gpu.json",
+    ),
+)
 @click.argument("path", metavar="RESULTS.json", type=click.Path(dir_okay=False))
 @click.option(
     "--output",

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from rooflinecli import results
-from rooflinecli.commands import LazyGroup
+from rooflinecli.commands import Command, examples
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
     SIZE,
@@ -110,12 +110,19 @@ def notes(records: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-@click.group("profile", cls=LazyGroup)
+@click.group("profile")
 def profile_group() -> None:
     """Hardware counters of each stage under Nsight Compute (ncu) on a GPU."""
 
 
-@profile_group.command("gemm")
+@profile_group.command(
+    "gemm",
+    cls=Command,
+    epilog=examples(
+        "roofline profile gemm --m 4096 --stages smem_tile,wgmma_persistent --dtype fp16",
+        "roofline profile gemm --m 8192 --reports ncu-reports -o profile.json",
+    ),
+)
 @gather_shape
 @click.option("--m", type=SIZE, required=True, help="Rows of C.")
 @click.option("--n", type=SIZE, default=None, help="Columns of C (default: M).")
@@ -157,11 +164,6 @@ def profile_gemm_command(
     the percentages come from ncu's kernel time. Without ncu it stops before any stage runs
     (exit 2). Without permission to read counters the stages still run and the records say why
     counters are null; the command then exits 2.
-
-    \b
-    Examples:
-      roofline profile gemm --m 4096 --stages smem_tile,wgmma_persistent --dtype fp16
-      roofline profile gemm --m 8192 --reports ncu-reports -o profile.json
     """
     from rooflinecli.gpu import profile
 
@@ -243,7 +245,13 @@ def _filters(
 
 
 @profile_group.command(
-    "app", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
+    "app",
+    cls=Command,
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+    epilog=examples(
+        "roofline profile app -- python examples/torch_matmul.py",
+        "roofline profile app --kernel gemm --launch-count 5 -o app.json -- ./my_benchmark",
+    ),
 )
 @gpus_option()
 @gather("filters", ("kernel", "nvtx_range", "launch_skip", "launch_count"), _filters)

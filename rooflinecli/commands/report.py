@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from rooflinecli import files, results
+from rooflinecli.commands import examples
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import format_option, tolerance_option
 from rooflinecli.present import table
@@ -19,7 +20,12 @@ WROTE_COLUMNS: list[table.Column] = [
 ]
 
 
-@click.command()
+@click.command(
+    epilog=examples(
+        "roofline report benchmarks/results/gemm-fp32-4096-ladder.json -o report.html",
+        "roofline report current.json --baseline baseline.json -o gate.html",
+    ),
+)
 @click.argument("paths", metavar="RESULTS.json...", nargs=-1, type=click.Path(dir_okay=False))
 @click.option(
     "--output",

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from rooflinecli.commands import LazyGroup
+from rooflinecli.commands import LazyGroup, examples
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     ATTENTION_ASK,
@@ -83,7 +83,13 @@ def _dry_run(p: Any, arch: str, why: str, spec_arg: str | None, fmt: str) -> Non
     emit(output.of_rows(rows, columns, parts, payload), fmt)
 
 
-@run.command("gemm")
+@run.command(
+    "gemm",
+    epilog=examples(
+        "roofline run gemm --m 4096",
+        "roofline run gemm --sizes 1024,4096 --dtype bf16 --stages best -o run.json",
+    ),
+)
 @gpus_option()
 @gather("ask", GEMM_ASK, gemm_ask)
 @click.option("--m", type=SIZE, default=None, help="Rows of C.")
@@ -145,13 +151,7 @@ def run_gemm(
     roofs: Roofs,
     emit: Emit,
 ) -> None:
-    """Verify each stage against a float64 product, time it, and place it on the roofline.
-
-    \b
-    Examples:
-      roofline run gemm --m 4096
-      roofline run gemm --sizes 1024,4096 --dtype bf16 --stages best -o run.json
-    """
+    """Verify each stage against a float64 product, time it, and place it on the roofline."""
     from rooflinecli import api, plan
 
     table.select(table.RUN, emit.view)  # an unknown --columns name: one line, before any work
@@ -176,7 +176,13 @@ def run_gemm(
     api.fail_unverified(doc)
 
 
-@run.command("attention")
+@run.command(
+    "attention",
+    epilog=examples(
+        "roofline run attention --batch 4 --heads 32 --seq 4096 --head-dim 128 --causal",
+        "roofline run attention --shapes 1x16x16384x128,32x16x512x128 --dtype bf16",
+    ),
+)
 @gpus_option()
 @gather("shapes", ATTENTION_ASK, attention_shapes)
 @attention_shape_options(required=False)
@@ -223,11 +229,6 @@ def run_attention(
 ) -> None:
     """Verify each attention stage against float32 attention, time it beside PyTorch's SDPA
     (flash and cuDNN backends, when PyTorch is installed), and place it on the roofline.
-
-    \b
-    Examples:
-      roofline run attention --batch 4 --heads 32 --seq 4096 --head-dim 128 --causal
-      roofline run attention --shapes 1x16x16384x128,32x16x512x128 --dtype bf16
     """
     from rooflinecli import api, plan
     from rooflinecli.api.requests import AttentionProblem, AttentionRequest, Output

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from rooflinecli import results
-from rooflinecli.commands import Command
+from rooflinecli.commands import Command, examples
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     Roofs,
@@ -29,7 +29,13 @@ from rooflinecli.present.output import (
 )
 
 
-@click.command(cls=Command)
+@click.command(
+    cls=Command,
+    epilog=examples(
+        "roofline show benchmarks/results/gemm-fp32-4096-ladder.json",
+        "roofline show run.json --roofs derived --format markdown",
+    ),
+)
 @click.argument("path", metavar="RESULTS.json", type=click.Path(dir_okay=False))
 @format_option
 @columns_option

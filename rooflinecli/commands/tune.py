@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rooflinecli.commands import LazyGroup
+from rooflinecli.commands import Command, examples
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     DTYPES,
@@ -28,12 +28,19 @@ from rooflinecli.present.output import emit as emit_report
 from rooflinecli.present.progress import progress
 
 
-@click.group(cls=LazyGroup)
+@click.group()
 def tune() -> None:
     """Search tile parameters, or the best stage per shape class, on the running GPU."""
 
 
-@tune.command("gemm")
+@tune.command(
+    "gemm",
+    cls=Command,
+    epilog=examples(
+        "roofline tune gemm --stage wgmma_persistent --m 8192",
+        "roofline tune gemm --stage smem_tile --m 2048 --dtype fp32 -o tune.json",
+    ),
+)
 @gather_shape
 @click.option("--stage", "stage_name", required=True, help="A stage with a tune_space.")
 @click.option(
@@ -66,13 +73,7 @@ def tune_gemm(
     budget_ms: float,
     emit: Emit,
 ) -> None:
-    """Compile every variant (dropping those that fail or spill), verify and time the rest.
-
-    \b
-    Examples:
-      roofline tune gemm --stage wgmma_persistent --m 8192
-      roofline tune gemm --stage smem_tile --m 2048 --dtype fp32 -o tune.json
-    """
+    """Compile every variant (dropping those that fail or spill), verify and time the rest."""
     from rooflinecli import api
 
     m, n, k = shape
@@ -116,7 +117,14 @@ def sweep_of_sizes(sizes: str, max_shapes: int) -> list[tuple[int, int, int]]:
     return shapes
 
 
-@tune.command("dispatch")
+@tune.command(
+    "dispatch",
+    cls=Command,
+    epilog=examples(
+        "roofline tune dispatch --sizes 1x4096x4096,16x11008x4096 --dtype fp16",
+        "roofline tune dispatch --sizes 4096,8192 --dtype bf16 --stages wgmma_persistent",
+    ),
+)
 @gather("shapes", ("sizes", "max_shapes"), sweep_of_sizes)
 @click.option(
     "--sizes", required=True, metavar="LIST",
@@ -147,11 +155,6 @@ def tune_dispatch(
 ) -> None:
     """Time every stage at each shape and save, per shape class, the fastest verified one to
     this GPU's tune table in the cache (read first by `--stages best`; docs/dispatch.md).
-
-    \b
-    Examples:
-      roofline tune dispatch --sizes 1x4096x4096,16x11008x4096 --dtype fp16
-      roofline tune dispatch --sizes 4096,8192 --dtype bf16 --stages wgmma_persistent
     """
     from rooflinecli import api
 
