@@ -14,7 +14,7 @@ from fakes import FakeCupy
 from rooflinecli.cli import cli
 from rooflinecli.core import fp8, model, occupancy, specs
 from rooflinecli.gpu import fp8 as gfp8
-from rooflinecli.gpu import loop, runner
+from rooflinecli.gpu import loop
 from rooflinecli.stages import gemm
 
 SHAPE = (130, 272, 640)  # no tile multiple in M or N; N and K multiples of 16

@@ -9,7 +9,7 @@ takes a handful of values and nothing lies between it and the job it runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
 import click
@@ -17,6 +17,7 @@ from click.core import ParameterSource
 
 from rooflinecli.core import roofs
 from rooflinecli.errors import RooflineError
+from rooflinecli.options.gather import add_step, gather  # noqa: F401  (commands import both here)
 from rooflinecli.present import FORMATS, View
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -58,31 +59,6 @@ def split_list(text: str, option: str) -> list[str]:
     if not all(items):
         raise RooflineError(f"{option}: empty item in {text!r}")
     return items
-
-
-Step = Callable[[click.Context], "Callable[[], Any] | None"]
-
-
-def add_step(f: F, step: Step) -> F:
-    """Put a gathering step on the command function `f`: steps run outermost decorator first
-    (a decorator applied later stands above), before the function (rooflinecli.commands.Command).
-    A step returns None, or what runs instead of the function."""
-    steps: list[Step] = f.__dict__.setdefault("__gathers__", [])
-    steps.insert(0, step)
-    return f
-
-
-def gather(target: str, names: Sequence[str], build: Callable[..., Any]) -> Callable[[F], F]:
-    """Hand the command `target` = build(**the values of `names`) in place of those options."""
-
-    def step(ctx: click.Context) -> None:
-        values = {n: ctx.params.pop(n) for n in names if n in ctx.params}
-        ctx.params[target] = build(**values)
-
-    def deco(f: F) -> F:
-        return add_step(f, step)
-
-    return deco
 
 
 class Emit(NamedTuple):
@@ -631,5 +607,5 @@ def _attention_token(token: str, causal: bool) -> Any:
     return attention_shape(b, h, rest[0], rest[1], kv, causal)
 
 
-# --gpus (options/gpus.py) gathers with add_step above
+# --gpus (options/gpus.py): the one shared option that runs the command another way
 from rooflinecli.options.gpus import gpus_option  # noqa: E402, F401

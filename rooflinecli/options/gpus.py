@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
-from rooflinecli.options import add_step
+from rooflinecli.options.gather import add_step
 
 F = TypeVar("F", bound=Callable[..., Any])
 
