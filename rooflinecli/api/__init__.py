@@ -335,8 +335,11 @@ from rooflinecli.api.requests import (  # noqa: E402
     ChainTiming,
     GemmProblem,
     GemmRequest,
+    LlmProblem,
+    LlmRequest,
     Output,
     Timed,
+    TuneRequest,
 )
 from rooflinecli.api.tune import tune_dispatch, tune_gemm  # noqa: E402
 
@@ -347,5 +350,6 @@ __all__ = [
     "place_on_roofs", "fail_unverified", "load_calibration", "calibration_for",
     "timing_settings", "write_report", "DEFAULT_ARCH", "CHAIN_WAYS", "CHAIN_DEFAULT_WAYS",
     "CHAIN_EXCLUDED", "GemmRequest", "GemmProblem", "AttentionRequest", "AttentionProblem",
-    "ChainRequest", "ChainProblem", "ChainTiming", "Timed", "Output", "_device_name",
+    "ChainRequest", "ChainProblem", "ChainTiming", "LlmRequest", "LlmProblem", "Timed",
+    "Output", "TuneRequest", "_device_name",
 ]  # fmt: skip

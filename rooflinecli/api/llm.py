@@ -6,40 +6,29 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rooflinecli.api.gemm import run_gemm
+from rooflinecli.api import gemm
+from rooflinecli.api.requests import GemmProblem, GemmRequest, LlmProblem, LlmRequest, Output, Timed
 
 
-def run_llm(
-    preset: Any,
-    gemms: list[Any],
-    batches: list[int],
-    stages: list[Any],
-    spec_arg: str | None,
-    dtype: str,
-    seed: int = 0,
-    timing: Any = None,
-    progress: Callable[..., None] | None = None,
-    settings: dict[str, Any] | None = None,
-    picks: dict[tuple[int, int, int], Any] | None = None,
-    work: list[tuple[tuple[int, int, int], list[tuple[Any, str | None]]]] | None = None,
-    **extra: Any,
-) -> dict[str, Any]:
-    """Time the weight GEMMs of one decode step at each batch: one record per stage, GEMM and
-    batch (keyed by its workload), and per stage the microseconds of a whole token. With
-    `picks` (pick_best over the GEMMs' shapes) each shape runs its pick, and the per-token rows
-    are `best` (the picks together), the reference and the roofs. `work` (a
-    rooflinecli.plan.RunPlan's, over the GEMMs' shapes): the stages to run per shape."""
+def run(request: LlmRequest) -> dict[str, Any]:
+    """Time the weight GEMMs of one decode step at each batch (the GEMM job at their shapes):
+    one record per stage, GEMM and batch (keyed by its workload), and per stage the
+    microseconds of a whole token. With `picks` each shape runs its pick, and the per-token
+    rows are `best` (the picks together), the reference and the roofs."""
     from rooflinecli.core import llm
     from rooflinecli.core.specs import from_dict
 
+    p, timed, out = request
+    preset, gemms, batches, stages, dtype, picks = (p.preset, p.gemms, p.batches, p.stages,
+                                                    p.dtype, p.picks)  # fmt: skip
     by_shape: dict[tuple[int, int, int], list[tuple[Any, int]]] = {}
     for b in batches:
         for g in gemms:
             by_shape.setdefault(g.shape(b), []).append((g, b))
-    measured_doc = run_gemm(
-        list(by_shape), stages, spec_arg, dtype=dtype, seed=seed, timing=timing,
-        progress=progress, picks=picks, work=work, **extra,
-    )  # fmt: skip
+    problem = GemmProblem(list(by_shape), stages, p.spec_arg, dtype, picks=picks, work=p.work)
+    measured_doc = gemm.run(
+        GemmRequest(problem, timed, Output("run gemm", out.progress, out.fields))
+    )
     spec = from_dict(measured_doc["spec"])
     records: list[dict[str, Any]] = []
     for b in batches:
@@ -64,7 +53,7 @@ def run_llm(
                 )
     return {
         **measured_doc,
-        "command": "run llm",
+        "command": out.command,
         "preset": preset.to_dict(),
         "batches": batches,
         "gemms": [g.name for g in gemms],
@@ -76,6 +65,27 @@ def run_llm(
             len(gemms),
             batches,
         ),
-        "settings": {**measured_doc["settings"], **(settings or {})},
+        "settings": {**measured_doc["settings"], **(p.settings or {})},
         "records": records,
     }
+
+
+def run_llm(
+    preset: Any,
+    gemms: list[Any],
+    batches: list[int],
+    stages: list[Any],
+    spec_arg: str | None,
+    dtype: str,
+    seed: int = 0,
+    timing: Any = None,
+    progress: Callable[..., None] | None = None,
+    settings: dict[str, Any] | None = None,
+    picks: dict[tuple[int, int, int], Any] | None = None,
+    work: list[tuple[tuple[int, int, int], list[tuple[Any, str | None]]]] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """run(LlmRequest(...)) with its values spelled out; `extra`: more top-level fields of the
+    document."""
+    problem = LlmProblem(preset, gemms, batches, stages, spec_arg, dtype, picks, work, settings)
+    return run(LlmRequest(problem, Timed(seed, timing), Output("run llm", progress, extra)))

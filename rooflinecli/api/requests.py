@@ -59,6 +59,45 @@ class GemmRequest(NamedTuple):
     output: Output = Output("run gemm")
 
 
+class LlmProblem(NamedTuple):
+    """The weight GEMMs (`gemms`, rooflinecli.core.llm) of one decode step of `preset` at each
+    batch, the stages to run at their shapes (the reference among them), the spec, the element
+    type, the plan's picks (--stages best) and work list over the GEMMs' shapes, and more
+    settings for the document (`settings`)."""
+
+    preset: Any
+    gemms: list[Any]
+    batches: list[int]
+    stages: list[Any]
+    spec_arg: str | None = None
+    dtype: str = "fp16"
+    picks: dict[tuple[int, int, int], Any] | None = None
+    work: Work | None = None
+    settings: Mapping[str, Any] | None = None
+
+
+class LlmRequest(NamedTuple):
+    """`run llm`: the problem, its timing, its output (the GEMM job's document fields)."""
+
+    problem: LlmProblem
+    timed: Timed = Timed()
+    output: Output = Output("run llm")
+
+
+class TuneRequest(NamedTuple):
+    """`tune gemm` (`stage`: the stage whose tune_space is searched, at shapes[0]; dtype None:
+    the stage's first) or `tune dispatch` (`stage_list`: the stages, default every one of the
+    dtype), each stage timed for `budget_ms` on the GPU here (spec: `spec_arg`)."""
+
+    shapes: list[tuple[int, int, int]]
+    dtype: str | None = None
+    spec_arg: str | None = None
+    budget_ms: float = 200.0
+    stage: str | None = None
+    stage_list: str | None = None
+    progress: Progress | None = None
+
+
 class AttentionProblem(NamedTuple):
     """The attention shapes (rooflinecli.core.attention.Shape) and stages to run, the spec, the
     element type, whether PyTorch's SDPA references are timed beside them, and the plan's work

@@ -257,6 +257,7 @@ def run_llm(
     CUDA graph, ours beside cuBLAS and PyTorch.
     """
     from rooflinecli import plan
+    from rooflinecli.api.requests import LlmProblem, LlmRequest, Output
     from rooflinecli.present.progress import progress
 
     if chain.chain_flag or chain.chain_shape:
@@ -273,12 +274,12 @@ def run_llm(
     shapes = list(dict.fromkeys(g.shape(b) for b in batches for g in gemms))
     p = plan.llm_plan(shapes, ask.stage_list, ask.dtype, ask.extra_stages)
     api.compile_user_stages(p.user_stages, api.target_arch()[0], ask.dtype)  # one line, first
+    settings = {"extra_stages": [s.toml_path for s in p.user_stages]}
+    problem = LlmProblem(model, gemms, batches, p.chosen, spec_arg, ask.dtype, p.picks, p.work,
+                         settings)  # fmt: skip
     with progress(emit.live()) as tick:
-        doc = api.run_llm(
-            model, gemms, batches, p.chosen, spec_arg, ask.dtype, timed.seed, timed.timing,
-            progress=tick, settings={"extra_stages": [s.toml_path for s in p.user_stages]},
-            picks=p.picks, work=p.work, **p.document_fields(),
-        )  # fmt: skip
+        out = Output("run llm", tick, p.document_fields())
+        doc = api.llm.run(LlmRequest(problem, timed, out))
     emit.write(doc)
     emit_report(decode_step.run_report(doc, model, gemms, batches, emit.view, draw, p.picks),
                 emit.fmt)  # fmt: skip

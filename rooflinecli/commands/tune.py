@@ -75,13 +75,14 @@ def tune_gemm(
 ) -> None:
     """Compile every variant (dropping those that fail or spill), verify and time the rest."""
     from rooflinecli import api
+    from rooflinecli.api.requests import TuneRequest
 
     m, n, k = shape
     view = emit.view
     table.select(table.RUN, view)
     with progress(emit.live(), "tuning") as tick:
-        doc = api.tune_gemm(stage_name, m, spec_arg, budget_ms, progress=tick, dtype=dtype,
-                            n=n, k=k)  # fmt: skip
+        request = TuneRequest([shape], dtype, spec_arg, budget_ms, stage_name, None, tick)
+        doc = api.tune.gemm(request)
     device, info = doc["device"], doc["tune"]
     dropped = info["dropped"]
     win = next((r for r in doc["records"] if r["stage"] == info["winner"]), None)
@@ -157,11 +158,13 @@ def tune_dispatch(
     this GPU's tune table in the cache (read first by `--stages best`; docs/dispatch.md).
     """
     from rooflinecli import api
+    from rooflinecli.api.requests import TuneRequest
 
     view = emit.view
     table.select(table.RUN, view)
     with progress(emit.live(), "tuning") as tick:
-        doc = api.tune_dispatch(shapes, dtype, spec_arg, budget_ms, stage_list, progress=tick)
+        request = TuneRequest(shapes, dtype, spec_arg, budget_ms, None, stage_list, tick)
+        doc = api.tune.dispatch(request)
     emit.write(doc)
     info = doc["dispatch"]
     title = f"tune dispatch {dtype} on {doc['device']['name']}"
