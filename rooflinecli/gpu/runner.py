@@ -595,6 +595,8 @@ def run_gemm(
     or record as skipped with the refusal decided for each (rooflinecli.plan); without it, every
     stage at every shape with its own refusal. `progress(label, total=steps)` is called as each
     stage and shape begins (rooflinecli.present.progress draws it)."""
+    if dtype == "fp8":  # another problem kind (rooflinecli.plan.gemm_kind): gpu/fp8.py runs it
+        raise RooflineError("--dtype fp8 runs through rooflinecli.gpu.fp8.run_gemm")
     timing = timing or Timing()
     cp, dev, spec, arch, cc, limits = setup(spec_arg)
     reference = next((s for s in stages if s.reference), None)
