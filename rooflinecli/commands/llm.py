@@ -7,7 +7,7 @@ weight GEMM sits on the roofline at a batch. `run llm` times those exact GEMM sh
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import click
 
@@ -37,6 +37,9 @@ from rooflinecli.present.output import emit as emit_report
 
 F = TypeVar("F", bound=Callable[..., Any])
 Column = tuple[str, str, Callable[[Any], str]]
+
+if TYPE_CHECKING:
+    from rooflinecli.api.requests import Timed
 
 
 def preset_options(f: F) -> F:
@@ -247,7 +250,7 @@ def run_llm(
     model: llm.Preset,
     ask: LlmAsk,
     spec_arg: str | None,
-    timed: Any,
+    timed: Timed,
     chain: ChainAsk,
     emit: Emit,
 ) -> None:

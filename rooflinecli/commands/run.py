@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -38,6 +38,9 @@ from rooflinecli.present import document, output, table
 from rooflinecli.present.output import emit
 from rooflinecli.present.progress import progress
 from rooflinecli.stages import attention, gemm
+
+if TYPE_CHECKING:
+    from rooflinecli.api.requests import Timed
 
 
 @click.group(
@@ -145,7 +148,7 @@ def _dry_run(p: Any, arch: str, why: str, spec_arg: str | None, fmt: str) -> Non
 def run_gemm(
     ask: GemmAsk,
     spec_arg: str | None,
-    timed: Any,
+    timed: Timed,
     dry_run: bool,
     arch: str | None,
     roofs: Roofs,
@@ -222,7 +225,7 @@ def run_attention(
     stage_list: str | None,
     dtype: str,
     spec_arg: str | None,
-    timed: Any,
+    timed: Timed,
     no_references: bool,
     roofs: Roofs,
     emit: Emit,
