@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import shlex
 import sys
 from pathlib import Path
 
@@ -195,6 +196,11 @@ def test_every_help_ends_with_its_examples(name: str) -> None:
     assert 1 <= len(tail) - 1 <= 2 and all(
         line.strip().startswith(f"roofline {name}") for line in tail[1:]
     ), tail
+    for line in tail[1:]:  # each names options the command has (--help parses them first)
+        args = shlex.split(line)[1:]
+        cut = args.index("--") if "--" in args else len(args)
+        got = CliRunner().invoke(cli, [*args[:cut], "--help", *args[cut:]])
+        assert got.exit_code == 0, (line, got.output)
 
 
 # ---------------------------------------------------------------- from the command to the loop
