@@ -53,6 +53,7 @@ class RunPlan:
     picks: dict[tuple[int, int, int], Any] | None = None  # --stages best: the pick per shape
     device_name: str | None = None  # where tuned tiles or the tune table asked for it
     user_stages: list[Any] = field(default_factory=list)  # --extra-stage, compiled first
+    kind: str = "gemm"  # the problem kind (gemm_kind): "gemm", or "fp8"
 
     @property
     def chosen(self) -> list[Any]:
@@ -125,6 +126,35 @@ def _work(
     return work, skipped
 
 
+def gemm_kind(dtype: str, shapes: Iterable[tuple[int, int, int]]) -> str:
+    """The problem kind of a GEMM run of `dtype`: "fp8" (A and B FP8 with per-tensor scales, B
+    given as N x K, beside cuBLASLt's two modes; every shape checked against the FP8 contract
+    here, the one place that checks it) or "gemm" (the dtype's stages beside its reference)."""
+    if dtype != "fp8":
+        return "gemm"
+    from rooflinecli.stages.fp8 import check_shape
+
+    for shape in shapes:
+        check_shape(*shape)
+    return "fp8"
+
+
+def _fp8_refusals(dtype: str, fp8_format: str, beta: float, tuned: bool, user: bool) -> None:
+    """What --dtype fp8 refuses, one line each, before any work: beta != 0 (the timed
+    comparison runs at beta = 0), --tuned and --extra-stage (no FP8 tuned tiles or user stages
+    yet); --fp8-format without it."""
+    if dtype != "fp8":
+        if fp8_format != "e4m3":
+            raise RooflineError("--fp8-format goes with --dtype fp8")
+        return
+    if beta != 0.0:
+        raise RooflineError(
+            "--dtype fp8 runs at beta = 0: torch._scaled_mm (the reference) takes a bias, not beta"
+        )
+    if tuned or user:
+        raise RooflineError("--dtype fp8 takes neither --tuned nor --extra-stage yet")
+
+
 def _gemm_refusal(stage: Any, shape: tuple[int, int, int]) -> Any:
     refusal = getattr(stage, "refusal", None)
     return refusal(*shape) if refusal is not None else None
@@ -138,11 +168,17 @@ def gemm_plan(
     tuned: bool = False,
     extra_stages: Sequence[str] = (),
     dry_run: bool = False,
+    beta: float = 0.0,
+    fp8_format: str = "e4m3",
 ) -> RunPlan:
-    """`run gemm`: the stages asked for (default: the dtype's ladder, less the stages built for
-    other rows of C than every shape's), user stages before the reference, tuned tiles, or per
-    shape the tune table's pick (`best`)."""
+    """`run gemm`: the problem kind (gemm_kind: FP8's refusals and shape checks first), the
+    stages asked for (default: the dtype's ladder, less the stages built for other rows of C
+    than every shape's), user stages before the reference, tuned tiles, or per shape the tune
+    table's pick (`best`)."""
     from rooflinecli.stages.userstage import load_user_stage
+
+    _fp8_refusals(dtype, fp8_format, beta, tuned, bool(extra_stages))
+    kind = gemm_kind(dtype, shapes)
 
     best = (stage_list or "").strip() == "best"
     chosen = [gemm.reference_for(dtype)] if best else gemm.select(stage_list, dtype)
@@ -164,7 +200,8 @@ def gemm_plan(
     reference, ladder = chosen[-1], chosen[:-1] + user
     named = [*ladder] if stage_list and not best else user
     work, skipped = _work(shapes, ladder, _gemm_refusal, named, gemm_label, raise_named=True)
-    plan = RunPlan(dtype, list(shapes), ladder, reference, work, skipped, user_stages=user)
+    plan = RunPlan(dtype, list(shapes), ladder, reference, work, skipped, user_stages=user,
+                   kind=kind)  # fmt: skip
     if tuned:
         from rooflinecli.gpu.tune import load_tuned
 

@@ -35,7 +35,7 @@ NOISE_DOCS = [
 @pytest.fixture
 def stand_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
     """Workers are tests/fleet_worker.py; the host has 4 GPUs."""
-    monkeypatch.setattr(options, "worker_argv", lambda args: [sys.executable, str(WORKER), *args])
+    monkeypatch.setattr(pool, "python_argv", lambda args: [sys.executable, str(WORKER), *args])
     env = {"FLEET_TEMPLATE": str(TEMPLATE), "CUDA_VISIBLE_DEVICES": "0,1,2,3"}
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -133,7 +133,7 @@ def test_without_gpus_nothing_changes(monkeypatch) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     for k in ("SLURM_PROCID", "RANK", "OMPI_COMM_WORLD_RANK"):
         monkeypatch.delenv(k, raising=False)
-    options.pin_rank()
+    pool.pin_rank()
     import os
 
     assert "CUDA_VISIBLE_DEVICES" not in os.environ
@@ -185,7 +185,7 @@ def test_pin_rank_under_a_launcher(monkeypatch) -> None:
     monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1")
     monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "4")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3,4,5")
-    options.pin_rank()
+    pool.pin_rank()
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "3"
     assert results.environment()["launch"]["rank"] == 5
 

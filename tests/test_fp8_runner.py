@@ -14,7 +14,7 @@ from fakes import FakeCupy
 from rooflinecli.cli import cli
 from rooflinecli.core import fp8, model, occupancy, specs
 from rooflinecli.gpu import fp8 as gfp8
-from rooflinecli.gpu import loop, runner
+from rooflinecli.gpu import loop
 from rooflinecli.stages import gemm
 
 SHAPE = (130, 272, 640)  # no tile multiple in M or N; N and K multiples of 16
@@ -81,7 +81,7 @@ def _run(monkeypatch, torch: bool, wrong: str = ""):  # type: ignore[no-untyped-
         return gfp8.Fp8GemmProblem(cp, shape, refs, spec, 90, 1.0, 0)
 
     limits = occupancy.SmLimits.from_spec(spec)
-    recs = loop.run(cp, work, problem, runner.FP8, _Timer(), limits)  # type: ignore[arg-type]
+    recs = loop.run(cp, work, problem, gfp8.FP8, _Timer(), limits)  # type: ignore[arg-type]
     return {r["stage"]: r for r in recs}
 
 

@@ -1,5 +1,6 @@
-"""One module per command; each parses options, calls rooflinecli.api and hands rows to
-rooflinecli.present. LazyGroup lets a group load its commands only when one runs."""
+"""One module per command; each parses options, builds a request, runs a job of rooflinecli.api
+and hands rows to rooflinecli.present. LazyGroup lets a group load its commands only when one
+runs; Command hands a command its shared options gathered into requests (rooflinecli.options)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,34 @@ from typing import Any
 import click
 
 
+def examples(*lines: str) -> str:
+    """A command's epilog: the last thing its --help shows, one or two examples of it, kept as
+    written (click rewraps no paragraph that starts with \\b)."""
+    head = "Examples:" if len(lines) > 1 else "Example:"
+    return "\b\n" + head + "\n" + "\n".join(f"  {line}" for line in lines)
+
+
+class Command(click.Command):
+    """A command whose function takes its shared options gathered (rooflinecli.options.gather):
+    before the function runs, each gathering step of the function (`__gathers__`, outermost
+    decorator first) replaces a group of option values with the one value built from them, or
+    runs the command another way instead (--gpus). The function itself is the callback: no
+    wrapper lies between the command and its job."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        for step in getattr(self.callback, "__gathers__", ()):
+            instead = step(ctx)
+            if instead is not None:
+                return instead()
+        return super().invoke(ctx)
+
+
 class LazyGroup(click.Group):
     """A group whose commands load on first use. `lazy` maps a command's name to (module, the
     command object's name in it, its short help): listing them (--help) imports nothing; a test
-    holds each short help equal to the command's own."""
+    holds each short help equal to the command's own. Its commands are `Command`s."""
+
+    command_class = Command
 
     def __init__(
         self, *args: Any, lazy: dict[str, tuple[str, str, str]] | None = None, **kwargs: Any

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from rooflinecli import files, results
+from rooflinecli.commands import examples
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import force_option, format_option
 from rooflinecli.present import gate, output, table
@@ -34,7 +35,13 @@ def baseline() -> None:
     """Verified runs kept as baselines for `roofline gate`."""
 
 
-@baseline.command("save")
+@baseline.command(
+    "save",
+    epilog=examples(
+        "roofline baseline save current.json benchmarks/baseline.json",
+        "roofline baseline save current.json benchmarks/baseline.json --force",
+    ),
+)
 @click.argument("src", metavar="RESULTS.json", type=click.Path(dir_okay=False))
 @click.argument("dst", metavar="BASELINE.json", type=click.Path(dir_okay=False))
 @force_option

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from rooflinecli.commands import Command, examples
 from rooflinecli.options import format_option, gpus_option, spec_option
 from rooflinecli.present import output, table
 
@@ -74,7 +75,11 @@ def set_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"set": name, **vals} for name, vals in (doc.get("roof_sets") or {}).items()]
 
 
-@click.command("calibrate")
+@click.command(
+    "calibrate",
+    cls=Command,
+    epilog=examples("roofline calibrate", "roofline calibrate --quick --gpus all"),
+)
 @gpus_option("calibration")
 @click.option("--quick", is_flag=True, help="Fewer repeats and shorter kernels (about 15 s).")
 @spec_option

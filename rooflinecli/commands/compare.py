@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from rooflinecli import results
+from rooflinecli.commands import examples
 from rooflinecli.options import format_option
 from rooflinecli.present import gate, output, table
 
@@ -18,7 +19,12 @@ def _who(doc: dict[str, Any], path: str) -> str:
     return f"{path} ({gate.describe(doc)})"
 
 
-@click.command()
+@click.command(
+    epilog=examples(
+        "roofline compare before.json after.json",
+        "roofline compare run-a100.json run-h100.json --format markdown",
+    ),
+)
 @click.argument("a_path", metavar="A.json", type=click.Path(dir_okay=False))
 @click.argument("b_path", metavar="B.json", type=click.Path(dir_okay=False))
 @format_option

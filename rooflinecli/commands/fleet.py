@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from rooflinecli import files, results
+from rooflinecli.commands import examples
 from rooflinecli.errors import GateFailure, Inconclusive, RooflineError
 from rooflinecli.options import force_option, format_option
 from rooflinecli.present import output, table
@@ -18,7 +19,13 @@ def _load_all(paths: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
     return [(p, results.load(p)) for p in paths]
 
 
-@click.command("merge")
+@click.command(
+    "merge",
+    epilog=examples(
+        "roofline merge node1.json node2.json -o fleet.json",
+        "roofline merge node*.json -o fleet.json --force",
+    ),
+)
 @click.argument("paths", nargs=-1, required=True, metavar="DOC...", type=click.Path(dir_okay=False))
 @click.option("--output", "-o", "out", metavar="FLEET.json|-", required=True,
               help="Where the fleet document goes; - for standard output.")  # fmt: skip
@@ -85,7 +92,10 @@ def _num(v: float) -> float | None:
     return None if math.isnan(v) else round(v, 4)
 
 
-@click.command("fleet")
+@click.command(
+    "fleet",
+    epilog=examples("roofline fleet fleet.json", "roofline fleet node*.json --threshold 3 --rows"),
+)
 @click.argument("paths", nargs=-1, required=True, metavar="DOC...", type=click.Path(dir_okay=False))
 @click.option(
     "--threshold",

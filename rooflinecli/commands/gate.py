@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
 from rooflinecli import files, names, results
+from rooflinecli.commands import Command, examples
 from rooflinecli.errors import GateFailure, Inconclusive
-from rooflinecli.options import format_option
+from rooflinecli.options import format_option, gather, tolerance_option
 from rooflinecli.present import gate, output, table
 
 
@@ -46,7 +47,46 @@ def _markdown(result: gate.GateResult, rows: list[dict[str, Any]], heading: str)
     return "\n".join(lines) + "\n"
 
 
-@click.command("gate")
+class Rules(NamedTuple):
+    """What the gate holds a run to: --tolerance against the baseline, the floors of % of roof
+    and % of the reference, whether another environment's baseline is allowed."""
+
+    tolerance: float
+    roof_floors: dict[str, float]
+    ref_floors: dict[str, float]
+    allow_mismatch: bool
+
+
+class Also(NamedTuple):
+    """The files the gate also writes: JUnit XML, a Markdown summary, the report page, the
+    TFLOP/s for github-action-benchmark."""
+
+    junit: str | None
+    markdown_path: str | None
+    html_path: str | None
+    benchmark_json: str | None
+
+    def check(self) -> None:
+        """Each refused now, before any work, not after the verdict; the page needs plotly."""
+        for target in self:
+            if target:
+                files.check_output(target, document=False)
+        if self.html_path:
+            from rooflinecli.present import report
+
+            report.require()
+
+
+@click.command(
+    "gate",
+    cls=Command,
+    epilog=examples(
+        "roofline gate current.json --baseline baseline.json --tolerance 3",
+        "roofline gate current.json --min-pct-of-reference '*=80' --junit gate.xml",
+    ),
+)
+@gather("rules", Rules._fields, Rules)
+@gather("also", Also._fields, Also)
 @click.argument("path", metavar="RESULTS.json", type=click.Path(dir_okay=False))
 @click.option(
     "--baseline",
@@ -56,13 +96,7 @@ def _markdown(result: gate.GateResult, rows: list[dict[str, Any]], heading: str)
     default=None,
     help="Run to compare against (optional when only floors are given).",
 )
-@click.option(
-    "--tolerance",
-    type=click.FloatRange(0, 100),
-    default=5.0,
-    show_default=True,
-    help="Allowed TFLOP/s loss against the baseline, in percent.",
-)
+@tolerance_option("Allowed TFLOP/s loss against the baseline, in percent.")
 @click.option(
     "--min-pct-of-roof",
     "roof_floors",
@@ -107,19 +141,7 @@ def _markdown(result: gate.GateResult, rows: list[dict[str, Any]], heading: str)
     help="Also write TFLOP/s for github-action-benchmark (customBiggerIsBetter).",
 )
 @format_option
-def gate_command(
-    path: str,
-    baseline_path: str | None,
-    tolerance: float,
-    roof_floors: dict[str, float],
-    ref_floors: dict[str, float],
-    allow_mismatch: bool,
-    junit: str | None,
-    markdown_path: str | None,
-    html_path: str | None,
-    benchmark_json: str | None,
-    fmt: str,
-) -> None:
+def gate_command(path: str, baseline_path: str | None, rules: Rules, also: Also, fmt: str) -> None:
     """Fail when a stage regressed (CI gate).
 
     A stage fails when it lost more TFLOP/s than --tolerance against the baseline, is missing or
@@ -141,44 +163,22 @@ def gate_command(
 
     The rules: docs/gate.md.
     """
-    for target in (junit, markdown_path, html_path, benchmark_json):
-        if target:  # refused now, before any work, not after the verdict
-            files.check_output(target, document=False)
-    if html_path:  # the page needs plotly: said now, before anything is written
-        from rooflinecli.present import report
-
-        report.require()
+    also.check()
     current = results.load(path)
     base = results.load(baseline_path) if baseline_path else None
     result = gate.evaluate(
         current,
         base,
-        tolerance_pct=tolerance,
-        min_pct_of_roof=roof_floors,
-        min_pct_of_reference=ref_floors,
-        allow_mismatch=allow_mismatch,
+        tolerance_pct=rules.tolerance,
+        min_pct_of_roof=rules.roof_floors,
+        min_pct_of_reference=rules.ref_floors,
+        allow_mismatch=rules.allow_mismatch,
         where=(path, baseline_path or "baseline"),
     )
     rows = [c.row() for c in result.checks]
-    heading = (
-        f"Current: {names.markdown_code_span(path)} ({names.markdown(gate.describe(current))})"
-    )
-    if base is not None:
-        where = names.markdown_code_span(str(baseline_path))
-        heading += f"; baseline: {where} ({names.markdown(gate.describe(base))})"
-    if junit:
-        files.write_output(junit, gate.junit_xml(result), document=False)
-    if markdown_path:
-        files.write_output(markdown_path, _markdown(result, rows, heading), document=False)
-    if benchmark_json:
-        files.write_output(benchmark_json, gate.benchmark_json(current), document=False)
-    if html_path:
-        from rooflinecli.options import write_report
-
-        other = (baseline_path or "baseline", base) if base is not None else None
-        write_report(html_path, [path], [current], None, result, other)
+    _write_also(also, path, baseline_path, current, base, result, rows)
     title = f"Gate: {path}" + (f" against {baseline_path}" if base is not None else "")
-    title += f" (tolerance {tolerance:g}%)" if base is not None else " (floors only)"
+    title += f" (tolerance {rules.tolerance:g}%)" if base is not None else " (floors only)"
     caption = f"{result.summary()}. Rules: {gate.RULES_SHORT}."
     if result.mismatches:
         caption += f" Environments differ: {'; '.join(result.mismatches)}."
@@ -186,8 +186,40 @@ def gate_command(
     page = output.of_rows(
         rows, columns, [output.Rows(rows, columns, title, caption)], result.to_dict()
     )
+    heading = _heading(path, baseline_path, current, base)
     output.emit(page._replace(markdown=_markdown(result, rows, heading)), fmt)
     if result.outcome == "fail":
         raise GateFailure(result.summary())
     if result.outcome == "inconclusive":
         raise Inconclusive(result.summary())
+
+
+def _heading(
+    path: str, baseline_path: str | None, current: dict[str, Any], base: dict[str, Any] | None
+) -> str:
+    heading = (
+        f"Current: {names.markdown_code_span(path)} ({names.markdown(gate.describe(current))})"
+    )
+    if base is not None:
+        where = names.markdown_code_span(str(baseline_path))
+        heading += f"; baseline: {where} ({names.markdown(gate.describe(base))})"
+    return heading
+
+
+def _write_also(
+    also: Also, path: str, baseline_path: str | None, current: dict[str, Any],
+    base: dict[str, Any] | None, result: gate.GateResult, rows: list[dict[str, Any]],
+) -> None:  # fmt: skip
+    """JUnit, Markdown, the page and the benchmark JSON, those asked for."""
+    if also.junit:
+        files.write_output(also.junit, gate.junit_xml(result), document=False)
+    if also.markdown_path:
+        heading = _heading(path, baseline_path, current, base)
+        files.write_output(also.markdown_path, _markdown(result, rows, heading), document=False)
+    if also.benchmark_json:
+        files.write_output(also.benchmark_json, gate.benchmark_json(current), document=False)
+    if also.html_path:
+        from rooflinecli import api
+
+        other = (baseline_path or "baseline", base) if base is not None else None
+        api.write_report(also.html_path, [path], [current], None, result, other)

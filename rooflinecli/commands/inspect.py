@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from rooflinecli import paths
+from rooflinecli.commands import examples
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     MODEL_DTYPES,
@@ -106,7 +107,13 @@ def inspect_() -> None:
     """What the compiler made (registers, occupancy, SASS), no GPU needed."""
 
 
-@inspect_.command("gemm")
+@inspect_.command(
+    "gemm",
+    epilog=examples(
+        "roofline inspect gemm --stage wgmma_persistent --dtype fp16",
+        "roofline inspect gemm --arch sm_80 --format json",
+    ),
+)
 @click.option(
     "--stage",
     "stage_args",
@@ -170,6 +177,13 @@ def inspect_gemm(
         "spec": spec.to_dict(),
         "records": records,
     }
+    output.emit(_report(doc, records, arch, spec, why), fmt)
+
+
+def _report(
+    doc: dict[str, Any], records: list[dict[str, Any]], arch: str, spec: Any, why: str
+) -> output.Report:
+    """The resources table and the SASS table of the main loop, each fitted to the console."""
     flat = [
         {
             **{k: v for k, v in r.items() if k != "sass"},
@@ -217,4 +231,4 @@ def inspect_gemm(
                 left=("loop_widths",),
             )
         )
-    output.emit(output.Report(parts, json=doc, csv=tidy), fmt)
+    return output.Report(parts, json=doc, csv=tidy)

@@ -7,36 +7,44 @@ weight GEMM sits on the roofline at a batch. `run llm` times those exact GEMM sh
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import click
 
-from rooflinecli import api, files, results
+from rooflinecli import api
+from rooflinecli.commands import Command, examples
 from rooflinecli.core import llm
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     DTYPES,
     SIZE,
+    Emit,
     chart_option,
     columns_option,
+    emits,
     extra_stage_option,
-    fail_unverified,
     format_option,
+    gather,
     gpus_option,
     max_noise_option,
     output_option,
     spec_option,
     split_list,
+    timed,
 )
-from rooflinecli.present import View, decode_step, table
-from rooflinecli.present.output import chart_wanted, emit, live
+from rooflinecli.present import decode_step, table
+from rooflinecli.present.output import emit as emit_report
 
 F = TypeVar("F", bound=Callable[..., Any])
 Column = tuple[str, str, Callable[[Any], str]]
 
+if TYPE_CHECKING:
+    from rooflinecli.api.requests import Timed
+
 
 def preset_options(f: F) -> F:
-    """--preset NAME|PATH and the size flags that override it."""
+    """--preset NAME|PATH and the size flags that override it, handed to the command as
+    `model` (an llm.Preset)."""
     flags = [
         ("--vocab", "vocab", "Vocabulary size (LM head outputs)."),
         ("--ffn", "ffn", "FFN inner size."),
@@ -46,6 +54,7 @@ def preset_options(f: F) -> F:
         ("--layers", "layers", "Transformer layers."),
         ("--d-model", "d_model", "Model width."),
     ]
+    f = gather("model", ("preset", *(dest for _flag, dest, _text in flags)), _preset)(f)
     for flag, dest, text in flags:
         f = click.option(flag, dest, type=SIZE, default=None, help=f"{text} Overrides the preset.")(
             f
@@ -59,8 +68,36 @@ def preset_options(f: F) -> F:
     )(f)
 
 
-def _preset(name: str, sizes: dict[str, int | None]) -> llm.Preset:
-    return llm.resolve(name).override(**sizes)
+def _preset(preset: str, **sizes: int | None) -> llm.Preset:
+    return llm.resolve(preset).override(**sizes)
+
+
+class LlmAsk(NamedTuple):
+    """What `run llm` was asked to run: --batch, --gemms, --stages, --extra-stage, --dtype."""
+
+    batch_arg: str | None
+    gemm_arg: str | None
+    stage_list: str | None
+    extra_stages: tuple[str, ...]
+    dtype: str
+
+
+LLM_ASK = LlmAsk._fields
+
+
+class ChainAsk(NamedTuple):
+    """--chain and the options that go with it."""
+
+    chain_flag: bool
+    chain_shape: str | None
+    repeats: int
+    warmup: int
+    ways_arg: str
+    chain_layers: int | None
+    calibration_path: str | None
+
+
+CHAIN_ASK = ChainAsk._fields
 
 
 def parse_list(text: str, option: str, limit: int = 1 << 20) -> list[int]:
@@ -78,7 +115,14 @@ def parse_list(text: str, option: str, limit: int = 1 << 20) -> list[int]:
     return values
 
 
-@click.command("llm")
+@click.command(
+    "llm",
+    cls=Command,
+    epilog=examples(
+        "roofline model llm --preset llama-3-8b --context 512,4096",
+        "roofline model llm --batch 1,8,64 --spec h100-sxm5",
+    ),
+)
 @gpus_option()
 @preset_options
 @click.option(
@@ -96,39 +140,45 @@ def parse_list(text: str, option: str, limit: int = 1 << 20) -> list[int]:
 @spec_option
 @format_option
 @output_option
+@emits
 def model_llm(
-    preset: str,
+    model: llm.Preset,
     context_arg: str,
     batch_arg: str | None,
     dtype: str,
     spec_arg: str | None,
-    fmt: str,
-    output: str | None,
-    force: bool,
-    **sizes: int | None,
+    emit: Emit,
 ) -> None:
     """Where the FLOPs of one decoded token go; with --batch, each weight GEMM on the roofline.
 
     A FLOP share is not a time share: with --batch, the time each operation needs at the roofs
     is shown beside its FLOP share.
     """
-    p = _preset(preset, sizes)
     contexts = parse_list(context_arg, "--context", 1 << 24)
     if batch_arg is None:
-        doc = api.model_llm(p, contexts, dtype)
-        report = decode_step.flops_report(doc, p, contexts)
+        doc = api.model_llm(model, contexts, dtype)
+        report = decode_step.flops_report(doc, model, contexts)
     else:
         batches = parse_list(batch_arg, "--batch")
         spec, why = api.default_spec(spec_arg)
-        doc = api.model_llm(p, contexts, dtype, spec, batches)
-        report = decode_step.gemms_report(doc, p, contexts, batches, spec, why, dtype)
-    if output:
-        files.write_output(output, results.dumps(doc), force=force)
-    emit(report, fmt)
+        doc = api.model_llm(model, contexts, dtype, spec, batches)
+        report = decode_step.gemms_report(doc, model, contexts, batches, spec, why, dtype)
+    emit.write(doc)
+    emit_report(report, emit.fmt)
 
 
-@click.command("llm")
+@click.command(
+    "llm",
+    cls=Command,
+    epilog=examples(
+        "roofline run llm --preset llama-3-8b --batch 1,16,256 --stages best",
+        "roofline run llm --chain --batch 1 --ways best,cublas,torch -o chain.json",
+    ),
+)
 @preset_options
+@gather("ask", LLM_ASK, LlmAsk)
+@gather("timed", ("seed", "budget_ms", "max_noise", "no_flush"), timed)
+@gather("chain", CHAIN_ASK, ChainAsk)
 @click.option(
     "--batch", "batch_arg", default=None, metavar="LIST",
     help="Tokens decoded together: M of every weight GEMM. [default: 1,16,256; with --chain "
@@ -195,54 +245,52 @@ def model_llm(
 @format_option
 @columns_option
 @output_option
+@emits
 def run_llm(
-    preset: str,
-    batch_arg: str,
-    gemm_arg: str | None,
-    stage_list: str | None,
-    extra_stages: tuple[str, ...],
-    dtype: str,
+    model: llm.Preset,
+    ask: LlmAsk,
     spec_arg: str | None,
-    seed: int,
-    budget_ms: float,
-    max_noise: float | None,
-    no_flush: bool,
-    chain_flag: bool,
-    chain_shape: str | None,
-    repeats: int,
-    warmup: int,
-    ways_arg: str,
-    chain_layers: int | None,
-    calibration_path: str | None,
-    chart_flag: bool | None,
-    quiet: bool,
-    fmt: str,
-    view: View,
-    output: str | None,
-    force: bool,
-    **sizes: int | None,
+    timed: Timed,
+    chain: ChainAsk,
+    emit: Emit,
 ) -> None:
     """Time the weight GEMMs of one decode step at each batch, and place them on the roofline.
 
     With --chain: the token as engines run it, each GEMM on the previous one's output, from a
-    CUDA graph, ours beside cuBLAS and PyTorch."""
+    CUDA graph, ours beside cuBLAS and PyTorch.
+    """
     from rooflinecli import plan
-    from rooflinecli.gpu.timer import Timing
+    from rooflinecli.api.requests import LlmProblem, LlmRequest, Output
     from rooflinecli.present.progress import progress
 
-    model = _preset(preset, sizes)
-    if chain_flag or chain_shape:
-        if not chain_flag:
+    if chain.chain_flag or chain.chain_shape:
+        if not chain.chain_flag:
             raise RooflineError("--chain-shape needs --chain")
-        run_chain(model, batch_arg, gemm_arg, stage_list, extra_stages, dtype, spec_arg, seed,
-                  chain_shape, repeats, warmup, ways_arg, chain_layers, chart_flag, fmt, view,
-                  output, force, calibration=calibration_path)  # fmt: skip
+        _run_chain(model, ask, spec_arg, timed.seed, chain, emit)
         return
-    if calibration_path:
+    if chain.calibration_path:
         raise RooflineError("--calibration goes with --chain (it records the read roof there)")
-    batches = parse_list(batch_arg or "1,16,256", "--batch")
-    table.select(table.LLM, view)  # an unknown --columns name: one line, before any work
-    draw = chart_wanted(chart_flag, fmt, table.console().is_terminal)
+    batches = parse_list(ask.batch_arg or "1,16,256", "--batch")
+    table.select(table.LLM, emit.view)  # an unknown --columns name: one line, before any work
+    draw = emit.chart(on_terminal=True)
+    gemms = _gemms(model, ask.gemm_arg)
+    shapes = list(dict.fromkeys(g.shape(b) for b in batches for g in gemms))
+    p = plan.llm_plan(shapes, ask.stage_list, ask.dtype, ask.extra_stages)
+    api.compile_user_stages(p.user_stages, api.target_arch()[0], ask.dtype)  # one line, first
+    settings = {"extra_stages": [s.toml_path for s in p.user_stages]}
+    problem = LlmProblem(model, gemms, batches, p.chosen, spec_arg, ask.dtype, p.picks, p.work,
+                         settings)  # fmt: skip
+    with progress(emit.live()) as tick:
+        out = Output("run llm", tick, p.document_fields())
+        doc = api.llm.run(LlmRequest(problem, timed, out))
+    emit.write(doc)
+    emit_report(decode_step.run_report(doc, model, gemms, batches, emit.view, draw, p.picks),
+                emit.fmt)  # fmt: skip
+    api.fail_unverified(doc)
+
+
+def _gemms(model: llm.Preset, gemm_arg: str | None) -> list[Any]:
+    """The weight GEMMs of the preset, or those --gemms names (an unknown one: one line)."""
     gemms = llm.weight_gemms(model)
     if gemm_arg:
         wanted = split_list(gemm_arg, "--gemms")
@@ -253,65 +301,49 @@ def run_llm(
                 f"unknown GEMM {', '.join(bad) or '(none)'}; known: {', '.join(known)}"
             )
         gemms = [g for g in gemms if g.name in wanted]
-    shapes = list(dict.fromkeys(g.shape(b) for b in batches for g in gemms))
-    p = plan.llm_plan(shapes, stage_list, dtype, extra_stages)
-    api.compile_user_stages(p.user_stages, api.target_arch()[0], dtype)  # one line, before any GPU
-
-    timing = Timing(budget_ms=budget_ms, flush_l2=not no_flush, max_noise_pct=max_noise)
-    with progress(not quiet and live(fmt)) as tick:
-        doc = api.run_llm(
-            model, gemms, batches, p.chosen, spec_arg, dtype, seed, timing, progress=tick,
-            settings={"extra_stages": [s.toml_path for s in p.user_stages]}, picks=p.picks,
-            work=p.work, **p.document_fields(),
-        )  # fmt: skip
-    if output:
-        files.write_output(output, results.dumps(doc), force=force)
-    emit(decode_step.run_report(doc, model, gemms, batches, view, draw, p.picks), fmt)
-    fail_unverified(doc)
+    return gemms
 
 
-def run_chain(
-    model: llm.Preset, batch_arg: str | None, gemm_arg: str | None, stage_list: str | None,
-    extra_stages: tuple[str, ...], dtype: str, spec_arg: str | None, seed: int,
-    chain_shape: str | None, repeats: int, warmup: int, ways_arg: str,
-    chain_layers: int | None, chart_flag: bool | None, fmt: str, view: View,
-    output: str | None, force: bool, calibration: str | None = None,
-) -> None:  # fmt: skip
+def _run_chain(
+    model: llm.Preset, ask: LlmAsk, spec_arg: str | None, seed: int, c: ChainAsk, emit: Emit
+) -> None:
     """`run llm --chain`: check the options (one line each, before any GPU work), run, emit."""
+    from rooflinecli.api.requests import ChainProblem, ChainRequest, ChainTiming
     from rooflinecli.core import chain
     from rooflinecli.present import document
 
-    if stage_list is not None and stage_list.strip() != "best":
+    if ask.stage_list is not None and ask.stage_list.strip() != "best":
         raise RooflineError(
             "--chain runs --stages best (one stage per GEMM shape): leave out --stages"
         )
-    if gemm_arg or extra_stages:
+    if ask.gemm_arg or ask.extra_stages:
         raise RooflineError("--chain runs the whole token: leave out --gemms and --extra-stage")
-    if dtype not in chain.CHAIN_DTYPES:
-        raise RooflineError(f"--chain runs --dtype {' or '.join(chain.CHAIN_DTYPES)}, not {dtype}")
-    ways = split_list(ways_arg, "--ways")
+    if ask.dtype not in chain.CHAIN_DTYPES:
+        raise RooflineError(
+            f"--chain runs --dtype {' or '.join(chain.CHAIN_DTYPES)}, not {ask.dtype}"
+        )
+    ways = split_list(c.ways_arg, "--ways")
     bad = [w for w in ways if w not in api.CHAIN_WAYS]
     if bad:
         raise RooflineError(f"--ways: unknown {', '.join(bad)}; known: {', '.join(api.CHAIN_WAYS)}")
-    shape = chain.parse_shape(chain_shape) if chain_shape else None
-    if shape is not None and batch_arg is not None:
+    shape = chain.parse_shape(c.chain_shape) if c.chain_shape else None
+    if shape is not None and ask.batch_arg is not None:
         raise RooflineError("--chain-shape gives M (the batch): leave out --batch")
-    batches = parse_list(batch_arg or "1,16", "--batch", chain.MAX_BATCH)
+    batches = parse_list(ask.batch_arg or "1,16", "--batch", chain.MAX_BATCH)
     if shape is not None:
         chain.single(*shape)  # its bounds, now
     else:
         for b in batches:
             chain.build(model, b)
-    draw = chart_wanted(chart_flag, fmt, table.console().is_terminal)
+    draw = emit.chart(on_terminal=True)
     cal = None
-    if calibration:
+    if c.calibration_path:
         from rooflinecli.gpu import calibrate
 
-        cal = calibrate.read_calibration(calibration)
-    doc = api.run_chain(model, batches, dtype, spec_arg, seed=seed, warmup=warmup,
-                        repeats=repeats, shape=shape, ways=ways, layers=chain_layers,
-                        calibration=cal)  # fmt: skip
-    if output:
-        files.write_output(output, results.dumps(doc), force=force)
-    emit(document.report(doc, view, draw), fmt)
-    fail_unverified(doc)
+        cal = calibrate.read_calibration(c.calibration_path)
+    problem = ChainProblem(model, batches, ask.dtype, spec_arg, shape, tuple(ways),
+                           c.chain_layers, cal)  # fmt: skip
+    doc = api.chain.run(ChainRequest(problem, ChainTiming(seed, c.warmup, c.repeats)))
+    emit.write(doc)
+    emit_report(document.report(doc, emit.view, draw), emit.fmt)
+    api.fail_unverified(doc)

@@ -2,25 +2,28 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from rooflinecli import api, results
-from rooflinecli.commands import LazyGroup
+from rooflinecli import api
+from rooflinecli.commands import LazyGroup, examples
 from rooflinecli.core import roofs
 from rooflinecli.options import (
-    attention_shape,
+    Emit,
     attention_shape_options,
     columns_option,
     dtype_option,
+    emits,
     format_option,
     model_dtype_option,
     output_option,
-    resolve_shape,
     shape_options,
     spec_option,
 )
-from rooflinecli.present import View, table
-from rooflinecli.present.output import Records, emit, of_document
+from rooflinecli.present import table
+from rooflinecli.present.output import Records, of_document
+from rooflinecli.present.output import emit as emit_report
 
 
 @click.group(
@@ -38,7 +41,13 @@ def model() -> None:
     """Analytic roofline model (pure arithmetic, no GPU)."""
 
 
-@model.command("gemm")
+@model.command(
+    "gemm",
+    epilog=examples(
+        "roofline model gemm --m 4096",
+        "roofline model gemm --m 1 --n 4096 --k 4096 --dtype bf16 --spec h100-sxm5",
+    ),
+)
 @shape_options
 @model_dtype_option
 @spec_option
@@ -47,29 +56,23 @@ def model() -> None:
 @format_option
 @columns_option
 @output_option
+@emits
 def model_gemm(
-    m: int,
-    n: int | None,
-    k: int | None,
+    shape: tuple[int, int, int],
     dtype: str,
     spec_arg: str | None,
     alpha: float,
     beta: float,
-    fmt: str,
-    view: View,
-    output: str | None,
-    force: bool,
+    emit: Emit,
 ) -> None:
     """FLOPs, ideal bytes and intensity, by-instruction intensity, roof and attainable per stage."""
-    m, n, k = resolve_shape(m, n, k)
+    m, n, k = shape
+    view = emit.view
     table.select(table.MODEL, view)
     spec, why = api.default_spec(spec_arg)
     doc = api.model_gemm(m, n, k, dtype, spec, alpha, beta)
     records = doc["records"]
-    if output:
-        from rooflinecli import files  # only with --output: `model` into a table needs none
-
-        files.write_output(output, results.dumps(doc), force=force)
+    emit.write(doc)  # files is loaded only with --output: `model` into a table needs it not
     first = records[0]
     title = (
         f"GEMM {m}x{n}x{k} {dtype}, model on {spec.display_name} ({spec.name}, {why}): "
@@ -79,39 +82,30 @@ def model_gemm(
         "AI ideal: every byte moved once (perfect caching). AI instr: what each load "
         "instruction feeds, if nothing were cached; attain@instr is the roof at that intensity."
     )
-    emit(of_document(doc, [Records(doc, table.MODEL, title, caption, view)]), fmt)
+    emit_report(of_document(doc, [Records(doc, table.MODEL, title, caption, view)]), emit.fmt)
 
 
-@model.command("attention")
+@model.command(
+    "attention",
+    epilog=examples(
+        "roofline model attention --batch 1 --heads 32 --seq 8192 --head-dim 128 --causal",
+        "roofline model attention --batch 8 --heads 32 --kv-heads 8 --seq 4096 --head-dim 128",
+    ),
+)
 @attention_shape_options()
 @dtype_option
 @spec_option
 @format_option
 @columns_option
 @output_option
-def model_attention(
-    batch: int,
-    heads: int,
-    seq: int,
-    head_dim: int,
-    kv_heads: int | None,
-    causal: bool,
-    dtype: str,
-    spec_arg: str | None,
-    fmt: str,
-    view: View,
-    output: str | None,
-    force: bool,
-) -> None:
+@emits
+def model_attention(shape: Any, dtype: str, spec_arg: str | None, emit: Emit) -> None:
     """FLOPs, bytes and intensity of attention, fused and unfused, and where each lands."""
-    shape = attention_shape(batch, heads, seq, head_dim, kv_heads, causal)
+    view = emit.view
     table.select(table.ATTENTION_MODEL, view)
     spec, why = api.default_spec(spec_arg)
     doc = api.model_attention(shape, dtype, spec)
-    if output:
-        from rooflinecli import files  # only with --output: `model` into a table needs none
-
-        files.write_output(output, results.dumps(doc), force=force)
+    emit.write(doc)  # files is loaded only with --output
     first = doc["records"][0]
     title = (
         f"Attention {shape.label} {dtype}, model on {spec.display_name} ({spec.name}, {why}): "
@@ -121,4 +115,5 @@ def model_attention(
         "FLOPs 4*B*H*N^2*D (halved when causal). fused: Q, K, V and O each moved once. "
         "unfused: S and P (fp32, B*H*N^2 each) also written and read once each."
     )
-    emit(of_document(doc, [Records(doc, table.ATTENTION_MODEL, title, caption, view)]), fmt)
+    parts = [Records(doc, table.ATTENTION_MODEL, title, caption, view)]
+    emit_report(of_document(doc, parts), emit.fmt)

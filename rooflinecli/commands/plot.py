@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from rooflinecli import files, results
-from rooflinecli.options import format_option, load_calibration
+from rooflinecli.commands import examples
+from rooflinecli.options import format_option
 from rooflinecli.present import MAX_POINTS, document, table
 from rooflinecli.present.output import written
 
@@ -17,7 +18,12 @@ WROTE_COLUMNS: list[table.Column] = [
 ]
 
 
-@click.command()
+@click.command(
+    epilog=examples(
+        "roofline plot benchmarks/results/gemm-fp32-4096-ladder.json -o roofline.png",
+        "roofline plot run.json -o roofline.html --calibration my-gpu.json",
+    ),
+)
 @click.argument("path", metavar="RESULTS.json", type=click.Path(dir_okay=False))
 @click.option(
     "--output",
@@ -76,7 +82,9 @@ def plot(
     image.kind_of(output)
     files.check_output(output, document=False)
     doc = document.fleet_points(results.load(path), per_gpu)
-    cal = load_calibration(calibration, doc)
+    from rooflinecli import api
+
+    cal = api.load_calibration(calibration, doc)
     kind = image.save(doc, output, cal, by_instruction, max_points=max_points)
     title = image.title(doc)
     row = {"path": output, "format": kind, "records": len(doc["records"]), "title": title}

@@ -7,21 +7,26 @@ from typing import Any
 
 import click
 
-from rooflinecli import files, results
+from rooflinecli import results
+from rooflinecli.commands import Command, examples
 from rooflinecli.errors import GateFailure, RooflineError
 from rooflinecli.options import (
     SIZE,
+    Emit,
     columns_option,
     dtype_option,
+    emits,
     format_option,
+    gather,
+    gather_shape,
     gpus_option,
     output_option,
     reports_option,
-    resolve_shape,
     spec_option,
 )
-from rooflinecli.present import View, table
-from rooflinecli.present.output import Line, Part, Records, emit, of_document
+from rooflinecli.present import table
+from rooflinecli.present.output import Line, Part, Records, of_document
+from rooflinecli.present.output import emit as emit_report
 from rooflinecli.present.progress import progress
 from rooflinecli.stages import gemm
 
@@ -110,7 +115,15 @@ def profile_group() -> None:
     """Hardware counters of each stage under Nsight Compute (ncu) on a GPU."""
 
 
-@profile_group.command("gemm")
+@profile_group.command(
+    "gemm",
+    cls=Command,
+    epilog=examples(
+        "roofline profile gemm --m 4096 --stages smem_tile,wgmma_persistent --dtype fp16",
+        "roofline profile gemm --m 8192 --reports ncu-reports -o profile.json",
+    ),
+)
+@gather_shape
 @click.option("--m", type=SIZE, required=True, help="Rows of C.")
 @click.option("--n", type=SIZE, default=None, help="Columns of C (default: M).")
 @click.option("--k", type=SIZE, default=None, help="Inner dimension (default: M).")
@@ -134,20 +147,15 @@ def profile_group() -> None:
 @format_option
 @columns_option
 @output_option
+@emits
 def profile_gemm_command(
-    m: int,
-    n: int | None,
-    k: int | None,
+    shape: tuple[int, int, int],
     stage_list: str | None,
     dtype: str,
     spec_arg: str | None,
     launch_count: int | None,
     reports_dir: str | None,
-    quiet: bool,
-    fmt: str,
-    view: View,
-    output: str | None,
-    force: bool,
+    emit: Emit,
 ) -> None:
     """Run each stage under ncu: hardware FLOPs, bytes at DRAM/L2/L1, measured intensities.
 
@@ -159,8 +167,7 @@ def profile_gemm_command(
     """
     from rooflinecli.gpu import profile
 
-    shape = resolve_shape(m, n, k)
-    table.select(PROFILE, view)  # an unknown --columns name: one line, before any work
+    table.select(PROFILE, emit.view)  # an unknown --columns name: one line, before any work
     chosen = gemm.select(stage_list, dtype)
     if not stage_list:  # the default ladder, as `run`'s: only the stages built for this M
         chosen = gemm.built_for(chosen, [shape[0]])
@@ -169,7 +176,7 @@ def profile_gemm_command(
         if why:
             raise RooflineError(why)
     profile.find_ncu()  # no ncu: one line now, before any stage runs
-    with progress(not quiet, "profiling", total=len(chosen)) as tick:
+    with progress(not emit.quiet, "profiling", total=len(chosen)) as tick:
         doc, records, info = profile.profile_gemm(
             shape,
             [s.name for s in chosen],
@@ -188,8 +195,21 @@ def profile_gemm_command(
         profiler=info,
         checks=checks(records),
     )
-    if output:
-        files.write_output(output, results.dumps(out), force=force)
+    emit.write(out)
+    emit_report(of_document(out, _profile_parts(out, doc, info, shape, dtype, emit)), emit.fmt)
+    if all(r.get("counters") is None for r in records):
+        reason = next((r["counters_reason"] for r in records if r.get("counters_reason")), "")
+        raise RooflineError(f"no hardware counters: {reason}")
+    failed = sorted({r["stage"] for r in records if r.get("verified") is False})
+    if failed:
+        raise GateFailure(f"verification failed: {', '.join(failed)}")
+
+
+def _profile_parts(
+    out: dict[str, Any], doc: dict[str, Any], info: dict[str, Any],
+    shape: tuple[int, int, int], dtype: str, emit: Emit,
+) -> list[Part]:  # fmt: skip
+    """The table of a `profile gemm` document, its checks and notes."""
     title = (
         f"GEMM {shape[0]}x{shape[1]}x{shape[2]} {dtype} under Nsight Compute "
         f"({info.get('version') or 'no ncu'}) on {(doc.get('device') or {}).get('name', '?')}"
@@ -202,7 +222,7 @@ def profile_gemm_command(
         "the time TFLOP/s and every percentage come from; event ms under ncu: CUDA events "
         "around the profiled launch, which ncu replays (never a speed)."
     )
-    parts: list[Part] = [Records(out, PROFILE, title, caption, view)]
+    parts: list[Part] = [Records(out, PROFILE, title, caption, emit.view)]
     said = [f"check: {line}" for line in out["checks"]]
     said += [f"note: {line}" for line in notes(out["records"])]
     said += [
@@ -212,19 +232,29 @@ def profile_gemm_command(
         if note
     ]
     parts += [Line(text, markdown=False, rich=True) for text in said]
-    emit(of_document(out, parts), fmt)
-    if all(r.get("counters") is None for r in records):
-        reason = next((r["counters_reason"] for r in records if r.get("counters_reason")), "")
-        raise RooflineError(f"no hardware counters: {reason}")
-    failed = sorted({r["stage"] for r in records if r.get("verified") is False})
-    if failed:
-        raise GateFailure(f"verification failed: {', '.join(failed)}")
+    return parts
+
+
+def _filters(
+    kernel: str | None, nvtx_range: str | None, launch_skip: int | None, launch_count: int | None
+) -> Any:
+    """--kernel, --nvtx, --launch-skip and --launch-count: which launches ncu profiles."""
+    from rooflinecli.gpu import profile_app
+
+    return profile_app.Filters(kernel, nvtx_range, launch_skip, launch_count)
 
 
 @profile_group.command(
-    "app", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
+    "app",
+    cls=Command,
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+    epilog=examples(
+        "roofline profile app -- python examples/torch_matmul.py",
+        "roofline profile app --kernel gemm --launch-count 5 -o app.json -- ./my_benchmark",
+    ),
 )
 @gpus_option()
+@gather("filters", ("kernel", "nvtx_range", "launch_skip", "launch_count"), _filters)
 @click.option(
     "--kernel", metavar="REGEX", default=None, help="Only kernels whose name matches (a regex)."
 )
@@ -262,19 +292,15 @@ def profile_gemm_command(
 @click.argument(
     "program", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARGS]..."
 )
+@emits
 def profile_app_command(
-    kernel: str | None,
-    nvtx_range: str | None,
-    launch_skip: int | None,
-    launch_count: int | None,
+    filters: Any,
     spec_arg: str | None,
     calibration: str | None,
     reports_dir: str | None,
     timeout: float,
-    fmt: str,
-    force: bool,
-    output: str | None,
     program: tuple[str, ...],
+    emit: Emit,
 ) -> None:
     """Run any program under ncu: each kernel's time, FLOPs, bytes, intensities and roof.
 
@@ -290,7 +316,6 @@ def profile_app_command(
     """
     from rooflinecli.gpu import profile_app
 
-    filters = profile_app.Filters(kernel, nvtx_range, launch_skip, launch_count)
     argv = list(program)
     if argv and argv[0] == "--":
         argv = argv[1:]
@@ -302,11 +327,10 @@ def profile_app_command(
         Path(reports_dir) if reports_dir else None,
         timeout,
     )
-    if output:
-        files.write_output(output, results.dumps(doc), force=force)
+    emit.write(doc)
     parts: list[Part] = [Records(doc, table.APP_COLUMNS, table.app_title(doc))]
     parts += [Line(line) for line in table.app_notes(doc)]
-    emit(of_document(doc, parts), fmt)
+    emit_report(of_document(doc, parts), emit.fmt)
     code = (doc.get("program") or {}).get("exit_code")
     if code:
         raise GateFailure(f"the program exited with {code} (its kernels are shown above)")

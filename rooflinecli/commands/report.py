@@ -6,8 +6,9 @@ from __future__ import annotations
 import click
 
 from rooflinecli import files, results
+from rooflinecli.commands import examples
 from rooflinecli.errors import RooflineError
-from rooflinecli.options import format_option, write_report
+from rooflinecli.options import format_option, tolerance_option
 from rooflinecli.present import table
 from rooflinecli.present.output import written
 
@@ -19,7 +20,12 @@ WROTE_COLUMNS: list[table.Column] = [
 ]
 
 
-@click.command()
+@click.command(
+    epilog=examples(
+        "roofline report benchmarks/results/gemm-fp32-4096-ladder.json -o report.html",
+        "roofline report current.json --baseline baseline.json -o gate.html",
+    ),
+)
 @click.argument("paths", metavar="RESULTS.json...", nargs=-1, type=click.Path(dir_okay=False))
 @click.option(
     "--output",
@@ -44,13 +50,7 @@ WROTE_COLUMNS: list[table.Column] = [
     help="Gate the (one) run against this baseline: the page shows the verdict per check and "
     "each stage's samples on both sides.",
 )
-@click.option(
-    "--tolerance",
-    type=click.FloatRange(0, 100),
-    default=5.0,
-    show_default=True,
-    help="With --baseline: allowed TFLOP/s loss, in percent (as `roofline gate`).",
-)
+@tolerance_option("With --baseline: allowed TFLOP/s loss, in percent (as `roofline gate`).")
 @click.option(
     "--allow-mismatch",
     is_flag=True,
@@ -97,7 +97,9 @@ def report(
             where=(paths[0], baseline_path),
         )
         base = (baseline_path, base_doc)
-    size = write_report(output, list(paths), docs, calibration, result, base)
+    from rooflinecli import api
+
+    size = api.write_report(output, list(paths), docs, calibration, result, base)
     records = sum(len(d["records"]) for d in docs) + (len(base[1]["records"]) if base else 0)
     count = len(docs) + (1 if base else 0)
     row = {"path": output, "bytes": size, "documents": count, "records": records}

@@ -2,40 +2,45 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from rooflinecli import files, results
-from rooflinecli.commands import LazyGroup
+from rooflinecli.commands import LazyGroup, examples
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
+    ATTENTION_ASK,
+    GEMM_ASK,
     SIZE,
-    attention_shape,
+    Emit,
+    GemmAsk,
+    Roofs,
     attention_shape_options,
+    attention_shapes,
     chart_option,
-    check_sweep,
     columns_option,
     dtype_option,
+    emits,
     extra_stage_option,
-    fail_unverified,
     format_option,
+    gather,
+    gemm_ask,
     gemm_dtype_option,
+    gemm_request,
     gpus_option,
     max_shapes_option,
     output_option,
-    parse_shapes,
-    place_on_roofs,
     roofs_option,
     spec_option,
-    split_list,
-    timing_of,
     timing_options,
 )
-from rooflinecli.present import View, document, output, table
-from rooflinecli.present.output import chart_wanted, emit, live
+from rooflinecli.present import document, output, table
+from rooflinecli.present.output import emit
 from rooflinecli.present.progress import progress
 from rooflinecli.stages import attention, gemm
+
+if TYPE_CHECKING:
+    from rooflinecli.api.requests import Timed
 
 
 @click.group(
@@ -81,8 +86,15 @@ def _dry_run(p: Any, arch: str, why: str, spec_arg: str | None, fmt: str) -> Non
     emit(output.of_rows(rows, columns, parts, payload), fmt)
 
 
-@run.command("gemm")
+@run.command(
+    "gemm",
+    epilog=examples(
+        "roofline run gemm --m 4096",
+        "roofline run gemm --sizes 1024,4096 --dtype bf16 --stages best -o run.json",
+    ),
+)
 @gpus_option()
+@gather("ask", GEMM_ASK, gemm_ask)
 @click.option("--m", type=SIZE, default=None, help="Rows of C.")
 @click.option("--n", type=SIZE, default=None, help="Columns of C (default: M).")
 @click.option("--k", type=SIZE, default=None, help="Inner dimension (default: M).")
@@ -132,136 +144,50 @@ def _dry_run(p: Any, arch: str, why: str, spec_arg: str | None, fmt: str) -> Non
 @format_option
 @columns_option
 @output_option
+@emits
 def run_gemm(
-    m: int | None,
-    n: int | None,
-    k: int | None,
-    sizes: str | None,
-    max_shapes: int,
-    stage_list: str | None,
-    dtype: str,
-    fp8_format: str,
+    ask: GemmAsk,
     spec_arg: str | None,
-    alpha: float,
-    beta: float,
-    seed: int,
-    budget_ms: float,
-    repeats: int | None,
-    max_noise: float | None,
-    no_flush: bool,
-    tuned: bool,
-    extra_stages: tuple[str, ...],
+    timed: Timed,
     dry_run: bool,
     arch: str | None,
-    chart_flag: bool | None,
-    quiet: bool,
-    roof_set: str,
-    calibration: str | None,
-    fmt: str,
-    view: View,
-    output: str | None,
-    force: bool,
+    roofs: Roofs,
+    emit: Emit,
 ) -> None:
     """Verify each stage against a float64 product, time it, and place it on the roofline."""
     from rooflinecli import api, plan
 
-    shapes = parse_shapes(m, n, k, sizes)
-    check_sweep(shapes, max_shapes, "--sizes")
-    fp8 = fp8_settings(dtype, fp8_format, beta, tuned, extra_stages, shapes)
-    timing = timing_of(budget_ms, repeats, max_noise, no_flush)
-    table.select(table.RUN, view)  # an unknown --columns name: one line, before any work
-    draw = chart_wanted(chart_flag, fmt, table.console().is_terminal)
+    table.select(table.RUN, emit.view)  # an unknown --columns name: one line, before any work
+    draw = emit.chart(on_terminal=True)
     if arch and not dry_run:
         raise RooflineError("--arch goes with --dry-run (a run compiles for the GPU it runs on)")
-    if dry_run and output:
+    if dry_run and emit.output:
         raise RooflineError("--dry-run writes no results document: leave out --output")
-    p = plan.gemm_plan(
-        shapes, stage_list, dtype, tuned=tuned, extra_stages=extra_stages, dry_run=dry_run
-    )
+    p = plan.gemm_plan(ask.shapes, ask.stage_list, ask.dtype, tuned=ask.tuned,
+                       extra_stages=ask.extra_stages, dry_run=dry_run, beta=ask.beta,
+                       fp8_format=ask.fp8_format)  # fmt: skip
     target, why = api.target_arch(arch)
     if dry_run:
-        _dry_run(p, target, why, spec_arg, fmt)
+        _dry_run(p, target, why, spec_arg, emit.fmt)
         return
-    api.compile_user_stages(p.user_stages, target, dtype)  # a compile error: one line, first
-    with progress(not quiet and live(fmt)) as tick:
-        doc = api.run_gemm(
-            shapes, p.chosen, spec_arg, dtype=dtype, alpha=alpha, beta=beta, seed=seed,
-            timing=timing, progress=tick, picks=p.picks, work=p.work, **fp8,
-            **p.document_fields(),
-        )  # fmt: skip
-    doc = place_on_roofs(doc, roof_set, calibration)
-    if output:
-        files.write_output(output, results.dumps(doc), force=force)
-    emit(document.gemm_run(doc, shapes, view, draw, p.picks), fmt)
-    fail_unverified(doc)
+    api.compile_user_stages(p.user_stages, target, ask.dtype)  # a compile error: one line, first
+    with progress(emit.live()) as tick:
+        doc = api.gemm.run(gemm_request(p, ask, spec_arg, timed, tick))
+    doc = roofs.place(doc)
+    emit.write(doc)
+    output.emit(document.gemm_run(doc, ask.shapes, emit.view, draw, p.picks), emit.fmt)
+    api.fail_unverified(doc)
 
 
-def fp8_settings(
-    dtype: str,
-    fp8_format: str,
-    beta: float,
-    tuned: bool,
-    extra_stages: tuple[str, ...],
-    shapes: list[tuple[int, int, int]],
-) -> dict[str, Any]:
-    """What --dtype fp8 passes on (its format), or its refusals, one line each, before any work:
-    beta != 0 (the timed comparison runs at beta = 0), --tuned and --extra-stage (no FP8 tuned
-    tiles or user stages yet), shapes outside the FP8 contract (K and N multiples of 16)."""
-    if dtype != "fp8":
-        if fp8_format != "e4m3":
-            raise RooflineError("--fp8-format goes with --dtype fp8")
-        return {}
-    from rooflinecli.stages.fp8 import check_shape
-
-    if beta != 0.0:
-        raise RooflineError(
-            "--dtype fp8 runs at beta = 0: torch._scaled_mm (the reference) takes a bias, not beta"
-        )
-    if tuned or extra_stages:
-        raise RooflineError("--dtype fp8 takes neither --tuned nor --extra-stage yet")
-    for shape in shapes:
-        check_shape(*shape)
-    return {"fp8_format": fp8_format}
-
-
-def parse_attention_shapes(
-    batch: int | None,
-    heads: int | None,
-    seq: int | None,
-    head_dim: int | None,
-    kv_heads: int | None,
-    causal: bool,
-    shapes: str | None,
-) -> list[Any]:
-    """--batch/--heads/--seq/--head-dim [--kv-heads], or --shapes BxHxNxD,BxHxKVxNxD,..."""
-    one = (batch, heads, seq, head_dim)
-    if shapes:
-        if any(v is not None for v in (*one, kv_heads)):
-            raise RooflineError(
-                "give either --batch/--heads/--seq/--head-dim or --shapes, not both"
-            )
-        out = []
-        for token in split_list(shapes, "--shapes"):
-            parts = token.lower().split("x")
-            if len(parts) not in (4, 5):
-                raise RooflineError(f"bad shape {token!r}: write BxHxNxD or BxHxKVxNxD")
-            try:
-                dims = [SIZE.convert(p, None, None) for p in parts]
-            except click.BadParameter as exc:
-                raise RooflineError(f"bad shape {token!r}: {exc.format_message()}") from None
-            b, h, *rest = dims
-            kv = rest.pop(0) if len(rest) == 3 else h
-            out.append(attention_shape(b, h, rest[0], rest[1], kv, causal))
-        return out
-    names = ("--batch", "--heads", "--seq", "--head-dim")
-    missing = [n for n, v in zip(names, one, strict=True) if v is None]
-    if missing:
-        raise RooflineError(f"give {', '.join(missing)} (or --shapes BxHxNxD,...)")
-    return [attention_shape(batch, heads, seq, head_dim, kv_heads, causal)]  # type: ignore[arg-type]
-
-
-@run.command("attention")
+@run.command(
+    "attention",
+    epilog=examples(
+        "roofline run attention --batch 4 --heads 32 --seq 4096 --head-dim 128 --causal",
+        "roofline run attention --shapes 1x16x16384x128,32x16x512x128 --dtype bf16",
+    ),
+)
 @gpus_option()
+@gather("shapes", ATTENTION_ASK, attention_shapes)
 @attention_shape_options(required=False)
 @click.option(
     "--shapes",
@@ -293,50 +219,31 @@ def parse_attention_shapes(
 @format_option
 @columns_option
 @output_option
+@emits
 def run_attention(
-    batch: int | None,
-    heads: int | None,
-    seq: int | None,
-    head_dim: int | None,
-    kv_heads: int | None,
-    causal: bool,
-    shapes: str | None,
-    max_shapes: int,
+    shapes: list[Any],
     stage_list: str | None,
     dtype: str,
     spec_arg: str | None,
-    seed: int,
-    budget_ms: float,
-    repeats: int | None,
-    max_noise: float | None,
-    no_flush: bool,
+    timed: Timed,
     no_references: bool,
-    chart_flag: bool | None,
-    quiet: bool,
-    roof_set: str,
-    calibration: str | None,
-    fmt: str,
-    view: View,
-    output: str | None,
-    force: bool,
+    roofs: Roofs,
+    emit: Emit,
 ) -> None:
     """Verify each attention stage against float32 attention, time it beside PyTorch's SDPA
-    (flash and cuDNN backends, when PyTorch is installed), and place it on the roofline."""
+    (flash and cuDNN backends, when PyTorch is installed), and place it on the roofline.
+    """
     from rooflinecli import api, plan
+    from rooflinecli.api.requests import AttentionProblem, AttentionRequest, Output
 
-    wanted = parse_attention_shapes(batch, heads, seq, head_dim, kv_heads, causal, shapes)
-    check_sweep(wanted, max_shapes, "--shapes")
-    timing = timing_of(budget_ms, repeats, max_noise, no_flush)
-    table.select(table.RUN, view)
-    draw = chart_wanted(chart_flag, fmt, table.console().is_terminal)
-    p = plan.attention_plan(wanted, stage_list, dtype)
-    with progress(not quiet and live(fmt)) as tick:
-        doc = api.run_attention(
-            wanted, p.stages, spec_arg, dtype=dtype, seed=seed, timing=timing, progress=tick,
-            references=not no_references, work=p.work, **p.document_fields(),
-        )  # fmt: skip
-    doc = place_on_roofs(doc, roof_set, calibration)
-    if output:
-        files.write_output(output, results.dumps(doc), force=force)
-    emit(document.report(doc, view, draw), fmt)
-    fail_unverified(doc)
+    table.select(table.RUN, emit.view)
+    draw = emit.chart(on_terminal=True)
+    p = plan.attention_plan(shapes, stage_list, dtype)
+    problem = AttentionProblem(shapes, p.stages, spec_arg, dtype, not no_references, p.work)
+    with progress(emit.live()) as tick:
+        out = Output("run attention", tick, p.document_fields())
+        doc = api.attention.run(AttentionRequest(problem, timed, out))
+    doc = roofs.place(doc)
+    emit.write(doc)
+    output.emit(document.report(doc, emit.view, draw), emit.fmt)
+    api.fail_unverified(doc)

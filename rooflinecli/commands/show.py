@@ -7,12 +7,13 @@ from typing import Any
 import click
 
 from rooflinecli import results
+from rooflinecli.commands import Command, examples
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
+    Roofs,
     chart_option,
     columns_option,
     format_option,
-    place_on_roofs,
     roofs_option,
 )
 from rooflinecli.present import View, document, table
@@ -28,15 +29,19 @@ from rooflinecli.present.output import (
 )
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    epilog=examples(
+        "roofline show benchmarks/results/gemm-fp32-4096-ladder.json",
+        "roofline show run.json --roofs derived --format markdown",
+    ),
+)
 @click.argument("path", metavar="RESULTS.json", type=click.Path(dir_okay=False))
 @format_option
 @columns_option
 @chart_option
 @roofs_option
-def show(
-    path: str, fmt: str, view: View, chart_flag: bool | None, roof_set: str, calibration: str | None
-) -> None:
+def show(path: str, fmt: str, view: View, chart_flag: bool | None, roofs: Roofs) -> None:
     """Re-render a results document: table, chart.
 
     Any results document, run or model (device null), as `run`/`model` show it, and its
@@ -45,7 +50,7 @@ def show(
     doc = results.load(path)
     draw = chart_wanted(chart_flag, fmt)
     if table.is_app(doc):
-        if roof_set != "datasheet" or calibration:
+        if roofs.roof_set != "datasheet" or roofs.calibration:
             raise RooflineError(
                 "a `profile app` document was placed under this GPU's roofs when it was "
                 "profiled (its `roofs` say which): --roofs and --calibration do not apply"
@@ -53,7 +58,7 @@ def show(
         show_app(doc, fmt, draw)
         return
     if doc.get("device") is not None:
-        doc = place_on_roofs(doc, roof_set, calibration)
+        doc = roofs.place(doc)
     if not doc["records"] and draws_tables(fmt):
         raise RooflineError(f"{path} holds no records")
     emit(document.report(doc, view, draw), fmt)

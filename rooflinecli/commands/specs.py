@@ -6,6 +6,7 @@ import json
 
 import click
 
+from rooflinecli.commands import examples
 from rooflinecli.core import roofs, specs
 from rooflinecli.options import format_option
 from rooflinecli.present import output, table
@@ -20,7 +21,9 @@ def specs_group(ctx: click.Context, fmt: str) -> None:
         ctx.invoke(list_specs, fmt=fmt)
 
 
-@specs_group.command("list")
+@specs_group.command(
+    "list", epilog=examples("roofline specs list", "roofline specs list --format csv")
+)
 @format_option
 def list_specs(fmt: str) -> None:
     """List GPU specs with their ridge points per precision."""
@@ -72,7 +75,12 @@ def list_specs(fmt: str) -> None:
     output.emit(output.Report([grid], json=json_text, csv=rows), fmt)
 
 
-@specs_group.command("show")
+@specs_group.command(
+    "show",
+    epilog=examples(
+        "roofline specs show h100-sxm5", "roofline specs show my-gpu.toml --format json"
+    ),
+)
 @click.argument("name", metavar="NAME|PATH")
 @format_option
 def show(name: str, fmt: str) -> None:

@@ -4,22 +4,27 @@ from __future__ import annotations
 
 import click
 
-from rooflinecli import files, results
+from rooflinecli.commands import Command, examples
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     DTYPES,
     SIZE,
+    Emit,
     check_sweep,
     columns_option,
     dtype_option,
+    emits,
     format_option,
+    gather,
+    gather_shape,
     max_shapes_option,
     output_option,
     parse_shapes,
     spec_option,
 )
-from rooflinecli.present import View, table
-from rooflinecli.present.output import Line, Part, Records, emit, live, of_document
+from rooflinecli.present import table
+from rooflinecli.present.output import Line, Part, Records, of_document
+from rooflinecli.present.output import emit as emit_report
 from rooflinecli.present.progress import progress
 
 
@@ -28,7 +33,15 @@ def tune() -> None:
     """Search tile parameters, or the best stage per shape class, on the running GPU."""
 
 
-@tune.command("gemm")
+@tune.command(
+    "gemm",
+    cls=Command,
+    epilog=examples(
+        "roofline tune gemm --stage wgmma_persistent --m 8192",
+        "roofline tune gemm --stage smem_tile --m 2048 --dtype fp32 -o tune.json",
+    ),
+)
+@gather_shape
 @click.option("--stage", "stage_name", required=True, help="A stage with a tune_space.")
 @click.option(
     "--m",
@@ -51,34 +64,30 @@ def tune() -> None:
 @format_option
 @columns_option
 @output_option
+@emits
 def tune_gemm(
+    shape: tuple[int, int, int],
     stage_name: str,
-    m: int,
-    n: int | None,
-    k: int | None,
     dtype: str | None,
     spec_arg: str | None,
     budget_ms: float,
-    quiet: bool,
-    fmt: str,
-    view: View,
-    output: str | None,
-    force: bool,
+    emit: Emit,
 ) -> None:
     """Compile every variant (dropping those that fail or spill), verify and time the rest."""
     from rooflinecli import api
+    from rooflinecli.api.requests import TuneRequest
 
+    m, n, k = shape
+    view = emit.view
     table.select(table.RUN, view)
-    with progress(not quiet and live(fmt), "tuning") as tick:
-        doc = api.tune_gemm(
-            stage_name, m, spec_arg, budget_ms, progress=tick, dtype=dtype, n=n, k=k
-        )
+    with progress(emit.live(), "tuning") as tick:
+        request = TuneRequest([shape], dtype, spec_arg, budget_ms, stage_name, None, tick)
+        doc = api.tune.gemm(request)
     device, info = doc["device"], doc["tune"]
     dropped = info["dropped"]
     win = next((r for r in doc["records"] if r["stage"] == info["winner"]), None)
-    if output:
-        files.write_output(output, results.dumps(doc), force=force)
-    title = f"tune {stage_name} at {m}x{n or m}x{k or m} on {device['name']}"
+    emit.write(doc)
+    title = f"tune {stage_name} at {m}x{n}x{k} on {device['name']}"
     parts: list[Part] = [Records(doc, table.RUN, title, view=view)]
     parts += [Line(f"  dropped {d['stage']}: {d['reason']}", markdown=False, rich=True)
               for d in dropped]  # fmt: skip
@@ -97,12 +106,27 @@ def tune_gemm(
                 rich=True,
             )
         )
-    emit(of_document(doc, parts), fmt)
+    emit_report(of_document(doc, parts), emit.fmt)
     if win is None:
         raise RooflineError(f"no variant of {stage_name} verified")
 
 
-@tune.command("dispatch")
+def sweep_of_sizes(sizes: str, max_shapes: int) -> list[tuple[int, int, int]]:
+    """--sizes (at most --max-shapes), handed to `tune dispatch` as `shapes`."""
+    shapes = parse_shapes(None, None, None, sizes)
+    check_sweep(shapes, max_shapes, "--sizes")
+    return shapes
+
+
+@tune.command(
+    "dispatch",
+    cls=Command,
+    epilog=examples(
+        "roofline tune dispatch --sizes 1x4096x4096,16x11008x4096 --dtype fp16",
+        "roofline tune dispatch --sizes 4096,8192 --dtype bf16 --stages wgmma_persistent",
+    ),
+)
+@gather("shapes", ("sizes", "max_shapes"), sweep_of_sizes)
 @click.option(
     "--sizes", required=True, metavar="LIST",
     help="Shapes to measure: 1x4096x4096,16x11008x4096,4096 (N means NxNxN); at most 2,000 "
@@ -121,30 +145,27 @@ def tune_gemm(
 @format_option
 @columns_option
 @output_option
+@emits
 def tune_dispatch(
-    sizes: str,
-    max_shapes: int,
+    shapes: list[tuple[int, int, int]],
     dtype: str,
     stage_list: str | None,
     spec_arg: str | None,
     budget_ms: float,
-    quiet: bool,
-    fmt: str,
-    view: View,
-    output: str | None,
-    force: bool,
+    emit: Emit,
 ) -> None:
     """Time every stage at each shape and save, per shape class, the fastest verified one to
-    this GPU's tune table in the cache (read first by `--stages best`; docs/dispatch.md)."""
+    this GPU's tune table in the cache (read first by `--stages best`; docs/dispatch.md).
+    """
     from rooflinecli import api
+    from rooflinecli.api.requests import TuneRequest
 
-    shapes = parse_shapes(None, None, None, sizes)
-    check_sweep(shapes, max_shapes, "--sizes")
+    view = emit.view
     table.select(table.RUN, view)
-    with progress(not quiet and live(fmt), "tuning") as tick:
-        doc = api.tune_dispatch(shapes, dtype, spec_arg, budget_ms, stage_list, progress=tick)
-    if output:
-        files.write_output(output, results.dumps(doc), force=force)
+    with progress(emit.live(), "tuning") as tick:
+        request = TuneRequest(shapes, dtype, spec_arg, budget_ms, None, stage_list, tick)
+        doc = api.tune.dispatch(request)
+    emit.write(doc)
     info = doc["dispatch"]
     title = f"tune dispatch {dtype} on {doc['device']['name']}"
     parts: list[Part] = [Records(doc, table.RUN, title, view=view)]
@@ -157,6 +178,6 @@ def tune_dispatch(
             Line(f"saved to {info['saved_to']} (used by `--stages best`)", markdown=False,
                  rich=True)
         )  # fmt: skip
-    emit(of_document(doc, parts), fmt)
+    emit_report(of_document(doc, parts), emit.fmt)
     if not info["picks"]:
         raise RooflineError("no stage verified at any shape: nothing saved")

@@ -4,7 +4,8 @@ A worker runs the same command for one GPU and writes its own document into a fo
 parent waits for all of them, says one line per GPU as each ends, and keeps what each wrote.
 A worker that fails is reported with the GPU it ran on; the others' documents are kept.
 Nothing here knows which command it fans out: the caller (rooflinecli.options.gpus_option)
-gives each worker's command line.
+gives each worker's command line (`fan_out`). Under a launcher without --gpus, `pin_rank` gives
+this rank its GPU.
 """
 
 from __future__ import annotations
@@ -142,3 +143,113 @@ def run_pool(
 def python_argv(args: list[str]) -> list[str]:
     """This tool run again in a fresh interpreter with `args`."""
     return [sys.executable, "-m", "rooflinecli", *args]
+
+
+class Merged(NamedTuple):
+    """The documents of a --gpus run merged (`document`, serialised as `data`), and each
+    worker's end."""
+
+    document: dict[str, Any]
+    data: str
+    outcomes: list[Outcome]
+    kind: str
+
+    @property
+    def failed(self) -> list[Outcome]:
+        return [o for o in self.outcomes if not o.ok]
+
+    def fail(self) -> None:
+        """GateFailure when a worker failed, or (results) a record failed its check."""
+        from rooflinecli.errors import GateFailure
+
+        bad = self.failed
+        if bad:
+            which = "; ".join(f"GPU {o.gpu} (exit {o.returncode}): {o.error}" for o in bad)
+            raise GateFailure(f"{len(bad)} of {len(self.outcomes)} worker(s) failed: {which}")
+        if self.kind != "calibration":
+            wrong = sorted({f"{r['stage']} on {r.get('gpu_label')}"
+                            for r in self.document["records"]
+                            if r.get("verified") is False})  # fmt: skip
+            if wrong:
+                raise GateFailure(f"verification failed: {', '.join(wrong)}")
+
+
+def fan_out(
+    gpus_text: str, base: list[str], kind: str, has_output: bool, has_quiet: bool
+) -> Merged:
+    """--gpus: the command line `base` run once per GPU at once (a worker each, quietly, its
+    document as JSON), one line per GPU on stderr as each ends, their documents merged:
+    results.merge (records naming their GPU), or for `kind` "calibration" one per GPU."""
+    import tempfile
+
+    from rooflinecli import results
+    from rooflinecli.gpu import device
+
+    gpus = parse_gpus(gpus_text, os.environ, device.host_gpus)
+
+    def argv(gpu: str, doc: Path) -> list[str]:
+        extra = ["--quiet"] if has_quiet else []
+        extra += ["--format", "json"]
+        if has_output:
+            extra += ["-o", str(doc), "--force"]
+        cut = base.index("--") if "--" in base else len(base)
+        return python_argv([*base[:cut], *extra, *base[cut:]])
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    say(f"{len(gpus)} GPU(s) at once: {', '.join(gpus)}")
+    with tempfile.TemporaryDirectory(prefix="roofline-gpus-") as tmp:
+        outcomes = run_pool(gpus, Path(tmp), argv, say, stdout_document=not has_output)
+        loaded: list[tuple[str, dict[str, Any]]] = []
+        for o in outcomes:
+            if o.path is None:
+                continue
+            try:
+                loaded.append((f"GPU {o.gpu}", _read_worker(o.path, kind)))
+            except RooflineError as exc:
+                failed = o._replace(returncode=o.returncode or 2, error=str(exc), path=None)
+                outcomes = [failed if x.gpu == o.gpu else x for x in outcomes]
+                say(f"GPU {o.gpu}: its document is unreadable: {exc}")
+    bad = [o for o in outcomes if not o.ok]
+    if not loaded:
+        raise RooflineError(f"--gpus: every worker failed; GPU {bad[0].gpu}: {bad[0].error}")
+    if kind == "calibration":
+        merged: dict[str, Any] = {
+            "command": "calibrate --gpus",
+            "gpus": [{"gpu": results.gpu_of(d), **d} for _, d in loaded],
+            "failed": [{"gpu": o.gpu, "error": o.error} for o in bad],
+        }
+    else:
+        merged = results.merge(loaded, command=" ".join(["roofline", *base[:2]]))
+        merged["fleet"]["failed"] = [{"gpu": o.gpu, "exit": o.returncode, "error": o.error}
+                                     for o in bad]  # fmt: skip
+        merged["fleet"]["wall_s"] = {o.gpu: round(o.wall_s, 2) for o in outcomes}
+    return Merged(merged, results.dumps(merged), outcomes, kind)
+
+
+def _read_worker(path: Any, kind: str) -> dict[str, Any]:
+    from rooflinecli import paths, results
+
+    if kind == "calibration":
+        doc = paths.read_json(path, "calibration")
+        if not isinstance(doc, dict):
+            raise RooflineError(f"{path}: not a calibration")
+        return doc
+    return results.load(path)
+
+
+def pin_rank() -> None:
+    """Under a launcher that started several ranks on a node (srun, mpirun, torchrun), this
+    rank takes its local rank's GPU (rooflinecli.core.ranks.device_for), before CUDA starts."""
+    from rooflinecli.core import ranks
+
+    place = ranks.discover(os.environ)
+    if place is None:
+        return
+    sharing = place.local_world_size or place.world_size or 1
+    if sharing > 1:
+        os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # as NVML numbers them
+        os.environ["CUDA_VISIBLE_DEVICES"] = ranks.device_for(
+            place, os.environ.get("CUDA_VISIBLE_DEVICES")
+        )

@@ -14,8 +14,9 @@ from typing import Any
 
 from rooflinecli.core import fp8
 from rooflinecli.errors import RooflineError
+from rooflinecli.gpu import loop, runner
 from rooflinecli.stages import compiler
-from rooflinecli.stages.fp8 import ARCH, ENTRY, FILE, Fp8Stage, check_shape
+from rooflinecli.stages.fp8 import ARCH, ENTRY, FILE, Fp8Stage
 
 REFERENCE = "cuBLASLt FP8 via torch._scaled_mm (per-tensor scales, out_dtype bf16)"
 B_LAYOUT = "nk: B given as N x K (K-major), the layout models store weights in"
@@ -42,7 +43,6 @@ class Problem:
     ) -> None:
         import numpy as np
 
-        check_shape(m, n, k)
         self.cp, self.m, self.n, self.k = cp, m, n, k
         self.alpha, self.beta, self.fmt, self.out = alpha, beta, fmt, out
         rng = cp.random.default_rng(seed)
@@ -72,8 +72,6 @@ class Problem:
         )
 
     def _store(self, x):  # type: ignore[no-untyped-def]
-        from rooflinecli.gpu import runner
-
         return runner.store(self.cp, x, self.out).view(self.cp.uint16)
 
     def as_f64(self, bits):  # type: ignore[no-untyped-def]
@@ -363,3 +361,43 @@ class Fp8GemmProblem:
 
             runs.append(ReferenceRun(rec, Launch(ref.name, launch), last))
         return skipped, runs
+
+
+FP8 = loop.Kind(
+    "interleaved with both cuBLASLt FP8 modes, alternating order each round; compared with the "
+    "mode whose accumulation matches the stage's (promoted: default; not promoted: "
+    "use_fast_accum)",
+    names_each_reference=True,
+    reference_noise=True,
+)
+
+
+def run_gemm(  # type: ignore[no-untyped-def]
+    shapes, stages, spec_arg, alpha, seed, timing, progress, work, fp8_format
+) -> tuple[dict[str, Any], Any, list[dict[str, Any]]]:
+    """The FP8 problem kind through the one runner loop: the FP8 stages (launched and checked
+    here) beside cuBLASLt's two accumulation modes, beta = 0 (torch._scaled_mm has no beta).
+    The shapes were checked against the FP8 contract where the run was planned
+    (rooflinecli.plan.gemm_kind)."""
+    from rooflinecli.gpu.timer import Timer
+    from rooflinecli.stages.gemm import BY_NAME
+
+    cp, dev, spec, _arch, cc, limits = loop.setup(spec_arg)
+    references = [BY_NAME["cublaslt_fp8"], BY_NAME[FAST]]
+    if work is None:
+        ladder = [s for s in stages if not s.reference]
+        work = [(shape, [(s, s.refuses(*shape)) for s in ladder]) for shape in shapes]
+    builds: dict[str, tuple[Any, str, str, dict[str, int]]] = {
+        s.name: (fp8_stage(s), fp8_format, "bf16", {})
+        for _shape, items in work
+        for s, why in items
+        if why is None
+    }
+    for built in precompile(list(builds.values())):  # parallel: the cache fills once
+        if isinstance(built, RooflineError):
+            raise built
+
+    def problem(shape: tuple[int, int, int], _items: object) -> Fp8GemmProblem:
+        return Fp8GemmProblem(cp, shape, references, spec, cc, alpha, seed, fp8_format)
+
+    return dev, spec, loop.run(cp, work, problem, FP8, Timer(timing), limits, progress)

@@ -593,16 +593,15 @@ def run_gemm(
     progress: Callable[..., None] | None = None,
     dtype: str = "fp32",
     work: Sequence[tuple[tuple[int, int, int], Sequence[tuple[Stage, str | None]]]] | None = None,
-    fp8_format: str = "e4m3",
 ) -> tuple[dict[str, Any], Spec, list[dict[str, Any]]]:
     """Verify and time every stage at every shape, each interleaved with the reference (the one
     of `stages`, if any). Returns (device, spec, records). `work`: per shape, the stages to run
     or record as skipped with the refusal decided for each (rooflinecli.plan); without it, every
     stage at every shape with its own refusal. `progress(label, total=steps)` is called as each
     stage and shape begins (rooflinecli.present.progress draws it)."""
+    if dtype == "fp8":  # another problem kind (rooflinecli.plan.gemm_kind): gpu/fp8.py runs it
+        raise RooflineError("--dtype fp8 runs through rooflinecli.gpu.fp8.run_gemm")
     timing = timing or Timing()
-    if dtype == "fp8":
-        return _run_fp8(shapes, stages, spec_arg, alpha, seed, timing, progress, work, fp8_format)
     cp, dev, spec, arch, cc, limits = setup(spec_arg)
     reference = next((s for s in stages if s.reference), None)
     if work is None:  # every stage at every shape, refused where it cannot run it
@@ -636,45 +635,3 @@ def run_gemm(
     finally:
         if prebuild is not None:
             prebuild.stop()
-
-
-FP8 = Kind(
-    "interleaved with both cuBLASLt FP8 modes, alternating order each round; compared with the "
-    "mode whose accumulation matches the stage's (promoted: default; not promoted: "
-    "use_fast_accum)",
-    names_each_reference=True,
-    reference_noise=True,
-)
-
-
-def _run_fp8(  # type: ignore[no-untyped-def]
-    shapes, stages, spec_arg, alpha, seed, timing, progress, work, fp8_format
-) -> tuple[dict[str, Any], Spec, list[dict[str, Any]]]:
-    """run_gemm for --dtype fp8: the FP8 stages (rooflinecli/gpu/fp8.py launches and checks
-    them) beside cuBLASLt's two accumulation modes, beta = 0 (torch._scaled_mm has no beta)."""
-    from rooflinecli.gpu import fp8
-    from rooflinecli.stages.fp8 import check_shape
-    from rooflinecli.stages.gemm import BY_NAME
-
-    cp, dev, spec, arch, cc, limits = setup(spec_arg)
-    references = [BY_NAME["cublaslt_fp8"], BY_NAME[fp8.FAST]]
-    if work is None:
-        ladder = [s for s in stages if not s.reference]
-        work = [(shape, [(s, s.refuses(*shape)) for s in ladder]) for shape in shapes]
-    for m, n, k in shapes:
-        check_shape(m, n, k)
-    builds: dict[str, tuple[Any, str, str, dict[str, int]]] = {
-        s.name: (fp8.fp8_stage(s), fp8_format, "bf16", {})
-        for _shape, items in work
-        for s, why in items
-        if why is None
-    }
-    for built in fp8.precompile(list(builds.values())):  # parallel: the cache fills once
-        if isinstance(built, RooflineError):
-            raise built
-
-    def problem(shape: tuple[int, int, int], _items: object) -> fp8.Fp8GemmProblem:
-        return fp8.Fp8GemmProblem(cp, shape, references, spec, cc, alpha, seed, fp8_format)
-
-    timer = Timer(timing)
-    return dev, spec, loop.run(cp, work, problem, FP8, timer, limits, progress)

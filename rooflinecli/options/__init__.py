@@ -1,16 +1,23 @@
-"""Options shared by several commands, written once as decorators."""
+"""Options shared by several commands, written once as decorators, and the builders that
+gather them into requests.
+
+A gathering decorator (`gather`) hands the command one value built from a group of its options
+(the timing of a run, where its results go, the shapes asked for) in place of those options:
+rooflinecli.commands.Command applies it before the command's function runs, so the function
+takes a handful of values and nothing lies between it and the job it runs.
+"""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar
 
 import click
 from click.core import ParameterSource
 
 from rooflinecli.core import roofs
 from rooflinecli.errors import RooflineError
+from rooflinecli.options.gather import add_step, gather  # noqa: F401  (commands import both here)
 from rooflinecli.present import FORMATS, View
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -54,18 +61,73 @@ def split_list(text: str, option: str) -> list[str]:
     return items
 
 
+class Emit(NamedTuple):
+    """Where and how a command's results go: --format, the columns of its tables (--wide,
+    --columns), the chart (--chart/--no-chart), the progress display (--quiet), the results
+    document (--output, --force). Gathered by `emits`."""
+
+    fmt: str = "table"
+    view: Any = None  # a present.View
+    chart_flag: bool | None = None
+    quiet: bool = False
+    output: str | None = None
+    force: bool = False
+
+    def chart(self, on_terminal: bool | None = None) -> bool:
+        """Draw the chart: --chart, else with --format table (and for a run, only on a
+        terminal: `on_terminal` True)."""
+        from rooflinecli.present import output, table
+
+        if on_terminal:
+            return output.chart_wanted(self.chart_flag, self.fmt, table.console().is_terminal)
+        return output.chart_wanted(self.chart_flag, self.fmt)
+
+    def live(self) -> bool:
+        """A progress display: not --quiet, and a format that draws on the terminal."""
+        from rooflinecli.present.output import live
+
+        return not self.quiet and live(self.fmt)
+
+    def write(self, doc: dict[str, Any]) -> None:
+        """The results document to --output, if given."""
+        if self.output:
+            from rooflinecli import files, results
+
+            files.write_output(self.output, results.dumps(doc), force=self.force)
+
+
+_EMIT = ("fmt", "view", "chart_flag", "quiet", "output", "force")
+
+
+def emits(f: F) -> F:
+    """Gather --format, the columns (`view`), --chart, --quiet, --output and --force, those the
+    command has, into `emit` (an Emit). Put it below them: it runs after columns_option."""
+    return gather("emit", _EMIT, lambda **kw: Emit(**kw))(f)
+
+
 def shape_options(f: F) -> F:
+    """--m [--n] [--k], handed to the command as `shape` (M, N, K)."""
     f = click.option("--k", type=SIZE, default=None, help="Inner dimension (default: M).")(f)
     f = click.option("--n", type=SIZE, default=None, help="Columns of C (default: M).")(f)
     f = click.option("--m", type=SIZE, required=True, help="Rows of C.")(f)
-    return f
+    return gather_shape(f)
+
+
+def gather_shape(f: F) -> F:
+    """--m, --n and --k handed to the command as one `shape` (M, N, K); N and K default to M."""
+    return gather("shape", ("m", "n", "k"), resolve_shape)(f)
+
+
+ATTENTION_SHAPE = ("batch", "heads", "seq", "head_dim", "kv_heads", "causal")
 
 
 def attention_shape_options(required: bool = True) -> Callable[[F], F]:
-    """--batch --heads --seq --head-dim [--kv-heads] [--causal]: one attention shape."""
+    """--batch --heads --seq --head-dim [--kv-heads] [--causal]: one attention shape, handed to
+    the command as `shape` (a core.attention.Shape) where they are required."""
 
     def add(f: F) -> F:
-        return _attention_shape_options(f, required)
+        f = _attention_shape_options(f, required)
+        return gather("shape", ATTENTION_SHAPE, attention_shape)(f) if required else f
 
     return add
 
@@ -200,12 +262,12 @@ def columns_option(f: F) -> F:
     """--wide and --columns LIST, handed to the command as one `view` (present.View): which
     columns its tables of records show (rooflinecli.present.table.select checks the names)."""
 
-    @functools.wraps(f)
-    def command(*args: Any, wide: bool, column_names: tuple[str, ...], **kwargs: Any) -> Any:
+    def view(wide: bool, column_names: tuple[str, ...]) -> View:
         if wide and column_names:
             raise RooflineError("give --wide or --columns, not both")
-        return f(*args, view=View(wide=wide, names=column_names), **kwargs)
+        return View(wide=wide, names=column_names)
 
+    g = gather("view", ("wide", "column_names"), view)(f)
     g = click.option(
         "--columns",
         "column_names",
@@ -214,13 +276,12 @@ def columns_option(f: F) -> F:
         callback=_column_names,
         help="Table columns by record field, e.g. stage,tflops,registers,occupancy_pct "
         "(an unknown name lists them all). JSON and CSV always carry every field.",
-    )(command)
-    g = click.option(
+    )(g)
+    return click.option(
         "--wide",
         is_flag=True,
         help="Every column (the default table is compact, to fit 100 terminal columns).",
     )(g)
-    return cast(F, g)
 
 
 def max_noise_option(f: F) -> F:
@@ -237,9 +298,26 @@ def max_noise_option(f: F) -> F:
     )(f)
 
 
+TIMING = ("seed", "budget_ms", "repeats", "max_noise", "no_flush")
+
+
+def timed(
+    seed: int = 0,
+    budget_ms: float = 400.0,
+    repeats: int | None = None,
+    max_noise: float | None = None,
+    no_flush: bool = False,
+) -> Any:
+    """The timing settings of a run (api.requests.Timed) from timing_options' values."""
+    from rooflinecli.api.requests import Timed
+
+    return Timed(seed, timing_of(budget_ms, repeats, max_noise, no_flush))
+
+
 def timing_options(f: F) -> F:
     """--seed --budget-ms --repeats --max-noise --no-flush: how a run's inputs are made and its
-    stages timed (`run gemm`, `run attention`). timing_of() turns them into a Timing."""
+    stages timed (`run gemm`, `run attention`), handed to the command as `timed` (`timed()`)."""
+    f = gather("timed", TIMING, timed)(f)
     f = click.option("--no-flush", is_flag=True, help="Do not flush the L2 between repeats.")(f)
     f = max_noise_option(f)
     f = click.option(
@@ -316,7 +394,22 @@ def resolve_shape(m: int, n: int | None, k: int | None) -> tuple[int, int, int]:
     return m, n if n is not None else m, k if k is not None else m
 
 
+class Roofs(NamedTuple):
+    """--roofs and --calibration: the roof set a document is placed under, and the calibration
+    file its measured roofs come from (None: the one cached for its GPU)."""
+
+    roof_set: str = "datasheet"
+    calibration: str | None = None
+
+    def place(self, doc: dict[str, Any]) -> dict[str, Any]:
+        from rooflinecli import api
+
+        return api.place_on_roofs(doc, self.roof_set, self.calibration)
+
+
 def roofs_option(f: F) -> F:
+    """--roofs and --calibration, handed to the command as `roofs` (a Roofs)."""
+    f = gather("roofs", ("roof_set", "calibration"), Roofs)(f)
     f = click.option(
         "--calibration",
         type=click.Path(dir_okay=False, exists=True),
@@ -335,24 +428,6 @@ def roofs_option(f: F) -> F:
         "NVML clock each row ran at (its sm_clock_mhz, the clock the driver set: under a power "
         "cap the SMs can count fewer cycles; rows without one keep derived).",
     )(f)
-
-
-def place_on_roofs(doc: dict[str, Any], roof_set: str, calibration: str | None) -> dict[str, Any]:
-    """--roofs and --calibration applied to a document: the calibration file given, else the
-    one cached for the document's device (rooflinecli.gpu.calibrate), then core.roofs."""
-    if roof_set == "datasheet":
-        return doc
-    from rooflinecli.gpu import calibrate
-
-    device = doc.get("device") or {}
-    cal = None
-    if calibration:
-        cal = calibrate.read_calibration(calibration)
-    elif device:
-        cal = calibrate.load_calibration(
-            device["name"], device.get("driver"), device.get("clock_sm_max_mhz")
-        )
-    return roofs.place_on_roofs(doc, roof_set, cal)
 
 
 def reports_option(help_text: str) -> Callable[[F], F]:
@@ -439,286 +514,98 @@ def parse_shapes(
     return shapes  # type: ignore[return-value]
 
 
-# ------------------------------------------------------------- calibrations and the report page
-
-
-def load_calibration(path: str | None, doc: dict[str, Any]) -> dict[str, Any] | None:
-    """The calibration named by --calibration, else the one cached for the document's device
-    (`roofline calibrate` on it), else None. One of another GPU is refused."""
-    from rooflinecli.gpu import calibrate  # the calibration cache: pure, no CuPy
-
-    device = doc.get("device") or {}
-    if path is None:
-        if not device.get("name"):
-            return None
-        return calibrate.load_calibration(
-            device["name"], device.get("driver"), device.get("clock_sm_max_mhz")
-        )
-    cal = calibrate.read_calibration(path)
-    theirs = (cal.get("device") or {}).get("name")
-    if device.get("name") and theirs != device["name"]:
-        raise RooflineError(f"{path} calibrates {theirs}, the document ran on {device['name']}")
-    spec = (doc.get("spec") or {}).get("name")
-    if not device and cal.get("spec") and spec and cal["spec"] != spec:
-        raise RooflineError(f"{path} calibrates spec {cal['spec']}, the document models {spec}")
-    return cal
-
-
-def calibration_for(doc: dict[str, Any], given: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The calibration a document's roofs take: the one given, where it calibrates the
-    document's GPU (or the document is a model), else the one cached for its GPU, if any."""
-    device = (doc.get("device") or {}).get("name")
-    theirs = ((given or {}).get("device") or {}).get("name")
-    if given is not None and (not device or theirs == device):
-        return given
-    return load_calibration(None, doc)
-
-
-def fail_unverified(doc: dict[str, Any]) -> None:
-    """A run whose document holds a stage that failed its check ends with exit 1, naming each
-    such stage once (after the document is written and shown)."""
-    from rooflinecli.errors import GateFailure
-
-    failed = sorted({r["stage"] for r in doc["records"] if r.get("verified") is False})
-    if failed:
-        raise GateFailure(f"verification failed: {', '.join(failed)}")
-
-
-def write_report(
-    output: str,
-    paths: list[str],
-    docs: list[dict[str, Any]],
-    calibration_path: str | None,
-    result: Any = None,
-    baseline: tuple[str, dict[str, Any]] | None = None,
-) -> int:
-    """Write the page of `docs` (the first the current run of a gate `result` against
-    `baseline`); returns its size in bytes."""
-    from rooflinecli import files
-    from rooflinecli.present import report
-
-    given = None
-    if calibration_path:  # read and checked once, against the first document's GPU
-        given = load_calibration(calibration_path, docs[0])
-    sources = [
-        report.Source(p, d, calibration_for(d, given)) for p, d in zip(paths, docs, strict=True)
-    ]
-    base = None
-    if baseline is not None:
-        base = report.Source(baseline[0], baseline[1], calibration_for(baseline[1], given))
-    data = report.render(sources, result, base).encode("utf-8")
-    files.write_output(output, data, document=False)
-    return len(data)
-
-
-# ------------------------------------------------------------------ many GPUs: --gpus, ranks
-
-# Options the parent of a --gpus run keeps for itself: each worker writes its document for the
-# parent to merge, quietly, as JSON
-_PARENT_ONLY = frozenset(
-    {"gpus", "output", "force", "fmt", "quiet", "column_names", "wide", "chart_flag"}
-)
-
-
-def _worker_args(ctx: click.Context) -> list[str]:
-    """The command line that runs this command again for one GPU: its path and every option
-    and argument given, less those the parent keeps."""
-    path: list[str] = []
-    c: click.Context | None = ctx
-    while c is not None and c.parent is not None:
-        path.insert(0, str(c.info_name))
-        c = c.parent
-    opts: list[str] = []
-    positional: list[str] = []
-    for p in ctx.command.params:
-        name = str(p.name)
-        if name in _PARENT_ONLY:
-            continue
-        source = ctx.get_parameter_source(name)
-        if source not in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
-            continue
-        value = ctx.params.get(name)
-        if isinstance(p, click.Argument):
-            positional += (
-                [str(v) for v in value] if isinstance(value, list | tuple) else [str(value)]
-            )
-            continue
-        assert isinstance(p, click.Option)
-        if p.is_flag and not p.count:
-            if value:
-                opts.append(p.opts[0])
-            elif p.secondary_opts:
-                opts.append(p.secondary_opts[0])
-        elif p.multiple:
-            for v in value or ():
-                opts += [p.opts[0], str(v)]
-        elif value is not None:
-            opts += [p.opts[0], str(value)]
-    return [*path, *opts, *(["--", *positional] if positional else [])]
-
-
-def pin_rank() -> None:
-    """Under a launcher that started several ranks on a node (srun, mpirun, torchrun), this
-    rank takes its local rank's GPU (rooflinecli.core.ranks.device_for), before CUDA starts."""
-    import os
-
-    from rooflinecli.core import ranks
-
-    place = ranks.discover(os.environ)
-    if place is None:
-        return
-    sharing = place.local_world_size or place.world_size or 1
-    if sharing > 1:
-        os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # as NVML numbers them
-        os.environ["CUDA_VISIBLE_DEVICES"] = ranks.device_for(
-            place, os.environ.get("CUDA_VISIBLE_DEVICES")
-        )
-
-
-def gpus_option(kind: str = "results") -> Callable[[F], F]:
-    """--gpus all|0,2,5: the command run on each GPU at once, one worker process a GPU
-    (rooflinecli.gpu.fleet), their documents merged into one (`kind` "results":
-    results.merge, records naming their GPU; "calibration": one calibration a GPU). Without
-    it, the command runs as it always has, on the GPU its rank takes under a launcher."""
+def tolerance_option(help_text: str) -> Callable[[F], F]:
+    """--tolerance PCT: the TFLOP/s a stage may lose against a baseline (`gate`, `report`)."""
 
     def deco(f: F) -> F:
-        @functools.wraps(f)
-        def command(*args: Any, gpus: str | None, **kwargs: Any) -> Any:
-            if gpus is None:
-                pin_rank()
-                return f(*args, **kwargs)
-            ctx = click.get_current_context()
-            return fan_out(ctx, gpus, kind, kwargs)
-
-        return cast(
-            F,
-            click.option(
-                "--gpus",
-                default=None,
-                metavar="all|LIST",
-                help="Run on these GPUs at once, one worker process each (all, or indices "
-                "such as 0,2,5), and merge their documents into one whose records name their "
-                "GPU (docs/fleet.md).",
-            )(command),
-        )
+        return click.option(
+            "--tolerance",
+            type=click.FloatRange(0, 100),
+            default=5.0,
+            show_default=True,
+            help=help_text,
+        )(f)
 
     return deco
 
 
-def fan_out(ctx: click.Context, gpus_text: str, kind: str, params: dict[str, Any]) -> None:
-    """--gpus: the workers, one line per GPU as each ends, the merged document."""
-    import os
-    import sys
-    import tempfile
-    from pathlib import Path
-
-    from rooflinecli import files, results
-    from rooflinecli.errors import GateFailure
-    from rooflinecli.gpu import device, fleet
-
-    gpus = fleet.parse_gpus(gpus_text, os.environ, device.host_gpus)
-    base = _worker_args(ctx)
-    has_output = any(p.name == "output" for p in ctx.command.params)
-    has_quiet = any(p.name == "quiet" for p in ctx.command.params)
-    fmt = str(params.get("fmt") or "table")
-    output = params.get("output")
-
-    def argv(gpu: str, doc: Path) -> list[str]:
-        extra = ["--quiet"] if has_quiet else []
-        extra += ["--format", "json"]
-        if has_output:
-            extra += ["-o", str(doc), "--force"]
-        cut = base.index("--") if "--" in base else len(base)
-        return worker_argv([*base[:cut], *extra, *base[cut:]])
-
-    def say(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    say(f"{len(gpus)} GPU(s) at once: {', '.join(gpus)}")
-    with tempfile.TemporaryDirectory(prefix="roofline-gpus-") as tmp:
-        outcomes = fleet.run_pool(gpus, Path(tmp), argv, say, stdout_document=not has_output)
-        loaded: list[tuple[str, dict[str, Any]]] = []
-        for o in outcomes:
-            if o.path is None:
-                continue
-            try:
-                loaded.append((f"GPU {o.gpu}", _read_worker(o.path, kind)))
-            except RooflineError as exc:
-                failed = o._replace(returncode=o.returncode or 2, error=str(exc), path=None)
-                outcomes = [failed if x.gpu == o.gpu else x for x in outcomes]
-                say(f"GPU {o.gpu}: its document is unreadable: {exc}")
-    bad = [o for o in outcomes if not o.ok]
-    if not loaded:
-        raise RooflineError(f"--gpus: every worker failed; GPU {bad[0].gpu}: {bad[0].error}")
-    if kind == "calibration":
-        merged: dict[str, Any] = {
-            "command": "calibrate --gpus",
-            "gpus": [{"gpu": results.gpu_of(d), **d} for _, d in loaded],
-            "failed": [{"gpu": o.gpu, "error": o.error} for o in bad],
-        }
-        data = results.dumps(merged)
-    else:
-        merged = results.merge(loaded, command=" ".join(["roofline", *base[:2]]))
-        merged["fleet"]["failed"] = [{"gpu": o.gpu, "exit": o.returncode, "error": o.error}
-                                     for o in bad]  # fmt: skip
-        merged["fleet"]["wall_s"] = {o.gpu: round(o.wall_s, 2) for o in outcomes}
-        data = results.dumps(merged)
-    if output:
-        files.write_output(str(output), data, force=bool(params.get("force")))
-    _present(merged, kind, fmt)
-    if bad:
-        which = "; ".join(f"GPU {o.gpu} (exit {o.returncode}): {o.error}" for o in bad)
-        raise GateFailure(f"{len(bad)} of {len(outcomes)} worker(s) failed: {which}")
-    if kind != "calibration":
-        wrong = sorted({f"{r['stage']} on {r.get('gpu_label')}" for r in merged["records"]
-                        if r.get("verified") is False})  # fmt: skip
-        if wrong:
-            raise GateFailure(f"verification failed: {', '.join(wrong)}")
+# ------------------------------------------------------------------------- requests of a run
 
 
-def worker_argv(args: list[str]) -> list[str]:
-    """A worker's command line (tests put a stand-in for the GPU here)."""
-    from rooflinecli.gpu import fleet
+class GemmAsk(NamedTuple):
+    """What `run gemm` was asked for, its values checked: the shapes (at most --max-shapes),
+    --stages, --dtype and --fp8-format, alpha and beta, --tuned, --extra-stage."""
 
-    return fleet.python_argv(args)
-
-
-def _read_worker(path: Any, kind: str) -> dict[str, Any]:
-    from rooflinecli import paths, results
-
-    if kind == "calibration":
-        doc = paths.read_json(path, "calibration")
-        if not isinstance(doc, dict):
-            raise RooflineError(f"{path}: not a calibration")
-        return doc
-    return results.load(path)
+    shapes: list[tuple[int, int, int]]
+    stage_list: str | None
+    dtype: str
+    fp8_format: str
+    alpha: float
+    beta: float
+    tuned: bool
+    extra_stages: tuple[str, ...]
 
 
-def _present(merged: dict[str, Any], kind: str, fmt: str) -> None:
-    """The merged document as `show` prints it; a calibration per GPU as rows of roofs."""
-    from rooflinecli.present import document, output, table
+GEMM_ASK = ("m", "n", "k", "sizes", "max_shapes", "stage_list", "dtype", "fp8_format", "alpha",
+            "beta", "tuned", "extra_stages")  # fmt: skip
 
-    if kind == "calibration":
-        rows = []
-        for item in merged["gpus"]:
-            for key, m in sorted((item.get("measurements") or {}).items()):
-                vals = m if isinstance(m, dict) else {"value": m}
-                rows.append({"gpu": item["gpu"].get("label"), "roof": key,
-                             **{k: v for k, v in vals.items()
-                                if isinstance(v, int | float | str)}})  # fmt: skip
-        cols = sorted({k for r in rows for k in r} - {"gpu", "roof"})
 
-        def cell(v: Any) -> str:  # measured roofs to four significant figures, as elsewhere
-            return f"{v:,.4g}" if isinstance(v, float) else str(v)
+def gemm_ask(
+    m: int | None, n: int | None, k: int | None, sizes: str | None, max_shapes: int,
+    **rest: Any,
+) -> GemmAsk:  # fmt: skip
+    """GemmAsk of `run gemm`'s options (gather GEMM_ASK): a bad size or too many is one line."""
+    shapes = parse_shapes(m, n, k, sizes)
+    check_sweep(shapes, max_shapes, "--sizes")
+    return GemmAsk(shapes, **rest)
 
-        columns: list[table.Column] = [("gpu", "GPU", str), ("roof", "roof", str)]
-        columns += [(c, c, cell) for c in cols]
-        title = f"Calibration of {len(merged['gpus'])} GPU(s)"
-        output.emit(output.of_rows(rows, columns, [output.Rows(rows, columns, title=title)],
-                                   merged), fmt)  # fmt: skip
-        return
-    if table.is_app(merged) or not merged["records"]:
-        n = merged["fleet"]["gpus"]
-        output.emit(output.of_document(merged, [output.Line(f"{n} GPU(s) merged")]), fmt)
-        return
-    output.emit(document.report(merged, View(), False), fmt)
+
+def gemm_request(plan: Any, ask: GemmAsk, spec_arg: str | None, timed: Any, progress: Any) -> Any:
+    """The GEMM job's request (api.requests.GemmRequest) of a planned `run gemm`."""
+    from rooflinecli.api.requests import GemmProblem, GemmRequest, Output
+
+    problem = GemmProblem(plan.shapes, plan.chosen, spec_arg, ask.dtype, ask.alpha, ask.beta,
+                          plan.kind, ask.fp8_format, plan.picks, plan.work)  # fmt: skip
+    return GemmRequest(problem, timed, Output("run gemm", progress, plan.document_fields()))
+
+
+ATTENTION_ASK = (*ATTENTION_SHAPE, "shapes", "max_shapes")
+
+
+def attention_shapes(
+    batch: int | None, heads: int | None, seq: int | None, head_dim: int | None,
+    kv_heads: int | None, causal: bool, shapes: str | None, max_shapes: int,
+) -> list[Any]:  # fmt: skip
+    """--batch/--heads/--seq/--head-dim [--kv-heads], or --shapes BxHxNxD,BxHxKVxNxD,... (at
+    most --max-shapes): the attention shapes of `run attention` (gather ATTENTION_ASK)."""
+    one = (batch, heads, seq, head_dim)
+    if shapes:
+        if any(v is not None for v in (*one, kv_heads)):
+            raise RooflineError(
+                "give either --batch/--heads/--seq/--head-dim or --shapes, not both"
+            )
+        out = [_attention_token(token, causal) for token in split_list(shapes, "--shapes")]
+        check_sweep(out, max_shapes, "--shapes")
+        return out
+    names = ("--batch", "--heads", "--seq", "--head-dim")
+    missing = [n for n, v in zip(names, one, strict=True) if v is None]
+    if missing:
+        raise RooflineError(f"give {', '.join(missing)} (or --shapes BxHxNxD,...)")
+    return [attention_shape(batch, heads, seq, head_dim, kv_heads, causal)]  # type: ignore[arg-type]
+
+
+def _attention_token(token: str, causal: bool) -> Any:
+    parts = token.lower().split("x")
+    if len(parts) not in (4, 5):
+        raise RooflineError(f"bad shape {token!r}: write BxHxNxD or BxHxKVxNxD")
+    try:
+        dims = [SIZE.convert(p, None, None) for p in parts]
+    except click.BadParameter as exc:
+        raise RooflineError(f"bad shape {token!r}: {exc.format_message()}") from None
+    b, h, *rest = dims
+    kv = rest.pop(0) if len(rest) == 3 else h
+    return attention_shape(b, h, rest[0], rest[1], kv, causal)
+
+
+# --gpus (options/gpus.py): the one shared option that runs the command another way
+from rooflinecli.options.gpus import gpus_option  # noqa: E402, F401
