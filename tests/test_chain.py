@@ -591,9 +591,7 @@ def test_a_model_with_targets_of_its_own_is_held_to_them():
         {"batch": 1, "stage": "token", "time_ms": 5.0, "read_roof_share": 0.76},
     ]
     mine = chain.verdicts(recs, ("token",), "llama-3-8b")
-    assert [(v["what"], v["target"], v["ok"]) for v in mine] == [
-        ("cublas_over_ours", 1.05, True)
-    ]
+    assert [(v["what"], v["target"], v["ok"]) for v in mine] == [("cublas_over_ours", 1.05, True)]
     assert mine[0]["value"] == pytest.approx(1.08)
     default = chain.verdicts(recs, ("token",))
     assert [(v["what"], v["target"], v["ok"]) for v in default] == [
