@@ -36,13 +36,13 @@ bytecode: $(INSTALLED)
 	@$(BYTECODE)
 
 # The main job. Without a GPU, `run` says so in one line (exit 2) and the model of the same GEMM
-# is shown instead, on the H200 SXM: the GPU the README's results were measured on, and the spec
+# is shown instead, on the H100 SXM5: the GPU of the column the ladder follows, and the spec
 # every command takes without a GPU (rooflinecli.core.specs.DEFAULT; a test holds them equal).
 run: bytecode
 	@$(BIN)/roofline run gemm --m 4096; rc=$$?; \
 	if [ $$rc -eq 2 ]; then \
-	  echo "No GPU run here; the analytic model of the same GEMM on the H200 SXM (the README's GPU):"; \
-	  $(BIN)/roofline model gemm --m 4096 --spec h200-sxm; \
+	  echo "No GPU run here; the analytic model of the same GEMM on the H100 SXM5 (the column's GPU):"; \
+	  $(BIN)/roofline model gemm --m 4096 --spec h100-sxm5; \
 	else exit $$rc; fi
 
 # The CPU suite builds each stage once (tests/tiers.py); test-kernels builds the rest of the

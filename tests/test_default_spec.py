@@ -1,5 +1,5 @@
 """One default spec without a GPU, for every command that needs one: core.specs.DEFAULT, the
-H200 SXM of `make run` and of the README's results, chosen in that one place, and named in each
+H100 SXM5 of the column the ladder follows and of `make run`, chosen in that one place, and named in each
 command's output with why it was taken."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from rooflinecli.stages import compiler
 from rooflinecli.stages import gemm as stages
 
 ROOT = Path(__file__).resolve().parent.parent
-NO_GPU = "(h200-sxm, no GPU: the default, --spec chooses)"
+NO_GPU = "(h100-sxm5, no GPU: the default, --spec chooses)"
 
 
 @pytest.fixture
@@ -26,10 +26,10 @@ def no_gpu(monkeypatch):
     monkeypatch.setattr("rooflinecli.gpu.device.smi_compute_capability", lambda: None)
 
 
-def test_the_default_is_the_h200_and_its_target():
-    assert specs.DEFAULT == "h200-sxm"
+def test_the_default_is_the_h100_sxm5_and_its_target():
+    assert specs.DEFAULT == "h100-sxm5"
     spec = specs.resolve(specs.DEFAULT)
-    assert spec.display_name.startswith("NVIDIA H200")
+    assert spec.display_name.startswith("NVIDIA H100 SXM5")
     assert api.DEFAULT_ARCH == compiler.arch_for_cc(spec.compute_capability)
 
 
@@ -45,27 +45,27 @@ def test_model_commands_without_a_gpu_take_the_default_and_say_so(runner, no_gpu
     r = runner.invoke(cli, args)
     assert r.exit_code == 0, r.output + r.stderr
     title = r.stdout.splitlines()[0]
-    assert "on NVIDIA H200" in title and NO_GPU in title, title
+    assert "on NVIDIA H100" in title and NO_GPU in title, title
 
 
 def test_a_document_made_without_a_gpu_carries_the_default(runner, no_gpu):
     import json
 
     r = runner.invoke(cli, ["model", "gemm", "--m", "64", "--format", "json"])
-    assert json.loads(r.stdout)["spec"]["name"] == "h200-sxm"
+    assert json.loads(r.stdout)["spec"]["name"] == "h100-sxm5"
 
 
 @pytest.mark.prebuild(stages.BY_NAME["naive_xcol"], sass=True)
 def test_inspect_without_a_gpu_takes_the_default_and_says_so(runner, no_gpu):
     r = runner.invoke(cli, ["inspect", "gemm", "--stage", "naive_xcol"])
     assert r.exit_code == 0, r.output + r.stderr
-    assert f"occupancy on NVIDIA H200 SXM 141GB {NO_GPU}" in " ".join(r.stdout.split())
+    assert f"occupancy on NVIDIA H100 SXM5 80GB {NO_GPU}" in " ".join(r.stdout.split())
 
 
 def test_a_gpu_without_a_spec_takes_the_default_and_says_which(runner, monkeypatch):
     monkeypatch.setattr("rooflinecli.gpu.device.smi_device_name", lambda: "NVIDIA GeForce GT 710")
     spec, why = api.default_spec(None)
-    assert spec.name == "h200-sxm"
+    assert spec.name == "h100-sxm5"
     assert why == "no spec matches NVIDIA GeForce GT 710: the default, --spec chooses"
 
 

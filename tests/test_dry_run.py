@@ -82,7 +82,7 @@ def test_dry_run_table_on_the_detected_or_default_target(runner):
         "Dry run: 1 stage(s) x 1 shape(s), fp32, compiled for sm_90a "
         "(no GPU: the default, --arch chooses; NVRTC "
     )
-    assert "), grids for h200-sxm (no GPU: the default, --spec chooses); nothing ran" in r.stdout
+    assert "), grids for h100-sxm5 (no GPU: the default, --spec chooses); nothing ran" in r.stdout
     assert "│ naive_xcol │ 64x64x64 │ 4x4x1 │ 16x16x1 │" in r.stdout
 
 
