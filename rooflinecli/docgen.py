@@ -186,15 +186,26 @@ def _ladder(doc: dict[str, Any]) -> str:
     return _md(header, "lrrrrrrr", rows)
 
 
+def _gpu(doc: dict[str, Any]) -> str:
+    """A document's GPU in a column head: 'H100' of 'NVIDIA H100 80GB HBM3'."""
+    name = str((doc.get("device") or {}).get("name") or "-").removeprefix("NVIDIA ")
+    return name.split()[0] if name.split() else "-"
+
+
 def _side_by_side(docs: list[dict[str, Any]]) -> str:
     """One row per stage, each document's precision (or, all of one precision, its shape) in
     its own columns."""
     header, stages = ["stage"], list[str]()
     by: list[dict[str, dict[str, Any]]] = []
     one_dtype = len({d["records"][0]["dtype"] for d in docs}) == 1  # then the shapes differ
-    for doc in docs:
+    gpus = [_gpu(d) for d in docs]
+    for doc, gpu in zip(docs, gpus, strict=True):
         r0 = doc["records"][0]
         what = f"{r0['m']}x{r0['n']}x{r0['k']}" if one_dtype else r0["dtype"]
+        if len(set(gpus)) > 1:  # the same runs on two GPUs: each column says which
+            shapes = {(d["records"][0]["m"], d["records"][0]["n"], d["records"][0]["k"])
+                      for d in docs}  # fmt: skip
+            what = gpu if len(shapes) == 1 and one_dtype else f"{gpu} {what}"
         header += [f"{what} TFLOP/s", "% cuBLAS", "% peak", "SM MHz"]
         by.append({str(r["stage"]): r for r in doc["records"]})
         stages += [str(r["stage"]) for r in doc["records"] if str(r["stage"]) not in stages]

@@ -1,6 +1,6 @@
 """One default spec without a GPU, for every command that needs one: core.specs.DEFAULT, the
-H100 SXM5 of the column the ladder follows and of `make run`, chosen in that one place, and named in each
-command's output with why it was taken."""
+H100 SXM5 of the column the ladder follows and of `make run`, chosen in that one place, and
+named in each command's output with why it was taken."""
 
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ def test_the_pages_show_the_commands_a_user_needs_first() -> None:
     make_run = [c.text for c in COMMANDS if c.page == "README.md" and c.line == line]
     assert make_run == [
         "roofline run gemm --m 4096",
-        "roofline model gemm --m 4096 --spec h200-sxm",
+        "roofline model gemm --m 4096 --spec h100-sxm5",
     ]
 
 

@@ -92,7 +92,7 @@ def test_set_up_is_two_commands_on_the_first_screen_and_the_no_gpu_model_is_the_
     assert "$ make test   # installs what the tests need, then runs them (no GPU needed)" in (
         first_screen
     )
-    assert "(`roofline model gemm --m 4096 --spec h200-sxm`)" in text
+    assert "(`roofline model gemm --m 4096 --spec h100-sxm5`)" in text
     make = (ROOT / "Makefile").read_text()
     # `make run` and `make test` install first (unless the venv already is, for this
     # pyproject.toml: the stamp file), then compile the package's bytecode
@@ -100,7 +100,7 @@ def test_set_up_is_two_commands_on_the_first_screen_and_the_no_gpu_model_is_the_
     assert "\nBYTECODE := $(BIN)/python -m compileall -q rooflinecli\n" in make
     run = make[make.index("\nrun: bytecode\n") : make.index("\ntest: bytecode\n")]
     assert "$(BIN)/roofline run gemm --m 4096;" in run
-    assert "$(BIN)/roofline model gemm --m 4096 --spec h200-sxm;" in run
+    assert "$(BIN)/roofline model gemm --m 4096 --spec h100-sxm5;" in run
 
 
 def test_the_readme_is_short() -> None:

@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import rooflinecli.core.model
 from rooflinecli import results
-from rooflinecli.core import model as _model
 from rooflinecli.core import roofs
 from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
@@ -52,8 +52,9 @@ def _checked(
     _positive("flops", flops)
     if nbytes is not None:
         _positive("bytes", nbytes)
-    if dtype not in _model.DTYPE_BYTES:
-        raise ValueError(f"dtype must be one of {', '.join(_model.DTYPE_BYTES)}, got {dtype!r}")
+    if dtype not in rooflinecli.core.model.DTYPE_BYTES:
+        known = ", ".join(rooflinecli.core.model.DTYPE_BYTES)
+        raise ValueError(f"dtype must be one of {known}, got {dtype!r}")
     m = n = k = None
     if shape is not None:
         dims = tuple(shape)
@@ -117,13 +118,13 @@ def measure(
         "k": k,
         "flops": flops,
         "bytes_ideal": bytes,
-        "ai_ideal": _model.intensity(flops, bytes) if bytes else None,
+        "ai_ideal": rooflinecli.core.model.intensity(flops, bytes) if bytes else None,
         "time_ms": median,
         "time_ms_min": min(times),
         "time_ms_max": max(times),
         "time_ms_stdev": statistics.stdev(times) if len(times) > 1 else 0.0,
         "repeats": len(times),
-        "tflops": _model.tflops(flops, median),
+        "tflops": rooflinecli.core.model.tflops(flops, median),
         "gbs": bytes / (median * 1e-3) / 1e9 if bytes else None,
         "spread": (max(times) - min(times)) / median,
         "flush_l2": flush_l2,

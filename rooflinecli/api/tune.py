@@ -17,19 +17,18 @@ def dispatch(request: TuneRequest) -> dict[str, Any]:
     the user's tune table of this GPU (what
     `--stages best` reads first). The document's `dispatch` says what was saved where."""
     from rooflinecli.gpu.timer import Timing
-    from rooflinecli.stages import dispatch as tables
-    from rooflinecli.stages import gemm as registry
+    from rooflinecli.stages import dispatch, gemm
 
     r = request
     dtype = str(r.dtype)
-    chosen = registry.select(r.stage_list, dtype)
+    chosen = gemm.select(r.stage_list, dtype)
     doc = run_gemm(
         r.shapes, chosen, r.spec_arg, dtype=dtype, timing=Timing(budget_ms=r.budget_ms),
         progress=r.progress, command="tune dispatch",
     )  # fmt: skip
     created = str(doc.get("created", ""))[:10]
-    entries = tables.winners((rec, f"tune dispatch {created}") for rec in doc["records"])
-    saved = tables.save_user(doc["device"]["name"], entries) if entries else None
+    entries = dispatch.winners((rec, f"tune dispatch {created}") for rec in doc["records"])
+    saved = dispatch.save_user(doc["device"]["name"], entries) if entries else None
     doc["dispatch"] = {
         "saved_to": str(saved) if saved else None,
         "picks": [
@@ -49,13 +48,13 @@ def gemm(request: TuneRequest) -> dict[str, Any]:
     dropped and where the winner went."""
     from rooflinecli.gpu import device, tune
     from rooflinecli.gpu.timer import Timing
-    from rooflinecli.stages import gemm as registry
+    from rooflinecli.stages import gemm
 
     stage_name, dtype = str(request.stage), request.dtype
-    if stage_name not in registry.BY_NAME:
-        known = ", ".join(registry.BY_NAME)
+    if stage_name not in gemm.BY_NAME:
+        known = ", ".join(gemm.BY_NAME)
         raise RooflineError(f"unknown stage {stage_name!r}; known: {known}")
-    stage = registry.BY_NAME[stage_name]
+    stage = gemm.BY_NAME[stage_name]
     dtype = dtype or stage.dtype
     if dtype not in stage.all_dtypes:
         raise RooflineError(
@@ -65,7 +64,7 @@ def gemm(request: TuneRequest) -> dict[str, Any]:
     keep, dropped = tune.candidates(stage, dev["arch"])
     if not keep:
         raise RooflineError(f"no variant of {stage_name} compiles without spills")
-    chosen = [*keep, registry.reference_for(dtype)]
+    chosen = [*keep, gemm.reference_for(dtype)]
     doc = run_gemm(
         request.shapes[:1],
         chosen,

@@ -32,8 +32,7 @@ from rooflinecli.options import (
     split_list,
     timed,
 )
-from rooflinecli.present import decode_step, table
-from rooflinecli.present.output import emit as emit_report
+from rooflinecli.present import decode_step, output, table
 
 F = TypeVar("F", bound=Callable[..., Any])
 Column = tuple[str, str, Callable[[Any], str]]
@@ -164,7 +163,7 @@ def model_llm(
         doc = api.model_llm(model, contexts, dtype, spec, batches)
         report = decode_step.gemms_report(doc, model, contexts, batches, spec, why, dtype)
     emit.write(doc)
-    emit_report(report, emit.fmt)
+    output.emit(report, emit.fmt)
 
 
 @click.command(
@@ -284,7 +283,7 @@ def run_llm(
         out = Output("run llm", tick, p.document_fields())
         doc = api.llm.run(LlmRequest(problem, timed, out))
     emit.write(doc)
-    emit_report(decode_step.run_report(doc, model, gemms, batches, emit.view, draw, p.picks),
+    output.emit(decode_step.run_report(doc, model, gemms, batches, emit.view, draw, p.picks),
                 emit.fmt)  # fmt: skip
     api.fail_unverified(doc)
 
@@ -345,5 +344,5 @@ def _run_chain(
                            c.chain_layers, cal)  # fmt: skip
     doc = api.chain.run(ChainRequest(problem, ChainTiming(seed, c.warmup, c.repeats)))
     emit.write(doc)
-    emit_report(document.report(doc, emit.view, draw), emit.fmt)
+    output.emit(document.report(doc, emit.view, draw), emit.fmt)
     api.fail_unverified(doc)

@@ -21,9 +21,8 @@ from rooflinecli.options import (
     shape_options,
     spec_option,
 )
-from rooflinecli.present import table
+from rooflinecli.present import output, table
 from rooflinecli.present.output import Records, of_document
-from rooflinecli.present.output import emit as emit_report
 
 
 @click.group(
@@ -82,7 +81,7 @@ def model_gemm(
         "AI ideal: every byte moved once (perfect caching). AI instr: what each load "
         "instruction feeds, if nothing were cached; attain@instr is the roof at that intensity."
     )
-    emit_report(of_document(doc, [Records(doc, table.MODEL, title, caption, view)]), emit.fmt)
+    output.emit(of_document(doc, [Records(doc, table.MODEL, title, caption, view)]), emit.fmt)
 
 
 @model.command(
@@ -116,4 +115,4 @@ def model_attention(shape: Any, dtype: str, spec_arg: str | None, emit: Emit) ->
         "unfused: S and P (fp32, B*H*N^2 each) also written and read once each."
     )
     parts = [Records(doc, table.ATTENTION_MODEL, title, caption, view)]
-    emit_report(of_document(doc, parts), emit.fmt)
+    output.emit(of_document(doc, parts), emit.fmt)

@@ -24,9 +24,8 @@ from rooflinecli.options import (
     reports_option,
     spec_option,
 )
-from rooflinecli.present import table
+from rooflinecli.present import output, table
 from rooflinecli.present.output import Line, Part, Records, of_document
-from rooflinecli.present.output import emit as emit_report
 from rooflinecli.present.progress import progress
 from rooflinecli.stages import gemm
 
@@ -196,7 +195,7 @@ def profile_gemm_command(
         checks=checks(records),
     )
     emit.write(out)
-    emit_report(of_document(out, _profile_parts(out, doc, info, shape, dtype, emit)), emit.fmt)
+    output.emit(of_document(out, _profile_parts(out, doc, info, shape, dtype, emit)), emit.fmt)
     if all(r.get("counters") is None for r in records):
         reason = next((r["counters_reason"] for r in records if r.get("counters_reason")), "")
         raise RooflineError(f"no hardware counters: {reason}")
@@ -330,7 +329,7 @@ def profile_app_command(
     emit.write(doc)
     parts: list[Part] = [Records(doc, table.APP_COLUMNS, table.app_title(doc))]
     parts += [Line(line) for line in table.app_notes(doc)]
-    emit_report(of_document(doc, parts), emit.fmt)
+    output.emit(of_document(doc, parts), emit.fmt)
     code = (doc.get("program") or {}).get("exit_code")
     if code:
         raise GateFailure(f"the program exited with {code} (its kernels are shown above)")

@@ -22,9 +22,8 @@ from rooflinecli.options import (
     parse_shapes,
     spec_option,
 )
-from rooflinecli.present import table
+from rooflinecli.present import output, table
 from rooflinecli.present.output import Line, Part, Records, of_document
-from rooflinecli.present.output import emit as emit_report
 from rooflinecli.present.progress import progress
 
 
@@ -106,7 +105,7 @@ def tune_gemm(
                 rich=True,
             )
         )
-    emit_report(of_document(doc, parts), emit.fmt)
+    output.emit(of_document(doc, parts), emit.fmt)
     if win is None:
         raise RooflineError(f"no variant of {stage_name} verified")
 
@@ -178,6 +177,6 @@ def tune_dispatch(
             Line(f"saved to {info['saved_to']} (used by `--stages best`)", markdown=False,
                  rich=True)
         )  # fmt: skip
-    emit_report(of_document(doc, parts), emit.fmt)
+    output.emit(of_document(doc, parts), emit.fmt)
     if not info["picks"]:
         raise RooflineError("no stage verified at any shape: nothing saved")

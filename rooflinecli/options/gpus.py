@@ -92,14 +92,14 @@ def gpus_option(kind: str = "results") -> Callable[[F], F]:
 
 def _fan_out(ctx: click.Context, gpus: str, kind: str, params: dict[str, Any]) -> None:
     """--gpus: the workers (gpu.fleet.fan_out), the merged document written and shown."""
+    import rooflinecli.present.fleet
     from rooflinecli import files
     from rooflinecli.gpu import fleet
-    from rooflinecli.present import fleet as shown
 
     names = {str(p.name) for p in ctx.command.params}
     merged = fleet.fan_out(gpus, _worker_args(ctx), kind, "output" in names, "quiet" in names)
     output = params.get("output")
     if output:
         files.write_output(str(output), merged.data, force=bool(params.get("force")))
-    shown.present(merged.document, kind, str(params.get("fmt") or "table"))
+    rooflinecli.present.fleet.present(merged.document, kind, str(params.get("fmt") or "table"))
     merged.fail()
