@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The figures of the seed's GPU, the H100 SXM, beside the H200's: every document ends in -h100
 # (benchmarks/results/) and the calibration is benchmarks/calibration/h100.json. Each step takes
-# under 10 minutes, so that they can be made one at a time on a machine lent for a few minutes.
+# under 10 minutes, so that they can be made one at a time on a GPU that is free for a few minutes at a time.
 #
 #   bash benchmarks/h100.sh OUTDIR [STEP...]     (default: every step, ~12 min)
 #
@@ -17,6 +17,7 @@
 #              the H100's table from it (OUTDIR/h100-sxm5.toml; copy it to dispatch/)
 #   own        `--stages best` over the same sets with the H100's own table (OUTDIR's, where the
 #              grid step made one, else the shipped dispatch/h100-sxm5.toml)
+#   single     a chain of one 1 x 4096 x 4096 GEMM beside `run gemm --no-flush` (token.sh's)
 #   token      the decode token as a dependent chain (`run llm --chain`): LLaMA-7B bf16 batch 1,
 #              3 and 16, fp16 batch 1, LLaMA-3-8B bf16 batch 1, against the roofs step's read roof
 source "$(dirname "$0")/lib.sh"
@@ -26,11 +27,15 @@ shapes() { grep -v '^#' "benchmarks/shapes/$1.txt" | grep . | paste -sd, -; }
 FP8=wgmma_fp8,wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_pingpong,wgmma_fp8_persistent
 DEVICE="NVIDIA H100 80GB HBM3"
 
-step_roofs() { calibration h100.json; }
+step_roofs() {
+  calibration h100.json
+}
 
 roof() { [ -s "$OUT/h100.json" ] && echo "--calibration $OUT/h100.json"; }
 
-step_main() { doc gemm-fp32-4096-ladder-h100.json 120 run gemm --m 4096; }
+step_main() {
+  doc gemm-fp32-4096-ladder-h100.json 120 run gemm --m 4096
+}
 
 step_ladder() {
   local dt
@@ -111,4 +116,13 @@ step_token() {
     --batch 1 --ways "$ways" $(roof)
 }
 
-run_steps roofs main ladder attention fp8 borrowed grid own token
+step_single() {  # a chain of one GEMM against the per-GEMM timing without a flush (within 3%)
+  doc token-single-1x4096x4096-bf16-h100.json 40 run llm --chain --chain-shape 1x4096x4096 \
+    --dtype bf16 --ways best,cublas --repeats 200
+  doc gemm-bf16-1x4096x4096-no-flush-h100.json 40 run gemm --m 1 --n 4096 --k 4096 \
+    --dtype bf16 --stages best --no-flush
+  python3 benchmarks/chain_single.py "$OUT/token-single-1x4096x4096-bf16-h100.json" \
+    "$OUT/gemm-bf16-1x4096x4096-no-flush-h100.json"
+}
+
+run_steps roofs main ladder attention fp8 borrowed grid own token single

@@ -30,8 +30,8 @@ the committed documents (benchmarks/results/): per class, the verified stage wit
 geomean of % of the reference over the class's shapes it runs; the grid's documents
 (tune-dispatch-grid-*.json: benchmarks/shapes/grid.txt, made by benchmarks/shapes.sh grid)
 decide the classes they measure, the other documents the rest; `from` names the documents and
-measurements. Classes no document measured have no entry: their shapes take the nearest
-class's."""
+measurements. Classes no document measured have no entry: their shapes take the class's entry
+of a table made on another GPU of the same architecture, else the nearest class's."""
 
 
 GRID = "tune-dispatch-grid-"  # the documents of the grid (benchmarks/shapes.sh grid)

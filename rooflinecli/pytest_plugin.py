@@ -82,7 +82,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     spec = config.getoption("roofline_spec") or os.environ.get(SPEC_ENV) or None
     try:
         doc = api.document(records, spec=spec, command="pytest roofline_benchmark")
-        files.write_atomic(path, results.dumps(doc))
+        files.write_atomic(path, results.file_text(doc))
     except (RooflineError, ValueError) as exc:
         config.stash[_WRITTEN] = f"could not write {path}: {exc}"
         if session.exitstatus == 0:  # a CI job must not pass without the document it gates

@@ -401,6 +401,24 @@ def dumps(doc: dict[str, Any]) -> str:
     return json.dumps(_clean(doc), indent=2) + "\n"
 
 
+def file_text(doc: dict[str, Any]) -> str:
+    """A document as a file holds it: dumps' layout, but a list of numbers (every timing
+    sample) on one line, a third of the bytes. The same JSON value as dumps."""
+    return _layout(_clean(doc), "") + "\n"
+
+
+def _layout(obj: Any, indent: str) -> str:
+    import json
+
+    inner = indent + "  "
+    if isinstance(obj, dict) and obj:
+        items = [f"{inner}{json.dumps(str(k))}: {_layout(v, inner)}" for k, v in obj.items()]
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+    if isinstance(obj, list) and any(isinstance(v, dict | list) for v in obj):
+        return "[\n" + ",\n".join(inner + _layout(v, inner) for v in obj) + "\n" + indent + "]"
+    return json.dumps(obj)
+
+
 # What records that do not describe themselves leave out, by stage name as they give it: the math
 # instruction (which compute roof places them) and why a stage can be slower
 # than the one before it. Frozen data, not today's registry: a later rename changes nothing here.

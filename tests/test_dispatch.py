@@ -20,6 +20,7 @@ from rooflinecli.stages import gemm as stages
 
 H200 = "NVIDIA H200"
 SHIPPED = str(data_dir("dispatch") / "h200-sxm.toml")
+SHIPPED_H100 = str(data_dir("dispatch") / "h100-sxm5.toml")
 
 
 @pytest.mark.parametrize(
@@ -137,7 +138,7 @@ def test_the_user_s_table_wins_and_merges(tmp_path, monkeypatch):
     assert path == tmp_path / "dispatch" / "nvidia-h200.json"
     assert [e.stage for e in dispatch.load_user(H200).entries] == ["gemv_vector", "gemv_splitk"]  # type: ignore[union-attr]
     tables = dispatch.tables_for(H200)
-    assert [t.where for t in tables] == [str(path), SHIPPED]
+    assert [t.where for t in tables] == [str(path), SHIPPED, SHIPPED_H100]
     pick = dispatch.resolve(1, 4096, 4096, "bf16", tables, H200)
     assert (pick.stage.name, pick.table, pick.source) == ("gemv_vector", str(path), "mine")
 
@@ -419,7 +420,7 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 def test_a_gpu_no_table_names_takes_the_tables_of_its_architecture(tmp_path, monkeypatch):
     monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))  # no user table
-    monkeypatch.setenv(dispatch.SET_ASIDE, "h100-sxm5")  # the H100's own table, where shipped
+    monkeypatch.setenv(dispatch.SET_ASIDE, "h100-sxm5")  # the H100's own table set aside
     (table,) = dispatch.tables_for(H100)
     assert (table.where, table.device, table.borrowed) == (SHIPPED, H200, True)
     pick = dispatch.resolve(256, 4096, 4096, "bf16", [table], H100)
@@ -432,11 +433,41 @@ def test_a_gpu_no_table_names_takes_the_tables_of_its_architecture(tmp_path, mon
     assert dispatch.tables_for("RTX 9999") == []
 
 
-def test_a_table_made_on_the_gpu_sets_the_borrowed_one_aside(tmp_path, monkeypatch):
+def test_a_table_made_on_the_gpu_wins_and_another_s_fills_the_classes_it_lacks(
+    tmp_path, monkeypatch
+):
     monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    tables = dispatch.tables_for(H100)
+    assert [(t.where, t.borrowed) for t in tables] == [(SHIPPED_H100, False), (SHIPPED, True)]
+    mine = {(e.dtype, e.shape_class) for e in tables[0].entries}
+    lacks = next(e for e in tables[1].entries if (e.dtype, e.shape_class) not in mine)
+    m = {"1": 1, "2-4": 3, "5-16": 12, "17-32": 24, "33-64": 56, "65-128": 112, "129-256": 200,
+         "257-512": 320, "513-1024": 768, ">1024": 2048}[lacks.shape_class.split()[0][2:]]  # fmt: skip
+    size = {"<1k": 512, "1k-8k": 4096, ">=8k": 16384}
+    n, k = (size[x.split("=")[1]] for x in lacks.shape_class.split()[1:])
+    pick = dispatch.resolve(m, n, k, lacks.dtype, tables, H100)
+    assert pick.entry_class == lacks.shape_class and pick.table.startswith(SHIPPED + " (made on")
+    had = next(e for e in tables[0].entries)  # a class it has: its own entry
+    m0 = {"1": 1}.get(had.shape_class.split()[0][2:], None)
+    if m0 is not None:
+        assert dispatch.resolve(m0, 4096, 4096, had.dtype, tables, H100).table == SHIPPED_H100
     e1 = dispatch.Entry("bf16", "M=1 N=1k-8k K=1k-8k", "gemv_vector", {}, "measured here")
     path = dispatch.save_user(H100, [e1])
-    monkeypatch.setenv(dispatch.SET_ASIDE, "h100-sxm5")
     tables = dispatch.tables_for(H100)
-    assert [(t.where, t.borrowed) for t in tables] == [(str(path), False), (SHIPPED, True)]
+    assert [t.where for t in tables] == [str(path), SHIPPED_H100, SHIPPED]
     assert dispatch.resolve(1, 4096, 4096, "bf16", tables, H100).stage.name == "gemv_vector"
+
+
+def test_the_shipped_h100_table_is_what_the_seed_script_makes_of_its_documents():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    docs = sorted(str(p) for p in (root / "benchmarks" / "results").glob("*.json"))
+    made = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "seed_dispatch.py"), H100, "h100-sxm5", *docs],
+        capture_output=True, text=True, check=True, cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+    ).stdout  # fmt: skip
+    assert made == (root / "dispatch" / "h100-sxm5.toml").read_text()

@@ -63,7 +63,7 @@ def save(src: str, dst: str, force: bool, fmt: str) -> None:
         raise RooflineError(
             f"{src} is not a clean run: not verified or not timed: {', '.join(bad)}"
         )
-    files.write_output(dst, results.dumps(doc), force=force, make_folder=True)
+    files.write_output(dst, results.file_text(doc), force=force, make_folder=True)
     n, device = len(doc["records"]), gate.describe(doc)
     row = {"path": dst, "source": src, "records": n, "device": device}
     line = f"saved {dst}: {n} record{'s' if n != 1 else ''} from {src} ({device})"

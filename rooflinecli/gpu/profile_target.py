@@ -56,7 +56,7 @@ def run(
         environment=results.environment(),
         settings={"repeats": 1, "flush_l2": False, "under": "Nsight Compute"},
     )
-    files.write_atomic(output, results.dumps(doc))
+    files.write_atomic(output, results.file_text(doc))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -93,7 +93,7 @@ class Emit(NamedTuple):
         if self.output:
             from rooflinecli import files, results
 
-            files.write_output(self.output, results.dumps(doc), force=self.force)
+            files.write_output(self.output, results.file_text(doc), force=self.force)
 
 
 _EMIT = ("fmt", "view", "chart_flag", "quiet", "output", "force")

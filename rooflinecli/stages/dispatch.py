@@ -251,15 +251,18 @@ def _kin_tables(device_name: str, shipped: list[tuple[list[str], Table]]) -> lis
 
 
 def tables_for(device_name: str) -> list[Table]:
-    """The tables that speak for this device, the user's first, then the shipped one made on
-    it; where none was made on it, the shipped tables of its architecture (`_kin_tables`)."""
+    """The tables that speak for this device: the user's first, then the shipped one made on
+    it, then the shipped tables of its architecture (`_kin_tables`). A shape takes its class's
+    entry from the first table that has one (resolve), so a table made on the GPU wins where it
+    has the class, and another GPU's fills the classes it never measured."""
     out: list[Table] = []
     user = load_user(device_name)
     if user is not None:
         out.append(user)
     shipped = shipped_tables()
     own = [t for names, t in shipped if device_name in names]
-    return out + (own or _kin_tables(device_name, shipped))
+    kin = [t for names, t in shipped if device_name not in names]
+    return out + own + _kin_tables(device_name, [(n, t) for n, t in shipped if t in kin])
 
 
 def label(base: gemm.Stage, params: dict[str, int]) -> str:
