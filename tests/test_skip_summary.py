@@ -4,11 +4,11 @@ written by tests/conftest.py), not a line per skipped test; `-rs` still lists ea
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import children
 from skips import skip_summary
 
 HERE = Path(__file__).resolve().parent
@@ -16,7 +16,7 @@ SAMPLE = HERE / "fixtures" / "skips" / "sample_skips.py"
 
 
 def _pytest(*args: str) -> list[str]:
-    out = subprocess.run(
+    out = children.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(SAMPLE), *args],
         capture_output=True,
         text=True,
