@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from rooflinecli import __version__, names, paths
+from rooflinecli import validate as checks
 from rooflinecli.core import roofs
 from rooflinecli.errors import RooflineError
 
@@ -605,6 +606,7 @@ def validate(doc: Any, where: str = "document") -> None:
         raise RooflineError(f"{where}: 'device' must be an object or null")
     if not isinstance(doc["spec"], dict):
         raise RooflineError(f"{where}: 'spec' must be an object")
+    checks.numbers(doc, where)  # whole numbers within 64 bits, before any becomes a float
     _check_document_names(doc, where)
     keys: set[str] = set()  # the field names seen: each checked once, not once a record
     for i, rec in enumerate(doc["records"]):
@@ -620,6 +622,7 @@ def validate(doc: Any, where: str = "document") -> None:
         _check_types(rec, f"{where}: record {i}")
         if rec.get("op") == "chain":
             _check_chain(rec, f"{where}: record {i}")
+    checks.document(doc, where)  # the spec's ranges; each record agrees with itself
 
 
 def _short(name: str, limit: int = 60) -> str:
@@ -810,7 +813,7 @@ def _check_consistent(rec: dict[str, Any], where: str) -> None:
         and isinstance(t, int | float)
     ):
         if t > 0 and flops > 0:
-            implied = flops / (t * 1e-3) / 1e12
+            implied = flops / t / 1e9  # inf, never a division by 0, for a time of 5e-324
             if abs(tf - implied) > CONSISTENT_RTOL * implied:
                 raise RooflineError(
                     f"{where}: 'tflops' {tf:.6g} is not its flops over its time_ms "

@@ -244,6 +244,8 @@ def catalogue_doc() -> dict[str, Any]:
     for r in doc["records"]:  # another shape: another time, and the speed it gives
         r["flops"] = 2 * r["m"] * r["n"] * r["k"]
         r["tflops"] = r["flops"] / (r["time_ms"] * 1e-3) / 1e12
+        r["bytes_ideal"] = 4 * (r["m"] * r["k"] + r["k"] * r["n"] + r["m"] * r["n"])
+        r["ai_ideal"] = r["flops"] / r["bytes_ideal"]  # and the intensity
     return doc
 
 
