@@ -12,8 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from rooflinecli import __version__, names, paths
-from rooflinecli import validate as checks
+from rooflinecli import __version__, doc_check, names, paths
 from rooflinecli.core import roofs
 from rooflinecli.errors import RooflineError
 
@@ -606,7 +605,7 @@ def validate(doc: Any, where: str = "document") -> None:
         raise RooflineError(f"{where}: 'device' must be an object or null")
     if not isinstance(doc["spec"], dict):
         raise RooflineError(f"{where}: 'spec' must be an object")
-    checks.numbers(doc, where)  # whole numbers within 64 bits, before any becomes a float
+    doc_check.numbers(doc, where)  # whole numbers within 64 bits, before any becomes a float
     _check_document_names(doc, where)
     keys: set[str] = set()  # the field names seen: each checked once, not once a record
     for i, rec in enumerate(doc["records"]):
@@ -622,7 +621,7 @@ def validate(doc: Any, where: str = "document") -> None:
         _check_types(rec, f"{where}: record {i}")
         if rec.get("op") == "chain":
             _check_chain(rec, f"{where}: record {i}")
-    checks.document(doc, where)  # the spec's ranges; each record agrees with itself
+    doc_check.document(doc, where)  # the spec's ranges; each record agrees with itself
 
 
 def _short(name: str, limit: int = 60) -> str:

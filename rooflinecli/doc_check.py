@@ -3,8 +3,9 @@ results.load makes after the shape of the document (types, names, finite numbers
 reader alike (show, compare, plot, report, gate, fleet, merge, baseline).
 
 - `numbers`: every whole number of the document fits in 64 bits (no real count, size or time
-  is larger; Python reads `10**400` from JSON, and float() of it fails), and a record's shape
-  (m, n, k) is one a kernel can index (at most MAX_DIM).
+  is larger; Python reads `10**400` from JSON, and float() of it fails), every other number is
+  0 or of a size within TINY..HUGE (a denormal time, a bandwidth of 1e300), and a record's
+  shape (m, n, k) is one a kernel can index (at most MAX_DIM).
 - `spec`: the spec a document carries holds its peaks, clocks and bandwidth within the ranges a
   spec file must (rooflinecli.core.specs): a bandwidth of 0 is no GPU's.
 - `records`: a document holds at least one record, and each record agrees with itself: its
@@ -29,6 +30,9 @@ from rooflinecli.errors import RooflineError
 
 MAX_INT = 2**63 - 1  # every whole number of a document: a count, a size, a clock
 MAX_DIM = 2**31 - 1  # a GEMM's m, n or k: what a kernel's 32-bit index reaches
+# The sizes of a document's other numbers: 0, or within these (a time of 1e-300 ms, a bandwidth
+# of 1e300 GB/s are no measurement, and products and logarithms of them leave the floats)
+TINY, HUGE = 1e-30, 1e30
 # How far above its roof a record's speed (from its samples, or as stored) may lie: a roof is a
 # model (the datasheet's peak at a stated clock, DRAM's bandwidth where the data may sit in L2
 # when the flush is off), so a speed may pass it a little, but three times a roof is no
@@ -60,10 +64,13 @@ def _path(at: str, key: Any, quote: bool = False) -> str:
 
 
 def _walk(value: Any, at: str, quote: bool = False) -> None:
-    """Every whole number under `value` within +-MAX_INT; `at` names the value's path."""
-    if isinstance(value, list):  # most are numbers (repeats, by the thousand): min and max in C
+    """Every whole number under `value` within +-MAX_INT, every other number 0 or of a size
+    within TINY..HUGE (NaN and infinity are left to results, which names them); `at` names the
+    value's path."""
+    if isinstance(value, list):  # most are numbers (repeats, by the thousand): a pass in C
         try:
-            if not value or (-MAX_INT <= min(value) and max(value) <= MAX_INT):
+            sizes = list(map(abs, value))
+            if not sizes or (TINY <= min(sizes) and max(sizes) <= MAX_INT):
                 return
         except TypeError:  # not all numbers: one by one
             pass
@@ -75,6 +82,14 @@ def _walk(value: Any, at: str, quote: bool = False) -> None:
                 raise RooflineError(
                     f"{_path(at, k, quote)} is {_digits(x)}: more than 64 bits hold "
                     "(no real count, size or time is that large)"
+                )
+        elif kind is float:
+            size = abs(x)
+            if 0 < size < TINY or HUGE < size < math.inf:
+                raise RooflineError(
+                    f"{_path(at, k, quote)} is {x:g}: a number here is 0 or of a size between "
+                    f"{TINY:g} and {HUGE:g} (no time, speed, count or ratio the tool measures "
+                    "lies outside)"
                 )
         elif kind is dict or kind is list:
             _walk(x, _path(at, k, quote))
