@@ -136,7 +136,7 @@ def force_option(f: F) -> F:
         "-f",
         is_flag=True,
         is_eager=True,
-        help="Replace an existing file (without it, a results document never overwrites one).",
+        help="Replace an existing file (without it, no file the command writes overwrites one).",
     )(f)
 
 
@@ -491,6 +491,7 @@ def write_report(
     calibration_path: str | None,
     result: Any = None,
     baseline: tuple[str, dict[str, Any]] | None = None,
+    force: bool = False,
 ) -> int:
     """Write the page of `docs` (the first the current run of a gate `result` against
     `baseline`); returns its size in bytes."""
@@ -507,7 +508,7 @@ def write_report(
     if baseline is not None:
         base = report.Source(baseline[0], baseline[1], calibration_for(baseline[1], given))
     data = report.render(sources, result, base).encode("utf-8")
-    files.write_output(output, data, document=False)
+    files.write_output(output, data, document=False, force=force)
     return len(data)
 
 

@@ -8,7 +8,7 @@ import click
 
 from rooflinecli import files, names, results
 from rooflinecli.errors import GateFailure, Inconclusive
-from rooflinecli.options import format_option
+from rooflinecli.options import force_option, format_option
 from rooflinecli.present import gate, output, table
 
 
@@ -106,6 +106,7 @@ def _markdown(result: gate.GateResult, rows: list[dict[str, Any]], heading: str)
     default=None,
     help="Also write TFLOP/s for github-action-benchmark (customBiggerIsBetter).",
 )
+@force_option
 @format_option
 def gate_command(
     path: str,
@@ -118,6 +119,7 @@ def gate_command(
     markdown_path: str | None,
     html_path: str | None,
     benchmark_json: str | None,
+    force: bool,
     fmt: str,
 ) -> None:
     """Fail when a stage regressed (CI gate).
@@ -143,7 +145,7 @@ def gate_command(
     """
     for target in (junit, markdown_path, html_path, benchmark_json):
         if target:  # refused now, before any work, not after the verdict
-            files.check_output(target, document=False)
+            files.check_output(target, document=False, force=force)
     if html_path:  # the page needs plotly: said now, before anything is written
         from rooflinecli.present import report
 
@@ -167,16 +169,20 @@ def gate_command(
         where = names.markdown_code_span(str(baseline_path))
         heading += f"; baseline: {where} ({names.markdown(gate.describe(base))})"
     if junit:
-        files.write_output(junit, gate.junit_xml(result), document=False)
+        files.write_output(junit, gate.junit_xml(result), document=False, force=force)
     if markdown_path:
-        files.write_output(markdown_path, _markdown(result, rows, heading), document=False)
+        files.write_output(
+            markdown_path, _markdown(result, rows, heading), document=False, force=force
+        )
     if benchmark_json:
-        files.write_output(benchmark_json, gate.benchmark_json(current), document=False)
+        files.write_output(
+            benchmark_json, gate.benchmark_json(current), document=False, force=force
+        )
     if html_path:
         from rooflinecli.options import write_report
 
         other = (baseline_path or "baseline", base) if base is not None else None
-        write_report(html_path, [path], [current], None, result, other)
+        write_report(html_path, [path], [current], None, result, other, force=force)
     title = f"Gate: {path}" + (f" against {baseline_path}" if base is not None else "")
     title += f" (tolerance {tolerance:g}%)" if base is not None else " (floors only)"
     caption = f"{result.summary()}. Rules: {gate.RULES_SHORT}."
