@@ -8,6 +8,7 @@ from rooflinecli import api, results
 from rooflinecli.commands import LazyGroup
 from rooflinecli.core import roofs
 from rooflinecli.options import (
+    FINITE,
     attention_shape,
     attention_shape_options,
     columns_option,
@@ -42,8 +43,8 @@ def model() -> None:
 @shape_options
 @model_dtype_option
 @spec_option
-@click.option("--alpha", type=float, default=1.0, show_default=True)
-@click.option("--beta", type=float, default=0.0, show_default=True, help="Non-zero: C is read.")
+@click.option("--alpha", type=FINITE, default=1.0, show_default=True)
+@click.option("--beta", type=FINITE, default=0.0, show_default=True, help="Non-zero: C is read.")
 @format_option
 @columns_option
 @output_option
