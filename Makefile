@@ -16,14 +16,18 @@ $(BIN)/python:
 # pyproject.toml (dependencies, entry points) changed since: the install is editable, so it sees
 # every edit of the code, and `pip install -e` again cost `make test` about 9 s each time.
 INSTALLED := $(VENV)/.installed
+# setuptools' build of an editable install warns, in a 10-line banner, that a folder named as
+# the package may take precedence in imports (it is the package): silenced by its message, so
+# any other warning and every error still show
+PIP_INSTALL := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install -q
 
 install: $(BIN)/python
-	$(BIN)/python -m pip install -q -e ".[$(EXTRAS),dev,plot,report]"
+	$(PIP_INSTALL) -e ".[$(EXTRAS),dev,plot,report]"
 	touch $(INSTALLED)
 	$(BYTECODE)
 
 $(INSTALLED): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e ".[$(EXTRAS),dev,plot,report]"
+	$(PIP_INSTALL) -e ".[$(EXTRAS),dev,plot,report]"
 	touch $@
 
 # An editable install compiles no bytecode, and where PYTHONDONTWRITEBYTECODE is set (as in CI)

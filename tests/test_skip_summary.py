@@ -35,6 +35,8 @@ def test_the_run_ends_with_the_skips_in_one_line_then_the_result():
     )
     assert lines[-1].startswith("1 passed, 5 skipped in ")
     assert not any(line.startswith("SKIPPED") for line in lines)
+    # the progress line: a dot for the test that ran, no 's' for each skip
+    assert lines[0].startswith(".") and "s" not in lines[0].split("[")[0], lines[0]
 
 
 def test_rs_lists_each_skip_on_demand():
