@@ -22,7 +22,6 @@ Each refusal is one RooflineError line naming the file, the record and the field
 from __future__ import annotations
 
 import math
-import statistics
 from typing import Any
 
 from rooflinecli.core import specs
@@ -211,6 +210,8 @@ def record(rec: dict[str, Any], where: str) -> None:
     samples = rec.get("samples_ms")
     t, field = _num(rec.get("time_ms")), "time_ms"
     if isinstance(samples, list) and samples:
+        import statistics  # here: `model` never reads a document, and starts without it
+
         t, field = float(statistics.median(samples)), "samples_ms"
     # a kernel that failed its check may be that fast (it skipped the work): measured, shown
     if rec.get("verified") is False:
