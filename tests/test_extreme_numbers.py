@@ -1,11 +1,12 @@
 """A catalogue of extreme numbers through every command that reads a document, in process.
 
 Each number of the catalogue (10**400, 2**63, 1e300, 1e-300, a denormal, -0, NaN, infinity, a
-negative) is put into each numeric field the tool reads of a committed document's record (its
-counts, times, speeds, shape, repeats, launch geometry) and of its spec (peaks, clocks,
-bandwidth). A document is then either refused where it is read, in one line in the tool's words
-(exit 2), or rendered by show, compare, gate, report, plot, baseline save, merge and fleet in
-every --format: no output names a Python exception or holds a traceback.
+negative, and the edges a document may hold: 2**63-1, 1e30, 1e-30) is put into each numeric
+field the tool reads of a committed document's record (its counts, times, speeds, shape,
+repeats, launch geometry) and of its spec (peaks, clocks, bandwidth). A document is then either
+refused where it is read, in one line in the tool's words (exit 2), or rendered by show,
+compare, gate, report, plot, baseline save, merge and fleet in every --format: no output names
+a Python exception or holds a traceback.
 
 The refused ones are refused by every reader alike (results.load); the accepted ones of one
 number go through the commands together, one record each, so the catalogue costs a few
@@ -37,7 +38,10 @@ FORMATS = ("table", "json", "csv", "markdown")
 CATALOGUE: dict[str, Any] = {
     "10**400": 10**400,
     "2**63": 2**63,
+    "2**63-1": 2**63 - 1,  # the largest whole number a document holds
     "1e300": 1e300,
+    "1e30": 1e30,  # the largest size of any other number
+    "1e-30": 1e-30,  # the smallest but 0
     "1e-300": 1e-300,
     "denormal": 5e-324,
     "-0": -0.0,
@@ -107,7 +111,7 @@ def commands(path: str, tmp: Path) -> list[list[str]]:
             ["compare", path, ok, "--format", fmt],
             ["gate", path, "--baseline", ok, "--format", fmt],
             ["gate", ok, "--baseline", path, "--format", fmt],
-            ["fleet", path, ok, ok, "--format", fmt],
+            ["fleet", path, "--format", fmt],
         ]
     out += [
         ["show", path, "--wide", "--chart"],
@@ -187,4 +191,7 @@ def test_every_reader_renders_what_it_accepts(name: str, tmp_path: Path) -> None
         path = tmp_path / "doc.json"
         path.write_text(json.dumps(doc))
         for args in commands(str(path), tmp_path):
-            clean(args, invoke(*args))
+            r = invoke(*args)
+            clean(args, r)
+            if args[0] in ("show", "compare", "report", "plot"):  # read, so drawn
+                assert r.exit_code == 0, (group, args, r.stderr)
