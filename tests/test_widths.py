@@ -1,0 +1,41 @@
+"""In --format table, every line fits the terminal: COLUMNS=80, the narrowest the tool writes
+for, holds each line of the README's commands that run without a GPU, and of a dry run of the
+main job (`run gemm --m 4096 --dry-run`), piped. Only one word longer than the width (a path)
+may overflow it. Where a table of rows cannot fit, it is split, each part led by the columns
+that name a row, and one line says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import doc_commands as dc
+import pytest
+
+WIDTH = 80
+
+
+def _cases() -> list[object]:
+    found = [c for c in dc.tool_commands() if c.page == "README.md" and not c.needs_gpu]
+    dry = dc.parse("main job", 0, "roofline run gemm --m 4096 --dry-run")
+    out = []
+    for cmd in [*found, dry]:
+        marks = [pytest.mark.prebuild(s, **kw) for s, kw in dc.builds(cmd)]
+        out.append(pytest.param(cmd, id=cmd.id, marks=marks))
+    return out
+
+
+def too_wide(text: str, width: int = WIDTH) -> list[str]:
+    """The lines wider than `width`, but a line that is one word (a path) and its frame."""
+    return [
+        line
+        for line in text.splitlines()
+        if len(line) > width and max(map(len, line.split()), default=0) <= width
+    ]
+
+
+@pytest.mark.parametrize("cmd", _cases())
+def test_each_line_fits_80_columns(cmd: dc.Command, tmp_path: Path) -> None:
+    res = dc.run(cmd, tmp_path / "work", 300.0, CUDA_VISIBLE_DEVICES="", COLUMNS=str(WIDTH))
+    assert res.returncode == 0, res.stderr
+    wide = too_wide(res.stdout + res.stderr)
+    assert not wide, f"{cmd.text}: {len(wide)} lines over {WIDTH}:\n" + "\n".join(wide[:5])
