@@ -106,7 +106,8 @@ def test_a_bad_columns_is_ignored(columns):
 
 
 @pytest.mark.parametrize(
-    ("columns", "width"), [("abc", 200), ("", 200), ("19", 200), ("120", 120), ("80", 80)]
+    ("columns", "width"),
+    [("abc", 80), ("", 80), ("19", 80), ("79", 80), ("120", 120), ("80", 80), ("10001", 80)],
 )
 def test_the_width_off_a_terminal(monkeypatch, columns, width):
     monkeypatch.setenv("COLUMNS", columns)

@@ -212,7 +212,7 @@ def _table(
     elif isinstance(part, Line):
         if part.rich:
             table.echo(con(), part.text)
-        elif len(part.text) > MIN_WIDTH and len(part.text) > con().width:
+        elif len(part.text) > table.MIN_WIDTH and len(part.text) > con().width:
             table.say(con(), part.text, indent=0)  # wrapped at spaces (a path stays whole)
         else:
             write(f"{names.plain(part.text)}\n")
@@ -250,9 +250,6 @@ def _fitted_rows(
             indent=0,
         )
 
-
-# no console is narrower: a line of at most this many characters is written without one
-MIN_WIDTH = 80
 
 # the columns that name a row of a table of rows: each part of a split table is led by them
 ROW_NAMES = frozenset({"stage", "workload", "shape", "dtype", "gpu_label", "name"})
