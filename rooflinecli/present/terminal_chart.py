@@ -264,6 +264,35 @@ def title(doc: dict[str, Any]) -> str:
     return f"Roofline: {what} on {device.get('name', '?')} (spec {spec.get('name', '?')})"
 
 
+SPREAD = 4  # columns either side of its cell a point that shares the cell may be drawn at
+
+
+def _spread(
+    cells: dict[tuple[int, int], list[str]], grid: list[list[str]], width: int
+) -> dict[tuple[int, int], list[str]]:
+    """Points that share a cell drawn side by side in its row, each in a free cell (blank, no
+    point's) within SPREAD columns of it, nearest first, in their order left to right. Returns
+    the cells so drawn, each with its marks (drawn here); a cell whose points find too few free
+    cells is left out (one marker and its list)."""
+    taken = set(cells)
+    done: dict[tuple[int, int], list[str]] = {}
+    for (r, c), marks in cells.items():
+        if len(marks) < 2:
+            continue
+        near = sorted(
+            range(max(0, c - SPREAD), min(width, c + SPREAD + 1)), key=lambda x: abs(x - c)
+        )
+        free = [x for x in near if x == c or ((r, x) not in taken and grid[r][x] == " ")]
+        if len(free) < len(marks):
+            continue
+        spots = sorted(free[: len(marks)])
+        for x, mark in zip(spots, marks, strict=True):
+            grid[r][x] = mark
+            taken.add((r, x))
+        done[(r, c)] = marks
+    return done
+
+
 def render(doc: dict[str, Any], width: int = 72, height: int = 20) -> str:
     """The chart of a results document as plain text: `width` x `height` cells of plot area."""
     if width < 20 or height < 5:
@@ -322,8 +351,11 @@ def render(doc: dict[str, Any], width: int = 72, height: int = 20) -> str:
     cells: dict[tuple[int, int], list[str]] = {}
     for p, mark in zip(drawn, markers, strict=True):
         cells.setdefault((row(p.tflops), col(p.ai)), []).append(mark)
+    crowded = _spread(cells, grid, width)
     for (r, c), marks in cells.items():
-        put(r, c, marks[0] if len(marks) == 1 else MANY)
+        if (r, c) not in crowded:
+            put(r, c, marks[0] if len(marks) == 1 else MANY)
+    spread = {marks[0]: cells_ for cells_, marks in crowded.items() if marks}
 
     # the compute roof's value just above it, at the right, where nothing is drawn
     for roof in roof_of.values():
@@ -371,8 +403,12 @@ def render(doc: dict[str, Any], width: int = 72, height: int = 20) -> str:
                 f"{mark} {p.label} {fmt_value(p.tflops)} TFLOP/s @ {fmt_value(p.ai)} FLOP/B"
             )
     for marks in cells.values():
-        if len(marks) > 1:
+        if len(marks) > 1 and not any(m in spread for m in marks):
             lines.append(f"{MANY} one cell holds {' '.join(marks)}")
+    if spread:
+        lines.append(
+            "points sharing a cell are drawn side by side around it; intensities as listed"
+        )
     for p in flagged:
         lines.append(
             f"! {p.label} {fmt_value(p.tflops)} TFLOP/s @ {fmt_value(p.ai)} FLOP/B is above its "
