@@ -246,3 +246,17 @@ def test_duplicate_keys_are_refused(tmp_path: Path) -> None:
     r = invoke("report", str(SOURCE), "--calibration", cal_path, "-o", page)
     assert r.exit_code == 2
     assert "key 'schema' appears twice in one object" in r.stderr
+
+
+def test_a_calibration_holds_numbers_the_tool_can_hold(tmp_path: Path) -> None:
+    cal = json.loads((CALIBRATION / "h200-full.json").read_text())
+    key = next(iter(cal["measurements"]))
+    cal["measurements"][key] = 10**400
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(cal))
+    r = invoke("show", str(SOURCE), "--calibration", str(path), "--roofs", "measured")
+    assert r.exit_code == 2
+    assert r.stderr == (
+        f"error: {path}: measurements.{key} is a whole number of 401 digits: more than 64 bits "
+        "hold (no real count, size or time is that large)\n"
+    )
