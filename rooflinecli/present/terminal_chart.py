@@ -416,4 +416,25 @@ def render(doc: dict[str, Any], width: int = 72, height: int = 20) -> str:
         )
     for u in unplaced:
         lines.append(f"? {u.label}: not drawn ({u.why})")
-    return "".join(f"{names.plain(line)}\n" for line in lines)  # names never send a control code
+    return "".join(f"{line}\n" for line in _wrapped(lines, max(LINE, pad + 3 + width)))
+
+
+LINE = 80  # the width the chart's title and notes wrap at (its plot area is narrower)
+
+
+def _wrapped(lines: list[str], limit: int) -> list[str]:
+    """The chart's lines as text (names never send a control code), a title or note longer than
+    `limit` wrapped at its spaces, the lines after its first indented; a word longer than the
+    limit (a path, a kernel's name) stays whole."""
+    import textwrap
+
+    out: list[str] = []
+    for line in lines:
+        text = names.plain(line)
+        if len(text) <= limit:
+            out.append(text)
+            continue
+        out += textwrap.wrap(
+            text, limit, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+        ) or [text]
+    return out
