@@ -39,3 +39,27 @@ def test_each_line_fits_80_columns(cmd: dc.Command, tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     wide = too_wide(res.stdout + res.stderr)
     assert not wide, f"{cmd.text}: {len(wide)} lines over {WIDTH}:\n" + "\n".join(wide[:5])
+
+
+RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+
+
+def test_show_of_every_committed_document_fits_80_columns() -> None:
+    """The table, the verdict, the notes and the chart of each committed document. A `profile
+    app` document's table keeps each kernel's name whole and is not held to it yet."""
+    import json
+
+    from click.testing import CliRunner
+
+    from rooflinecli.cli import cli
+
+    over = {}
+    for path in sorted(RESULTS.glob("*.json")):
+        if json.loads(path.read_text()).get("command") == "profile app":
+            continue
+        r = CliRunner().invoke(cli, ["show", str(path)], env={"COLUMNS": "80", "NO_COLOR": "1"})
+        assert r.exit_code == 0, (path.name, r.stderr)
+        wide = too_wide(r.stdout + r.stderr)
+        if wide:
+            over[path.name] = wide[0]
+    assert not over, over

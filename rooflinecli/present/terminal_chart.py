@@ -376,7 +376,8 @@ def render(doc: dict[str, Any], width: int = 72, height: int = 20) -> str:
         c = col(10.0**e)
         axis[c] = "+"
         text = _decade_label(e)
-        start = max(0, c - len(text) // 2)
+        # centred under its tick, but never past the 80th column (the last tick's label)
+        start = max(0, min(c - len(text) // 2, LINE - pad - 2 - len(text)))
         if all(ch == " " for ch in labels[max(0, start - 1) : start + len(text) + 1]):
             labels[start : start + len(text)] = list(text)
     lines.append(f"{' ' * pad} +{''.join(axis)}")
