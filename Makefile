@@ -16,14 +16,18 @@ $(BIN)/python:
 # pyproject.toml (dependencies, entry points) changed since: the install is editable, so it sees
 # every edit of the code, and `pip install -e` again cost `make test` about 9 s each time.
 INSTALLED := $(VENV)/.installed
+# setuptools' build of an editable install warns, in a 10-line banner, that a folder named as
+# the package may take precedence in imports (it is the package): silenced by its message, so
+# any other warning and every error still show
+PIP_INSTALL := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install -q
 
 install: $(BIN)/python
-	$(BIN)/python -m pip install -q -e ".[$(EXTRAS),dev,plot,report]"
+	$(PIP_INSTALL) -e ".[$(EXTRAS),dev,plot,report]"
 	touch $(INSTALLED)
 	$(BYTECODE)
 
 $(INSTALLED): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e ".[$(EXTRAS),dev,plot,report]"
+	$(PIP_INSTALL) -e ".[$(EXTRAS),dev,plot,report]"
 	touch $@
 
 # An editable install compiles no bytecode, and where PYTHONDONTWRITEBYTECODE is set (as in CI)
@@ -69,7 +73,7 @@ REPORT_EXAMPLE := benchmarks/results/gemm-fp32-4096-interleaved.json --calibrati
 docs: $(INSTALLED)
 	$(BIN)/python -m rooflinecli.docgen docs/cli.md
 	$(BIN)/python -m rooflinecli.stages.listing kernels/README.md
-	$(BIN)/roofline report $(REPORT_EXAMPLE) -o docs/report-example.html
+	$(BIN)/roofline report --force $(REPORT_EXAMPLE) -o docs/report-example.html
 
 docs-check: $(INSTALLED)
 	$(BIN)/python -m rooflinecli.docgen --check docs/cli.md
@@ -78,12 +82,12 @@ docs-check: $(INSTALLED)
 # The pictures of docs/results.md, from the committed H200 documents and calibration (no GPU).
 CAL := benchmarks/calibration/h200-2026-12-01.json
 plots: $(INSTALLED)
-	$(BIN)/roofline plot benchmarks/results/gemm-fp32-4096-interleaved.json --calibration $(CAL) -o docs/roofline-h200-fp32-4096.png
-	$(BIN)/roofline plot benchmarks/results/profile-fp32-4096.json --calibration $(CAL) -o docs/roofline-h200-fp32-measured.png
-	$(BIN)/roofline plot benchmarks/results/gemm-bf16-8192-interleaved.json --calibration $(CAL) -o docs/roofline-h200-bf16-8192.png
-	$(BIN)/roofline plot benchmarks/results/attn-b2-h16-n8192-d128-bf16.json --calibration $(CAL) -o docs/roofline-h200-attention.png
-	$(BIN)/roofline plot benchmarks/results/llm-llama-7b-bf16-best-1-16-512.json --calibration benchmarks/calibration/h200-2026-12-01-llm.json -o docs/roofline-h200-llm.png
-	$(BIN)/roofline plot benchmarks/results/token-llama-7b-bf16.json --calibration benchmarks/calibration/h200-token.json -o docs/roofline-h200-token.png
+	$(BIN)/roofline plot benchmarks/results/gemm-fp32-4096-interleaved.json --calibration $(CAL) -o docs/roofline-h200-fp32-4096.png --force
+	$(BIN)/roofline plot benchmarks/results/profile-fp32-4096.json --calibration $(CAL) -o docs/roofline-h200-fp32-measured.png --force
+	$(BIN)/roofline plot benchmarks/results/gemm-bf16-8192-interleaved.json --calibration $(CAL) -o docs/roofline-h200-bf16-8192.png --force
+	$(BIN)/roofline plot benchmarks/results/attn-b2-h16-n8192-d128-bf16.json --calibration $(CAL) -o docs/roofline-h200-attention.png --force
+	$(BIN)/roofline plot benchmarks/results/llm-llama-7b-bf16-best-1-16-512.json --calibration benchmarks/calibration/h200-2026-12-01-llm.json -o docs/roofline-h200-llm.png --force
+	$(BIN)/roofline plot benchmarks/results/token-llama-7b-bf16.json --calibration benchmarks/calibration/h200-token.json -o docs/roofline-h200-token.png --force
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -82,7 +82,8 @@ def check_output(
 ) -> None:
     """Refuse, before any work, what write_output would refuse: anything but a regular file at
     the path (a device, FIFO, socket or folder is never touched), an existing file without
-    --force (documents only), a file or folder we may not write."""
+    --force (any file: a document, a plot, a page, a gate's report), a file or folder we may
+    not write. `document`: a stream format, where `-o -` is offered instead."""
     if str(path) == STDOUT:
         return
     p = Path(path)
@@ -93,7 +94,7 @@ def check_output(
             stream = document and not stat.S_ISDIR(st.st_mode)
             hint = f" (-o {STDOUT} writes to standard output)" if stream else ""
             raise RooflineError(f"cannot write {p}: it is {kind or 'not a regular file'}{hint}")
-        if document and not force:
+        if not force:
             raise RooflineError(f"{p} exists: pass --force to replace it")
         if not os.access(target, os.W_OK):
             raise RooflineError(f"cannot write {p}: permission denied")
@@ -121,8 +122,7 @@ def write_output(
     target, then is renamed onto it: never a half-written file. A symlink is written through
     (the link stays, its target is replaced); an existing file keeps its mode and, where
     permitted, its owner. Refused in one line (RooflineError), with nothing touched: a device,
-    FIFO, socket or folder at the path, and, for a results document (`document`), an existing
-    file without `force`.
+    FIFO, socket or folder at the path, and an existing file without `force`.
     """
     if str(path) == STDOUT:
         out = _claimed_stdout or sys.stdout
@@ -141,7 +141,7 @@ def write_output(
             target.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RooflineError(f"cannot create {target.parent}: {exc.strerror}") from None
-    _replace(p, target, st, data, no_clobber=document and not force, sync=True)
+    _replace(p, target, st, data, no_clobber=not force, sync=True)
 
 
 def write_atomic(path: str | Path, data: str | bytes) -> None:

@@ -37,9 +37,20 @@ if TYPE_CHECKING:
 # the committed documents: 1,298)
 MAX_NAME = 4096
 
-# C0 and C1 control characters, DEL, the line and paragraph separators and the bidirectional
-# controls (which reorder what a terminal shows); a name holds none, a tab or newline neither
-_BEYOND_C0 = "\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+# Unicode's format characters (category Cf, as of Unicode 15): the bidirectional marks,
+# embeddings and isolates (U+200E, U+200F, U+061C, U+202A-U+202E, U+2066-U+2069), which reorder
+# what a terminal shows; the zero-width joiner and non-joiner, word joiner and invisible
+# operators; the byte order mark; soft hyphen; tags. Each is invisible or moves the text
+# around it, so a name that holds one can look like another.
+_FORMAT = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f"
+)
+# C0 and C1 control characters, DEL, the line and paragraph separators and the format
+# characters above; a name holds none, a tab or newline neither
+_BEYOND_C0 = "\x7f-\x9f\u2028\u2029" + _FORMAT
 _CONTROL = re.compile(f"[\x00-\x1f{_BEYOND_C0}]")
 # the same in prose (an error message, a note): tab, newline and carriage return allowed
 _CONTROL_IN_TEXT = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f{_BEYOND_C0}]")

@@ -180,7 +180,12 @@ def read_json(path: str | Path, what: str, limit: int = LIMITS["document"]) -> A
     except UnicodeDecodeError as exc:
         raise RooflineError(f"{what} {p} is not JSON: not UTF-8 text (byte {exc.start})") from None
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise RooflineError(
+            f"{what} {p} is not valid: key {str(exc)[:60]!r} appears twice in one object "
+            "(which one holds?)"
+        ) from None
     except json.JSONDecodeError as exc:
         raise RooflineError(f"{what} {p} is not JSON: {exc.msg} at line {exc.lineno}") from None
     except RecursionError:
@@ -190,6 +195,22 @@ def read_json(path: str | Path, what: str, limit: int = LIMITS["document"]) -> A
         ) from None
     except ValueError as exc:  # json's int(): more digits than Python converts
         raise RooflineError(f"{what} {p}: {_number_problem(exc, text)}") from None
+
+
+class _DuplicateKey(ValueError):
+    """A JSON object names one key twice (json keeps the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object_pairs_hook: the object, refused when a key appears twice."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return obj
 
 
 def _number_problem(exc: ValueError, text: str = "") -> str:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from rooflinecli import __version__, names, paths
+from rooflinecli import __version__, doc_check, names, paths
 from rooflinecli.core import reference, roof_keys, roofs
 from rooflinecli.errors import RooflineError
 
@@ -626,6 +626,7 @@ def validate(doc: Any, where: str = "document") -> None:
         raise RooflineError(f"{where}: 'device' must be an object or null")
     if not isinstance(doc["spec"], dict):
         raise RooflineError(f"{where}: 'spec' must be an object")
+    doc_check.numbers(doc, where)  # whole numbers within 64 bits, before any becomes a float
     _check_document_names(doc, where)
     keys: set[str] = set()  # the field names seen: each checked once, not once a record
     for i, rec in enumerate(doc["records"]):
@@ -641,6 +642,7 @@ def validate(doc: Any, where: str = "document") -> None:
         _check_types(rec, f"{where}: record {i}")
         if rec.get("op") == "chain":
             _check_chain(rec, f"{where}: record {i}")
+    doc_check.document(doc, where)  # the spec's ranges; each record agrees with itself
 
 
 def _short(name: str, limit: int = 60) -> str:
@@ -831,7 +833,7 @@ def _check_consistent(rec: dict[str, Any], where: str) -> None:
         and isinstance(t, int | float)
     ):
         if t > 0 and flops > 0:
-            implied = flops / (t * 1e-3) / 1e12
+            implied = flops / t / 1e9  # inf, never a division by 0, for a time of 5e-324
             if abs(tf - implied) > CONSISTENT_RTOL * implied:
                 raise RooflineError(
                     f"{where}: 'tflops' {tf:.6g} is not its flops over its time_ms "

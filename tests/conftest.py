@@ -362,6 +362,15 @@ def _cache(request: pytest.FixtureRequest, prebuilt: Prebuilt, monkeypatch) -> N
     prebuilt.wait(*request.node.iter_markers("prebuild"))
 
 
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    """Under -q a skipped test prints no 's' in the progress line (about 200 of them said
+    nothing a reader could act on): the summary says how many, and why, in one line
+    (pytest_terminal_summary), and -rs lists each. An expected failure keeps its mark."""
+    if report.skipped and config.get_verbosity() <= 0 and not hasattr(report, "wasxfail"):
+        return "skipped", "", "SKIPPED"
+    return None
+
+
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     line = config.stash.get(_SUMMARY, None)
     if line:

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import children
+
 from rooflinecli import docgen
 from rooflinecli.stages import gemm
 
@@ -213,7 +215,7 @@ def run(cmd: Command, folder: Path, timeout: float, **env: str) -> subprocess.Co
     cwd = workdir(folder)
     full = {**os.environ, "NO_COLOR": "1", "TERM": "dumb", **env}
     full["PATH"] = f"{bin_dir}{os.pathsep}{full.get('PATH', '')}"
-    return subprocess.run(
+    return children.run(
         ["bash", "-c", cmd.text],
         cwd=cwd,
         env=full,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
 from pathlib import Path
 
+import children
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -192,8 +192,8 @@ def suite_commands(tmp_path: Path) -> list[list[str]]:
             continue
         copy = tmp_path / script.name
         copy.write_text(script.read_text())
-        res = subprocess.run(
-            ["bash", str(copy), "unused"],
+        res = children.run(
+            ["bash", str(copy), "unused"], timeout=120,
             capture_output=True, text=True, env={"ROOT": str(ROOT), "PATH": "/usr/bin:/bin"},
         )  # fmt: skip
         out += [line.split("\t")[1:] for line in res.stdout.splitlines() if line.startswith("DOC")]

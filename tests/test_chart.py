@@ -57,8 +57,8 @@ TFLOP/s
 - fp32 roof 10 TFLOP/s; + ridge point 10.0 FLOP/B
 a tiled 5.0 TFLOP/s @ 100.0 FLOP/B
 b naive 0.5 TFLOP/s @ 1.0 FLOP/B
-! broken 20.0 TFLOP/s @ 100.0 FLOP/B is above its roof (10.0 TFLOP/s): a measurement error, \
-not drawn
+! broken 20.0 TFLOP/s @ 100.0 FLOP/B is above its roof (10.0 TFLOP/s): a
+  measurement error, not drawn
 ? bad: not drawn (failed verification)
 """
 
@@ -81,10 +81,11 @@ def test_point_above_roof_is_flagged_not_drawn() -> None:
     doc = results.new_document(SPEC, DEVICE, [rec("fast", 2.0, 3.0)])  # roof at 2 FLOP/B: 2.0
     text = chart.render(doc, width=40, height=10)
     lines = text.splitlines()
-    assert (
-        "! fast 3.0 TFLOP/s @ 2.0 FLOP/B is above its roof (2.0 TFLOP/s): a measurement error, "
-        "not drawn"
-    ) in lines
+    # wrapped at 80 columns, its second line indented
+    at = lines.index(
+        "! fast 3.0 TFLOP/s @ 2.0 FLOP/B is above its roof (2.0 TFLOP/s): a measurement"
+    )
+    assert lines[at + 1] == "  error, not drawn"
     grid = [line.split("|", 1)[1] for line in lines[2:12]]
     assert not any("a" in row for row in grid)  # no marker was handed out
 
@@ -102,14 +103,26 @@ def test_memory_levels_one_point_each() -> None:
     # a DRAM intensity under the measured speed's roof is a measurement error
     r2 = rec("warptile", 100.0, 5.0, ai_dram=2.0)
     text2 = chart.render(results.new_document(SPEC, DEVICE, [r2]), width=40, height=10)
-    assert text2.splitlines()[-1].startswith("! warptile DRAM 5.0 TFLOP/s @ 2.0 FLOP/B is above")
+    assert text2.splitlines()[-2].startswith("! warptile DRAM 5.0 TFLOP/s @ 2.0 FLOP/B is above")
 
 
-def test_points_sharing_a_cell_are_listed() -> None:
+def test_points_sharing_a_cell_are_drawn_side_by_side() -> None:
     doc = results.new_document(SPEC, DEVICE, [rec("one", 100.0, 5.0), rec("two", 100.0, 5.01)])
     lines = chart.render(doc, width=40, height=10).splitlines()
-    assert lines[5].endswith("*")  # 5 TFLOP/s at 100 FLOP/B: row 3 of the grid, last column
-    assert lines[-1] == "* one cell holds a b"
+    # 5 TFLOP/s at 100 FLOP/B: row 3 of the grid, last column, and the one left of it
+    assert lines[5].endswith(" ab")
+    assert lines[-1] == (
+        "points sharing a cell are drawn side by side around it; intensities as listed"
+    )
+    assert not any("one cell holds" in line for line in lines)
+
+
+def test_points_too_many_for_the_room_beside_their_cell_are_one_marker_and_a_list() -> None:
+    # 2 * SPREAD + 1 cells of a row at most: one more point than that shares one marker
+    many = [rec(f"s{i}", 100.0, 5.0 + i / 1000) for i in range(2 * chart.SPREAD + 2)]
+    lines = chart.render(results.new_document(SPEC, DEVICE, many), width=40, height=10)
+    assert lines.splitlines()[5].endswith("*")
+    assert lines.splitlines()[-1] == "* one cell holds a b c d e f g h i j"
 
 
 def test_several_shapes_are_named() -> None:

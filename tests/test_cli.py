@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import children
 import pytest
 
 from rooflinecli.cli import cli
@@ -281,17 +282,17 @@ def test_a_reader_that_leaves_early_is_no_failure(fmt):
     from pathlib import Path
 
     doc = Path(__file__).resolve().parent.parent / "benchmarks/results/llm-llama-7b-fp16.json"
-    proc = subprocess.Popen(
+    with children.started(
         [sys.executable, "-m", "rooflinecli", "show", str(doc), "--format", fmt],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**__import__("os").environ, "COLUMNS": "200"},
-    )
-    assert proc.stdout is not None
-    proc.stdout.readline()
-    proc.stdout.close()
-    assert proc.wait(timeout=60) == 0
-    assert proc.stderr is not None and proc.stderr.read() == b""
+    ) as proc:
+        assert proc.stdout is not None
+        proc.stdout.readline()
+        proc.stdout.close()
+        assert proc.wait(timeout=60) == 0
+        assert proc.stderr is not None and proc.stderr.read() == b""
 
 
 # every format once, each reader twice: `head -1` leaves after the first line, `true` before the
@@ -311,7 +312,7 @@ def test_a_broken_pipe_exits_0(fmt, reader, tmp_path):
         f"set -o pipefail; {sys.executable} -m rooflinecli show "
         f"benchmarks/results/gemm-fp32-4096.json --format {fmt} 2>{err} | {reader} >/dev/null"
     )
-    out = subprocess.run(["bash", "-c", cmd], cwd=root, capture_output=True, timeout=60)
+    out = children.run(["bash", "-c", cmd], cwd=root, capture_output=True, timeout=60)
     assert out.returncode == 0, err.read_text()
     assert err.read_text() == ""
 

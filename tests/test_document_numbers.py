@@ -135,6 +135,9 @@ def test_a_speed_left_as_it_was_is_refused(tmp_path: Path) -> None:
     assert r.exit_code == 2
     assert "'tflops' 5.3894 is not its flops over its time_ms (4.89946 TFLOP/s)" in r.stderr
     rec["tflops"] = rec["flops"] / (rec["time_ms"] * 1e-3) / 1e12  # all of it: a slower run
+    rec["pct_of_roof"] = 100 * rec["tflops"] / rec["attainable_tflops"]
+    rec["pct_of_peak"] = 100 * rec["tflops"] / rec["peak_tflops"]
+    rec["pct_of_reference"] = 100 * rec["reference_time_ms"] / rec["time_ms"]
     r = invoke("gate", write(tmp_path / "edited.json", doc), "--baseline", str(RESULTS / SOURCE))
     assert r.exit_code == 1, r.stderr
     assert "naive_xcol 4096x4096x4096 fp32 (TFLOP/s -9.1%, beyond -5% (bootstrap" in r.stderr

@@ -43,7 +43,7 @@ def test_plot_formats(runner, tmp_path):
         "records": 12,
         "title": "Roofline: GEMM 4096x4096x4096 fp32 on NVIDIA H200 (spec h200-sxm)",
     }
-    r = runner.invoke(cli, ["plot", RUN, "-o", str(out), "--format", "csv"])
+    r = runner.invoke(cli, ["plot", RUN, "-o", str(out), "--force", "--format", "csv"])
     assert r.stdout.splitlines()[0] == "path,format,records,title"
 
 

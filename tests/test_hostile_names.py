@@ -59,6 +59,10 @@ REFUSED = {
     "nul\x00": "U+0000",
     "tab\there": "U+0009",
     "rtl\u202eevil": "U+202E",
+    "rlm\u200fevil": "U+200F",  # the right-to-left mark
+    "alm\u061cevil": "U+061C",  # the Arabic letter mark
+    "zw\u200djoin": "U+200D",  # the zero-width joiner
+    "\ufeffbom": "U+FEFF",
     "lone \ud800 surrogate": "U+D800",
     "x" * 5000: "5,000 characters long (at most 4,096)",
 }
@@ -244,6 +248,8 @@ def catalogue_doc() -> dict[str, Any]:
     for r in doc["records"]:  # another shape: another time, and the speed it gives
         r["flops"] = 2 * r["m"] * r["n"] * r["k"]
         r["tflops"] = r["flops"] / (r["time_ms"] * 1e-3) / 1e12
+        r["bytes_ideal"] = 4 * (r["m"] * r["k"] + r["k"] * r["n"] + r["m"] * r["n"])
+        r["ai_ideal"] = r["flops"] / r["bytes_ideal"]  # and the intensity
     return doc
 
 
@@ -524,3 +530,17 @@ def test_generated_names_plot(name: str) -> None:
     doc["records"][0]["stage"] = name
     svg = image.render(doc, "svg").decode()
     ET.fromstring(svg.encode())
+
+
+def test_every_format_character_is_refused_in_a_name_and_in_prose() -> None:
+    """Unicode's category Cf (bidirectional marks such as U+200F and U+061C, the zero-width
+    joiner, the byte order mark, tags): invisible, or moving the text around them, as U+202E."""
+    import sys
+    import unicodedata
+
+    cf = [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"]
+    assert len(cf) > 150
+    assert [f"U+{ord(ch):04X}" for ch in cf if names.is_name(f"a{ch}b")] == []
+    assert [f"U+{ord(ch):04X}" for ch in cf if names.is_text(f"a{ch}b")] == []
+    with pytest.raises(RooflineError, match=r"^stage holds a control character \(U\+200F at"):
+        names.check("naive\u200f", "stage")

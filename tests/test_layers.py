@@ -1,6 +1,7 @@
 """The import rule: layers import downward only, and no library module imports click.
 
-    errors < paths < core < results, stages < gpu, present < plan < api < options < commands < cli
+    errors < paths < core < doc_check < results, stages < gpu, present < plan < api < options
+    < commands < cli
 
 A module may import its own package and any layer below; `results` and `stages` do not import
 each other, nor do `gpu` and `present`, nor one command module another. Imports inside
@@ -25,6 +26,7 @@ LAYERS = {
     "names": 1,
     "lazy": 0,
     "core": 2,
+    "doc_check": 2.5,  # what a results document's numbers must be (below results, its reader)
     "results": 3,
     "stages": 3,
     "gpu": 4,

@@ -7,7 +7,9 @@ import os
 import socket
 import stat
 import sys
+from contextlib import contextmanager
 
+import children
 import pytest
 
 from rooflinecli import files, results
@@ -198,13 +200,18 @@ def test_write_atomic_refuses_a_device(tmp_path):
 # --------------------------------------------------------------------------- temporary files
 
 # A child that writes 1 MB through the writer and stops in the middle (in fsync, once the data
-# is in its temporary file), saying so, until it is killed.
+# is in its temporary file), saying so, until it is killed; it leaves by itself after 60 s or
+# as soon as the test process is gone, whichever comes first.
 STOPS_MID_WRITE = r"""
 import os, sys, time
 from rooflinecli import files
+parent = os.getppid()
 def stop(fd):
     print("writing", flush=True)
-    time.sleep(600)
+    until = time.monotonic() + 60
+    while os.getppid() == parent and time.monotonic() < until:
+        time.sleep(0.05)
+    os._exit(3)
 os.fsync = stop
 files.write_output(sys.argv[1], "x" * 1_000_000, force=True)
 """
@@ -214,57 +221,83 @@ def _temps(folder, name="baseline.json"):
     return sorted(p.name for p in folder.iterdir() if p.name.startswith(f".{name}.roofline-tmp-"))
 
 
+@contextmanager
 def _stopped_mid_write(target):
+    """The child above, stopped mid-write (tests/children.py: default signal actions, and
+    killed when the test ends whatever happened)."""
     import subprocess
 
-    child = subprocess.Popen(
-        [sys.executable, "-c", STOPS_MID_WRITE, str(target)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert child.stdout is not None and child.stdout.readline() == "writing\n"
-    return child
+    args = [sys.executable, "-c", STOPS_MID_WRITE, str(target)]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL, "text": True}
+    with children.started(args, **pipes) as child:
+        assert child.stdout is not None and child.stdout.readline() == "writing\n"
+        yield child
 
 
 def test_sigkill_leaves_a_named_temporary_file_that_the_next_write_removes(tmp_path):
     import signal
 
     target = tmp_path / "baseline.json"
-    child = _stopped_mid_write(target)
-    assert _temps(tmp_path) == [f".baseline.json.roofline-tmp-{child.pid}"]
-    child.send_signal(signal.SIGKILL)
-    assert child.wait(timeout=60) == -signal.SIGKILL
+    with _stopped_mid_write(target) as child:
+        assert _temps(tmp_path) == [f".baseline.json.roofline-tmp-{child.pid}"]
+        child.send_signal(signal.SIGKILL)
+        assert child.wait(timeout=60) == -signal.SIGKILL
     (left,) = _temps(tmp_path)  # a dead process's file: nothing removed it
     assert (tmp_path / left).stat().st_size == 1_000_000 and not target.exists()
     files.write_output(target, "new", force=True)  # the next write beside it cleans it
     assert _temps(tmp_path) == [] and target.read_text() == "new"
 
 
+@pytest.fixture(params=["default", "ignored"])
+def inherited(request):
+    """The signal state the suite runs under: a terminal's (default actions), or a background
+    job's (`make test &`: SIGINT and SIGQUIT ignored) with SIGHUP ignored too (nohup)."""
+    import signal
+
+    if request.param == "default":
+        yield request.param
+        return
+    names = ("SIGINT", "SIGQUIT", "SIGHUP")
+    before = {name: signal.signal(getattr(signal, name), signal.SIG_IGN) for name in names}
+    try:
+        yield request.param
+    finally:
+        for name, handler in before.items():
+            signal.signal(getattr(signal, name), handler)
+
+
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP", "SIGINT"])
-def test_a_signal_mid_write_removes_the_temporary_file_at_once(tmp_path, signame):
+def test_a_signal_mid_write_removes_the_temporary_file_at_once(tmp_path, signame, inherited):
     import signal
 
     target = tmp_path / "baseline.json"
-    child = _stopped_mid_write(target)
-    child.send_signal(getattr(signal, signame))
-    rc = child.wait(timeout=60)
+    with _stopped_mid_write(target) as child:
+        child.send_signal(getattr(signal, signame))
+        rc = child.wait(timeout=60)
     assert _temps(tmp_path) == [] and not target.exists()
     # the signal still ends the process, as it would have without the writer (SIGINT through
     # KeyboardInterrupt, which unwound through the writer's `finally`)
     assert rc == -getattr(signal, signame)
 
 
+def test_a_child_stopped_mid_write_is_gone_when_its_test_fails(tmp_path):
+    target = tmp_path / "baseline.json"
+    with pytest.raises(RuntimeError, match="a test that fails"):
+        with _stopped_mid_write(target) as child:
+            pid = child.pid
+            assert children.alive(pid)
+            raise RuntimeError("a test that fails while its child waits")
+    assert not children.alive(pid)
+
+
 def test_a_live_process_temporary_file_is_left_alone(tmp_path):
     import signal
 
     target = tmp_path / "baseline.json"
-    child = _stopped_mid_write(target)
-    try:
+    with _stopped_mid_write(target) as child:
         files.write_output(target, "mine", force=True)  # beside a write still under way
         assert _temps(tmp_path) == [f".baseline.json.roofline-tmp-{child.pid}"]
         assert target.read_text() == "mine"
-    finally:
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=60)
 

@@ -31,7 +31,7 @@ def doc_path(tmp_path: Path) -> str:
         {"stage": "naive", "dtype": "fp32", "m": 64, "n": 64, "k": 64, "ai_ideal": 100.0,
          "tflops": 0.5, "peak_tflops": 10.0, "verified": True, "ai_dram": 2.0, "ai_l1": 0.5},
         {"stage": "broken", "dtype": "fp32", "m": 64, "n": 64, "k": 64, "ai_ideal": 100.0,
-         "tflops": 50.0, "peak_tflops": 10.0, "verified": True},
+         "tflops": 50.0, "peak_tflops": 10.0, "verified": False},
     ]  # fmt: skip
     path = tmp_path / "run.json"
     path.write_text(results.dumps(results.new_document(SPEC, DEVICE, records)))

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import children
 import pytest
 
 from rooflinecli import paths, results
@@ -87,7 +88,7 @@ def test_every_reader_refuses_what_is_not_a_regular_file(tmp_path, alarm, reader
 def _run_with_timeout(args: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """The program itself, in a child that is killed if it hangs (a FIFO read would)."""
     code = "import sys; from rooflinecli.cli import main; sys.argv[0] = 'roofline'; main()"
-    return subprocess.run(
+    return children.run(
         [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,

@@ -4,11 +4,11 @@ written by tests/conftest.py), not a line per skipped test; `-rs` still lists ea
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import children
 from skips import skip_summary
 
 HERE = Path(__file__).resolve().parent
@@ -16,7 +16,7 @@ SAMPLE = HERE / "fixtures" / "skips" / "sample_skips.py"
 
 
 def _pytest(*args: str) -> list[str]:
-    out = subprocess.run(
+    out = children.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(SAMPLE), *args],
         capture_output=True,
         text=True,
@@ -35,6 +35,8 @@ def test_the_run_ends_with_the_skips_in_one_line_then_the_result():
     )
     assert lines[-1].startswith("1 passed, 5 skipped in ")
     assert not any(line.startswith("SKIPPED") for line in lines)
+    # the progress line: a dot for the test that ran, no 's' for each skip
+    assert lines[0].startswith(".") and "s" not in lines[0].split("[")[0], lines[0]
 
 
 def test_rs_lists_each_skip_on_demand():

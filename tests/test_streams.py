@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import children
 import pytest
 
 from rooflinecli.present import table
@@ -20,7 +21,7 @@ PROGRAM = "import sys; from rooflinecli.cli import main; sys.argv[0] = 'roofline
 def _roofline(args, env=None, stdout=subprocess.PIPE) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
     full_env.pop("ROOFLINE_DEBUG", None)
-    return subprocess.run(
+    return children.run(
         [sys.executable, "-c", PROGRAM, *args],
         stdout=stdout,
         stderr=subprocess.PIPE,
@@ -82,17 +83,17 @@ def test_a_full_disk_is_one_line(args):
 def test_a_reader_that_leaves_is_no_error(args):
     """`roofline ... | head -1`: the reader closes the pipe after one line; exit 0 and nothing
     said of it (with -o - the table goes to standard error, as always)."""
-    proc = subprocess.Popen(
+    with children.started(
         [sys.executable, "-c", PROGRAM, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "COLUMNS": "200"},
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    first = proc.stdout.readline()
-    proc.stdout.close()
-    err = proc.stderr.read()
-    assert proc.wait(timeout=120) == 0, err
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        first = proc.stdout.readline()
+        proc.stdout.close()
+        err = proc.stderr.read()
+        assert proc.wait(timeout=120) == 0, err
     assert first and b"rror" not in err and b"Broken" not in err
     assert err == b"" or args[-2:] == ["-o", "-"]
 
@@ -105,7 +106,8 @@ def test_a_bad_columns_is_ignored(columns):
 
 
 @pytest.mark.parametrize(
-    ("columns", "width"), [("abc", 200), ("", 200), ("19", 200), ("120", 120), ("80", 80)]
+    ("columns", "width"),
+    [("abc", 80), ("", 80), ("19", 80), ("79", 80), ("120", 120), ("80", 80), ("10001", 80)],
 )
 def test_the_width_off_a_terminal(monkeypatch, columns, width):
     monkeypatch.setenv("COLUMNS", columns)

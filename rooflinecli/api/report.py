@@ -14,6 +14,7 @@ def write_report(
     calibration_path: str | None,
     result: Any = None,
     baseline: tuple[str, dict[str, Any]] | None = None,
+    force: bool = False,
 ) -> int:
     """Write the page of `docs` (the first the current run of a gate `result` against
     `baseline`); returns its size in bytes."""
@@ -30,5 +31,5 @@ def write_report(
     if baseline is not None:
         base = report.Source(baseline[0], baseline[1], calibration_for(baseline[1], given))
     data = report.render(sources, result, base).encode("utf-8")
-    files.write_output(output, data, document=False)
+    files.write_output(output, data, document=False, force=force)
     return len(data)

@@ -9,7 +9,7 @@ import click
 from rooflinecli import files, names, results
 from rooflinecli.commands import Command, examples
 from rooflinecli.errors import GateFailure, Inconclusive
-from rooflinecli.options import format_option, gather, tolerance_option
+from rooflinecli.options import force_option, format_option, gather, tolerance_option
 from rooflinecli.present import gate, output, table
 
 
@@ -65,12 +65,13 @@ class Also(NamedTuple):
     markdown_path: str | None
     html_path: str | None
     benchmark_json: str | None
+    force: bool  # replace a file that exists
 
     def check(self) -> None:
         """Each refused now, before any work, not after the verdict; the page needs plotly."""
-        for target in self:
+        for target in (self.junit, self.markdown_path, self.html_path, self.benchmark_json):
             if target:
-                files.check_output(target, document=False)
+                files.check_output(target, document=False, force=self.force)
         if self.html_path:
             from rooflinecli.present import report
 
@@ -140,6 +141,7 @@ class Also(NamedTuple):
     default=None,
     help="Also write TFLOP/s for github-action-benchmark (customBiggerIsBetter).",
 )
+@force_option
 @format_option
 def gate_command(path: str, baseline_path: str | None, rules: Rules, also: Also, fmt: str) -> None:
     """Fail when a stage regressed (CI gate).
@@ -211,15 +213,18 @@ def _write_also(
     base: dict[str, Any] | None, result: gate.GateResult, rows: list[dict[str, Any]],
 ) -> None:  # fmt: skip
     """JUnit, Markdown, the page and the benchmark JSON, those asked for."""
+    force = also.force
     if also.junit:
-        files.write_output(also.junit, gate.junit_xml(result), document=False)
+        files.write_output(also.junit, gate.junit_xml(result), document=False, force=force)
     if also.markdown_path:
         heading = _heading(path, baseline_path, current, base)
-        files.write_output(also.markdown_path, _markdown(result, rows, heading), document=False)
+        text = _markdown(result, rows, heading)
+        files.write_output(also.markdown_path, text, document=False, force=force)
     if also.benchmark_json:
-        files.write_output(also.benchmark_json, gate.benchmark_json(current), document=False)
+        text = gate.benchmark_json(current)
+        files.write_output(also.benchmark_json, text, document=False, force=force)
     if also.html_path:
         from rooflinecli import api
 
         other = (baseline_path or "baseline", base) if base is not None else None
-        api.write_report(also.html_path, [path], [current], None, result, other)
+        api.write_report(also.html_path, [path], [current], None, result, other, force=force)

@@ -10,6 +10,7 @@ from rooflinecli import api
 from rooflinecli.commands import LazyGroup, examples
 from rooflinecli.core import roofs
 from rooflinecli.options import (
+    FINITE,
     Emit,
     attention_shape_options,
     columns_option,
@@ -50,8 +51,8 @@ def model() -> None:
 @shape_options
 @model_dtype_option
 @spec_option
-@click.option("--alpha", type=float, default=1.0, show_default=True)
-@click.option("--beta", type=float, default=0.0, show_default=True, help="Non-zero: C is read.")
+@click.option("--alpha", type=FINITE, default=1.0, show_default=True)
+@click.option("--beta", type=FINITE, default=0.0, show_default=True, help="Non-zero: C is read.")
 @format_option
 @columns_option
 @output_option

@@ -6,7 +6,7 @@ import click
 
 from rooflinecli import files, results
 from rooflinecli.commands import examples
-from rooflinecli.options import format_option
+from rooflinecli.options import force_option, format_option
 from rooflinecli.present import MAX_POINTS, document, table
 from rooflinecli.present.output import written
 
@@ -61,6 +61,7 @@ WROTE_COLUMNS: list[table.Column] = [
     help="A fleet document (`roofline merge`, `run --gpus`): one point per GPU per stage, "
     "named by its GPU (default: one per stage, the GPU of median time).",
 )
+@force_option
 @format_option
 def plot(
     path: str,
@@ -69,6 +70,7 @@ def plot(
     by_instruction: bool,
     max_points: int,
     per_gpu: bool,
+    force: bool,
     fmt: str,
 ) -> None:
     """Roofline of a results document as an image.
@@ -80,12 +82,12 @@ def plot(
     from rooflinecli.present import image  # matplotlib is imported only when drawing
 
     image.kind_of(output)
-    files.check_output(output, document=False)
+    files.check_output(output, document=False, force=force)
     doc = document.fleet_points(results.load(path), per_gpu)
     from rooflinecli import api
 
     cal = api.load_calibration(calibration, doc)
-    kind = image.save(doc, output, cal, by_instruction, max_points=max_points)
+    kind = image.save(doc, output, cal, by_instruction, max_points=max_points, force=force)
     title = image.title(doc)
     row = {"path": output, "format": kind, "records": len(doc["records"]), "title": title}
     line = f"wrote {output} ({kind}): {title}"

@@ -8,7 +8,7 @@ import click
 from rooflinecli import files, results
 from rooflinecli.commands import examples
 from rooflinecli.errors import RooflineError
-from rooflinecli.options import format_option, tolerance_option
+from rooflinecli.options import force_option, format_option, tolerance_option
 from rooflinecli.present import table
 from rooflinecli.present.output import written
 
@@ -56,6 +56,7 @@ WROTE_COLUMNS: list[table.Column] = [
     is_flag=True,
     help="With --baseline: compare against a baseline from another GPU, driver or CUDA.",
 )
+@force_option
 @format_option
 def report(
     paths: tuple[str, ...],
@@ -64,6 +65,7 @@ def report(
     baseline_path: str | None,
     tolerance: float,
     allow_mismatch: bool,
+    force: bool,
     fmt: str,
 ) -> None:
     """One HTML page of results documents.
@@ -79,7 +81,7 @@ def report(
         raise RooflineError("give at least one results document: roofline report RUN.json -o FILE")
     if not output.lower().endswith((".html", ".htm")):
         raise RooflineError(f"the report is an HTML page: end {output} in .html")
-    files.check_output(output, document=False)
+    files.check_output(output, document=False, force=force)
     if baseline_path and len(paths) != 1:
         raise RooflineError("--baseline gates one run: give one results document with it")
     docs = [results.load(p) for p in paths]
@@ -99,7 +101,7 @@ def report(
         base = (baseline_path, base_doc)
     from rooflinecli import api
 
-    size = api.write_report(output, list(paths), docs, calibration, result, base)
+    size = api.write_report(output, list(paths), docs, calibration, result, base, force=force)
     records = sum(len(d["records"]) for d in docs) + (len(base[1]["records"]) if base else 0)
     count = len(docs) + (1 if base else 0)
     row = {"path": output, "bytes": size, "documents": count, "records": records}

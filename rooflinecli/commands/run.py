@@ -10,6 +10,7 @@ from rooflinecli.commands import LazyGroup, examples
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     ATTENTION_ASK,
+    FINITE,
     GEMM_ASK,
     SIZE,
     Emit,
@@ -117,8 +118,8 @@ def _dry_run(p: Any, arch: str, why: str, spec_arg: str | None, fmt: str) -> Non
 )
 @gemm_dtype_option
 @spec_option
-@click.option("--alpha", type=float, default=1.0, show_default=True)
-@click.option("--beta", type=float, default=0.0, show_default=True, help="Non-zero: C is read.")
+@click.option("--alpha", type=FINITE, default=1.0, show_default=True)
+@click.option("--beta", type=FINITE, default=0.0, show_default=True, help="Non-zero: C is read.")
 @timing_options
 @click.option("--tuned", is_flag=True, help="Use tile parameters saved by `roofline tune`.")
 @extra_stage_option(

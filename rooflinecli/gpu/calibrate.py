@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rooflinecli import __version__, files, paths
+from rooflinecli import __version__, doc_check, files, paths
 from rooflinecli.errors import RooflineError
 from rooflinecli.paths import data_dir, read_json
 
@@ -118,6 +118,7 @@ def check_calibration(doc: Any, where: str) -> dict[str, Any]:
         raise RooflineError(f"{where} is not a calibration document ({SCHEMA}): it holds {got}")
     if doc.get("schema") != SCHEMA:
         raise RooflineError(f"{where} is not a calibration document ({SCHEMA})")
+    doc_check.numbers(doc, where)  # whole numbers in 64 bits, the rest 0 or of a sane size
     measurements = doc.get("measurements")
     if not isinstance(measurements, dict):
         raise RooflineError(f"{where} has no measurements (an object of roofs)")

@@ -36,10 +36,10 @@ class Size(click.ParamType):
         if isinstance(value, int):
             v = value
         else:
-            try:
-                v = int(str(value).strip())
-            except ValueError:
-                self.fail(f"{value!r} is not a whole number", param, ctx)
+            text = str(value).strip()
+            if not (text.isascii() and text.lstrip("+-").isdigit()):  # int() takes ４０９６ too
+                self.fail(f"{value!r} is not a whole number (digits 0-9)", param, ctx)
+            v = int(text)
         if v < 1:
             self.fail(f"{v} must be at least 1", param, ctx)
         if v > 1 << 20:
@@ -48,6 +48,37 @@ class Size(click.ParamType):
 
 
 SIZE = Size()
+
+
+class Finite(click.ParamType):
+    """A float that is a number: NaN and infinity are refused (stored, NaN became null)."""
+
+    name = "float"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        import math
+
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(v):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return v
+
+
+FINITE = Finite()
+
+
+def _named_spec(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--spec "" is refused, never taken as the default."""
+    if value is not None and not value.strip():
+        raise click.BadParameter(
+            "empty: give a name from `roofline specs` or a TOML file", ctx, param
+        )
+    return value
 
 
 def split_list(text: str, option: str) -> list[str]:
@@ -161,6 +192,7 @@ def spec_option(f: F) -> F:
         "spec_arg",
         metavar="NAME|PATH",
         default=None,
+        callback=_named_spec,
         help="GPU spec: a name from `roofline specs` or a TOML file (default: detected GPU).",
     )(f)
 
@@ -198,7 +230,7 @@ def force_option(f: F) -> F:
         "-f",
         is_flag=True,
         is_eager=True,
-        help="Replace an existing file (without it, a results document never overwrites one).",
+        help="Replace an existing file (without it, no file the command writes overwrites one).",
     )(f)
 
 

@@ -406,13 +406,37 @@ def _by_medians(
         check.reasons.append(f"within {tol:g}% {tag}")
 
 
+def _median(rec: dict[str, Any], samples: str, time: str) -> float | None:
+    """A record's time: its repeats' median where it holds them, else the stored one."""
+    held = rec.get(samples)
+    t = float(np.median(held)) if isinstance(held, list) and held else _num(rec.get(time))
+    return t if t is not None and t > 0 else None
+
+
+def _derived_pct(rec: dict[str, Any], field_: str) -> float | None:
+    """What a floor compares, from the record's times as the regression rules take them (its
+    samples' median, else time_ms): pct_of_roof is flops over that time over
+    attainable_tflops, pct_of_reference the reference's time over it. The stored percentage
+    only where the record lacks what it is made of."""
+    t = _median(rec, "samples_ms", "time_ms")
+    if field_ == "pct_of_roof":
+        flops, roof = _num(rec.get("flops")), _num(rec.get("attainable_tflops"))
+        if t is not None and flops is not None and roof:
+            return 100 * flops / t / 1e9 / roof
+    elif field_ == "pct_of_reference":
+        ref = _median(rec, "reference_samples_ms", "reference_time_ms")
+        if t is not None and ref is not None and rec.get("pct_of_reference") is not None:
+            return 100 * ref / t
+    return _num(rec.get(field_))
+
+
 def _floors(
     check: Check, cur: dict[str, Any] | None, floors: dict[str, float], field_: str, label: str
 ) -> None:
     floor = floors.get(check.key.stage, floors.get("*"))
     if floor is None or cur is None:
         return
-    value = _num(cur.get(field_))
+    value = _derived_pct(cur, field_)
     if value is None:
         check.fail(f"no {label} (floor {floor:g}%)", "floor")
     elif value < floor:

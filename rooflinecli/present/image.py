@@ -776,8 +776,10 @@ def save(
     calibration: dict[str, Any] | None = None,
     by_instruction: bool = True,
     max_points: int = MAX_POINTS,
+    force: bool = False,
 ) -> str:
-    """Draw the document's roofline into `path` (format from its suffix); returns the format.
+    """Draw the document's roofline into `path` (format from its suffix), replacing a file
+    there only with `force`; returns the format.
     A document of more than `max_points` points to draw is refused in one line, before
     matplotlib draws anything."""
     kind = kind_of(path)
@@ -792,5 +794,5 @@ def save(
             "part of the document"
         )
     data = render(doc, kind, calibration, by_instruction)
-    files.write_output(path, data, document=False)
+    files.write_output(path, data, document=False, force=force)
     return kind

@@ -188,8 +188,7 @@ def _table(
             table.say(console, title, indent=0, style="table.title")
         fields = [c[0] for c in part.columns]
         df = table.pd.DataFrame(part.rows, columns=fields if not part.rows else None)
-        t = table.text_table(df, part.columns, caption=part.caption, width=console.width)
-        table.print_table(console, t)
+        _fitted_rows(console, df, part.columns, part.caption)
     elif isinstance(part, Frame):
         table.print_fitted(
             con(), part.df, part.columns, title=part.title, caption=part.caption,
@@ -213,12 +212,47 @@ def _table(
     elif isinstance(part, Line):
         if part.rich:
             table.echo(con(), part.text)
+        elif len(part.text) > table.MIN_WIDTH and len(part.text) > con().width:
+            table.say(con(), part.text, indent=0)  # wrapped at spaces (a path stays whole)
         else:
             write(f"{names.plain(part.text)}\n")
     elif isinstance(part, Chart):
         text, why = _chart(part)
         write(why if why is not None else f"\n{text}" if part.gap else text)
 
+
+def _fitted_rows(
+    console: Console, df: Any, columns: list[table.Column], caption: str | None
+) -> None:
+    """Rows as one table that fits the console, or, where even wrapped headers and prose do not
+    let it, as several, each led by the columns that name a row (stage, shape, dtype), and one
+    line that says so (table.split: no number is cut or split over lines)."""
+    present = [c for c in columns if c[0] in df.columns]
+    cells = [
+        [names.plain(table._cell(row, f, fmt)) for f, _, fmt in present] for _, row in df.iterrows()
+    ]
+    lead = 0
+    while lead < min(3, len(present) - 1) and present[lead][0] in ROW_NAMES:
+        lead += 1
+    prose = [f in table.PROSE_FIELDS for f, _, _ in present]
+    parts = table.split([h for _, h, _ in present], cells, console.width, max(lead, 1), prose)
+    for n, cols in enumerate(parts):
+        last = n == len(parts) - 1
+        t = table.text_table(
+            df, [present[i] for i in cols], caption=caption if last else None, width=console.width
+        )
+        table.print_table(console, t)
+    if len(parts) > 1:
+        table.say(
+            console,
+            f"The table is split in {len(parts)} to fit {console.width} columns, each led by "
+            f"{', '.join(h for _, h, _ in present[: max(lead, 1)])}.",
+            indent=0,
+        )
+
+
+# the columns that name a row of a table of rows: each part of a split table is led by them
+ROW_NAMES = frozenset({"stage", "workload", "shape", "dtype", "gpu_label", "name"})
 
 SCALING_TITLE = "TFLOP/s per stage and shape"
 

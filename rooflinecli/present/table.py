@@ -310,20 +310,34 @@ def _console_class() -> type[Console]:
 
 
 def console(stderr: bool = False) -> Console:
-    """One place that makes consoles. NO_COLOR is honoured by rich; pipes get a wide table."""
+    """One place that makes consoles. NO_COLOR is honoured by rich; a terminal narrower than
+    MIN_WIDTH, and a pipe, get the width _width() says."""
     stream = sys.stderr if stderr else sys.stdout
-    wide = None if stream.isatty() else _width()
+    wide = _tty_width() if stream.isatty() else _width()
     return _console_class()(file=stream, width=wide, highlight=False, soft_wrap=False, emoji=False)
+
+
+# The narrowest width the tool writes for: a terminal or COLUMNS below it gets it (the terminal
+# wraps what is wider), and so does a pipe without COLUMNS
+MIN_WIDTH = 80
+
+
+def _tty_width() -> int | None:
+    """A terminal's width as rich finds it (COLUMNS, else the terminal's), or MIN_WIDTH where
+    that is narrower; None: rich's own."""
+    import shutil
+
+    return None if shutil.get_terminal_size((MIN_WIDTH, 24)).columns >= MIN_WIDTH else MIN_WIDTH
 
 
 def _width() -> int:
     """The width of a console on a stream that is not a terminal (a pipe, a file): COLUMNS
-    where it is a width (a whole number from 20 to 10,000), else 200; a bad COLUMNS is ignored,
-    as rich ignores it on a terminal."""
+    where it is a width of at least MIN_WIDTH (a whole number up to 10,000), else MIN_WIDTH; a
+    bad COLUMNS is ignored, as rich ignores it on a terminal."""
     value = os.environ.get("COLUMNS", "").strip()
-    if value.isdigit() and 20 <= int(value) <= 10_000:
+    if value.isdigit() and MIN_WIDTH <= int(value) <= 10_000:
         return int(value)
-    return 200
+    return MIN_WIDTH
 
 
 # A nested object in a CSV row becomes one column per key, named prefix_key (params -> param_BM).

@@ -263,6 +263,35 @@ def title(doc: dict[str, Any]) -> str:
     return f"Roofline: {what} on {device.get('name', '?')} (spec {spec.get('name', '?')})"
 
 
+SPREAD = 4  # columns either side of its cell a point that shares the cell may be drawn at
+
+
+def _spread(
+    cells: dict[tuple[int, int], list[str]], grid: list[list[str]], width: int
+) -> dict[tuple[int, int], list[str]]:
+    """Points that share a cell drawn side by side in its row, each in a free cell (blank, no
+    point's) within SPREAD columns of it, nearest first, in their order left to right. Returns
+    the cells so drawn, each with its marks (drawn here); a cell whose points find too few free
+    cells is left out (one marker and its list)."""
+    taken = set(cells)
+    done: dict[tuple[int, int], list[str]] = {}
+    for (r, c), marks in cells.items():
+        if len(marks) < 2:
+            continue
+        near = sorted(
+            range(max(0, c - SPREAD), min(width, c + SPREAD + 1)), key=lambda x: abs(x - c)
+        )
+        free = [x for x in near if x == c or ((r, x) not in taken and grid[r][x] == " ")]
+        if len(free) < len(marks):
+            continue
+        spots = sorted(free[: len(marks)])
+        for x, mark in zip(spots, marks, strict=True):
+            grid[r][x] = mark
+            taken.add((r, x))
+        done[(r, c)] = marks
+    return done
+
+
 def render(doc: dict[str, Any], width: int = 72, height: int = 20) -> str:
     """The chart of a results document as plain text: `width` x `height` cells of plot area."""
     if width < 20 or height < 5:
@@ -321,8 +350,11 @@ def render(doc: dict[str, Any], width: int = 72, height: int = 20) -> str:
     cells: dict[tuple[int, int], list[str]] = {}
     for p, mark in zip(drawn, markers, strict=True):
         cells.setdefault((row(p.tflops), col(p.ai)), []).append(mark)
+    crowded = _spread(cells, grid, width)
     for (r, c), marks in cells.items():
-        put(r, c, marks[0] if len(marks) == 1 else MANY)
+        if (r, c) not in crowded:
+            put(r, c, marks[0] if len(marks) == 1 else MANY)
+    spread = {marks[0]: cells_ for cells_, marks in crowded.items() if marks}
 
     # the compute roof's value just above it, at the right, where nothing is drawn
     for roof in roof_of.values():
@@ -343,7 +375,8 @@ def render(doc: dict[str, Any], width: int = 72, height: int = 20) -> str:
         c = col(10.0**e)
         axis[c] = "+"
         text = _decade_label(e)
-        start = max(0, c - len(text) // 2)
+        # centred under its tick, but never past the 80th column (the last tick's label)
+        start = max(0, min(c - len(text) // 2, LINE - pad - 2 - len(text)))
         if all(ch == " " for ch in labels[max(0, start - 1) : start + len(text) + 1]):
             labels[start : start + len(text)] = list(text)
     lines.append(f"{' ' * pad} +{''.join(axis)}")
@@ -370,8 +403,12 @@ def render(doc: dict[str, Any], width: int = 72, height: int = 20) -> str:
                 f"{mark} {p.label} {fmt_value(p.tflops)} TFLOP/s @ {fmt_value(p.ai)} FLOP/B"
             )
     for marks in cells.values():
-        if len(marks) > 1:
+        if len(marks) > 1 and not any(m in spread for m in marks):
             lines.append(f"{MANY} one cell holds {' '.join(marks)}")
+    if spread:
+        lines.append(
+            "points sharing a cell are drawn side by side around it; intensities as listed"
+        )
     for p in flagged:
         lines.append(
             f"! {p.label} {fmt_value(p.tflops)} TFLOP/s @ {fmt_value(p.ai)} FLOP/B is above its "
@@ -379,4 +416,25 @@ def render(doc: dict[str, Any], width: int = 72, height: int = 20) -> str:
         )
     for u in unplaced:
         lines.append(f"? {u.label}: not drawn ({u.why})")
-    return "".join(f"{names.plain(line)}\n" for line in lines)  # names never send a control code
+    return "".join(f"{line}\n" for line in _wrapped(lines, max(LINE, pad + 3 + width)))
+
+
+LINE = 80  # the width the chart's title and notes wrap at (its plot area is narrower)
+
+
+def _wrapped(lines: list[str], limit: int) -> list[str]:
+    """The chart's lines as text (names never send a control code), a title or note longer than
+    `limit` wrapped at its spaces, the lines after its first indented; a word longer than the
+    limit (a path, a kernel's name) stays whole."""
+    import textwrap
+
+    out: list[str] = []
+    for line in lines:
+        text = names.plain(line)
+        if len(text) <= limit:
+            out.append(text)
+            continue
+        out += textwrap.wrap(
+            text, limit, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+        ) or [text]
+    return out
