@@ -69,6 +69,14 @@ def test_blocks_name_committed_documents() -> None:
         "attn-sweep-d64-bf16.json,attn-sweep-d64-bf16-causal.json",
         # FP8 beside cuBLASLt
         "gemm-fp8-prefill-best.json",
+        # the H100 beside the H200
+        "gemm-fp32-4096-ladder.json,gemm-fp32-4096-ladder-h100.json",
+        "gemm-bf16-8192-interleaved.json,gemm-bf16-8192-h100.json",
+        "gemm-fp16-8192-interleaved.json,gemm-fp16-8192-h100.json",
+        "gemm-bf16-4096-h100.json",
+        "attn-b2-h16-n8192-d128-bf16.json,attn-b2-h16-n8192-d128-bf16-h100.json",
+        "gemm-fp8-8192-h100.json",
+        "benchmarks/calibration/h100.json",
     }
 
 
