@@ -322,17 +322,47 @@ def test_chain_shape_needs_chain(runner):
     assert r.exit_code == 2 and "--chain-shape needs --chain" in r.output
 
 
-def test_run_chain_verifies_times_and_records_each_way(monkeypatch):
-    """The GPU orchestration with NumPy standing in: each way verified eagerly, replayed and
-    after the timed replays, timed in interleaved rounds, absent ways recorded with the reason,
-    no timeline here (the reason recorded), the records placed and valid."""
+class _Hold:
+    """The timer's holding kernel (kernels/util/hold.cu) and its flag on the CPU: each hold and
+    release written into `log`, so the rounds it holds are seen in order."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log, self.ticket = log, 0
+
+    def hold(self) -> None:
+        self.ticket += 1
+        self.log.append(f"hold {self.ticket}")
+
+    def release(self) -> None:
+        self.log.append("release")
+
+    def timeouts(self) -> int:
+        return 0
+
+
+@pytest.fixture
+def fake_chain_gpu(monkeypatch):
+    """NumPy for CuPy (one FakeCupy, also the timer's), no timeline, no NVML, and the timer's
+    holding kernel logging into the list returned."""
     import sys
 
+    from rooflinecli.gpu import timer
+
     cp = FakeCupy()
+    log: list[str] = []
     monkeypatch.setitem(sys.modules, "rooflinecli.gpu.timeline", None)  # no timeline here
     monkeypatch.setattr(chain_runner.device, "cupy", lambda: cp)
     monkeypatch.setattr(chain_runner.device, "clock_sampler", lambda: None)
-    order: list[str] = []
+    monkeypatch.setattr(timer, "make_hold", lambda _cp: _Hold(log))
+    return log
+
+
+def test_run_chain_verifies_times_and_records_each_way(fake_chain_gpu, monkeypatch):
+    """The GPU orchestration with NumPy standing in: each way verified eagerly, replayed and
+    after the timed replays, timed by the one timer in interleaved rounds held behind its
+    holding kernel, absent ways recorded with the reason, no timeline here (the reason
+    recorded), the records placed and valid."""
+    order = fake_chain_gpu  # the replays and the timer's holds, in the order queued
 
     def emulated(name: str, wrong: str = ""):  # type: ignore[no-untyped-def]
         def build(_cp, _stream, bufs, *_args):  # type: ignore[no-untyped-def]
@@ -367,10 +397,99 @@ def test_run_chain_verifies_times_and_records_each_way(monkeypatch):
     assert by["cublas"]["verified"] is False and by["cublas"]["time_ms"] is None
     assert "no PyTorch" in by["torch"]["error"]
     assert "no timeline" in by["best"]["timeline_reason"]
-    # rounds alternate which way goes first: 2 warm-up and 4 timed, then the check's replays
-    timed = order[2 : 2 + 12]
-    assert timed[:4] == ["best", "cublas", "cublas", "best"]
+    assert by["best"]["samples_run_ms"] == [1.0] * 4  # every timed replay kept (1 ms each here)
+    assert by["best"]["timing_method"].startswith("held: each batch of up to 16 rounds")
+    # after the check's replayed graph (one per way): the timer's one replay per way to size
+    # the run, the 2 warm-up replays per way, then the 4 rounds behind one hold, alternating
+    # which way goes first
+    assert order == [
+        "best", "cublas",  # verify, replayed
+        "best", "cublas",  # Timer.once
+        "best", "best", "cublas", "cublas",  # warm-up
+        "hold 1", "best", "cublas", "cublas", "best", "best", "cublas", "cublas", "best",
+        "release",
+    ]  # fmt: skip
     results.validate(results.new_document(spec.to_dict(), None, recs))
+
+
+def test_the_chain_times_each_way_through_the_timer_on_its_stream(fake_chain_gpu, monkeypatch):
+    """The chain's replays go to the one timer (Timer.time): one Launch per way, in the ways'
+    order, each the way's graph replay, with no L2 flush, exactly `warmup` untimed and
+    `repeats` timed replays, the clock sampled and the rounds held, while the chain's stream is
+    the current one (the timer queues its events and holding kernel there); every sample it
+    returns is the way's, the median its time."""
+    from rooflinecli.gpu import timer
+
+    cp = chain_runner.device.cupy()
+    current: list[object] = [None]
+
+    class Stream(cp.cuda.Stream):  # type: ignore[name-defined,misc]
+        made: list[object] = []
+
+        def __init__(self, non_blocking: bool = False) -> None:
+            assert non_blocking
+            Stream.made.append(self)
+
+        def __enter__(self):  # type: ignore[no-untyped-def]
+            current[0] = self
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            current[0] = None
+
+    monkeypatch.setattr(cp.cuda, "Stream", Stream)
+    seen: list[tuple] = []
+
+    def time(self, launches):  # type: ignore[no-untyped-def]
+        seen.append((self.timing, list(launches), current[0]))
+        return timer.Timed([[3.0, 1.0, 2.0], [5.0, 4.0, 6.0]], {"sm_clock_mhz": 1980},
+                           method="held: stand-in")  # fmt: skip
+
+    monkeypatch.setattr(timer.Timer, "time", time)
+
+    def emulated(name: str):  # type: ignore[no-untyped-def]
+        def build(_cp, _stream, bufs, *_args):  # type: ignore[no-untyped-def]
+            w = _Emulated(bufs, "").way()
+            w.name, w.stages = name, ["emulated"] * len(bufs.chain.links)
+            return w
+
+        return build
+
+    monkeypatch.setattr(chain_runner, "ours", emulated("best"))
+    monkeypatch.setattr(chain_runner, "cublas", emulated("cublas"))
+    full = chain.build(small(), 1)
+    spec = resolve_spec("h200-sxm")
+    recs, clock = chain_runner.run_chain(full, full, "bf16", {}, None, spec, "sm_90a", 132,
+                                         warmup=2, repeats=3, ways=("best", "cublas"))  # fmt: skip
+    ((timing, launches, stream),) = seen
+    assert [x.name for x in launches] == ["best", "cublas"]
+    assert all(isinstance(x, timer.Launch) and x.before_last is None for x in launches)
+    assert timing.flush_l2 is False and timing.sample_clock is True and timing.hold is True
+    assert (timing.warmup_min, timing.warmup_ms) == (2, 0.0)
+    assert (timing.min_repeats, timing.max_repeats) == (3, 3)
+    assert stream is Stream.made[0]  # the chain's stream, where its graphs replay
+    by = {r["stage"]: r for r in recs}
+    assert by["best"]["samples_run_ms"] == [3.0, 1.0, 2.0]
+    assert by["cublas"]["samples_run_ms"] == [5.0, 4.0, 6.0]
+    assert by["best"]["time_ms"] == pytest.approx(2.0) and by["cublas"]["time_ms"] == 5.0
+    assert clock == {"sm_clock_mhz": 1980} and by["best"]["sm_clock_mhz"] == 1980
+    assert by["best"]["timing_method"] == "held: stand-in"
+
+
+def test_the_chain_has_no_timing_loop_of_its_own():
+    """The one timer holds every CUDA event of the package: the chain's replays and its traced
+    token go through it, and time_ways is gone."""
+    import ast
+
+    pkg = Path(chain_runner.__file__).resolve().parent.parent
+    with_events = []
+    for path in sorted(pkg.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("Event", "get_elapsed_time"):
+                if ast.unparse(node.value).endswith("cuda"):
+                    with_events.append(path.relative_to(pkg).as_posix())
+    assert set(with_events) == {"gpu/timer.py"}
+    assert not hasattr(chain_runner, "time_ways")
 
 
 def test_trace_way_reads_a_timeline(monkeypatch):
@@ -398,12 +517,16 @@ def test_trace_way_reads_a_timeline(monkeypatch):
     import rooflinecli.gpu as gpu_package
 
     monkeypatch.setattr(gpu_package, "timeline", fake, raising=False)
+    from rooflinecli.gpu import timer
+
     ran: list[int] = []
     way = chain_runner.Way("best", replay=lambda: ran.append(1))
     cp = FakeCupy()
     stream = cp.cuda.Stream()
+    monkeypatch.setattr(chain_runner.device, "cupy", lambda: cp)
     monkeypatch.setattr(cp.cuda, "get_elapsed_time", lambda s, e: 0.0195, raising=False)
-    t = chain_runner.trace_way(cp, stream, way, 2, untraced_ms=0.019)
+    one = timer.Timer(timer.Timing(flush_l2=False, hold=False))  # the traced replay: Timer.once
+    t = chain_runner.trace_way(one, stream, way, 2, untraced_ms=0.019)
     assert ran == [1, 1]  # traced twice: the first pays the tracer's setup, the second is kept
     assert t["kernel_us"] == [10.0, 8.0] and t["gap_before_us"] == [0.0, 2.0]
     # tracing's cost: the traced token (the kernels' span, 20 us) against the untraced median;
@@ -421,7 +544,7 @@ def test_trace_way_reads_a_timeline(monkeypatch):
         raise TracingUnavailable("cupti-python is not installed")
 
     fake.trace = unavailable  # type: ignore[attr-defined]
-    t = chain_runner.trace_way(FakeCupy(), stream, way, 2, untraced_ms=0.019)
+    t = chain_runner.trace_way(one, stream, way, 2, untraced_ms=0.019)
     assert t == {"timeline_reason": "no timeline: cupti-python is not installed"}
 
 
@@ -484,17 +607,10 @@ def test_show_prints_the_read_roof_and_the_verdicts():
     assert "target b1: best >= 85% of the read roof: 90.0%, MET" in lines
 
 
-def test_the_token_table_is_made_from_chain_documents(monkeypatch, tmp_path):
+def test_the_token_table_is_made_from_chain_documents(fake_chain_gpu, monkeypatch, tmp_path):
     """docs/results.md's token block (`<!-- token:...:begin -->`) from a chain document made by
     the chain runner with NumPy standing in, put against a read roof, with its verdicts."""
-    import sys
-
     from rooflinecli import docgen
-
-    cp = FakeCupy()
-    monkeypatch.setitem(sys.modules, "rooflinecli.gpu.timeline", None)
-    monkeypatch.setattr(chain_runner.device, "cupy", lambda: cp)
-    monkeypatch.setattr(chain_runner.device, "clock_sampler", lambda: None)
 
     def emulated(name: str):  # type: ignore[no-untyped-def]
         def build(_cp, _stream, bufs, *_args):  # type: ignore[no-untyped-def]
@@ -532,17 +648,11 @@ def test_the_token_table_is_made_from_chain_documents(monkeypatch, tmp_path):
     assert "old" not in text
 
 
-def test_plot_draws_the_token_and_each_gemm_at_its_kernel_time(monkeypatch, tmp_path):
+def test_plot_draws_the_token_and_each_gemm_at_its_kernel_time(fake_chain_gpu, monkeypatch,
+                                                                tmp_path):  # fmt: skip
     """`roofline plot` of a chain document: the whole token at its ideal intensity and, where a
     timeline gave kernel times, each GEMM at the speed of its kernel time."""
-    import sys
-
     from rooflinecli.present import image
-
-    cp = FakeCupy()
-    monkeypatch.setitem(sys.modules, "rooflinecli.gpu.timeline", None)
-    monkeypatch.setattr(chain_runner.device, "cupy", lambda: cp)
-    monkeypatch.setattr(chain_runner.device, "clock_sampler", lambda: None)
 
     def build(_cp, _stream, bufs, *_args):  # type: ignore[no-untyped-def]
         w = _Emulated(bufs, "").way()

@@ -487,6 +487,39 @@ def test_profile_target_is_a_library_entry_point(capsys, tmp_path):
     subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
 
 
+def test_profile_targets_timed_launch_is_the_runner_loops(monkeypatch, tmp_path):
+    """`profile gemm` times nothing itself: each stage's child process runs it through the
+    runner (runner.run_gemm, whose stages go through the one runner loop), with one timed
+    repeat, no L2 flush and no stream hold, and writes what the runner recorded."""
+    from rooflinecli import results
+    from rooflinecli.core import roofs
+    from rooflinecli.core.specs import resolve
+    from rooflinecli.gpu import profile_target, runner
+    from rooflinecli.stages import gemm
+
+    calls: list[tuple] = []
+    spec = resolve("h200-sxm")
+
+    def run_gemm(shapes, chosen, spec_arg, timing=None, dtype="fp32"):  # type: ignore[no-untyped-def]
+        calls.append((shapes, [s.name for s in chosen], spec_arg, timing, dtype))
+        rec = roofs.model_record(chosen[0], *shapes[0], spec, 1.0, 0.0, dtype)
+        rec.update(time_ms=1.0, verified=True)
+        return {"name": "NVIDIA H200"}, spec, [rec]
+
+    monkeypatch.setattr(runner, "run_gemm", run_gemm)
+    out = tmp_path / "run.json"
+    assert profile_target.main(["--stage", "naive_xcol", "--m", "64", "--n", "64", "--k", "64",
+                                "--output", str(out)]) == 0  # fmt: skip
+    ((shapes, names, spec_arg, timing, dtype),) = calls
+    assert (shapes, names, spec_arg, dtype) == ([(64, 64, 64)], ["naive_xcol"], None, "fp32")
+    assert (timing.min_repeats, timing.max_repeats, timing.flush_l2, timing.hold) == (
+        1, 1, False, False,
+    )  # fmt: skip
+    doc = results.load(str(out))
+    assert [r["stage"] for r in doc["records"]] == [gemm.BY_NAME["naive_xcol"].name]
+    assert doc["settings"]["under"] == "Nsight Compute"
+
+
 @pytest.mark.parametrize("m", [1, 64, 65, 4096])
 def test_profile_default_stages_are_those_built_for_m(runner, monkeypatch, m):
     """Without --stages, `profile gemm` profiles the ladder `run gemm` would run at this M (one

@@ -40,9 +40,7 @@ LONG_MODULES = {
 }
 # functions over 80 lines (path:qualified name), with why
 LONG_FUNCTIONS = {
-    "gpu/calibrate.py:measure": "still to split: the loop's steps (issue 40)",
     "gpu/chain_runner.py:record": "still to split",
-    "gpu/chain_runner.py:run_chain": "still to split: the chain's replays through Timer",
     "gpu/loop.py:_one_shape": "still to split",
     "gpu/profile.py:profile_gemm": "still to split: the loop's steps",
     "gpu/profile_app.py:kernel_record": "still to split",

@@ -185,6 +185,8 @@ def _settings(
 ) -> dict[str, Any]:  # fmt: skip
     """What the chain document says of how it was run, timed, checked and traced."""
     from rooflinecli.core import chain
+    from rooflinecli.gpu import chain_runner
+    from rooflinecli.gpu.timer import method_text
 
     seed, warmup, repeats, ways, calibration = t.seed, t.warmup, t.repeats, p.ways, p.calibration
     return {
@@ -193,10 +195,13 @@ def _settings(
         "repeats": repeats,
         "ways": list(ways),
         "stages": "best: one stage per GEMM shape from the tune table",
-        "timing": "whole tokens replayed from CUDA graphs, the ways interleaved round by round "
-        "(forward on even rounds, backward on odd), CUDA events around each replay on one "
-        "stream; every sample kept (samples_ms); the median reported; no L2 flush (the "
-        "weights of a token exceed the L2)",
+        "timing": "whole tokens replayed from CUDA graphs, timed by the one timer "
+        "(rooflinecli.gpu.timer.Timer) on the chain's stream: one replay per way to size the "
+        "run, then `warmup` untimed replays per way, then `repeats` rounds, each replaying every "
+        "way once between its own CUDA events, the ways interleaved (forward on even rounds, "
+        "backward on odd); every sample kept (samples_ms); the median reported; the SM clock "
+        "read through NVML meanwhile; no L2 flush (the weights of a token exceed the L2)",
+        "timing_method": method_text(chain_runner.replay_timing(warmup, repeats)),
         "check": "float32 reference of the same chain (CuPy matmuls over the same weights), "
         "outputs poisoned first; the first layer's and the last output, of an eager run, a "
         "replayed graph and the last timed replay",
@@ -205,8 +210,8 @@ def _settings(
         "two: the first pays the tracer's set-up); the traced token is its kernels' span on "
         "the GPU's clock, per GEMM its kernel time and the gap before it; tracing_overhead is "
         "the traced token against the untraced median, tracing_event_overhead the traced "
-        "replay's CUDA-event time (which also holds the tracer's delay before the first kernel "
-        "starts, tracing_start_delay_us) against it",
+        "replay's CUDA-event time (Timer.once; it also holds the tracer's delay before the "
+        "first kernel starts, tracing_start_delay_us) against it",
         "picks": {"x".join(map(str, s)): p.stage.name for s, p in picks.items()},
         "chain_stages": {"x".join(map(str, s)): st.name for s, st in stages.items()},
         "excluded": excluded,

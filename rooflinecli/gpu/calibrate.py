@@ -192,6 +192,144 @@ def _summary(times: list[float]) -> dict[str, Any]:
     }
 
 
+class _Run:
+    """One calibration on the GPU: the one timer (fixed counts, no L2 flush, no stream hold),
+    the kernels' output and sentinel, and what is measured so far (measurements, details,
+    notes)."""
+
+    def __init__(self, cp, dev: dict[str, Any], quick: bool, progress) -> None:  # type: ignore[no-untyped-def]
+        import numpy as np
+
+        from rooflinecli.gpu import device
+        from rooflinecli.gpu.timer import Timer, Timing
+
+        self.cp, self.np, self.dev = cp, np, dev
+        self.limits = device.sm_limits()
+        self.sms, self.arch = dev["sm_count"], dev["arch"]
+        repeats, warmup = (5, 1) if quick else (15, 3)
+        self.target_ms = 4.0 if quick else 15.0
+        # the one timer, with fixed counts and no L2 flush (each kernel sizes its own buffers),
+        # and no stream hold: each kernel is sized to run target_ms (4-15 ms), a thousand times
+        # what the host needs to queue the next, so the GPU never waits inside an interval
+        self.timer = Timer(
+            Timing(
+                warmup_ms=0.0,
+                warmup_min=warmup,
+                min_repeats=repeats,
+                max_repeats=repeats,
+                flush_l2=False,
+                sample_clock=False,
+                hold=False,
+            )
+        )
+        self.tick = progress or (lambda _label: None)
+        self.meas: dict[str, float | None] = {}
+        self.details: dict[str, Any] = {}
+        self.notes: list[str] = []
+        self.sentinel = np.float32(-1.2345e30)
+        # written only if a sum hits the sentinel
+        self.out = cp.zeros(self.sms * 32 * 1024, dtype=cp.float32)
+
+    def samples(self, launch) -> list[float]:  # type: ignore[no-untyped-def]
+        """The launch's timed repeats (ms), through the one timer."""
+        from rooflinecli.gpu.timer import Launch
+
+        return self.timer.time([Launch("calibrate", launch)]).samples[0]
+
+    def load(self, name: str):  # type: ignore[no-untyped-def]
+        built = compile_kernel(name, self.arch)
+        if built.resources and built.resources.spill_bytes:
+            self.notes.append(f"{name}: {built.resources.spill_bytes} bytes of spills")
+        mod = self.cp.RawModule(path=built.cubin_path)
+        return mod.get_function(KERNELS[name][1]), built
+
+    def memory_roofs(self) -> None:  # its buffers are freed when it returns
+        cp, np, meas, details = self.cp, self.np, self.meas, self.details
+        # ---- HBM read: one pass over >= 2 GiB, 16-byte loads
+        self.tick("HBM read")
+        nbytes = 2 * GIB
+        try:  # random data: never time zeros
+            buf = cp.random.default_rng(0).random(nbytes // 4, dtype=cp.float32)
+            dst = cp.empty_like(buf)
+        except cp.cuda.memory.OutOfMemoryError:
+            raise RooflineError("out of device memory: calibration needs 4 GiB free") from None
+        fn, built = self.load("cal_hbm_read")
+        _per_sm, grid = _grid_for(fn, 256, self.limits, self.sms, 1)
+        hbm_args = (buf, np.int64(nbytes // 16), np.int32(1), self.sentinel, self.out)
+        t = _summary(self.samples(lambda: fn((grid,), (256,), hbm_args)))
+        meas["hbm_read_gbs"] = nbytes / (t["median_ms"] * 1e-3) / 1e9
+        regs = built.resources.registers if built.resources else None
+        details["hbm_read"] = {**t, "bytes": nbytes, "grid": grid, "block": 256, "registers": regs}
+
+        # ---- HBM copy: cudaMemcpy device to device, bytes read + written
+        self.tick("HBM copy")
+        stream = cp.cuda.get_current_stream()
+        t = _summary(
+            self.samples(lambda: dst.data.copy_from_device_async(buf.data, nbytes, stream))
+        )
+        meas["hbm_copy_gbs"] = 2 * nbytes / (t["median_ms"] * 1e-3) / 1e9
+        details["hbm_copy"] = {**t, "bytes_read": nbytes, "bytes_written": nbytes}
+
+        # ---- L2: passes over a quarter of the L2, loads cached in L2 only
+        self.tick("L2 read")
+        l2_bytes = (self.dev["l2_bytes"] // 4) // (16 * 256) * (16 * 256)
+        fn2, built = self.load("cal_l2_read")
+        _per_sm, grid2 = _grid_for(fn2, 256, self.limits, self.sms, 1)
+        l2_args = [buf[: l2_bytes // 4], np.int64(l2_bytes // 16), np.int32(64), self.sentinel,
+                   self.out]  # fmt: skip
+        fn2((grid2,), (256,), tuple(l2_args))  # the first pass fetches the buffer into L2
+        one = self.timer.once(lambda: fn2((grid2,), (256,), tuple(l2_args)))
+        passes = int(min(1 << 20, max(16, 64 * self.target_ms / one)))
+        l2_args[2] = np.int32(passes)
+        t = _summary(self.samples(lambda: fn2((grid2,), (256,), tuple(l2_args))))
+        meas["l2_read_gbs"] = l2_bytes * passes / (t["median_ms"] * 1e-3) / 1e9
+        details["l2_read"] = {**t, "buffer_bytes": l2_bytes, "passes": passes, "grid": grid2,
+                              "block": 256}  # fmt: skip
+
+    def compute(
+        self, name: str, threads: int, flops_per_iter_per_block: int, args, waves: int = 4
+    ) -> tuple[float, dict[str, Any]]:  # type: ignore[no-untyped-def]
+        """A compute roof: the loop count scaled so one launch runs about target_ms."""
+        np = self.np
+        fn, built = self.load(name)
+        per_sm, grid = _grid_for(fn, threads, self.limits, self.sms, waves)
+        call = [np.int32(256), *args, self.out]
+
+        def launch() -> None:
+            fn((grid,), (threads,), tuple(call))
+
+        launch()  # module load, first-launch costs
+        one = self.timer.once(launch)
+        iters = int(min(1 << 24, max(64, 256 * self.target_ms / one)))
+        call[0] = np.int32(iters)
+        t = _summary(self.samples(launch))
+        flops = flops_per_iter_per_block * grid * iters
+        tflops = flops / (t["median_ms"] * 1e-3) / 1e12
+        regs = built.resources.registers if built.resources else None
+        info = {**t, "flops": flops, "iters": iters, "grid": grid, "block": threads,
+                "blocks_per_sm": per_sm, "registers": regs}  # fmt: skip
+        return tflops, info
+
+    def tensor(self, key: str, label: str, name: str, threads: int, flops_per_iter: int) -> None:
+        """A Tensor Core roof; a failure (an old driver, a faulting kernel) leaves it out with
+        a note instead of losing the roofs already measured."""
+        self.meas[key] = None
+        if name not in kernels_for(self.arch):
+            need = "the sm_90a target" if KERNELS[name][4] else "sm_80 or later"
+            self.notes.append(f"{label} left out: it needs {need} (this GPU: {self.arch})")
+            return
+        self.tick(label)
+        try:
+            self.meas[key], self.details[key.removesuffix("_tflops")] = self.compute(
+                name, threads, flops_per_iter, (self.sentinel,)
+            )
+        except RooflineError as exc:
+            self.notes.append(f"{label} left out: {exc.message}")
+        except Exception as exc:  # CUDA errors from CuPy: one line, keep the rest
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            self.notes.append(f"{label} left out: {type(exc).__name__}: {first}")
+
+
 def measure(
     spec_arg: str | None = None,
     quick: bool = False,
@@ -202,7 +340,6 @@ def measure(
 
     from rooflinecli.core import specs
     from rooflinecli.gpu import device
-    from rooflinecli.gpu.timer import Launch, Timer, Timing
 
     cp = device.cupy()
     dev = device.info()
@@ -212,153 +349,27 @@ def measure(
     except RooflineError:
         if spec_arg:
             raise
-    limits = device.sm_limits()
-    sms = dev["sm_count"]
-    arch = dev["arch"]
-    repeats, warmup = (5, 1) if quick else (15, 3)
-    target_ms = 4.0 if quick else 15.0
-    # the one timer, with fixed counts and no L2 flush (each kernel sizes its own buffers), and
-    # no stream hold: each kernel is sized to run target_ms (4-15 ms), a thousand times what the
-    # host needs to queue the next, so the GPU never waits inside an interval
-    one_timer = Timer(
-        Timing(
-            warmup_ms=0.0,
-            warmup_min=warmup,
-            min_repeats=repeats,
-            max_repeats=repeats,
-            flush_l2=False,
-            sample_clock=False,
-            hold=False,
-        )
-    )
-
-    class _Counted:  # the calls measure() makes: timer(launch) -> samples, timer.once(launch)
-        @staticmethod
-        def once(launch) -> float:  # type: ignore[no-untyped-def]
-            return one_timer.once(launch)
-
-        def __call__(self, launch) -> list[float]:  # type: ignore[no-untyped-def]
-            return one_timer.time([Launch("calibrate", launch)]).samples[0]
-
-    timer = _Counted()
-    tick = progress or (lambda _label: None)
-    meas: dict[str, float | None] = {}
-    details: dict[str, Any] = {}
-    notes: list[str] = []
-    sentinel = np.float32(-1.2345e30)
-    out = cp.zeros(sms * 32 * 1024, dtype=cp.float32)  # written only if a sum hits the sentinel
-
-    def load(name: str):  # type: ignore[no-untyped-def]
-        built = compile_kernel(name, arch)
-        if built.resources and built.resources.spill_bytes:
-            notes.append(f"{name}: {built.resources.spill_bytes} bytes of spills")
-        mod = cp.RawModule(path=built.cubin_path)
-        return mod.get_function(KERNELS[name][1]), built
-
-    def memory_roofs() -> None:  # its buffers are freed when it returns
-        # ---- HBM read: one pass over >= 2 GiB, 16-byte loads
-        tick("HBM read")
-        nbytes = 2 * GIB
-        try:  # random data: never time zeros
-            buf = cp.random.default_rng(0).random(nbytes // 4, dtype=cp.float32)
-            dst = cp.empty_like(buf)
-        except cp.cuda.memory.OutOfMemoryError:
-            raise RooflineError("out of device memory: calibration needs 4 GiB free") from None
-        fn, built = load("cal_hbm_read")
-        _per_sm, grid = _grid_for(fn, 256, limits, sms, 1)
-        hbm_args = (buf, np.int64(nbytes // 16), np.int32(1), sentinel, out)
-        t = _summary(timer(lambda: fn((grid,), (256,), hbm_args)))
-        meas["hbm_read_gbs"] = nbytes / (t["median_ms"] * 1e-3) / 1e9
-        regs = built.resources.registers if built.resources else None
-        details["hbm_read"] = {**t, "bytes": nbytes, "grid": grid, "block": 256, "registers": regs}
-
-        # ---- HBM copy: cudaMemcpy device to device, bytes read + written
-        tick("HBM copy")
-        stream = cp.cuda.get_current_stream()
-        t = _summary(timer(lambda: dst.data.copy_from_device_async(buf.data, nbytes, stream)))
-        meas["hbm_copy_gbs"] = 2 * nbytes / (t["median_ms"] * 1e-3) / 1e9
-        details["hbm_copy"] = {**t, "bytes_read": nbytes, "bytes_written": nbytes}
-
-        # ---- L2: passes over a quarter of the L2, loads cached in L2 only
-        tick("L2 read")
-        l2_bytes = (dev["l2_bytes"] // 4) // (16 * 256) * (16 * 256)
-        fn2, built = load("cal_l2_read")
-        _per_sm, grid2 = _grid_for(fn2, 256, limits, sms, 1)
-        l2_args = [buf[: l2_bytes // 4], np.int64(l2_bytes // 16), np.int32(64), sentinel, out]
-        fn2((grid2,), (256,), tuple(l2_args))  # the first pass fetches the buffer into L2
-        one = timer.once(lambda: fn2((grid2,), (256,), tuple(l2_args)))
-        passes = int(min(1 << 20, max(16, 64 * target_ms / one)))
-        l2_args[2] = np.int32(passes)
-        t = _summary(timer(lambda: fn2((grid2,), (256,), tuple(l2_args))))
-        meas["l2_read_gbs"] = l2_bytes * passes / (t["median_ms"] * 1e-3) / 1e9
-        details["l2_read"] = {**t, "buffer_bytes": l2_bytes, "passes": passes, "grid": grid2,
-                              "block": 256}  # fmt: skip
-
-    memory_roofs()
+    run = _Run(cp, dev, quick, progress)
+    run.memory_roofs()
     cp.get_default_memory_pool().free_all_blocks()
-
-    # ---- compute roofs: scale the loop count so one launch runs about target_ms
-    def compute(
-        name: str, threads: int, flops_per_iter_per_block: int, args, waves: int = 4
-    ) -> tuple[float, dict[str, Any]]:  # type: ignore[no-untyped-def]
-        fn, built = load(name)
-        per_sm, grid = _grid_for(fn, threads, limits, sms, waves)
-        call = [np.int32(256), *args, out]
-
-        def launch() -> None:
-            fn((grid,), (threads,), tuple(call))
-
-        launch()  # module load, first-launch costs
-        one = timer.once(launch)
-        iters = int(min(1 << 24, max(64, 256 * target_ms / one)))
-        call[0] = np.int32(iters)
-        t = _summary(timer(launch))
-        flops = flops_per_iter_per_block * grid * iters
-        tflops = flops / (t["median_ms"] * 1e-3) / 1e12
-        regs = built.resources.registers if built.resources else None
-        info = {**t, "flops": flops, "iters": iters, "grid": grid, "block": threads,
-                "blocks_per_sm": per_sm, "registers": regs}  # fmt: skip
-        return tflops, info
-
-    tick("FP32 FMA")
-    meas["fp32_fma_tflops"], details["fp32_fma"] = compute(
+    run.tick("FP32 FMA")
+    run.meas["fp32_fma_tflops"], run.details["fp32_fma"] = run.compute(
         "cal_fp32_fma",
         256,
         256 * FP32_CHAINS * FP32_UNROLL * 2,
-        (np.float32(0.999), np.float32(1e-3), sentinel),
+        (np.float32(0.999), np.float32(1e-3), run.sentinel),
     )
-    available = kernels_for(arch)
-
-    def tensor(key: str, label: str, name: str, threads: int, flops_per_iter: int) -> None:
-        """A Tensor Core roof; a failure (an old driver, a faulting kernel) leaves it out with
-        a note instead of losing the roofs already measured."""
-        meas[key] = None
-        if name not in available:
-            need = "the sm_90a target" if KERNELS[name][4] else "sm_80 or later"
-            notes.append(f"{label} left out: it needs {need} (this GPU: {arch})")
-            return
-        tick(label)
-        try:
-            meas[key], details[key.removesuffix("_tflops")] = compute(
-                name, threads, flops_per_iter, (sentinel,)
-            )
-        except RooflineError as exc:
-            notes.append(f"{label} left out: {exc.message}")
-        except Exception as exc:  # CUDA errors from CuPy: one line, keep the rest
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-            notes.append(f"{label} left out: {type(exc).__name__}: {first}")
-
-    tensor(
+    run.tensor(
         "fp16_mma_sync_tflops", "FP16 mma.sync", "cal_mma_sync", 256,
         (256 // 32) * MMA_SYNC_NACC * MMA_FLOPS,
     )  # fmt: skip
-    tensor(
+    run.tensor(
         "fp16_wgmma_tflops", "FP16 wgmma", "cal_wgmma", 128, WGMMA_KSTEPS * WGMMA_FLOPS
     )  # fmt: skip
     try:
         cp.cuda.runtime.deviceSynchronize()
     except Exception as exc:  # a kernel above broke the context: the notes say which
-        notes.append(f"the CUDA context is broken after the tensor roofs: {exc}")
+        run.notes.append(f"the CUDA context is broken after the tensor roofs: {exc}")
     dev["clock_sm_mhz_after"] = device.smi_clock_mhz()
     doc: dict[str, Any] = {
         "schema": SCHEMA,
@@ -367,9 +378,9 @@ def measure(
         "quick": quick,
         "device": dev,
         "spec": spec.name if spec else None,
-        "measurements": meas,
-        "details": details,
-        "notes": notes,
+        "measurements": run.meas,
+        "details": run.details,
+        "notes": run.notes,
     }
     if spec is not None:
         from rooflinecli.core.roofs import roof_sets

@@ -1,7 +1,8 @@
 """A token's weight GEMMs as a dependent chain on the GPU (rooflinecli.core.chain builds it):
 our picks, cuBLAS and PyTorch's F.linear, each captured in a CUDA graph and replayed as whole
-tokens, interleaved, every sample kept; each verified against a float32 reference of the same
-chain, eagerly and from its replayed graph. CuPy and PyTorch are imported lazily.
+tokens, timed by the one timer (rooflinecli.gpu.timer.Timer, no L2 flush) on the chain's stream,
+interleaved, every sample kept; each verified against a float32 reference of the same chain,
+eagerly and from its replayed graph. CuPy and PyTorch are imported lazily.
 
 Our stages launch through the runner's one launch path (rooflinecli.gpu.runner.launcher: the
 stage's grid, workspace and TMA maps); cuBLAS is the runner's reference call on the same
@@ -14,7 +15,6 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from rooflinecli.core import chain, model, roofs
 from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device, runner
+from rooflinecli.gpu.timer import Launch, Timed, Timer, Timing
 
 OURS, OURS_PDL, TOKEN, CUBLAS, TORCH = "best", "best+pdl", "token", "cublas", "torch"
 CUBLAS_WORKSPACE_BYTES = 32 << 20
@@ -313,48 +314,48 @@ def verify(cp, way: Way, ref: list[Any], bufs: Buffers, replayed: bool) -> dict[
     return out
 
 
-def time_ways(cp, stream, ways: list[Way], warmup: int, repeats: int) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    """Whole-token replays, interleaved: each round replays every way once (forward on even
-    rounds, backward on odd), each between its own events on the one stream; `warmup` rounds
-    first, then `repeats` kept. The SM clock is read through NVML meanwhile."""
-    sampler = device.clock_sampler()
-    marks: list[list[tuple[Any, Any]]] = [[] for _ in ways]
-    with sampler.sampling() if sampler is not None else nullcontext() as readings:
-        for r in range(warmup + repeats):
-            order = list(range(len(ways)))
-            if r % 2:
-                order.reverse()
-            for j in order:
-                start, end = cp.cuda.Event(), cp.cuda.Event()
-                start.record(stream)
-                ways[j].replay()  # type: ignore[misc]
-                end.record(stream)
-                if r >= warmup:
-                    marks[j].append((start, end))
-        stream.synchronize()
-    for j, w in enumerate(ways):
-        w.samples_ms = [cp.cuda.get_elapsed_time(s, e) for s, e in marks[j]]
-    return readings.summary() if readings is not None else {}
+def replay_timing(warmup: int, repeats: int) -> Timing:
+    """The one timer's settings for whole-token replays: `warmup` untimed replays per way (none
+    sized by time), exactly `repeats` timed rounds, no L2 flush (the weights of a token exceed
+    the L2), the SM clock sampled, the rounds held (Timing's defaults)."""
+    return Timing(warmup_ms=0.0, warmup_min=warmup, min_repeats=repeats, max_repeats=repeats,
+                  flush_l2=False)  # fmt: skip
 
 
-def trace_way(cp, stream, way: Way, gemms: int, untraced_ms: float) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def time_replays(timer: Timer, stream: Any, ways: list[Way]) -> Timed:
+    """Whole-token replays timed by the one timer, interleaved: one Launch per way, each round
+    replaying every way once (forward on even rounds, backward on odd) between its own events;
+    every sample kept in the way's samples_ms. The timer queues its events and its holding
+    kernel on the current stream, so the chain's stream (where every replay runs) is made
+    current around it."""
+    launches = [Launch(w.name, w.replay) for w in ways if w.replay is not None]
+    assert len(launches) == len(ways), "every way timed has a graph to replay"
+    with stream:
+        timed = timer.time(launches)
+    stream.synchronize()
+    for w, samples in zip(ways, timed.samples, strict=True):
+        w.samples_ms = list(samples)
+    return timed
+
+
+def trace_way(
+    timer: Timer, stream: Any, way: Way, gemms: int, untraced_ms: float
+) -> dict[str, Any]:
     """One replayed token under the timeline (rooflinecli.gpu.timeline, optional): per GEMM its
     kernel time and the gap before it; the reason where there is no timeline. Two tokens are
-    traced and the second kept: the first pays the tracer's one-time setup."""
+    traced and the second kept: the first pays the tracer's one-time setup. The traced replay
+    is also timed between CUDA events (Timer.once, on the chain's stream)."""
     try:
         from rooflinecli.gpu import timeline
 
         if way.replay is None:
             return {"timeline_reason": "no graph to replay"}
         graph_replay = way.replay
-        marks: list[Any] = []
+        marks: list[float] = []
 
         def replay() -> None:  # event-timed too: the traced token beside the untraced ones
-            start, end = cp.cuda.Event(), cp.cuda.Event()
-            start.record(stream)
-            graph_replay()
-            end.record(stream)
-            marks.extend((start, end))
+            with stream:
+                marks.append(timer.once(graph_replay))
 
         # the first traced replay pays the tracer's one-time setup: traced again, kept second
         timeline.trace(replay, stream.synchronize)
@@ -368,7 +369,7 @@ def trace_way(cp, stream, way: Way, gemms: int, untraced_ms: float) -> dict[str,
     t = chain.timeline(spans, gemms)  # type: ignore[arg-type]  # KernelSpan is a Span
     t["timeline_backend"] = backend
     if "traced_token_us" in t and untraced_ms:
-        event_ms = cp.cuda.get_elapsed_time(*marks) if len(marks) == 2 else None
+        event_ms = marks[0] if len(marks) == 1 else None
         # tracing's cost to the token: the traced token (its kernels' span on the GPU's clock)
         # against the untraced median; and, apart, the traced replay's event time, which also
         # holds the tracer's delay before the graph's first kernel starts
@@ -492,7 +493,8 @@ def run_chain(
     ways: tuple[str, ...] = DEFAULT_WAYS,
     log: Callable[[str], None] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Build, verify (eager and replayed), time interleaved, trace: (records, clock)."""
+    """Build, verify (eager and replayed), time interleaved through the one timer (`warmup`
+    untimed replays per way, then `repeats` rounds), trace: (records, clock)."""
     import time
 
     cp = device.cupy()
@@ -509,60 +511,76 @@ def run_chain(
     ref = bufs.reference()
     cp.cuda.runtime.deviceSynchronize()
     say("float32 reference done")
-    built: list[Way] = []
-    for name in ways:
-        try:
-            if name == OURS:
-                w = ours(cp, stream, bufs, picks, arch, sm_count)
-            elif name == OURS_PDL:
-                w = ours(cp, stream, bufs, pdl_picks or picks, arch, sm_count, OURS_PDL)
-            elif name == TOKEN:
-                w = token_way(cp, stream, bufs, arch, sm_count)
-            elif name == CUBLAS:
-                w = cublas(cp, stream, bufs, reference, arch)
-            else:
-                w = torch_way(cp, stream, bufs)
-        except Exception as e:  # recorded as absent with the reason; the other ways go on
-            w = Way(name, absent=f"could not be built: {type(e).__name__}: {e}")
-        built.append(w)
-        say(f"{name} captured" if w.absent is None else f"{name} absent: {w.absent}")
+    built = [
+        _build(cp, stream, bufs, name, picks, pdl_picks, reference, arch, sm_count, say)
+        for name in ways
+    ]
     live = [w for w in built if w.absent is None]
     for w in live:  # each way checks its own buffers: poisoned, run, checked, eager then graph
         w.checks = {"eager": verify(cp, w, ref, bufs, False),
                     "replayed": verify(cp, w, ref, bufs, True)}  # fmt: skip
         say(f"{w.name}: eager {w.checks['eager']['ok']}, replayed {w.checks['replayed']['ok']}")
-    clock = time_ways(cp, stream, live, warmup, repeats) if live else {}
-    say(
-        "timed: "
-        + ", ".join(
-            f"{w.name} {statistics.median(w.samples_ms) * 1e3:.1f} us" for w in live if w.samples_ms
-        )
-    )
-    for w in live:  # the output of the last timed replay, checked too
-        w.checks["timed"] = verify_last(cp, w, ref, bufs)
-    for w in live:
-        med = statistics.median(w.samples_ms) if w.samples_ms else 0.0
-        w.trace = trace_way(cp, stream, w, w.kernels or len(c.links), med)
-        if w.kernels:
-            w.trace["timeline_reason"] = (
-                f"{w.kernels} kernel runs the token's {len(c.links)} GEMMs: no gaps between "
-                "kernels to show; its span is the traced token"
-            )
-        say(
-            f"{w.name} timeline: "
-            + (
-                w.trace.get("timeline_reason")
-                or f"traced {w.trace['traced_token_us']:.1f} us, "
-                f"gaps {100 * w.trace['gap_share']:.1f}%"
-            )
-        )
+    clock: dict[str, Any] = {}
+    method = None
+    if live:
+        timer = Timer(replay_timing(warmup, repeats))
+        timed = time_replays(timer, stream, live)
+        clock, method = timed.clock, timed.method
+        say("timed: " + ", ".join(
+            f"{w.name} {statistics.median(w.samples_ms) * 1e3:.1f} us" for w in live
+        ))  # fmt: skip
+        for w in live:  # the output of the last timed replay, checked too
+            w.checks["timed"] = verify_last(cp, w, ref, bufs)
+        for w in live:
+            _trace(timer, stream, w, len(c.links), say)
     by = {w.name: w for w in built}
     ref_way = by.get(CUBLAS) if by.get(CUBLAS) and by[CUBLAS].absent is None else None
     scale = chain.token_scale(c, full, dtype)
     recs = [record(c, full, w, dtype, spec, scale, ref_way) for w in built]
-    for r in recs:
+    for w, r in zip(built, recs, strict=True):
         r.update(clock)
+        if w.absent is None and method:  # how its rounds were queued (Timed.method)
+            r["timing_method"] = method
     return recs, clock
+
+
+def _build(cp, stream, bufs: Buffers, name: str, picks: dict[tuple[int, int, int], Any],
+           pdl_picks: dict[tuple[int, int, int], Any] | None, reference: Any, arch: str,
+           sm_count: int, say: Callable[[str], None]) -> Way:  # type: ignore[no-untyped-def]  # fmt: skip
+    """One way captured, or absent with the reason where it cannot be built."""
+    try:
+        if name == OURS:
+            w = ours(cp, stream, bufs, picks, arch, sm_count)
+        elif name == OURS_PDL:
+            w = ours(cp, stream, bufs, pdl_picks or picks, arch, sm_count, OURS_PDL)
+        elif name == TOKEN:
+            w = token_way(cp, stream, bufs, arch, sm_count)
+        elif name == CUBLAS:
+            w = cublas(cp, stream, bufs, reference, arch)
+        else:
+            w = torch_way(cp, stream, bufs)
+    except Exception as e:  # recorded as absent with the reason; the other ways go on
+        w = Way(name, absent=f"could not be built: {type(e).__name__}: {e}")
+    say(f"{name} captured" if w.absent is None else f"{name} absent: {w.absent}")
+    return w
+
+
+def _trace(timer: Timer, stream: Any, w: Way, links: int, say: Callable[[str], None]) -> None:
+    """The way's traced token (trace_way) against its untraced median, said."""
+    med = statistics.median(w.samples_ms) if w.samples_ms else 0.0
+    w.trace = trace_way(timer, stream, w, w.kernels or links, med)
+    if w.kernels:
+        w.trace["timeline_reason"] = (
+            f"{w.kernels} kernel runs the token's {links} GEMMs: no gaps between "
+            "kernels to show; its span is the traced token"
+        )
+    say(
+        f"{w.name} timeline: "
+        + (
+            w.trace.get("timeline_reason")
+            or f"traced {w.trace['traced_token_us']:.1f} us, gaps {100 * w.trace['gap_share']:.1f}%"
+        )
+    )
 
 
 def verify_last(cp, way: Way, ref: list[Any], bufs: Buffers) -> dict[str, Any]:  # type: ignore[no-untyped-def]

@@ -1,10 +1,11 @@
 """The one timer: warm-up, L2 flush, CUDA events, every repeat kept, the SM clock sampled.
 
-The runner, `roofline calibrate`, `measure()` and the probes under benchmarks/ all time through
-`Timer`. Several launches can be timed together, interleaved: round i runs each of them once
-(forward on even rounds, backward on odd ones), each after its own L2 flush and between its own
-pair of CUDA events. On a power-capped GPU whose clock drifts through a run, a stage and its
-reference timed this way see the same clocks; timed one after the other, the second would not.
+The runner, `roofline calibrate`, `measure()`, the chain's whole-token replays (flush off) and
+the probes under benchmarks/ all time through `Timer`. Several launches can be timed together,
+interleaved: round i runs each of them once (forward on even rounds, backward on odd ones), each
+after its own L2 flush and between its own pair of CUDA events. On a power-capped GPU whose
+clock drifts through a run, a stage and its reference timed this way see the same clocks; timed
+one after the other, the second would not.
 
 The rounds are held (Timing.hold, the default): each batch of up to `hold_rounds` rounds is
 queued behind a one-thread kernel (kernels/util/hold.cu, hold_stream) that holds the stream
@@ -261,7 +262,7 @@ class Timer:
         self.cp = device.cupy()
         t = self.timing
         kernel = make_flush_read(self.cp) if t.flush_l2 and t.flush_kind == "read" else None
-        self.flush = flusher(self.cp, device.l2_bytes(), t, kernel)
+        self.flush = flusher(self.cp, device.l2_bytes(), t, kernel) if t.flush_l2 else None
         self.hold = make_hold(self.cp) if self.timing.hold else None
 
     def once(self, call: Callable[[], Any]) -> float:
