@@ -66,7 +66,8 @@ def main() -> int:
     checks = {}
     for w in live:
         checks[w.name] = [chain_runner.verify(cp, w, ref, bufs, r)["ok"] for r in (False, True)]
-    clock = chain_runner.time_ways(cp, stream, live, 5, a.repeats)
+    timer = chain_runner.Timer(chain_runner.replay_timing(5, a.repeats))
+    clock = chain_runner.time_replays(timer, stream, live).clock
     for w in live:
         checks[w.name].append(chain_runner.verify_last(cp, w, ref, bufs)["ok"])
     nbytes = full.weight_bytes(a.dtype)
