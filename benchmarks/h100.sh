@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The figures of the seed's GPU, the H100 SXM, beside the H200's: every document ends in -h100
 # (benchmarks/results/) and the calibration is benchmarks/calibration/h100.json. Each step takes
-# under 10 minutes, so that they can be made one at a time on a GPU that is free for a few minutes at a time.
+# under 10 minutes, so that they can be made one at a time where a GPU is free only that long.
 #
 #   bash benchmarks/h100.sh OUTDIR [STEP...]     (default: every step, ~12 min)
 #
@@ -13,10 +13,12 @@
 #   fp8        every FP8 stage at 8192^3 beside cuBLASLt in both accumulation modes
 #   borrowed   `--stages best` over the public, odd and held-out sets with the H100's own table
 #              set aside: the picks of the table made on the H200 (the same architecture)
-#   grid       `tune dispatch` over benchmarks/shapes/grid.txt (shapes.sh's candidates), then
-#              the H100's table from it (OUTDIR/h100-sxm5.toml; copy it to dispatch/)
+#   grid       `tune dispatch` over benchmarks/shapes/grid.txt (shapes.sh grid), then the
+#              H100's table from this run's documents (OUTDIR/h100-sxm5.toml); to ship it, copy
+#              the documents to benchmarks/results/ and seed dispatch/h100-sxm5.toml from them
 #   own        `--stages best` over the same sets with the H100's own table (OUTDIR's, where the
-#              grid step made one, else the shipped dispatch/h100-sxm5.toml)
+#              grid step made one, else the shipped dispatch/h100-sxm5.toml), the H200's table
+#              filling the classes it lacks
 #   single     a chain of one 1 x 4096 x 4096 GEMM beside `run gemm --no-flush` (token.sh's)
 #   token      the decode token as a dependent chain (`run llm --chain`): LLaMA-7B bf16 batch 1,
 #              3 and 16, fp16 batch 1, LLaMA-3-8B bf16 batch 1, against the roofs step's read roof
@@ -74,26 +76,12 @@ step_borrowed() {
 }
 
 step_grid() {
-  # the candidates of each M of the grid are shapes.sh's
-  eval "$(sed -n '/^declare -A CAND/,/^)/p;/^GRID_MS=/p' benchmarks/shapes.sh)"
-  local dt m all items
-  export ROOFLINE_CACHE_DIR=$OUT/cache-grid  # the grid's own user table (tune dispatch saves one)
-  all=$(for m in $GRID_MS; do printf '%s,' "${CAND[$m]}"; done)
-  items=$(python3 -c "import sys; from rooflinecli.stages import gemm
-print(' '.join(s.name for s in gemm.select(sys.argv[1].rstrip(','), 'fp16') if not s.reference))" \
-    "$all")
-  # shellcheck disable=SC2086  # one argument per stage or variant
-  precompile $items
-  for dt in bf16 fp16; do
-    for m in $GRID_MS; do
-      doc "tune-dispatch-grid-$dt-m$m-h100.json" 120 \
-        tune dispatch --dtype "$dt" --budget-ms 10 --stages "${CAND[$m]}" \
-        --sizes "$(grep -v '^#' benchmarks/shapes/grid.txt | grep "^${m}x" | paste -sd, -)"
-    done
-  done
-  python3 benchmarks/seed_dispatch.py "$DEVICE" h100-sxm5 "$OUT"/tune-dispatch-grid-*-h100.json \
+  # shapes.sh's grid and candidates, its documents named -h100, a user table of their own
+  GRID_SUFFIX=-h100 ROOFLINE_CACHE_DIR=$OUT/cache-grid DEADLINE_S=$(left 600) \
+    bash benchmarks/shapes.sh "$OUT" grid
+  # the table from every H100 document of this run (the grid, and the ladders where they ran)
+  python3 benchmarks/seed_dispatch.py "$DEVICE" h100-sxm5 "$OUT"/*-h100.json \
     > "$OUT/h100-sxm5.toml" && echo "   the H100's table: $OUT/h100-sxm5.toml"
-  unset ROOFLINE_CACHE_DIR
 }
 
 step_own() {

@@ -50,7 +50,7 @@ def written_by(name: str) -> list[str]:
         for step, body in steps(script).items():
             for token in set(re.findall(r"[\w${}.-]+\.json", body)):
                 parts = VAR.split(token)
-                pattern = r"[\w.-]+".join(re.escape(p) for p in parts)
+                pattern = r"[\w.-]*".join(re.escape(p) for p in parts)
                 if re.fullmatch(pattern, name):
                     out.append(f"{script.name} {step}")
     return sorted(set(out))

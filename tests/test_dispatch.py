@@ -19,6 +19,7 @@ from rooflinecli.stages import dispatch
 from rooflinecli.stages import gemm as stages
 
 H200 = "NVIDIA H200"
+H100 = "NVIDIA H100 80GB HBM3"
 SHIPPED = str(data_dir("dispatch") / "h200-sxm.toml")
 SHIPPED_H100 = str(data_dir("dispatch") / "h100-sxm5.toml")
 
@@ -72,7 +73,8 @@ def test_the_shipped_h200_table_loads_and_says_where_each_entry_came_from():
         assert {f"M={b[2]}" for b in dispatch.M_BUCKETS[:8]} <= have, dt
 
 
-def test_the_shipped_table_is_what_the_seed_script_makes_of_the_committed_documents():
+@pytest.mark.parametrize(("device", "spec"), [(H200, "h200-sxm"), (H100, "h100-sxm5")])
+def test_the_shipped_table_is_what_the_seed_script_makes_of_the_committed_documents(device, spec):
     import subprocess
     import sys
     from pathlib import Path
@@ -80,11 +82,11 @@ def test_the_shipped_table_is_what_the_seed_script_makes_of_the_committed_docume
     root = Path(__file__).resolve().parent.parent
     docs = sorted(str(p) for p in (root / "benchmarks" / "results").glob("*.json"))
     made = subprocess.run(
-        [sys.executable, str(root / "benchmarks" / "seed_dispatch.py"), H200, "h200-sxm", *docs],
+        [sys.executable, str(root / "benchmarks" / "seed_dispatch.py"), device, spec, *docs],
         capture_output=True, text=True, check=True, cwd=root,
         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
     ).stdout  # fmt: skip
-    assert made == (root / "dispatch" / "h200-sxm.toml").read_text()
+    assert made == (root / "dispatch" / f"{spec}.toml").read_text()
 
 
 @pytest.mark.parametrize(
@@ -415,9 +417,6 @@ def test_the_twin_takes_the_nearest_rows_it_is_tuned_over():
     assert not stages.BY_NAME["wgmma_tma"].any_pitch
 
 
-H100 = "NVIDIA H100 80GB HBM3"
-
-
 def test_a_gpu_no_table_names_takes_the_tables_of_its_architecture(tmp_path, monkeypatch):
     monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))  # no user table
     monkeypatch.setenv(dispatch.SET_ASIDE, "h100-sxm5")  # the H100's own table set aside
@@ -457,18 +456,3 @@ def test_a_table_made_on_the_gpu_wins_and_another_s_fills_the_classes_it_lacks(
     tables = dispatch.tables_for(H100)
     assert [t.where for t in tables] == [str(path), SHIPPED_H100, SHIPPED]
     assert dispatch.resolve(1, 4096, 4096, "bf16", tables, H100).stage.name == "gemv_vector"
-
-
-def test_the_shipped_h100_table_is_what_the_seed_script_makes_of_its_documents():
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
-    docs = sorted(str(p) for p in (root / "benchmarks" / "results").glob("*.json"))
-    made = subprocess.run(
-        [sys.executable, str(root / "benchmarks" / "seed_dispatch.py"), H100, "h100-sxm5", *docs],
-        capture_output=True, text=True, check=True, cwd=root,
-        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
-    ).stdout  # fmt: skip
-    assert made == (root / "dispatch" / "h100-sxm5.toml").read_text()
