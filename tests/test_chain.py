@@ -149,6 +149,17 @@ def test_the_bound_passes_a_right_chain_and_fails_wrong_ones(dtype):
         assert got["last"]["reason"], wrong
 
 
+def emulated(name: str):  # type: ignore[no-untyped-def]
+    """A way built on the emulated chain (NumPy standing in), named `name`."""
+
+    def build(_cp, _stream, bufs, *_args):  # type: ignore[no-untyped-def]
+        w = _Emulated(bufs, "").way()
+        w.name, w.stages = name, ["emulated"] * len(bufs.chain.links)
+        return w
+
+    return build
+
+
 def test_the_bound_grows_with_the_chain_and_the_rounding():
     assert chain.tolerance("bf16", 161, 11008) == pytest.approx(
         math.sqrt(161) * (2 * 2.0**-8 + 8 * math.sqrt(11008) * 2.0**-24)
@@ -447,14 +458,6 @@ def test_the_chain_times_each_way_through_the_timer_on_its_stream(fake_chain_gpu
 
     monkeypatch.setattr(timer.Timer, "time", time)
 
-    def emulated(name: str):  # type: ignore[no-untyped-def]
-        def build(_cp, _stream, bufs, *_args):  # type: ignore[no-untyped-def]
-            w = _Emulated(bufs, "").way()
-            w.name, w.stages = name, ["emulated"] * len(bufs.chain.links)
-            return w
-
-        return build
-
     monkeypatch.setattr(chain_runner, "ours", emulated("best"))
     monkeypatch.setattr(chain_runner, "cublas", emulated("cublas"))
     full = chain.build(small(), 1)
@@ -611,14 +614,6 @@ def test_the_token_table_is_made_from_chain_documents(fake_chain_gpu, monkeypatc
     """docs/results.md's token block (`<!-- token:...:begin -->`) from a chain document made by
     the chain runner with NumPy standing in, put against a read roof, with its verdicts."""
     from rooflinecli import docgen
-
-    def emulated(name: str):  # type: ignore[no-untyped-def]
-        def build(_cp, _stream, bufs, *_args):  # type: ignore[no-untyped-def]
-            w = _Emulated(bufs, "").way()
-            w.name, w.stages = name, ["emulated"] * len(bufs.chain.links)
-            return w
-
-        return build
 
     monkeypatch.setattr(chain_runner, "ours", emulated("best"))
     monkeypatch.setattr(chain_runner, "cublas", emulated("cublas"))
