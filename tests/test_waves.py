@@ -59,3 +59,21 @@ def test_the_verdict_line_says_it_after_the_position():
     )
     del r["tiles"]
     assert "tiles" not in verdict.stage_line(r, None, None, None, with_bound=False)
+
+
+def test_more_blocks_than_tiles_share_the_tiles_k():
+    """Split-K along grid z, or a grid of every SM over fewer tiles (a stream-K GEMV)."""
+    split = waves.sentence(rec(grid=[64, 1, 3], attainable_tflops=None))
+    assert split == "192 blocks (64 tiles x 3 runs of K) on 132 SMs: 1.45 waves, the last at 45%"
+    few = waves.sentence(rec(tiles=48, grid=[264, 1, 1], blocks_per_sm=2, attainable_tflops=None))
+    assert few == "48 tiles split along K over 264 blocks on 132 SMs: 100% of the SMs busy"
+    some = waves.sentence(rec(tiles=16, grid=[64, 1, 1], attainable_tflops=None))
+    assert some == "16 tiles split along K over 64 blocks on 132 SMs: 48% of the SMs busy"
+
+
+def test_a_stream_k_stage_cuts_its_last_wave_along_k():
+    r = rec(tiles=1024, grid=[132, 1, 1], splits_k=True, attainable_tflops=None)
+    assert waves.sentence(r) == (
+        "1024 tiles on 132 SMs: 7.76 waves, the last one's tiles split along K over every SM"
+    )
+    assert "the last at 76%" in str(waves.sentence({**r, "splits_k": False}))

@@ -1,8 +1,9 @@
 """Why a GEMM stage lands where it does at a shape, from its record alone: the output tiles it
 launched and the waves they made over the SMs, the share of the last wave's SMs left idle, and
 the time its roofs allow against the time it took. Pure arithmetic on record fields (`tiles`,
-`grid`, `sm_count`, `blocks_per_sm`, `flops`, `attainable_tflops`, `time_ms`), so a document
-reads the same with any later registry.
+`grid`, `sm_count`, `blocks_per_sm`, `splits_k`, `flops`, `attainable_tflops`, `time_ms`), so a
+document reads the same with any later registry. A grid of more blocks than tiles shares the
+tiles' K among them; a stream-K stage (`splits_k`) cuts its last wave's tiles along K.
 
     64 tiles on 132 SMs: one wave at 48%; the roofs allow 9.1 us, it took 25.9 us (2.8x)
 """
@@ -67,8 +68,19 @@ def sentence(r: dict[str, Any]) -> str | None:
     w = waves(r)
     if w is None:
         return None
+    z = int(r["grid"][2])
     unit = "tile" if w.tiles == 1 else "tiles"
-    if w.waves <= 1:
+    if z > 1:  # split-K along grid z: each block one run of K of a tile
+        unit = f"blocks ({w.tiles // z} tiles x {z} runs of K)"
+    blocks = math.prod(int(x) for x in r["grid"])
+    if blocks > w.tiles:  # more blocks than tiles: they share the tiles' K
+        busy = min(blocks, w.sm_count) / w.sm_count
+        text = (f"{w.tiles} {unit} split along K over {blocks} blocks on {w.sm_count} SMs: "
+                f"{100 * busy:.0f}% of the SMs busy")  # fmt: skip
+    elif r.get("splits_k") is True and w.waves > 1:  # stream-K: the tail is cut along K
+        text = (f"{w.tiles} {unit} on {w.sm_count} SMs: {w.waves:.2f} waves, the last one's "
+                "tiles split along K over every SM")  # fmt: skip
+    elif w.waves <= 1:
         text = f"{w.tiles} {unit} on {w.sm_count} SMs: one wave at {100 * w.last_busy:.0f}%"
     else:
         text = (f"{w.tiles} {unit} on {w.sm_count} SMs: {w.waves:.2f} waves, the last at "

@@ -398,6 +398,8 @@ def launcher(  # type: ignore[no-untyped-def]
     }
     if sm_count:
         meta["sm_count"] = sm_count
+    if stage.persistent_fill:  # every SM busy: the last wave's tiles are cut along K
+        meta["splits_k"] = True
     if convert is not None:
         meta["_convert"] = convert
     return launch, meta
