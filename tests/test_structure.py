@@ -44,8 +44,6 @@ LONG_FUNCTIONS = {
     "gpu/profile_app.py:kernel_record": "still to split",
     "gpu/runner.py:launcher": "still to split",
     "gpu/timer.py:Timer.time": "still to split",
-    "stages/compiler.py:compile_many": "still to split",
-    "stages/userstage.py:load_user_stage": "still to split",
 }
 
 
