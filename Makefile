@@ -72,12 +72,12 @@ REPORT_EXAMPLE := benchmarks/results/gemm-fp32-4096-interleaved.json --calibrati
 
 docs: $(INSTALLED)
 	$(BIN)/python -m rooflinecli.docgen docs/cli.md
-	$(BIN)/python -m rooflinecli.stages.listing kernels/README.md
+	$(BIN)/python -m rooflinecli.stages.listing kernels/README.md docs/stages.md
 	$(BIN)/roofline report --force $(REPORT_EXAMPLE) -o docs/report-example.html
 
 docs-check: $(INSTALLED)
 	$(BIN)/python -m rooflinecli.docgen --check docs/cli.md
-	$(BIN)/python -m rooflinecli.stages.listing --check kernels/README.md
+	$(BIN)/python -m rooflinecli.stages.listing --check kernels/README.md docs/stages.md
 
 # The pictures of docs/results.md, from the committed H200 documents and calibration (no GPU).
 CAL := benchmarks/calibration/h200-2026-12-01.json

@@ -6,9 +6,9 @@ python -m rooflinecli.docgen --check docs/cli.md  # exit 1 if stale
 
 The pages are README.md and every docs/*.md but the CLI reference (`pages`). Their generated
 parts, each between a begin and an end marker, may stand on any page:
-- the GEMM stage table, from the registry (`<!-- stages:begin (make docs) -->` ...
-  `<!-- stages:end -->`), and the attention stage table (`<!-- attention-stages:begin (make
-  docs) -->` ... `<!-- attention-stages:end -->`);
+- the stage tables, from the one list of every stage (`<!-- KIND:begin (make docs) -->` ...
+  `<!-- KIND:end -->`, KIND one of rooflinecli.stages.listing.TABLES: kernels, stages,
+  attention-stages, token-stages), written by rooflinecli.stages.listing;
 - a sample of the output, `roofline show NAME --format markdown` of a committed document
   (`<!-- show:NAME:begin (make docs) -->` ... `<!-- show:NAME:end -->`);
 - results tables, from named committed documents (`<!-- results:A.json,B.json:begin (make
@@ -39,6 +39,8 @@ from typing import Any
 
 import click
 
+from rooflinecli.stages import listing
+
 
 def _walk(cmd: click.Command, path: list[str], parent: click.Context | None):  # type: ignore[no-untyped-def]
     settings = {**cmd.context_settings, "terminal_width": 100, "max_content_width": 100}
@@ -64,55 +66,9 @@ def render() -> str:
     return "\n".join(parts)
 
 
-def stages_table() -> str:
-    """The GEMM stage table, derived from the registry."""
-    from rooflinecli.stages.gemm import STAGES
-
-    rows = [
-        "| stage | file | dtype | ch. | tile params | what it shows |",
-        "|---|---|---|---|---|---|",
-    ]
-    for s in STAGES:
-        params = ", ".join(f"{k}={v}" for k, v in s.params.items()) or "-"
-        file = f"`kernels/{s.file}`" if s.file else "(library)"
-        dtypes = "/".join(s.all_dtypes)
-        rows.append(f"| `{s.name}` | {file} | {dtypes} | {s.chapter} | {params} | {s.what} |")
-    return "\n".join(rows) + "\n"
-
-
-def attention_table() -> str:
-    """The attention stage table and its references, derived from the registry."""
-    from rooflinecli.stages.attention import ATTENTION_STAGES, REFERENCES
-
-    rows = [
-        "| stage | file | dtype | math | needs | what it shows |",
-        "|---|---|---|---|---|---|",
-    ]
-    for s in ATTENTION_STAGES:
-        cc = f"sm_{s.min_cc}"
-        dtypes = "/".join(s.dtypes)
-        rows.append(f"| `{s.name}` | `kernels/{s.file}` | {dtypes} | {s.math} | {cc} | {s.what} |")
-    for r in REFERENCES:
-        dtypes = "/".join(r.dtypes)
-        rows.append(f"| `{r.name}` | (library) | {dtypes} | - | - | {r.what}: a reference |")
-    return "\n".join(rows) + "\n"
-
-
-TABLES: dict[str, Callable[[], str]] = {"stages": stages_table, "attention-stages": attention_table}
-TABLE = re.compile(
-    r"<!-- (?P<kind>stages|attention-stages):begin \(make docs\) -->\n.*?<!-- (?P=kind):end -->",
-    re.S,
-)
-
-
-def with_stage_tables(text: str) -> str:
-    """The text with every registry table it holds made anew."""
-
-    def table(m: re.Match[str]) -> str:
-        kind = m["kind"]
-        return f"<!-- {kind}:begin (make docs) -->\n{TABLES[kind]()}<!-- {kind}:end -->"
-
-    return TABLE.sub(table, text)
+# The stage tables are the stage listing's (rooflinecli.stages.listing): one home for each.
+TABLE = listing.TABLE
+with_stage_tables = listing.with_tables
 
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -216,3 +216,28 @@ def test_cache_paths_are_made_in_paths_only() -> None:
             if "[^a-z0-9" in node.value:
                 bad.append(f"{_where(path, node)} slugs a name ({node.value!r})")
     assert not bad, "\n".join(bad)
+
+
+STAGE_LISTS = frozenset({"STAGES", "FP8_STAGES", "ATTENTION_STAGES", "TOKEN_STAGES"})
+
+
+def test_the_stages_of_every_kind_are_joined_in_stages_registry_only() -> None:
+    """stages.registry.all_stages is the one list of every stage of every kind: no other module
+    names the lists of two kinds (GEMM's STAGES, FP8_STAGES, ATTENTION_STAGES, TOKEN_STAGES),
+    but the GEMM registry, whose STAGES take in the FP8 stages (`--stages` chooses among them)."""
+    allowed = {PKG / "stages" / "gemm.py": {"STAGES", "FP8_STAGES"}}
+    bad = []
+    for path in _sources():
+        if path == PKG / "stages" / "registry.py":
+            continue
+        named: set[str] = set()
+        for node in _nodes(path):
+            if isinstance(node, ast.Name) and node.id in STAGE_LISTS:
+                named.add(node.id)
+            elif isinstance(node, ast.Attribute) and node.attr in STAGE_LISTS:
+                named.add(node.attr)
+            elif isinstance(node, ast.ImportFrom):
+                named |= {a.name for a in node.names} & STAGE_LISTS
+        if len(named) > 1 and not named <= allowed.get(path, set()):
+            bad.append(f"{path.relative_to(PKG.parent)} names {', '.join(sorted(named))}")
+    assert not bad, "\n".join(bad)

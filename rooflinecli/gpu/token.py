@@ -53,7 +53,7 @@ def launcher(cp, stage: TokenStage, arch: str, sm_count: int, dtype: str, rows: 
     label = f"{stage.name}-{dtype}-m{rows}-k{defines['KMAX']}"
     built = compiler.compile_source(src, label, stage.entry, arch, defines)
     fn = cp.RawModule(path=built.cubin_path).get_function(stage.entry)
-    smem = stage.smem_bytes(rows, kmax)
+    grid, block, smem = stage.launch(rows, kmax, sm_count)
     fn.max_dynamic_shared_size_bytes = smem
 
     layout = plan(rows, ns, sources, stage.params["NC"])
@@ -69,7 +69,6 @@ def launcher(cp, stage: TokenStage, arch: str, sm_count: int, dtype: str, rows: 
     ws_set = max(layout.ws_floats, 4)
     ws = cp.zeros(2 * ws_set, dtype=cp.float32)  # two sets: one a launch uses, one it zeroes
     sync = cp.zeros(layout.sync_words, dtype=cp.uint32)  # launches, blocks, column blocks
-    grid, block = (sm_count, 1, 1), (stage.threads, 1, 1)
     args = (gemms, np.int32(len(ns)), maps_dev, x, ws, np.int64(ws_set), sync)
     held = (gemms, maps_dev, ws, sync, maps)  # alive as long as the call
 

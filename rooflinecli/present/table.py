@@ -13,16 +13,106 @@ import math
 import os
 import sys
 import textwrap
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from rooflinecli import lazy, names, results
-from rooflinecli.errors import RooflineError
 from rooflinecli.present import (
     FORMATS,  # noqa: F401  (the one list, re-exported)
     View,
     boxed,
 )
+from rooflinecli.present.columns import (
+    APP_COLUMNS,
+    ATTENTION_MODEL,
+    COMPARE_COLUMNS,
+    DRY_RUN_COLUMNS,
+    GATE_COLUMNS,
+    GPU_COLUMN,
+    LEFT_FIELDS,
+    LLM,
+    LLM_COLUMNS,
+    MODEL,
+    MODEL_COLUMNS,
+    NAME_FIELDS,
+    OPTIONAL_FIELDS,
+    RUN,
+    RUN_COLUMNS,
+    TEXT_FIELDS,
+    Column,
+    ColumnSet,
+    Rows,
+    ai,
+    app_notes,
+    app_title,
+    cell,
+    fixed,
+    integer,
+    is_app,
+    missing,
+    pct,
+    present,
+    sci,
+    select,
+    text,
+    with_gpu,
+)
+from rooflinecli.present.markup import (
+    _cell,
+    _records_columns,
+    frame,
+    html,
+    html_rows,
+    html_table,
+    markdown,
+    markdown_rows,
+    markdown_table,
+    records_markdown,
+)
+
+__all__ = [  # the column sets, cell formats and markup writers, re-exported from their modules
+    "NAME_FIELDS",
+    "frame",
+    "html",
+    "html_rows",
+    "html_table",
+    "markdown",
+    "markdown_rows",
+    "markdown_table",
+    "records_markdown",
+    "APP_COLUMNS",
+    "ATTENTION_MODEL",
+    "COMPARE_COLUMNS",
+    "Column",
+    "ColumnSet",
+    "DRY_RUN_COLUMNS",
+    "GATE_COLUMNS",
+    "GPU_COLUMN",
+    "LEFT_FIELDS",
+    "LLM",
+    "LLM_COLUMNS",
+    "MODEL",
+    "MODEL_COLUMNS",
+    "OPTIONAL_FIELDS",
+    "RUN",
+    "RUN_COLUMNS",
+    "Rows",
+    "TEXT_FIELDS",
+    "ai",
+    "app_notes",
+    "app_title",
+    "cell",
+    "fixed",
+    "integer",
+    "is_app",
+    "missing",
+    "pct",
+    "present",
+    "sci",
+    "select",
+    "text",
+    "with_gpu",
+]
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,268 +120,6 @@ if TYPE_CHECKING:
     from rich.table import Table
 else:
     pd = lazy.Module("pandas")  # imported on first use: `roofline --help` never pays for it
-
-
-def missing(v: Any) -> bool:
-    """None or NaN: a field that does not apply, shown as '-'."""
-    return v is None or (isinstance(v, float) and math.isnan(v))
-
-
-def cell(render: Callable[[Any], str]) -> Callable[[Any], str]:
-    """A column formatter: '-' for a missing value, `render(v)` otherwise, and the value as
-    text when it is not of the kind `render` expects (load() refuses such documents)."""
-
-    def fmt(v: Any) -> str:
-        if missing(v):
-            return "-"
-        try:
-            return render(v)
-        except (TypeError, ValueError):
-            return str(v)
-
-    return fmt
-
-
-def fixed(digits: int) -> Callable[[Any], str]:
-    return cell(lambda v: f"{v:,.{digits}f}")
-
-
-def pct(digits: int = 1) -> Callable[[Any], str]:
-    return cell(lambda v: f"{v:.{digits}f}%")
-
-
-integer = cell(lambda v: f"{int(v):,}")
-sci = cell(lambda v: f"{float(v):.3e}")
-text = cell(str)
-ai = cell(lambda v: f"{v:,.2f}" if v < 100 else f"{v:,.1f}")  # FLOP/byte
-_verified = cell(lambda v: "yes" if bool(v) else "FAILED")
-
-
-# (field, header, formatter)
-Column = tuple[str, str, Callable[[Any], str]]
-
-RUN_COLUMNS: list[Column] = [
-    ("stage", "stage", str),
-    ("time_ms", "time ms", fixed(3)),
-    ("tflops", "TFLOP/s", fixed(2)),
-    ("pct_of_reference", "% ref", fixed(1)),
-    ("pct_of_peak", "% peak", fixed(1)),
-    ("ai_ideal", "AI ideal", ai),
-    ("ai_instruction", "AI instr", ai),
-    ("roof", "roof", str),
-    ("attainable_tflops", "attain TF/s", fixed(1)),
-    ("pct_of_roof", "% roof", fixed(1)),
-    ("registers", "regs", integer),
-    ("smem_bytes", "smem B", integer),
-    ("spill_bytes", "spill B", integer),
-    ("occupancy_pct", "occ %", fixed(0)),
-    ("sm_clock_mhz", "SM MHz", integer),
-    ("noise_pct", "noise %", fixed(2)),
-    ("verified", "verified", _verified),
-]
-# shown only when some record has a value (older documents, and runs without nvidia-smi, lack
-# the clock; runs without --max-noise the noise)
-OPTIONAL_FIELDS = frozenset({"sm_clock_mhz", "noise_pct"})
-
-
-class ColumnSet(NamedTuple):
-    """The columns a kind of record table can show, and which of them it shows by default.
-
-    compact: the default, chosen to fit 100 terminal columns with whole stage names (what a
-    kernel engineer reads first: time, speed, against the reference and the roof, the clock,
-    the check); the verdict under the table says which roof binds. wide: what --wide shows
-    (None: every column). --columns picks any of `columns` by field name."""
-
-    columns: tuple[Column, ...]
-    compact: tuple[str, ...]
-    wide: tuple[str, ...] | None = None
-    key: tuple[str, ...] = ("stage",)  # lead every table, named in --columns or not
-
-    @property
-    def names(self) -> list[str]:
-        return [c[0] for c in self.columns]
-
-
-def select(cset: ColumnSet, view: View | None = None) -> list[Column]:
-    """The columns `view` asks for: compact by default, --wide, or --columns by field name (the
-    set's key columns, the stage, lead when not named). An unknown name is one RooflineError
-    line listing the valid ones."""
-    view = view or View()
-    by_field = {c[0]: c for c in cset.columns}
-    if view.names:
-        unknown = [n for n in view.names if n not in by_field]
-        if unknown:
-            raise RooflineError(
-                f"unknown column{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
-                f"columns: {', '.join(cset.names)}"
-            )
-        lead = [k for k in cset.key if k not in view.names]
-        names = list(dict.fromkeys(lead + list(view.names)))
-    elif view.wide:
-        names = list(cset.wide) if cset.wide is not None else cset.names
-    else:
-        names = list(cset.compact)
-    return [by_field[n] for n in names]
-
-
-RUN = ColumnSet(
-    tuple(RUN_COLUMNS),
-    compact=(
-        "stage", "time_ms", "tflops", "pct_of_reference", "pct_of_roof", "sm_clock_mhz",
-        "noise_pct", "verified",
-    ),
-)  # fmt: skip
-
-GPU_COLUMN: Column = ("gpu_label", "GPU", str)  # a fleet document's: the GPU a row ran on
-
-
-def with_gpu(cset: ColumnSet) -> ColumnSet:
-    """A column set for a fleet document's records: the GPU beside each row's key."""
-    lead = list(cset.key)
-    cols = [c for c in cset.columns if c[0] in lead] + [GPU_COLUMN]
-    cols += [c for c in cset.columns if c[0] not in lead]
-    compact = (*lead, "gpu_label", *(n for n in cset.compact if n not in lead))
-    wide = (
-        None
-        if cset.wide is None
-        else (*lead, "gpu_label", *(n for n in cset.wide if n not in lead))
-    )
-    return ColumnSet(tuple(cols), compact, wide, (*lead, "gpu_label"))
-
-
-class Rows:
-    """Records as the rows of a table: what the table and Markdown writers need of a frame, so
-    `model` and `show` print without importing pandas."""
-
-    def __init__(self, records: list[dict[str, Any]]) -> None:
-        self.records = [results.complete_record(r) for r in records]
-        self.columns: set[str] = set().union(*(r.keys() for r in self.records))
-
-    def iterrows(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        return enumerate(self.records)
-
-    def filled(self, field: str) -> bool:
-        return any(not missing(r.get(field)) for r in self.records)
-
-
-def present(columns: list[Column], df: Rows) -> list[Column]:
-    """The columns minus optional ones that no row fills."""
-    return [c for c in columns if c[0] not in OPTIONAL_FIELDS or df.filled(c[0])]
-
-
-# `roofline profile app`: one row per kernel and grid (rooflinecli/profile_app.py)
-APP_COLUMNS: list[Column] = [
-    ("label", "kernel [grid]", str),
-    ("launches", "launches", integer),
-    ("time_ms", "median ms", fixed(3)),
-    ("time_ms_total", "total ms", fixed(3)),
-    ("work", "work", str),
-    ("tflops", "TFLOP/s", fixed(2)),
-    ("gbs_dram", "DRAM GB/s", fixed(0)),
-    ("ai_dram", "AI DRAM", ai),
-    ("ai_l2", "AI L2", ai),
-    ("ai_l1", "AI L1", ai),
-    ("ai_smem", "AI smem", ai),
-    ("binding_level", "bound by", str),
-    ("attainable_tflops", "attain TF/s", fixed(1)),
-    ("pct_of_roof", "% roof", fixed(1)),
-]
-LEFT_FIELDS = ("stage", "roof", "label", "work", "binding_level")
-
-
-def is_app(doc: dict[str, Any]) -> bool:
-    """A `roofline profile app` document (records are kernels, not GEMM stages)."""
-    return doc.get("command") == "profile app"
-
-
-def app_title(doc: dict[str, Any]) -> str:
-    argv = " ".join((doc.get("program") or {}).get("argv") or ["?"])
-    if len(argv) > 80:
-        argv = argv[:77] + "..."
-    device = (doc.get("device") or {}).get("name", "?")
-    roofs = doc.get("roofs") or {}
-    return (
-        f"Kernels of `{argv}` under Nsight Compute on {device} "
-        f"(spec {(doc.get('spec') or {}).get('name', '?')}, {roofs.get('name', '?')} roofs)"
-    )
-
-
-def app_notes(doc: dict[str, Any]) -> list[str]:
-    """What the table cannot say: roofs not calibrated, counts ncu could not make, levels
-    without an intensity. One line each, distinct reasons once."""
-    out = [f"  {n}" for n in (doc.get("roofs") or {}).get("notes") or []]
-    code = (doc.get("program") or {}).get("exit_code")
-    if code:
-        out.append(f"  the program exited with {code}")
-    seen: dict[tuple[str, str], list[str]] = {}
-    for r in doc["records"]:
-        for key, what in (
-            ("flops_note", "FLOPs"),
-            ("roof_note", "roof"),
-            ("ai_dram_note", "AI DRAM"),
-            ("ai_l2_note", "AI L2"),
-            ("ai_l1_note", "AI L1"),
-            ("ai_smem_note", "AI smem"),
-        ):
-            text = r.get(key)
-            if text and not (key.startswith("ai_") and text == "no FLOPs counted"):
-                seen.setdefault((what, str(text)), []).append(str(r.get("label") or r["stage"]))
-    for (what, text), who in seen.items():
-        names = ", ".join(who) if len(who) <= 3 else f"{', '.join(who[:3])} and {len(who) - 3} more"
-        out.append(f"  {names}: {what}: {text}")
-    return out
-
-
-MODEL_COLUMNS: list[Column] = [
-    ("stage", "stage", str),
-    ("flops", "FLOPs", sci),
-    ("bytes_ideal", "bytes ideal", sci),
-    ("ai_ideal", "AI ideal", ai),
-    ("ai_instruction", "AI instr", ai),
-    ("ridge_point", "ridge", ai),
-    ("roof", "roof", str),
-    ("attainable_tflops", "attain TF/s", fixed(1)),
-    ("attainable_instruction_tflops", "attain@instr", fixed(2)),
-]
-# FLOPs, bytes and ridge are the same for every stage of a shape (the title has the ridge)
-MODEL = ColumnSet(
-    tuple(MODEL_COLUMNS),
-    compact=(
-        "stage", "ai_ideal", "ai_instruction", "roof", "attainable_tflops",
-        "attainable_instruction_tflops",
-    ),
-)  # fmt: skip
-
-# `model attention`: the fused and the unfused version of one shape, side by side
-ATTENTION_MODEL = ColumnSet(
-    (
-        ("stage", "version", str),
-        ("flops", "FLOPs", sci),
-        ("bytes_ideal", "bytes", sci),
-        ("ai_ideal", "AI", ai),
-        ("ridge_point", "ridge", ai),
-        ("roof", "roof", str),
-        ("attainable_tflops", "attain TF/s", fixed(1)),
-    ),
-    compact=("stage", "flops", "bytes_ideal", "ai_ideal", "roof", "attainable_tflops"),
-)
-
-# `run llm`: one table per batch, so the compact table names the weight GEMM (the workload
-# repeats the preset and the batch of the title)
-LLM_COLUMNS: list[Column] = (
-    [("workload", "workload", str), ("gemm", "gemm", str)]
-    + [c for c in RUN_COLUMNS if c[0] not in ("registers", "spill_bytes", "ai_instruction")][:-1]
-    + [("time_us_per_token", "us/token", fixed(1)), RUN_COLUMNS[-1]]
-)
-LLM = ColumnSet(
-    tuple(LLM_COLUMNS),
-    compact=(
-        "gemm", "stage", "time_ms", "pct_of_reference", "pct_of_roof", "time_us_per_token",
-        "noise_pct", "verified",
-    ),
-    wide=tuple(c[0] for c in LLM_COLUMNS if c[0] != "gemm"),
-    key=("gemm", "stage"),
-)  # fmt: skip
 
 
 @functools.cache
@@ -385,21 +213,9 @@ def csv_text(rows: list[dict[str, Any]], columns: list[str] | None = None) -> st
     return str(df.to_csv(index=False))
 
 
-def frame(records: list[dict[str, Any]]) -> Rows:
-    return Rows(records)
-
-
-def _cell(row: Any, field: str, fmt: Callable[[Any], str]) -> str:
-    v = row.get(field)
-    if missing(v):
-        return "-" if field != "stage" else ""
-    return fmt(v)
-
-
 # Columns that name what a row is: never cut with an ellipsis. When the table is too wide even
 # with every other header wrapped, they fold onto more lines instead (never below NAME_FLOOR).
-NAME_FIELDS = frozenset({"stage", "workload", "gemm", "gpu_label"})
-NAME_FLOOR = 12
+NAME_FLOOR = 12  # NAME_FIELDS: rooflinecli.present.columns
 # Columns of sentences: their cells may wrap at spaces like a header
 PROSE_FIELDS = frozenset({"status", "reason", "error", "counters_reason", "limited_by"})
 
@@ -617,115 +433,6 @@ def print_table(con: Console, t: Table) -> None:
         con.width = width
 
 
-def markdown_table(
-    title: str | None, headers: list[str], left: list[bool], rows: list[list[str]]
-) -> str:
-    """The one writer of Markdown tables: a `### title` line, then the table (cells and title
-    through names.markdown: a name's line break, pipe, `<script>` or `[link](...)` is text).
-    No title only where the caller writes its own heading right above (the gate summary)."""
-    head = "| " + " | ".join(headers) + " |"
-    sep = "|" + "|".join("---" if x else "---:" for x in left) + "|"
-    body = ["| " + " | ".join(names.markdown(c) for c in r) + " |" for r in rows]
-    lines = [f"### {names.markdown(title)}", ""] if title else []
-    return "\n".join([*lines, head, sep, *body]) + "\n"
-
-
-def markdown(df: Rows | pd.DataFrame, columns: list[Column], title: str | None = None) -> str:
-    present = [c for c in columns if c[0] in df.columns]
-    return markdown_table(
-        title,
-        [h for _, h, _ in present],
-        [f in NAME_FIELDS or f in LEFT_FIELDS for f, _, _ in present],
-        [[_cell(row, f, fmt) for f, _, fmt in present] for _, row in df.iterrows()],
-    )
-
-
-def _records_columns(
-    records: list[dict[str, Any]], columns: list[Column] | ColumnSet, view: View | None
-) -> tuple[Rows, list[Column]]:
-    """The records as rows, and the columns shown: a ColumnSet narrowed by `view` (compact by
-    default), less the optional columns no row fills."""
-    if isinstance(columns, ColumnSet):
-        columns = select(columns, view)
-    df = frame(records)
-    return df, present(columns, df)
-
-
-def records_markdown(
-    doc: dict[str, Any],
-    columns: list[Column] | ColumnSet,
-    title: str | None = None,
-    view: View | None = None,
-) -> str:
-    """A document's records as a Markdown table, the verdict in words under it (bullets)."""
-    from rooflinecli.present import verdict
-
-    df, shown = _records_columns(doc["records"], columns, view)
-    text = markdown(df, shown, title=title)
-    said = verdict.lines(doc["records"])
-    if said:
-        text += "\n" + "".join(f"- {names.markdown(line)}\n" for line in said)
-    return text
-
-
-def html_table(
-    headers: list[str],
-    left: list[bool],
-    rows: list[list[str]],
-    title: str | None = None,
-    row_classes: list[str] | None = None,
-) -> str:
-    """The one writer of HTML tables (the report's page): every header and cell written as text
-    (rooflinecli.names.html), text columns left, numbers right; `row_classes` (plain words of
-    ours, never a name) style rows."""
-    from rooflinecli import names
-
-    def tr(cells: list[str], tag: str, cls: str = "") -> str:
-        attr = f' class="{cls}"' if cls else ""
-        tds = "".join(
-            f'<{tag} class="{"l" if x else "r"}">{names.html(c)}</{tag}>'
-            for c, x in zip(cells, left, strict=True)
-        )
-        return f"<tr{attr}>{tds}</tr>"
-
-    out = [f'<p class="table-title">{names.html(title)}</p>'] if title else []
-    out.append('<table class="records">')
-    out.append(f"<thead>{tr(headers, 'th')}</thead>")
-    out.append("<tbody>")
-    classes = row_classes or [""] * len(rows)
-    out += [tr(r, "td", c) for r, c in zip(rows, classes, strict=True)]
-    out.append("</tbody></table>")
-    return "\n".join(out) + "\n"
-
-
-def html(df: Rows | pd.DataFrame, columns: list[Column], title: str | None = None) -> str:
-    """markdown() as an HTML table: the same columns and cells."""
-    present = [c for c in columns if c[0] in df.columns]
-    return html_table(
-        [h for _, h, _ in present],
-        [f in NAME_FIELDS or f in LEFT_FIELDS for f, _, _ in present],
-        [[_cell(row, f, fmt) for f, _, fmt in present] for _, row in df.iterrows()],
-        title,
-    )
-
-
-def html_rows(
-    rows: list[dict[str, Any]],
-    columns: list[Column],
-    title: str | None = None,
-    row_classes: list[str] | None = None,
-) -> str:
-    """markdown_rows() as an HTML table: rows that are not result records (a gate's checks)."""
-    present = [c for c in columns if any(c[0] in r for r in rows)] if rows else list(columns)
-    return html_table(
-        [h for _, h, _ in present],
-        [f in TEXT_FIELDS for f, _, _ in present],
-        [[_cell(row, f, fmt) for f, _, fmt in present] for row in rows],
-        title,
-        row_classes,
-    )
-
-
 def print_records(
     doc: dict[str, Any],
     columns: list[Column] | ColumnSet,
@@ -869,58 +576,6 @@ def skip_summary(skipped: list[dict[str, Any]] | None) -> str | None:
     return "; ".join(parts)
 
 
-# Comparisons and gate verdicts (`roofline compare`, `roofline gate`): rows, not result records.
-
-
-_ratio = cell(lambda v: f"{v:.3f}x")
-_change = cell(lambda v: f"{v:+.1f}%")
-_band = cell(lambda v: f"±{v:.1f}%")
-
-
-COMPARE_COLUMNS: list[Column] = [
-    ("stage", "stage", str),
-    ("workload", "workload", str),  # only `run llm` rows have one; the column shows only then
-    ("shape", "shape", str),
-    ("dtype", "dtype", str),
-    ("a_tflops", "A TFLOP/s", fixed(2)),
-    ("b_tflops", "B TFLOP/s", fixed(2)),
-    ("tflops_ratio", "B/A TFLOP/s", _ratio),
-    ("a_time_ms", "A ms", fixed(3)),
-    ("b_time_ms", "B ms", fixed(3)),
-    ("time_ratio", "B/A time", _ratio),
-]
-
-GATE_COLUMNS: list[Column] = [
-    ("stage", "stage", str),
-    ("workload", "workload", str),
-    ("shape", "shape", str),
-    ("dtype", "dtype", str),
-    ("baseline_tflops", "baseline TFLOP/s", fixed(2)),
-    ("tflops", "current TFLOP/s", fixed(2)),
-    ("change_pct", "change", _change),
-    ("noise_pct", "noise", _band),
-    ("verdict", "verdict", str),
-    ("reason", "reason", str),
-]
-
-# `run gemm --dry-run`: what would run, compiled for the target without a GPU
-DRY_RUN_COLUMNS: list[Column] = [
-    ("stage", "stage", str),
-    ("shape", "shape", str),
-    ("grid", "grid", text),
-    ("block", "block", text),
-    ("smem_bytes", "smem B", integer),
-    ("registers", "regs", integer),
-    ("spill_bytes", "spill B", integer),
-    ("status", "status", str),
-]
-
-TEXT_FIELDS = (
-    "stage", "workload", "roof", "shape", "dtype", "verdict", "reason",
-    "path", "format", "source", "device", "title", "status",
-)  # fmt: skip
-
-
 def text_table(
     df: pd.DataFrame,
     columns: list[Column],
@@ -935,20 +590,6 @@ def text_table(
         if field in TEXT_FIELDS:
             col.justify = "left"
     return t
-
-
-def markdown_rows(
-    rows: list[dict[str, Any]], columns: list[Column], title: str | None = None
-) -> str:
-    """markdown() for rows that are not result records: text columns (TEXT_FIELDS) left."""
-    df = pd.DataFrame(rows, columns=[c[0] for c in columns] if not rows else None)
-    present = [c for c in columns if c[0] in df.columns]
-    return markdown_table(
-        title,
-        [h for _, h, _ in present],
-        [f in TEXT_FIELDS for f, _, _ in present],
-        [[_cell(row, f, fmt) for f, _, fmt in present] for _, row in df.iterrows()],
-    )
 
 
 def scaling(records: list[dict[str, Any]]) -> pd.DataFrame:

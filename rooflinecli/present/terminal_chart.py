@@ -326,25 +326,7 @@ def render(doc: dict[str, Any], width: int = 72, height: int = 20) -> str:
         if 0 <= r < height and 0 <= c < width:
             grid[r][c] = ch
 
-    # roofs: the slope drawn without gaps however steep, then the flat peak
-    for roof in roof_of.values():
-        prev: int | None = None
-        for c in range(width):
-            x = x_at(c)
-            if roof.memory(x) < roof.peak_tflops:
-                r = row(roof.memory(x))
-                # a slope steeper than one row per column: fill up from the previous column's row
-                bottom = prev - 1 if prev is not None and prev - 1 > r else r
-                for rr in range(r, min(bottom, height - 1) + 1):
-                    put(rr, c, "/")
-                prev = r
-            else:
-                put(row(roof.peak_tflops), c, "-")
-        rc, rr = col(roof.ridge), row(roof.peak_tflops)
-        for below in range(rr + 1, height):
-            if grid[below][rc] == " ":
-                grid[below][rc] = ":"
-        put(rr, rc, "+")
+    _draw_roofs(grid, roof_of, row, col, x_at)
 
     markers = [MARKERS[i] if i < len(MARKERS) else MANY for i in range(len(drawn))]
     cells: dict[tuple[int, int], list[str]] = {}
@@ -369,6 +351,50 @@ def render(doc: dict[str, Any], width: int = 72, height: int = 20) -> str:
     lines = [title(doc), "TFLOP/s".rjust(pad + 3)]
     for r in range(height):
         lines.append(f"{ticks.get(r, '').rjust(pad)} |{''.join(grid[r])}".rstrip())
+    lines += _x_axis(pad, width, lx0, lx1, col)
+
+    lines += _key(roof_of, drawn, markers, cells, spread, flagged, unplaced)
+    return "".join(f"{line}\n" for line in _wrapped(lines, max(LINE, pad + 3 + width)))
+
+
+def _draw_roofs(
+    grid: list[list[str]],
+    roof_of: dict[Any, Roof],
+    row: Callable[[float], int],
+    col: Callable[[float], int],
+    x_at: Callable[[int], float],
+) -> None:
+    """The roofs on the grid: the slope drawn without gaps however steep, then the flat peak,
+    and the ridge point with a dotted line down from it."""
+    height, width = len(grid), len(grid[0])
+
+    def put(r: int, c: int, ch: str) -> None:
+        if 0 <= r < height and 0 <= c < width:
+            grid[r][c] = ch
+
+    for roof in roof_of.values():
+        prev: int | None = None
+        for c in range(width):
+            x = x_at(c)
+            if roof.memory(x) < roof.peak_tflops:
+                r = row(roof.memory(x))
+                # a slope steeper than one row per column: fill up from the previous column's row
+                bottom = prev - 1 if prev is not None and prev - 1 > r else r
+                for rr in range(r, min(bottom, height - 1) + 1):
+                    put(rr, c, "/")
+                prev = r
+            else:
+                put(row(roof.peak_tflops), c, "-")
+        rc, rr = col(roof.ridge), row(roof.peak_tflops)
+        for below in range(rr + 1, height):
+            if grid[below][rc] == " ":
+                grid[below][rc] = ":"
+        put(rr, rc, "+")
+
+
+def _x_axis(pad: int, width: int, lx0: int, lx1: int, col: Callable[[float], int]) -> list[str]:
+    """The x axis under the plot area: its ticks, their decade labels, its title."""
+    lines: list[str] = []
     axis = ["-"] * width
     labels = [" "] * (width + 8)
     for e in range(lx0, lx1 + 1):
@@ -384,6 +410,21 @@ def render(doc: dict[str, Any], width: int = 72, height: int = 20) -> str:
     xtitle = "arithmetic intensity (FLOP/byte)"
     lines.append(" " * (pad + 2 + max(0, (width - len(xtitle)) // 2)) + xtitle)
 
+    return lines
+
+
+def _key(
+    roof_of: dict[Any, Roof],
+    drawn: list[Point],
+    markers: list[str],
+    cells: dict[tuple[int, int], list[str]],
+    spread: dict[str, Any],
+    flagged: list[Point],
+    unplaced: list[Unplaced],
+) -> list[str]:
+    """The lines under the chart: each roof, each point by its marker, the cells that hold
+    several, and what is not drawn and why."""
+    lines: list[str] = []
     bw = next(iter(roof_of.values())).bandwidth_gbs
     lines.append(f"/ memory roof {bw:,.0f} GB/s")
     for roof in roof_of.values():
@@ -416,7 +457,7 @@ def render(doc: dict[str, Any], width: int = 72, height: int = 20) -> str:
         )
     for u in unplaced:
         lines.append(f"? {u.label}: not drawn ({u.why})")
-    return "".join(f"{line}\n" for line in _wrapped(lines, max(LINE, pad + 3 + width)))
+    return lines
 
 
 LINE = 80  # the width the chart's title and notes wrap at (its plot area is narrower)

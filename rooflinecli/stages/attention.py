@@ -95,6 +95,37 @@ class AttentionStage:
     def head_dims(self) -> tuple[int, ...]:
         return tuple(sorted(self.configs))
 
+    # the stage contract (rooflinecli.stages.contract.KernelStage)
+    @property
+    def kind(self) -> str:
+        return "attention"
+
+    @property
+    def source(self) -> str:
+        return self.file
+
+    @property
+    def kernel_dtypes(self) -> tuple[str, ...]:
+        return self.dtypes
+
+    @property
+    def param_sets(self) -> Mapping[str, Mapping[str, int]]:
+        return MappingProxyType({f"d{d}": self.configs[d].params for d in self.head_dims})
+
+    @property
+    def tune_space(self) -> Mapping[str, tuple[int, ...]]:
+        return MappingProxyType({})  # `roofline tune` tunes GEMM stages
+
+    def refusal_for(self, problem: Any) -> str | None:
+        """refuses() of the problem (Shape, dtype)."""
+        shape, dtype = problem
+        return self.refuses(shape, dtype)
+
+    def launch_for(self, problem: Any, sm_count: int | None = None) -> list[Launch]:
+        """launches() of the problem (Shape, dtype): every kernel's, in order."""
+        shape, _dtype = problem
+        return self.launches(shape)
+
     def defines(self, dtype: str, head_dim: int) -> dict[str, int]:
         """-D values: the config's params, HEAD_DIM and the element type (elem.cuh)."""
         out = {**self.configs[head_dim].params, "HEAD_DIM": head_dim}

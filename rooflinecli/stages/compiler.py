@@ -449,6 +449,25 @@ def compile_many(
                 break
             settle(job, _work(job))
         return list(out)  # type: ignore[arg-type]
+    left = _build_in_pool(order, n, settle, stop)
+    if left is None:  # stopped
+        return list(out)  # type: ignore[arg-type]
+    for job in left:  # here, where a failure says why in the usual way
+        if stop is not None and stop.is_set():
+            break
+        settle(job, _work(job))
+    return list(out)  # type: ignore[arg-type]
+
+
+def _build_in_pool(
+    order: list[Job],
+    n: int,
+    settle: Callable[[Job, Compiled | str], None],
+    stop: threading.Event | None,
+) -> list[Job] | None:
+    """compile_many's builds in `n` worker processes, in `order`, each settled as it finishes:
+    the jobs left to build here (a worker died, none could start, one failed unforeseen), or
+    None when `stop` was set."""
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
@@ -463,7 +482,7 @@ def compile_many(
             while running:
                 if stop is not None and stop.is_set():
                     _stop(pool)
-                    return list(out)  # type: ignore[arg-type]
+                    return None
                 tick = None if stop is None else 0.1
                 finished, _ = wait(running, timeout=tick, return_when=FIRST_COMPLETED)
                 for future in finished:
@@ -486,11 +505,7 @@ def compile_many(
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-    for job in left:  # here, where a failure says why in the usual way
-        if stop is not None and stop.is_set():
-            break
-        settle(job, _work(job))
-    return list(out)  # type: ignore[arg-type]
+    return left
 
 
 def compile_stages(

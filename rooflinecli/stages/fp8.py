@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from rooflinecli.errors import RooflineError
 
@@ -31,6 +31,9 @@ TMA_MULTIPLE = 16  # K and N (see check_shape)
 # the K one 8-bit wgmma adds (m64nNk32) and the span of K the Tensor Cores' reduced-precision
 # sums cover in a k-block of BK
 WGMMA_K = 32
+MIN_CC = 90  # wgmma: Hopper
+# what `roofline tune` varies: the grouped tile order's group of rows
+TUNE_SPACE: Mapping[str, tuple[int, ...]] = MappingProxyType({"GROUP_M": (4, 8, 16)})
 
 
 class Fp8Stage(NamedTuple):
@@ -80,6 +83,56 @@ class Fp8Stage(NamedTuple):
             "ELEM_BF16": int(out == "bf16"),
             "FP8_E5M2": int(fp8_format == "e5m2"),
         }
+
+    def launch(
+        self, m: int, n: int, sm_count: int | None = None
+    ) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+        """(grid, block, dynamic shared bytes) for an M x N output."""
+        return self.grid(m, n, sm_count), (self.threads, 1, 1), self.smem_bytes
+
+    # the stage contract (rooflinecli.stages.contract.KernelStage)
+    @property
+    def kind(self) -> str:
+        return "fp8"
+
+    @property
+    def source(self) -> str:
+        return FILE
+
+    @property
+    def entry(self) -> str:
+        return ENTRY
+
+    @property
+    def min_cc(self) -> int:
+        return MIN_CC
+
+    @property
+    def kernel_dtypes(self) -> tuple[str, ...]:
+        return ("fp8",)
+
+    @property
+    def param_sets(self) -> Mapping[str, Mapping[str, int]]:
+        return MappingProxyType({"": self.params})
+
+    @property
+    def tune_space(self) -> Mapping[str, tuple[int, ...]]:
+        return TUNE_SPACE
+
+    def refusal_for(self, problem: Any) -> str | None:
+        """check_shape() of the problem (M, N, K), as its one line."""
+        try:
+            check_shape(*problem)
+        except RooflineError as exc:
+            return exc.message
+        return None
+
+    def launch_for(
+        self, problem: Any, sm_count: int | None = None
+    ) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+        """launch() of the problem (M, N, K)."""
+        m, n, _k = problem
+        return self.launch(m, n, sm_count)
 
     def with_params(self, **overrides: int) -> Fp8Stage:
         return Fp8Stage(self.name, self.what, MappingProxyType({**self.params, **overrides}))

@@ -187,6 +187,35 @@ class Stage:
     def all_dtypes(self) -> tuple[str, ...]:
         return self.dtypes or (self.dtype,)
 
+    # the stage contract (rooflinecli.stages.contract.KernelStage)
+    @property
+    def kind(self) -> str:
+        return "fp8" if self.file == fp8.FILE else "gemm"
+
+    @property
+    def source(self) -> str:
+        return self.file or ""
+
+    @property
+    def kernel_dtypes(self) -> tuple[str, ...]:
+        return self.all_dtypes
+
+    @property
+    def param_sets(self) -> Mapping[str, Mapping[str, int]]:
+        return MappingProxyType({"": self.params})
+
+    def refusal_for(self, problem: Any) -> str | None:
+        """refuses() of the problem (M, N, K)."""
+        m, n, k = problem
+        return self.refuses(m, n, k)
+
+    def launch_for(
+        self, problem: Any, sm_count: int | None = None
+    ) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+        """launch() of the problem (M, N, K)."""
+        m, n, _k = problem
+        return self.launch(m, n, sm_count)
+
     @property
     def ai_instruction(self) -> float | None:
         """Intensity by load instruction at the level nearest the registers (the seed's 0.25)."""
@@ -811,7 +840,7 @@ def _fp8(s: fp8.Fp8Stage) -> Stage:
         params=p,
         threads=(s.threads, 1),
         tile=(bm, bn),
-        min_cc=90,
+        min_cc=s.min_cc,
         smem_bytes=s.smem_bytes,
         # FLOPs per byte of a BM x BN tile's k-block, 1-byte A and B: 2 BM BN BK / ((BM+BN) BK)
         ai_global=2.0 * bm * bn / (bm + bn),
@@ -819,7 +848,7 @@ def _fp8(s: fp8.Fp8Stage) -> Stage:
         multiple_of="NK",
         b_layout="nk",
         persistent_blocks_per_sm=1 if p.get("PERSISTENT") else 0,
-        tune_space=MappingProxyType({"GROUP_M": (4, 8, 16)}),
+        tune_space=s.tune_space,
         rebuild=partial(_fp8_rebuild, s),
     )
 

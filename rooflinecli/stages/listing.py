@@ -1,15 +1,25 @@
-"""kernels/README.md: one line per stage, by family, from the registries' `what` fields.
+"""The pages about the stages, generated from the one list of every stage of every kind
+(rooflinecli.stages.registry.all_stages):
 
-`kernels_readme()` returns the page; `python -m rooflinecli.stages.listing [--check] PATH` writes
-it (or exits 1 when PATH differs). A test keeps the committed page equal to it. Pure Python.
+- kernels/README.md, whole: one line per stage, by family, from each stage's `what`
+  (`kernels_readme()`);
+- the stage tables of docs/stages.md, each between a begin and an end marker
+  (`<!-- KIND:begin (make docs) -->` ... `<!-- KIND:end -->`, KIND one of TABLES): every
+  kernels/ file with its kind and stages, then each kind's own table (`with_tables()`).
+
+`python -m rooflinecli.stages.listing [--check] PATH...` writes each page (README.md whole, any
+other page's tables), or with --check exits 1 when one differs. Tests keep the committed pages
+equal to it. Pure Python.
 """
 
 from __future__ import annotations
 
+import re
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from rooflinecli.stages import attention, gemm, token
+from rooflinecli.stages import attention, gemm, registry
 
 # Each family's range of stage numbers (kernels/NN_*.cu), in the order the page lists them.
 FAMILIES: tuple[tuple[str, int, int], ...] = (
@@ -23,11 +33,14 @@ INTRO = """\
 # kernels/
 
 One CUDA file per stage, numbered as a worklog: each `NN_technique.cu` changes one thing of a
-step before it, and its header says what and why. Every stage honours one contract (the GEMM
-stages: `rooflinecli/stages/gemm.py`; attention: `rooflinecli/stages/attention.py`), so the
-runner has one launch path. Figures live in the results, never in a kernel source.
+step before it, and its header says what and why. Every stage of a kind honours its kind's
+contract (GEMM: `rooflinecli/stages/gemm.py`; FP8: `fp8.py`; attention: `attention.py`; the
+decode token: `token.py`), so each kind's runner has one launch path, and every stage of every
+kind says the same things of itself (`rooflinecli/stages/contract.py`). Figures live in the
+results, never in a kernel source.
 
-This page is generated from the registries (`rooflinecli.stages.listing.kernels_readme`)."""
+This page is generated from the one list of every stage (`rooflinecli.stages.registry`), as is
+[docs/stages.md](../docs/stages.md) (`rooflinecli.stages.listing`)."""
 
 FOLDERS = """\
 ## Beside the stages
@@ -52,19 +65,13 @@ def _cell(text: str) -> str:
 
 
 def _rows() -> list[tuple[int, str, str, str]]:
-    """(number, file, name, what) of every stage with a kernels/ file, in file order."""
-    rows = [
-        (int(s.file[:2]), s.file, s.name, s.what)
-        for s in gemm.STAGES
-        if s.file is not None and not s.reference
-    ]
-    rows += [(int(s.file[:2]), s.file, s.name, s.what) for s in attention.ATTENTION_STAGES]
-    rows += [(int(s.file[:2]), s.file, s.name, s.what) for s in token.TOKEN_STAGES]
+    """(number, file, name, what) of every stage, in file order."""
+    rows = [(int(s.source[:2]), s.source, s.name, s.what) for s in registry.all_stages()]
     return sorted(rows, key=lambda r: (r[0], r[2]))
 
 
 def kernels_readme() -> str:
-    """The text of kernels/README.md: every stage of the registries, one table row each."""
+    """The text of kernels/README.md: every stage of every kind, one table row each."""
     rows = _rows()
     out = [INTRO, ""]
     for title, lo, hi in FAMILIES:
@@ -80,19 +87,127 @@ def kernels_readme() -> str:
     return "\n".join(out)
 
 
+# ------------------------------------------------------------------ the tables of docs/stages.md
+
+
+def _params(params: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items()) or "-"
+
+
+def kernels_table() -> str:
+    """Every kernels/ file with its kind, its stages and what they share: the entry point, the
+    lowest compute capability, the math, and what `roofline tune` may vary."""
+    rows = [
+        "| file | kind | stages | entry | needs | math | tune space |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for file, stages in registry.sources().items():
+        first = stages[0]
+        names = ", ".join(f"`{s.name}`" for s in stages)
+        tune = "; ".join(f"{k} in {'/'.join(map(str, v))}" for k, v in first.tune_space.items())
+        rows.append(
+            f"| `kernels/{file}` | {first.kind} | {names} | `{first.entry}` | "
+            f"sm_{first.min_cc} | {first.math} | {tune or '-'} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def gemm_table() -> str:
+    """The GEMM registry's table: every stage it chooses among (the FP8 stages too) and the
+    library reference."""
+    rows = [
+        "| stage | file | dtype | ch. | tile params | what it shows |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in gemm.STAGES:
+        file = f"`kernels/{s.file}`" if s.file else "(library)"
+        dtypes = "/".join(s.all_dtypes)
+        rows.append(
+            f"| `{s.name}` | {file} | {dtypes} | {s.chapter} | {_params(s.params)} | {s.what} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def attention_table() -> str:
+    """The attention stages and their references."""
+    rows = [
+        "| stage | file | dtype | math | needs | what it shows |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in registry.of_kind("attention"):
+        cc = f"sm_{s.min_cc}"
+        dtypes = "/".join(s.kernel_dtypes)
+        rows.append(
+            f"| `{s.name}` | `kernels/{s.source}` | {dtypes} | {s.math} | {cc} | {s.what} |"
+        )
+    for r in attention.REFERENCES:
+        dtypes = "/".join(r.dtypes)
+        rows.append(f"| `{r.name}` | (library) | {dtypes} | - | - | {r.what}: a reference |")
+    return "\n".join(rows) + "\n"
+
+
+def token_table() -> str:
+    """The decode token's stages: a chain of GEMMs in one launch."""
+    rows = [
+        "| stage | file | dtype | math | needs | params | what it shows |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in registry.of_kind("token"):
+        params = _params(s.param_sets[""])
+        dtypes = "/".join(s.kernel_dtypes)
+        rows.append(
+            f"| `{s.name}` | `kernels/{s.source}` | {dtypes} | {s.math} | sm_{s.min_cc} | "
+            f"{params} | {s.what} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "kernels": kernels_table,
+    "stages": gemm_table,
+    "attention-stages": attention_table,
+    "token-stages": token_table,
+}
+TABLE = re.compile(
+    r"<!-- (?P<kind>kernels|stages|attention-stages|token-stages):begin \(make docs\) -->\n"
+    r".*?<!-- (?P=kind):end -->",
+    re.S,
+)
+
+
+def with_tables(text: str) -> str:
+    """The text with every stage table it holds made anew."""
+
+    def table(m: re.Match[str]) -> str:
+        kind = m["kind"]
+        return f"<!-- {kind}:begin (make docs) -->\n{TABLES[kind]()}<!-- {kind}:end -->"
+
+    return TABLE.sub(table, text)
+
+
+def page(path: Path) -> str:
+    """What the page at `path` holds when current: kernels/README.md (any README.md) whole, any
+    other page with its stage tables made anew."""
+    if path.name == "README.md":
+        return kernels_readme()
+    return with_tables(path.read_text())
+
+
 def main(argv: list[str]) -> int:
     check = "--check" in argv
-    paths = [a for a in argv if a != "--check"]
-    if len(paths) != 1:
-        print("usage: python -m rooflinecli.stages.listing [--check] kernels/README.md")
+    paths = [Path(a) for a in argv if a != "--check"]
+    if not paths:
+        print("usage: python -m rooflinecli.stages.listing [--check] PATH...")
         return 2
-    path, text = Path(paths[0]), kernels_readme()
+    wanted = {path: page(path) for path in paths}
     if check:
-        same = path.is_file() and path.read_text() == text
-        if not same:
-            print(f"{path} is out of date: python -m rooflinecli.stages.listing {path}")
-        return 0 if same else 1
-    path.write_text(text)
+        stale = [p for p, text in wanted.items() if not p.is_file() or p.read_text() != text]
+        for p in stale:
+            print(f"{p} is out of date: python -m rooflinecli.stages.listing {p}")
+        return 1 if stale else 0
+    for p, text in wanted.items():
+        if not p.is_file() or p.read_text() != text:
+            p.write_text(text)
     return 0
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from rooflinecli.errors import RooflineError
 
@@ -89,6 +90,48 @@ class TokenStage:
         if dtype == "bf16":
             out["ELEM_BF16"] = 1
         return out
+
+    def launch(
+        self, rows: int, kmax: int, sm_count: int
+    ) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+        """(grid, block, dynamic shared bytes) of a build for `rows` rows and K up to `kmax`:
+        one block per SM."""
+        return (sm_count, 1, 1), (self.threads, 1, 1), self.smem_bytes(rows, kmax)
+
+    # the stage contract (rooflinecli.stages.contract.KernelStage)
+    @property
+    def kind(self) -> str:
+        return "token"
+
+    @property
+    def source(self) -> str:
+        return self.file
+
+    @property
+    def kernel_dtypes(self) -> tuple[str, ...]:
+        return self.dtypes
+
+    @property
+    def param_sets(self) -> Mapping[str, Mapping[str, int]]:
+        return MappingProxyType({"": self.params})
+
+    @property
+    def tune_space(self) -> Mapping[str, tuple[int, ...]]:
+        return MappingProxyType({})  # `roofline tune` tunes GEMM stages
+
+    def refusal_for(self, problem: Any) -> str | None:
+        """refuses() of the problem (dtype, batch, [(M, N, K), ...])."""
+        dtype, batch, shapes = problem
+        return self.refuses(dtype, batch, shapes)
+
+    def launch_for(
+        self, problem: Any, sm_count: int | None = None
+    ) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+        """launch() of the problem (dtype, batch, [(M, N, K), ...]) on `sm_count` SMs."""
+        _dtype, batch, shapes = problem
+        if not sm_count:
+            raise RooflineError(f"stage {self.name} is persistent: it needs the SM count")
+        return self.launch(batch, max(k for _m, _n, k in shapes), sm_count)
 
     def refuses_build(self, dtype: str, rows: int, kmax: int) -> str | None:
         if dtype not in self.dtypes:

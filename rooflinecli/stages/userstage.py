@@ -236,12 +236,8 @@ def check_contract(where: str, src: str, entry: str) -> None:
         )
 
 
-def load_user_stage(path: str | Path) -> UserStage:
-    """Read and check a user stage file; every problem is one RooflineError line."""
-    p = Path(path)
-    where = str(p)
-    raw = read_toml(p, "stage file")
-
+def _check_keys(raw: dict[str, Any], where: str) -> None:
+    """Every key of a stage file known, the required ones given, each of its type."""
     unknown = sorted(set(raw) - set(_KEYS))
     if unknown:
         raise RooflineError(
@@ -257,6 +253,39 @@ def load_user_stage(path: str | Path) -> UserStage:
             want = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
             raise RooflineError(f"stage file {where}: {key} must be {want}, got {val!r}")
 
+
+def _params(raw: dict[str, Any], where: str) -> dict[str, int]:
+    """A stage file's compile-time parameters: C identifiers with whole numbers."""
+    params: dict[str, int] = {}
+    for key, val in raw.get("params", {}).items():
+        if not _IDENT_RE.match(key):
+            raise RooflineError(f"stage file {where}: parameter {key!r} is not a C identifier")
+        if not isinstance(val, int) or isinstance(val, bool):
+            raise RooflineError(f"stage file {where}: parameter {key} must be a whole number")
+        params[key] = val
+    return params
+
+
+def _formulas(raw: dict[str, Any], where: str) -> dict[str, str]:
+    """A stage file's FLOP and byte formulas, each parsed and evaluated once."""
+    formulas: dict[str, str] = {}
+    for key in ("flops", "bytes"):
+        if key in raw:
+            try:
+                Formula(raw[key])(128, 256, 512)  # parse, and evaluate once to catch 1/(M-128)
+            except FormulaError as exc:
+                raise RooflineError(f"stage file {where}: {key} formula {exc}") from None
+            formulas[key] = raw[key].strip()
+    return formulas
+
+
+def load_user_stage(path: str | Path) -> UserStage:
+    """Read and check a user stage file; every problem is one RooflineError line."""
+    p = Path(path)
+    where = str(p)
+    raw = read_toml(p, "stage file")
+
+    _check_keys(raw, where)
     name, entry, dtype = raw["name"], raw["entry"], raw["dtype"]
     if not _NAME_RE.match(name):
         raise RooflineError(
@@ -274,13 +303,7 @@ def load_user_stage(path: str | Path) -> UserStage:
     if threads[0] * threads[1] > 1024:
         raise RooflineError(f"stage file {where}: threads {list(threads)} exceed 1024 per block")
     tile = _pair(where, "tile", raw["tile"], 1 << 16)
-    params: dict[str, int] = {}
-    for key, val in raw.get("params", {}).items():
-        if not _IDENT_RE.match(key):
-            raise RooflineError(f"stage file {where}: parameter {key!r} is not a C identifier")
-        if not isinstance(val, int) or isinstance(val, bool):
-            raise RooflineError(f"stage file {where}: parameter {key} must be a whole number")
-        params[key] = val
+    params = _params(raw, where)
     instruction = raw.get("math", "FFMA")
     if instruction not in USER_MATH:
         raise RooflineError(
@@ -290,14 +313,7 @@ def load_user_stage(path: str | Path) -> UserStage:
     if not 0 <= smem <= 256 * 1024:
         raise RooflineError(f"stage file {where}: smem_bytes = {smem} is outside 0..262144")
 
-    formulas: dict[str, str] = {}
-    for key in ("flops", "bytes"):
-        if key in raw:
-            try:
-                Formula(raw[key])(128, 256, 512)  # parse, and evaluate once to catch 1/(M-128)
-            except FormulaError as exc:
-                raise RooflineError(f"stage file {where}: {key} formula {exc}") from None
-            formulas[key] = raw[key].strip()
+    formulas = _formulas(raw, where)
 
     source = Path(raw["source"])
     if not source.is_absolute():
