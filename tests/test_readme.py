@@ -124,7 +124,10 @@ def test_every_document_and_link_a_page_names_exists(page: Path) -> None:
         assert (ROOT / "benchmarks" / "results" / name).is_file(), name
     files = re.findall(r"`((?:benchmarks|examples|tests|kernels|specs)/[^`*{ ]+)`", text)
     for path in {f for f in files if "NN" not in f}:  # NN: a stage's number, as a pattern
+        path, _, test = path.partition("::")  # a test named by its node id: file::function
         assert (ROOT / path).exists(), path
+        if test:
+            assert f"def {test}(" in (ROOT / path).read_text(), f"{path}::{test}"
     for link in set(re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text)):
         assert (page.parent / link).exists(), f"{page.name}: {link}"
 
