@@ -25,7 +25,6 @@
 source "$(dirname "$0")/lib.sh"
 suite "$@"
 
-shapes() { grep -v '^#' "benchmarks/shapes/$1.txt" | grep . | paste -sd, -; }
 FP8=wgmma_fp8,wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_pingpong,wgmma_fp8_persistent
 DEVICE="NVIDIA H100 80GB HBM3"
 
@@ -56,42 +55,23 @@ step_fp8() {
   doc gemm-fp8-8192-h100.json 120 run gemm --dtype fp8 --m 8192 --stages "$FP8" --budget-ms 150
 }
 
-# best_over NAME DTYPE SET: `run gemm --stages best` over benchmarks/shapes/SET.txt into NAME
-# (a cache of its own: no user table)
-best_over() {
-  ROOFLINE_CACHE_DIR=$OUT/cache doc "$1" 150 run gemm --stages best --dtype "$2" \
-    --sizes "$(shapes "$3")" --budget-ms 20 --no-chart
-  python3 benchmarks/summarize_best.py "$OUT/$1" 2>&1 | tail -1
-}
-
-step_borrowed() {
-  local dt set
-  export ROOFLINE_SET_ASIDE_TABLES=h100-sxm5
-  for dt in bf16 fp16; do
-    for set in public odd heldout; do
-      best_over "gemm-$dt-$set-best-borrowed-h100.json" "$dt" "$set"
-    done
-  done
-  unset ROOFLINE_SET_ASIDE_TABLES
+step_borrowed() {  # shapes.sh's verdict, the H100's own table set aside
+  DOC_SUFFIX=-borrowed-h100 ROOFLINE_SET_ASIDE_TABLES=h100-sxm5 DEADLINE_S=$(left 600) \
+    bash benchmarks/shapes.sh "$OUT" verdict
 }
 
 step_grid() {
   # shapes.sh's grid and candidates, its documents named -h100, a user table of their own
-  GRID_SUFFIX=-h100 ROOFLINE_CACHE_DIR=$OUT/cache-grid DEADLINE_S=$(left 600) \
+  DOC_SUFFIX=-h100 ROOFLINE_CACHE_DIR=$OUT/cache-grid DEADLINE_S=$(left 600) \
     bash benchmarks/shapes.sh "$OUT" grid
   # the table from every H100 document of this run (the grid, and the ladders where they ran)
   python3 benchmarks/seed_dispatch.py "$DEVICE" h100-sxm5 "$OUT"/*-h100.json \
     > "$OUT/h100-sxm5.toml" && echo "   the H100's table: $OUT/h100-sxm5.toml"
 }
 
-step_own() {
-  local dt set
+step_own() {  # shapes.sh's verdict with the H100's table (this run's grid's, where it made one)
   [ -s "$OUT/h100-sxm5.toml" ] && cp "$OUT/h100-sxm5.toml" dispatch/h100-sxm5.toml
-  for dt in bf16 fp16; do
-    for set in public odd heldout; do
-      best_over "gemm-$dt-$set-best-h100.json" "$dt" "$set"
-    done
-  done
+  DOC_SUFFIX=-h100 DEADLINE_S=$(left 600) bash benchmarks/shapes.sh "$OUT" verdict
 }
 
 step_token() {

@@ -4,8 +4,8 @@
 #
 #   bash benchmarks/shapes.sh OUTDIR [STEP...]     (default: tests grid verdict llm, ~6 min)
 #
-# GRID_SUFFIX (e.g. -h100) ends the grid's document names, for a GPU whose documents sit beside
-# the H200's (benchmarks/h100.sh).
+# DOC_SUFFIX (e.g. -h100) ends the names of the grid's and the verdict's documents, for a GPU
+# whose documents sit beside the H200's (benchmarks/h100.sh).
 #
 # Steps: tests (tests/gpu/test_swapab.py, each test in its own process: a launch that fails
 # takes its process's CUDA context along), grid (per dtype and per M of
@@ -36,7 +36,7 @@ declare -A CAND=(
   [320]="wgmma_swapab@BM=256,BN=64,wgmma_swapab@BM=256,wgmma_swapab@BM=128,BN=256,WN=128,wgmma_swapab@BM=128,BN=256,WN=128,RED=1,wgmma_persistent@BN=128,wgmma_persistent,wgmma_streamk@BN=128,wgmma_tma"
 )
 GRID_MS="1 3 12 24 56 112 200 320"
-GRID_SUFFIX=${GRID_SUFFIX:-}
+DOC_SUFFIX=${DOC_SUFFIX:-}
 
 step_tests() {
   local t i=0
@@ -57,7 +57,7 @@ print(' '.join(s.name for s in gemm.select(sys.argv[1].rstrip(','), 'fp16') if n
   precompile $items
   for dt in bf16 fp16; do
     for m in $GRID_MS; do
-      doc "tune-dispatch-grid-$dt-m$m${GRID_SUFFIX}.json" 120 tune dispatch --dtype "$dt" \
+      doc "tune-dispatch-grid-$dt-m$m${DOC_SUFFIX}.json" 120 tune dispatch --dtype "$dt" \
         --budget-ms 10 \
         --sizes "$(grep -v '^#' benchmarks/shapes/grid.txt | grep "^${m}x" | paste -sd, -)" \
         --stages "${CAND[$m]}"
@@ -76,9 +76,9 @@ best_over() {
 step_verdict() {
   local dt
   for dt in bf16 fp16; do
-    best_over "gemm-$dt-public-best.json" "$dt" public
-    best_over "gemm-$dt-odd-best.json" "$dt" odd
-    best_over "gemm-$dt-heldout-best.json" "$dt" heldout
+    best_over "gemm-$dt-public-best${DOC_SUFFIX}.json" "$dt" public
+    best_over "gemm-$dt-odd-best${DOC_SUFFIX}.json" "$dt" odd
+    best_over "gemm-$dt-heldout-best${DOC_SUFFIX}.json" "$dt" heldout
   done
 }
 

@@ -16,6 +16,8 @@ from typing import Any, NamedTuple
 
 class Waves(NamedTuple):
     tiles: int  # work units: output tiles (times split-K's runs where the grid has them)
+    blocks: int  # the grid's blocks
+    runs: int  # runs of K a tile is cut into along grid z (split-K), 1 without
     slots: int  # blocks resident at once: SMs x blocks per SM
     sm_count: int
     waves: float  # tiles over the blocks that run at once
@@ -43,7 +45,7 @@ def waves(r: dict[str, Any]) -> Waves | None:
     slots = min(blocks, sms * per_sm)  # a persistent grid walks the tiles with fewer blocks
     count = math.ceil(work / slots)
     last = work - (count - 1) * slots
-    return Waves(work, slots, sms, work / slots, last / (sms * per_sm))
+    return Waves(work, blocks, dims[2] or 1, slots, sms, work / slots, last / (sms * per_sm))
 
 
 def roof_time_ms(r: dict[str, Any]) -> float | None:
@@ -68,14 +70,12 @@ def sentence(r: dict[str, Any]) -> str | None:
     w = waves(r)
     if w is None:
         return None
-    z = int(r["grid"][2])
     unit = "tile" if w.tiles == 1 else "tiles"
-    if z > 1:  # split-K along grid z: each block one run of K of a tile
-        unit = f"blocks ({w.tiles // z} tiles x {z} runs of K)"
-    blocks = math.prod(int(x) for x in r["grid"])
-    if blocks > w.tiles:  # more blocks than tiles: they share the tiles' K
-        busy = min(blocks, w.sm_count) / w.sm_count
-        text = (f"{w.tiles} {unit} split along K over {blocks} blocks on {w.sm_count} SMs: "
+    if w.runs > 1:  # split-K along grid z: each block one run of K of a tile
+        unit = f"blocks ({w.tiles // w.runs} tiles x {w.runs} runs of K)"
+    if w.blocks > w.tiles:  # more blocks than tiles: they share the tiles' K
+        busy = min(w.blocks, w.sm_count) / w.sm_count
+        text = (f"{w.tiles} {unit} split along K over {w.blocks} blocks on {w.sm_count} SMs: "
                 f"{100 * busy:.0f}% of the SMs busy")  # fmt: skip
     elif r.get("splits_k") is True and w.waves > 1:  # stream-K: the tail is cut along K
         text = (f"{w.tiles} {unit} on {w.sm_count} SMs: {w.waves:.2f} waves, the last one's "

@@ -105,6 +105,7 @@ class Table:
     where: str  # the file it was read from
     entries: tuple[Entry, ...]
     borrowed: bool = False  # made on another GPU of the same architecture (_kin_tables)
+    spec: str | None = None  # the spec of the GPU it was made on (a shipped table's `spec`)
 
 
 @dataclass(frozen=True)
@@ -161,9 +162,11 @@ def load_toml(path: Path) -> tuple[list[str], Table]:
     names = data.get("device_names")
     if not isinstance(names, list) or not names:
         raise RooflineError(f"tune table {path}: device_names must be a non-empty list")
+    spec = data.get("spec")
     return [str(x) for x in names], Table(
-        str(names[0]), str(path), _entries(data.get("pick"), str(path))
-    )
+        str(names[0]), str(path), _entries(data.get("pick"), str(path)),
+        spec=str(spec) if spec else None,
+    )  # fmt: skip
 
 
 # Shipped tables to leave out, by file stem, comma-separated: a run that measures how a GPU does
@@ -220,16 +223,15 @@ def save_user(device_name: str, entries: Iterable[Entry]) -> Path:
     return p
 
 
-def _spec_of_table(path: Path) -> Any:
-    """The spec a shipped table names (`spec = ...`), or None where it names none we know."""
+def _spec_of_table(table: Table) -> Any:
+    """The spec a shipped table was made on, or None where it names none we know."""
     try:
-        name = paths.read_toml(path, "tune table").get("spec")
-        return specs.choose(str(name), None).spec if name else None
+        return specs.choose(table.spec, None).spec if table.spec else None
     except RooflineError:
         return None
 
 
-def _kin_tables(device_name: str, shipped: list[tuple[list[str], Table]]) -> list[Table]:
+def _kin_tables(device_name: str, others: list[Table]) -> list[Table]:
     """Shipped tables made on other GPUs of this GPU's architecture (the same compute
     capability, as the specs say), nearest first: the SM count, then the HBM bandwidth. What a
     GPU no table names runs `--stages best` from; each pick says which table it came from."""
@@ -238,8 +240,8 @@ def _kin_tables(device_name: str, shipped: list[tuple[list[str], Table]]) -> lis
     except RooflineError:
         return []
     kin: list[tuple[tuple[float, float], Table]] = []
-    for _names, table in shipped:
-        spec = _spec_of_table(Path(table.where))
+    for table in others:
+        spec = _spec_of_table(table)
         if spec is None or spec.compute_capability != mine.compute_capability:
             continue
         distance = (
@@ -261,8 +263,8 @@ def tables_for(device_name: str) -> list[Table]:
         out.append(user)
     shipped = shipped_tables()
     own = [t for names, t in shipped if device_name in names]
-    kin = [t for names, t in shipped if device_name not in names]
-    return out + own + _kin_tables(device_name, [(n, t) for n, t in shipped if t in kin])
+    others = [t for names, t in shipped if device_name not in names]
+    return out + own + _kin_tables(device_name, others)
 
 
 def label(base: gemm.Stage, params: dict[str, int]) -> str:
