@@ -65,7 +65,8 @@ constexpr int EPI_CHUNK_BYTES = 64 * EPI_COLS * 2;  // 8 KiB
 constexpr int EPI_BYTES = TMA_C ? CONSUMERS * 2 * EPI_CHUNK_BYTES : 0;  // 2 buffers per consumer
 
 static_assert(BK == 64, "A: one tile row is one 128-byte swizzle row of 64 two-byte elements");
-static_assert(BN == 128 || BN == 256, "the WGMMA below is m64n128k16 or m64n256k16 (BN wide)");
+static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256,
+              "the WGMMA below is m64nNk16 with N = BN: 64, 128, 192 or 256");
 static_assert(BN % B_BOX_COLS == 0, "B arrives in whole boxes of 64 columns (128-byte swizzle)");
 static_assert(BM % 64 == 0 && BM <= 256 && BK <= 256, "TMA boxes are at most 256 rows");
 static_assert(CONSUMERS <= 2, "consumers use named barriers 1 .. CONSUMERS (and the registers)");

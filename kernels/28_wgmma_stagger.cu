@@ -62,7 +62,6 @@ constexpr int STAGE_BYTES = A_BYTES + BN * BK * 2;
 constexpr int B_BOX_COLS = 64;            // columns of B per TMA box: one 128-byte swizzle row
 constexpr int B_BOX_BYTES = BK * 128;     // a box: BK rows (k) of 128 bytes
 constexpr int B_BOXES = BN / B_BOX_COLS;  // boxes per B tile, side by side along N
-constexpr int MY_B_BOXES = B_BOXES / CLUSTER_M;  // boxes this block loads (and multicasts)
 constexpr int B_TRANS = 1;                // wgmma imm-trans-b: B is N-major in shared memory
 constexpr int RING_BYTES = STAGES * STAGE_BYTES;
 constexpr int EPI_COLS = 64;                        // a staged chunk: 64 rows x one 128-byte row
@@ -71,14 +70,14 @@ constexpr int EPI_BYTES = CONSUMERS * 2 * EPI_CHUNK_BYTES;  // 2 buffers per con
 constexpr int GROUP_C = GROUP_M / CLUSTER_M > 0 ? GROUP_M / CLUSTER_M : 1;  // in cluster rows
 
 static_assert(BK == 64, "A: one tile row is one 128-byte swizzle row of 64 two-byte elements");
-static_assert(BN == 128 || BN == 256, "the WGMMA below is m64n128k16 or m64n256k16 (BN wide)");
+static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256,
+              "the WGMMA below is m64nNk16 with N = BN: 64, 128, 192 or 256");
 static_assert(BN % B_BOX_COLS == 0, "B arrives in whole boxes of 64 columns (128-byte swizzle)");
 static_assert(BM % 64 == 0 && BM <= 256 && BK <= 256, "TMA boxes are at most 256 rows");
 static_assert(CONSUMERS <= 2, "consumers use named barriers 1 .. CONSUMERS (and the registers)");
 static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "a cluster is one block or a pair of row tiles");
 static_assert(LAG >= 0 && LAG < STAGES,
               "consumer 0 issues LAG slices alone: the ring must hold them and one more");
-static_assert(B_BOXES % CLUSTER_M == 0, "each block of a pair loads a whole number of B boxes");
 static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0 && B_BOX_BYTES % 1024 == 0,
               "tiles and B boxes stay 1024-byte aligned (the swizzle atom; descriptor base 0)");
 static_assert((B_BOX_BYTES >> 4) < (1 << 14), "the descriptor's LBO field holds 14 bits of 16 B");

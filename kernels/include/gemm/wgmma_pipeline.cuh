@@ -16,8 +16,9 @@
 // The producer's K slice `it` (K tile kt of the tile at (m0, n0)), issued by its one thread:
 // wait until the consumers have released the slot's previous use, announce `bytes`, then load
 // the slice's A box (unless load_a is false: this block's rows lie past M) and this block's B
-// boxes: all of them alone; rank r's half of them in a cluster of cluster_m blocks, multicast
-// to the same offset (and barrier) in every block of the cluster.
+// boxes: all of them alone; in a cluster of cluster_m blocks, rank r's share (boxes r,
+// r + cluster_m, ...: with three boxes a tile of 192 columns, one block takes two), multicast to
+// the same offset (and barrier) in every block of the cluster.
 template <int bm, int bn, int bk, int stages, int cluster_m>
 __device__ __forceinline__ void load_slice(unsigned int it, unsigned int base, unsigned int full0,
                                            unsigned int empty0, const TmaMap* tma_a,
@@ -25,7 +26,8 @@ __device__ __forceinline__ void load_slice(unsigned int it, unsigned int base, u
                                            bool load_a, unsigned int bytes) {
     constexpr int a_bytes = bm * bk * 2, stage_bytes = a_bytes + bn * bk * 2;
     constexpr int box_cols = 64, box_bytes = bk * 128;  // a B box: bk rows of 128 bytes
-    constexpr int my_boxes = bn / box_cols / cluster_m;  // boxes this block loads
+    constexpr int boxes = bn / box_cols;                 // B boxes per slice, side by side
+    static_assert(bn % box_cols == 0, "B arrives in whole boxes of 64 columns");
     const unsigned int s = it % stages;
     // use n >= 1 of slot s: wait until the consumers (of every block it goes to) released n - 1
     if (it >= stages) mbar_wait(empty0 + 8 * s, ((it / stages) - 1) & 1);
@@ -33,8 +35,7 @@ __device__ __forceinline__ void load_slice(unsigned int it, unsigned int base, u
     mbar_arrive_expect_tx(bar, bytes);
     if (load_a) tma_load_2d(sa, tma_a, bar, kt * bk, m0);
 #pragma unroll
-    for (int q = 0; q < my_boxes; ++q) {  // columns n0 + 64 box .., rows kt * bk ..
-        const int box = rank * my_boxes + q;
+    for (int box = rank; box < boxes; box += cluster_m) {  // columns n0 + 64 box .., rows kt * bk ..
         const unsigned int dst = sa + a_bytes + box * box_bytes;
         if (cluster_m == 1) {
             tma_load_2d(dst, tma_b, bar, n0 + box * box_cols, kt * bk);
