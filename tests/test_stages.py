@@ -170,11 +170,22 @@ def test_selection_of_variants():
 
 
 @pytest.mark.parametrize(
-    "variant", ["wgmma_streamk@BN=128", "mma_multistage@BM=64,BN=64,WM=32,WN=32,STAGES=3"]
+    "variant",
+    [
+        "wgmma_streamk@BN=128",
+        "mma_multistage@BM=64,BN=64,WM=32,WN=32,STAGES=3",
+        "wgmma_persistent@BN=64",
+        "wgmma_persistent@BN=192",
+        "wgmma_cluster@BN=64,STAGES=8",
+        "wgmma_cluster@BN=192",
+        "wgmma_stagger@BN=192",
+        "wgmma_streamk@BN=192",
+    ],
 )
 @MATRIX  # tune variants: the second tier (tests/tiers.py)
 def test_tile_variants_compile_without_spills(variant):
-    """The BN = 128 WGMMA tile (m64n128k16 through wgmma_m64nNk16) and stage 22's small tile,
+    """The WGMMA tiles of 64, 128 and 192 columns (m64n64k16, m64n128k16, m64n192k16 through
+    wgmma_m64nNk16; a cluster pair dealing out one or three B boxes) and stage 22's small tile,
     whose scalar path holds a whole tile's chunks (GATHER): no spills, no stack."""
     stage = stages.select(variant, "bf16")[0]
     r = compiler.compile_stage(stage, "sm_90a", "bf16").resources
