@@ -21,6 +21,8 @@
 #   checks        wgmma-stagger-cool-run; bitwise-equal outputs; the WGMMA B layout
 #   fa2           fa2-tiles: stage 42's tile configurations at D = 128
 #   fa3           fa3-key-tile: stage 43's schedules and key tile
+#   widths        tile widths at 128-512 rows: stages 26-29 with 64- and 192-column tiles (and
+#                 a cluster pair) beside the picks of the shipped table and cuBLAS, bf16
 source "$(dirname "$0")/lib.sh"
 suite "$@"
 P=benchmarks/probes
@@ -202,4 +204,29 @@ if [ ${#STEPS[@]} = 0 ]; then
   echo "<- name one or more"
   exit 2
 fi
+# The public set's N x K at 128, 256 and 512 rows, where 128- and 256-column tiles leave SMs
+# idle: the picks the shipped table makes there, split-K and cluster-pair alternatives, and the
+# persistent stages at widths 64 and 192, one run per M so that each stage meets the same cuBLAS
+WIDTH_STAGES="wgmma_swapab@BM=128,wgmma_persistent@BN=128,wgmma_persistent,wgmma_tma@BM=64,\
+SPLIT_K=3,wgmma_tma,wgmma_tma@SPLIT_K=2,wgmma_streamk@BN=128,wgmma_cluster@BN=128,\
+wgmma_persistent@BN=192,wgmma_cluster@BN=192,wgmma_stagger@BN=192,wgmma_streamk@BN=192,\
+wgmma_persistent@BN=64,wgmma_cluster@BN=64,STAGES=8,wgmma_stagger@BN=64,STAGES=8"
+
+step_widths() {
+  local m nk sizes
+  # shellcheck disable=SC2046  # one argument per variant
+  precompile $(python3 -c "import sys; from rooflinecli.stages import gemm
+print(' '.join(s.name for s in gemm.select(sys.argv[1], 'bf16') if not s.reference))" \
+    "$WIDTH_STAGES")
+  for m in 256 128 512; do
+    sizes=""
+    for nk in 4096x4096 12288x4096 11008x4096 4096x11008 6144x4096 14336x4096 4096x14336 \
+      32000x4096; do
+      sizes="$sizes,${m}x$nk"
+    done
+    doc "widths-bf16-m$m.json" 150 run gemm --dtype bf16 --sizes "${sizes#,}" \
+      --stages "$WIDTH_STAGES" --budget-ms 40 --no-chart
+  done
+}
+
 run_steps
