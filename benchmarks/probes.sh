@@ -218,7 +218,7 @@ step_widths() {
   precompile $(python3 -c "import sys; from rooflinecli.stages import gemm
 print(' '.join(s.name for s in gemm.select(sys.argv[1], 'bf16') if not s.reference))" \
     "$WIDTH_STAGES")
-  for m in 256 128 512; do
+  for m in ${WIDTH_MS:-256 128 512}; do  # WIDTH_MS: some of them
     sizes=""
     for nk in 4096x4096 12288x4096 11008x4096 4096x11008 6144x4096 14336x4096 4096x14336 \
       32000x4096; do
