@@ -19,8 +19,7 @@ from rooflinecli import results
 from rooflinecli.cli import cli
 from rooflinecli.core import chain, llm, model, reference
 from rooflinecli.core.specs import resolve as resolve_spec
-from rooflinecli.gpu import chain_runner
-from rooflinecli.gpu import runner as gemm_runner
+from rooflinecli.gpu import arrays, chain_runner
 
 SMALL = {"d_model": 64, "layers": 3, "heads": 4, "kv_heads": 2, "head_dim": 16, "ffn": 96,
          "vocab": 80}  # fmt: skip
@@ -101,27 +100,27 @@ class _Emulated:
     def run(self) -> None:
         cp, b, dt = self.bufs.cp, self.bufs, self.bufs.dtype
         for x in b.chain.links:
-            a = chain_runner.as_f32(cp, b.input_of(x), dt)
+            a = arrays.as_f32(cp, b.input_of(x), dt)
             w = (
                 b.w[(x.index + 5) % len(b.w)]
                 if self.wrong == "weights" and x.index == 2
                 else b.w[x.index]
             )
-            y = a @ chain_runner.as_f32(cp, w, dt)
+            y = a @ arrays.as_f32(cp, w, dt)
             if self.wrong == "skip" and x.index == 1:
                 y = a[:, : x.n] if a.shape[1] >= x.n else np.resize(a, y.shape)
             if self.wrong == "zero" and x.index == b.chain.last:
                 y = y * 0
             if self.wrong == "unwritten" and x.index == b.chain.last:
                 continue
-            b.out[x.index][...] = gemm_runner.store(cp, y.astype(np.float32), dt)
+            b.out[x.index][...] = arrays.store(cp, y.astype(np.float32), dt)
 
     def way(self) -> chain_runner.Way:
         b = self.bufs
 
         def poison_all() -> None:
             for o in b.out:
-                chain_runner.poison(o, b.dtype)
+                arrays.poison(o, b.dtype)
 
         def outputs() -> list:
             return [b.out[b.chain.early], b.out[b.chain.last]]

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from rooflinecli.core import llm, model
+from rooflinecli.core.elements import element
 from rooflinecli.errors import RooflineError
 
 # Which GEMM's output each GEMM reads: the latest earlier GEMM of that name; "x" is the token's
@@ -221,7 +222,6 @@ SCALE_RULE = "measured time x (token bytes / bytes of the layers run)"
 
 # --- verification ---------------------------------------------------------------------------
 
-UNIT_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8}  # round to nearest: at most this, relative
 BOUND_FACTOR = 2.0
 
 
@@ -241,7 +241,7 @@ def tolerance(dtype: str, gemms: int, k_max: int) -> float:
     1.7% and 0.2%), plus float32 accumulation, 8 sqrt(K) 2^-24 per GEMM, added the same way.
     A wrong chain (a GEMM skipped, a wrong input, another layer's weights) gives an unrelated
     output, at a relative error of about 1.4: far outside."""
-    u = UNIT_ROUNDOFF[dtype]
+    u = element(dtype).unit_roundoff
     acc = 8 * math.sqrt(k_max) * 2.0**-24
     return math.sqrt(gemms) * (BOUND_FACTOR * u + acc)
 

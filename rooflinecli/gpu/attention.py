@@ -19,11 +19,13 @@ from functools import partial
 from typing import Any
 
 from rooflinecli.core.attention import Shape, record
+from rooflinecli.core.elements import element
 from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device, loop
+from rooflinecli.gpu.arrays import as_f32, poison, store
 from rooflinecli.gpu.loop import Kind, Launched, ReferenceRun, setup
-from rooflinecli.gpu.runner import ROUNDING_FACTOR, _from_bf16_bits, accumulation_error, store
+from rooflinecli.gpu.runner import ROUNDING_FACTOR, accumulation_error
 from rooflinecli.gpu.timer import Launch, Timer, Timing
 from rooflinecli.results import Check, RunRecord
 from rooflinecli.stages.attention import (
@@ -38,7 +40,6 @@ from rooflinecli.stages.gemm import cannot_run
 CHUNK_BYTES = 1 << 30  # the reference's score matrix, at most this many bytes at a time
 
 _FP32_TOL = (1e-4, 1e-3)
-_UNIT = {"fp16": 2.0**-11, "bf16": 2.0**-8}
 
 
 def tolerance(dtype: str, seq: int, head_dim: int, rounding: tuple[float, float] | None):
@@ -49,7 +50,7 @@ def tolerance(dtype: str, seq: int, head_dim: int, rounding: tuple[float, float]
     acc = accumulation_error(seq + head_dim)
     if dtype == "fp32" or rounding is None:
         return _FP32_TOL[0] + acc, _FP32_TOL[1] + 4 * acc
-    u = _UNIT[dtype]
+    u = element(dtype).unit_roundoff
     return (
         ROUNDING_FACTOR * rounding[0] + u + acc,
         ROUNDING_FACTOR * rounding[1] + 4 * u + 4 * acc,
@@ -97,9 +98,7 @@ class Problem:
         return store(self.cp, x, self.dtype)
 
     def as_f32(self, x):  # type: ignore[no-untyped-def]
-        if self.dtype == "bf16":
-            return _from_bf16_bits(self.cp, x)
-        return x.astype(self.cp.float32)
+        return as_f32(self.cp, x, self.dtype)
 
     def _reference(self):  # type: ignore[no-untyped-def]
         """float32 O from the rounded inputs, a few (batch, head) pairs at a time."""
@@ -134,7 +133,7 @@ class Problem:
     def poison(self, out=None) -> None:  # type: ignore[no-untyped-def]
         """NaN in every element (any element a kernel misses stays NaN); queued on the stream."""
         o = self.O if out is None else out
-        o.fill(0x7FC0 if self.dtype == "bf16" else math.nan)  # 0x7FC0: a bfloat16 NaN
+        poison(o, self.dtype)
 
     def check(self, out=None) -> tuple[bool, float, float]:  # type: ignore[no-untyped-def]
         cp = self.cp
@@ -152,7 +151,7 @@ def memory_needed(shape: Shape, dtype: str, stages: list[AttentionStage]) -> int
     reference's score chunk, the largest stage workspace."""
     s = shape
     qo, kv = s.batch * s.heads * s.seq * s.head_dim, s.batch * s.kv_heads * s.seq * s.head_dim
-    elem = 4 if dtype == "fp32" else 2
+    elem = element(dtype).nbytes
     chunk = min(CHUNK_BYTES, 4 * s.heads * s.seq * s.seq) * 2 + (4 * s.seq**2 if s.causal else 0)
     ws = max((workspace_bytes(st, s) for st in stages), default=0)
     return elem * (4 * qo + 2 * kv) + 4 * 3 * qo + chunk + ws

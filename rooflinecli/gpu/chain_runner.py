@@ -20,9 +20,11 @@ from typing import Any
 
 from rooflinecli import results
 from rooflinecli.core import chain, model, roofs
+from rooflinecli.core.elements import element
 from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device, runner
+from rooflinecli.gpu.arrays import as_f32, poison, store, torch_dtype
 from rooflinecli.gpu.timer import Launch, Timed, Timer, Timing
 
 OURS, OURS_PDL, TOKEN, CUBLAS, TORCH = "best", "best+pdl", "token", "cublas", "torch"
@@ -68,16 +70,6 @@ class Way:
     kernels: int = 0  # kernels per token where one runs several GEMMs (token: 1); 0: one each
 
 
-def as_f32(cp, x, dtype: str):  # type: ignore[no-untyped-def]
-    if dtype == "bf16":
-        return runner._from_bf16_bits(cp, x)
-    return x.astype(cp.float32)
-
-
-def poison(x, dtype: str) -> None:  # type: ignore[no-untyped-def]
-    x.fill(0x7FC0 if dtype == "bf16" else math.nan)  # 0x7FC0: a bfloat16 NaN
-
-
 class Buffers:
     """The chain's weights (distinct per link), the token input and every link's output."""
 
@@ -85,13 +77,13 @@ class Buffers:
         self.cp, self.chain, self.dtype = cp, c, dtype
         rng = cp.random.default_rng(seed)
         m = c.batch
-        self.x = runner.store(cp, rng.random((m, c.d_in), dtype=cp.float32) * 2 - 1, dtype)
+        self.x = store(cp, rng.random((m, c.d_in), dtype=cp.float32) * 2 - 1, dtype)
         self.w: list[Any] = []
         for link in c.links:  # generated on the GPU, one link at a time
             u = rng.random((link.k, link.n), dtype=cp.float32)
             u *= 2 * chain.weight_scale(link.k)
             u -= chain.weight_scale(link.k)
-            self.w.append(runner.store(cp, u, dtype))
+            self.w.append(store(cp, u, dtype))
             del u
         self.out = [cp.empty((m, link.n), dtype=self.x.dtype) for link in c.links]
 
@@ -222,15 +214,15 @@ def torch_way(cp, stream, bufs: Buffers) -> Way:  # type: ignore[no-untyped-def]
     if not torch.cuda.is_available():
         return Way(TORCH, absent="PyTorch sees no CUDA device")
     c, dtype = bufs.chain, bufs.dtype
-    tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
+    tdt = torch_dtype(dtype)
 
     def to_torch(x):  # type: ignore[no-untyped-def]
-        if dtype == "bf16":
+        if element(dtype).bits:  # bf16 bits: through int16, which both sides know
             return torch.from_dlpack(x.view(cp.int16)).view(torch.bfloat16)
         return torch.from_dlpack(x)
 
     def to_cupy(t):  # type: ignore[no-untyped-def]
-        if dtype == "bf16":
+        if element(dtype).bits:
             return cp.from_dlpack(t.view(torch.int16)).view(cp.uint16)
         return cp.from_dlpack(t)
 

@@ -13,8 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 from rooflinecli.core import fp8
+from rooflinecli.core.elements import NAN_BITS
 from rooflinecli.errors import RooflineError
-from rooflinecli.gpu import loop, runner
+from rooflinecli.gpu import loop
+from rooflinecli.gpu.arrays import from_bf16_bits, store
 from rooflinecli.stages import compiler
 from rooflinecli.stages.fp8 import ARCH, ENTRY, FILE, Fp8Stage
 
@@ -72,20 +74,20 @@ class Problem:
         )
 
     def _store(self, x):  # type: ignore[no-untyped-def]
-        return runner.store(self.cp, x, self.out).view(self.cp.uint16)
+        return store(self.cp, x, self.out).view(self.cp.uint16)
 
     def as_f64(self, bits):  # type: ignore[no-untyped-def]
         cp = self.cp
         bits = bits.view(cp.uint16)
         if self.out == "bf16":
-            return (bits.astype(cp.uint32) << 16).view(cp.float32).astype(cp.float64)
+            return from_bf16_bits(cp, bits).astype(cp.float64)
         return bits.view(cp.float16).astype(cp.float64)
 
     def poison(self, out=None) -> None:  # type: ignore[no-untyped-def]
         """NaN in every element (beta == 0), or C's initial values back (beta != 0)."""
         c = self.C if out is None else out
         if self.C0 is None:
-            c.view(self.cp.uint16).fill(0x7FC0 if self.out == "bf16" else 0x7E00)  # a NaN
+            c.view(self.cp.uint16).fill(NAN_BITS[self.out])
         else:
             c.view(self.cp.uint16)[...] = self.C0
         if hasattr(self.cp, "cuda"):

@@ -18,9 +18,11 @@ from functools import partial
 from typing import Any
 
 from rooflinecli.core import roofs
+from rooflinecli.core.elements import element
 from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import loop
+from rooflinecli.gpu.arrays import from_bf16_bits, poison, store
 from rooflinecli.gpu.loop import Kind, Launched, ReferenceRun, setup
 from rooflinecli.gpu.timer import Launch, Timer, Timing, flush_job, hold_job
 from rooflinecli.results import Check, RunRecord
@@ -60,7 +62,7 @@ def tolerance(
     if dtype == "fp32":
         return _FP32_TOL[0] + acc, _FP32_TOL[1] + 4 * acc
     if rounding is None:
-        u = 2.0**-11 if dtype == "fp16" else 2.0**-8
+        u = element(dtype).unit_roundoff
         rounding = (u, u)
     return ROUNDING_FACTOR * rounding[0] + acc, ROUNDING_FACTOR * rounding[1] + 4 * acc
 
@@ -72,23 +74,6 @@ def tolerance_rule(dtype: str) -> str:
         f"relative Frobenius <= {ROUNDING_FACTOR:g} x the error of the float64 product rounded "
         f"to {dtype} + 8*sqrt(K)*2^-24 (same rule for the largest element)"
     )
-
-
-def _to_bf16_bits(cp, x):  # type: ignore[no-untyped-def]
-    """float32 -> bfloat16 bit patterns (uint16), round to nearest even. CuPy has no bf16 dtype."""
-    u = x.astype(cp.float32).view(cp.uint32)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(cp.uint16)
-
-
-def _from_bf16_bits(cp, b):  # type: ignore[no-untyped-def]
-    return (b.astype(cp.uint32) << 16).view(cp.float32)
-
-
-def store(cp, x, dtype: str):  # type: ignore[no-untyped-def]
-    """float32 values as the dtype's device array (bf16 as its bits: CuPy has no bf16 dtype)."""
-    if dtype == "bf16":
-        return _to_bf16_bits(cp, x)
-    return x.astype(cp.float16 if dtype == "fp16" else cp.float32)
 
 
 class Harness:
@@ -152,9 +137,8 @@ class Harness:
 def check_job(arch: str, dtype: str) -> compiler.Job:
     """The build of the runner's own kernels (kernels/util/check.cu) for `arch` and dtype: a run
     queues it with its stages' builds (compiler.precompile)."""
-    defines: dict[str, int | str] = {}
-    if dtype in ("fp32", "bf16"):
-        defines[f"ELEM_{dtype.upper()}"] = 1
+    define = element(dtype).define
+    defines: dict[str, int | str] = {define: 1} if define else {}
     return compiler.util_job("check.cu", f"check-{dtype}", "stats", arch, defines)
 
 
@@ -241,8 +225,8 @@ class Problem:
         cp = self.cp
         if self.harness is not None:
             return self.harness.widen(x)
-        if self.dtype == "bf16":
-            return _from_bf16_bits(cp, x).astype(cp.float64)
+        if element(self.dtype).bits:  # bf16 bits: their float32 values first
+            return from_bf16_bits(cp, x).astype(cp.float64)
         return x.astype(cp.float64)
 
     def reset_output(self, out=None) -> None:  # type: ignore[no-untyped-def]
@@ -263,7 +247,7 @@ class Problem:
                     c.data.ptr, self.C0.data.ptr, c.nbytes, rt.memcpyDeviceToDevice, stream
                 )
         elif self.C0 is None:
-            c.fill(0x7FC0 if self.dtype == "bf16" else math.nan)  # 0x7FC0: a bfloat16 NaN
+            poison(c, self.dtype)
         else:
             c[...] = self.C0
 
@@ -473,7 +457,7 @@ def _cublas_gemm_ex(cp, g: Problem, capture: bool = False) -> Callable[[], None]
 
     handle = cp.cuda.device.get_cublas_handle()
     cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
-    elem = 14 if g.dtype == "bf16" else 2  # CUDA_R_16BF, CUDA_R_16F
+    elem = element(g.dtype).cuda_type  # CUDA_R_16BF or CUDA_R_16F
     compute_32f, algo = 68, 99  # CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP
     alpha = np.array(g.alpha, dtype=np.float32)
     beta = np.array(g.beta, dtype=np.float32)

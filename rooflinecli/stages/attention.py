@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from rooflinecli.core.attention import Shape
+from rooflinecli.core.elements import element
 from rooflinecli.errors import RooflineError
 from rooflinecli.stages.gemm import Refusal
 
@@ -129,10 +130,9 @@ class AttentionStage:
     def defines(self, dtype: str, head_dim: int) -> dict[str, int]:
         """-D values: the config's params, HEAD_DIM and the element type (elem.cuh)."""
         out = {**self.configs[head_dim].params, "HEAD_DIM": head_dim}
-        if dtype == "bf16":
-            out["ELEM_BF16"] = 1
-        elif dtype == "fp32":
-            out["ELEM_FP32"] = 1
+        define = element(dtype).define
+        if define:
+            out[define] = 1
         return out
 
     def refuses(self, shape: Shape, dtype: str) -> str | None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from rooflinecli.core.elements import element
 from rooflinecli.errors import RooflineError
 
 FILE = "57_decode_token.cu"
@@ -87,8 +88,9 @@ class TokenStage:
             raise RooflineError(refusal)
         out: dict[str, int | str] = {**self.params, "MROWS": rows, "KMAX": self.kmax(kmax),
                                      "STAGES": self.stages(rows, kmax)}  # fmt: skip
-        if dtype == "bf16":
-            out["ELEM_BF16"] = 1
+        define = element(dtype).define  # a 16-bit stage: fp16 by default
+        if define:
+            out[define] = 1
         return out
 
     def launch(

@@ -20,7 +20,7 @@ def cp():
     "shape, alpha, beta", [((127, 333, 65), 1.0, 0.0), ((64, 48, 1000), 0.5, 2.0)]
 )
 def test_the_kernels_check_as_the_array_operations_do(cp, dtype, shape, alpha, beta):
-    from rooflinecli.gpu import device, runner
+    from rooflinecli.gpu import arrays, device, runner
 
     h = runner.harness(cp, device.info()["arch"], dtype)
     fast = runner.Problem(cp, *shape, alpha, beta, seed=5, dtype=dtype, harness=h)
@@ -44,7 +44,7 @@ def test_the_kernels_check_as_the_array_operations_do(cp, dtype, shape, alpha, b
         assert not bool(cp.isfinite(fast.as_f64(fast.C)).any())  # poisoned: every element NaN
         ok, rel, mx = fast.check()
         assert not ok and rel == math.inf
-    fast.C[...] = runner.store(cp, ref.astype(cp.float32), dtype)
+    fast.C[...] = arrays.store(cp, ref.astype(cp.float32), dtype)
     ok, rel, mx = fast.check()
     slow.ref, slow.ref_norm, slow.ref_max = ref, fast.ref_norm, fast.ref_max
     slow.rel_tol, slow.max_tol = fast.rel_tol, fast.max_tol
@@ -53,7 +53,7 @@ def test_the_kernels_check_as_the_array_operations_do(cp, dtype, shape, alpha, b
     assert math.isclose(rel, rel2, rel_tol=1e-9, abs_tol=1e-300) and mx == pytest.approx(mx2)
     if dtype != "fp32":
         assert fast.rounding is not None and math.isclose(fast.rounding[0], rel, rel_tol=1e-9)
-    fast.C[3, 7] = runner.store(cp, cp.asarray([[40.0]], dtype=cp.float32), dtype)[0, 0]
+    fast.C[3, 7] = arrays.store(cp, cp.asarray([[40.0]], dtype=cp.float32), dtype)[0, 0]
     ok, rel, mx = fast.check()
     assert not ok and mx > 1.0
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from rooflinecli.gpu import runner, timeline
+from rooflinecli.gpu import arrays, runner, timeline
 from rooflinecli.stages import compiler
 from rooflinecli.stages import gemm as stages
 
@@ -26,10 +26,10 @@ def _chain(cp, stage, m=3):
     rng = cp.random.default_rng(0)
     scale = 1 / math.sqrt(K)  # activations keep their size through the chain
     bits = [
-        runner._to_bf16_bits(cp, rng.standard_normal((K, N), dtype=cp.float32) * scale)
+        arrays.to_bf16_bits(cp, rng.standard_normal((K, N), dtype=cp.float32) * scale)
         for _ in range(LAYERS)
     ]
-    xs = [runner._to_bf16_bits(cp, rng.standard_normal((m, K), dtype=cp.float32))]
+    xs = [arrays.to_bf16_bits(cp, rng.standard_normal((m, K), dtype=cp.float32))]
     xs += [cp.full((m, N), 0x7FC0, dtype=cp.uint16) for _ in range(LAYERS)]  # NaN: poisoned
     launches = []
     for i in range(LAYERS):
@@ -43,12 +43,10 @@ def _chain(cp, stage, m=3):
         for f in launches:
             f()
         graph = stream.end_capture()
-    ref = runner._from_bf16_bits(cp, xs[0])
+    ref = arrays.from_bf16_bits(cp, xs[0])
     refs = []
     for w in bits:
-        ref = runner._from_bf16_bits(
-            cp, runner._to_bf16_bits(cp, ref @ runner._from_bf16_bits(cp, w))
-        )
+        ref = arrays.from_bf16_bits(cp, arrays.to_bf16_bits(cp, ref @ arrays.from_bf16_bits(cp, w)))
         refs.append(ref)
     return graph, stream, xs, refs
 
@@ -79,7 +77,7 @@ def test_a_pdl_chain_in_a_graph_matches_float32(wait, signal):
         graph.launch(stream)
     stream.synchronize()
     for got, ref in zip(xs[1:], refs, strict=True):
-        got = runner._from_bf16_bits(cp, got)
+        got = arrays.from_bf16_bits(cp, got)
         assert bool(cp.isfinite(got).all())
         assert float(cp.linalg.norm(got - ref) / cp.linalg.norm(ref)) < 2e-2
         assert float(cp.abs(ref).max()) > 0.1  # scaled by 1/sqrt(K): far from zero
