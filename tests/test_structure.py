@@ -41,7 +41,6 @@ LONG_FUNCTIONS = {
     "gpu/profile.py:profile_gemm": "still to split: the loop's steps",
     "gpu/profile_app.py:kernel_record": "still to split",
     "gpu/runner.py:launcher": "still to split",
-    "gpu/timer.py:Timer.time": "still to split",
 }
 
 
