@@ -40,7 +40,6 @@ LONG_FUNCTIONS = {
     "gpu/loop.py:_one_shape": "still to split",
     "gpu/profile.py:profile_gemm": "still to split: the loop's steps",
     "gpu/profile_app.py:kernel_record": "still to split",
-    "gpu/runner.py:launcher": "still to split",
 }
 
 
