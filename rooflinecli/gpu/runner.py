@@ -348,12 +348,7 @@ def _library_launcher(  # type: ignore[no-untyped-def]
         library = _cublas_sgemm(cp, g)
     else:
         library = _cublas_gemm_ex(cp, g, capture)
-    return library, {
-        "registers": None,
-        "smem_bytes": None,
-        "spill_bytes": None,
-        "b_layout": "kn",
-    }
+    return library, {"registers": None, "smem_bytes": None, "spill_bytes": None, "b_layout": "kn"}
 
 
 def _b_operand(  # type: ignore[no-untyped-def]
