@@ -422,7 +422,25 @@ def record(c: chain.Chain, full: chain.Chain, way: Way, dtype: str, spec: Spec,
         rec["tflops"] = model.tflops(flops, med)
         rec["time_us_per_token"] = med * 1e3
         rec["samples_run_ms"] = [round(s, 6) for s in way.samples_ms]
-    checks = way.checks
+    _add_checks(rec, way.checks)
+    rec["gemms"] = [
+        {"name": x.label, "m": x.m, "n": x.n, "k": x.k,
+         "stage": way.stages[x.index] if x.index < len(way.stages) else None,
+         "reads": c.links[x.source].label if x.source >= 0 else "input"}
+        for x in c.links
+    ]  # fmt: skip
+    _add_trace(rec, way)
+    if ref_way is not None and ref_way is not way and ref_way.samples_ms and rec.get("time_ms"):
+        rec["compared_with"] = ref_way.name
+        rec["reference_time_ms"] = statistics.median(ref_way.samples_ms) * scale
+    rec = results.complete_record(rec)
+    roofs.put_under(rec, roofs.datasheet_roof(spec, dtype), "datasheet", spec.peak_clock(dtype))
+    return rec
+
+
+def _add_checks(rec: dict[str, Any], checks: dict[str, Any]) -> None:
+    """The way's checks on the record, in place: verified where both the eager and the replayed
+    outputs passed, the replayed last output's error; no speed for a way that failed."""
     if checks:
         rec["verified"] = bool(
             checks.get("eager", {}).get("ok") and checks.get("replayed", {}).get("ok")
@@ -433,12 +451,12 @@ def record(c: chain.Chain, full: chain.Chain, way: Way, dtype: str, spec: Spec,
         rec["tolerance_rule"] = chain.TOLERANCE_RULE
         if rec["verified"] is False:
             rec["time_ms"] = rec["tflops"] = None
-    rec["gemms"] = [
-        {"name": x.label, "m": x.m, "n": x.n, "k": x.k,
-         "stage": way.stages[x.index] if x.index < len(way.stages) else None,
-         "reads": c.links[x.source].label if x.source >= 0 else "input"}
-        for x in c.links
-    ]  # fmt: skip
+
+
+def _add_trace(rec: dict[str, Any], way: Way) -> None:
+    """What else the way measured, on the record in place: one launch's build, its kernels per
+    token, and from its traced token each GEMM's kernel time and the gap before it (where the
+    timeline has one kernel per GEMM) and the timeline's own figures."""
     t = way.trace
     if way.build:
         rec["build"] = way.build
@@ -461,12 +479,6 @@ def record(c: chain.Chain, full: chain.Chain, way: Way, dtype: str, spec: Spec,
     ):
         if key in t:
             rec[key] = t[key]
-    if ref_way is not None and ref_way is not way and ref_way.samples_ms and rec.get("time_ms"):
-        rec["compared_with"] = ref_way.name
-        rec["reference_time_ms"] = statistics.median(ref_way.samples_ms) * scale
-    rec = results.complete_record(rec)
-    roofs.put_under(rec, roofs.datasheet_roof(spec, dtype), "datasheet", spec.peak_clock(dtype))
-    return rec
 
 
 def run_chain(

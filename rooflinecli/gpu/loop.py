@@ -22,7 +22,7 @@ from rooflinecli.core import occupancy, reference
 from rooflinecli.core.specs import Spec
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device
-from rooflinecli.gpu.timer import Launch, Timer
+from rooflinecli.gpu.timer import Launch, Timed, Timer
 from rooflinecli.results import Check, Pairing, Repeats, RunRecord, written
 
 
@@ -132,6 +132,9 @@ def _one_shape(
     progress: Callable[..., None] | None,
     steps: int,
 ) -> list[dict[str, Any]]:
+    """One shape's records: its references launched and checked once; each stage skipped, or
+    run beside them (_run_stage) and paired with one (_pair_with_references); then each
+    reference summarised over every repeat it ran (_summarise_reference)."""
     sync = cp.cuda.runtime.deviceSynchronize
     skipped, refs = g.references()  # launched and checked once, then timed beside every stage
     shape_records = list(skipped)
@@ -144,98 +147,136 @@ def _one_shape(
         if why:
             rec.skip(why)
             continue
-        try:
-            launched = g.launch(stage)
-            meta = launched.meta
-            rec.launch = meta
-            if meta.get("registers"):
-                occ = occupancy.theoretical(
-                    limits, meta["block"][0] * meta["block"][1], meta["registers"],
-                    meta["smem_bytes"],
-                )  # fmt: skip
-                rec.occupancy_pct, rec.blocks_per_sm = 100.0 * occ.occupancy, occ.blocks_per_sm
-            g.reset()
-            sync()
-            launched.call()
-            sync()
-            rec.first = g.check()
-            rec.verified = rec.first.ok
-            if launched.convert is not None:  # what the conversion alone costs, for the record
-                rec.conversion_ms = statistics.median(
-                    timer.once(launched.convert) for _ in range(5)
-                )
-            group = [Launch(stage.name, launched.call, g.before_last())]
-            group += [r.launch for r in refs]
-            timed = timer.time(group)
-            rec.repeats = Repeats(
-                timed.samples[0], timed.clock, timed.method, timed.noise_pct,
-                timed.noise_target_met,
-            )  # fmt: skip
-            sync()
-            rec.last = g.check()  # the output of the last timed launch
-            if rec.first.ok and not rec.last.ok:
-                rec.verified, rec.error = False, LAST_FAILED
-        except RooflineError as exc:
-            rec.fail(exc.message)
+        timed = _run_stage(cp, g, stage, rec, refs, timer, limits)
+        if timed is None:
             continue
-        except cp.cuda.memory.OutOfMemoryError:
-            raise RooflineError(f"out of device memory running {stage.name}") from None
-        except Exception as exc:  # a launch failure: record it, do not report a speed
-            rec.fail(device.first_line(exc))
-            text = str(exc).lower()
-            if "illegal" in text or "launch failure" in text:
-                raise RooflineError(
-                    f"stage {stage.name} crashed the CUDA context: {device.first_line(exc)}"
-                ) from None
-            continue
-        rec.time_ms = statistics.median(timed.samples[0])
-        for r, paired in zip(refs, timed.samples[1:], strict=True):
-            r.samples += paired
-            r.clocks.append(timed.clock)
-            r.method = timed.method
-        if refs:
-            # the reference the record is compared with (core.reference.timed_beside)
-            pair = getattr(g, "paired_name", None)
-            wanted = pair(stage) if pair is not None else None
-            at = reference.timed_beside([r.launch.name for r in refs], wanted)
-            first = refs[at]
-            rec.paired = Pairing(
-                compared_with=first.launch.name,
-                reference_time_ms=statistics.median(timed.samples[1 + at])
-                if first.record.verified
-                else None,
-                reference_samples_ms=timed.samples[1 + at],
-                timing=kind.pairing,
-                medians=tuple(
-                    (r.launch.name, statistics.median(paired))
-                    for r, paired in zip(refs, timed.samples[1:], strict=True)
-                    if r.record.verified and kind.names_each_reference
-                ),
-            )
+        _pair_with_references(g, stage, rec, refs, timed, kind)
     for r in refs:
-        rec = r.record
-        if not r.samples:  # nothing to pair with: the reference is timed on its own
-            timed = timer.time([r.launch])
-            r.samples, r.clocks, r.method = timed.samples[0], [timed.clock], timed.method
-        sync()
-        rec.last = r.check_last()
-        noise = None
-        if kind.reference_noise and timer.timing.max_noise_pct is not None:
-            from rooflinecli.core.stats import noise_pct
-
-            noise = noise_pct(r.samples)
-        rec.repeats = Repeats(
-            r.samples, merge_clock(r.clocks), r.method, noise,
-            None if noise is None else noise <= timer.timing.max_noise_pct,  # type: ignore[operator]
-        )  # fmt: skip
-        if rec.verified and not rec.last.ok:
-            rec.verified, rec.error = False, LAST_FAILED
-        rec.time_ms = statistics.median(r.samples)
-        rec.timing = POOLED
-        shape_records.append(rec)
+        _summarise_reference(r, kind, timer, sync)
+        shape_records.append(r.record)
         if r.release is not None:
             r.release()
     return written(shape_records)
+
+
+def _run_stage(
+    cp: Any,
+    g: Problem,
+    stage: Any,
+    rec: RunRecord,
+    refs: list[ReferenceRun],
+    timer: Timer,
+    limits: occupancy.SmLimits,
+) -> Timed | None:
+    """The stage launched once on a poisoned output and checked, timed interleaved with the
+    references, and the output of its last timed launch checked: what was timed, or None where
+    it failed (the record says why). A launch that crashed the CUDA context, or ran out of
+    device memory, stops the run."""
+    sync = cp.cuda.runtime.deviceSynchronize
+    try:
+        launched = g.launch(stage)
+        _note_launch(rec, launched.meta, limits)
+        g.reset()
+        sync()
+        launched.call()
+        sync()
+        rec.first = g.check()
+        rec.verified = rec.first.ok
+        if launched.convert is not None:  # what the conversion alone costs, for the record
+            rec.conversion_ms = statistics.median(timer.once(launched.convert) for _ in range(5))
+        group = [Launch(stage.name, launched.call, g.before_last())]
+        group += [r.launch for r in refs]
+        timed = timer.time(group)
+        rec.repeats = Repeats(
+            timed.samples[0], timed.clock, timed.method, timed.noise_pct,
+            timed.noise_target_met,
+        )  # fmt: skip
+        sync()
+        rec.last = g.check()  # the output of the last timed launch
+        if rec.first.ok and not rec.last.ok:
+            rec.verified, rec.error = False, LAST_FAILED
+    except RooflineError as exc:
+        rec.fail(exc.message)
+        return None
+    except cp.cuda.memory.OutOfMemoryError:
+        raise RooflineError(f"out of device memory running {stage.name}") from None
+    except Exception as exc:  # a launch failure: record it, do not report a speed
+        rec.fail(device.first_line(exc))
+        text = str(exc).lower()
+        if "illegal" in text or "launch failure" in text:
+            raise RooflineError(
+                f"stage {stage.name} crashed the CUDA context: {device.first_line(exc)}"
+            ) from None
+        return None
+    return timed
+
+
+def _note_launch(rec: RunRecord, meta: dict[str, Any], limits: occupancy.SmLimits) -> None:
+    """The launch's record fields, and its theoretical occupancy where its registers are known."""
+    rec.launch = meta
+    if meta.get("registers"):
+        occ = occupancy.theoretical(
+            limits, meta["block"][0] * meta["block"][1], meta["registers"], meta["smem_bytes"],
+        )  # fmt: skip
+        rec.occupancy_pct, rec.blocks_per_sm = 100.0 * occ.occupancy, occ.blocks_per_sm
+
+
+def _pair_with_references(
+    g: Problem, stage: Any, rec: RunRecord, refs: list[ReferenceRun], timed: Timed, kind: Kind
+) -> None:
+    """The stage's time (its median), each reference's repeats beside it kept for the
+    reference's own record, and the stage compared with one of them (core.reference's
+    timed_beside picks which)."""
+    rec.time_ms = statistics.median(timed.samples[0])
+    for r, paired in zip(refs, timed.samples[1:], strict=True):
+        r.samples += paired
+        r.clocks.append(timed.clock)
+        r.method = timed.method
+    if refs:
+        # the reference the record is compared with (core.reference.timed_beside)
+        pair = getattr(g, "paired_name", None)
+        wanted = pair(stage) if pair is not None else None
+        at = reference.timed_beside([r.launch.name for r in refs], wanted)
+        first = refs[at]
+        rec.paired = Pairing(
+            compared_with=first.launch.name,
+            reference_time_ms=statistics.median(timed.samples[1 + at])
+            if first.record.verified
+            else None,
+            reference_samples_ms=timed.samples[1 + at],
+            timing=kind.pairing,
+            medians=tuple(
+                (r.launch.name, statistics.median(paired))
+                for r, paired in zip(refs, timed.samples[1:], strict=True)
+                if r.record.verified and kind.names_each_reference
+            ),
+        )
+
+
+def _summarise_reference(
+    r: ReferenceRun, kind: Kind, timer: Timer, sync: Callable[[], None]
+) -> None:
+    """The reference's record over every repeat it ran beside this shape's stages (timed alone
+    where no stage ran), with the output of its last timed launch checked."""
+    rec = r.record
+    if not r.samples:  # nothing to pair with: the reference is timed on its own
+        timed = timer.time([r.launch])
+        r.samples, r.clocks, r.method = timed.samples[0], [timed.clock], timed.method
+    sync()
+    rec.last = r.check_last()
+    noise = None
+    if kind.reference_noise and timer.timing.max_noise_pct is not None:
+        from rooflinecli.core.stats import noise_pct
+
+        noise = noise_pct(r.samples)
+    rec.repeats = Repeats(
+        r.samples, merge_clock(r.clocks), r.method, noise,
+        None if noise is None else noise <= timer.timing.max_noise_pct,  # type: ignore[operator]
+    )  # fmt: skip
+    if rec.verified and not rec.last.ok:
+        rec.verified, rec.error = False, LAST_FAILED
+    rec.time_ms = statistics.median(r.samples)
+    rec.timing = POOLED
 
 
 def setup(spec_arg: str | None) -> tuple[Any, dict[str, Any], Spec, str, int, occupancy.SmLimits]:

@@ -439,6 +439,57 @@ def profile_gemm(
     from rooflinecli.stages import gemm
 
     tick = progress or (lambda _label: None)
+    ncu_path, info, asked = _profiler()
+    records: list[dict[str, Any]] = []
+    doc: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="roofline-profile-") as tmp:
+        folder = Path(tmp)
+        for name in stage_names:
+            stage = gemm.BY_NAME[name]
+            tick(name)
+            json_out = folder / f"{name}.json"
+            target = run_command(shape, name, dtype, spec_arg, json_out)
+            use_nvtx = bool(info["nvtx"])
+            reason = _no_counters_reason(info, ncu_path, use_nvtx, stage.reference)
+            rows = None
+            under_ncu = ncu_path is not None and info["problem"] is None and reason is None
+            report = folder / f"{name}.ncu-rep"
+            try:
+                if under_ncu:
+                    assert ncu_path is not None
+                    cmd = ncu_command(
+                        ncu_path, asked.metrics, report, target, name, stage.entry, use_nvtx,
+                        launch_count,
+                    )  # fmt: skip
+                    proc, doc = _child_run_under_ncu(cmd, json_out, timeout)
+                else:
+                    doc = _load_run(json_out, _run(target, timeout))
+            except RooflineError as exc:
+                if not records:  # the first stage: likely no GPU at all; say so once
+                    raise
+                records.append(_failed(name, dtype, shape, exc.message))
+                continue
+            if under_ncu:
+                assert ncu_path is not None
+                rows, reason = _counters_of(ncu_path, report, proc, reports_dir, timeout, info)
+                if not use_nvtx and rows:
+                    reason = None
+                    info.setdefault(
+                        "note",
+                        "no nvtx package: counters are from each kernel's first launch "
+                        "(the verification launch), found by kernel name",
+                    )
+            rec = _record_for(doc, name, shape)
+            attach(rec, rows, reason, asked, under_ncu)
+            records.append(rec)
+    reference.add_ratios(records)  # both sides at ncu's kernel time
+    return doc, records, info
+
+
+def _profiler() -> tuple[Path | None, dict[str, Any], ncu.Plan]:
+    """ncu (None where it is not found: info's `problem` says why), the facts about it a
+    profile document keeps (version, whether NVTX ranges can be filtered on, the metrics asked
+    and dropped, what cannot be counted) and the plan of metrics to ask for."""
     info: dict[str, Any] = {
         "ncu": None,
         "version": None,
@@ -458,73 +509,61 @@ def profile_gemm(
     metrics = asked.metrics
     info["metrics"], info["dropped_metrics"] = metrics, asked.dropped(COUNTS)
     info["not_counted"] = asked.missing
-    records: list[dict[str, Any]] = []
-    doc: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="roofline-profile-") as tmp:
-        folder = Path(tmp)
-        for name in stage_names:
-            stage = gemm.BY_NAME[name]
-            tick(name)
-            json_out = folder / f"{name}.json"
-            target = run_command(shape, name, dtype, spec_arg, json_out)
-            use_nvtx = bool(info["nvtx"])
-            reason = info["problem"]
-            if ncu_path is not None and not use_nvtx and stage.reference:
-                reason = (
-                    "the nvtx Python package is missing: the cuBLAS kernel is found only by "
-                    "its NVTX range (pip install nvtx)"
-                )
-            rows = None
-            under_ncu = ncu_path is not None and info["problem"] is None and reason is None
-            if under_ncu:
-                assert ncu_path is not None
-                report = folder / f"{name}.ncu-rep"
-                cmd = ncu_command(
-                    ncu_path, metrics, report, target, name, stage.entry, use_nvtx, launch_count
-                )
-                try:
-                    proc = _run(cmd, timeout)
-                    if not json_out.is_file():  # ncu stopped before the run: say why, once
-                        perm = counter_access_problem(proc.stdout + proc.stderr)
-                        if perm:
-                            raise RooflineError(f"no hardware counters: {perm}")
-                    doc = _load_run(json_out, proc)
-                except RooflineError as exc:
-                    if not records:  # the first stage: likely no GPU at all; say so once
-                        raise
-                    records.append(_failed(name, dtype, shape, exc.message))
-                    continue
-                out = proc.stdout + proc.stderr
-                if counter_access_problem(out):
-                    info["problem"] = reason = NO_COUNTER_ACCESS
-                elif not report.is_file():
-                    err = _first_error(out)
-                    reason = f"ncu: {err}" if err else "ncu profiled no kernel in the NVTX range"
-                else:
-                    rows, reason = _import_rows(ncu_path, report, timeout)
-                    if reports_dir is not None:
-                        reports_dir.mkdir(parents=True, exist_ok=True)
-                        shutil.copy2(report, reports_dir / report.name)
-                if not use_nvtx and rows:
-                    reason = None
-                    info.setdefault(
-                        "note",
-                        "no nvtx package: counters are from each kernel's first launch "
-                        "(the verification launch), found by kernel name",
-                    )
-            else:
-                try:
-                    doc = _load_run(json_out, _run(target, timeout))
-                except RooflineError as exc:
-                    if not records:
-                        raise
-                    records.append(_failed(name, dtype, shape, exc.message))
-                    continue
-            rec = _record_for(doc, name, shape)
-            attach(rec, rows, reason, asked, under_ncu)
-            records.append(rec)
-    reference.add_ratios(records)  # both sides at ncu's kernel time
-    return doc, records, info
+    return ncu_path, info, asked
+
+
+def _no_counters_reason(
+    info: dict[str, Any], ncu_path: Path | None, use_nvtx: bool, is_reference: bool
+) -> str | None:
+    """Why a stage's run gets no counters before it starts (no ncu, no counter access, or the
+    reference without the nvtx package to find its kernel by), or None: it runs under ncu."""
+    reason = info["problem"]
+    if ncu_path is not None and not use_nvtx and is_reference:
+        reason = (
+            "the nvtx Python package is missing: the cuBLAS kernel is found only by "
+            "its NVTX range (pip install nvtx)"
+        )
+    return reason
+
+
+def _child_run_under_ncu(
+    cmd: list[str], json_out: Path, timeout: float
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """The child run under ncu (`cmd`): its process and its results document. RooflineError
+    when it broke, or when ncu stopped before the run for want of counter access (said once)."""
+    proc = _run(cmd, timeout)
+    if not json_out.is_file():  # ncu stopped before the run: say why, once
+        perm = counter_access_problem(proc.stdout + proc.stderr)
+        if perm:
+            raise RooflineError(f"no hardware counters: {perm}")
+    return proc, _load_run(json_out, proc)
+
+
+def _counters_of(
+    ncu_path: Path,
+    report: Path,
+    proc: subprocess.CompletedProcess[str],
+    reports_dir: Path | None,
+    timeout: float,
+    info: dict[str, Any],
+) -> tuple[list[dict[str, Any]] | None, str | None]:
+    """The kernels ncu profiled in the child run (its report imported; a copy kept in
+    `reports_dir`), or None and why not: no counter access (then info's `problem` too), or no
+    report, with ncu's error where it gave one."""
+    rows: list[dict[str, Any]] | None = None
+    reason: str | None
+    out = proc.stdout + proc.stderr
+    if counter_access_problem(out):
+        info["problem"] = reason = NO_COUNTER_ACCESS
+    elif not report.is_file():
+        err = _first_error(out)
+        reason = f"ncu: {err}" if err else "ncu profiled no kernel in the NVTX range"
+    else:
+        rows, reason = _import_rows(ncu_path, report, timeout)
+        if reports_dir is not None:
+            reports_dir.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(report, reports_dir / report.name)
+    return rows, reason
 
 
 def _import_rows(

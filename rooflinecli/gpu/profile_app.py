@@ -202,37 +202,12 @@ def kernel_record(
     n = len(rows)
     total = profile.sum_metrics(rows)
     w = ncu.work(total, p)
-    nb = ncu.level_bytes(total, p)
-    wgmma = ncu.value(total, p, "wgmma_inst")
-    flops_total = w.total
-    one = {lvl: v / n if v is not None else None for lvl, v in nb.items()}  # per launch
-    ai, ai_notes = ncu.intensities(
-        flops_total / n if flops_total is not None else None,
-        one,
-        None,
-        wgmma / n if wgmma is not None else None,
-        profile._why_missing(p),
-    )
     times = [ncu.value(r["metrics"], p, "time") for r in rows]
     ms = [t * 1e3 for t in times if t is not None]
     time_total = sum(ms) if len(ms) == n and ms else None
     blocks = list(dict.fromkeys(grid_text(parse_dim3(r.get("block"))) for r in rows))
     name = f"{kernel} [{grid_text(grid)}]"
     dom = w.dominant()
-    notes = list(w.notes)
-    if dom is not None and flops_total:
-        share = (w.by[f"{dom[0]} {dom[1]}"] or 0.0) / flops_total
-        if share < MIXED_SHARE:
-            others = ", ".join(
-                f"{k} {100 * v / flops_total:.0f}%"
-                for k, v in w.by.items()
-                if v and k != f"{dom[0]} {dom[1]}"
-            )
-            notes.append(f"mixed work: {100 * share:.0f}% {dom[0]} {dom[1]}, {others}")
-
-    def per(v: float | None) -> float | None:
-        return v / n if v is not None else None
-
     rec: dict[str, Any] = {
         "stage": name,
         "name": name,
@@ -255,6 +230,34 @@ def kernel_record(
         "time_ms_min": min(ms) if ms else None,
         "time_ms_max": max(ms) if ms else None,
         "time_ms_stdev": statistics.stdev(ms) if len(ms) > 1 else None,
+    }
+    rec.update(_work_fields(total, w, p, n, time_total))
+    return rec
+
+
+def _work_fields(
+    total: dict[str, float | None], w: ncu.Work, p: ncu.Plan, n: int, time_total: float | None
+) -> dict[str, Any]:
+    """A kernel record's work, per launch (the mean of `n`): FLOPs by kind (and the rate over
+    the launches' total time), bytes at each level, intensities with why one is missing, the
+    counters; the record is nobody's check (verified None)."""
+    nb = ncu.level_bytes(total, p)
+    wgmma = ncu.value(total, p, "wgmma_inst")
+    flops_total = w.total
+    one = {lvl: v / n if v is not None else None for lvl, v in nb.items()}  # per launch
+    ai, ai_notes = ncu.intensities(
+        flops_total / n if flops_total is not None else None,
+        one,
+        None,
+        wgmma / n if wgmma is not None else None,
+        profile._why_missing(p),
+    )
+    notes = _work_notes(w, flops_total)
+
+    def per(v: float | None) -> float | None:
+        return v / n if v is not None else None
+
+    return {
         "flops": per(flops_total),
         "flops_by": {k: per(v) for k, v in w.by.items() if v is None or v > 0},
         "flops_note": "; ".join(notes) or None,
@@ -283,7 +286,23 @@ def kernel_record(
         "verified": None,  # nobody checked this kernel's output: neither passed nor failed
         "counters": {m: per(total.get(m)) for m in p.metrics},
     }
-    return rec
+
+
+def _work_notes(w: ncu.Work, flops_total: float | None) -> list[str]:
+    """What the FLOP count says of itself (ncu.work's notes), and the mix where the dominant
+    precision and pipe did less than MIXED_SHARE of the work."""
+    dom = w.dominant()
+    notes = list(w.notes)
+    if dom is not None and flops_total:
+        share = (w.by[f"{dom[0]} {dom[1]}"] or 0.0) / flops_total
+        if share < MIXED_SHARE:
+            others = ", ".join(
+                f"{k} {100 * v / flops_total:.0f}%"
+                for k, v in w.by.items()
+                if v and k != f"{dom[0]} {dom[1]}"
+            )
+            notes.append(f"mixed work: {100 * share:.0f}% {dom[0]} {dom[1]}, {others}")
+    return notes
 
 
 # --------------------------------------------------------------------------- roofs (pure)

@@ -300,25 +300,49 @@ def launcher(  # type: ignore[no-untyped-def]
     the contract's B queued before it, inside the call, unless `b_nk` holds B already stored
     N x K (a chain's weights, laid out once). `capture`: the library call works under stream
     capture (a chain's graph)."""
-    import numpy as np
-
     if stage.reference:
-        if g.dtype == "fp32":
-            library = _cublas_sgemm(cp, g)
-        else:
-            library = _cublas_gemm_ex(cp, g, capture)
-        return library, {
-            "registers": None,
-            "smem_bytes": None,
-            "spill_bytes": None,
-            "b_layout": "kn",
-        }
+        return _library_launcher(cp, g, capture)
     built = compiler.compile_stage(stage, arch, g.dtype)
     module = cp.RawModule(path=built.cubin_path)
     fn = module.get_function(stage.entry)
     grid, block, smem = stage.launch(g.m, g.n, sm_count)
     if smem > 48 * 1024:
         fn.max_dynamic_shared_size_bytes = smem
+    b, convert = _b_operand(cp, stage, g, arch, b_nk)
+    args = _kernel_args(cp, stage, g, b, grid)
+    kernel = _kernel_call(cp, stage, fn, (grid, block, smem), args)
+
+    def launch() -> None:
+        if convert is not None:
+            convert()
+        kernel()
+
+    meta = _launch_meta(stage, g, built, fn, (grid, block, smem), sm_count, b_nk, convert)
+    if convert is not None:
+        meta["_convert"] = convert
+    return launch, meta
+
+
+def _library_launcher(  # type: ignore[no-untyped-def]
+    cp, g: Problem, capture: bool
+) -> tuple[Callable[[], None], dict[str, Any]]:
+    """The reference's launcher: cuBLAS's SGEMM for FP32, else cublasGemmEx (`capture`: made to
+    work under stream capture), and the record fields of a library call."""
+    if g.dtype == "fp32":
+        library = _cublas_sgemm(cp, g)
+    else:
+        library = _cublas_gemm_ex(cp, g, capture)
+    return library, {"registers": None, "smem_bytes": None, "spill_bytes": None, "b_layout": "kn"}
+
+
+def _b_operand(  # type: ignore[no-untyped-def]
+    cp, stage: Stage, g: Problem, arch: str, b_nk
+) -> tuple[Any, Callable[[], None] | None]:
+    """B as the stage reads it, and the conversion to queue before each of its launches (None
+    where there is none): the contract's B (K x N); for b_layout "nk", `b_nk` where given, else
+    an N x K buffer that a transpose of B fills inside every launch."""
+    import numpy as np
+
     convert: Callable[[], None] | None = None
     b = g.B
     if stage.b_layout == "nk" and b_nk is not None:
@@ -331,6 +355,16 @@ def launcher(  # type: ignore[no-untyped-def]
 
         def convert() -> None:
             tr(tgrid, (32, 8, 1), targs)
+
+    return b, convert
+
+
+def _kernel_args(  # type: ignore[no-untyped-def]
+    cp, stage: Stage, g: Problem, b, grid: tuple[int, int, int]
+) -> tuple[Any, ...]:
+    """The stage's kernel arguments: the contract's eight (B as the stage reads it), then its
+    TMA tensor maps where it uses the copy engine, then its workspace where it has one."""
+    import numpy as np
 
     args: tuple[Any, ...] = (
         np.int32(g.m),
@@ -347,6 +381,15 @@ def launcher(  # type: ignore[no-untyped-def]
 
         args = args + tuple(tma.extra_args(stage, g.A, b, g.C, g.m, g.n, g.k, g.dtype))
     args = args + workspace_args(cp, stage, g.m, g.n, g.k, grid)
+    return args
+
+
+def _kernel_call(  # type: ignore[no-untyped-def]
+    cp, stage: Stage, fn, geometry: tuple[Any, Any, int], args: tuple[Any, ...]
+) -> Callable[[], None]:
+    """The stage's kernel launched once on the current stream with `geometry` (grid, block,
+    dynamic shared memory): CuPy's launch, or for a PDL stage cuLaunchKernelEx."""
+    grid, block, smem = geometry
 
     def kernel() -> None:
         fn(grid, block, args, shared_mem=smem)
@@ -357,12 +400,22 @@ def launcher(  # type: ignore[no-untyped-def]
         kernel = pdl.launcher(
             pdl.function_ptr(fn), grid, block, smem, args, lambda: cp.cuda.get_current_stream().ptr
         )
+    return kernel
 
-    def launch() -> None:
-        if convert is not None:
-            convert()
-        kernel()
 
+def _launch_meta(  # type: ignore[no-untyped-def]
+    stage: Stage,
+    g: Problem,
+    built,
+    fn,
+    geometry: tuple[Any, Any, int],
+    sm_count: int | None,
+    b_nk,
+    convert: Callable[[], None] | None,
+) -> dict[str, Any]:
+    """The record fields a stage's launch adds: registers, shared memory, spills, the launch
+    geometry, its output tiles (and the SMs they ran on), its parameters and how B reached it."""
+    grid, block, smem = geometry
     res = built.resources
     local = int(fn.local_size_bytes)  # per-thread local memory: stack frame and spills
     meta = {
@@ -384,9 +437,7 @@ def launcher(  # type: ignore[no-untyped-def]
         meta["sm_count"] = sm_count
     if stage.persistent_fill:  # every SM busy: the last wave's tiles are cut along K
         meta["splits_k"] = True
-    if convert is not None:
-        meta["_convert"] = convert
-    return launch, meta
+    return meta
 
 
 def workspace_args(  # type: ignore[no-untyped-def]

@@ -289,96 +289,133 @@ class Timer:
         The last round (the one `before_last` prepares) comes after that decision."""
         if not launches:
             raise ValueError("nothing to time")
-        cp, t = self.cp, self.timing
+        t = self.timing
+        ones = self._size_and_warm_up(launches)
+        cap = self.repeats_for(ones[0])
+        sampler = device.clock_sampler() if t.sample_clock else None
+        rounds = _Rounds(self, launches)
+        with sampler.sampling() if sampler is not None else nullcontext() as readings:
+            self._queue_and_wait(rounds, cap)
+        return self._timed(rounds, readings)
+
+    def _size_and_warm_up(self, launches: Sequence[Launch]) -> list[float]:
+        """Each launch once between events (its time, in order), then its warm-up calls: at
+        least warmup_min, at most 50, about warmup_ms of GPU time."""
+        t = self.timing
         ones = [self.once(x.call) for x in launches]
         for x, one in zip(launches, ones, strict=True):
             for _ in range(max(t.warmup_min, min(50, int(t.warmup_ms / one)))):
                 x.call()
-        cap = self.repeats_for(ones[0])
-        starts: list[list[Any]] = [[] for _ in launches]
-        ends: list[list[Any]] = [[] for _ in launches]
-        sampler = device.clock_sampler() if t.sample_clock else None
-        order = list(range(len(launches)))
+        return ones
 
-        def round_(i: int, last: bool) -> Any:
-            """Round i: each launch once (forward on even rounds, backward on odd), each after
-            its own flush, between its own events. Returns the round's last end event."""
-            end = None
-            for j in order if i % 2 == 0 else order[::-1]:
-                x = launches[j]
-                if last and x.before_last is not None:
-                    x.before_last()
-                if self.flush is not None:
-                    self.flush()
-                s, e = cp.cuda.Event(), cp.cuda.Event()
-                s.record()
-                with nvtx_range(x.name):
-                    x.call()
-                e.record()
-                starts[j].append(s)
-                ends[j].append(e)
-                end = e
-            return end
+    def _queue_and_wait(self, rounds: _Rounds, cap: int) -> None:
+        """The `cap` rounds queued and waited for: all at once without a noise target, else in
+        growing batches until the first launch's noise meets it, then the last round alone."""
+        t = self.timing
+        if t.max_noise_pct is None:
+            end = rounds.queue(0, cap, cap - 1)
+        else:
+            done, batch = 0, max(t.min_repeats, stats.MIN_SAMPLES)
+            while done < cap - 1:
+                upto = min(cap - 1, done + batch)
+                end = rounds.queue(done, upto, -1)
+                done = upto
+                _wait(end)
+                if stats.noise_pct(rounds.elapsed(0)) <= t.max_noise_pct:
+                    break
+                batch = max(1, done // 2)
+            end = rounds.queue(done, done + 1, done)
+        _wait(end)
 
-        hold = self.hold  # None from the first hold let go by its timeout (see below)
-        timeouts_before = hold.timeouts() if hold is not None else 0
-
-        def queue(lo: int, hi: int, last: int) -> Any:
-            """Rounds lo..hi-1 (round `last` is the one before_last prepares), held in batches.
-            Returns the last end event queued. A hold let go by its timeout while the host was
-            still queuing means a launch waits for the GPU (a host sync inside the call):
-            holding it would cost a timeout per batch, so the rest go unheld."""
-            nonlocal hold
-            end = None
-            b = lo
-            while b < hi:
-                step = max(1, t.hold_rounds) if hold is not None else hi - b
-                if hold is not None:
-                    hold.hold()
-                for i in range(b, min(hi, b + step)):
-                    end = round_(i, last=i == last)
-                if hold is not None:
-                    hold.release()
-                    if hold.timeouts() > timeouts_before:
-                        hold = None
-                b += step
-            return end
-
-        def wait(event: Any) -> None:
-            while not event.done:  # sleep, not a blocking sync: the clock readings go on
-                time.sleep(0.0002)
-            event.synchronize()
-
-        def elapsed(j: int) -> list[float]:
-            return [cp.cuda.get_elapsed_time(s, e) for s, e in zip(starts[j], ends[j], strict=True)]
-
-        with sampler.sampling() if sampler is not None else nullcontext() as readings:
-            if t.max_noise_pct is None:
-                end = queue(0, cap, cap - 1)
-            else:
-                done, batch = 0, max(t.min_repeats, stats.MIN_SAMPLES)
-                while done < cap - 1:
-                    upto = min(cap - 1, done + batch)
-                    end = queue(done, upto, -1)
-                    done = upto
-                    wait(end)
-                    if stats.noise_pct(elapsed(0)) <= t.max_noise_pct:
-                        break
-                    batch = max(1, done // 2)
-                end = queue(done, done + 1, done)
-            wait(end)
-        timeouts = self.hold.timeouts() - timeouts_before if self.hold is not None else 0
-        samples = [elapsed(j) for j in range(len(launches))]
+    def _timed(self, rounds: _Rounds, readings: Any) -> Timed:
+        """What the rounds measured: every launch's samples, the clock readings' summary, how
+        the rounds were queued, and with a noise target the first launch's noise."""
+        t = self.timing
+        timeouts = self.hold.timeouts() - rounds.timeouts_before if self.hold is not None else 0
+        samples = [rounds.elapsed(j) for j in range(len(rounds.launches))]
         timed = Timed(
             samples,
             readings.summary() if readings is not None else {},
-            method=method_text(t, timeouts, held=self.hold is not None, gave_up=hold is None),
+            method=method_text(
+                t, timeouts, held=self.hold is not None, gave_up=rounds.hold is None
+            ),
             hold_timeouts=timeouts,
         )
         if t.max_noise_pct is not None:
             timed.noise_pct = stats.noise_pct(samples[0])
             timed.noise_target_met = timed.noise_pct <= t.max_noise_pct
         return timed
+
+
+class _Rounds:
+    """The timed rounds of one Timer.time call: each launch's start and end events, and the
+    stream hold, given up for the rest of the call once a hold is let go by its timeout."""
+
+    def __init__(self, timer: Timer, launches: Sequence[Launch]) -> None:
+        self.cp, self.timing, self.flush = timer.cp, timer.timing, timer.flush
+        self.launches = launches
+        self.starts: list[list[Any]] = [[] for _ in launches]
+        self.ends: list[list[Any]] = [[] for _ in launches]
+        self.order = list(range(len(launches)))
+        self.hold = timer.hold  # None from the first hold let go by its timeout (see queue)
+        self.timeouts_before = self.hold.timeouts() if self.hold is not None else 0
+
+    def run_round(self, i: int, last: bool) -> Any:
+        """Round i: each launch once (forward on even rounds, backward on odd), each after
+        its own flush, between its own events. Returns the round's last end event."""
+        cp, order, launches = self.cp, self.order, self.launches
+        end = None
+        for j in order if i % 2 == 0 else order[::-1]:
+            x = launches[j]
+            if last and x.before_last is not None:
+                x.before_last()
+            if self.flush is not None:
+                self.flush()
+            s, e = cp.cuda.Event(), cp.cuda.Event()
+            s.record()
+            with nvtx_range(x.name):
+                x.call()
+            e.record()
+            self.starts[j].append(s)
+            self.ends[j].append(e)
+            end = e
+        return end
+
+    def queue(self, lo: int, hi: int, last: int) -> Any:
+        """Rounds lo..hi-1 (round `last` is the one before_last prepares), held in batches.
+        Returns the last end event queued. A hold let go by its timeout while the host was
+        still queuing means a launch waits for the GPU (a host sync inside the call):
+        holding it would cost a timeout per batch, so the rest go unheld."""
+        t = self.timing
+        end = None
+        b = lo
+        while b < hi:
+            step = max(1, t.hold_rounds) if self.hold is not None else hi - b
+            if self.hold is not None:
+                self.hold.hold()
+            for i in range(b, min(hi, b + step)):
+                end = self.run_round(i, last=i == last)
+            if self.hold is not None:
+                self.hold.release()
+                if self.hold.timeouts() > self.timeouts_before:
+                    self.hold = None
+            b += step
+        return end
+
+    def elapsed(self, j: int) -> list[float]:
+        """Launch j's samples so far (ms), round by round."""
+        cp = self.cp
+        return [
+            cp.cuda.get_elapsed_time(s, e)
+            for s, e in zip(self.starts[j], self.ends[j], strict=True)
+        ]
+
+
+def _wait(event: Any) -> None:
+    """Until `event` is done, then synchronized with."""
+    while not event.done:  # sleep, not a blocking sync: the clock readings go on
+        time.sleep(0.0002)
+    event.synchronize()
 
 
 def time_callable(
