@@ -14,36 +14,9 @@
 // PINGPONG=1 (persistent, BM = 64): the two consumer warpgroups take turns on alternate 64 x BN
 // tiles, one in its mainloop while the other stores its tile, so the epilogue leaves the Tensor
 // Cores busy; named barriers hand the mainloop over in tile order (the ring's phases stay in step).
-// CLUSTER_M=2 (persistent, not PINGPONG): stage 27's 2x1 clusters. FP8's Tensor Cores do twice
-// the 16-bit math per cycle, so the same bytes per K step weigh twice as much against it: at BM
-// 128, BN 256 a block draws 16 KiB of A and 32 KiB of B from L2 per k-block for 2x the FLOPs of
-// stage 26's 48 KiB. The blocks on row tiles 2i, 2i+1 of one column of C (grouped_cluster_origin)
-// need the same B slice; each loads its own A and half of B's BN rows, multicast to both, so L2
-// sends a block 16 + 16 KiB. B is N x K K-major: one box of BN rows x 128 bytes, whose 128-byte
-// swizzled rows are contiguous, so rank r loads rows n0 + r BN/2 .. as a box of BN/2 rows into
-// A_BYTES + r (BN/2) 128 of the slot in both blocks: the slot holds the whole box, as alone, and
-// the WGMMA descriptors do not change. The ring's counts (gemm/cluster_multicast.cuh):
-//   * Slot s is written by both producers (each one's half of B), so each block's empty barrier
-//     counts both blocks' releases: CONSUMERS x 4 warps x 2, lane r of each consumer warp
-//     arriving on block r's barrier (release_slot, mbarrier.arrive.shared::cluster). A producer
-//     refills use n of a slot only after every consumer of both blocks has finished use n - 1.
-//   * Each full barrier still takes one arrival (its producer's arrive.expect_tx) and expects the
-//     whole stage: its own A, its own half of B and the peer's multicast half. The peer's half
-//     of use n may land before this producer announces the bytes: the barrier is already in
-//     phase n (this block's consumers waited out phase n - 1 before releasing the slot, which
-//     the peer's producer waited for), the transaction count runs below zero, and the phase
-//     cannot complete before this producer's arrival, which adds the bytes.
-//   * Both blocks walk the same cluster tiles and K slices, so `it` (slot and phase) stays in
-//     step; a rank whose row tile lies past M (M not a multiple of 2 BM) skips its A load and
-//     those bytes, still loads and multicasts its half of B, computes on stale A and stores
-//     nothing.
-//   * The pair meets at a cluster barrier after the mbarriers are initialised (no multicast
-//     into a barrier not yet made) and before exit (no arrival on, or copy into, a block gone).
-//   * The grid is a whole number of pairs, at most MAX_BLOCKS blocks (0: one per SM; host side).
-// TMA_C=1 (persistent, not PINGPONG): the epilogue of stages 26-29 (gemm/tma_epilogue.cuh): each
-// consumer converts its 64 x BN block to 16 bits into two 8 KiB staging buffers after the ring,
-// 128-byte swizzled, and the copy engine stores them (64 x 64 boxes, clipped to M x N) while the
-// consumer goes on to the next tile's main loop, instead of the warps' own global stores.
+// CLUSTER_M=2: stage 27's pairs. FP8 math is twice 16-bit's, so a k-block's loads weigh twice as
+// much: row tiles 2i, 2i+1 share B, each loading half its BN rows (multicast): 16 + 16 KiB from L2.
+// TMA_C=1: stage 26's TMA-store epilogue, drained by the copy engine during the next tile.
 // SKIP_KBLOCK=j >= 0 leaves out k-block j's WGMMAs: a deliberately wrong kernel the check must fail.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
@@ -145,8 +118,37 @@ static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536,
 #define CLUSTER_DIMS
 #endif
 
+// CLUSTER_M=2 (persistent, not PINGPONG). At BM 128, BN 256 a block draws 16 KiB of A and 32 KiB
+// of B from L2 per k-block, for twice the FLOPs stage 26 gets from its 48 KiB. The blocks on row
+// tiles 2i, 2i+1 of one column of C (grouped_cluster_origin) need the same B slice; each loads
+// its own A and half of B's BN rows, multicast to both. B is N x K K-major: one box of BN rows x
+// 128 bytes whose 128-byte swizzled rows are contiguous, so rank r loads rows n0 + r B_ROWS ..
+// as a box of B_ROWS rows into A_BYTES + r B_ROWS 128 of the slot in both blocks: the slot holds
+// the whole box, as alone, and the WGMMA descriptors do not change. The ring's counts:
+//   * Slot s is written by both producers, so each block's empty barrier counts both blocks'
+//     releases, CONSUMERS x 4 warps x 2: lane r of each consumer warp arrives on block r's
+//     barrier (release_slot, mbarrier.arrive.shared::cluster). A producer refills use n of a
+//     slot only after every consumer of both blocks has finished use n - 1.
+//   * Each full barrier still takes one arrival (its producer's arrive.expect_tx) and expects
+//     the whole stage: its own A, its own half of B and the peer's multicast half. The peer's
+//     half of use n may land before this producer announces the bytes: the barrier is already
+//     in phase n (this block's consumers waited out phase n - 1 before releasing the slot, which
+//     the peer's producer waited for), the transaction count runs below zero, and the phase
+//     cannot complete before this producer's arrival, which adds the bytes.
+//   * Both blocks walk the same cluster tiles and K slices, so `it` (slot and phase) stays in
+//     step; a rank whose row tile lies past M (M not a multiple of 2 BM) skips its A load and
+//     those bytes, still loads and multicasts its half of B, computes on stale A and stores
+//     nothing.
+//   * The pair meets at a cluster barrier after the mbarriers are initialised (no multicast into
+//     a barrier not yet made) and before exit (no arrival on, or copy into, a block gone).
+//   * The grid is a whole number of pairs, at most MAX_BLOCKS blocks (0: one per SM; host side).
+// TMA_C=1 (persistent, not PINGPONG): gemm/tma_epilogue.cuh's store_tile_tma. Each consumer
+// converts its 64 x BN block (alpha * scale_a * scale_b, beta as store_block) to 16 bits in two
+// 8 KiB staging buffers after the ring, 128-byte swizzled, and the copy engine stores them (64 x
+// 64 boxes, clipped to M x N) while the consumer goes on to the next tile's main loop.
+
 // Tile (cluster tile with CLUSTER_M > 1) number -> origin of this block's BM x BN block of C.
-__device__ __forceinline__ void tile_origin(int t, int grid_cm, int grid_n, int rank, int& m0,
+__device__ __forceinline__ void block_tile_origin(int t, int grid_cm, int grid_n, int rank, int& m0,
                                             int& n0) {
 #if CLUSTER_M > 1
     grouped_cluster_origin<BM, BN, GROUP_C, CLUSTER_M>(t, grid_cm, grid_n, rank, m0, n0);
@@ -216,7 +218,7 @@ gemm_wgmma_fp8(int M, int N, int K, float alpha, const u8* __restrict__ A,
             int it = 0;
             for (int t = first; t < tiles; t += step) {
                 int m0, n0;
-                tile_origin(t, grid_cm, grid_n, rank, m0, n0);
+                block_tile_origin(t, grid_cm, grid_n, rank, m0, n0);
                 // a rank of a pair whose rows lie past M loads no A (uniform over the tile)
                 const bool load_a = CLUSTER_M == 1 || m0 < M;
                 // the whole stage lands on this block's barrier: its A, and all BN rows of B
@@ -262,7 +264,7 @@ gemm_wgmma_fp8(int M, int N, int K, float alpha, const u8* __restrict__ A,
         for (int t = first; t < tiles; t += step) {
 #endif
             int m0, n0;
-            tile_origin(t, grid_cm, grid_n, rank, m0, n0);
+            block_tile_origin(t, grid_cm, grid_n, rank, m0, n0);
 #pragma unroll
             for (int i = 0; i < NACC; ++i) d[i] = 0.0f;
 #if PROMOTE
