@@ -1,7 +1,8 @@
 """FP8 without a GPU: the codec (rooflinecli/core/fp8.py) against the OCP FP8 tables, the check
 and its bound on NumPy (a correct product passes, one with a k-block left out fails), the shape
 rule, the 1-byte tensor maps, and stage 32's SASS: 8-bit QGMMA on both operands from shared
-memory, no 16-bit HGMMA and no conversion of the inputs."""
+memory, no 16-bit HGMMA and no conversion of the inputs; the pairs' multicast and the TMA-store
+epilogue where a stage has them, and the geometry of both."""
 
 import re
 from fractions import Fraction
@@ -168,6 +169,40 @@ def test_stage_geometry():
         s.defines("int8")
 
 
+def test_cluster_and_tma_store_geometry():
+    """A pair's grid is a whole number of clusters, capped at MAX_BLOCKS and at the pairs the
+    tiles fill (a pair's second row tile past M still runs); TMA_C adds 2 x 8 KiB of staging
+    per consumer to the ring, and every stage stays within 227 KiB."""
+    pair = stages.FP8_BY_NAME["wgmma_fp8_cluster"]
+    assert pair.cluster_m == 2 and pair.b_box_rows == 128 and pair.tma_c
+    assert pair.grid(8192, 8192, 132) == (128, 1, 1)  # MAX_BLOCKS 128
+    assert pair.with_params(MAX_BLOCKS=0).grid(8192, 8192, 132) == (132, 1, 1)
+    assert pair.with_params(MAX_BLOCKS=0).grid(8192, 8192, 131) == (130, 1, 1)  # whole pairs
+    assert pair.grid(77, 16, 132) == (2, 1, 1)  # one row tile: the pair, rank 1 past M
+    assert pair.grid(300, 528, 132) == (12, 1, 1)  # 3 row tiles -> 2 pairs x 3 columns
+    assert pair.grid(1300, 4112, 132) == (128, 1, 1)  # 6 x 17 cluster tiles > 64 pairs
+    assert pair.smem_bytes == 4 * (128 + 256) * 128 + 2 * 2 * 8192 + 1024 == 225 * 1024
+    store = stages.FP8_BY_NAME["wgmma_fp8_tma_store"]
+    assert store.cluster_m == 1 and store.b_box_rows == 256 and store.grid(77, 16, 132) == (1, 1, 1)
+    assert store.smem_bytes == stages.FP8_BY_NAME["wgmma_fp8_persistent"].smem_bytes + 32768
+    for s in stages.FP8_STAGES:
+        assert s.smem_bytes <= 227 * 1024, s.name
+        if s.cluster_m > 1:
+            assert s.params["PERSISTENT"] and not s.params.get("PINGPONG"), s.name
+            for m, n in ((8192, 8192), (129, 272), (77, 16), (1, 48), (300, 528)):
+                assert s.grid(m, n, 132)[0] % 2 == 0 and s.grid(m, n, 132)[0] <= 128, s.name
+
+
+def test_the_registry_launches_fp8_stages_as_their_own_geometry():
+    """The one registry's entries (rooflinecli/stages/gemm.py) launch FP8 stages with the same
+    grid, block and shared memory as Fp8Stage.launch, clusters and caps included."""
+    from rooflinecli.stages import gemm
+
+    for s in stages.FP8_STAGES:
+        for m, n in ((8192, 8192), (129, 272), (77, 16), (300, 528), (1300, 4112)):
+            assert gemm.BY_NAME[s.name].launch(m, n, 132) == s.launch(m, n, 132), (s.name, m, n)
+
+
 def _build(stage, fmt="e4m3", extra=None):
     src = (compiler.include_dir().parent / stages.FILE).read_text()
     built = compiler.compile_source(
@@ -190,6 +225,16 @@ def test_sass_is_fp8_wgmma_on_both_shared_operands(stage):
     assert "HGMMA" not in text and "HMMA" not in text
     assert not re.search(r"\bF2F\.(BF16|F16)", text)  # no widening of FP8 inputs
     assert text.count("UTMALDG") == 2
+    # a pair: A alone, B's half multicast to both blocks, arrivals on the peer's empty
+    # barriers, and the cluster barrier after the barriers' set-up and before exit
+    pair = stage.params.get("CLUSTER_M", 1) == 2
+    assert text.count("UTMALDG.2D.MULTICAST") == (1 if pair else 0)
+    assert ("UCGABAR_WAIT" in text) == pair
+    # the TMA-store epilogue: one box store per 64 columns of a consumer's block, no STG
+    if stage.params.get("TMA_C"):
+        assert text.count("UTMASTG.2D") == bn // 64 and not re.search(r"\bSTG\.", text)
+    else:
+        assert "UTMASTG" not in text and re.search(r"\bSTG\.", text)
     _, e5 = _build(stage, "e5m2")
     assert "QGMMA" in e5 and "E4M3" not in e5 and ".E5M2.E5M2" in e5
 

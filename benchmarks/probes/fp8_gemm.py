@@ -28,8 +28,10 @@ from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import fp8 as gfp8
 from rooflinecli.stages.fp8 import FP8_STAGES
 
+# 129 and 77 rows: the second row tile of a pair (CLUSTER_M=2) partly or wholly past M; 300: an
+# odd number of row tiles; 1300 x 4112: more (cluster) tiles than blocks, each walking several
 VERIFY = [(1000, 1040, 1024), (2048, 2048, 2048), (129, 272, 160), (77, 16, 4096), (1, 48, 16),
-          (511, 4112, 2064)]  # fmt: skip
+          (511, 4112, 2064), (300, 528, 384), (1300, 4112, 640)]  # fmt: skip
 TIMED = [(8192, 8192, 8192), (4096, 4096, 4096), (4096, 14336, 4096), (2048, 4096, 14336),
          (4096, 4096, 14336), (8192, 1024, 8192)]  # fmt: skip
 ODD_REFUSED = [(256, 256, 100), (256, 250, 256)]
@@ -282,6 +284,7 @@ def main() -> int:
     for s in stages if not args.time_only else ():
         rest += [(s, shp, {}) for shp in VERIFY[3:]]
         rest.append((s, (1000, 1040, 1024), {"alpha": 0.5, "beta": 0.75}))
+        rest.append((s, (300, 528, 384), {"alpha": 0.5, "beta": 0.75}))
         rest.append((s, (1000, 1040, 1024), {"out": "fp16"}))
         rest.append((s, (1000, 1040, 1024), {"fmt": "e5m2"}))
     failures += run_cases(rest)

@@ -18,7 +18,7 @@ from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import loop
 from rooflinecli.gpu.arrays import from_bf16_bits, store
 from rooflinecli.stages import compiler
-from rooflinecli.stages.fp8 import ARCH, ENTRY, FILE, Fp8Stage
+from rooflinecli.stages.fp8 import ARCH, C_BOX, ENTRY, FILE, Fp8Stage
 
 REFERENCE = "cuBLASLt FP8 via torch._scaled_mm (per-tensor scales, out_dtype bf16)"
 B_LAYOUT = "nk: B given as N x K (K-major), the layout models store weights in"
@@ -151,11 +151,18 @@ def launcher(  # type: ignore[no-untyped-def]
     grid, block, smem = stage.launch(g.m, g.n, sm_count)  # the stage's one geometry
     fn.max_dynamic_shared_size_bytes = smem
     p = stage.params
+    c = g.C if out is None else out
     tma_a = tma.encode_tiled(g.A, (g.k, g.m), (p["BK"], p["BM"]), "fp8")
-    tma_b = tma.encode_tiled(g.B, (g.k, g.n), (p["BK"], p["BN"]), "fp8")
+    # a block's share of B: all BN rows, or half of them in a pair (the other half multicast)
+    tma_b = tma.encode_tiled(g.B, (g.k, g.n), (p["BK"], stage.b_box_rows), "fp8")
+    # the TMA-store epilogue's map over the very output the launch writes (16-bit rows: N is a
+    # multiple of 16 under the FP8 contract, so whole 16-byte units)
+    maps = [tma_a, tma_b]
+    if stage.tma_c:
+        maps.append(tma.encode_tiled(c, (g.n, g.m), C_BOX, g.out))
     args = (
         np.int32(g.m), np.int32(g.n), np.int32(g.k), np.float32(g.alpha), g.A, g.B,
-        np.float32(g.beta), g.C if out is None else out, g.scale_a, g.scale_b, tma_a, tma_b,
+        np.float32(g.beta), c, g.scale_a, g.scale_b, *maps,
     )  # fmt: skip
 
     def launch() -> None:

@@ -6,7 +6,12 @@ its own here, as attention has:
 
     extern "C" __global__ void gemm_wgmma_fp8(int M, int N, int K, float alpha,
         const u8* A, const u8* B, float beta, out_t* C,
-        const float* scale_a, const float* scale_b, TmaMap tma_a, TmaMap tma_b)
+        const float* scale_a, const float* scale_b, TmaMap tma_a, TmaMap tma_b
+        [, TmaMap tma_c])
+
+tma_a's boxes are BM rows x BK, tma_b's BN / CLUSTER_M rows x BK (a pair of blocks loads half of
+B each and multicasts it); stages with TMA_C=1 take tma_c too, over C in boxes of 64 x 64
+(their TMA-store epilogue).
 
 A is M x K row-major FP8 codes (e4m3 or e5m2), B is given as N x K (K-major: how models store
 weights, and what 8-bit wgmma and cuBLASLt's FP8 path read), scale_a and scale_b are float32
@@ -28,6 +33,8 @@ ARCH = "sm_90a"  # wgmma and setmaxnreg
 FORMATS = ("e4m3", "e5m2")
 OUTPUTS = ("bf16", "fp16")
 TMA_MULTIPLE = 16  # K and N (see check_shape)
+EPI_STAGING_BYTES = 2 * 64 * 64 * 2  # TMA_C: two 8 KiB buffers of 64 x 64 16-bit C per consumer
+C_BOX = (64, 64)  # TMA_C: the C map's box, columns x rows (a consumer's 64 rows x 128 bytes)
 # the K one 8-bit wgmma adds (m64nNk32) and the span of K the Tensor Cores' reduced-precision
 # sums cover in a k-block of BK
 WGMMA_K = 32
@@ -46,15 +53,35 @@ class Fp8Stage(NamedTuple):
     math: str = "QGMMA"  # the SASS of 8-bit wgmma: QGMMA.64xNx32.F32.E4M3.E4M3
 
     @property
+    def consumers(self) -> int:
+        """Consumer warpgroups: 64 rows of the tile each, or (PINGPONG) two taking turns."""
+        return 2 if self.params.get("PINGPONG") else self.params["BM"] // 64
+
+    @property
     def threads(self) -> int:
-        if self.params.get("PINGPONG"):  # two consumers, a 64-row tile each in turn
-            return 384
-        return 128 * (1 + self.params["BM"] // 64)
+        return 128 * (1 + self.consumers)  # + the producer warpgroup
+
+    @property
+    def cluster_m(self) -> int:
+        """Blocks per cluster along M (CLUSTER_M=2: a pair sharing B by TMA multicast)."""
+        return int(self.params.get("CLUSTER_M", 1))
+
+    @property
+    def b_box_rows(self) -> int:
+        """Rows of B (N x K) one block loads per K slice: its share of the BN rows."""
+        return self.params["BN"] // self.cluster_m
+
+    @property
+    def tma_c(self) -> bool:
+        """The TMA-store epilogue: the kernel takes a map over C."""
+        return bool(self.params.get("TMA_C"))
 
     @property
     def smem_bytes(self) -> int:
+        """The ring, TMA_C's staging after it, and the 1024-byte alignment."""
         p = self.params
-        return p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] + 1024  # + the 1024-byte alignment
+        staging = self.consumers * EPI_STAGING_BYTES if self.tma_c else 0
+        return p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] + staging + 1024
 
     @property
     def promote_span(self) -> int | None:
@@ -64,13 +91,18 @@ class Fp8Stage(NamedTuple):
         return p * self.params["BK"] if p else None
 
     def grid(self, m: int, n: int, sm_count: int | None = None) -> tuple[int, int, int]:
-        """One block per tile (grid x along N, y along M); PERSISTENT=1: one block per SM, at
-        most one per tile, each walking tiles blockIdx.x, + gridDim.x, ..."""
-        tiles_n, tiles_m = -(-n // self.params["BN"]), -(-m // self.params["BM"])
-        if self.params.get("PERSISTENT"):
+        """One block per tile (grid x along N, y along M); PERSISTENT=1: one block per SM (at
+        most MAX_BLOCKS where that is set), at most one per tile, each walking tiles blockIdx.x,
+        + gridDim.x, ... With CLUSTER_M=2 a whole number of pairs, each walking cluster tiles
+        (2 BM x BN; a pair's second row tile past M still runs, storing nothing)."""
+        p, c = self.params, self.cluster_m
+        tiles_n, tiles_m = -(-n // p["BN"]), -(-m // p["BM"])
+        if p.get("PERSISTENT"):
             if sm_count is None:
                 raise RooflineError(f"stage {self.name} is persistent: its grid needs the SMs")
-            return (min(tiles_n * tiles_m, sm_count), 1, 1)
+            cap = min(sm_count, p.get("MAX_BLOCKS") or sm_count)
+            blocks = min(-(-tiles_m // c) * c * tiles_n, cap - cap % c)
+            return (blocks, 1, 1)
         return (tiles_n, tiles_m, 1)
 
     def defines(self, fp8_format: str = "e4m3", out: str = "bf16") -> dict[str, int | str]:
@@ -140,8 +172,9 @@ class Fp8Stage(NamedTuple):
 
 _BASE = {"BM": 128, "BK": 128, "GROUP_M": 8}
 
-# In ladder order; the last is the most developed, which `--stages best` runs where the tune
-# table has no FP8 entry (rooflinecli/stages/dispatch.py)
+# In ladder order, but the last is the one `--stages best` runs where the tune table has no FP8
+# entry (rooflinecli/stages/dispatch.py): the stage measured best on hardware, so a stage not
+# measured ahead of it (the TMA-store epilogue and the pairs, so far) comes before it
 FP8_STAGES: tuple[Fp8Stage, ...] = (
     Fp8Stage(
         "wgmma_fp8",
@@ -167,6 +200,32 @@ FP8_STAGES: tuple[Fp8Stage, ...] = (
         "Cores busy; 5-deep ring of 40 KiB slices",
         MappingProxyType(
             {**_BASE, "BM": 64, "BN": 256, "STAGES": 5, "PERSISTENT": 1, "PINGPONG": 1}
+        ),
+    ),
+    Fp8Stage(
+        "wgmma_fp8_tma_store",
+        "wgmma_fp8_persistent with the TMA-store epilogue of stages 26-29: C staged in 2 x 8 KiB "
+        "of 128-byte swizzled shared memory per consumer, stored by the copy engine while the "
+        "next tile's main loop runs",
+        MappingProxyType({**_BASE, "BN": 256, "STAGES": 4, "PERSISTENT": 1, "TMA_C": 1}),
+    ),
+    Fp8Stage(
+        "wgmma_fp8_cluster_promote",
+        "wgmma_fp8_cluster at BN = 128 with DeepGEMM's promotion every 4 k-blocks: a pair of "
+        "blocks shares B by TMA multicast, the TMA-store epilogue stores the FP32 sums",
+        MappingProxyType(
+            {**_BASE, "BN": 128, "STAGES": 6, "PERSISTENT": 1, "PROMOTE": 4}
+            | {"CLUSTER_M": 2, "TMA_C": 1, "MAX_BLOCKS": 128}
+        ),
+    ),
+    Fp8Stage(
+        "wgmma_fp8_cluster",
+        "wgmma_fp8_tma_store in 2x1 clusters (stage 27's pairs): the blocks on row tiles 2i, "
+        "2i+1 each load half of B's 256 rows and the TMA multicasts it to both, so L2 sends a "
+        "block 16 + 16 KiB per k-block, not 16 + 32; at most 128 blocks, whole pairs",
+        MappingProxyType(
+            {**_BASE, "BN": 256, "STAGES": 4, "PERSISTENT": 1}
+            | {"CLUSTER_M": 2, "TMA_C": 1, "MAX_BLOCKS": 128}
         ),
     ),
     Fp8Stage(

@@ -848,6 +848,8 @@ def _fp8(s: fp8.Fp8Stage) -> Stage:
         multiple_of="NK",
         b_layout="nk",
         persistent_blocks_per_sm=1 if p.get("PERSISTENT") else 0,
+        persistent_max_blocks=p.get("MAX_BLOCKS", 0),
+        cluster_rows=s.cluster_m,
         tune_space=s.tune_space,
         rebuild=partial(_fp8_rebuild, s),
     )

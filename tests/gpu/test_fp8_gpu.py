@@ -11,7 +11,10 @@ from rooflinecli.stages.fp8 import FP8_STAGES
 
 pytestmark = pytest.mark.gpu
 
-ODD = ((1000, 1040, 1024), (129, 272, 160), (77, 16, 4096), (1, 48, 16), (511, 4112, 2064))
+# 129 and 77 rows: a pair's (CLUSTER_M=2) second row tile partly or wholly past M; 300: an odd
+# number of row tiles; 1300 x 4112: more (cluster) tiles than blocks, each walking several
+ODD = ((1000, 1040, 1024), (129, 272, 160), (77, 16, 4096), (1, 48, 16), (511, 4112, 2064),
+       (300, 528, 384), (1300, 4112, 640))  # fmt: skip
 
 
 def _sm90() -> None:
@@ -48,6 +51,14 @@ def test_every_fp8_stage_verifies_at_odd_shapes(stage, shape):
 def test_alpha_beta_e5m2_and_fp16_out(stage, kw):
     _sm90()
     res = _verify(stage, 1000, 1040, 1024, **kw)
+    assert res["ok"], res
+
+
+@pytest.mark.parametrize("stage", FP8_STAGES, ids=lambda s: s.name)
+def test_beta_at_an_odd_number_of_row_tiles(stage):
+    """C read back (beta) where a pair's second row tile lies past M and N is no tile multiple."""
+    _sm90()
+    res = _verify(stage, 300, 528, 384, alpha=0.5, beta=0.75)
     assert res["ok"], res
 
 

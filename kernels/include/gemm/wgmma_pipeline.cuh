@@ -7,9 +7,9 @@
 // running on across tiles, names the slot (it % stages) and its use (it / stages).
 #pragma once
 
-#include "sm90/cluster.cuh"     // mbar_arrive_cluster
-#include "sm90/mbarrier.cuh"    // mbar_wait, mbar_arrive_expect_tx, mbar_arrive
-#include "sm90/tma.cuh"         // TmaMap, tma_load_2d, tma_load_2d_multicast
+#include "gemm/cluster_multicast.cuh"  // load_b_share, release_slot (the stages call it too)
+#include "sm90/mbarrier.cuh"    // mbar_wait, mbar_arrive_expect_tx
+#include "sm90/tma.cuh"         // TmaMap, tma_load_2d
 #include "sm90/wgmma.cuh"       // wgmma_fence, wgmma_m64nNk16, wgmma_commit
 #include "sm90/wgmma_desc.cuh"  // smem_desc_k_sw128, smem_desc_mn_sw128
 
@@ -26,24 +26,15 @@ __device__ __forceinline__ void load_slice(unsigned int it, unsigned int base, u
                                            bool load_a, unsigned int bytes) {
     constexpr int a_bytes = bm * bk * 2, stage_bytes = a_bytes + bn * bk * 2;
     constexpr int box_cols = 64, box_bytes = bk * 128;  // a B box: bk rows of 128 bytes
-    constexpr int boxes = bn / box_cols;                 // B boxes per slice, side by side
-    static_assert(bn % box_cols == 0, "B arrives in whole boxes of 64 columns");
     const unsigned int s = it % stages;
     // use n >= 1 of slot s: wait until the consumers (of every block it goes to) released n - 1
     if (it >= stages) mbar_wait(empty0 + 8 * s, ((it / stages) - 1) & 1);
     const unsigned int sa = base + s * stage_bytes, bar = full0 + 8 * s;
     mbar_arrive_expect_tx(bar, bytes);
     if (load_a) tma_load_2d(sa, tma_a, bar, kt * bk, m0);
-#pragma unroll
-    for (int box = rank; box < boxes; box += cluster_m) {  // columns n0 + 64 box .., rows kt * bk ..
-        const unsigned int dst = sa + a_bytes + box * box_bytes;
-        if (cluster_m == 1) {
-            tma_load_2d(dst, tma_b, bar, n0 + box * box_cols, kt * bk);
-        } else {
-            tma_load_2d_multicast(dst, tma_b, bar, n0 + box * box_cols, kt * bk,
-                                  (1u << cluster_m) - 1);
-        }
-    }
+    // box j: columns n0 + 64 j .., rows kt * bk ..
+    load_b_share<bn / box_cols, box_bytes, cluster_m>(sa + a_bytes, tma_b, bar, n0, kt * bk,
+                                                      box_cols, 0, rank);
 }
 
 // Consumer warpgroup c's K slice `it`: wait until the slice has landed (full phase it / stages),
@@ -67,21 +58,4 @@ __device__ __forceinline__ void mma_slice(float (&d)[bn / 2], unsigned int it, u
                                         smem_desc_mn_sw128(sb + 16 * 128 * kk, box_bytes),
                                         accumulate || kk != 0);
     wgmma_commit();
-}
-
-// A slot the consumers of every block of a cluster read goes back to every producer that writes
-// it: lane r of a releasing warp arrives on block r's empty barrier (alone: lane 0 on its own).
-// Every warp of a consumer warpgroup releases, or (per_warpgroup) only its warp 0: a WGMMA is
-// one operation of the whole warpgroup, so once warp 0's wgmma.wait_group has seen it complete
-// its shared-memory reads are over for all four warps (CUTLASS's TMA pipeline counts one
-// arrival per consumer warpgroup and destination block).
-template <int cluster_m, bool per_warpgroup>
-__device__ __forceinline__ void release_slot(unsigned int empty_bar) {
-    const int lane = threadIdx.x % 32;
-    if (per_warpgroup && (threadIdx.x / 32) % 4 != 0) return;
-    if (cluster_m == 1) {
-        if (lane == 0) mbar_arrive(empty_bar);
-    } else if (lane < cluster_m) {
-        mbar_arrive_cluster(empty_bar, lane);
-    }
 }
