@@ -3,8 +3,7 @@
 // 64 x 256 slice of B per K step from L2. Here they form a cluster (__cluster_dims__(2, 1, 1):
 // blocks 2c, 2c+1 of the persistent grid) and walk the same cluster tiles (256 x 256 of C; rank
 // r computes rows 128r .. 128r+127). Each producer loads its own A and half of B's 64-column
-// boxes (of a 192-column tile's three, rank 0 takes two), and the TMA multicasts those boxes
-// into the same offset of both blocks' shared memory,
+// boxes, and the TMA multicasts those boxes into the same offset of both blocks' shared memory,
 // counting the bytes on each block's full barrier: per K step L2 sends a block 16 + 16 KiB
 // instead of 16 + 32 (fast.cu, "Outperforming cuBLAS on H100", cuts this traffic the same way).
 //   * A slot is written by both producers, so it is refilled only when the consumers of both
