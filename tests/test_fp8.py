@@ -204,9 +204,10 @@ def test_the_registry_launches_fp8_stages_as_their_own_geometry():
 
 
 def _build(stage, fmt="e4m3", extra=None):
-    src = (compiler.include_dir().parent / stages.FILE).read_text()
+    src = (compiler.include_dir().parent / stage.source).read_text()
+    name = stage.source.removesuffix(".cu")
     built = compiler.compile_source(
-        src, "32_wgmma_fp8", stages.ENTRY, stages.ARCH, {**stage.defines(fmt), **(extra or {})}
+        src, name, stage.entry, stages.ARCH, {**stage.defines(fmt), **(extra or {})}
     )
     return built, sass.disassemble(built.cubin_path)
 
@@ -215,13 +216,15 @@ def _build(stage, fmt="e4m3", extra=None):
 def test_sass_is_fp8_wgmma_on_both_shared_operands(stage):
     """BK / 32 = 4 QGMMA.64xBNx32.F32.E4M3.E4M3 per k-block, both operands descriptors (no
     register A), no 16-bit HGMMA or HMMA and no F2F conversion of the inputs; A and B by one
-    UTMALDG each; no spills."""
+    UTMALDG each; no spills. The swapped stage's instruction is m64nBMk32: the batch tile is its
+    N side."""
     built, text = _build(stage)
     assert built.resources is not None and built.resources.spill_bytes == 0
     bn = stage.params["BN"]
+    width = stage.params["BM"] if stage.swapped else bn
     q = [ln for ln in text.splitlines() if "QGMMA" in ln]
     assert len(q) == stage.params["BK"] // 32
-    assert all(re.search(rf"QGMMA\.64x{bn}x32\.F32\.E4M3\.E4M3 R\d+, gdesc\[", ln) for ln in q)
+    assert all(re.search(rf"QGMMA\.64x{width}x32\.F32\.E4M3\.E4M3 R\d+, gdesc\[", ln) for ln in q)
     assert "HGMMA" not in text and "HMMA" not in text
     assert not re.search(r"\bF2F\.(BF16|F16)", text)  # no widening of FP8 inputs
     assert text.count("UTMALDG") == 2

@@ -18,7 +18,7 @@ from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import loop
 from rooflinecli.gpu.arrays import from_bf16_bits, store
 from rooflinecli.stages import compiler
-from rooflinecli.stages.fp8 import ARCH, C_BOX, ENTRY, FILE, Fp8Stage
+from rooflinecli.stages.fp8 import ARCH, C_BOX, Fp8Stage
 
 REFERENCE = "cuBLASLt FP8 via torch._scaled_mm (per-tensor scales, out_dtype bf16)"
 B_LAYOUT = "nk: B given as N x K (K-major), the layout models store weights in"
@@ -113,13 +113,16 @@ class Problem:
         }
 
 
-_NAME = FILE.removesuffix(".cu")
-
-
-def _source() -> str:
+def _source(stage: Fp8Stage) -> str:
     from rooflinecli.paths import data_dir
 
-    return (data_dir("kernels") / FILE).read_text()
+    return (data_dir("kernels") / stage.source).read_text()
+
+
+def _job(stage: Fp8Stage, defines: dict[str, int | str]) -> compiler.Job:
+    """The build of the stage's source (stage 32 or 34) with these defines."""
+    name = stage.source.removesuffix(".cu")
+    return compiler.source_job(_source(stage), name, stage.entry, ARCH, defines)
 
 
 def precompile(
@@ -127,11 +130,7 @@ def precompile(
 ) -> list[compiler.Compiled | RooflineError]:
     """(stage, format, output type, extra defines) builds, in parallel worker processes, into
     the cubin cache that `launcher` then reads."""
-    src = _source()
-    jobs = [
-        compiler.source_job(src, _NAME, ENTRY, ARCH, {**s.defines(f, o), **extra})
-        for s, f, o, extra in builds
-    ]
+    jobs = [_job(s, {**s.defines(f, o), **extra}) for s, f, o, extra in builds]
     return compiler.compile_many(jobs)
 
 
@@ -145,14 +144,15 @@ def launcher(  # type: ignore[no-untyped-def]
     from rooflinecli.gpu import tma
 
     defines = {**stage.defines(g.fmt, g.out), **(extra or {})}
-    built = compiler.compile_source(_source(), _NAME, ENTRY, ARCH, defines)
-    fn = cp.RawModule(path=built.cubin_path).get_function(ENTRY)
+    name = stage.source.removesuffix(".cu")
+    built = compiler.compile_source(_source(stage), name, stage.entry, ARCH, defines)
+    fn = cp.RawModule(path=built.cubin_path).get_function(stage.entry)
     sm_count = int(cp.cuda.Device().attributes["MultiProcessorCount"])
     grid, block, smem = stage.launch(g.m, g.n, sm_count)  # the stage's one geometry
     fn.max_dynamic_shared_size_bytes = smem
     p = stage.params
     c = g.C if out is None else out
-    tma_a = tma.encode_tiled(g.A, (g.k, g.m), (p["BK"], p["BM"]), "fp8")
+    tma_a = tma.encode_tiled(g.A, (g.k, g.m), (p["BK"], stage.a_box_rows), "fp8")
     # a block's share of B: all BN rows, or half of them in a pair (the other half multicast)
     tma_b = tma.encode_tiled(g.B, (g.k, g.n), (p["BK"], stage.b_box_rows), "fp8")
     # the TMA-store epilogue's map over the very output the launch writes (16-bit rows: N is a
@@ -160,9 +160,12 @@ def launcher(  # type: ignore[no-untyped-def]
     maps = [tma_a, tma_b]
     if stage.tma_c:
         maps.append(tma.encode_tiled(c, (g.n, g.m), C_BOX, g.out))
+    # stage 34's scratch: partials and flags, zeroed once (the kernel puts its flags back)
+    ws = stage.workspace_bytes(grid[0])
+    scratch = [cp.zeros(-(-ws // 4), dtype=cp.float32)] if ws else []
     args = (
         np.int32(g.m), np.int32(g.n), np.int32(g.k), np.float32(g.alpha), g.A, g.B,
-        np.float32(g.beta), c, g.scale_a, g.scale_b, *maps,
+        np.float32(g.beta), c, g.scale_a, g.scale_b, *maps, *scratch,
     )  # fmt: skip
 
     def launch() -> None:
@@ -180,11 +183,18 @@ def launcher(  # type: ignore[no-untyped-def]
         "params": dict(defines),
         "b_layout": B_LAYOUT,
         "math": stage.math,
-        "accumulation": "one Tensor Core accumulator over all of K"
-        if stage.promote_span is None
-        else f"Tensor Core sums promoted into FP32 every {stage.promote_span} of K",
+        "accumulation": _accumulation(stage),
     }
     return launch, meta
+
+
+def _accumulation(stage: Fp8Stage) -> str:
+    """What a record says of the stage's sums."""
+    if stage.swapped:
+        return "one Tensor Core accumulator over each block's range of K, ranges added in FP32"
+    if stage.promote_span is None:
+        return "one Tensor Core accumulator over all of K"
+    return f"Tensor Core sums promoted into FP32 every {stage.promote_span} of K"
 
 
 def torch_reason() -> str | None:

@@ -29,6 +29,10 @@ from rooflinecli.errors import RooflineError
 
 FILE = "32_wgmma_fp8.cu"
 ENTRY = "gemm_wgmma_fp8"
+# stage 34: the swapped product at decode batches (weights on the instruction's 64-row side)
+SWAP_FILE = "34_wgmma_fp8_swapab.cu"
+SWAP_ENTRY = "gemm_wgmma_fp8_swapab"
+SWAP_M = (1, 64)  # the batches it is built for: BM = 8 .. 64 rows of A per tile
 ARCH = "sm_90a"  # wgmma and setmaxnreg
 FORMATS = ("e4m3", "e5m2")
 OUTPUTS = ("bf16", "fp16")
@@ -41,6 +45,10 @@ WGMMA_K = 32
 MIN_CC = 90  # wgmma: Hopper
 # what `roofline tune` varies: the grouped tile order's group of rows
 TUNE_SPACE: Mapping[str, tuple[int, ...]] = MappingProxyType({"GROUP_M": (4, 8, 16)})
+# stage 34's: the batch tile, the weight rows per tile (64 per consumer), the shortest K range
+SWAP_TUNE_SPACE: Mapping[str, tuple[int, ...]] = MappingProxyType(
+    {"BM": (8, 16, 32, 64), "BN": (64, 128, 256), "SK_MIN": (2, 4, 8)}
+)
 
 
 class Fp8Stage(NamedTuple):
@@ -51,10 +59,19 @@ class Fp8Stage(NamedTuple):
     what: str
     params: Mapping[str, int] = MappingProxyType({})
     math: str = "QGMMA"  # the SASS of 8-bit wgmma: QGMMA.64xNx32.F32.E4M3.E4M3
+    file: str = FILE  # the source: stage 32, or stage 34 (SWAP_FILE)
+
+    @property
+    def swapped(self) -> bool:
+        """Stage 34: C^T = B A^T, BN rows of the weights by BM of the batch, stream-K."""
+        return self.file == SWAP_FILE
 
     @property
     def consumers(self) -> int:
-        """Consumer warpgroups: 64 rows of the tile each, or (PINGPONG) two taking turns."""
+        """Consumer warpgroups: 64 rows of the tile each, or (PINGPONG) two taking turns; in the
+        swapped product, 64 rows of the weights each."""
+        if self.swapped:
+            return self.params["BN"] // 64
         return 2 if self.params.get("PINGPONG") else self.params["BM"] // 64
 
     @property
@@ -77,9 +94,21 @@ class Fp8Stage(NamedTuple):
         return bool(self.params.get("TMA_C"))
 
     @property
+    def ring_stages(self) -> int:
+        """Slices in the ring: STAGES, or (stage 34) as many as RING_KIB holds, at most
+        MAX_STAGES, as the kernel works it out."""
+        p = self.params
+        if not self.swapped:
+            return p["STAGES"]
+        per = (p["BM"] + p["BN"]) * p["BK"]
+        return min(p.get("MAX_STAGES", 16), p.get("RING_KIB", 200) * 1024 // per)
+
+    @property
     def smem_bytes(self) -> int:
         """The ring, TMA_C's staging after it, and the 1024-byte alignment."""
         p = self.params
+        if self.swapped:
+            return self.ring_stages * (p["BM"] + p["BN"]) * p["BK"] + 1024
         staging = self.consumers * EPI_STAGING_BYTES if self.tma_c else 0
         return p["STAGES"] * (p["BM"] + p["BN"]) * p["BK"] + staging + 1024
 
@@ -97,6 +126,10 @@ class Fp8Stage(NamedTuple):
         (2 BM x BN; a pair's second row tile past M still runs, storing nothing)."""
         p, c = self.params, self.cluster_m
         tiles_n, tiles_m = -(-n // p["BN"]), -(-m // p["BM"])
+        if self.swapped:  # one block per SM, each a range of the stream-K line
+            if sm_count is None:
+                raise RooflineError(f"stage {self.name} is stream-K: its grid needs the SMs")
+            return (sm_count, 1, 1)
         if p.get("PERSISTENT"):
             if sm_count is None:
                 raise RooflineError(f"stage {self.name} is persistent: its grid needs the SMs")
@@ -122,6 +155,20 @@ class Fp8Stage(NamedTuple):
         """(grid, block, dynamic shared bytes) for an M x N output."""
         return self.grid(m, n, sm_count), (self.threads, 1, 1), self.smem_bytes
 
+    def workspace_bytes(self, blocks: int) -> int:
+        """Stage 34's scratch for `blocks` blocks: per block and consumer one fp32 64 x BM
+        partial, then a 4-byte flag each (zeroed once; the kernel puts its flags back to 0).
+        Stage 32 needs none."""
+        if not self.swapped:
+            return 0
+        per = blocks * self.consumers
+        return per * 64 * self.params["BM"] * 4 + per * 4
+
+    @property
+    def a_box_rows(self) -> int:
+        """Rows of A (M x K) one TMA box holds: BM."""
+        return self.params["BM"]
+
     # the stage contract (rooflinecli.stages.contract.KernelStage)
     @property
     def kind(self) -> str:
@@ -129,11 +176,11 @@ class Fp8Stage(NamedTuple):
 
     @property
     def source(self) -> str:
-        return FILE
+        return self.file
 
     @property
     def entry(self) -> str:
-        return ENTRY
+        return SWAP_ENTRY if self.swapped else ENTRY
 
     @property
     def min_cc(self) -> int:
@@ -149,7 +196,7 @@ class Fp8Stage(NamedTuple):
 
     @property
     def tune_space(self) -> Mapping[str, tuple[int, ...]]:
-        return TUNE_SPACE
+        return SWAP_TUNE_SPACE if self.swapped else TUNE_SPACE
 
     def refusal_for(self, problem: Any) -> str | None:
         """check_shape() of the problem (M, N, K), as its one line."""
@@ -167,7 +214,7 @@ class Fp8Stage(NamedTuple):
         return self.launch(m, n, sm_count)
 
     def with_params(self, **overrides: int) -> Fp8Stage:
-        return Fp8Stage(self.name, self.what, MappingProxyType({**self.params, **overrides}))
+        return self._replace(params=MappingProxyType({**self.params, **overrides}))
 
 
 _BASE = {"BM": 128, "BK": 128, "GROUP_M": 8}
@@ -227,6 +274,15 @@ FP8_STAGES: tuple[Fp8Stage, ...] = (
             {**_BASE, "BN": 256, "STAGES": 4, "PERSISTENT": 1}
             | {"CLUSTER_M": 2, "TMA_C": 1, "MAX_BLOCKS": 128}
         ),
+    ),
+    Fp8Stage(
+        "wgmma_fp8_swapab",
+        "decode batches (M <= 64): stage 31's swap on FP8, C^T = B A^T with 64 weight rows on "
+        "the QGMMA's 64-row side and BM rows of the batch on its N side (m64nBMk32), both "
+        "operands K-major as they arrive; pure stream-K over every SM, fp32 partials met "
+        "through a workspace",
+        MappingProxyType({"BM": 8, "BN": 128, "BK": 128, "SK_MIN": 4}),
+        file=SWAP_FILE,
     ),
     Fp8Stage(
         "wgmma_fp8_persistent",

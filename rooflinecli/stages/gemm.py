@@ -190,7 +190,7 @@ class Stage:
     # the stage contract (rooflinecli.stages.contract.KernelStage)
     @property
     def kind(self) -> str:
-        return "fp8" if self.file == fp8.FILE else "gemm"
+        return "fp8" if self.file in (fp8.FILE, fp8.SWAP_FILE) else "gemm"
 
     @property
     def source(self) -> str:
@@ -829,14 +829,15 @@ def _fp8(s: fp8.Fp8Stage) -> Stage:
     multiples of 16 (TMA rows), B given as N x K."""
     p = s.params
     bm, bn = p["BM"], p["BN"]
+    swap = s.swapped  # stage 34: one block per SM on a stream-K line, a workspace
     return Stage(
         name=s.name,
         what=s.what,
         dtype="fp8",
         chapter=13,
         math="QGMMA",
-        file=fp8.FILE,
-        entry=fp8.ENTRY,
+        file=s.source,
+        entry=s.entry,
         params=p,
         threads=(s.threads, 1),
         tile=(bm, bn),
@@ -847,16 +848,23 @@ def _fp8(s: fp8.Fp8Stage) -> Stage:
         needs_multiple=fp8.TMA_MULTIPLE,
         multiple_of="NK",
         b_layout="nk",
-        persistent_blocks_per_sm=1 if p.get("PERSISTENT") else 0,
+        persistent_blocks_per_sm=1 if p.get("PERSISTENT") or swap else 0,
         persistent_max_blocks=p.get("MAX_BLOCKS", 0),
+        persistent_fill=swap,
+        workspace_bytes=partial(_fp8_workspace, s) if swap else None,
+        m_range=fp8.SWAP_M if swap else None,
         cluster_rows=s.cluster_m,
         tune_space=s.tune_space,
         rebuild=partial(_fp8_rebuild, s),
     )
 
 
+def _fp8_workspace(s: fp8.Fp8Stage, m: int, n: int, k: int, blocks: int) -> int:
+    return s.workspace_bytes(blocks)
+
+
 def _fp8_rebuild(s: fp8.Fp8Stage, merged: Mapping[str, int]) -> Stage:
-    return _fp8(fp8.Fp8Stage(s.name, s.what, MappingProxyType(dict(merged))))
+    return _fp8(s._replace(params=MappingProxyType(dict(merged))))
 
 
 def _decode(name: str, what: str, file: str, params: dict[str, int], **fields: Any) -> Stage:

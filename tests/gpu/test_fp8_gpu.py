@@ -1,8 +1,9 @@
-"""On an sm_90a GPU: every FP8 stage (kernels/32_wgmma_fp8.cu) verifies against the float64
-product of its dequantised inputs at shapes that are no tile multiples (K and N multiples of 16),
-with alpha and beta, in e5m2 and with fp16 output; one k-block left out (SKIP_KBLOCK) fails the
-check; cuBLASLt's FP8 GEMM (torch._scaled_mm), where PyTorch is installed, passes the same
-check on the same buffers."""
+"""On an sm_90a GPU: every FP8 stage (kernels/32_wgmma_fp8.cu and 34_wgmma_fp8_swapab.cu)
+verifies against the float64 product of its dequantised inputs at shapes that are no tile
+multiples (K and N multiples of 16), with alpha and beta, in e5m2 and with fp16 output; one
+k-block left out (SKIP_KBLOCK) fails the check; the decode stage verifies at every batch tile;
+cuBLASLt's FP8 GEMM (torch._scaled_mm), where PyTorch is installed, passes the same check on the
+same buffers."""
 
 import pytest
 
@@ -81,3 +82,19 @@ def test_cublaslt_fp8_passes_the_same_check():
     ref()
     cp.cuda.runtime.deviceSynchronize()
     assert g.check(None, g.C_ref)["ok"]
+
+
+# the decode stage at the batches it is built for, each batch tile (BM) at batches it holds
+# whole, partly and several times over; N and K no multiple of its 128 x 128 tile
+DECODE = ((1, 4112, 4096), (3, 272, 2064), (17, 1040, 1024), (64, 528, 384), (100, 48, 160))
+
+
+@pytest.mark.parametrize("bm", [8, 16, 32, 64])
+@pytest.mark.parametrize("shape", DECODE, ids=lambda s: "x".join(map(str, s)))
+def test_the_decode_stage_verifies_at_every_batch_tile(bm, shape):
+    _sm90()
+    from rooflinecli.stages.fp8 import FP8_BY_NAME
+
+    stage = FP8_BY_NAME["wgmma_fp8_swapab"].with_params(BM=bm)
+    res = _verify(stage, *shape)
+    assert res["ok"], res

@@ -12,9 +12,17 @@
 #endif
 
 #if FP8_E5M2
+#define ROOFLINE_WGMMA_FP8_M64N8K32 "wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e5m2"
+#define ROOFLINE_WGMMA_FP8_M64N16K32 "wgmma.mma_async.sync.aligned.m64n16k32.f32.e5m2.e5m2"
+#define ROOFLINE_WGMMA_FP8_M64N32K32 "wgmma.mma_async.sync.aligned.m64n32k32.f32.e5m2.e5m2"
+#define ROOFLINE_WGMMA_FP8_M64N64K32 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2"
 #define ROOFLINE_WGMMA_FP8_M64N128K32 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2"
 #define ROOFLINE_WGMMA_FP8_M64N256K32 "wgmma.mma_async.sync.aligned.m64n256k32.f32.e5m2.e5m2"
 #else
+#define ROOFLINE_WGMMA_FP8_M64N8K32 "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3"
+#define ROOFLINE_WGMMA_FP8_M64N16K32 "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3"
+#define ROOFLINE_WGMMA_FP8_M64N32K32 "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3"
+#define ROOFLINE_WGMMA_FP8_M64N64K32 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3"
 #define ROOFLINE_WGMMA_FP8_M64N128K32 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"
 #define ROOFLINE_WGMMA_FP8_M64N256K32 "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3"
 #endif
@@ -85,4 +93,92 @@ __device__ __forceinline__ void wgmma_fp8_m64n256k32(float (&d)[128], unsigned l
           "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
           "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
         : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// wgmma.mma_async m64nNk32 with 8-bit inputs for N = 8, 16, 32 and 64: the narrow shapes of the
+// swapped product (stage 34), where N is the batch (rows of activations) and the instruction's
+// 64 rows are 64 rows of the weights. Layout and operands as wgmma_fp8_m64n128k32's. m64n8k32:
+// the batch of one to eight rows (4 accumulators a thread).
+__device__ __forceinline__ void wgmma_fp8_m64n8k32(float (&d)[4], unsigned long long desc_a,
+                                                   unsigned long long desc_b, int scale_d) {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %6, 0;\n"
+        ROOFLINE_WGMMA_FP8_M64N8K32 " {"
+        "%0, %1, %2, %3"
+        "}, %4, %5, p, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// m64n16k32: 16 rows of the batch (8 accumulators a thread).
+__device__ __forceinline__ void wgmma_fp8_m64n16k32(float (&d)[8], unsigned long long desc_a,
+                                                    unsigned long long desc_b, int scale_d) {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %10, 0;\n"
+        ROOFLINE_WGMMA_FP8_M64N16K32 " {"
+        "%0, %1, %2, %3, %4, %5, %6, %7"
+        "}, %8, %9, p, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// m64n32k32: 32 rows of the batch (16 accumulators a thread).
+__device__ __forceinline__ void wgmma_fp8_m64n32k32(float (&d)[16], unsigned long long desc_a,
+                                                    unsigned long long desc_b, int scale_d) {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %18, 0;\n"
+        ROOFLINE_WGMMA_FP8_M64N32K32 " {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+        "}, %16, %17, p, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// m64n64k32: 64 rows of the batch (32 accumulators a thread).
+__device__ __forceinline__ void wgmma_fp8_m64n64k32(float (&d)[32], unsigned long long desc_a,
+                                                    unsigned long long desc_b, int scale_d) {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %34, 0;\n"
+        ROOFLINE_WGMMA_FP8_M64N64K32 " {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, %32, %33, p, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// m64nNk32 for N = 8 .. 256 (a stage's batch tile): one source builds any of these widths.
+template <int N>
+__device__ __forceinline__ void wgmma_fp8_m64nNk32(float (&d)[N / 2], unsigned long long desc_a,
+                                                   unsigned long long desc_b, int scale_d) {
+    static_assert(N == 8 || N == 16 || N == 32 || N == 64 || N == 128 || N == 256,
+                  "wgmma_fp8_m64nNk32 wraps n8, n16, n32, n64, n128 and n256");
+    if constexpr (N == 8)
+        wgmma_fp8_m64n8k32(d, desc_a, desc_b, scale_d);
+    else if constexpr (N == 16)
+        wgmma_fp8_m64n16k32(d, desc_a, desc_b, scale_d);
+    else if constexpr (N == 32)
+        wgmma_fp8_m64n32k32(d, desc_a, desc_b, scale_d);
+    else if constexpr (N == 64)
+        wgmma_fp8_m64n64k32(d, desc_a, desc_b, scale_d);
+    else if constexpr (N == 128)
+        wgmma_fp8_m64n128k32(d, desc_a, desc_b, scale_d);
+    else
+        wgmma_fp8_m64n256k32(d, desc_a, desc_b, scale_d);
 }
