@@ -137,3 +137,20 @@ def test_tile_variants_read_c_when_beta_is_not_zero(runner):
         "--alpha", "0.5", "--beta", "2",
     )  # fmt: skip
     _check_variants(recs, SCALAR_VARIANTS)
+
+
+# The tile widths between and below 128 and 256 (m64n64k16, m64n192k16), alone, in a cluster
+# pair (one B box for the pair, or three dealt out two and one) and with stream-K
+WIDTH_VARIANTS = (
+    "wgmma_persistent@BN=64", "wgmma_persistent@BN=192", "wgmma_cluster@BN=64,STAGES=8",
+    "wgmma_cluster@BN=192", "wgmma_stagger@BN=192", "wgmma_streamk@BN=192",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_tile_widths_verify_at_every_batch(runner, dtype):
+    """At M = 1, 3, 17, 64, 100 and 511 (a pair's second row tile partly or wholly past M), N
+    no multiple of 64 or 192, K a multiple of 8 that no K slice divides; then N and K of a model."""
+    sizes = ",".join(f"{m}x1032x1000" for m in (1, 3, 17, 64, 100, 511)) + ",256x4096x4096"
+    recs = _run(runner, "--dtype", dtype, "--stages", ",".join(WIDTH_VARIANTS), "--sizes", sizes)
+    _check_variants(recs, WIDTH_VARIANTS)
