@@ -151,20 +151,9 @@ gemm_wgmma_fp8_swapab(int M, int N, int K, float alpha, const u8* __restrict__ A
             }
             wgmma_wait<0>();
             if (lane == 0) mbar_arrive(empty0 + 8 * ((it - 1) % STAGES));
-            const int me = blockIdx.x;
-            if (p.k0 > 0) {  // the range started inside this tile: its owner finishes it
-                const int i = me * CONSUMERS + c;
-                swap_put_partial<BM>(d, workspace + static_cast<size_t>(i) * PARTIAL_FLOATS,
-                                     flags + i, bar_id, leader);
-                continue;
-            }
-            if (p.k1 < ktiles) {  // owner of a cut tile: the workers after it hold the rest
-                const int tile_end = (p.tile + 1) * ktiles;
-                int w1 = me + 1;
-                while (w1 < range.workers && range.first_slice(w1) < tile_end) ++w1;
-                swap_add_partials<BM, CONSUMERS>(d, workspace, flags, me + 1, w1, c, bar_id);
-            }
-            swap_store<BM>(d, C, M, N, m0, n0 + 64 * c, scale, beta);
+            // a worker's partial to its slot, or the owner's: its workers' partials added in
+            if (swap_finish_piece<BM, CONSUMERS>(d, range, p, workspace, flags, c, bar_id, leader))
+                swap_store<BM>(d, C, M, N, m0, n0 + 64 * c, scale, beta);
         }
     }
 }

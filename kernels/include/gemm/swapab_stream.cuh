@@ -1,4 +1,4 @@
-// gemm/swapab_stream.cuh: the stream-K line of the swapped WGMMA stages (31, 33): C^T = B^T A^T
+// gemm/swapab_stream.cuh: the stream-K line of the swapped WGMMA stages (31, 33, 34): C^T = B^T A^T
 // in bm x (64 per consumer warpgroup) tiles of C, every tile's K slices one line cut into an
 // equal range per block (at least sk_min slices a range); cut tiles met through an fp32
 // workspace (a partial of 64 x bm per block and consumer, then one flag each), and the
@@ -186,3 +186,29 @@ __device__ __forceinline__ void swap_store(const float (&d)[bm / 2], elem_t* __r
     }
 }
 
+
+// The end of this block's piece p of a tile, for its consumer group `group` of `groups` a block:
+// a worker whose range started inside the tile leaves its partial in its slot and sets its flag
+// (false: the tile's owner stores it); the owner of a cut tile adds the partials of the workers
+// after it whose ranges start inside the tile (true: store C from d).
+template <int bm, int groups, int sk_min>
+__device__ __forceinline__ bool swap_finish_piece(float (&d)[bm / 2],
+                                                  const SwapRange<sk_min>& range,
+                                                  const SwapPiece& p, float* workspace,
+                                                  unsigned int* flags, int group, int bar_id,
+                                                  bool leader) {
+    const int me = blockIdx.x;
+    if (p.k0 > 0) {  // the range started inside this tile: its owner finishes it
+        const int i = me * groups + group;
+        swap_put_partial<bm>(d, workspace + static_cast<size_t>(i) * 64 * bm, flags + i, bar_id,
+                             leader);
+        return false;
+    }
+    if (p.k1 < range.ktiles) {  // owner of a cut tile: the workers after it hold the rest
+        const int tile_end = (p.tile + 1) * range.ktiles;
+        int w1 = me + 1;
+        while (w1 < range.workers && range.first_slice(w1) < tile_end) ++w1;
+        swap_add_partials<bm, groups>(d, workspace, flags, me + 1, w1, group, bar_id);
+    }
+    return true;
+}
