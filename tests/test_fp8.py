@@ -248,3 +248,29 @@ def test_the_wrong_kernel_differs_only_by_the_skipped_k_block():
     _, wrong = _build(s, extra={"SKIP_KBLOCK": 3})
     assert right.count("QGMMA") == wrong.count("QGMMA") == 4
     assert right != wrong
+
+
+def test_the_decode_stage_geometry():
+    """Stage 34: one block per SM (a stream-K line), a ring as deep as RING_KIB holds, a
+    producer and a consumer per 64 weight rows, a workspace of one 64 x BM fp32 partial and a
+    flag per block and consumer; a decode stage of the FP8 contract (M 1..64, N, K by 16)."""
+    from rooflinecli.stages import gemm
+
+    s = stages.FP8_BY_NAME["wgmma_fp8_swapab"]
+    assert s.swapped and s.source == "34_wgmma_fp8_swapab.cu"
+    assert s.entry == "gemm_wgmma_fp8_swapab"
+    assert s.consumers == 2 and s.threads == 384
+    assert s.ring_stages == 200 * 1024 // ((8 + 128) * 128) == 11
+    assert s.launch(1, 4096, 132) == ((132, 1, 1), (384, 1, 1), 11 * 136 * 128 + 1024)
+    assert s.workspace_bytes(132) == 132 * 2 * (64 * 8 * 4 + 4)
+    wide = s.with_params(BM=64, BN=256)
+    assert wide.swapped and wide.ring_stages == 200 * 1024 // (320 * 128) == 5
+    assert wide.threads == 640 and wide.workspace_bytes(2) == 2 * 4 * (64 * 64 * 4 + 4)
+    g = gemm.BY_NAME["wgmma_fp8_swapab"]
+    assert g.workspace_bytes is not None and g.workspace_bytes(1, 4096, 4096, 132) == (
+        s.workspace_bytes(132)
+    )
+    assert g.refuses(64, 4096, 4096) is None and "M = 65" in (g.refuses(65, 4096, 4096) or "")
+    assert "multiple" in (g.refuses(1, 4099, 4096) or "")
+    with pytest.raises(RooflineError, match="needs the SMs"):
+        s.grid(1, 4096)
