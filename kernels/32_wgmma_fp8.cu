@@ -2,8 +2,8 @@
 // row-major and B is given as N x K (K-major, how models store weights): 8-bit wgmma reads both
 // operands K-major, so each is one TMA box per stage with 128-byte swizzle, a swizzle row being
 // 128 elements of K (BK = 128), and m64nBNk32 (HGMMA.64xBNx32.F32.E4M3.E4M3) steps 32 bytes along
-// it, BK / 32 per stage. Per-tensor float32 scales (device scalars, as models keep them):
-// C = alpha * scale_a * scale_b * (A B^T) + beta * C, output bf16 (-DELEM_BF16=0: fp16).
+// it, BK / 32 per stage. C = alpha * scale_a * scale_b * (A B^T) + beta * C in bf16 (or fp16),
+// float32 SCALES: 0 per tensor, 1 per row of A, column of B, 2 DeepGEMM's blocks (fp8_scales.cuh).
 // Accumulation: the Tensor Cores add FP8 products into the f32 registers with fewer than FP32's
 // significand bits. PROMOTE=0 keeps one accumulator over all of K. PROMOTE=p > 0 adds the
 // registers into a second, FP32 accumulator on the CUDA cores every p k-blocks (p * BK of K) and
@@ -17,7 +17,7 @@
 // CLUSTER_M=2: stage 27's pairs. FP8 math is twice 16-bit's, so a k-block's loads weigh twice as
 // much: row tiles 2i, 2i+1 share B, each loading half its BN rows (multicast): 16 + 16 KiB from L2.
 // TMA_C=1: stage 26's TMA-store epilogue, drained by the copy engine during the next tile.
-// SKIP_KBLOCK=j >= 0 leaves out k-block j's WGMMAs: a deliberately wrong kernel the check must fail.
+// SKIP_KBLOCK=j >= 0 drops k-block j's WGMMAs: a deliberately wrong kernel the check must fail.
 #ifndef BM
 #error "BM (rows of the C tile) must be given as -DBM=..."
 #endif
@@ -45,6 +45,9 @@
 #ifndef SKIP_KBLOCK
 #define SKIP_KBLOCK -1
 #endif
+#ifndef SCALES
+#define SCALES 0  // 0: per tensor; 1: per row of A and column of B; 2: 128-wide blocks
+#endif
 #ifndef CLUSTER_M
 #define CLUSTER_M 1  // 2: pairs of row tiles share B through TMA multicast
 #endif
@@ -65,6 +68,7 @@
 #include "sm90/wgmma_desc.cuh"  // smem_desc_k_sw128
 #include "sm90/wgmma_fp8.cuh"   // wgmma_fp8_m64n128k32, wgmma_fp8_m64n256k32
 #include "gemm/wgmma_store.cuh"  // store_block: the register epilogue
+#include "gemm/fp8_scales.cuh"   // scale_rows_cols, promote_block_scaled
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
@@ -103,6 +107,9 @@ static_assert(!PINGPONG || (PERSISTENT && BM == 64 && PROMOTE == 0),
               "PINGPONG: a persistent grid of 64-row tiles, one accumulator per consumer");
 static_assert(PROMOTE == 0 || BN == 128,
               "two 64 x BN f32 accumulator sets fit in 232 registers only for BN = 128");
+static_assert(SCALES >= 0 && SCALES <= 2, "SCALES: 0 per tensor, 1 per row and column, 2 blocks");
+static_assert(SCALES != 2 || (PROMOTE == 1 && BN == 128 && BK == 128),
+              "block scales: each 128-deep k-block promoted under its scales, one block of B wide");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536,
               "setmaxnreg: the warpgroups' registers must fit in the SM's 64K");
 
@@ -242,7 +249,8 @@ gemm_wgmma_fp8(int M, int N, int K, float alpha, const u8* __restrict__ A,
         setmaxnreg_inc<CONSUMER_REGS>();
         const int c = wg - 1;  // consumer c computes rows 64c .. 64c+63 of the block tile
         const bool lane0 = tid % 32 == 0;
-        const float scale = alpha * scale_a[0] * scale_b[0];
+        // per tensor: one factor in the epilogue; finer scales: 1 there (fp8_scales.cuh's do it)
+        const float scale = SCALES == 0 ? alpha * scale_a[0] * scale_b[0] : alpha;
 #if TMA_C
         const bool leader = tid % 128 == 0;  // issues this warpgroup's TMA stores
         const u32 bufs = base + RING_BYTES + c * 2 * EPI_CHUNK_BYTES;  // its 2 staging buffers
@@ -294,11 +302,16 @@ gemm_wgmma_fp8(int M, int N, int K, float alpha, const u8* __restrict__ A,
 #if PROMOTE
                 if ((kt + 1) % PROMOTE == 0 || kt + 1 == ktiles) {
                     wgmma_wait<0>();  // this batch too: d holds the sum of PROMOTE k-blocks
+#if SCALES == 2
+                    promote_block_scaled(acc, d, scale_a, scale_b, M, ktiles, m0 + 64 * c, n0 / 128,
+                                         kt);
+#else
 #pragma unroll
                     for (int i = 0; i < NACC; ++i) {
                         acc[i] += d[i];
                         d[i] = 0.0f;
                     }
+#endif
                 }
 #endif
             }
@@ -311,6 +324,11 @@ gemm_wgmma_fp8(int M, int N, int K, float alpha, const u8* __restrict__ A,
             release_slot<CLUSTER_M, false>(empty0 + 8 * ((it - 1) % STAGES));
 #else
             if (lane0) mbar_arrive(empty0 + 8 * ((it - 1) % STAGES));
+#endif
+#if SCALES == 1 && PROMOTE
+            scale_rows_cols(acc, scale_a, scale_b, M, N, m0 + 64 * c, n0);
+#elif SCALES == 1
+            scale_rows_cols(d, scale_a, scale_b, M, N, m0 + (PINGPONG ? 0 : 64 * c), n0);
 #endif
 #if TMA_C && PROMOTE
             // staged and stored by the copy engine, which drains it during the next tile

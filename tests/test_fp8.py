@@ -274,3 +274,60 @@ def test_the_decode_stage_geometry():
     assert "multiple" in (g.refuses(1, 4099, 4096) or "")
     with pytest.raises(RooflineError, match="needs the SMs"):
         s.grid(1, 4096)
+
+
+def test_scale_layouts_and_the_scaled_reference():
+    """core.fp8's scales: their shapes per layout, and the float64 product under them against
+    a sum written out term by term (each term's scale taken from its row, column or block)."""
+    rng = np.random.default_rng(3)
+    m, n, k = 3, 260, 300  # a last block of B 4 rows high, a last group of K 44 wide
+    assert fp8.scale_shapes("tensor", m, n, k) == ((1,), (1,))
+    assert fp8.scale_shapes("row", m, n, k) == ((3,), (260,))
+    assert fp8.scale_shapes("block", m, n, k) == ((3, 3), (3, 3))
+    with pytest.raises(RooflineError, match="one of tensor, row, block"):
+        fp8.scale_shapes("channel", m, n, k)
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((n, k))
+    for scaling in fp8.SCALINGS:
+        sa, sb = fp8.random_scales(rng, scaling, m, n, k)
+        assert sa.dtype == sb.dtype == np.float32
+        got = fp8.scaled_product(a, b, scaling, sa, sb)
+        want = np.zeros((m, n))
+        for i in range(m):
+            for j in range(n):
+                for kk in range(k):
+                    if scaling == "tensor":
+                        f = float(sa[0]) * float(sb[0])
+                    elif scaling == "row":
+                        f = float(sa[i]) * float(sb[j])
+                    else:
+                        f = float(sa[i, kk // 128]) * float(sb[j // 128, kk // 128])
+                    want[i, j] += f * a[i, kk] * b[j, kk]
+        assert np.allclose(got, want, rtol=1e-12, atol=1e-12), scaling
+
+
+def test_which_stages_take_which_scales():
+    """Per tensor and per row every stage-32 build takes (-DSCALES=1); DeepGEMM's blocks only a
+    stage promoting every 128 of K on 128-column tiles (-DSCALES=2); stage 34 per tensor only."""
+    block = stages.FP8_BY_NAME["wgmma_fp8_blockscale"]
+    assert block.defines(scaling="block")["SCALES"] == 2
+    assert block.defines(scaling="row")["SCALES"] == 1
+    assert "SCALES" not in block.defines()  # per tensor: the build as before
+    why = stages.FP8_BY_NAME["wgmma_fp8_promote"].scaling_refusal("block")
+    assert why and "PROMOTE=1" in why
+    assert stages.FP8_BY_NAME["wgmma_fp8_swapab"].scaling_refusal("row")
+    with pytest.raises(RooflineError, match="per-tensor scales only"):
+        stages.FP8_BY_NAME["wgmma_fp8_swapab"].defines(scaling="row")
+    takes = {s.name for s in stages.FP8_STAGES if s.scaling_refusal("block") is None}
+    assert takes == {"wgmma_fp8_blockscale"}
+
+
+@pytest.mark.parametrize("scaling", ["row", "block"])
+def test_finer_scales_compile_to_the_same_wgmmas(scaling):
+    """A stage built for finer scales keeps its QGMMA main loop (4 per k-block, no HGMMA, no
+    conversion of the inputs) and spills nothing; the scales are read in the epilogue (row) or
+    at each promotion (block)."""
+    s = stages.FP8_BY_NAME["wgmma_fp8_blockscale"]
+    built, text = _build(s, extra={"SCALES": stages.SCALES_DEFINE[scaling]})
+    assert built.resources is not None and built.resources.spill_bytes == 0
+    assert text.count("QGMMA.64x128x32.F32.E4M3.E4M3") == 4
+    assert "HGMMA" not in text and not re.search(r"\bF2F\.(BF16|F16)", text)

@@ -170,3 +170,56 @@ def tolerance_rule(span: int | None = None) -> str:
         f"2^-{TC_FP8_SUM_BITS} units over S terms: (8 sqrt(S) + S/{WGMMA_K}) units, {where}, "
         "+ 8 sqrt(K) 2^-24 (same rule for the largest element)"
     )
+
+
+# How an FP8 GEMM's float32 scales are laid out (C = alpha * (scale_a A) (scale_b B)^T):
+#   tensor: one scale each (scale_a[1], scale_b[1]), as most checkpoints keep them;
+#   row:    one per row of A and one per row of B, i.e. column of C (scale_a[M], scale_b[N]);
+#   block:  DeepGEMM's and DeepSeek-V3's: per row of A and 128-wide group of K
+#           (scale_a[M][KB]) and per 128 x 128 block of B (scale_b[ceil(N / 128)][KB]),
+#           KB = ceil(K / 128).
+SCALINGS = ("tensor", "row", "block")
+SCALE_BLOCK = 128
+
+
+def scale_shapes(scaling: str, m: int, n: int, k: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The shapes of scale_a and scale_b under `scaling`."""
+    kb, nb = -(-k // SCALE_BLOCK), -(-n // SCALE_BLOCK)
+    shapes = {"tensor": ((1,), (1,)), "row": ((m,), (n,)), "block": ((m, kb), (nb, kb))}
+    if scaling not in shapes:
+        raise RooflineError(f"FP8 scaling {scaling!r}: one of {', '.join(SCALINGS)}")
+    return shapes[scaling]
+
+
+def random_scales(rng: Any, scaling: str, m: int, n: int, k: int, xp: Any = np) -> tuple[Any, Any]:
+    """float32 scales of `scaling`'s shapes: a per-tensor pair (0.37, 1.9) times factors drawn
+    uniformly from [0.5, 2] (none under `tensor`), so that a scale applied to the wrong row,
+    column or block moves the product well past any tolerance."""
+    sa_shape, sb_shape = scale_shapes(scaling, m, n, k)
+    if scaling == "tensor":
+        return xp.full(sa_shape, 0.37, dtype=xp.float32), xp.full(sb_shape, 1.9, dtype=xp.float32)
+    sa = (0.37 * (0.5 + 1.5 * rng.random(sa_shape, dtype=xp.float64))).astype(xp.float32)
+    sb = (1.9 * (0.5 + 1.5 * rng.random(sb_shape, dtype=xp.float64))).astype(xp.float32)
+    return sa, sb
+
+
+def scaled_product(a: Any, b: Any, scaling: str, sa: Any, sb: Any, xp: Any = np) -> Any:
+    """The float64 product of dequantised A (M x K) and B (N x K) under the scales: tensor and
+    row scale the product's rows and columns; block sums each 128-wide group of K under the
+    scales of its rows of A and its 128-row block of B (exact sums of exact products, in
+    float64)."""
+    sa64, sb64 = sa.astype(xp.float64), sb.astype(xp.float64)
+    if scaling == "tensor":
+        return float(sa64[0]) * float(sb64[0]) * (a @ b.T)
+    if scaling == "row":
+        return sa64[:, None] * (a @ b.T) * sb64[None, :]
+    if scaling != "block":
+        raise RooflineError(f"FP8 scaling {scaling!r}: one of {', '.join(SCALINGS)}")
+    m, k = a.shape
+    n = b.shape[0]
+    out = xp.zeros((m, n), dtype=xp.float64)
+    rows_b = xp.arange(n) // SCALE_BLOCK  # each column of C: its block of B
+    for g, k0 in enumerate(range(0, k, SCALE_BLOCK)):
+        part = a[:, k0 : k0 + SCALE_BLOCK] @ b[:, k0 : k0 + SCALE_BLOCK].T
+        out += sa64[:, g][:, None] * part * sb64[rows_b, g][None, :]
+    return out

@@ -27,8 +27,10 @@ _TORCH_DTYPES = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}
 
 class Problem:
     """Device buffers for one shape: A (M x K) and B (N x K) FP8 codes drawn fresh (uniform reals
-    in [-2, 2] rounded to the format, on the GPU), float32 scales, the float64 reference
-    alpha * sa * sb * dec(A) dec(B)^T + beta * C0, and the outputs (16-bit bits as uint16)."""
+    in [-2, 2] rounded to the format, on the GPU), float32 scales laid out as `scaling` says
+    (core.fp8.SCALINGS: per tensor, per row and column, DeepGEMM's blocks), the float64
+    reference alpha * (sa dec(A)) (sb dec(B))^T + beta * C0, and the outputs (16-bit bits as
+    uint16)."""
 
     def __init__(  # type: ignore[no-untyped-def]
         self,
@@ -41,22 +43,21 @@ class Problem:
         seed: int = 0,
         fmt: str = "e4m3",
         out: str = "bf16",
-        scales: tuple[float, float] = (0.37, 1.9),
+        scaling: str = "tensor",
     ) -> None:
-        import numpy as np
-
         self.cp, self.m, self.n, self.k = cp, m, n, k
         self.alpha, self.beta, self.fmt, self.out = alpha, beta, fmt, out
+        self.scaling = scaling
         rng = cp.random.default_rng(seed)
         self.A = fp8.random_codes(rng, (m, k), fmt, xp=cp)
         self.B = fp8.random_codes(rng, (n, k), fmt, xp=cp)
-        sa, sb = (np.float32(s) for s in scales)
-        self.scale_a = cp.asarray([sa], dtype=cp.float32)
-        self.scale_b = cp.asarray([sb], dtype=cp.float32)
+        self.scale_a, self.scale_b = fp8.random_scales(rng, scaling, m, n, k, xp=cp)
         table = cp.asarray(fp8.decode_table(fmt))
-        prod = table[self.A] @ table[self.B].T  # float64: exact sums of exact products
-        self.ref = (float(alpha) * float(sa) * float(sb)) * prod
-        del prod
+        # float64: exact sums of exact products, under the scales
+        self.ref = fp8.scaled_product(
+            table[self.A], table[self.B], scaling, self.scale_a, self.scale_b, xp=cp
+        )
+        self.ref *= float(alpha)
         self.C0 = None
         if beta != 0.0:
             c0 = rng.random((m, n), dtype=cp.float32) * 2 - 1
@@ -143,7 +144,7 @@ def launcher(  # type: ignore[no-untyped-def]
 
     from rooflinecli.gpu import tma
 
-    defines = {**stage.defines(g.fmt, g.out), **(extra or {})}
+    defines = {**stage.defines(g.fmt, g.out, g.scaling), **(extra or {})}
     name = stage.source.removesuffix(".cu")
     built = compiler.compile_source(_source(stage), name, stage.entry, ARCH, defines)
     fn = cp.RawModule(path=built.cubin_path).get_function(stage.entry)
@@ -216,9 +217,12 @@ def scaled_mm(g: Problem, fast_accum: bool = False, out: Any = None) -> Callable
     N x K row-major, so b.t() is the column-major K x N operand _scaled_mm requires.
     use_fast_accum=False (PyTorch's default) has cuBLASLt promote its sums
     (CUBLASLT_MATMUL_DESC_FAST_ACCUM off); True keeps the Tensor Cores' reduced-precision
-    accumulator over all of K, as an unpromoted stage does. Raises RooflineError without
-    PyTorch."""
-    why = torch_reason()
+    accumulator over all of K, as an unpromoted stage does. Scales per tensor are scalars; per
+    row and column, PyTorch's row-wise form (scale_a M x 1, scale_b 1 x N). Raises RooflineError
+    without PyTorch, and for block scales, which _scaled_mm does not take here."""
+    why = torch_reason() or (
+        "torch._scaled_mm takes no 128-wide block scales" if g.scaling == "block" else None
+    )
     if why:
         raise RooflineError(f"no FP8 reference: {why}")
     import torch
@@ -227,8 +231,9 @@ def scaled_mm(g: Problem, fast_accum: bool = False, out: Any = None) -> Callable
     a = torch.from_dlpack(g.A).view(f8)
     b = torch.from_dlpack(g.B).view(f8)
     # alpha folded into scale_a (computed once, outside the timed launches)
-    sa = (torch.from_dlpack(g.scale_a) * float(g.alpha)).reshape(())
-    sb = torch.from_dlpack(g.scale_b).reshape(())
+    rows = g.scaling == "row"
+    sa = (torch.from_dlpack(g.scale_a) * float(g.alpha)).reshape((g.m, 1) if rows else ())
+    sb = torch.from_dlpack(g.scale_b).reshape((1, g.n) if rows else ())
     out_dtype = torch.bfloat16 if g.out == "bf16" else torch.float16
     c = torch.from_dlpack(g.C_ref if out is None else out).view(out_dtype)
 

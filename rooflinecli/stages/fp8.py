@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from rooflinecli.core.fp8 import SCALINGS
 from rooflinecli.errors import RooflineError
 
 FILE = "32_wgmma_fp8.cu"
@@ -37,6 +38,8 @@ ARCH = "sm_90a"  # wgmma and setmaxnreg
 FORMATS = ("e4m3", "e5m2")
 OUTPUTS = ("bf16", "fp16")
 TMA_MULTIPLE = 16  # K and N (see check_shape)
+# the kernel's -DSCALES for each layout of the scales (rooflinecli.core.fp8.SCALINGS)
+SCALES_DEFINE: Mapping[str, int] = MappingProxyType({"tensor": 0, "row": 1, "block": 2})
 EPI_STAGING_BYTES = 2 * 64 * 64 * 2  # TMA_C: two 8 KiB buffers of 64 x 64 16-bit C per consumer
 C_BOX = (64, 64)  # TMA_C: the C map's box, columns x rows (a consumer's 64 rows x 128 bytes)
 # the K one 8-bit wgmma adds (m64nNk32) and the span of K the Tensor Cores' reduced-precision
@@ -138,15 +141,41 @@ class Fp8Stage(NamedTuple):
             return (blocks, 1, 1)
         return (tiles_n, tiles_m, 1)
 
-    def defines(self, fp8_format: str = "e4m3", out: str = "bf16") -> dict[str, int | str]:
+    def scaling_refusal(self, scaling: str) -> str | None:
+        """Why the stage cannot apply scales laid out as `scaling`, or None. Per tensor and per
+        row and column every stage 32 build can (in the epilogue); DeepGEMM's blocks need the
+        sum of every 128 of K promoted under its own scales (PROMOTE=1) and a tile one block of
+        B wide (BN = 128); stage 34 takes per-tensor scales only."""
+        if scaling not in SCALINGS:
+            return f"FP8 scaling {scaling!r}: one of {', '.join(SCALINGS)}"
+        if scaling == "tensor":
+            return None
+        if self.swapped:
+            return f"{self.name} takes per-tensor scales only"
+        p = self.params
+        if scaling == "block" and (p.get("PROMOTE") != 1 or p["BN"] != 128):
+            return (
+                f"{self.name} cannot apply 128 x 128 block scales: they need each 128 of K "
+                "promoted under its own scales (PROMOTE=1) on 128-column tiles"
+            )
+        return None
+
+    def defines(
+        self, fp8_format: str = "e4m3", out: str = "bf16", scaling: str = "tensor"
+    ) -> dict[str, int | str]:
         if fp8_format not in FORMATS:
             raise RooflineError(f"FP8 format {fp8_format!r}: one of {', '.join(FORMATS)}")
         if out not in OUTPUTS:
             raise RooflineError(f"FP8 output type {out!r}: one of {', '.join(OUTPUTS)}")
+        why = self.scaling_refusal(scaling)
+        if why:
+            raise RooflineError(why)
+        scales = {"SCALES": SCALES_DEFINE[scaling]} if scaling != "tensor" else {}
         return {
             **self.params,
             "ELEM_BF16": int(out == "bf16"),
             "FP8_E5M2": int(fp8_format == "e5m2"),
+            **scales,
         }
 
     def launch(
@@ -274,6 +303,13 @@ FP8_STAGES: tuple[Fp8Stage, ...] = (
             {**_BASE, "BN": 256, "STAGES": 4, "PERSISTENT": 1}
             | {"CLUSTER_M": 2, "TMA_C": 1, "MAX_BLOCKS": 128}
         ),
+    ),
+    Fp8Stage(
+        "wgmma_fp8_blockscale",
+        "DeepGEMM's accumulation: wgmma_fp8_n128 promoting every k-block (128 of K) into FP32, "
+        "which is where 128 x 128 block scales (per row of A and 128 of K, per 128 x 128 block "
+        "of B) are applied; per-tensor and per-row scales too",
+        MappingProxyType({**_BASE, "BN": 128, "STAGES": 6, "PROMOTE": 1}),
     ),
     Fp8Stage(
         "wgmma_fp8_swapab",

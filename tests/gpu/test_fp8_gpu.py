@@ -98,3 +98,35 @@ def test_the_decode_stage_verifies_at_every_batch_tile(bm, shape):
     stage = FP8_BY_NAME["wgmma_fp8_swapab"].with_params(BM=bm)
     res = _verify(stage, *shape)
     assert res["ok"], res
+
+
+# scales per row of A and column of B, and DeepGEMM's 128-wide blocks: N and K no multiple of
+# 128 (a last block of B and a last group of K partly filled), a pair's rank past M
+SCALED = ((1000, 1040, 1040), (77, 272, 4112), (300, 528, 384))
+ROW_STAGES = [s for s in FP8_STAGES if s.scaling_refusal("row") is None]
+BLOCK_STAGES = [s for s in FP8_STAGES if s.scaling_refusal("block") is None]
+
+
+@pytest.mark.parametrize("stage", ROW_STAGES, ids=lambda s: s.name)
+@pytest.mark.parametrize("shape", SCALED, ids=lambda s: "x".join(map(str, s)))
+def test_row_and_column_scales(stage, shape):
+    _sm90()
+    res = _verify(stage, *shape, scaling="row", alpha=0.5)
+    assert res["ok"], res
+
+
+@pytest.mark.parametrize("stage", BLOCK_STAGES, ids=lambda s: s.name)
+@pytest.mark.parametrize("shape", SCALED, ids=lambda s: "x".join(map(str, s)))
+def test_block_scales(stage, shape):
+    _sm90()
+    assert BLOCK_STAGES
+    res = _verify(stage, *shape, scaling="block", alpha=0.5)
+    assert res["ok"], res
+
+
+@pytest.mark.parametrize("scaling", ["row", "block"])
+def test_a_kernel_that_applies_one_scale_per_tensor_fails_finer_scales(scaling):
+    _sm90()
+    stage = BLOCK_STAGES[0]
+    res = _verify(stage, 1000, 1040, 1040, extra={"SCALES": 0}, scaling=scaling)
+    assert not res["ok"] and res["rel"] > 5 * res["rel_tol"], res
