@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rooflinecli.errors import RooflineError
-from rooflinecli.stages import gemm
+from rooflinecli.stages import fp8, gemm
 
 Shape = Any  # (M, N, K), or a rooflinecli.core.attention.Shape
 
@@ -139,13 +139,17 @@ def gemm_kind(dtype: str, shapes: Iterable[tuple[int, int, int]]) -> str:
     return "fp8"
 
 
-def _fp8_refusals(dtype: str, fp8_format: str, beta: float, tuned: bool, user: bool) -> None:
+def _fp8_refusals(
+    dtype: str, fp8_format: str, fp8_scaling: str, beta: float, tuned: bool, user: bool
+) -> None:
     """What --dtype fp8 refuses, one line each, before any work: beta != 0 (the timed
     comparison runs at beta = 0), --tuned and --extra-stage (no FP8 tuned tiles or user stages
-    yet); --fp8-format without it."""
+    yet); --fp8-format and --fp8-scaling without it."""
     if dtype != "fp8":
         if fp8_format != "e4m3":
             raise RooflineError("--fp8-format goes with --dtype fp8")
+        if fp8_scaling != "tensor":
+            raise RooflineError("--fp8-scaling goes with --dtype fp8")
         return
     if beta != 0.0:
         raise RooflineError(
@@ -160,6 +164,21 @@ def _gemm_refusal(stage: Any, shape: tuple[int, int, int]) -> Any:
     return refusal(*shape) if refusal is not None else None
 
 
+def _scaled_refusal(scaling: str) -> Any:
+    """_gemm_refusal, and for an FP8 stage the scales it cannot apply (--fp8-scaling)."""
+
+    def refusal(stage: Any, shape: tuple[int, int, int]) -> Any:
+        why = _gemm_refusal(stage, shape)
+        if why is not None or stage.reference or getattr(stage, "kind", "") != "fp8":
+            return why
+        no = fp8.of_registry(stage).scaling_refusal(scaling)
+        if no is None:
+            return None
+        return gemm.Refusal(no, "stages without these scales", f"--fp8-scaling {scaling}")
+
+    return refusal
+
+
 def gemm_plan(
     shapes: list[tuple[int, int, int]],
     stage_list: str | None,
@@ -170,6 +189,7 @@ def gemm_plan(
     dry_run: bool = False,
     beta: float = 0.0,
     fp8_format: str = "e4m3",
+    fp8_scaling: str = "tensor",
 ) -> RunPlan:
     """`run gemm`: the problem kind (gemm_kind: FP8's refusals and shape checks first), the
     stages asked for (default: the dtype's ladder, less the stages built for other rows of C
@@ -177,7 +197,7 @@ def gemm_plan(
     table's pick (`best`)."""
     from rooflinecli.stages.userstage import load_user_stage
 
-    _fp8_refusals(dtype, fp8_format, beta, tuned, bool(extra_stages))
+    _fp8_refusals(dtype, fp8_format, fp8_scaling, beta, tuned, bool(extra_stages))
     kind = gemm_kind(dtype, shapes)
 
     best = (stage_list or "").strip() == "best"
@@ -199,7 +219,8 @@ def gemm_plan(
         user.append(stage)
     reference, ladder = chosen[-1], chosen[:-1] + user
     named = [*ladder] if stage_list and not best else user
-    work, skipped = _work(shapes, ladder, _gemm_refusal, named, gemm_label, raise_named=True)
+    refusal = _gemm_refusal if fp8_scaling == "tensor" else _scaled_refusal(fp8_scaling)
+    work, skipped = _work(shapes, ladder, refusal, named, gemm_label, raise_named=True)
     plan = RunPlan(dtype, list(shapes), ladder, reference, work, skipped, user_stages=user,
                    kind=kind)  # fmt: skip
     if tuned:

@@ -267,6 +267,10 @@ def test_the_decode_stage_geometry():
     assert wide.swapped and wide.ring_stages == 200 * 1024 // (320 * 128) == 5
     assert wide.threads == 640 and wide.workspace_bytes(2) == 2 * 4 * (64 * 64 * 4 + 4)
     g = gemm.BY_NAME["wgmma_fp8_swapab"]
+    # the runner's geometry of a registry entry keeps its source, and a variant its parameters
+    assert stages.of_registry(g).swapped and stages.of_registry(g).entry == s.entry
+    v = gemm.select("wgmma_fp8_swapab@BM=32", "fp8")[0]
+    assert stages.of_registry(v).swapped and stages.of_registry(v).params["BM"] == 32
     assert g.workspace_bytes is not None and g.workspace_bytes(1, 4096, 4096, 132) == (
         s.workspace_bytes(132)
     )

@@ -32,9 +32,10 @@ class _Cupy(FakeCupy):
 
 def _product(g, drop_k: int = 0):  # type: ignore[no-untyped-def]
     t = fp8.decode_table(g.fmt)
-    a = t[g.A][:, drop_k:].astype(np.float32)
-    b = t[g.B][:, drop_k:].astype(np.float32)
-    return (a @ b.T) * np.float32(g.alpha * 0.37 * 1.9)
+    a, b = t[g.A], t[g.B]
+    a[:, :drop_k] = 0.0  # a kernel that leaves out the first k-block
+    prod = fp8.scaled_product(a, b, g.scaling, g.scale_a, g.scale_b)
+    return (g.alpha * prod).astype(np.float32)
 
 
 class _Timer:
@@ -56,7 +57,7 @@ class _Timer:
         return 1.0
 
 
-def _run(monkeypatch, torch: bool, wrong: str = ""):  # type: ignore[no-untyped-def]
+def _run(monkeypatch, torch: bool, wrong: str = "", scaling: str = "tensor", stages=None):  # type: ignore[no-untyped-def]
     def launcher(cp, stage, g, extra=None, out=None):  # type: ignore[no-untyped-def]
         def launch() -> None:
             g.C[...] = g._store(_product(g, 128 if stage.name == wrong else 0))
@@ -74,11 +75,11 @@ def _run(monkeypatch, torch: bool, wrong: str = ""):  # type: ignore[no-untyped-
     monkeypatch.setattr(gfp8, "torch_reason", lambda: None if torch else "PyTorch is not installed")
     cp, spec = _Cupy(), specs.resolve("h200-sxm")
     refs = [gemm.BY_NAME["cublaslt_fp8"], gemm.BY_NAME[gfp8.FAST]]
-    stages = [gemm.BY_NAME["wgmma_fp8_persistent"], gemm.BY_NAME["wgmma_fp8_promote"]]
-    work = [(SHAPE, [(s, None) for s in stages])]
+    names = stages or ("wgmma_fp8_persistent", "wgmma_fp8_promote")
+    work = [(SHAPE, [(gemm.BY_NAME[s], None) for s in names])]
 
     def problem(shape, _items):  # type: ignore[no-untyped-def]
-        return gfp8.Fp8GemmProblem(cp, shape, refs, spec, 90, 1.0, 0)
+        return gfp8.Fp8GemmProblem(cp, shape, refs, spec, 90, 1.0, 0, scaling=scaling)
 
     limits = occupancy.SmLimits.from_spec(spec)
     recs = loop.run(cp, work, problem, gfp8.FP8, _Timer(), limits)  # type: ignore[arg-type]
@@ -120,6 +121,42 @@ def test_without_pytorch_the_stages_still_run_and_verify(monkeypatch):
     for name in ("cublaslt_fp8", gfp8.FAST):
         assert recs[name]["verified"] is None
         assert "PyTorch is not installed" in recs[name]["error"]
+
+
+def test_finer_scales_are_checked_and_said(monkeypatch):
+    """Per row and column: cuBLASLt (row-wise) beside the stages; DeepGEMM's blocks: no library
+    reference, the stage still verified against the float64 product under its block scales."""
+    rows = _run(monkeypatch, torch=True, scaling="row")
+    assert rows["wgmma_fp8_persistent"]["verified"] and rows["cublaslt_fp8"]["verified"]
+    assert "per row of A" in rows["wgmma_fp8_persistent"]["scales"]
+    blocks = _run(monkeypatch, torch=True, scaling="block", stages=("wgmma_fp8_blockscale",))
+    assert blocks["wgmma_fp8_blockscale"]["verified"] is True
+    assert "128 x 128 block" in blocks["wgmma_fp8_blockscale"]["scales"]
+    for name in ("cublaslt_fp8", gfp8.FAST):
+        assert "takes no 128-wide block scales" in blocks[name]["error"]
+    wrong = _run(monkeypatch, True, "wgmma_fp8_blockscale", "block", ("wgmma_fp8_blockscale",))
+    assert wrong["wgmma_fp8_blockscale"]["verified"] is False
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--dtype", "bf16", "--fp8-scaling", "row"], "--fp8-scaling goes with --dtype fp8"),
+        (
+            ["--dtype", "fp8", "--fp8-scaling", "block", "--stages", "wgmma_fp8"],
+            "wgmma_fp8 cannot apply 128 x 128 block scales",
+        ),
+        (
+            ["--dtype", "fp8", "--fp8-scaling", "row", "--stages", "wgmma_fp8_swapab", "--m", "16"],
+            "wgmma_fp8_swapab takes per-tensor scales only",
+        ),
+    ],
+)
+def test_fp8_scaling_refusals_are_one_line(args, says):
+    r = CliRunner().invoke(
+        cli, ["run", "gemm", "--m", "256", "--dry-run", "--spec", "h200-sxm", *args]
+    )
+    assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, r.output
 
 
 def test_a_stage_one_k_block_short_fails_and_reports_no_speed(monkeypatch):

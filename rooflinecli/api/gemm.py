@@ -51,7 +51,7 @@ def _run_kind(p: GemmProblem, seed: int, timing: Any, progress: Any) -> Any:
         from rooflinecli.gpu import fp8
 
         return fp8.run_gemm(p.shapes, p.stages, p.spec_arg, p.alpha, seed, timing, progress,
-                            p.work, p.fp8_format)  # fmt: skip
+                            p.work, p.fp8_format, p.fp8_scaling)  # fmt: skip
     from rooflinecli.gpu import runner
 
     return runner.run_gemm(p.shapes, p.stages, p.spec_arg, p.alpha, p.beta, seed, timing,
@@ -113,14 +113,17 @@ def run_gemm(
     **extra: Any,
 ) -> dict[str, Any]:
     """run(GemmRequest(...)) with its values spelled out: the problem kind is the dtype's
-    (rooflinecli.plan.gemm_kind, which checks FP8 shapes), `fp8_format` among `extra`, the
+    (rooflinecli.plan.gemm_kind, which checks FP8 shapes), `fp8_format` and `fp8_scaling` among
+    `extra`, the
     rest of `extra` top-level fields of the document. `progress(label, total=steps)` is called
     as each stage and shape begins."""
     from rooflinecli import plan
 
     fp8_format = str(extra.pop("fp8_format", "e4m3"))
+    fp8_scaling = str(extra.pop("fp8_scaling", "tensor"))
     problem = GemmProblem(shapes, stages, spec_arg, dtype, alpha, beta,
-                          plan.gemm_kind(dtype, shapes), fp8_format, picks, work)  # fmt: skip
+                          plan.gemm_kind(dtype, shapes), fp8_format, picks, work,
+                          fp8_scaling=fp8_scaling)  # fmt: skip
     return run(GemmRequest(problem, Timed(seed, timing), Output(command, progress, extra)))
 
 

@@ -36,8 +36,9 @@ class GemmProblem(NamedTuple):
     """The GEMMs to run: the shapes (M, N, K), the stages (the reference among them), the spec
     (--spec: a name, a TOML path, or None for the GPU's own), the element type, alpha and beta.
     `kind`: the problem kind the plan chose (rooflinecli.plan.gemm_kind: "gemm", or "fp8":
-    FP8 A and B beside cuBLASLt's two modes, in `fp8_format`). `picks` (--stages best): each
-    shape's pick; `work` (a RunPlan's): per shape, the stages to run and their refusals."""
+    FP8 A and B beside cuBLASLt's two modes, in `fp8_format`, their scales laid out as
+    `fp8_scaling` says). `picks` (--stages best): each shape's pick; `work` (a RunPlan's): per
+    shape, the stages to run and their refusals."""
 
     shapes: list[tuple[int, int, int]]
     stages: list[Any]
@@ -49,6 +50,7 @@ class GemmProblem(NamedTuple):
     fp8_format: str = "e4m3"
     picks: dict[tuple[int, int, int], Any] | None = None
     work: Work | None = None
+    fp8_scaling: str = "tensor"
 
 
 class GemmRequest(NamedTuple):

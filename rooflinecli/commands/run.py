@@ -166,7 +166,7 @@ def run_gemm(
         raise RooflineError("--dry-run writes no results document: leave out --output")
     p = plan.gemm_plan(ask.shapes, ask.stage_list, ask.dtype, tuned=ask.tuned,
                        extra_stages=ask.extra_stages, dry_run=dry_run, beta=ask.beta,
-                       fp8_format=ask.fp8_format)  # fmt: skip
+                       fp8_format=ask.fp8_format, fp8_scaling=ask.fp8_scaling)  # fmt: skip
     target, why = api.target_arch(arch)
     if dry_run:
         _dry_run(p, target, why, spec_arg, emit.fmt)

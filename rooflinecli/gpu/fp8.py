@@ -18,7 +18,7 @@ from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import loop
 from rooflinecli.gpu.arrays import from_bf16_bits, store
 from rooflinecli.stages import compiler
-from rooflinecli.stages.fp8 import ARCH, C_BOX, Fp8Stage
+from rooflinecli.stages.fp8 import ARCH, C_BOX, SCALES_DEFINE, Fp8Stage, of_registry
 
 REFERENCE = "cuBLASLt FP8 via torch._scaled_mm (per-tensor scales, out_dtype bf16)"
 B_LAYOUT = "nk: B given as N x K (K-major), the layout models store weights in"
@@ -211,6 +211,14 @@ def torch_reason() -> str | None:
     return None
 
 
+def reference_reason(g: Problem) -> str | None:
+    """Why cuBLASLt cannot be the reference of g's problem, or None: PyTorch missing, or block
+    scales, which torch._scaled_mm does not take here."""
+    if g.scaling == "block":
+        return "torch._scaled_mm takes no 128-wide block scales"
+    return torch_reason()
+
+
 def scaled_mm(g: Problem, fast_accum: bool = False, out: Any = None) -> Callable[[], None]:
     """torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype, use_fast_accum) on g's very
     buffers (DLPack, no copies), writing g.C_ref (or `out`, int16): a is M x K row-major, b
@@ -220,9 +228,7 @@ def scaled_mm(g: Problem, fast_accum: bool = False, out: Any = None) -> Callable
     accumulator over all of K, as an unpromoted stage does. Scales per tensor are scalars; per
     row and column, PyTorch's row-wise form (scale_a M x 1, scale_b 1 x N). Raises RooflineError
     without PyTorch, and for block scales, which _scaled_mm does not take here."""
-    why = torch_reason() or (
-        "torch._scaled_mm takes no 128-wide block scales" if g.scaling == "block" else None
-    )
+    why = reference_reason(g)
     if why:
         raise RooflineError(f"no FP8 reference: {why}")
     import torch
@@ -252,10 +258,17 @@ CHECK = (
     "float64 product of the dequantised FP8 inputs (decoded exactly), times the per-tensor "
     "scales; output poisoned first; the first launch and the last timed launch checked"
 )
+# what a record says of its scales (rooflinecli.core.fp8.SCALINGS)
+SCALES_TEXT = {
+    "tensor": "float32, per tensor (scale_a, scale_b)",
+    "row": "float32, per row of A and per column of C (scale_a[M], scale_b[N])",
+    "block": "float32, per row of A and 128 of K (scale_a[M][K/128]) and per 128 x 128 block of "
+    "B (scale_b[N/128][K/128])",
+}
 CONTRACT = {
     "a_layout": "mk: A M x K row-major",
     "b_layout": B_LAYOUT,
-    "scales": "float32, per tensor (scale_a, scale_b)",
+    "scales": SCALES_TEXT["tensor"],
     "output": "bf16",
     "beta_in_timing": "beta = 0 in the timed comparison: torch._scaled_mm takes a bias, not beta",
 }
@@ -269,8 +282,8 @@ def accumulation(span: int | None) -> str:
 
 
 def fp8_stage(stage: Any) -> Fp8Stage:
-    """The FP8 geometry (rooflinecli/stages/fp8.py) of a registry stage of 32_wgmma_fp8.cu."""
-    return Fp8Stage(stage.name, stage.what, stage.params)
+    """The FP8 geometry (rooflinecli/stages/fp8.py) of a registry stage of an FP8 source."""
+    return of_registry(stage)
 
 
 class Fp8GemmProblem:
@@ -281,11 +294,11 @@ class Fp8GemmProblem:
 
     def __init__(  # type: ignore[no-untyped-def]
         self, cp, shape: tuple[int, int, int], references: list[Any], spec: Any,
-        cc: int, alpha: float, seed: int, fmt: str = "e4m3",
+        cc: int, alpha: float, seed: int, fmt: str = "e4m3", scaling: str = "tensor",
     ) -> None:  # fmt: skip
         m, n, k = shape
         try:
-            self.g = Problem(cp, m, n, k, alpha, 0.0, seed, fmt, "bf16")
+            self.g = Problem(cp, m, n, k, alpha, 0.0, seed, fmt, "bf16", scaling=scaling)
         except cp.cuda.memory.OutOfMemoryError:
             raise RooflineError(f"out of device memory at {m}x{n}x{k}") from None
         self.cp, self.shape, self.refs, self.spec, self.cc = cp, shape, references, spec, cc
@@ -309,7 +322,7 @@ class Fp8GemmProblem:
 
         g = self.g
         model = roofs.model_record(stage, g.m, g.n, g.k, self.spec, g.alpha, 0.0, "fp8")
-        model.update(CONTRACT, fp8_format=self.fmt)
+        model.update(CONTRACT, fp8_format=self.fmt, scales=SCALES_TEXT[self.g.scaling])
         span = None if stage.reference else fp8_stage(stage).promote_span
         if stage.reference:
             model["accumulation"] = (
@@ -364,7 +377,7 @@ class Fp8GemmProblem:
 
         skipped: list[Any] = []
         runs: list[Any] = []
-        why = torch_reason()
+        why = reference_reason(self.g)
         for ref in self.refs:
             rec = self.record(ref)
             rec.about = {"library": REFERENCE, "use_fast_accum": ref.name == FAST}
@@ -399,7 +412,7 @@ FP8 = loop.Kind(
 
 
 def run_gemm(  # type: ignore[no-untyped-def]
-    shapes, stages, spec_arg, alpha, seed, timing, progress, work, fp8_format
+    shapes, stages, spec_arg, alpha, seed, timing, progress, work, fp8_format, scaling="tensor"
 ) -> tuple[dict[str, Any], Any, list[dict[str, Any]]]:
     """The FP8 problem kind through the one runner loop: the FP8 stages (launched and checked
     here) beside cuBLASLt's two accumulation modes, beta = 0 (torch._scaled_mm has no beta).
@@ -413,8 +426,9 @@ def run_gemm(  # type: ignore[no-untyped-def]
     if work is None:
         ladder = [s for s in stages if not s.reference]
         work = [(shape, [(s, s.refuses(*shape)) for s in ladder]) for shape in shapes]
+    scales = {"SCALES": SCALES_DEFINE[scaling]} if scaling != "tensor" else {}
     builds: dict[str, tuple[Any, str, str, dict[str, int]]] = {
-        s.name: (fp8_stage(s), fp8_format, "bf16", {})
+        s.name: (fp8_stage(s), fp8_format, "bf16", scales)
         for _shape, items in work
         for s, why in items
         if why is None
@@ -424,6 +438,6 @@ def run_gemm(  # type: ignore[no-untyped-def]
             raise built
 
     def problem(shape: tuple[int, int, int], _items: object) -> Fp8GemmProblem:
-        return Fp8GemmProblem(cp, shape, references, spec, cc, alpha, seed, fp8_format)
+        return Fp8GemmProblem(cp, shape, references, spec, cc, alpha, seed, fp8_format, scaling)
 
     return dev, spec, loop.run(cp, work, problem, FP8, Timer(timing), limits, progress)

@@ -395,6 +395,14 @@ def dtype_option(f: F) -> F:
 def gemm_dtype_option(f: F) -> F:
     """--dtype of `run gemm`: DTYPES and fp8 (the FP8 stages beside cuBLASLt), with its format."""
     f = click.option(
+        "--fp8-scaling",
+        type=click.Choice(("tensor", "row", "block")),
+        default="tensor",
+        show_default=True,
+        help="With --dtype fp8: the float32 scales of A and B, per tensor, per row of A and "
+        "column of B, or DeepGEMM's blocks (per row of A and 128 of K, per 128 x 128 block of B).",
+    )(f)
+    f = click.option(
         "--fp8-format",
         type=click.Choice(("e4m3", "e5m2")),
         default="e4m3",
@@ -566,20 +574,21 @@ def tolerance_option(help_text: str) -> Callable[[F], F]:
 
 class GemmAsk(NamedTuple):
     """What `run gemm` was asked for, its values checked: the shapes (at most --max-shapes),
-    --stages, --dtype and --fp8-format, alpha and beta, --tuned, --extra-stage."""
+    --stages, --dtype, --fp8-format and --fp8-scaling, alpha and beta, --tuned, --extra-stage."""
 
     shapes: list[tuple[int, int, int]]
     stage_list: str | None
     dtype: str
     fp8_format: str
+    fp8_scaling: str
     alpha: float
     beta: float
     tuned: bool
     extra_stages: tuple[str, ...]
 
 
-GEMM_ASK = ("m", "n", "k", "sizes", "max_shapes", "stage_list", "dtype", "fp8_format", "alpha",
-            "beta", "tuned", "extra_stages")  # fmt: skip
+GEMM_ASK = ("m", "n", "k", "sizes", "max_shapes", "stage_list", "dtype", "fp8_format",
+            "fp8_scaling", "alpha", "beta", "tuned", "extra_stages")  # fmt: skip
 
 
 def gemm_ask(
@@ -597,7 +606,8 @@ def gemm_request(plan: Any, ask: GemmAsk, spec_arg: str | None, timed: Any, prog
     from rooflinecli.api.requests import GemmProblem, GemmRequest, Output
 
     problem = GemmProblem(plan.shapes, plan.chosen, spec_arg, ask.dtype, ask.alpha, ask.beta,
-                          plan.kind, ask.fp8_format, plan.picks, plan.work)  # fmt: skip
+                          plan.kind, ask.fp8_format, plan.picks, plan.work,
+                          fp8_scaling=ask.fp8_scaling)  # fmt: skip
     return GemmRequest(problem, timed, Output("run gemm", progress, plan.document_fields()))
 
 

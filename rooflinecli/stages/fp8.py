@@ -331,6 +331,12 @@ FP8_STAGES: tuple[Fp8Stage, ...] = (
 FP8_BY_NAME: dict[str, Fp8Stage] = {s.name: s for s in FP8_STAGES}
 
 
+def of_registry(stage: Any) -> Fp8Stage:
+    """The FP8 geometry of a registry entry (rooflinecli/stages/gemm.py) of an FP8 source (stage
+    32 or 34), a variant's parameters and name included."""
+    return Fp8Stage(stage.name, stage.what, MappingProxyType(dict(stage.params)), file=stage.file)
+
+
 def check_shape(m: int, n: int, k: int) -> None:
     """The FP8 contract's shape rule, refused in one line: K is a multiple of 16 because TMA
     reads A's and B's rows in multiples of 16 bytes, N because cuBLASLt's FP8 path (the
