@@ -384,3 +384,40 @@ def test_run_llm_without_stages_of_the_dtype_or_gpu_is_one_line(runner, monkeypa
     assert r.stderr.strip() == (
         "error: unknown GEMM mlp; known: qkv, o_proj, ffn_gate, ffn_up, ffn_down, lm_head"
     )
+
+
+def test_fp8_weight_gemms_read_one_byte_and_write_two():
+    g = next(x for x in llm.weight_gemms(_llama7b()) if x.name == "o_proj")
+    r = llm.gemm_record(_llama7b(), g, 1, H100, "fp8")
+    # 1x4096x4096: A and B one byte an element, C (bf16) two
+    assert r["bytes_ideal"] == 4096 + 16_777_216 + 2 * 4096
+    assert r["peak_key"] == "fp8_tensor_dense"
+
+
+def test_run_llm_in_fp8_is_the_fp8_problem_kind(monkeypatch):
+    """`run llm --dtype fp8`: the weight GEMMs go to the GEMM job as the FP8 problem kind (FP8
+    weights and activations beside cuBLASLt), their shapes held to the FP8 contract; --chain
+    stays 16-bit."""
+    from click.testing import CliRunner
+
+    from rooflinecli.api import gemm as gemm_job
+    from rooflinecli.api import llm as llm_job
+    from rooflinecli.api.requests import LlmProblem, LlmRequest
+    from rooflinecli.stages import gemm as stages
+
+    asked = []
+
+    def fake_run(request):  # type: ignore[no-untyped-def]
+        asked.append(request.problem)
+        return {"spec": H100.to_dict(), "records": [], "settings": {}}
+
+    monkeypatch.setattr(gemm_job, "run", fake_run)
+    preset = _llama7b()
+    gemms = [g for g in llm.weight_gemms(preset) if g.name == "o_proj"]
+    chosen = stages.select("wgmma_fp8", "fp8")
+    problem = LlmProblem(preset, gemms, [16], chosen, None, "fp8", None, None, {})
+    llm_job.run(LlmRequest(problem))
+    assert asked[0].kind == "fp8" and asked[0].dtype == "fp8"
+    assert asked[0].shapes == [(16, 4096, 4096)]
+    r = CliRunner().invoke(cli, ["run", "llm", "--chain", "--dtype", "fp8", "--batch", "1"])
+    assert r.exit_code == 2 and "--chain runs --dtype" in r.output and "not fp8" in r.output

@@ -15,6 +15,7 @@ def run(request: LlmRequest) -> dict[str, Any]:
     one record per stage, GEMM and batch (keyed by its workload), and per stage the
     microseconds of a whole token. With `picks` each shape runs its pick, and the per-token
     rows are `best` (the picks together), the reference and the roofs."""
+    from rooflinecli import plan
     from rooflinecli.core import llm
     from rooflinecli.core.specs import from_dict
 
@@ -25,7 +26,11 @@ def run(request: LlmRequest) -> dict[str, Any]:
     for b in batches:
         for g in gemms:
             by_shape.setdefault(g.shape(b), []).append((g, b))
-    problem = GemmProblem(list(by_shape), stages, p.spec_arg, dtype, picks=picks, work=p.work)
+    # the problem kind of the dtype (fp8: FP8 weights and activations beside cuBLASLt's FP8 GEMM,
+    # its shapes checked against the FP8 contract)
+    kind = plan.gemm_kind(dtype, list(by_shape))
+    problem = GemmProblem(list(by_shape), stages, p.spec_arg, dtype, kind=kind, picks=picks,
+                          work=p.work)  # fmt: skip
     measured_doc = gemm.run(
         GemmRequest(problem, timed, Output("run gemm", out.progress, out.fields))
     )

@@ -194,7 +194,12 @@ def model_llm(
 )  # fmt: skip
 @extra_stage_option("Also run your own kernel (see examples/my_gemm.toml).")
 @click.option(
-    "--dtype", type=click.Choice(DTYPES), default="fp16", show_default=True, help="Element type."
+    "--dtype",
+    type=click.Choice((*DTYPES, "fp8")),
+    default="fp16",
+    show_default=True,
+    help="Element type (fp8: weights and activations e4m3 with per-tensor float32 scales, "
+    "weights N x K, bf16 out, beside cuBLASLt's FP8 GEMM; not with --chain).",
 )
 @spec_option
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")

@@ -343,7 +343,8 @@ def gemm_record(p: Preset, g: WeightGemm, batch: int, spec: Spec, dtype: str) ->
     elem = model.DTYPE_BYTES[dtype]
     m, n, k = g.shape(batch)
     flops = model.gemm_flops(m, n, k)
-    nbytes = model.gemm_bytes_ideal(m, n, k, elem)
+    # FP8 weights and activations write a 16-bit output (model.OUTPUT_BYTES)
+    nbytes = model.gemm_bytes_ideal(m, n, k, elem, out_bytes=model.OUTPUT_BYTES.get(dtype))
     ai = model.intensity(flops, nbytes)
     roof = roofs.datasheet_roof(spec, dtype)
     seconds = roof_seconds(flops, nbytes, roof.peak_tflops, roof.bandwidth_gbs)
