@@ -130,3 +130,23 @@ def test_a_kernel_that_applies_one_scale_per_tensor_fails_finer_scales(scaling):
     stage = BLOCK_STAGES[0]
     res = _verify(stage, 1000, 1040, 1040, extra={"SCALES": 0}, scaling=scaling)
     assert not res["ok"] and res["rel"] > 5 * res["rel_tol"], res
+
+
+def test_run_llm_in_fp8_verifies_each_weight_gemm(runner):
+    """`run llm --dtype fp8` at a decode batch and a prefill one: every stage record verified,
+    beside cuBLASLt in both modes."""
+    import json
+
+    from rooflinecli.cli import cli
+
+    _sm90()
+    r = runner.invoke(
+        cli,
+        ["run", "llm", "--dtype", "fp8", "--gemms", "o_proj,ffn_down", "--batch", "16,512",
+         "--stages", "wgmma_fp8_persistent,wgmma_fp8_promote", "--budget-ms", "5",
+         "--format", "json", "--quiet"],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    recs = json.loads(r.output)["records"]
+    ours = [x for x in recs if not x["stage"].startswith("cublaslt")]
+    assert len(ours) == 2 * 2 * 2 and all(x["verified"] is True for x in ours), ours
