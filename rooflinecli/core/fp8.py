@@ -22,11 +22,22 @@ saturate=False, which rounds overflow to infinity as IEEE does. NaN in gives NaN
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rooflinecli.errors import RooflineError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+def _xp(xp: Any) -> Any:
+    """The array module: the caller's, else NumPy (imported here, so that the registry, which
+    reads SCALINGS, loads without it)."""
+    if xp is not None:
+        return xp
+    import numpy
+
+    return numpy
 
 
 class Format(NamedTuple):
@@ -63,8 +74,9 @@ def _is_nan_code(f: Format, e: Any, m: Any) -> Any:
     return all_ones & (m == (1 << f.man_bits) - 1)
 
 
-def decode(codes: Any, name: str = "e4m3", xp: Any = np) -> Any:
+def decode(codes: Any, name: str = "e4m3", xp: Any = None) -> Any:
     """uint8 codes -> float64 values by the spec's formula (NaN codes -> NaN, E5M2 infinities)."""
+    xp = _xp(xp)
     f = fmt(name)
     c = xp.asarray(codes).astype(xp.int64)
     s = (c >> 7) & 1
@@ -86,18 +98,20 @@ _TABLES: dict[str, np.ndarray] = {}
 def decode_table(name: str = "e4m3") -> np.ndarray:
     """The float64 value of every code 0..255 (a lookup table: table[codes] decodes)."""
     if name not in _TABLES:
-        table = decode(np.arange(256, dtype=np.uint8), name)
+        numpy = _xp(None)
+        table = decode(numpy.arange(256, dtype=numpy.uint8), name)
         table.setflags(write=False)
         _TABLES[name] = table
     return _TABLES[name]
 
 
-def encode(x: Any, name: str = "e4m3", saturate: bool = True, xp: Any = np) -> Any:
+def encode(x: Any, name: str = "e4m3", saturate: bool = True, xp: Any = None) -> Any:
     """Real values -> uint8 codes: round to nearest, ties to even, saturating (see the module).
 
     The magnitude is placed among the finite non-negative codes 0..max_code (whose values rise
     with the code) by a binary search; of the two neighbours the nearer wins, and at the exact
     midpoint the even code (mantissa's last bit 0)."""
+    xp = _xp(xp)
     f = fmt(name)
     x = xp.asarray(x, dtype=xp.float64)
     vals = xp.asarray(decode_table(name)[: f.max_code + 1])  # 0 .. max finite, increasing
@@ -120,11 +134,12 @@ def encode(x: Any, name: str = "e4m3", saturate: bool = True, xp: Any = np) -> A
 
 
 def random_codes(
-    rng: Any, shape: tuple[int, ...], name: str = "e4m3", max_abs: float = 2.0, xp: Any = np
+    rng: Any, shape: tuple[int, ...], name: str = "e4m3", max_abs: float = 2.0, xp: Any = None
 ) -> Any:
     """Random FP8 inputs: uniform reals in [-max_abs, max_abs] rounded to the format (so every
     binade below max_abs occurs, subnormals and zeros included), as uint8 codes. `rng` is a
     NumPy or CuPy Generator of the same `xp`."""
+    xp = _xp(xp)
     if not 0 < max_abs <= fmt(name).max_value:
         raise RooflineError(f"max_abs {max_abs} is outside (0, {fmt(name).max_value:g}]")
     x = (rng.random(shape, dtype=xp.float32) * 2 - 1) * max_abs
@@ -191,10 +206,13 @@ def scale_shapes(scaling: str, m: int, n: int, k: int) -> tuple[tuple[int, ...],
     return shapes[scaling]
 
 
-def random_scales(rng: Any, scaling: str, m: int, n: int, k: int, xp: Any = np) -> tuple[Any, Any]:
+def random_scales(
+    rng: Any, scaling: str, m: int, n: int, k: int, xp: Any = None
+) -> tuple[Any, Any]:
     """float32 scales of `scaling`'s shapes: a per-tensor pair (0.37, 1.9) times factors drawn
     uniformly from [0.5, 2] (none under `tensor`), so that a scale applied to the wrong row,
     column or block moves the product well past any tolerance."""
+    xp = _xp(xp)
     sa_shape, sb_shape = scale_shapes(scaling, m, n, k)
     if scaling == "tensor":
         return xp.full(sa_shape, 0.37, dtype=xp.float32), xp.full(sb_shape, 1.9, dtype=xp.float32)
@@ -203,11 +221,12 @@ def random_scales(rng: Any, scaling: str, m: int, n: int, k: int, xp: Any = np) 
     return sa, sb
 
 
-def scaled_product(a: Any, b: Any, scaling: str, sa: Any, sb: Any, xp: Any = np) -> Any:
+def scaled_product(a: Any, b: Any, scaling: str, sa: Any, sb: Any, xp: Any = None) -> Any:
     """The float64 product of dequantised A (M x K) and B (N x K) under the scales: tensor and
     row scale the product's rows and columns; block sums each 128-wide group of K under the
     scales of its rows of A and its 128-row block of B (exact sums of exact products, in
     float64)."""
+    xp = _xp(xp)
     sa64, sb64 = sa.astype(xp.float64), sb.astype(xp.float64)
     if scaling == "tensor":
         return float(sa64[0]) * float(sb64[0]) * (a @ b.T)
