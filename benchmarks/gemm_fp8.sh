@@ -5,11 +5,14 @@
 # first), times it interleaved with both cuBLASLt modes and compares it with the mode whose
 # accumulation matches its own (promoted: default; not promoted: use_fast_accum), at beta = 0.
 #
-#   bash benchmarks/gemm_fp8.sh OUTDIR [STEP...]     (default: every step, ~2 min)
+#   bash benchmarks/gemm_fp8.sh OUTDIR [STEP...]     (default: every step, ~12 min)
 #
 # Steps: best (`--stages best` at 8192^3 and the prefill shapes, M >= 1024, of
 # benchmarks/shapes/public.txt: the picks of the tune table, fixed before the run), odd (every
-# FP8 stage at shapes that are no tile multiple, verified: K and N multiples of 16, M any).
+# FP8 stage at shapes that are no tile multiple, verified: K and N multiples of 16, M any), grid
+# (`roofline tune dispatch --dtype fp8` per M of benchmarks/shapes/grid.txt, and at M 1024 and
+# 4096 over its weight shapes, with the M bucket's candidates: the documents
+# tune-dispatch-grid-fp8-m*.json that benchmarks/seed_dispatch.py seeds the FP8 classes from).
 source "$(dirname "$0")/lib.sh"
 suite "$@"
 
@@ -26,4 +29,26 @@ step_odd() {
     --sizes 1x48x16,77x16x4096,129x272x160,1000x1040x1024,511x4112x2064 --budget-ms 10
 }
 
-run_steps best odd
+# The grid's candidates: at decode batches (M <= 64) stage 34 with BM the next power of two that
+# holds the batch and the one above it, beside the 16-bit grid's fallbacks; above, stage 32's
+# tiles, pipelines and pairs.
+FP8_WIDE=wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_pingpong,wgmma_fp8_tma_store,wgmma_fp8_cluster,wgmma_fp8_cluster_promote,wgmma_fp8_persistent
+declare -A FP8_CAND=(
+  [1]="wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_n128,wgmma_fp8_persistent"
+  [3]="wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_n128,wgmma_fp8_persistent"
+  [12]="wgmma_fp8_swapab@BM=16,wgmma_fp8_swapab@BM=32,wgmma_fp8_n128,wgmma_fp8_persistent"
+  [24]="wgmma_fp8_swapab@BM=32,wgmma_fp8_swapab@BM=64,wgmma_fp8_n128,wgmma_fp8_persistent"
+  [56]="wgmma_fp8_swapab@BM=64,wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_persistent"
+)
+
+step_grid() {
+  local m sizes weights
+  weights=$(grep -v '^#' benchmarks/shapes/grid.txt | grep '^1x' | cut -d x -f 2-)
+  for m in 1 3 12 24 56 112 200 320 1024 4096; do
+    sizes=$(for w in $weights; do printf '%sx%s,' "$m" "$w"; done)
+    doc "tune-dispatch-grid-fp8-m$m.json" 150 tune dispatch --dtype fp8 --budget-ms 10 \
+      --sizes "${sizes%,}" --stages "${FP8_CAND[$m]:-$FP8_WIDE}"
+  done
+}
+
+run_steps best odd grid

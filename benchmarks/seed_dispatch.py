@@ -11,8 +11,8 @@ that won the most shapes). The grid's documents (tune-dispatch-grid-*.json, made
 benchmarks/shapes.sh grid) decide every class they measure; the other documents only the
 classes the grid leaves out. Records of `--stages best` runs (they carry dispatch_class) are
 verdicts on the table, never candidates for it, and so are fleet documents (several GPUs'
-records of the same rows, merged); FP8 records wait for a grid of their own. Each entry names
-what it came from.
+records of the same rows, merged); FP8 records count from the grid's documents alone
+(benchmarks/gemm_fp8.sh grid). Each entry names what it came from.
 """
 
 from __future__ import annotations
@@ -48,15 +48,16 @@ def main(device: str, spec: str, docs: list[str]) -> None:
             continue
         # a `--stages best` record measures the table's pick: a verdict on the table, not a
         # candidate for it (the held-out set's document must not feed the table it judges)
-        # FP8 has no grid yet: its one document of several stages verifies them at odd shapes,
-        # one shape a class, too little to pick a class's stage from (`--stages best` takes the
-        # registry's persistent FP8 stage until a grid measures the classes)
+        # FP8 records count from the grid's documents only (benchmarks/gemm_fp8.sh grid): the
+        # other FP8 documents verify many stages at one shape a class, too little to pick a
+        # class's stage from (`--stages best` takes the registry's last FP8 stage elsewhere)
+        in_grid = Path(name).name.startswith(GRID)
         records = [
-            r for r in doc["records"] if "dispatch_class" not in r and r.get("dtype") != "fp8"
+            r
+            for r in doc["records"]
+            if "dispatch_class" not in r and (in_grid or r.get("dtype") != "fp8")
         ]
-        (grid if Path(name).name.startswith(GRID) else other).extend(
-            (r, Path(name).name) for r in records
-        )
+        (grid if in_grid else other).extend((r, Path(name).name) for r in records)
     # the grid's classes from the grid alone; the classes it does not measure from the rest
     entries = dispatch.winners(grid)
     have = {(e.dtype, e.shape_class) for e in entries}

@@ -456,3 +456,36 @@ def test_a_table_made_on_the_gpu_wins_and_another_s_fills_the_classes_it_lacks(
     tables = dispatch.tables_for(H100)
     assert [t.where for t in tables] == [str(path), SHIPPED_H100, SHIPPED]
     assert dispatch.resolve(1, 4096, 4096, "bf16", tables, H100).stage.name == "gemv_vector"
+
+
+def test_tune_dispatch_fp8_runs_the_fp8_problem_and_saves_fp8_picks(
+    fake_gpu, monkeypatch, tmp_path
+):
+    """`tune dispatch --dtype fp8` runs the FP8 problem kind (gpu/fp8's runner, not the 16-bit
+    one), with the FP8 stages named and cuBLASLt's reference, and saves its picks as fp8."""
+    from rooflinecli.gpu import fp8 as gfp8
+
+    seen = []
+
+    def params(_i, r):  # type: ignore[no-untyped-def]  # as the runner records them
+        r["params"] = dict(stages.select(r["stage"], "fp8")[0].params)
+
+    fake = fake_run_gemm(2, placed=True, each=params)
+
+    def fp8_run_gemm(shapes, stages, spec_arg, alpha, seed, timing, progress, work, fmt,
+                     scaling="tensor"):  # fmt: skip
+        seen.append(([s.name for s in stages], fmt, scaling))
+        return fake(shapes, stages, spec_arg, alpha, 0.0, seed, timing, progress, "fp8", work)
+
+    monkeypatch.setattr(gfp8, "run_gemm", fp8_run_gemm)
+    monkeypatch.setattr(runner, "run_gemm", None)  # the 16-bit runner is not reached
+    args = ["tune", "dispatch", "--sizes", "16x7168x2048", "--dtype", "fp8",
+            "--stages", "wgmma_fp8_swapab@BM=16,wgmma_fp8_persistent", "-q"]  # fmt: skip
+    r = CliRunner(env={"COLUMNS": "200"}).invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    ref = stages.reference_for("fp8").name
+    assert seen == [(["wgmma_fp8_swapab@BM=16", "wgmma_fp8_persistent", ref], "e4m3", "tensor")]
+    table = dispatch.load_user("FAKE H200")
+    assert table is not None
+    assert [(e.dtype, e.stage) for e in table.entries] == [("fp8", "wgmma_fp8_swapab")]
+    assert table.entries[0].params == {"BM": 16}

@@ -17,6 +17,7 @@ from rooflinecli.core import llm
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     DTYPES,
+    MODEL_DTYPES,
     SIZE,
     Emit,
     chart_option,
@@ -195,7 +196,7 @@ def model_llm(
 @extra_stage_option("Also run your own kernel (see examples/my_gemm.toml).")
 @click.option(
     "--dtype",
-    type=click.Choice((*DTYPES, "fp8")),
+    type=click.Choice(MODEL_DTYPES),
     default="fp16",
     show_default=True,
     help="Element type (fp8: weights and activations e4m3 with per-tensor float32 scales, "

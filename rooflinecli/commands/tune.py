@@ -8,11 +8,11 @@ from rooflinecli.commands import Command, examples
 from rooflinecli.errors import RooflineError
 from rooflinecli.options import (
     DTYPES,
+    MODEL_DTYPES,
     SIZE,
     Emit,
     check_sweep,
     columns_option,
-    dtype_option,
     emits,
     format_option,
     gather,
@@ -132,7 +132,11 @@ def sweep_of_sizes(sizes: str, max_shapes: int) -> list[tuple[int, int, int]]:
     "unless --max-shapes says more.",
 )  # fmt: skip
 @max_shapes_option
-@dtype_option
+@click.option(
+    "--dtype", type=click.Choice(MODEL_DTYPES), default="fp32", show_default=True,
+    help="Element type (fp8: the FP8 stages, e4m3 with per-tensor scales, beside cuBLASLt's FP8 "
+    "GEMM, each against the mode its accumulation matches).",
+)  # fmt: skip
 @click.option(
     "--stages", "stage_list", default=None, metavar="LIST",
     help="Only these stages (default: all of the dtype); stage@P=V,Q=W: the stage with those "
