@@ -4,6 +4,7 @@ CuPy), the records it writes, the pairing by accumulation, and the refusals of t
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import numpy as np
@@ -197,3 +198,35 @@ def test_the_fp8_stages_are_in_the_one_registry_and_best_falls_back_to_the_last(
     pick = dispatch.resolve(8192, 8192, 8192, "fp8", dispatch.tables_for("NVIDIA H200"),
                             "NVIDIA H200")  # fmt: skip
     assert pick.stage.name == "wgmma_fp8_persistent" and "registry" in pick.table
+
+
+@pytest.mark.parametrize(
+    ("fmt", "scaling"), [("e4m3", "tensor"), ("e5m2", "row"), ("e4m3", "block")]
+)
+def test_the_dry_run_compiles_the_build_the_run_launches(monkeypatch, fmt, scaling):
+    """`run gemm --dtype fp8 --dry-run` reports the registers and spills of the very build the
+    FP8 runner launches: the format's and the scales' defines, bf16 out (not the registry's
+    default build)."""
+    from rooflinecli.stages import compiler
+    from rooflinecli.stages.fp8 import FP8_BY_NAME
+
+    built = []
+    real = compiler.build
+
+    def build(job):  # type: ignore[no-untyped-def]
+        built.append(job)
+        return real(job)
+
+    monkeypatch.setattr(compiler, "build", build)
+    monkeypatch.setattr(compiler, "compile_many", lambda jobs: [])  # warm-ups: not needed here
+    stage = "wgmma_fp8_blockscale"
+    args = ["run", "gemm", "--m", "256", "--n", "512", "--k", "1024", "--dtype", "fp8",
+            "--fp8-format", fmt, "--fp8-scaling", scaling, "--stages", stage, "--dry-run",
+            "--spec", "h200-sxm", "--format", "json"]  # fmt: skip
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    want = gfp8.build_job(FP8_BY_NAME[stage], fmt, "bf16", scaling)
+    assert [j.opts for j in built] == [want.opts]
+    row = json.loads(r.output)["rows"][0]
+    assert (row["stage"], row["status"]) == (stage, "would run")
+    assert row["registers"] == real(want).resources.registers

@@ -127,6 +127,18 @@ def run_gemm(
     return run(GemmRequest(problem, Timed(seed, timing), Output(command, progress, extra)))
 
 
+def _is_fp8(stage: Any) -> bool:
+    return getattr(stage, "kind", "") == "fp8" and not stage.reference
+
+
+def _fp8_job(stage: Any, fp8_format: str, fp8_scaling: str) -> Any:
+    """The build the FP8 runner launches for a registry stage (rooflinecli.gpu.fp8)."""
+    from rooflinecli.gpu import fp8
+    from rooflinecli.stages.fp8 import of_registry
+
+    return fp8.build_job(of_registry(stage), fp8_format, "bf16", fp8_scaling)
+
+
 def dry_run_gemm(
     shapes: list[tuple[int, int, int]],
     stages: Sequence[Any],
@@ -134,6 +146,8 @@ def dry_run_gemm(
     dtype: str,
     spec: Spec,
     work: Sequence[tuple[tuple[int, int, int], Sequence[tuple[Any, str | None]]]] | None = None,
+    fp8_format: str = "e4m3",
+    fp8_scaling: str = "tensor",
 ) -> list[dict[str, Any]]:
     """What `run gemm` would run, without a GPU: every stage compiled by NVRTC for `arch`
     (cached), each shape checked against the stage's refusals, the launch it would get (grid,
@@ -141,7 +155,8 @@ def dry_run_gemm(
     a stage that does not compile is a RooflineError (one line; a user stage's names its file).
     Persistent stages size their grid by the spec's SM count. `work` (a rooflinecli.plan
     RunPlan's): the stages of each shape and their refusals, as decided there; a stage it
-    leaves out of a shape has no row there (nor a build, when it is left out of every one)."""
+    leaves out of a shape has no row there (nor a build, when it is left out of every one).
+    An FP8 stage is compiled as the run builds it: for `fp8_format` and `fp8_scaling`, bf16 out."""
     from rooflinecli.stages import compiler
     from rooflinecli.stages.gemm import cannot_run
 
@@ -150,9 +165,10 @@ def dry_run_gemm(
         planned = {(id(s), j): why for j, (_shape, items) in enumerate(work) for s, why in items}
     built_here = {sid for sid, _ in planned} if planned is not None else None
     # every build at once, in parallel processes (the loop below finds the cubins)
-    compiler.precompile(
-        [s for s in stages if built_here is None or id(s) in built_here], arch, dtype
-    )
+    wanted = [s for s in stages if built_here is None or id(s) in built_here]
+    compiler.precompile([s for s in wanted if not _is_fp8(s)], arch, dtype)
+    if arch == "sm_90a":  # the FP8 stages build for sm_90a only (cannot_run says so elsewhere)
+        compiler.compile_many([_fp8_job(s, fp8_format, fp8_scaling) for s in wanted if _is_fp8(s)])
     rows: list[dict[str, Any]] = []
     for stage in stages:
         built = None
@@ -167,7 +183,9 @@ def dry_run_gemm(
         if not stage.reference and too_old is None:
             if getattr(stage, "toml_path", ""):
                 compile_user_stages([stage], arch, dtype)  # its error names the file
-            built = compiler.compile_stage(stage, arch, dtype)
+            fp8 = _is_fp8(stage)
+            built = compiler.build(_fp8_job(stage, fp8_format, fp8_scaling)) if fp8 else None
+            built = built or compiler.compile_stage(stage, arch, dtype)
         res = built.resources if built is not None else None
         for j, (m, n, k) in enumerate(shapes):
             if stage.reference:

@@ -59,7 +59,7 @@ def run() -> None:
     """Run stages on the GPU (verify, time, place on the roofline)."""
 
 
-def _dry_run(p: Any, arch: str, why: str, spec_arg: str | None, fmt: str) -> None:
+def _dry_run(p: Any, ask: GemmAsk, arch: str, why: str, spec_arg: str | None, fmt: str) -> None:
     """`run gemm --dry-run`: what would run, compiled for `arch`; no GPU touched."""
     from rooflinecli import api
     from rooflinecli.stages import compiler
@@ -67,12 +67,13 @@ def _dry_run(p: Any, arch: str, why: str, spec_arg: str | None, fmt: str) -> Non
 
     check_arch(arch)
     spec, spec_why = api.default_spec(spec_arg)
+    fp8 = (ask.fp8_format, ask.fp8_scaling)  # the FP8 stages built as the run builds them
     if p.picks is not None:  # every pick at every shape, as before the tune table was planned
         chosen = [*{x.stage.name: x.stage for x in p.picks.values()}.values(), *p.chosen]
-        rows = api.dry_run_gemm(p.shapes, chosen, arch, p.dtype, spec)
+        rows = api.dry_run_gemm(p.shapes, chosen, arch, p.dtype, spec, None, *fp8)
     else:
         chosen = p.chosen
-        rows = api.dry_run_gemm(p.shapes, chosen, arch, p.dtype, spec, work=p.work)
+        rows = api.dry_run_gemm(p.shapes, chosen, arch, p.dtype, spec, p.work, *fp8)
     nvrtc = compiler.nvrtc_version()
     compiled = sum(1 for s in chosen if not s.reference)
     title = (
@@ -169,7 +170,7 @@ def run_gemm(
                        fp8_format=ask.fp8_format, fp8_scaling=ask.fp8_scaling)  # fmt: skip
     target, why = api.target_arch(arch)
     if dry_run:
-        _dry_run(p, target, why, spec_arg, emit.fmt)
+        _dry_run(p, ask, target, why, spec_arg, emit.fmt)
         return
     api.compile_user_stages(p.user_stages, target, ask.dtype)  # a compile error: one line, first
     with progress(emit.live()) as tick:

@@ -126,6 +126,12 @@ def _job(stage: Fp8Stage, defines: dict[str, int | str]) -> compiler.Job:
     return compiler.source_job(_source(stage), name, stage.entry, ARCH, defines)
 
 
+def build_job(stage: Fp8Stage, fp8_format: str, out: str, scaling: str = "tensor") -> compiler.Job:
+    """The build a run launches for this format, output type and scaling (what `run gemm
+    --dry-run` compiles, so that its registers and spills are the run's)."""
+    return _job(stage, stage.defines(fp8_format, out, scaling))
+
+
 def precompile(
     builds: list[tuple[Fp8Stage, str, str, dict[str, int]]],
 ) -> list[compiler.Compiled | RooflineError]:
