@@ -42,6 +42,9 @@
 #ifndef PREFETCH
 #define PREFETCH 0  // boxes the producer's L2 prefetches run ahead of its loads (0: none)
 #endif
+#ifndef STAMPS
+#define STAMPS 0  // 1: consumer thread 0 stamps each GEMM's begin, input and end (the timeline)
+#endif
 #ifndef STAGES
 #error "STAGES (the ring's depth, as the shared memory allows) must be given as -DSTAGES=..."
 #endif
@@ -52,6 +55,7 @@
 #include "elem.cuh"                 // elem_t (fp16 or bf16 bits), elem_to_float, elem_from_float
 #include "gemm/gemv_unpack.cuh"     // unpack16
 #include "sm70/flags.cuh"           // ld_acquire_gpu
+#include "sm70/globaltimer.cuh"     // globaltimer_ns: the stamps of the timeline (STAMPS)
 #include "sm70/named_barrier.cuh"   // bar_sync
 #include "sm90/mbarrier.cuh"        // the ring's full and empty barriers
 #include "sm90/red.cuh"             // red.global.add.v4.f32
@@ -237,6 +241,15 @@ __device__ __forceinline__ void finish_column(const float (&acc)[MROWS][8], floa
 #endif
 }
 
+// With STAMPS, consumer thread 0's stamp i of GEMM g: 0 its run begins (before the wait for its
+// input), 1 the input is in, 2 its last column block is counted. stamps holds count x gridDim.x
+// x 3 nanosecond times (%globaltimer), zero where a block has no run in a GEMM.
+__device__ __forceinline__ void stamp(unsigned long long* stamps, int g, int i, int tid) {
+#if STAMPS
+    if (tid == 0) stamps[(static_cast<long long>(g) * gridDim.x + blockIdx.x) * 3 + i] = globaltimer_ns();
+#endif
+}
+
 // The producer's walk over this block's units of every GEMM in turn (column block major).
 struct Walk {
     int g, u, u1, nk, cb, kc;  // the GEMM, the unit and the run's end, K chunks, the unit's place
@@ -270,7 +283,8 @@ __device__ __forceinline__ void walk_next(Walk& w, const TokenGemm* gemms, int c
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __restrict__ maps,
-             const elem_t* __restrict__ x, float* ws, long long ws_set, unsigned int* sync) {
+             const elem_t* __restrict__ x, float* ws, long long ws_set, unsigned int* sync,
+             unsigned long long* stamps) {
     extern __shared__ unsigned char smem_raw[];
     // the ring at a 128-byte boundary (TMA's alignment for an unswizzled box)
     unsigned char* ring = smem_raw + ((128u - (smem_u32(smem_raw) & 127u)) & 127u);
@@ -357,6 +371,7 @@ decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __res
         int u0, u1;
         share_of(units, u0, u1);
         if (u1 > u0) {
+            stamp(stamps, g, 0, tid);
             // the K rows the run needs: chunks [r0, r1) and, where it wraps past a column
             // block's end, [0, r2) too
             int r0 = 0, r1 = nk, r2 = 0;
@@ -389,6 +404,7 @@ decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __res
                 fence_acq_rel_gpu();  // the counters' releases seen: the source's sums are in
             }
             bar_sync(CONSUMER_BAR, CONSUMERS);
+            stamp(stamps, g, 1, tid);
             load_range(a_src, x, act, d.k, r0 * KC, r1 * KC, tid);
             if (r2 > 0) load_range(a_src, x, act, d.k, 0, r2 * KC, tid);
             bar_sync(CONSUMER_BAR, CONSUMERS);
@@ -435,6 +451,7 @@ decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __res
                 }
             }
             finish_column(acc, sum, wsg, d, g, sync + d.ctr, target, cb, done, queue, flag, tid);  // the last
+            stamp(stamps, g, 2, tid);
         }
         // while the input of the next GEMM is on its way: this block's share of the GEMM's
         // workspace in the other set, zero for the next launch

@@ -199,6 +199,76 @@ def test_timeline_maps_kernels_onto_gemms():
     assert t["gap_before_us"] == [0.0, 0.0] and t["overlap_us"] == [0.0, 1.0]
 
 
+def test_stamp_timeline_reads_each_block_s_runs():
+    """Two blocks, three GEMMs (ns): per GEMM the blocks' mean run, wait for the input and gap
+    since their previous run; the token from the earliest begin to the latest end; the tail
+    past the blocks' mean end; a block with no run in a GEMM (zeros) left out of its means."""
+    stamps = [
+        [(1_000, 1_000, 5_000), (2_000, 2_000, 6_000)],
+        [(5_500, 7_000, 9_000), (6_500, 7_500, 10_000)],
+        [(9_000, 9_000, 12_000), (0, 0, 0)],
+    ]
+    t = chain.stamp_timeline(stamps, untraced_ms=0.0125)
+    assert t["kernel_us"] == pytest.approx([4.0, 3.5, 3.0])
+    assert t["wait_us"] == pytest.approx([0.0, 1.25, 0.0])
+    # GEMM 0 from the earliest begin (0 and 1 us), then from each block's previous end
+    assert t["gap_before_us"] == pytest.approx([0.5, 0.5, 0.0])
+    assert t["traced_token_us"] == pytest.approx(11.0)  # 1 us to 12 us
+    # the blocks end at 12 and 10 us: the last 1 us after their mean end
+    assert t["tail_us"] == pytest.approx(1.0)
+    assert t["kernel_gap_sum_us"] == pytest.approx(4.0 + 3.5 + 3.0 + 0.5 + 0.5 + 1.0)
+    assert t["timeline_error"] == pytest.approx(12.5 / 12.5 - 1)
+    assert t["wait_share"] == pytest.approx(1.25 / 11.0)
+    assert t["gap_share"] == pytest.approx(1.0 / 11.0)
+    assert t["stamp_resolution_ns"] == 500 and t["stamped_blocks"] == 2
+    # the sums are the token where every block runs every GEMM
+    even = chain.stamp_timeline([[(0, 0, 4_000), (0, 1_000, 5_000)]], untraced_ms=0.005)
+    assert even["kernel_gap_sum_us"] == pytest.approx(even["traced_token_us"]) == 5.0
+    assert (
+        "no stamps for 1 of 2 GEMMs"
+        in chain.stamp_timeline([[(0, 0, 4_000)], [(0, 0, 0)]], 0.005)["timeline_reason"]
+    )
+
+
+def test_a_one_launch_way_takes_its_timeline_from_its_stamps(monkeypatch):
+    """A way with a stamping build (the token stage): both builds replayed in the same rounds of
+    the one timer, the cost of the stamps the ratio of their medians, every sample kept, the
+    stamps of the last replay read as the timeline; no tracer is asked."""
+    import sys
+
+    from rooflinecli.gpu import timer
+
+    monkeypatch.setitem(sys.modules, "rooflinecli.gpu.timeline", None)  # never imported
+    cp = FakeCupy()
+    stream = cp.cuda.Stream()
+    monkeypatch.setattr(chain_runner.device, "cupy", lambda: cp)
+    stamps = np.array([[[0, 500, 4_000]], [[4_000, 5_000, 9_000]]], dtype=np.uint64)
+
+    class Device:  # the stamps' CuPy array: .get() copies to the host
+        def get(self):  # type: ignore[no-untyped-def]
+            return stamps
+
+    twin = chain_runner.Way("token-stamped", replay=lambda: None)
+    way = chain_runner.Way("token", replay=lambda: None, stamped=lambda: (twin, Device()))
+    seen = []
+
+    def time(self, launches):  # type: ignore[no-untyped-def]
+        seen.append([x.name for x in launches])
+        return timer.Timed([[8.8, 9.0, 9.2], [9.1, 9.18, 9.3]], {})
+
+    monkeypatch.setattr(timer.Timer, "time", time)
+    one = timer.Timer(timer.Timing(flush_l2=False, hold=False))
+    t = chain_runner.stamp_way(one, stream, way)
+    assert seen == [["token", "token-stamped"]]
+    assert t["timeline_backend"] == "globaltimer"
+    assert t["tracing_overhead"] == pytest.approx(9.18 / 9.0 - 1)
+    assert t["stamped_samples_ms"] == [9.1, 9.18, 9.3]
+    assert t["unstamped_samples_ms"] == [8.8, 9.0, 9.2]
+    assert t["kernel_us"] == pytest.approx([4.0, 5.0]) and t["wait_us"] == pytest.approx([0.5, 1.0])
+    assert t["traced_token_us"] == pytest.approx(9.0)
+    assert t["timeline_error"] == pytest.approx(9.0 / 9000.0 - 1)
+
+
 def test_fairness_verdict():
     assert chain.fairness(1.02, 1.0)["fair_baseline"] is True
     f = chain.fairness(1.05, 1.0)
@@ -701,3 +771,35 @@ def test_a_model_with_targets_of_its_own_is_held_to_them():
     assert [(v["what"], v["target"], v["ok"]) for v in default] == [
         ("cublas_over_ours", 1.10, False), ("read_roof_share", 0.85, False)
     ]  # fmt: skip
+
+
+def test_show_prints_a_stamped_token_s_timeline(runner, tmp_path):
+    """A token way timed from its blocks' stamps: show says stamped (not traced), the waits for
+    input inside the kernel times, and the last block's tail."""
+    doc = chain_doc()
+    spec = resolve_spec("h200-sxm")
+    p = llm.resolve("llama-7b")
+    full, run = chain.build(p, 1), chain.build(p, 1, 2)
+    n = len(run.links)
+    way = _way("token", [0.25] * 12, ["decode_token"] * n)
+    way.kernels = 1
+    way.trace = {"kernel_us": [20.0] * n, "gap_before_us": [0.5] * n, "wait_us": [4.0] * n,
+                 "traced_token_us": 227.0, "tracing_overhead": 0.004, "tail_us": 1.5,
+                 "gap_share": 5.5 / 227.0, "wait_share": 44.0 / 227.0,
+                 "timeline_backend": "globaltimer", "timeline_error": -0.01,
+                 "stamped_samples_ms": [0.251, 0.252],
+                 "unstamped_samples_ms": [0.25, 0.25]}  # fmt: skip
+    rec = chain_runner.record(
+        run, full, way, "bf16", spec, chain.token_scale(run, full, "bf16"), None
+    )
+    assert [g["wait_us"] for g in rec["gemms"]] == [4.0] * n
+    assert rec["stamped_samples_ms"] == [0.251, 0.252] and rec["wait_share"] == 44.0 / 227.0
+    doc["records"].append(rec)
+    results.validate(doc)
+    r = runner.invoke(cli, ["show", _write(tmp_path, "t.json", doc), "--format", "markdown"])
+    assert r.exit_code == 0, r.output
+    assert (
+        "token timeline: stamped token 227.0 us (+0.4% against unstamped), kernels 220.0 us "
+        "(waiting for input 44.0 us), gaps 5.5 us, last block 1.5 us after the mean, "
+        "kernels + gaps -1.0% against the token"
+    ) in " ".join(r.output.split())

@@ -38,6 +38,7 @@ HEADER_LINES = 20  # the most a stage file's leading comment may take
 OPERATIONS = {
     "sm70/flags.cuh": ("ld.acquire.gpu", "st.release.gpu", "ld.relaxed.gpu", "fence.acq_rel.gpu",
                        "atom.acq_rel.gpu", "ld.acquire.cta", "st.release.cta"),
+    "sm70/globaltimer.cuh": ("mov.u64 %0, %%globaltimer",),
     "sm70/ld_global_cg.cuh": ("ld.global.cg",),
     "sm70/named_barrier.cuh": ("bar.sync", "bar.arrive"),
     "sm90/cluster.cuh": ("mapa", "mbarrier.arrive.shared::cluster", "barrier.cluster"),

@@ -243,11 +243,26 @@ def test_the_ring_fills_the_shared_memory_beside_the_input():
     assert free.stages(4, 11008) >= registry.MIN_STAGES  # batch 4 of LLaMA-7B runs
 
 
-def build(dtype, rows, kmax):
+def build(dtype, rows, kmax, **more):  # type: ignore[no-untyped-def]
     src = (data_dir("kernels") / STAGE.file).read_text()
-    defines = STAGE.defines(dtype, rows, kmax)
-    return compiler.compile_source(src, f"decode_token-{dtype}-m{rows}-k{defines['KMAX']}",
-                                   STAGE.entry, registry.ARCH, defines)  # fmt: skip
+    defines = {**STAGE.defines(dtype, rows, kmax), **more}
+    label = f"decode_token-{dtype}-m{rows}-k{defines['KMAX']}" + "".join(f"-{k}" for k in more)
+    return compiler.compile_source(src, label, STAGE.entry, registry.ARCH, defines)
+
+
+@pytest.mark.parametrize("rows", [1, 4])
+def test_the_stamping_build_adds_three_clock_reads_and_nothing_else(rows):
+    """STAMPS=1 (the token's timeline): consumer thread 0 reads %globaltimer at each GEMM's
+    begin, input and end, three reads in all, at no register or spill cost; the timed build has
+    none."""
+    plain, stamped = build("bf16", rows, 11008), build("bf16", rows, 11008, STAMPS=1)
+    reads = []
+    for b in (plain, stamped):
+        fn = sass.parse(sass.disassemble(b.cubin_path))[STAGE.entry]
+        reads.append(sum("SR_GLOBALTIMER" in i.operands for i in fn.instrs))
+    assert reads == [0, 3]
+    assert stamped.resources.registers == plain.resources.registers
+    assert stamped.resources.spill_bytes == plain.resources.spill_bytes == 0
 
 
 @pytest.mark.parametrize(("dtype", "rows"), [("bf16", 1), ("fp16", 1), ("bf16", 3), ("fp16", 4)])

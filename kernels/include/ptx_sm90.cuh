@@ -10,6 +10,7 @@
 #define ROOFLINE_PTX_SM90_CUH
 
 #include "sm70/flags.cuh"          // ld.acquire / st.release at gpu scope: flags between blocks
+#include "sm70/globaltimer.cuh"    // %globaltimer: one nanosecond clock for every SM
 #include "sm70/ld_global_cg.cuh"   // ld.global.cg kept in order (another grid's output)
 #include "sm70/named_barrier.cuh"  // bar.sync / bar.arrive with an id and a thread count
 #include "sm90/cluster.cuh"        // mapa, arrivals on a peer's mbarrier, the cluster barrier

@@ -339,6 +339,65 @@ def timeline(spans: Sequence[Span], gemms: int) -> dict[str, Any]:
     }
 
 
+def stamp_timeline(stamps: Sequence[Sequence[Sequence[int]]], untraced_ms: float) -> dict[str, Any]:
+    """The timeline of a one-launch token from its blocks' own stamps (kernels/57_decode_token.cu
+    with STAMPS=1): stamps[g][b] = (begin, input in, end) of block b's run of GEMM g, in
+    nanoseconds of %globaltimer, (0, 0, 0) where the block has no run there.
+
+    Per GEMM, means over the blocks that run it: `kernel_us` (begin to end), `wait_us` (begin to
+    input in: the hand-over from the GEMM it reads) and `gap_before_us` (from the block's
+    previous run's end, or for the first GEMM from the earliest begin: what lies between its
+    runs). `traced_token_us` is the earliest begin to the latest end; `tail_us` the latest end
+    after the blocks' mean end (what the sums leave out). `kernel_gap_sum_us` (kernels + gaps
+    + tail) against the untraced token is `timeline_error`; `stamp_resolution_ns` the smallest
+    step between two distinct stamps (the clock's tick, or less often seen)."""
+    g_count = len(stamps)
+    runs = [[tuple(int(v) for v in b) for b in g if b[2]] for g in stamps]
+    if not g_count or not all(runs):
+        missing = sum(1 for r in runs if not r)
+        return {"timeline_reason": f"no stamps for {missing} of {g_count} GEMMs"}
+    first = min(b[0] for b in runs[0])
+    blocks = len(stamps[0])
+    last_end: list[int | None] = [None] * blocks
+    kernel_us, wait_us, gap_us = [], [], []
+    for g in stamps:
+        k = w = gap = 0.0
+        n = 0
+        for i, (begin, ready, end) in enumerate(tuple(int(v) for v in b) for b in g):
+            if not end:
+                continue
+            k += end - begin
+            w += ready - begin
+            before = last_end[i]
+            gap += begin - (first if before is None else before)
+            last_end[i] = end
+            n += 1
+        kernel_us.append(k / n / 1e3)
+        wait_us.append(w / n / 1e3)
+        gap_us.append(gap / n / 1e3)
+    ends = [e for e in last_end if e is not None]
+    token = (max(ends) - first) / 1e3
+    tail = (max(ends) - sum(ends) / len(ends)) / 1e3
+    values = sorted({v for r in runs for b in r for v in b})
+    steps = [b - a for a, b in zip(values, values[1:], strict=False)]
+    summed = sum(kernel_us) + sum(gap_us) + tail
+    out: dict[str, Any] = {
+        "kernel_us": kernel_us,
+        "gap_before_us": gap_us,
+        "wait_us": wait_us,
+        "traced_token_us": token,
+        "tail_us": tail,
+        "gap_share": sum(gap_us) / token if token > 0 else None,
+        "wait_share": sum(wait_us) / token if token > 0 else None,
+        "kernel_gap_sum_us": summed,
+        "stamp_resolution_ns": min(steps) if steps else None,
+        "stamped_blocks": blocks,
+    }
+    if untraced_ms:
+        out["timeline_error"] = summed / (untraced_ms * 1e3) - 1.0
+    return out
+
+
 # --- fairness of the library baseline -------------------------------------------------------
 
 FAIR_WITHIN = 0.03  # the cuBLAS chain within 3% of PyTorch's graph chain

@@ -68,6 +68,8 @@ class Way:
     trace: dict[str, Any] = field(default_factory=dict)
     build: dict[str, Any] = field(default_factory=dict)  # one launch's registers, params, ...
     kernels: int = 0  # kernels per token where one runs several GEMMs (token: 1); 0: one each
+    # the way's stamping build (token: STAMPS=1), captured on the same buffers: (way, stamps)
+    stamped: Callable[[], tuple[Way, Any]] | None = None
 
 
 class Buffers:
@@ -181,6 +183,18 @@ def token_way(cp, stream, bufs: Buffers, arch: str, sm_count: int, stage: Any = 
     stream.synchronize()
     way = _cupy_way(cp, stream, name, bufs, [launch], [stage.name] * len(c.links))
     way.build, way.kernels = meta, 1
+
+    def stamped() -> tuple[Way, Any]:  # the same launch, built to stamp its timeline
+        with stream:
+            marked, _meta = token.launcher(
+                cp, stage, arch, sm_count, bufs.dtype, c.batch, bufs.x, bufs.w, bufs.out,
+                [(x.n, x.k) for x in c.links], [x.source for x in c.links], stamps=True,
+            )  # fmt: skip
+        stream.synchronize()
+        twin = _cupy_way(cp, stream, f"{name}-stamped", bufs, [marked], way.stages)
+        return twin, marked.stamps  # type: ignore[attr-defined]
+
+    way.stamped = stamped
     return way
 
 
@@ -377,6 +391,29 @@ def trace_way(
     return t
 
 
+def stamp_way(timer: Timer, stream: Any, way: Way) -> dict[str, Any]:
+    """A one-launch way's timeline from its blocks' own stamps (no tracer): its stamping build
+    (Way.stamped) replayed in the same rounds as the way itself, so that what the stamps cost
+    is the ratio of the two medians (`tracing_overhead`), every sample of both kept; the stamps
+    of the last replay read by chain.stamp_timeline."""
+    assert way.stamped is not None and way.replay is not None
+    try:
+        twin, stamps = way.stamped()
+    except RooflineError as e:
+        return {"timeline_reason": f"no timeline: the stamping build: {e}"}
+    assert twin.replay is not None
+    with stream:
+        timed = timer.time([Launch(way.name, way.replay), Launch(twin.name, twin.replay)])
+    stream.synchronize()
+    plain, marked = (statistics.median(s) for s in timed.samples)
+    t = chain.stamp_timeline(stamps.get().tolist(), plain)
+    t["timeline_backend"] = "globaltimer"
+    t["tracing_overhead"] = marked / plain - 1.0
+    t["stamped_samples_ms"] = list(timed.samples[1])
+    t["unstamped_samples_ms"] = list(timed.samples[0])
+    return t
+
+
 def fit_layers(cp, preset: Any, batch: int, dtype: str, copies: int) -> int:  # type: ignore[no-untyped-def]
     free, _total = cp.cuda.runtime.memGetInfo()
     pool = cp.get_default_memory_pool()
@@ -465,6 +502,8 @@ def _add_trace(rec: dict[str, Any], way: Way) -> None:
     if t.get("kernel_us") and len(t["kernel_us"]) == len(rec["gemms"]):
         for g, k_us, gap in zip(rec["gemms"], t["kernel_us"], t["gap_before_us"], strict=True):
             g["kernel_us"], g["gap_before_us"] = k_us, gap
+        for g, wait in zip(rec["gemms"], t.get("wait_us", ()), strict=False):
+            g["wait_us"] = wait
     for key in (
         "traced_token_us",
         "tracing_overhead",
@@ -476,6 +515,12 @@ def _add_trace(rec: dict[str, Any], way: Way) -> None:
         "tracing_start_delay_us",
         "kernel_gap_sum_us",
         "timeline_error",
+        "wait_share",
+        "tail_us",
+        "stamp_resolution_ns",
+        "stamped_blocks",
+        "stamped_samples_ms",
+        "unstamped_samples_ms",
     ):
         if key in t:
             rec[key] = t[key]
@@ -572,8 +617,11 @@ def _build(cp, stream, bufs: Buffers, name: str, picks: dict[tuple[int, int, int
 def _trace(timer: Timer, stream: Any, w: Way, links: int, say: Callable[[str], None]) -> None:
     """The way's traced token (trace_way) against its untraced median, said."""
     med = statistics.median(w.samples_ms) if w.samples_ms else 0.0
-    w.trace = trace_way(timer, stream, w, w.kernels or links, med)
-    if w.kernels:
+    if w.stamped is not None:  # one launch: its blocks stamp the timeline themselves
+        w.trace = stamp_way(timer, stream, w)
+    else:
+        w.trace = trace_way(timer, stream, w, w.kernels or links, med)
+    if w.kernels and w.stamped is None:
         w.trace["timeline_reason"] = (
             f"{w.kernels} kernel runs the token's {links} GEMMs: no gaps between "
             "kernels to show; its span is the traced token"

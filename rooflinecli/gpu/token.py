@@ -34,9 +34,14 @@ def records(layout: Plan, ns: Sequence[int], ks: Sequence[int], sources: Sequenc
 
 def launcher(cp, stage: TokenStage, arch: str, sm_count: int, dtype: str, rows: int,
              x: Any, weights: Sequence[Any], outs: Sequence[Any], shapes: Sequence[tuple[int, int]],
-             sources: Sequence[int]) -> tuple[Callable[[], None], dict[str, Any]]:  # type: ignore[no-untyped-def]  # fmt: skip
+             sources: Sequence[int], stamps: bool = False,
+             ) -> tuple[Callable[[], None], dict[str, Any]]:  # type: ignore[no-untyped-def]  # fmt: skip
     """(a call that launches the whole chain once, what the record says of the build). `shapes`
-    holds each GEMM's (N, K); weights[g] is its K x N weight, outs[g] its rows x N output."""
+    holds each GEMM's (N, K); weights[g] is its K x N weight, outs[g] its rows x N output.
+    `stamps`: the build that stamps each GEMM's begin, input and end per block (STAMPS=1); the
+    call's `stamps` attribute is then the count x blocks x 3 uint64 array the launch fills
+    (%globaltimer nanoseconds, zero where a block has no run in a GEMM: rooflinecli.core.chain
+    .stamp_timeline reads it)."""
     import numpy as np
 
     from rooflinecli.paths import data_dir
@@ -49,8 +54,10 @@ def launcher(cp, stage: TokenStage, arch: str, sm_count: int, dtype: str, rows: 
         raise RooflineError(why)
     kmax = max(ks)
     defines = stage.defines(dtype, rows, kmax)
+    if stamps:
+        defines["STAMPS"] = 1
     src = (data_dir("kernels") / stage.file).read_text()
-    label = f"{stage.name}-{dtype}-m{rows}-k{defines['KMAX']}"
+    label = f"{stage.name}-{dtype}-m{rows}-k{defines['KMAX']}" + ("-stamps" if stamps else "")
     built = compiler.compile_source(src, label, stage.entry, arch, defines)
     fn = cp.RawModule(path=built.cubin_path).get_function(stage.entry)
     grid, block, smem = stage.launch(rows, kmax, sm_count)
@@ -69,13 +76,16 @@ def launcher(cp, stage: TokenStage, arch: str, sm_count: int, dtype: str, rows: 
     ws_set = max(layout.ws_floats, 4)
     ws = cp.zeros(2 * ws_set, dtype=cp.float32)  # two sets: one a launch uses, one it zeroes
     sync = cp.zeros(layout.sync_words, dtype=cp.uint32)  # launches, blocks, column blocks
-    args = (gemms, np.int32(len(ns)), maps_dev, x, ws, np.int64(ws_set), sync)
+    stamped = cp.zeros((len(ns), grid[0], 3), dtype=cp.uint64) if stamps else None
+    where = stamped if stamped is not None else np.uint64(0)  # a null pointer: no stamps
+    args = (gemms, np.int32(len(ns)), maps_dev, x, ws, np.int64(ws_set), sync, where)
     held = (gemms, maps_dev, ws, sync, maps)  # alive as long as the call
 
     def launch() -> None:
         fn(grid, block, args, shared_mem=smem)
 
     launch.held = held  # type: ignore[attr-defined]
+    launch.stamps = stamped  # type: ignore[attr-defined]
     res = built.resources
     local = int(fn.local_size_bytes)
     meta = {
@@ -84,7 +94,7 @@ def launcher(cp, stage: TokenStage, arch: str, sm_count: int, dtype: str, rows: 
         "spill_bytes": res.spill_bytes if res is not None else local,
         "grid": list(grid),
         "block": list(block),
-        "params": {k: v for k, v in defines.items() if k != "ELEM_BF16"},
+        "params": {k: v for k, v in defines.items() if k not in ("ELEM_BF16", "STAMPS")},
         "workspace_bytes": int(ws.nbytes),
     }
     return launch, meta

@@ -118,21 +118,7 @@ def chain_lines(doc: dict[str, Any]) -> list[str]:
                 f"scaled x{r0.get('scale'):.3f}"
             )
         lines.append(text)
-        for r in recs:
-            traced = r.get("traced_token_us")
-            if traced and r.get("gemms"):
-                kernels = sum(g.get("kernel_us") or 0.0 for g in r["gemms"])
-                gaps = sum(g.get("gap_before_us") or 0.0 for g in r["gemms"])
-                over = r.get("tracing_overhead")
-                err = r.get("timeline_error")
-                lines.append(
-                    f"{names.plain(str(workload))} {names.plain(str(r['stage']))} timeline: "
-                    f"traced token {traced:,.1f} us"
-                    + (f" ({100 * over:+.1f}% against untraced)" if over is not None else "")
-                    + f", kernels {kernels:,.1f} us, gaps {gaps:,.1f} us"
-                    + (f", kernels + gaps {100 * err:+.1f}% against the token" if err is not None
-                       else "")
-                )  # fmt: skip
+        lines += [line for r in recs if (line := _timeline_line(str(workload), r))]
         fair = next((r.get("fairness") for r in recs if r.get("fairness")), None)
         if fair:
             lines.append(f"{names.plain(str(workload))}: {names.plain(str(fair))}")
@@ -156,6 +142,33 @@ def chain_lines(doc: dict[str, Any]) -> list[str]:
             f"target b{v.get('batch')}: {names.plain(str(v.get('line')))}: {shown}, {verdict}"
         )
     return lines
+
+
+def _timeline_line(workload: str, r: dict[str, Any]) -> str | None:
+    """A chain record's timeline in one line: the traced (or stamped) token, what it cost, the
+    kernels (and their waits for input), the gaps and the tail, and how they add up."""
+    from rooflinecli import names
+
+    traced = r.get("traced_token_us")
+    if not traced or not r.get("gemms"):
+        return None
+    kernels = sum(g.get("kernel_us") or 0.0 for g in r["gemms"])
+    gaps = sum(g.get("gap_before_us") or 0.0 for g in r["gemms"])
+    over = r.get("tracing_overhead")
+    err = r.get("timeline_error")
+    waits = [g["wait_us"] for g in r["gemms"] if g.get("wait_us") is not None]
+    how = "stamped" if r.get("timeline_backend") == "globaltimer" else "traced"  # own stamps
+    return (
+        f"{names.plain(workload)} {names.plain(str(r['stage']))} timeline: "
+        f"{how} token {traced:,.1f} us"
+        + (f" ({100 * over:+.1f}% against un{how})" if over is not None else "")
+        + f", kernels {kernels:,.1f} us"
+        + (f" (waiting for input {sum(waits):,.1f} us)" if waits else "")
+        + f", gaps {gaps:,.1f} us"
+        + (f", last block {r['tail_us']:,.1f} us after the mean"
+           if r.get("tail_us") is not None else "")
+        + (f", kernels + gaps {100 * err:+.1f}% against the token" if err is not None else "")
+    )  # fmt: skip
 
 
 def pick_line(pick: Any) -> str:

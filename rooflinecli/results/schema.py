@@ -21,10 +21,14 @@ READABLE = ("roofline.results/1", SCHEMA)
 # gap_before_us; the record's traced_token_us, tracing_overhead and gap_share go with them
 # (tracing_overhead: the traced token, its kernels' span, against the untraced median;
 # tracing_event_overhead: the traced replay's event time, with the tracer's start delay, against
-# it). A way whose one kernel runs every GEMM (kernels_per_token) has no per-GEMM times.
+# it). A way whose one kernel runs every GEMM (kernels_per_token) has per-GEMM times only from
+# its blocks' own stamps (timeline_backend "globaltimer": per GEMM the blocks' mean kernel_us,
+# gap_before_us and wait_us, the wait for its input; tracing_overhead is the stamping build's
+# median over the plain build's, both replayed in the same rounds: stamped_samples_ms and
+# unstamped_samples_ms).
 CHAIN_VERSION = "roofline.chain/1"
 CHAIN_GEMM_FIELDS = ("name", "m", "n", "k", "stage")
-CHAIN_GEMM_TIMES = ("kernel_us", "gap_before_us")
+CHAIN_GEMM_TIMES = ("kernel_us", "gap_before_us", "wait_us")
 
 # Fields every record carries (null where a field does not apply), in table order.
 RECORD_FIELDS: tuple[str, ...] = (
@@ -86,6 +90,7 @@ NUMBER_FIELDS = frozenset(
         # a chain (op "chain")
         "gemm_count", "layers", "layers_run", "token_bytes", "weight_bytes", "traced_token_us",
         "tracing_overhead", "gap_share", "reference_time_ms", "cublas_over_torch",
+        "wait_share", "tail_us", "stamp_resolution_ns", "stamped_blocks",
     }
 )  # fmt: skip
 SHAPE_FIELDS = ("m", "n", "k")
@@ -110,7 +115,7 @@ DOCUMENT_NAMES = (
 SIGNED_FIELDS = frozenset({"alpha", "beta", "scale", "tracing_overhead", "timeline_error",
                            "tracing_event_overhead", "tracing_start_delay_us"})  # fmt: skip
 # repeats in ms: each a positive finite number
-SAMPLE_FIELDS = ("samples_ms", "reference_samples_ms")
+SAMPLE_FIELDS = ("samples_ms", "reference_samples_ms", "stamped_samples_ms", "unstamped_samples_ms")
 # How far a stored tflops or time_ms may lie from what its flops and samples give: rounding (the
 # tool writes full precision; samples are rounded to 1e-6 ms), never a changed measurement
 CONSISTENT_RTOL = 0.005

@@ -5,15 +5,17 @@ Its contract is a chain's, not one GEMM's, hence a registry of its own here (as 
 FP8 have): `run llm --chain` runs it as the way `token`, beside our per-GEMM picks and cuBLAS.
 
     extern "C" __global__ void decode_token(const TokenGemm* gemms, int count,
-        const TmaMap* maps, const elem_t* x, float* ws, long long ws_set, unsigned int* sync)
+        const TmaMap* maps, const elem_t* x, float* ws, long long ws_set, unsigned int* sync,
+        unsigned long long* stamps)
 
 `gemms` holds one 32-byte record per GEMM (N, K, the GEMM whose output it reads, its first
 column-block counter, its float32 workspace's offset, its output C); `maps` one tensor map per
 GEMM over its K x N weights (boxes of KC rows x NC columns); `x` the token input; `ws` two sets
 of ws_set floats, the GEMMs' float32 workspaces, zero before the first launch (a launch uses
 one set and zeroes the other); `sync` the count of finished launches, the count of finished
-blocks, then one counter per column block of every GEMM, zero before the first launch. One
-block per SM.
+blocks, then one counter per column block of every GEMM, zero before the first launch;
+`stamps` null, or in a build with STAMPS=1 the timeline: per GEMM and block, when its run
+began, when its input was in and when it ended (%globaltimer). One block per SM.
 """
 
 from __future__ import annotations

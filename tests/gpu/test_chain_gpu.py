@@ -3,7 +3,8 @@ bf16, for every stage `--stages best` picks at those batches (LLaMA-7B's shapes,
 and the LM head), through our picks, cuBLAS and PyTorch (where installed), eagerly, from the
 replayed graph and after the timed replays, our picks with and without programmatic
 dependent launch (best+pdl: stage 56 on every M = 1 GEMM), and the whole chain in one launch
-(token: stage 57, batch 1 to 4; at 16 recorded absent with why); a chain stays correct over
+(token: stage 57, batch 1 to 4, its timeline from its blocks' stamps; at 16 recorded absent
+with why); a chain stays correct over
 many replays; a chain of one GEMM runs its pick; and the token stage verifies at shapes that
 are not whole boxes."""
 
@@ -43,8 +44,17 @@ def test_chain_verifies(batch, dtype):
         assert {g["stage"] for g in recs["best+pdl"]["gemms"]} == pdl_picks
     assert len(recs["best"]["gemms"]) == len(chain.build(p, batch, 2).links)
     if batch <= 4:
-        assert recs["token"]["kernels_per_token"] == 1
-        assert {g["stage"] for g in recs["token"]["gemms"]} == {"decode_token"}
+        token = recs["token"]
+        assert token["kernels_per_token"] == 1
+        assert {g["stage"] for g in token["gemms"]} == {"decode_token"}
+        # its timeline from its blocks' stamps: every GEMM stamped, a wait inside each run, the
+        # stamps' cost priced in the same rounds as the plain build
+        assert token["timeline_backend"] == "globaltimer", token.get("timeline_reason")
+        for g in token["gemms"]:
+            assert 0 <= g["wait_us"] <= g["kernel_us"] and g["gap_before_us"] >= 0, g
+        assert token["stamped_blocks"] >= 1 and token["stamp_resolution_ns"] > 0
+        assert len(token["stamped_samples_ms"]) == len(token["unstamped_samples_ms"]) >= 3
+        assert 0 < token["traced_token_us"] and -0.5 < token["tracing_overhead"] < 0.5
 
 
 @pytest.mark.parametrize("exclude", [None, {}], ids=["as-run", "every-pick"])
