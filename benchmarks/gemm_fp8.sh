@@ -12,7 +12,8 @@
 # FP8 stage at shapes that are no tile multiple, verified: K and N multiples of 16, M any), grid
 # (`roofline tune dispatch --dtype fp8` per M of benchmarks/shapes/grid.txt, and at M 1024 and
 # 4096 over its weight shapes, with the M bucket's candidates: the documents
-# tune-dispatch-grid-fp8-m*.json that benchmarks/seed_dispatch.py seeds the FP8 classes from).
+# tune-dispatch-grid-fp8-m*.json that benchmarks/seed_dispatch.py seeds the FP8 classes from),
+# widths (stage 32's tile widths between 128 and 256 at shapes whose last wave 256 leaves short).
 source "$(dirname "$0")/lib.sh"
 suite "$@"
 
@@ -31,8 +32,9 @@ step_odd() {
 
 # The grid's candidates: at decode batches (M <= 64) stage 34 with BM the next power of two that
 # holds the batch and the one above it, beside the 16-bit grid's fallbacks; above, stage 32's
-# tiles, pipelines and pairs.
-FP8_WIDE=wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_pingpong,wgmma_fp8_tma_store,wgmma_fp8_cluster,wgmma_fp8_cluster_promote,wgmma_fp8_persistent
+# tiles, pipelines and pairs, and its widths between 128 and 256 (FP8_WIDTHS).
+FP8_WIDTHS=wgmma_fp8_persistent@BN=160,STAGES=5,wgmma_fp8_persistent@BN=192,STAGES=5,wgmma_fp8_persistent@BN=224,STAGES=5,wgmma_fp8_cluster@BN=192
+FP8_WIDE=wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_pingpong,wgmma_fp8_tma_store,wgmma_fp8_cluster,wgmma_fp8_cluster_promote,wgmma_fp8_persistent,$FP8_WIDTHS
 declare -A FP8_CAND=(
   [1]="wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_n128,wgmma_fp8_persistent"
   [3]="wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_n128,wgmma_fp8_persistent"
@@ -40,6 +42,14 @@ declare -A FP8_CAND=(
   [24]="wgmma_fp8_swapab@BM=32,wgmma_fp8_swapab@BM=64,wgmma_fp8_n128,wgmma_fp8_persistent"
   [56]="wgmma_fp8_swapab@BM=64,wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_persistent"
 )
+
+# widths: stage 32 at BN 160, 192 and 224 beside 256, at the shapes whose tile counts leave the
+# last wave short at 256 (DeepGEMM's 4096x7168x16384: 896 tiles of 128 x 256 on 132 SMs)
+step_widths() {
+  doc gemm-fp8-widths.json 120 run gemm --dtype fp8 --budget-ms 60 \
+    --stages "wgmma_fp8_persistent,wgmma_fp8_cluster,$FP8_WIDTHS" \
+    --sizes 8192x8192x8192,4096x7168x16384,6144x1536x7168,1024x6144x4096,3000x4096x4112
+}
 
 step_grid() {
   local m sizes weights
@@ -51,4 +61,4 @@ step_grid() {
   done
 }
 
-run_steps best odd grid
+run_steps best odd widths grid

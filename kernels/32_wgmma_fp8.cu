@@ -1,9 +1,9 @@
 // Stage 32: FP8 (e4m3; -DFP8_E5M2=1: e5m2) on stage 25's warp-specialised TMA pipeline. A is M x K
 // row-major and B is given as N x K (K-major, how models store weights): 8-bit wgmma reads both
 // operands K-major, so each is one TMA box per stage with 128-byte swizzle, a swizzle row being
-// 128 elements of K (BK = 128), and m64nBNk32 (HGMMA.64xBNx32.F32.E4M3.E4M3) steps 32 bytes along
-// it, BK / 32 per stage. C = alpha * scale_a * scale_b * (A B^T) + beta * C in bf16 (or fp16),
-// float32 SCALES: 0 per tensor, 1 per row of A, column of B, 2 DeepGEMM's blocks (fp8_scales.cuh).
+// 128 elements of K (BK = 128); m64nBNk32 (QGMMA, BN 128-256 in 32s to fill the SMs) steps 32
+// bytes along it. C = alpha * scale_a * scale_b * (A B^T) + beta * C in bf16 (or fp16), float32
+// SCALES: 0 per tensor, 1 per row of A and column of B, 2 DeepGEMM's blocks (fp8_scales.cuh).
 // Accumulation: the Tensor Cores add FP8 products into the f32 registers with fewer than FP32's
 // significand bits. PROMOTE=0 keeps one accumulator over all of K. PROMOTE=p > 0 adds the
 // registers into a second, FP32 accumulator on the CUDA cores every p k-blocks (p * BK of K) and
@@ -66,7 +66,7 @@
 #include "sm90/tma.cuh"         // TmaMap, prefetch_tensormap, tma_load_2d, bulk_wait
 #include "sm90/wgmma.cuh"       // wgmma_commit, wgmma_fence, wgmma_wait
 #include "sm90/wgmma_desc.cuh"  // smem_desc_k_sw128
-#include "sm90/wgmma_fp8.cuh"   // wgmma_fp8_m64n128k32, wgmma_fp8_m64n256k32
+#include "sm90/wgmma_fp8.cuh"   // wgmma_fp8_m64nNk32: m64n128k32 .. m64n256k32
 #include "gemm/wgmma_store.cuh"  // store_block: the register epilogue
 #include "gemm/fp8_scales.cuh"   // scale_rows_cols, promote_block_scaled
 
@@ -88,7 +88,9 @@ constexpr int EPI_BYTES = TMA_C ? CONSUMERS * 2 * EPI_CHUNK_BYTES : 0;  // 2 buf
 constexpr int GROUP_C = GROUP_M / CLUSTER_M > 0 ? GROUP_M / CLUSTER_M : 1;  // in cluster rows
 
 static_assert(BK == 128, "a tile row is one 128-byte swizzle row of 128 one-byte elements");
-static_assert(BN == 128 || BN == 256, "the WGMMAs below are m64n128k32 or m64n256k32");
+static_assert(BN == 128 || BN == 160 || BN == 192 || BN == 224 || BN == 256,
+              "m64nBNk32: 128 or 256, or a width between that fills the SMs (160, 192, 224)");
+static_assert(!TMA_C || BN % 64 == 0, "TMA_C stages C in whole 64-column chunks");
 static_assert(BM % 64 == 0 && BM <= 256 && BN <= 256, "TMA boxes are at most 256 rows");
 static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0,
               "tiles stay 1024-byte aligned (the swizzle atom; descriptor base 0)");
@@ -113,11 +115,7 @@ static_assert(SCALES != 2 || (PROMOTE == 1 && BN == 128 && BK == 128),
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536,
               "setmaxnreg: the warpgroups' registers must fit in the SM's 64K");
 
-#if BN == 256
-#define WGMMA wgmma_fp8_m64n256k32
-#else
-#define WGMMA wgmma_fp8_m64n128k32
-#endif
+#define WGMMA wgmma_fp8_m64nNk32<BN>
 
 #if CLUSTER_M > 1
 #define CLUSTER_DIMS __cluster_dims__(CLUSTER_M, 1, 1)  // blocks 2i, 2i+1 of the persistent grid

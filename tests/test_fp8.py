@@ -212,12 +212,27 @@ def _build(stage, fmt="e4m3", extra=None):
     return built, sass.disassemble(built.cubin_path)
 
 
-@pytest.mark.parametrize("stage", stages.FP8_STAGES, ids=lambda s: s.name)
+def _width(name: str, **params: int) -> stages.Fp8Stage:
+    """A stage at another tile width (and ring), as `--stages NAME@BN=...` builds it."""
+    s = stages.FP8_BY_NAME[name].with_params(**params)
+    return s._replace(name=f"{name}@BN={params['BN']}")
+
+
+# every width between 128 and 256 on one block, and 192 on a pair and under the TMA store
+WIDTHS = [
+    *(_width("wgmma_fp8_persistent", BN=bn, STAGES=5) for bn in stages.TILE_WIDTHS[1:-1]),
+    _width("wgmma_fp8", BN=192),
+    _width("wgmma_fp8_cluster", BN=192),
+    _width("wgmma_fp8_tma_store", BN=192),
+]
+
+
+@pytest.mark.parametrize("stage", [*stages.FP8_STAGES, *WIDTHS], ids=lambda s: s.name)
 def test_sass_is_fp8_wgmma_on_both_shared_operands(stage):
     """BK / 32 = 4 QGMMA.64xBNx32.F32.E4M3.E4M3 per k-block, both operands descriptors (no
     register A), no 16-bit HGMMA or HMMA and no F2F conversion of the inputs; A and B by one
     UTMALDG each; no spills. The swapped stage's instruction is m64nBMk32: the batch tile is its
-    N side."""
+    N side. The tile widths between 128 and 256 build the same way."""
     built, text = _build(stage)
     assert built.resources is not None and built.resources.spill_bytes == 0
     bn = stage.params["BN"]

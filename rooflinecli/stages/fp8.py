@@ -46,6 +46,9 @@ C_BOX = (64, 64)  # TMA_C: the C map's box, columns x rows (a consumer's 64 rows
 # sums cover in a k-block of BK
 WGMMA_K = 32
 MIN_CC = 90  # wgmma: Hopper
+# the tile widths stage 32 builds (m64nBNk32): 128 and 256, and the widths between that can make
+# a shape's tile count fill the SMs (DeepGEMM steps BLOCK_N by 16); TMA_C wants whole 64 columns
+TILE_WIDTHS = (128, 160, 192, 224, 256)
 # what `roofline tune` varies: the grouped tile order's group of rows
 TUNE_SPACE: Mapping[str, tuple[int, ...]] = MappingProxyType({"GROUP_M": (4, 8, 16)})
 # stage 34's: the batch tile, the weight rows per tile (64 per consumer), the shortest K range

@@ -1,14 +1,15 @@
 """On an sm_90a GPU: every FP8 stage (kernels/32_wgmma_fp8.cu and 34_wgmma_fp8_swapab.cu)
 verifies against the float64 product of its dequantised inputs at shapes that are no tile
 multiples (K and N multiples of 16), with alpha and beta, in e5m2 and with fp16 output; one
-k-block left out (SKIP_KBLOCK) fails the check; the decode stage verifies at every batch tile;
+k-block left out (SKIP_KBLOCK) fails the check; the tile widths between 128 and 256 verify at
+the same shapes; the decode stage verifies at every batch tile;
 cuBLASLt's FP8 GEMM (torch._scaled_mm), where PyTorch is installed, passes the same check on the
 same buffers."""
 
 import pytest
 
 from rooflinecli.gpu import fp8 as gfp8
-from rooflinecli.stages.fp8 import FP8_STAGES
+from rooflinecli.stages.fp8 import FP8_STAGES, TILE_WIDTHS
 
 pytestmark = pytest.mark.gpu
 
@@ -68,6 +69,25 @@ def test_a_kernel_one_k_block_short_fails_the_check(stage):
     _sm90()
     res = _verify(stage, 1000, 1040, 1024, extra={"SKIP_KBLOCK": 3})
     assert not res["ok"] and res["rel"] > 5 * res["rel_tol"], res
+
+
+# the tile widths between 128 and 256 (m64n160k32 .. m64n224k32), on one block, a pair and
+# under the TMA store: N no multiple of any of them
+WIDTHS = [
+    *(("wgmma_fp8_persistent", {"BN": bn, "STAGES": 5}) for bn in TILE_WIDTHS[1:-1]),
+    ("wgmma_fp8_cluster", {"BN": 192}),
+    ("wgmma_fp8_tma_store", {"BN": 192}),
+]
+
+
+@pytest.mark.parametrize(("name", "params"), WIDTHS, ids=lambda v: str(v))
+@pytest.mark.parametrize("shape", ODD, ids=lambda s: "x".join(map(str, s)))
+def test_every_tile_width_verifies_at_odd_shapes(name, params, shape):
+    _sm90()
+    from rooflinecli.stages.fp8 import FP8_BY_NAME
+
+    res = _verify(FP8_BY_NAME[name].with_params(**params), *shape, alpha=0.5, beta=0.75)
+    assert res["ok"], res
 
 
 def test_cublaslt_fp8_passes_the_same_check():
