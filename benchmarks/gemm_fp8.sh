@@ -18,7 +18,7 @@ source "$(dirname "$0")/lib.sh"
 suite "$@"
 
 PREFILL=$(awk -F x '/^[0-9]/ && $1 >= 1024' benchmarks/shapes/public.txt | paste -sd, -)
-FP8=wgmma_fp8,wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_pingpong,wgmma_fp8_persistent
+FP8=wgmma_fp8,wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_promote_async,wgmma_fp8_pingpong,wgmma_fp8_tma_store,wgmma_fp8_cluster_promote,wgmma_fp8_cluster,wgmma_fp8_blockscale,wgmma_fp8_persistent
 
 step_best() {
   doc gemm-fp8-prefill-best.json 100 run gemm --dtype fp8 --stages best \
@@ -26,7 +26,7 @@ step_best() {
 }
 
 step_odd() {
-  doc gemm-fp8-odd.json 40 run gemm --dtype fp8 --stages "$FP8" \
+  doc gemm-fp8-odd.json 90 run gemm --dtype fp8 --stages "$FP8" \
     --sizes 1x48x16,77x16x4096,129x272x160,1000x1040x1024,511x4112x2064 --budget-ms 10
 }
 
@@ -34,7 +34,7 @@ step_odd() {
 # holds the batch and the one above it, beside the 16-bit grid's fallbacks; above, stage 32's
 # tiles, pipelines and pairs, and its widths between 128 and 256 (FP8_WIDTHS).
 FP8_WIDTHS=wgmma_fp8_persistent@BN=160,STAGES=5,wgmma_fp8_persistent@BN=192,STAGES=5,wgmma_fp8_persistent@BN=224,STAGES=5,wgmma_fp8_cluster@BN=192
-FP8_WIDE=wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_pingpong,wgmma_fp8_tma_store,wgmma_fp8_cluster,wgmma_fp8_cluster_promote,wgmma_fp8_persistent,$FP8_WIDTHS
+FP8_WIDE=wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_promote_async,wgmma_fp8_pingpong,wgmma_fp8_tma_store,wgmma_fp8_cluster,wgmma_fp8_cluster_promote,wgmma_fp8_persistent,$FP8_WIDTHS
 declare -A FP8_CAND=(
   [1]="wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_n128,wgmma_fp8_persistent"
   [3]="wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_n128,wgmma_fp8_persistent"

@@ -5,10 +5,10 @@
 // bytes along it. C = alpha * scale_a * scale_b * (A B^T) + beta * C in bf16 (or fp16), float32
 // SCALES: 0 per tensor, 1 per row of A and column of B, 2 DeepGEMM's blocks (fp8_scales.cuh).
 // Accumulation: the Tensor Cores add FP8 products into the f32 registers with fewer than FP32's
-// significand bits. PROMOTE=0 keeps one accumulator over all of K. PROMOTE=p > 0 adds the
-// registers into a second, FP32 accumulator on the CUDA cores every p k-blocks (p * BK of K) and
-// restarts them at zero, as DeepGEMM does: the reduced-precision sums then span p * BK terms.
-// The 64 x BN registers twice need BN = 128 under setmaxnreg's 232.
+// significand bits. PROMOTE=0 keeps one accumulator over all of K. PROMOTE=p > 0 adds them into
+// an FP32 accumulator on the CUDA cores every p k-blocks (p * BK of K), as DeepGEMM does (BN 128:
+// two 64 x BN sets under setmaxnreg's 232). PROMOTE_ASYNC=1: two register sets take turns, so a
+// group's promotion runs while the next group's WGMMAs do (scale_d = 0 restarts a set).
 // PERSISTENT=1: one block per SM walks the tiles (stage 26's loop, register-store epilogue), the
 // ring's slot and phase counted across tiles, so the next tile's loads overlap this epilogue.
 // PINGPONG=1 (persistent, BM = 64): the two consumer warpgroups take turns on alternate 64 x BN
@@ -53,6 +53,9 @@
 #endif
 #ifndef TMA_C
 #define TMA_C 0  // 1: the TMA-store epilogue
+#endif
+#ifndef PROMOTE_ASYNC
+#define PROMOTE_ASYNC 0  // 1: a group's promotion runs under the next group's WGMMAs
 #endif
 
 #include "gemm/tile_order.cuh"   // grouped_tile_origin, grouped_cluster_origin
@@ -110,6 +113,9 @@ static_assert(!PINGPONG || (PERSISTENT && BM == 64 && PROMOTE == 0),
 static_assert(PROMOTE == 0 || BN == 128,
               "two 64 x BN f32 accumulator sets fit in 232 registers only for BN = 128");
 static_assert(SCALES >= 0 && SCALES <= 2, "SCALES: 0 per tensor, 1 per row and column, 2 blocks");
+static_assert(!PROMOTE_ASYNC || (PROMOTE > 0 && CLUSTER_M == 1 && !PINGPONG),
+              "PROMOTE_ASYNC overlaps a promotion (PROMOTE > 0) on one block: in a pair ptxas "
+              "serialises the WGMMAs (C7519, a warpgroup arrive in the divergent release)");
 static_assert(SCALES != 2 || (PROMOTE == 1 && BN == 128 && BK == 128),
               "block scales: each 128-deep k-block promoted under its scales, one block of B wide");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536,
@@ -258,6 +264,9 @@ gemm_wgmma_fp8(int M, int N, int K, float alpha, const u8* __restrict__ A,
 #if PROMOTE
         float acc[NACC];  // the FP32 sum of the promoted partial sums
 #endif
+#if PROMOTE_ASYNC
+        float d2[NACC];  // the other register set: groups alternate between d and d2
+#endif
 #if PINGPONG
         // the block's tiles j = 0, 1, 2, ... alternate between the consumers; tile j's slices
         // are the ring's j * ktiles .. j * ktiles + ktiles - 1
@@ -277,6 +286,72 @@ gemm_wgmma_fp8(int M, int N, int K, float alpha, const u8* __restrict__ A,
 #pragma unroll
             for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
 #endif
+#if PROMOTE_ASYNC
+            // Two register sets in turn: group g (PROMOTE k-blocks) into set g % 2, its first
+            // WGMMA with scale_d = 0 (the set starts over: no zeroing). Group g - 1's promotion
+            // waits only until group g's first batch is issued and wgmma_wait<1> says g - 1's
+            // last one is done, so its FFMAs run while the Tensor Cores work on group g.
+            // the sums of a finished group (its last k-block kb) into the FP32 accumulator
+            auto promote = [&](float (&done)[NACC], int kb) {
+#if SCALES == 2
+                promote_block_scaled<NACC, false>(acc, done, scale_a, scale_b, M, ktiles,
+                                                  m0 + 64 * c, n0 / 128, kb);
+#else
+#pragma unroll
+                for (int i = 0; i < NACC; ++i) acc[i] += done[i];
+#endif
+            };
+            // k-block kt into cur (fresh: the group's first, scale_d = 0); with kb >= 0, prev (the
+            // group before, last k-block kb) promoted once this batch's wait says it is done
+            auto kblock = [&](float (&cur)[NACC], float (&prev)[NACC], int kt, bool fresh, int kb) {
+                const int s = it % STAGES;
+                mbar_wait(full0 + 8 * s, (it / STAGES) & 1);
+                const u32 sa = base + s * STAGE_BYTES + c * (64 * BK);
+                const u32 sb = base + s * STAGE_BYTES + A_BYTES;
+                wgmma_fence();
+                if (SKIP_KBLOCK < 0 || kt != SKIP_KBLOCK) {  // no k-block skipped: no test here
+#pragma unroll
+                    for (int kk = 0; kk < BK / 32; ++kk)
+                        WGMMA(cur, smem_desc_k_sw128(sa + 32 * kk), smem_desc_k_sw128(sb + 32 * kk),
+                              fresh && kk == 0 ? 0 : 1);
+                }
+#if SKIP_KBLOCK >= 0
+                else if (fresh) {
+#pragma unroll
+                    for (int i = 0; i < NACC; ++i) cur[i] = 0.0f;  // the skipped block's set
+                }
+#endif
+                wgmma_commit();
+                wgmma_wait<1>();  // the batch of slice it-1 has completed: it may be refilled
+                if (kb >= 0) promote(prev, kb);
+#if CLUSTER_M > 1
+                if (kt >= 1) release_slot<CLUSTER_M, false>(empty0 + 8 * ((it - 1) % STAGES));
+#else
+                if (kt >= 1 && lane0) mbar_arrive(empty0 + 8 * ((it - 1) % STAGES));
+#endif
+                ++it;
+            };
+            // group [k0, k0 + PROMOTE) into cur, the group before it (prev) promoted on the way
+            auto group = [&](float (&cur)[NACC], float (&prev)[NACC], int k0) {
+                const int end = min(k0 + PROMOTE, ktiles);
+                for (int kt = k0; kt < end; ++kt) kblock(cur, prev, kt, kt == k0, kt == k0 ? k0 - 1 : -1);
+                return end;
+            };
+            for (int k0 = 0;;) {
+                k0 = group(d, d2, k0);
+                if (k0 >= ktiles) {
+                    wgmma_wait<0>();
+                    promote(d, k0 - 1);
+                    break;
+                }
+                k0 = group(d2, d, k0);
+                if (k0 >= ktiles) {
+                    wgmma_wait<0>();
+                    promote(d2, k0 - 1);
+                    break;
+                }
+            }
+#else
             for (int kt = 0; kt < ktiles; ++kt, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(full0 + 8 * s, (it / STAGES) & 1);
@@ -313,6 +388,7 @@ gemm_wgmma_fp8(int M, int N, int K, float alpha, const u8* __restrict__ A,
                 }
 #endif
             }
+#endif  // PROMOTE_ASYNC
 #if PINGPONG
             if (t + step < tiles) bar_arrive(2 - c, 256);  // the other consumer's turn: tile j + 1
 #endif

@@ -238,7 +238,11 @@ def test_sass_is_fp8_wgmma_on_both_shared_operands(stage):
     bn = stage.params["BN"]
     width = stage.params["BM"] if stage.swapped else bn
     q = [ln for ln in text.splitlines() if "QGMMA" in ln]
-    assert len(q) == stage.params["BK"] // 32
+    sets = 2 if stage.params.get("PROMOTE_ASYNC") else 1  # a copy of the batch per register set
+    assert len(q) == stage.params["BK"] // 32 * sets
+    # the batch's WGMMAs issue back to back: only its last waits on the group (gsb0), never
+    # each one (ptxas's serialisation when other code touches the accumulators mid-batch)
+    assert sum(", gsb0" in ln for ln in q) == sets
     assert all(re.search(rf"QGMMA\.64x{width}x32\.F32\.E4M3\.E4M3 R\d+, gdesc\[", ln) for ln in q)
     assert "HGMMA" not in text and "HMMA" not in text
     assert not re.search(r"\bF2F\.(BF16|F16)", text)  # no widening of FP8 inputs
@@ -350,3 +354,22 @@ def test_finer_scales_compile_to_the_same_wgmmas(scaling):
     assert built.resources is not None and built.resources.spill_bytes == 0
     assert text.count("QGMMA.64x128x32.F32.E4M3.E4M3") == 4
     assert "HGMMA" not in text and not re.search(r"\bF2F\.(BF16|F16)", text)
+
+
+def test_each_stage_is_held_to_the_cublaslt_mode_its_accumulation_matches():
+    """A stage that promotes its sums into FP32 beside cuBLASLt's default mode, one that keeps a
+    reduced-precision sum beside use_fast_accum; the runner pairs them so, and docs/stages.md's
+    generated FP8 table says the same of every stage."""
+    from rooflinecli.stages import gemm, listing
+
+    table = listing.fp8_table()
+    for s in stages.FP8_STAGES:
+        want = "cublaslt_fp8" if s.promote_span else "cublaslt_fp8_fast"
+        assert s.paired_reference == want and want in gemm.BY_NAME
+        assert gfp8.Fp8GemmProblem.paired_name(None, gemm.BY_NAME[s.name]) == want  # type: ignore[arg-type]
+        row = next(r for r in table.splitlines() if r.startswith(f"| `{s.name}` |"))
+        assert row.endswith(f"| `{want}` |") and s.accumulation in row
+    assert (
+        "each promotion under the next group's WGMMAs"
+        in stages.FP8_BY_NAME["wgmma_fp8_promote_async"].accumulation
+    )

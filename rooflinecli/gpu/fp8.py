@@ -18,7 +18,16 @@ from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import loop
 from rooflinecli.gpu.arrays import from_bf16_bits, store
 from rooflinecli.stages import compiler
-from rooflinecli.stages.fp8 import ARCH, C_BOX, SCALES_DEFINE, Fp8Stage, of_registry
+from rooflinecli.stages.fp8 import (
+    ARCH,
+    C_BOX,
+    FAST_REFERENCE,
+    PROMOTED_REFERENCE,
+    SCALES_DEFINE,
+    Fp8Stage,
+    accumulation_text,
+    of_registry,
+)
 
 REFERENCE = "cuBLASLt FP8 via torch._scaled_mm (per-tensor scales, out_dtype bf16)"
 B_LAYOUT = "nk: B given as N x K (K-major), the layout models store weights in"
@@ -190,18 +199,9 @@ def launcher(  # type: ignore[no-untyped-def]
         "params": dict(defines),
         "b_layout": B_LAYOUT,
         "math": stage.math,
-        "accumulation": _accumulation(stage),
+        "accumulation": stage.accumulation,
     }
     return launch, meta
-
-
-def _accumulation(stage: Fp8Stage) -> str:
-    """What a record says of the stage's sums."""
-    if stage.swapped:
-        return "one Tensor Core accumulator over each block's range of K, ranges added in FP32"
-    if stage.promote_span is None:
-        return "one Tensor Core accumulator over all of K"
-    return f"Tensor Core sums promoted into FP32 every {stage.promote_span} of K"
 
 
 def torch_reason() -> str | None:
@@ -259,7 +259,7 @@ def scaled_mm(g: Problem, fast_accum: bool = False, out: Any = None) -> Callable
 
 # --------------------------------------------------------------------------- the runner loop
 
-FAST = "cublaslt_fp8_fast"  # the registry's use_fast_accum reference (rooflinecli/stages/gemm.py)
+FAST = FAST_REFERENCE  # the registry's use_fast_accum reference (rooflinecli/stages/gemm.py)
 CHECK = (
     "float64 product of the dequantised FP8 inputs (decoded exactly), times the per-tensor "
     "scales; output poisoned first; the first launch and the last timed launch checked"
@@ -278,13 +278,6 @@ CONTRACT = {
     "output": "bf16",
     "beta_in_timing": "beta = 0 in the timed comparison: torch._scaled_mm takes a bias, not beta",
 }
-
-
-def accumulation(span: int | None) -> str:
-    """What a stage's (or cuBLASLt mode's) sums do, in the record's words."""
-    if span is None:
-        return "one Tensor Core accumulator over all of K (reduced precision, not promoted)"
-    return f"Tensor Core sums promoted into FP32 every {span} of K"
 
 
 def fp8_stage(stage: Any) -> Fp8Stage:
@@ -332,12 +325,12 @@ class Fp8GemmProblem:
         span = None if stage.reference else fp8_stage(stage).promote_span
         if stage.reference:
             model["accumulation"] = (
-                accumulation(None)
+                accumulation_text(None)
                 if stage.name == FAST
                 else ("cuBLASLt's promoted FP32 accumulation (fast accumulation off)")
             )
         else:
-            model["accumulation"] = accumulation(span)
+            model["accumulation"] = fp8_stage(stage).accumulation
         return RunRecord(model, self._checked(span))
 
     def skip(self, stage: Any, refusal: str | None) -> str | None:
@@ -358,7 +351,7 @@ class Fp8GemmProblem:
     def paired_name(self, stage: Any) -> str:
         """The reference whose accumulation matches the stage's: promoted stages beside
         cuBLASLt's default, unpromoted ones beside use_fast_accum."""
-        return "cublaslt_fp8" if fp8_stage(stage).promote_span else FAST
+        return fp8_stage(stage).paired_reference
 
     def reset(self) -> None:
         self.g.poison()
@@ -428,7 +421,7 @@ def run_gemm(  # type: ignore[no-untyped-def]
     from rooflinecli.stages.gemm import BY_NAME
 
     cp, dev, spec, _arch, cc, limits = loop.setup(spec_arg)
-    references = [BY_NAME["cublaslt_fp8"], BY_NAME[FAST]]
+    references = [BY_NAME[PROMOTED_REFERENCE], BY_NAME[FAST]]
     if work is None:
         ladder = [s for s in stages if not s.reference]
         work = [(shape, [(s, s.refuses(*shape)) for s in ladder]) for shape in shapes]

@@ -57,6 +57,21 @@ SWAP_TUNE_SPACE: Mapping[str, tuple[int, ...]] = MappingProxyType(
 )
 
 
+# cuBLASLt's two accumulation modes (the registry's references, rooflinecli/stages/gemm.py): a
+# stage is held to the one whose sums match its own
+PROMOTED_REFERENCE = "cublaslt_fp8"  # FP32 promotion (fast accumulation off)
+FAST_REFERENCE = "cublaslt_fp8_fast"  # use_fast_accum: one reduced-precision sum over all of K
+
+
+def accumulation_text(span: int | None, overlapped: bool = False) -> str:
+    """What sums promoted every `span` of K (None: never) do, in a record's words."""
+    if span is None:
+        return "one Tensor Core accumulator over all of K (reduced precision, not promoted)"
+    return f"Tensor Core sums promoted into FP32 every {span} of K" + (
+        ", each promotion under the next group's WGMMAs" if overlapped else ""
+    )
+
+
 class Fp8Stage(NamedTuple):
     """An FP8 stage's geometry (a NamedTuple, not a dataclass: the registry builds these at import,
     and each dataclass costs start-up, as rooflinecli.present.View says)."""
@@ -124,6 +139,18 @@ class Fp8Stage(NamedTuple):
         when one accumulator spans all of K."""
         p = self.params.get("PROMOTE", 0)
         return p * self.params["BK"] if p else None
+
+    @property
+    def accumulation(self) -> str:
+        """What the stage's sums do, in a record's words."""
+        if self.swapped:
+            return "one Tensor Core accumulator over each block's range of K, ranges added in FP32"
+        return accumulation_text(self.promote_span, bool(self.params.get("PROMOTE_ASYNC")))
+
+    @property
+    def paired_reference(self) -> str:
+        """The cuBLASLt mode the stage is held to: the one whose accumulation matches."""
+        return PROMOTED_REFERENCE if self.promote_span else FAST_REFERENCE
 
     def grid(self, m: int, n: int, sm_count: int | None = None) -> tuple[int, int, int]:
         """One block per tile (grid x along N, y along M); PERSISTENT=1: one block per SM (at
@@ -271,6 +298,13 @@ FP8_STAGES: tuple[Fp8Stage, ...] = (
         "wgmma_fp8_n128 adding its Tensor Core sums into FP32 registers every 4 k-blocks "
         "(512 of K), as DeepGEMM does",
         MappingProxyType({**_BASE, "BN": 128, "STAGES": 6, "PROMOTE": 4}),
+    ),
+    Fp8Stage(
+        "wgmma_fp8_promote_async",
+        "wgmma_fp8_promote with two register sets taking turns: a group's promotion (its FP32 "
+        "adds) runs while the next group's WGMMAs do, instead of waiting for the Tensor Cores "
+        "to drain",
+        MappingProxyType({**_BASE, "BN": 128, "STAGES": 6, "PROMOTE": 4, "PROMOTE_ASYNC": 1}),
     ),
     Fp8Stage(
         "wgmma_fp8_pingpong",

@@ -162,14 +162,36 @@ def token_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def fp8_table() -> str:
+    """The FP8 stages: tile, pipeline, how each accumulates, the scales it applies and the
+    cuBLASLt mode it is held to (the one whose accumulation matches)."""
+    from rooflinecli.core.fp8 import SCALINGS
+    from rooflinecli.stages.fp8 import FP8_STAGES
+
+    rows = [
+        "| stage | tile | accumulation | scales | held to |",
+        "|---|---|---|---|---|",
+    ]
+    for s in FP8_STAGES:
+        p = s.params
+        tile = f"{p['BM']} x {p['BN']}" + (" (C^T: weights x batch)" if s.swapped else "")
+        scales = ", ".join(x for x in SCALINGS if s.scaling_refusal(x) is None)
+        rows.append(
+            f"| `{s.name}` | {tile} | {s.accumulation} | {scales} | `{s.paired_reference}` |"
+        )
+    return "\n".join(rows) + "\n"
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "kernels": kernels_table,
     "stages": gemm_table,
     "attention-stages": attention_table,
     "token-stages": token_table,
+    "fp8-stages": fp8_table,
 }
 TABLE = re.compile(
-    r"<!-- (?P<kind>kernels|stages|attention-stages|token-stages):begin \(make docs\) -->\n"
+    r"<!-- (?P<kind>kernels|stages|attention-stages|token-stages|fp8-stages):begin \(make docs\)"
+    r" -->\n"
     r".*?<!-- (?P=kind):end -->",
     re.S,
 )

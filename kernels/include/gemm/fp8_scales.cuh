@@ -30,10 +30,10 @@ __device__ __forceinline__ void scale_rows_cols(float (&d)[nacc], const float* _
     }
 }
 
-// acc += d * scale_a[row][kb] * scale_b[nblock][kb] for k-block kb of kblocks, then d = 0: the
-// promotion of one k-block's sum under DeepGEMM's block scales (the tile's 128 columns lie in
-// block nblock of B).
-template <int nacc>
+// acc += d * scale_a[row][kb] * scale_b[nblock][kb] for k-block kb of kblocks, then (zero) d = 0:
+// the promotion of one k-block's sum under DeepGEMM's block scales (the tile's 128 columns lie in
+// block nblock of B). A set that the next WGMMA overwrites (scale_d = 0) needs no zeroing.
+template <int nacc, bool zero = true>
 __device__ __forceinline__ void promote_block_scaled(float (&acc)[nacc], float (&d)[nacc],
                                                      const float* __restrict__ sa,
                                                      const float* __restrict__ sb, int M,
@@ -46,6 +46,6 @@ __device__ __forceinline__ void promote_block_scaled(float (&acc)[nacc], float (
 #pragma unroll
     for (int i = 0; i < nacc; ++i) {
         acc[i] = fmaf(d[i], ((i >> 1) & 1) ? s_hi : s_lo, acc[i]);
-        d[i] = 0.0f;
+        if (zero) d[i] = 0.0f;
     }
 }
