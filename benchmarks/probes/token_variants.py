@@ -3,10 +3,12 @@ chain: each variant built, checked against the float32 chain (eager, replayed, l
 replay), then every way replayed interleaved round by round, every sample kept.
 
     python benchmarks/probes/token_variants.py --preset llama-7b --dtype bf16 --batch 1 \\
-        --variants PREFETCH=0 PREFETCH=8 PREFETCH=16,STAGES=6 --output OUT.json
+        --variants PREFETCH=0 PREFETCH=8 PREFETCH=16,STAGES=6 --stamps --output OUT.json
 
 Prints one line per way (median µs per token, cuBLAS / it, GB/s of weights read) and writes
-them, with the samples, the SM clock and the device, to --output.
+them, with the samples, the SM clock and the device, to --output. With --stamps, each variant's
+stamping build (STAMPS=1) is replayed beside it too: where its token goes (the blocks' waits
+for their input, the gaps between their runs, the tail), and what the stamps cost.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ def main() -> int:
     ap.add_argument("--variants", nargs="+", default=["PREFETCH=0"])
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--read-gbs", type=float, default=None, help="the read roof (calibrate)")
+    ap.add_argument("--stamps", action="store_true", help="each variant's timeline too")
     ap.add_argument("--output", default=None)
     a = ap.parse_args()
     cp, dev, spec, arch, _cc, _limits = setup(None)
@@ -82,6 +85,16 @@ def main() -> int:
         rows.append({"way": w.name, "median_us": med * 1e3, "cublas_over": cub / med,
                      "gbs": gbs, "verified": all(checks[w.name]), "checks": checks[w.name],
                      "samples_ms": w.samples_ms, "build": w.build})  # fmt: skip
+        if a.stamps and w.stamped is not None:
+            t = chain_runner.stamp_way(timer, stream, w)
+            rows[-1]["timeline"] = t
+            if "timeline_reason" in t:
+                print(f"  {t['timeline_reason']}")
+            else:
+                print(f"  stamped {t['traced_token_us']:,.1f} us: waits "
+                      f"{100 * t['wait_share']:.1f}%, gaps {100 * t['gap_share']:.1f}%, tail "
+                      f"{t['tail_us']:.1f} us, stamps cost {100 * t['tracing_overhead']:+.2f}%",
+                      flush=True)  # fmt: skip
     if a.output:
         body = {"device": dev, "preset": a.preset, "dtype": a.dtype, "batch": a.batch,
                 "read_gbs": a.read_gbs, "clock": clock, "ways": rows,
