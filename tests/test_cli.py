@@ -274,7 +274,7 @@ def test_stage_tables_are_current():
         assert docgen.with_stage_tables(text) == text, f"{page.name}: run `make docs`"
         held.update({m["kind"]: page.name for m in docgen.TABLE.finditer(text)})
     assert held == dict.fromkeys(
-        ("kernels", "stages", "attention-stages", "token-stages"), "stages.md"
+        ("kernels", "stages", "fp8-stages", "attention-stages", "token-stages"), "stages.md"
     )
 
 

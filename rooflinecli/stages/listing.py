@@ -166,13 +166,13 @@ def fp8_table() -> str:
     """The FP8 stages: tile, pipeline, how each accumulates, the scales it applies and the
     cuBLASLt mode it is held to (the one whose accumulation matches)."""
     from rooflinecli.core.fp8 import SCALINGS
-    from rooflinecli.stages.fp8 import FP8_STAGES
+    from rooflinecli.stages.fp8 import of_registry
 
     rows = [
         "| stage | tile | accumulation | scales | held to |",
         "|---|---|---|---|---|",
     ]
-    for s in FP8_STAGES:
+    for s in map(of_registry, registry.of_kind("fp8")):
         p = s.params
         tile = f"{p['BM']} x {p['BN']}" + (" (C^T: weights x batch)" if s.swapped else "")
         scales = ", ".join(x for x in SCALINGS if s.scaling_refusal(x) is None)
