@@ -143,7 +143,8 @@ def test_tile_variants_read_c_when_beta_is_not_zero(runner):
 # pair (one B box for the pair, or three dealt out two and one) and with stream-K
 WIDTH_VARIANTS = (
     "wgmma_persistent@BN=64", "wgmma_persistent@BN=192", "wgmma_cluster@BN=64,STAGES=8",
-    "wgmma_cluster@BN=192", "wgmma_stagger@BN=192", "wgmma_streamk@BN=192",
+    "wgmma_cluster@BN=192", "wgmma_stagger@BN=64", "wgmma_stagger@BN=192",
+    "wgmma_streamk@BN=64", "wgmma_streamk@BN=192",
 )  # fmt: skip
 
 
