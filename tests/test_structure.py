@@ -227,7 +227,7 @@ def test_run_gemm_reaches_the_loop_through_the_job(monkeypatch, args, runner_fra
     monkeypatch.setattr(device, "cupy", lambda: FakeCupy())
     monkeypatch.setattr(device, "info", lambda: info)
     monkeypatch.setattr(compiler, "precompile", lambda *a, **k: None)
-    monkeypatch.setattr(gfp8, "precompile", lambda builds: [])
+    monkeypatch.setattr(gfp8, "precompile", lambda builds, scaling="tensor": [])
     monkeypatch.setattr(runner, "Timer", lambda timing: None)
     monkeypatch.setattr(timer, "Timer", lambda timing: None)
     monkeypatch.setattr(loop, "run", stand_in)

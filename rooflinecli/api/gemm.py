@@ -183,9 +183,10 @@ def dry_run_gemm(
         if not stage.reference and too_old is None:
             if getattr(stage, "toml_path", ""):
                 compile_user_stages([stage], arch, dtype)  # its error names the file
-            fp8 = _is_fp8(stage)
-            built = compiler.build(_fp8_job(stage, fp8_format, fp8_scaling)) if fp8 else None
-            built = built or compiler.compile_stage(stage, arch, dtype)
+            if _is_fp8(stage):  # as the FP8 runner builds it
+                built = compiler.build(_fp8_job(stage, fp8_format, fp8_scaling))
+            else:
+                built = compiler.compile_stage(stage, arch, dtype)
         res = built.resources if built is not None else None
         for j, (m, n, k) in enumerate(shapes):
             if stage.reference:

@@ -12,6 +12,7 @@ PyTorch (F.linear's layout, copied from the same values), so one float32 referen
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Callable
@@ -175,26 +176,21 @@ def token_way(cp, stream, bufs: Buffers, arch: str, sm_count: int, stage: Any = 
     why = stage.refuses(bufs.dtype, c.batch, c.shapes)
     if why:
         return Way(name, absent=why)
-    with stream:
-        launch, meta = token.launcher(
-            cp, stage, arch, sm_count, bufs.dtype, c.batch, bufs.x, bufs.w, bufs.out,
-            [(x.n, x.k) for x in c.links], [x.source for x in c.links],
-        )  # fmt: skip
-    stream.synchronize()
-    way = _cupy_way(cp, stream, name, bufs, [launch], [stage.name] * len(c.links))
-    way.build, way.kernels = meta, 1
 
-    def stamped() -> tuple[Way, Any]:  # the same launch, built to stamp its timeline
+    def way_of(built_name: str, stamps: bool) -> tuple[Way, Any]:  # (the way, its stamps)
         with stream:
-            marked, _meta = token.launcher(
+            launch, meta = token.launcher(
                 cp, stage, arch, sm_count, bufs.dtype, c.batch, bufs.x, bufs.w, bufs.out,
-                [(x.n, x.k) for x in c.links], [x.source for x in c.links], stamps=True,
+                [(x.n, x.k) for x in c.links], [x.source for x in c.links], stamps=stamps,
             )  # fmt: skip
         stream.synchronize()
-        twin = _cupy_way(cp, stream, f"{name}-stamped", bufs, [marked], way.stages)
-        return twin, marked.stamps  # type: ignore[attr-defined]
+        w = _cupy_way(cp, stream, built_name, bufs, [launch], [stage.name] * len(c.links))
+        w.build, w.kernels = meta, 1
+        return w, launch.stamps  # type: ignore[attr-defined]
 
-    way.stamped = stamped
+    way, _none = way_of(name, False)
+    # the same launch, built to stamp its timeline (rooflinecli.core.chain.stamp_timeline)
+    way.stamped = functools.partial(way_of, f"{name}-stamped", True)
     return way
 
 
@@ -621,11 +617,11 @@ def _trace(timer: Timer, stream: Any, w: Way, links: int, say: Callable[[str], N
         w.trace = stamp_way(timer, stream, w)
     else:
         w.trace = trace_way(timer, stream, w, w.kernels or links, med)
-    if w.kernels and w.stamped is None:
-        w.trace["timeline_reason"] = (
-            f"{w.kernels} kernel runs the token's {links} GEMMs: no gaps between "
-            "kernels to show; its span is the traced token"
-        )
+        if w.kernels:
+            w.trace["timeline_reason"] = (
+                f"{w.kernels} kernel runs the token's {links} GEMMs: no gaps between "
+                "kernels to show; its span is the traced token"
+            )
     say(
         f"{w.name} timeline: "
         + (

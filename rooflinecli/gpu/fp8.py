@@ -23,7 +23,6 @@ from rooflinecli.stages.fp8 import (
     C_BOX,
     FAST_REFERENCE,
     PROMOTED_REFERENCE,
-    SCALES_DEFINE,
     Fp8Stage,
     accumulation_text,
     of_registry,
@@ -142,11 +141,11 @@ def build_job(stage: Fp8Stage, fp8_format: str, out: str, scaling: str = "tensor
 
 
 def precompile(
-    builds: list[tuple[Fp8Stage, str, str, dict[str, int]]],
+    builds: list[tuple[Fp8Stage, str, str, dict[str, int]]], scaling: str = "tensor"
 ) -> list[compiler.Compiled | RooflineError]:
-    """(stage, format, output type, extra defines) builds, in parallel worker processes, into
-    the cubin cache that `launcher` then reads."""
-    jobs = [_job(s, {**s.defines(f, o), **extra}) for s, f, o, extra in builds]
+    """(stage, format, output type, extra defines) builds for the scales' layout, in parallel
+    worker processes, into the cubin cache that `launcher` then reads."""
+    jobs = [_job(s, {**s.defines(f, o, scaling), **extra}) for s, f, o, extra in builds]
     return compiler.compile_many(jobs)
 
 
@@ -425,14 +424,13 @@ def run_gemm(  # type: ignore[no-untyped-def]
     if work is None:
         ladder = [s for s in stages if not s.reference]
         work = [(shape, [(s, s.refuses(*shape)) for s in ladder]) for shape in shapes]
-    scales = {"SCALES": SCALES_DEFINE[scaling]} if scaling != "tensor" else {}
-    builds: dict[str, tuple[Any, str, str, dict[str, int]]] = {
-        s.name: (fp8_stage(s), fp8_format, "bf16", scales)
+    builds: dict[str, tuple[Fp8Stage, str, str, dict[str, int]]] = {
+        s.name: (fp8_stage(s), fp8_format, "bf16", {})
         for _shape, items in work
         for s, why in items
         if why is None
     }
-    for built in precompile(list(builds.values())):  # parallel: the cache fills once
+    for built in precompile(list(builds.values()), scaling):  # parallel: the cache fills once
         if isinstance(built, RooflineError):
             raise built
 
