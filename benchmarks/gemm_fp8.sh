@@ -9,7 +9,8 @@
 #
 # Steps: best (`--stages best` at 8192^3 and the prefill shapes, M >= 1024, of
 # benchmarks/shapes/public.txt: the picks of the tune table, fixed before the run), odd (every
-# FP8 stage at shapes that are no tile multiple, verified: K and N multiples of 16, M any), grid
+# FP8 stage of the registry at shapes that are no tile multiple, verified: K and N multiples of
+# 16, M any; the decode stage where M <= 64), grid
 # (`roofline tune dispatch --dtype fp8` per M of benchmarks/shapes/grid.txt, and at M 1024 and
 # 4096 over its weight shapes, with the M bucket's candidates: the documents
 # tune-dispatch-grid-fp8-m*.json that benchmarks/seed_dispatch.py seeds the FP8 classes from),
@@ -18,7 +19,6 @@ source "$(dirname "$0")/lib.sh"
 suite "$@"
 
 PREFILL=$(awk -F x '/^[0-9]/ && $1 >= 1024' benchmarks/shapes/public.txt | paste -sd, -)
-FP8=wgmma_fp8,wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_promote_async,wgmma_fp8_pingpong,wgmma_fp8_tma_store,wgmma_fp8_cluster_promote,wgmma_fp8_cluster,wgmma_fp8_blockscale,wgmma_fp8_persistent
 
 step_best() {
   doc gemm-fp8-prefill-best.json 100 run gemm --dtype fp8 --stages best \
@@ -26,7 +26,7 @@ step_best() {
 }
 
 step_odd() {
-  doc gemm-fp8-odd.json 90 run gemm --dtype fp8 --stages "$FP8" \
+  doc gemm-fp8-odd.json 90 run gemm --dtype fp8 \
     --sizes 1x48x16,77x16x4096,129x272x160,1000x1040x1024,511x4112x2064 --budget-ms 10
 }
 
