@@ -33,7 +33,7 @@ step_odd() {
 # The grid's candidates: at decode batches (M <= 64) stage 34 with BM the next power of two that
 # holds the batch and the one above it, beside the 16-bit grid's fallbacks; above, stage 32's
 # tiles, pipelines and pairs, and its widths between 128 and 256 (FP8_WIDTHS).
-FP8_WIDTHS=wgmma_fp8_persistent@BN=160,STAGES=5,wgmma_fp8_persistent@BN=192,STAGES=5,wgmma_fp8_persistent@BN=224,STAGES=5,wgmma_fp8_cluster@BN=192
+FP8_WIDTHS=wgmma_fp8_persistent@BN=160,STAGES=5,wgmma_fp8_persistent@BN=192,STAGES=5,wgmma_fp8_persistent@BN=224,STAGES=5,wgmma_fp8_cluster@BN=192,wgmma_fp8_tma_store@BN=192,wgmma_fp8_tma_store@BN=128,STAGES=6
 FP8_WIDE=wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_promote_async,wgmma_fp8_pingpong,wgmma_fp8_tma_store,wgmma_fp8_cluster,wgmma_fp8_cluster_promote,wgmma_fp8_persistent,$FP8_WIDTHS
 declare -A FP8_CAND=(
   [1]="wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_n128,wgmma_fp8_persistent"
@@ -47,7 +47,7 @@ declare -A FP8_CAND=(
 # last wave short at 256 (DeepGEMM's 4096x7168x16384: 896 tiles of 128 x 256 on 132 SMs)
 step_widths() {
   doc gemm-fp8-widths.json 120 run gemm --dtype fp8 --budget-ms 60 \
-    --stages "wgmma_fp8_persistent,wgmma_fp8_cluster,$FP8_WIDTHS" \
+    --stages "wgmma_fp8_persistent,wgmma_fp8_tma_store,wgmma_fp8_cluster,$FP8_WIDTHS" \
     --sizes 8192x8192x8192,4096x7168x16384,6144x1536x7168,1024x6144x4096,3000x4096x4112
 }
 

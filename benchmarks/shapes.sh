@@ -26,7 +26,8 @@ shapes() { grep -v '^#' "benchmarks/shapes/$1.txt" | grep . | paste -sd, -; }
 # among them its 128x256 tiles on two consumers of 128 columns (WN=128: half the re-reads of A),
 # also with RED=1 (a cut tile's workers add into its owner's slot: one sum to read, not many),
 # and the persistent pairs at tile widths between and below 128 and 256 (BN 192: 2 x 64 tiles
-# fill 128 SMs at N = 12288; BN 64: at N = 4096), chosen per class like every other candidate.
+# fill 128 SMs at N = 12288; BN 64: at N = 4096), from 200 rows the persistent and stream-K
+# stages at BN 192 too, chosen per class like every other candidate.
 declare -A CAND=(
   [1]="gemv_splitk,gemv_splitk@NUM_THREADS=256,gemv_streamk,gemv_streamk@BN=512,U=8,wgmma_swapab@BM=8,wgmma_swapab@BM=8,BN=256"
   [3]="gemv_wmma,gemv_wmma@MIN_BLOCKS=1,gemv_splitk,wgmma_swapab@BM=8,wgmma_swapab@BM=8,BN=256"
@@ -34,8 +35,8 @@ declare -A CAND=(
   [24]="gemv_wmma,wgmma_swapab@BM=32,wgmma_swapab@BM=32,BN=256,wgmma_tma@BM=64,SPLIT_K=3"
   [56]="wgmma_swapab,wgmma_swapab@BN=256,wgmma_tma@BM=64,SPLIT_K=3,wgmma_streamk@BM=64,BN=128,LAG=0"
   [112]="wgmma_swapab@BM=128,wgmma_swapab@BM=128,BN=64,wgmma_swapab@BM=128,BN=256,WN=128,wgmma_swapab@BM=128,BN=256,WN=128,RED=1,wgmma_persistent@BN=128,wgmma_tma@BM=64,SPLIT_K=3,wgmma_cluster@BN=192,wgmma_cluster@BN=64,STAGES=8"
-  [200]="wgmma_swapab@BM=256,BN=64,wgmma_swapab@BM=256,wgmma_swapab@BM=128,BN=256,WN=128,wgmma_swapab@BM=128,BN=256,WN=128,RED=1,wgmma_persistent@BN=128,wgmma_streamk@BN=128,wgmma_tma,wgmma_cluster@BN=192,wgmma_cluster@BN=64,STAGES=8"
-  [320]="wgmma_swapab@BM=256,BN=64,wgmma_swapab@BM=256,wgmma_swapab@BM=128,BN=256,WN=128,wgmma_swapab@BM=128,BN=256,WN=128,RED=1,wgmma_persistent@BN=128,wgmma_persistent,wgmma_streamk@BN=128,wgmma_tma,wgmma_cluster@BN=192,wgmma_cluster@BN=64,STAGES=8"
+  [200]="wgmma_swapab@BM=256,BN=64,wgmma_swapab@BM=256,wgmma_swapab@BM=128,BN=256,WN=128,wgmma_swapab@BM=128,BN=256,WN=128,RED=1,wgmma_persistent@BN=128,wgmma_streamk@BN=128,wgmma_tma,wgmma_cluster@BN=192,wgmma_cluster@BN=64,STAGES=8,wgmma_persistent@BN=192,wgmma_streamk@BN=192"
+  [320]="wgmma_swapab@BM=256,BN=64,wgmma_swapab@BM=256,wgmma_swapab@BM=128,BN=256,WN=128,wgmma_swapab@BM=128,BN=256,WN=128,RED=1,wgmma_persistent@BN=128,wgmma_persistent,wgmma_streamk@BN=128,wgmma_tma,wgmma_cluster@BN=192,wgmma_cluster@BN=64,STAGES=8,wgmma_persistent@BN=192,wgmma_streamk@BN=192"
 )
 GRID_MS="1 3 12 24 56 112 200 320"
 DOC_SUFFIX=${DOC_SUFFIX:-}

@@ -176,7 +176,10 @@ def test_profile_gemm_tensor_core_flops_and_no_l1_intensity_for_tma(runner, tmp_
     )
     for rec in doc["records"]:  # wgmma_persistent and cuBLAS
         assert rec["flops_check"] is True, (rec["stage"], rec["flops_hw_ratio"], rec["flops_hw_by"])
-        assert rec["time_ms"] == rec["ncu_time_ms"] and rec["time_ms_under_ncu"] > rec["time_ms"]
+        # the events' time of the profiled launches is kept beside ncu's, never used for speed:
+        # the two clocks agree to within replay noise, in either direction
+        assert rec["time_ms"] == rec["ncu_time_ms"]
+        assert rec["time_ms_under_ncu"] == pytest.approx(rec["time_ms"], rel=0.25)
         assert rec["tflops"] == pytest.approx(rec["flops"] / (rec["time_ms"] * 1e9))
         if rec["bytes_l1"] < 0.01 * rec["bytes_l2"]:  # TMA: L1 carried nothing
             assert rec["ai_l1"] is None
