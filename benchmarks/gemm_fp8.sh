@@ -15,18 +15,20 @@
 # 4096 over its weight shapes, with the M bucket's candidates: the documents
 # tune-dispatch-grid-fp8-m*.json that benchmarks/seed_dispatch.py seeds the FP8 classes from),
 # widths (stage 32's tile widths between 128 and 256 at shapes whose last wave 256 leaves short).
+# DOC_SUFFIX (e.g. -h100) ends every document's name, as in shapes.sh.
 source "$(dirname "$0")/lib.sh"
 suite "$@"
+DOC_SUFFIX=${DOC_SUFFIX:-}
 
 PREFILL=$(awk -F x '/^[0-9]/ && $1 >= 1024' benchmarks/shapes/public.txt | paste -sd, -)
 
 step_best() {
-  doc gemm-fp8-prefill-best.json 100 run gemm --dtype fp8 --stages best \
+  doc "gemm-fp8-prefill-best${DOC_SUFFIX}.json" 100 run gemm --dtype fp8 --stages best \
     --sizes "8192x8192x8192,$PREFILL" --budget-ms 60
 }
 
 step_odd() {
-  doc gemm-fp8-odd.json 90 run gemm --dtype fp8 \
+  doc "gemm-fp8-odd${DOC_SUFFIX}.json" 90 run gemm --dtype fp8 \
     --sizes 1x48x16,77x16x4096,129x272x160,1000x1040x1024,511x4112x2064 --budget-ms 10
 }
 
@@ -46,7 +48,7 @@ declare -A FP8_CAND=(
 # widths: stage 32 at BN 160, 192 and 224 beside 256, at the shapes whose tile counts leave the
 # last wave short at 256 (DeepGEMM's 4096x7168x16384: 896 tiles of 128 x 256 on 132 SMs)
 step_widths() {
-  doc gemm-fp8-widths.json 120 run gemm --dtype fp8 --budget-ms 60 \
+  doc "gemm-fp8-widths${DOC_SUFFIX}.json" 120 run gemm --dtype fp8 --budget-ms 60 \
     --stages "wgmma_fp8_persistent,wgmma_fp8_tma_store,wgmma_fp8_cluster,$FP8_WIDTHS" \
     --sizes 8192x8192x8192,4096x7168x16384,6144x1536x7168,1024x6144x4096,3000x4096x4112
 }
@@ -56,7 +58,7 @@ step_grid() {
   weights=$(grep -v '^#' benchmarks/shapes/grid.txt | grep '^1x' | cut -d x -f 2-)
   for m in 1 3 12 24 56 112 200 320 1024 4096; do
     sizes=$(for w in $weights; do printf '%sx%s,' "$m" "$w"; done)
-    doc "tune-dispatch-grid-fp8-m$m.json" 150 tune dispatch --dtype fp8 --budget-ms 10 \
+    doc "tune-dispatch-grid-fp8-m$m${DOC_SUFFIX}.json" 150 tune dispatch --dtype fp8 --budget-ms 10 \
       --sizes "${sizes%,}" --stages "${FP8_CAND[$m]:-$FP8_WIDE}"
   done
 }

@@ -10,15 +10,17 @@
 #   main       the main job, `run gemm --m 4096` (the FP32 ladder beside cuBLAS SGEMM)
 #   ladder     the Tensor Core ladder at 8192^3 and 4096^3, bf16 and fp16
 #   attention  the attention ladder at B2 H16 N8192 D128, bf16
-#   fp8        every FP8 stage at 8192^3 beside cuBLASLt in both accumulation modes
+#   fp8        every FP8 stage at 8192^3 beside cuBLASLt in both accumulation modes, and
+#              gemm_fp8.sh's widths and odd steps
 #   borrowed   `--stages best` over the public, odd and held-out sets with the H100's own table
 #              set aside: the picks of the table made on the H200 (the same architecture)
-#   grid       `tune dispatch` over benchmarks/shapes/grid.txt (shapes.sh grid), then the
-#              H100's table from this run's documents (OUTDIR/h100-sxm5.toml); to ship it, copy
-#              the documents to benchmarks/results/ and seed dispatch/h100-sxm5.toml from them
+#   grid       `tune dispatch` over benchmarks/shapes/grid.txt (shapes.sh grid, gemm_fp8.sh
+#              grid), then the H100's table from this run's grid documents
+#              (OUTDIR/h100-sxm5.toml); to ship it, copy the documents to benchmarks/results/
+#              and seed dispatch/h100-sxm5.toml from tune-dispatch-grid-*-h100.json
 #   own        `--stages best` over the same sets with the H100's own table (OUTDIR's, where the
 #              grid step made one, else the shipped dispatch/h100-sxm5.toml), the H200's table
-#              filling the classes it lacks
+#              filling the classes it lacks; FP8 too (gemm_fp8.sh best)
 #   single     a chain of one 1 x 4096 x 4096 GEMM beside `run gemm --no-flush` (token.sh's)
 #   token      the decode token as a dependent chain (`run llm --chain`): LLaMA-7B bf16 batch 1,
 #              3 and 16, fp16 batch 1, LLaMA-3-8B bf16 batch 1, against the roofs step's read roof
@@ -53,6 +55,8 @@ step_attention() {
 
 step_fp8() {
   doc gemm-fp8-8192-h100.json 120 run gemm --dtype fp8 --m 8192 --stages "$FP8" --budget-ms 150
+  # gemm_fp8.sh's tile widths and odd shapes, named -h100
+  DOC_SUFFIX=-h100 DEADLINE_S=$(left 300) bash benchmarks/gemm_fp8.sh "$OUT" widths odd
 }
 
 step_borrowed() {  # shapes.sh's verdict, the H100's own table set aside
@@ -62,16 +66,20 @@ step_borrowed() {  # shapes.sh's verdict, the H100's own table set aside
 
 step_grid() {
   # shapes.sh's grid and candidates, its documents named -h100, a user table of their own
-  DOC_SUFFIX=-h100 ROOFLINE_CACHE_DIR=$OUT/cache-grid DEADLINE_S=$(left 600) \
+  DOC_SUFFIX=-h100 ROOFLINE_CACHE_DIR=$OUT/cache-grid DEADLINE_S=$(left 400) \
     bash benchmarks/shapes.sh "$OUT" grid
-  # the table from every H100 document of this run (the grid, and the ladders where they ran)
-  python3 benchmarks/seed_dispatch.py "$DEVICE" h100-sxm5 "$OUT"/*-h100.json \
+  DOC_SUFFIX=-h100 ROOFLINE_CACHE_DIR=$OUT/cache-grid DEADLINE_S=$(left 200) \
+    bash benchmarks/gemm_fp8.sh "$OUT" grid
+  # the table from the grid's documents alone (16-bit and FP8): the classes they leave out
+  # (M >= 1024 in 16 bits) take the H200's entries, the same architecture
+  python3 benchmarks/seed_dispatch.py "$DEVICE" h100-sxm5 "$OUT"/tune-dispatch-grid-*-h100.json \
     > "$OUT/h100-sxm5.toml" && echo "   the H100's table: $OUT/h100-sxm5.toml"
 }
 
 step_own() {  # shapes.sh's verdict with the H100's table (this run's grid's, where it made one)
   [ -s "$OUT/h100-sxm5.toml" ] && cp "$OUT/h100-sxm5.toml" dispatch/h100-sxm5.toml
-  DOC_SUFFIX=-h100 DEADLINE_S=$(left 600) bash benchmarks/shapes.sh "$OUT" verdict
+  DOC_SUFFIX=-h100 DEADLINE_S=$(left 450) bash benchmarks/shapes.sh "$OUT" verdict
+  DOC_SUFFIX=-h100 DEADLINE_S=$(left 120) bash benchmarks/gemm_fp8.sh "$OUT" best
 }
 
 step_token() {
