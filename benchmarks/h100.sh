@@ -17,11 +17,14 @@
 #   grid       `tune dispatch` over benchmarks/shapes/grid.txt (shapes.sh grid, gemm_fp8.sh
 #              grid), then the H100's table from this run's grid documents
 #              (OUTDIR/h100-sxm5.toml); to ship it, copy the documents to benchmarks/results/
-#              and seed dispatch/h100-sxm5.toml from tune-dispatch-grid-*-h100.json
+#              and seed dispatch/h100-sxm5.toml from them (seed_dispatch.py --grid-only)
 #   own        `--stages best` over the same sets with the H100's own table (OUTDIR's, where the
 #              grid step made one, else the shipped dispatch/h100-sxm5.toml), the H200's table
 #              filling the classes it lacks; FP8 too (gemm_fp8.sh best)
-#   single     a chain of one 1 x 4096 x 4096 GEMM beside `run gemm --no-flush` (token.sh's)
+#   single     a chain of one 1 x 4096 x 4096 GEMM beside `run gemm --no-flush` (token.sh's),
+#              and the same launch from a graph and from the stream (probes/graph_vs_eager.py)
+#   variants   stage 57 with the L2 prefetch 0, 8 and 16 boxes ahead, each token's stamped
+#              timeline (probes/token_variants.py --stamps)
 #   token      the decode token as a dependent chain (`run llm --chain`): LLaMA-7B bf16 batch 1,
 #              3 and 16, fp16 batch 1, LLaMA-3-8B bf16 batch 1, against the roofs step's read roof
 source "$(dirname "$0")/lib.sh"
@@ -72,7 +75,7 @@ step_grid() {
     bash benchmarks/gemm_fp8.sh "$OUT" grid
   # the table from the grid's documents alone (16-bit and FP8): the classes they leave out
   # (M >= 1024 in 16 bits) take the H200's entries, the same architecture
-  python3 benchmarks/seed_dispatch.py "$DEVICE" h100-sxm5 "$OUT"/tune-dispatch-grid-*-h100.json \
+  python3 benchmarks/seed_dispatch.py --grid-only "$DEVICE" h100-sxm5 "$OUT"/*-h100.json \
     > "$OUT/h100-sxm5.toml" && echo "   the H100's table: $OUT/h100-sxm5.toml"
 }
 
@@ -99,6 +102,15 @@ step_single() {  # a chain of one GEMM against the per-GEMM timing without a flu
     --dtype bf16 --stages best --no-flush
   python3 benchmarks/chain_single.py "$OUT/token-single-1x4096x4096-bf16-h100.json" \
     "$OUT/gemm-bf16-1x4096x4096-no-flush-h100.json"
+  # the same launch from a graph and from the stream, in the same rounds (stage 52)
+  step graph-vs-eager 60 python3 benchmarks/probes/graph_vs_eager.py --shape 1x4096x4096 \
+    --dtype bf16 --stage gemv_splitk --output "$OUT/graph-vs-eager-1x4096x4096-bf16-h100.json"
 }
 
-run_steps roofs main ladder attention fp8 borrowed grid own token single
+step_variants() {  # stage 57's L2 prefetch ahead of the loads, each token's stamped timeline
+  step token-variants 150 python3 benchmarks/probes/token_variants.py --stamps \
+    --variants PREFETCH=0 PREFETCH=8 PREFETCH=16 \
+    --output "$OUT/token-variants-prefetch-h100.json"
+}
+
+run_steps roofs main ladder attention fp8 borrowed grid own token single variants

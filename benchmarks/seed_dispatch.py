@@ -2,6 +2,8 @@
 
     python benchmarks/seed_dispatch.py "NVIDIA H200" h200-sxm benchmarks/results/*.json \
         > dispatch/h200-sxm.toml
+    python benchmarks/seed_dispatch.py --grid-only "NVIDIA H100 80GB HBM3" h100-sxm5 \
+        benchmarks/results/*.json > dispatch/h100-sxm5.toml
 
 The records of the documents measured on that device go through the same choice as
 `roofline tune dispatch` (rooflinecli.stages.dispatch.winners): per dtype and shape the fastest
@@ -13,6 +15,12 @@ classes the grid leaves out. Records of `--stages best` runs (they carry dispatc
 verdicts on the table, never candidates for it, and so are fleet documents (several GPUs'
 records of the same rows, merged); FP8 records count from the grid's documents alone
 (benchmarks/gemm_fp8.sh grid). Each entry names what it came from.
+
+--grid-only: the grid's documents alone. The classes the grid leaves out then have no entry, and
+`--stages best` takes the class's entry of a table made on another GPU of the same
+architecture. This is for a GPU whose only other documents are ladders at one or two square
+shapes a class: the H100's, whose 4096^3 and 8192^3 would otherwise decide the classes of
+M > 1024 for every N and K.
 """
 
 from __future__ import annotations
@@ -34,10 +42,14 @@ measurements. Classes no document measured have no entry: their shapes take the 
 of a table made on another GPU of the same architecture, else the nearest class's."""
 
 
+GRID_ONLY = """
+Seeded with --grid-only: from the grid's documents alone; the classes they leave out take the
+entries of a table made on another GPU of the same architecture."""
+
 GRID = "tune-dispatch-grid-"  # the documents of the grid (benchmarks/shapes.sh grid)
 
 
-def main(device: str, spec: str, docs: list[str]) -> None:
+def main(device: str, spec: str, docs: list[str], grid_only: bool = False) -> None:
     grid: list[tuple[dict, str]] = []
     other: list[tuple[dict, str]] = []
     for name in docs:
@@ -52,6 +64,8 @@ def main(device: str, spec: str, docs: list[str]) -> None:
         # other FP8 documents verify many stages at one shape a class, too little to pick a
         # class's stage from (`--stages best` takes the registry's last FP8 stage elsewhere)
         in_grid = Path(name).name.startswith(GRID)
+        if grid_only and not in_grid:
+            continue
         records = [
             r
             for r in doc["records"]
@@ -63,8 +77,12 @@ def main(device: str, spec: str, docs: list[str]) -> None:
     have = {(e.dtype, e.shape_class) for e in entries}
     entries += [e for e in dispatch.winners(other) if (e.dtype, e.shape_class) not in have]
     entries.sort(key=lambda e: (e.dtype, e.shape_class))
-    sys.stdout.write(dispatch.to_toml(device, spec, entries, HEADER.format(device=device)))
+    header = HEADER.format(device=device) + (GRID_ONLY if grid_only else "")
+    sys.stdout.write(dispatch.to_toml(device, spec, entries, header))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3:])
+    args = sys.argv[1:]
+    only = "--grid-only" in args
+    args = [a for a in args if a != "--grid-only"]
+    main(args[0], args[1], args[2:], grid_only=only)

@@ -42,15 +42,28 @@ def steps(script: Path) -> dict[str, str]:
     return found
 
 
+def loop_words(body: str) -> dict[str, str]:
+    """The variables a step loops over literal words (`for dt in bf16 fp16`): name -> the
+    pattern of those words."""
+    out = {}
+    for var, words in re.findall(r"for (\w+) in ([\w .-]+?);", body):
+        out[var] = "(?:" + "|".join(re.escape(w) for w in words.split()) + ")"
+    return out
+
+
 def written_by(name: str) -> list[str]:
     """`SCRIPT STEP` for each step that names the document, literally or as a pattern of shell
-    variables (gemm-$dt-8192.json)."""
+    variables (gemm-$dt-8192.json; a variable looping over literal words takes only those)."""
     out = []
     for script in SCRIPTS:
         for step, body in steps(script).items():
+            words = loop_words(body)
             for token in set(re.findall(r"[\w${}.-]+\.json", body)):
                 parts = VAR.split(token)
-                pattern = r"[\w.-]*".join(re.escape(p) for p in parts)
+                names = [v.strip("${}") for v in VAR.findall(token)]
+                pattern = re.escape(parts[0]) + "".join(
+                    words.get(v, r"[\w.-]*") + re.escape(p) for v, p in zip(names, parts[1:])
+                )
                 if re.fullmatch(pattern, name):
                     out.append(f"{script.name} {step}")
     return sorted(set(out))

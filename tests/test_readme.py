@@ -76,6 +76,7 @@ def test_blocks_name_committed_documents() -> None:
         "gemm-bf16-4096-h100.json",
         "attn-b2-h16-n8192-d128-bf16.json,attn-b2-h16-n8192-d128-bf16-h100.json",
         "gemm-fp8-8192-h100.json",
+        "gemm-fp8-widths-h100.json",
         "benchmarks/calibration/h100.json",
     }
 
