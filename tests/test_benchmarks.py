@@ -61,8 +61,9 @@ def written_by(name: str) -> list[str]:
             for token in set(re.findall(r"[\w${}.-]+\.json", body)):
                 parts = VAR.split(token)
                 names = [v.strip("${}") for v in VAR.findall(token)]
+                pieces = zip(names, parts[1:], strict=True)
                 pattern = re.escape(parts[0]) + "".join(
-                    words.get(v, r"[\w.-]*") + re.escape(p) for v, p in zip(names, parts[1:])
+                    words.get(v, r"[\w.-]*") + re.escape(p) for v, p in pieces
                 )
                 if re.fullmatch(pattern, name):
                     out.append(f"{script.name} {step}")

@@ -68,7 +68,8 @@ def main() -> int:
         print(f"{x.name}: {med[x.name] * 1e3:,.2f} us, over eager {med[x.name] / base:.3f}")
         rows.append({"launch": x.name, "median_us": med[x.name] * 1e3, "samples_ms": samples})
     if a.output:
-        body = {"schema": "roofline.probe-graph-vs-eager/1", "device": dev, "shape": a.shape, "dtype": a.dtype, "stage": stage.name,
+        body = {"schema": "roofline.probe-graph-vs-eager/1", "device": dev, "shape": a.shape,
+                "dtype": a.dtype, "stage": stage.name,
                 "clock": timed.clock, "method": timed.method, "launches": rows,
                 "environment": results.environment()}  # fmt: skip
         Path(a.output).write_text(json.dumps(body, indent=1, default=str) + "\n")

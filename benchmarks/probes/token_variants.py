@@ -96,7 +96,8 @@ def main() -> int:
                       f"{t['tail_us']:.1f} us, stamps cost {100 * t['tracing_overhead']:+.2f}%",
                       flush=True)  # fmt: skip
     if a.output:
-        body = {"schema": "roofline.probe-token-variants/1", "device": dev, "preset": a.preset, "dtype": a.dtype, "batch": a.batch,
+        body = {"schema": "roofline.probe-token-variants/1", "device": dev, "preset": a.preset,
+                "dtype": a.dtype, "batch": a.batch,
                 "read_gbs": a.read_gbs, "clock": clock, "ways": rows,
                 "environment": results.environment()}  # fmt: skip
         Path(a.output).write_text(json.dumps(body, indent=1, default=str) + "\n")
