@@ -14,7 +14,8 @@
 # (`roofline tune dispatch --dtype fp8` per M of benchmarks/shapes/grid.txt, and at M 1024 and
 # 4096 over its weight shapes, with the M bucket's candidates: the documents
 # tune-dispatch-grid-fp8-m*.json that benchmarks/seed_dispatch.py seeds the FP8 classes from),
-# widths (stage 32's tile widths between 128 and 256 at shapes whose last wave 256 leaves short).
+# widths (stage 32's tile widths between 128 and 256 at shapes whose last wave 256 leaves short),
+# fill (the stages that take their tile width from the shape, over best's shapes).
 # DOC_SUFFIX (e.g. -h100) ends every document's name, as in shapes.sh.
 source "$(dirname "$0")/lib.sh"
 suite "$@"
@@ -34,9 +35,10 @@ step_odd() {
 
 # The grid's candidates: at decode batches (M <= 64) stage 34 with BM the next power of two that
 # holds the batch and the one above it, beside the 16-bit grid's fallbacks; above, stage 32's
-# tiles, pipelines and pairs, and its widths between 128 and 256 (FP8_WIDTHS).
+# tiles, pipelines and pairs, its widths between 128 and 256 (FP8_WIDTHS), and the stages that
+# take their width from the shape (wgmma_fp8_fill, wgmma_fp8_cluster_fill).
 FP8_WIDTHS=wgmma_fp8_persistent@BN=160,STAGES=5,wgmma_fp8_persistent@BN=192,STAGES=5,wgmma_fp8_persistent@BN=224,STAGES=5,wgmma_fp8_cluster@BN=192,wgmma_fp8_tma_store@BN=192,wgmma_fp8_tma_store@BN=128,STAGES=6
-FP8_WIDE=wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_promote_async,wgmma_fp8_pingpong,wgmma_fp8_tma_store,wgmma_fp8_cluster,wgmma_fp8_cluster_promote,wgmma_fp8_persistent,$FP8_WIDTHS
+FP8_WIDE=wgmma_fp8_fill,wgmma_fp8_cluster_fill,wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_promote_async,wgmma_fp8_pingpong,wgmma_fp8_tma_store,wgmma_fp8_cluster,wgmma_fp8_cluster_promote,wgmma_fp8_persistent,$FP8_WIDTHS
 declare -A FP8_CAND=(
   [1]="wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_n128,wgmma_fp8_persistent"
   [3]="wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_n128,wgmma_fp8_persistent"
@@ -49,16 +51,26 @@ declare -A FP8_CAND=(
 # last wave short at 256 (DeepGEMM's 4096x7168x16384: 896 tiles of 128 x 256 on 132 SMs)
 step_widths() {
   doc "gemm-fp8-widths${DOC_SUFFIX}.json" 120 run gemm --dtype fp8 --budget-ms 60 \
-    --stages "wgmma_fp8_persistent,wgmma_fp8_tma_store,wgmma_fp8_cluster,$FP8_WIDTHS" \
+    --stages "wgmma_fp8_persistent,wgmma_fp8_tma_store,wgmma_fp8_cluster,wgmma_fp8_fill,wgmma_fp8_cluster_fill,$FP8_WIDTHS" \
     --sizes 8192x8192x8192,4096x7168x16384,6144x1536x7168,1024x6144x4096,3000x4096x4112
 }
+
+# fill: the stages that take their tile width from the shape beside the fixed widths they choose
+# among, over --stages best's shapes (8192^3 and the prefill shapes of the public set)
+step_fill() {
+  doc "gemm-fp8-prefill-fill${DOC_SUFFIX}.json" 150 run gemm --dtype fp8 --budget-ms 20 \
+    --stages "wgmma_fp8_persistent,wgmma_fp8_tma_store,wgmma_fp8_fill,wgmma_fp8_cluster,$FILL" \
+    --sizes "8192x8192x8192,$PREFILL"
+}
+FILL=wgmma_fp8_cluster_fill
 
 step_grid() {
   local m sizes weights
   weights=$(grep -v '^#' benchmarks/shapes/grid.txt | grep '^1x' | cut -d x -f 2-)
   for m in 1 3 12 24 56 112 200 320 1024 4096; do
     sizes=$(for w in $weights; do printf '%sx%s,' "$m" "$w"; done)
-    doc "tune-dispatch-grid-fp8-m$m${DOC_SUFFIX}.json" 150 tune dispatch --dtype fp8 --budget-ms 10 \
+    doc "tune-dispatch-grid-fp8-m$m${DOC_SUFFIX}.json" 150 tune dispatch --dtype fp8 \
+      --budget-ms 10 \
       --sizes "${sizes%,}" --stages "${FP8_CAND[$m]:-$FP8_WIDE}"
   done
 }

@@ -494,3 +494,12 @@ def test_tune_dispatch_fp8_runs_the_fp8_problem_and_saves_fp8_picks(
     assert table is not None
     assert [(e.dtype, e.stage) for e in table.entries] == [("fp8", "wgmma_fp8_swapab")]
     assert table.entries[0].params == {"BM": 16}
+
+
+def test_an_entry_of_a_stage_that_takes_its_width_from_the_shape_keeps_no_width():
+    """A record of wgmma_fp8_fill names the width it launched (BN = 192 at this shape); the
+    table's entry names the stage alone, so that every shape of the class takes its own width."""
+    r = {**rec("wgmma_fp8_fill", 1024, 0.05, 95.0), "dtype": "fp8", "n": 6144}
+    r["params"] = {**stages.BY_NAME["wgmma_fp8_fill"].params, "BN": 192, "GROUP_M": 4}
+    (e,) = dispatch.winners([(r, "a.json")])
+    assert (e.stage, e.params) == ("wgmma_fp8_fill", {"GROUP_M": 4})

@@ -16,6 +16,7 @@ from rooflinecli.gpu import fp8 as gfp8
 from rooflinecli.gpu import tma
 from rooflinecli.stages import compiler, sass
 from rooflinecli.stages import fp8 as stages
+from rooflinecli.stages.gemm import BY_NAME
 
 
 def spec_value(code: int, exp_bits: int, man_bits: int, bias: int) -> Fraction | None:
@@ -373,3 +374,23 @@ def test_each_stage_is_held_to_the_cublaslt_mode_its_accumulation_matches():
         "each promotion under the next group's WGMMAs"
         in stages.FP8_BY_NAME["wgmma_fp8_promote_async"].accumulation
     )
+
+
+def test_a_stage_with_widths_takes_its_tile_width_from_the_shape():
+    """wgmma_fp8_fill launches BN = 192 with its 4-deep ring at 1024 x 6144 (256 tiles fill 132
+    SMs where 256-wide tiles make 1.45 waves), BN = 256 at 1024 x 4096; its name stays, so its
+    records and the table know it as one stage. The pairs count their 128 blocks, not the SMs.
+    A stage of one width is itself at any shape."""
+    fill = BY_NAME["wgmma_fp8_fill"]
+    at = fill.for_shape(1024, 6144, 132)
+    assert at.name == "wgmma_fp8_fill" and (at.params["BN"], at.params["STAGES"]) == (192, 4)
+    assert at.tile == (128, 192) and at.widths == fill.widths
+    assert fill.for_shape(1024, 4096, 132) is fill
+    assert fill.for_shape(2048, 1024, 132).params["BN"] == 128  # 16 x 8 tiles: one wave at 97%
+    assert fill.width_keys == {"BN", "STAGES"}
+    pairs = BY_NAME["wgmma_fp8_cluster_fill"]
+    assert (
+        pairs.persistent_max_blocks == 128 and pairs.for_shape(1024, 6144, 132).params["BN"] == 192
+    )
+    fixed = BY_NAME["wgmma_fp8_tma_store"]
+    assert fixed.for_shape(1024, 6144, 132) is fixed and not fixed.width_keys

@@ -77,3 +77,27 @@ def test_a_stream_k_stage_cuts_its_last_wave_along_k():
         "1024 tiles on 132 SMs: 7.76 waves, the last one's tiles split along K over every SM"
     )
     assert "the last at 76%" in str(waves.sentence({**r, "splits_k": False}))
+
+
+# (M, N) -> the width wgmma_fp8_fill takes of 128, 192 and 256 at BM = 128 on 132 SMs, and why:
+# the share of the slots' time the output's tiles fill, the widest within 2% of the best
+@pytest.mark.parametrize(
+    ("m", "n", "bn"),
+    [
+        (8192, 8192, 256),  # 0.970 at 256 and 128, 0.985 at 192: all within 2%, the widest
+        (1024, 6144, 192),  # 256: 192 tiles, 1.45 waves (0.727); 192: 256 tiles (0.970)
+        (6144, 1536, 192),  # 256: 288 tiles in 3 waves (0.727); 192: 384 (0.970)
+        (1024, 4096, 256),  # 128 tiles, one wave (0.970); 192: 176 tiles, two waves (0.646)
+        (256, 12288, 192),  # 16-bit at 256 rows: 128 tiles at 192 (0.970), 96 at 256 (0.727)
+    ],
+)
+def test_the_tile_width_that_fills_the_sms(m, n, bn):
+    assert waves.fill_width(m, n, 128, (128, 192, 256), 132) == bn
+
+
+def test_fill_counts_edge_tiles_by_their_part_inside_the_output():
+    # 3000 rows are 23.4 tiles of 128; at BN = 256, 16 columns: 384 tiles in three waves of 132
+    assert waves.fill(3000, 4096, 128, 256, 132) == pytest.approx(3000 / 128 * 16 / 396)
+    assert waves.fill(128, 256, 128, 256, 132) == pytest.approx(1 / 132)
+    with pytest.raises(ValueError):
+        waves.fill_width(128, 256, 128, (), 132)

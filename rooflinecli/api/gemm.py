@@ -139,6 +139,15 @@ def _fp8_job(stage: Any, fp8_format: str, fp8_scaling: str) -> Any:
     return fp8.build_job(of_registry(stage), fp8_format, "bf16", fp8_scaling)
 
 
+def _dry_build(stage: Any, arch: str, dtype: str, fp8_format: str, fp8_scaling: str) -> Any:
+    """The build a run launches for a stage (an FP8 stage's for its format and scales)."""
+    from rooflinecli.stages import compiler
+
+    if _is_fp8(stage):  # as the FP8 runner builds it
+        return compiler.build(_fp8_job(stage, fp8_format, fp8_scaling))
+    return compiler.compile_stage(stage, arch, dtype)
+
+
 def dry_run_gemm(
     shapes: list[tuple[int, int, int]],
     stages: Sequence[Any],
@@ -183,10 +192,7 @@ def dry_run_gemm(
         if not stage.reference and too_old is None:
             if getattr(stage, "toml_path", ""):
                 compile_user_stages([stage], arch, dtype)  # its error names the file
-            if _is_fp8(stage):  # as the FP8 runner builds it
-                built = compiler.build(_fp8_job(stage, fp8_format, fp8_scaling))
-            else:
-                built = compiler.compile_stage(stage, arch, dtype)
+            built = _dry_build(stage, arch, dtype, fp8_format, fp8_scaling)
         res = built.resources if built is not None else None
         for j, (m, n, k) in enumerate(shapes):
             if stage.reference:
@@ -204,18 +210,29 @@ def dry_run_gemm(
             elif why:
                 row["status"] = why if why.startswith("skipped") else f"skipped: {why}"
             else:
-                try:
-                    grid, block, smem = stage.launch(m, n, spec.sm_count)
-                except RooflineError as exc:
-                    row["status"] = f"skipped: {exc.message}"
-                else:
-                    row.update(
-                        grid="x".join(map(str, grid)),
-                        block="x".join(map(str, block)),
-                        smem_bytes=smem + (res.smem_static_bytes if res else 0),
-                        registers=res.registers if res else None,
-                        spill_bytes=res.spill_bytes if res else None,
-                        status="would run",
-                    )
+                shaped, built_at = stage, res
+                if stage.widths and spec.sm_count:  # a tile width chosen by the shape
+                    shaped = stage.for_shape(m, n, spec.sm_count)
+                    row["params"] = dict(shaped.params)
+                if shaped is not stage:  # ... and its own build
+                    built_at = _dry_build(shaped, arch, dtype, fp8_format, fp8_scaling).resources
+                _dry_launch(row, shaped, m, n, spec.sm_count, built_at)
             rows.append(row)
     return rows
+
+
+def _dry_launch(row: dict[str, Any], stage: Any, m: int, n: int, sms: int | None, res: Any) -> None:
+    """A dry-run row's launch (grid, block, shared memory) and the build's resources."""
+    try:
+        grid, block, smem = stage.launch(m, n, sms)
+    except RooflineError as exc:
+        row["status"] = f"skipped: {exc.message}"
+        return
+    row.update(
+        grid="x".join(map(str, grid)),
+        block="x".join(map(str, block)),
+        smem_bytes=smem + (res.smem_static_bytes if res else 0),
+        registers=res.registers if res else None,
+        spill_bytes=res.spill_bytes if res else None,
+        status="would run",
+    )

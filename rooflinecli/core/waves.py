@@ -89,3 +89,28 @@ def sentence(r: dict[str, Any]) -> str | None:
     if allow and isinstance(took, int | float) and math.isfinite(took) and took > 0:
         text += f"; the roofs allow {_us(allow)}, it took {_us(took)} ({took / allow:.1f}x)"
     return text
+
+
+# widths whose wave fill is within this share of the best one count as equal, and the widest of
+# them wins: a wider tile re-reads A fewer times and issues the Tensor Cores' widest instruction
+FILL_TIE = 0.02
+
+
+def fill(m: int, n: int, bm: int, bn: int, slots: int) -> float:
+    """The share of `slots` blocks' time that does useful work when BM x BN tiles cover an
+    M x N output in waves of `slots`: the output's area in tiles (edge tiles counted by their
+    part inside it) over the tile slots of every wave, the last one's idle slots included."""
+    tiles = math.ceil(m / bm) * math.ceil(n / bn)
+    return (m / bm) * (n / bn) / (math.ceil(tiles / slots) * slots)
+
+
+def fill_width(m: int, n: int, bm: int, widths: tuple[int, ...], slots: int) -> int:
+    """The tile width of `widths` whose tiles fill `slots` blocks best at an M x N output (the
+    widest of those within FILL_TIE of the best), as DeepGEMM chooses its BLOCK_N: at
+    1024 x 6144 on 132 SMs, BN = 192 makes 256 tiles (1.94 waves, 97%) where 256 makes 192 (1.45
+    waves, 73%)."""
+    if not widths:
+        raise ValueError("no tile widths to choose from")
+    score = {w: fill(m, n, bm, w, slots) for w in widths}
+    top = max(score.values())
+    return max(w for w in widths if score[w] >= top * (1 - FILL_TIE))

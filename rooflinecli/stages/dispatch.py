@@ -426,10 +426,10 @@ def winners(found: Iterable[tuple[dict[str, Any], str]]) -> list[Entry]:
             chosen = count[name]
             why = f"fastest at {len(chosen)} of {len(wins)} shape(s)"
         base = gemm.BY_NAME[name.split("@")[0]]
-        params = {  # the params that differ, of those the stage still has
-            k: int(v)
+        params = {  # the params that differ, of those the stage still has and the shape
+            k: int(v)  # does not choose (a tile width taken per shape: Stage.for_shape)
             for k, v in (chosen[0][0].get("params") or {}).items()
-            if k in base.params and base.params.get(k) != v
+            if k in base.params and base.params.get(k) != v and k not in base.width_keys
         }
         notes = []
         for r, doc in chosen:

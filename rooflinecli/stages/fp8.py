@@ -81,6 +81,9 @@ class Fp8Stage(NamedTuple):
     params: Mapping[str, int] = MappingProxyType({})
     math: str = "QGMMA"  # the SASS of 8-bit wgmma: QGMMA.64xNx32.F32.E4M3.E4M3
     file: str = FILE  # the source: stage 32, or stage 34 (SWAP_FILE)
+    # BN -> the ring depth that goes with it, for a stage that takes its tile width from the
+    # shape (rooflinecli.stages.gemm.Stage.for_shape); empty for a fixed width
+    widths: Mapping[int, Mapping[str, int]] = MappingProxyType({})
 
     @property
     def swapped(self) -> bool:
@@ -277,6 +280,12 @@ class Fp8Stage(NamedTuple):
 
 
 _BASE = {"BM": 128, "BK": 128, "GROUP_M": 8}
+# the widths the TMA-store epilogue stores in whole 64-column chunks, each with the deepest ring
+# that fits 227 KiB beside the epilogue's staging
+_TMA_C_WIDTHS = MappingProxyType(
+    {128: MappingProxyType({"STAGES": 6}), 192: MappingProxyType({"STAGES": 4}),
+     256: MappingProxyType({"STAGES": 4})}
+)  # fmt: skip
 
 # In ladder order, but the last is the one `--stages best` runs where the tune table has no FP8
 # entry (rooflinecli/stages/dispatch.py): the stage measured best on hardware, so a stage not
@@ -340,6 +349,24 @@ FP8_STAGES: tuple[Fp8Stage, ...] = (
             {**_BASE, "BN": 256, "STAGES": 4, "PERSISTENT": 1}
             | {"CLUSTER_M": 2, "TMA_C": 1, "MAX_BLOCKS": 128}
         ),
+    ),
+    Fp8Stage(
+        "wgmma_fp8_fill",
+        "wgmma_fp8_tma_store taking its tile width from the shape: of BN = 128, 192 and 256, the "
+        "one whose tiles fill the SMs best (DeepGEMM's choice of BLOCK_N), so that no class of "
+        "shapes is held to one width",
+        MappingProxyType({**_BASE, "BN": 256, "STAGES": 4, "PERSISTENT": 1, "TMA_C": 1}),
+        widths=_TMA_C_WIDTHS,
+    ),
+    Fp8Stage(
+        "wgmma_fp8_cluster_fill",
+        "wgmma_fp8_cluster taking its tile width from the shape as wgmma_fp8_fill does, over the "
+        "pairs' 128 blocks",
+        MappingProxyType(
+            {**_BASE, "BN": 256, "STAGES": 4, "PERSISTENT": 1}
+            | {"CLUSTER_M": 2, "TMA_C": 1, "MAX_BLOCKS": 128}
+        ),
+        widths=_TMA_C_WIDTHS,
     ),
     Fp8Stage(
         "wgmma_fp8_blockscale",

@@ -19,6 +19,7 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from rooflinecli.core import waves
 from rooflinecli.core.model import DTYPE_BYTES, thread_tile_intensity
 from rooflinecli.errors import RooflineError
 from rooflinecli.stages import fp8
@@ -141,6 +142,9 @@ class Stage:
     pdl: bool = False
     # rebuilds the entry from other params (tile, threads, intensities follow the params)
     rebuild: Callable[[Mapping[str, int]], Stage] | None = field(default=None, compare=False)
+    # a stage that chooses its tile width per shape: BN -> the params that go with it (its ring
+    # depth); the run launches the width whose tiles fill the SMs best (for_shape)
+    widths: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
 
     def with_params(self, overrides: Mapping[str, int]) -> Stage:
         """The same stage with some parameters changed; geometry recomputed."""
@@ -155,7 +159,32 @@ class Stage:
         if self.rebuild is None:
             return replace(self, params=MappingProxyType(merged))
         new = self.rebuild(merged)
-        return replace(new, arch_params=self.arch_params, tune_space=self.tune_space)
+        return replace(
+            new, arch_params=self.arch_params, tune_space=self.tune_space, widths=self.widths
+        )
+
+    @property
+    def width_keys(self) -> frozenset[str]:
+        """The params the shape chooses (BN and what goes with it), none for a fixed width."""
+        if not self.widths:
+            return frozenset()
+        return frozenset({"BN", *(k for extra in self.widths.values() for k in extra)})
+
+    def for_shape(self, m: int, n: int, sm_count: int) -> Stage:
+        """The stage as it runs an M x N output on `sm_count` SMs: a stage with `widths` takes
+        the tile width whose tiles fill its blocks best (core/waves.fill_width; a persistent
+        grid's blocks, else the SMs), its name unchanged and its record's params the ones it
+        launched; any other stage as it is."""
+        if not self.widths:
+            return self
+        slots = sm_count * max(self.persistent_blocks_per_sm, 1)
+        if self.persistent_max_blocks:
+            slots = min(slots, self.persistent_max_blocks)
+        bn = waves.fill_width(m, n, self.tile[0], tuple(sorted(self.widths)), slots)
+        change = {"BN": bn, **self.widths[bn]}
+        if all(self.params.get(k) == v for k, v in change.items()):
+            return self
+        return replace(self.with_params(change), name=self.name)
 
     def for_arch(self, arch: str) -> Stage:
         """Parameters for an NVRTC target: sm_90a takes sm_90's entry when it has none."""
@@ -856,6 +885,7 @@ def _fp8(s: fp8.Fp8Stage) -> Stage:
         cluster_rows=s.cluster_m,
         tune_space=s.tune_space,
         rebuild=partial(_fp8_rebuild, s),
+        widths=s.widths,
     )
 
 
