@@ -12,7 +12,8 @@
 # benchmarks/shapes/grid.txt, `roofline tune dispatch` over that M's shapes with its bucket's
 # candidates: the documents benchmarks/seed_dispatch.py seeds the grid's classes from), verdict
 # (`run gemm --stages best` over the public, odd and held-out sets, per dtype, from the table as
-# shipped: no user table), llm (`run llm --preset llama-7b --batch 1,16 --stages best`, bf16).
+# shipped: no user table), fill (stage 26's widths beside the stage that takes its width from the
+# shape, at 128-512 rows), llm (`run llm --preset llama-7b --batch 1,16 --stages best`, bf16).
 # To reseed after grid: copy OUTDIR/tune-dispatch-grid-*.json to benchmarks/results/ and run
 # benchmarks/seed_dispatch.py (docs/dispatch.md).
 source "$(dirname "$0")/lib.sh"
@@ -27,16 +28,17 @@ shapes() { grep -v '^#' "benchmarks/shapes/$1.txt" | grep . | paste -sd, -; }
 # also with RED=1 (a cut tile's workers add into its owner's slot: one sum to read, not many),
 # and the persistent pairs at tile widths between and below 128 and 256 (BN 192: 2 x 64 tiles
 # fill 128 SMs at N = 12288; BN 64: at N = 4096), from 200 rows the persistent and stream-K
-# stages at BN 192 too, chosen per class like every other candidate.
+# stages at BN 192 too, and stage 26 taking its width from the shape (wgmma_persistent_fill),
+# chosen per class like every other candidate.
 declare -A CAND=(
   [1]="gemv_splitk,gemv_splitk@NUM_THREADS=256,gemv_streamk,gemv_streamk@BN=512,U=8,wgmma_swapab@BM=8,wgmma_swapab@BM=8,BN=256"
   [3]="gemv_wmma,gemv_wmma@MIN_BLOCKS=1,gemv_splitk,wgmma_swapab@BM=8,wgmma_swapab@BM=8,BN=256"
   [12]="gemv_wmma,gemv_wmma@MIN_BLOCKS=1,wgmma_swapab@BM=16,wgmma_swapab@BM=16,BN=256"
   [24]="gemv_wmma,wgmma_swapab@BM=32,wgmma_swapab@BM=32,BN=256,wgmma_tma@BM=64,SPLIT_K=3"
   [56]="wgmma_swapab,wgmma_swapab@BN=256,wgmma_tma@BM=64,SPLIT_K=3,wgmma_streamk@BM=64,BN=128,LAG=0"
-  [112]="wgmma_swapab@BM=128,wgmma_swapab@BM=128,BN=64,wgmma_swapab@BM=128,BN=256,WN=128,wgmma_swapab@BM=128,BN=256,WN=128,RED=1,wgmma_persistent@BN=128,wgmma_tma@BM=64,SPLIT_K=3,wgmma_cluster@BN=192,wgmma_cluster@BN=64,STAGES=8"
-  [200]="wgmma_swapab@BM=256,BN=64,wgmma_swapab@BM=256,wgmma_swapab@BM=128,BN=256,WN=128,wgmma_swapab@BM=128,BN=256,WN=128,RED=1,wgmma_persistent@BN=128,wgmma_streamk@BN=128,wgmma_tma,wgmma_cluster@BN=192,wgmma_cluster@BN=64,STAGES=8,wgmma_persistent@BN=192,wgmma_streamk@BN=192"
-  [320]="wgmma_swapab@BM=256,BN=64,wgmma_swapab@BM=256,wgmma_swapab@BM=128,BN=256,WN=128,wgmma_swapab@BM=128,BN=256,WN=128,RED=1,wgmma_persistent@BN=128,wgmma_persistent,wgmma_streamk@BN=128,wgmma_tma,wgmma_cluster@BN=192,wgmma_cluster@BN=64,STAGES=8,wgmma_persistent@BN=192,wgmma_streamk@BN=192"
+  [112]="wgmma_swapab@BM=128,wgmma_swapab@BM=128,BN=64,wgmma_swapab@BM=128,BN=256,WN=128,wgmma_swapab@BM=128,BN=256,WN=128,RED=1,wgmma_persistent@BN=128,wgmma_tma@BM=64,SPLIT_K=3,wgmma_cluster@BN=192,wgmma_cluster@BN=64,STAGES=8,wgmma_persistent_fill"
+  [200]="wgmma_swapab@BM=256,BN=64,wgmma_swapab@BM=256,wgmma_swapab@BM=128,BN=256,WN=128,wgmma_swapab@BM=128,BN=256,WN=128,RED=1,wgmma_persistent@BN=128,wgmma_streamk@BN=128,wgmma_tma,wgmma_cluster@BN=192,wgmma_cluster@BN=64,STAGES=8,wgmma_persistent@BN=192,wgmma_streamk@BN=192,wgmma_persistent_fill"
+  [320]="wgmma_swapab@BM=256,BN=64,wgmma_swapab@BM=256,wgmma_swapab@BM=128,BN=256,WN=128,wgmma_swapab@BM=128,BN=256,WN=128,RED=1,wgmma_persistent@BN=128,wgmma_persistent,wgmma_streamk@BN=128,wgmma_tma,wgmma_cluster@BN=192,wgmma_cluster@BN=64,STAGES=8,wgmma_persistent@BN=192,wgmma_streamk@BN=192,wgmma_persistent_fill"
 )
 GRID_MS="1 3 12 24 56 112 200 320"
 DOC_SUFFIX=${DOC_SUFFIX:-}
@@ -97,6 +99,18 @@ step_medium() {
     python3 benchmarks/summarize_best.py "$OUT/gemm-$dt-medium-best.json" 2>&1 | tail -1
   done
 }
+
+# fill: stage 26 at each of its widths beside wgmma_persistent_fill, which takes its width from
+# the shape, over the public set's 128-512 rows (bf16)
+step_fill() {
+  local sizes
+  sizes=$(grep -v '^#' benchmarks/shapes/public.txt | grep . | awk -Fx '$1 >= 128 && $1 <= 512' \
+    | paste -sd, -)
+  doc "gemm-bf16-fill${DOC_SUFFIX}.json" 150 run gemm --dtype bf16 --budget-ms 10 --no-chart \
+    --stages "wgmma_persistent,wgmma_persistent@BN=128,STAGES=6,wgmma_persistent@BN=192,$FILL" \
+    --sizes "$sizes"
+}
+FILL=wgmma_persistent_fill
 
 step_llm() {
   ROOFLINE_CACHE_DIR=$OUT/cache doc llm-llama-7b-bf16-best-1-16.json 120 run llm \

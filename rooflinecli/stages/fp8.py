@@ -398,7 +398,13 @@ FP8_BY_NAME: dict[str, Fp8Stage] = {s.name: s for s in FP8_STAGES}
 def of_registry(stage: Any) -> Fp8Stage:
     """The FP8 geometry of a registry entry (rooflinecli/stages/gemm.py) of an FP8 source (stage
     32 or 34), a variant's parameters and name included."""
-    return Fp8Stage(stage.name, stage.what, MappingProxyType(dict(stage.params)), file=stage.file)
+    return Fp8Stage(
+        stage.name,
+        stage.what,
+        MappingProxyType(dict(stage.params)),
+        file=stage.file,
+        widths=getattr(stage, "widths", MappingProxyType({})),
+    )
 
 
 def check_shape(m: int, n: int, k: int) -> None:

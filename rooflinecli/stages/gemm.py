@@ -645,6 +645,27 @@ def _wgmma_persistent(p: dict[str, int]) -> Stage:
     return replace(stage, rebuild=lambda q: _wgmma_persistent(dict(q)))
 
 
+# stage 26's widths, each with the deepest ring that fits beside the TMA store's staging
+_PERSISTENT_WIDTHS = MappingProxyType(
+    {128: MappingProxyType({"STAGES": 6}), 192: MappingProxyType({"STAGES": 4}),
+     256: MappingProxyType({"STAGES": 4})}
+)  # fmt: skip
+
+
+def _wgmma_persistent_fill(p: dict[str, int]) -> Stage:
+    """Stage 26 taking its tile width from the shape (Stage.for_shape): at 512 x 12288 its
+    128 x 192 tiles make 256 in 1.94 waves where 128 x 256 ones make 192 in 1.45."""
+    return replace(
+        _wgmma_persistent(p),
+        name="wgmma_persistent_fill",
+        what="stage 26 taking its tile width from the shape: of BN = 128, 192 and 256, the one "
+        "whose tiles fill the SMs best (DeepGEMM's choice of BLOCK_N), so that no class of "
+        "shapes is held to one width",
+        widths=_PERSISTENT_WIDTHS,
+        rebuild=lambda q: _wgmma_persistent_fill(dict(q)),
+    )
+
+
 def _wgmma_cluster(p: dict[str, int]) -> Stage:
     """Stage 27: stage 26 with pairs of blocks (CLUSTER_M=2) on consecutive row tiles sharing
     B through TMA multicast; the persistent grid is at most MAX_BLOCKS blocks (0: one per SM)."""
@@ -1334,6 +1355,9 @@ STAGES: tuple[Stage, ...] = (
         "(1000^3: 32 tiles); a persistent grid or smaller tiles would fix it",
     ),
     _wgmma_persistent(
+        {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16, "TMA": 1, "TMA_C": 1}
+    ),
+    _wgmma_persistent_fill(
         {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16, "TMA": 1, "TMA_C": 1}
     ),
     _wgmma_cluster(

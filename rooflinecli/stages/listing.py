@@ -174,7 +174,8 @@ def fp8_table() -> str:
     ]
     for s in map(of_registry, registry.of_kind("fp8")):
         p = s.params
-        tile = f"{p['BM']} x {p['BN']}" + (" (C^T: weights x batch)" if s.swapped else "")
+        bn = "/".join(map(str, sorted(s.widths))) + " by the shape" if s.widths else p["BN"]
+        tile = f"{p['BM']} x {bn}" + (" (C^T: weights x batch)" if s.swapped else "")
         scales = ", ".join(x for x in SCALINGS if s.scaling_refusal(x) is None)
         rows.append(
             f"| `{s.name}` | {tile} | {s.accumulation} | {scales} | `{s.paired_reference}` |"

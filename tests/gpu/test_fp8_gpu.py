@@ -170,3 +170,27 @@ def test_run_llm_in_fp8_verifies_each_weight_gemm(runner):
     recs = json.loads(r.output)["records"]
     ours = [x for x in recs if not x["stage"].startswith("cublaslt")]
     assert len(ours) == 2 * 2 * 2 and all(x["verified"] is True for x in ours), ours
+
+
+# the stages that take their tile width from the shape, at the width each takes: 192 at 1024 and
+# 1000 rows of 6144-6160 columns (N no multiple of 192 at 6160), 128 at 2048 x 1024 and at 300
+# rows of 1040 columns (a pair's second row tile past M)
+@pytest.mark.parametrize(
+    ("name", "shape", "bn"),
+    [
+        ("wgmma_fp8_fill", (1024, 6144, 512), 192),
+        ("wgmma_fp8_fill", (1000, 6160, 528), 192),
+        ("wgmma_fp8_fill", (2048, 1024, 512), 128),
+        ("wgmma_fp8_cluster_fill", (1024, 6144, 512), 192),
+        ("wgmma_fp8_cluster_fill", (300, 1040, 384), 128),
+    ],
+)
+def test_a_stage_taking_its_width_from_the_shape_verifies_at_that_width(name, shape, bn):
+    _sm90()
+    from rooflinecli.stages.fp8 import of_registry
+    from rooflinecli.stages.gemm import BY_NAME
+
+    at = BY_NAME[name].for_shape(shape[0], shape[1], 132)
+    assert at.params["BN"] == bn
+    res = _verify(of_registry(at), *shape)
+    assert res["ok"], res

@@ -144,7 +144,7 @@ def test_tile_variants_read_c_when_beta_is_not_zero(runner):
 WIDTH_VARIANTS = (
     "wgmma_persistent@BN=64", "wgmma_persistent@BN=192", "wgmma_cluster@BN=64,STAGES=8",
     "wgmma_cluster@BN=192", "wgmma_stagger@BN=64", "wgmma_stagger@BN=192",
-    "wgmma_streamk@BN=64", "wgmma_streamk@BN=192",
+    "wgmma_streamk@BN=64", "wgmma_streamk@BN=192", "wgmma_persistent_fill",
 )  # fmt: skip
 
 
