@@ -325,8 +325,8 @@ def test_tma_stages_take_the_contracts_b_and_any_m():
     long, so N and K must be multiples of 8 and M is free; other shapes are refused, saying so."""
     names = {s.name for s in TMA_STAGES}
     assert names == {
-        "mma_tma_ws", "wgmma_tma", "wgmma_ws", "wgmma_persistent", "wgmma_cluster", "wgmma_stagger",
-        "wgmma_streamk", "wgmma_stmatrix", "wgmma_swapab",
+        "mma_tma_ws", "wgmma_tma", "wgmma_ws", "wgmma_persistent", "wgmma_persistent_fill",
+        "wgmma_cluster", "wgmma_stagger", "wgmma_streamk", "wgmma_stmatrix", "wgmma_swapab",
     }  # fmt: skip
     for s in TMA_STAGES:
         assert s.b_layout == "kn", s.name

@@ -662,6 +662,7 @@ def _wgmma_persistent_fill(p: dict[str, int]) -> Stage:
         "whose tiles fill the SMs best (DeepGEMM's choice of BLOCK_N), so that no class of "
         "shapes is held to one width",
         widths=_PERSISTENT_WIDTHS,
+        tune_space=MappingProxyType({"GROUP_M": (8, 16), "TMA_C": (0, 1)}),  # not the width
         rebuild=lambda q: _wgmma_persistent_fill(dict(q)),
     )
 
