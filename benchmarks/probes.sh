@@ -25,6 +25,7 @@
 #                 a cluster pair) beside the picks of the shipped table and cuBLAS, bf16
 source "$(dirname "$0")/lib.sh"
 suite "$@"
+DOC_SUFFIX=${DOC_SUFFIX:-}  # e.g. -h100: ends the names of the widths step's documents
 P=benchmarks/probes
 NCU=${ROOFLINE_NCU:-ncu}
 
@@ -224,7 +225,7 @@ print(' '.join(s.name for s in gemm.select(sys.argv[1], 'bf16') if not s.referen
       32000x4096; do
       sizes="$sizes,${m}x$nk"
     done
-    doc "widths-bf16-m$m.json" 150 run gemm --dtype bf16 --sizes "${sizes#,}" \
+    doc "widths-bf16-m$m${DOC_SUFFIX}.json" 150 run gemm --dtype bf16 --sizes "${sizes#,}" \
       --stages "$WIDTH_STAGES" --budget-ms 40 --no-chart
   done
 }
