@@ -14,7 +14,7 @@
 // builtins (__hmma_m16n16k16_*, __mma_bf16_m16n16k16_*): NVRTC from PyPI ships no mma.h.
 // Any M, N, K: rows past M, columns past N and rows past K are zeros in shared memory; 16-byte
 // loads where rows start on 16 bytes (N % 8 == 0 for B, K % 8 == 0 for A, aligned buffers), else
-// 2-byte loads gathered into the same 16-byte pieces, a step ahead as well.
+// 2-byte loads gathered into the same 16-byte stores.
 #ifndef BM
 #error "BM (rows of C per block, a multiple of 16) must be given as -DBM=..."
 #endif
@@ -119,9 +119,8 @@ __device__ __forceinline__ void wmma_tile(int M, int N, int K, float alpha,
     elem_t* const bs = Bs + b_row * LDB_S + b_col;  // this lane's first piece in shared memory
     elem_t* const as = As + a_row * LDA_S + a_col;
 
-    // Both paths load a step ahead into registers: 16-byte loads, or for rows that do not
-    // start on 16 bytes, 2-byte loads gathered into the same 16-byte pieces (an odd pitch hides
-    // their latency behind the step's MMAs as the aligned path does)
+    // 16-byte operands are loaded a step ahead into registers; a 2-byte one is gathered
+    // straight into shared memory (a rare shape: kept light, it sets no register budget)
     uint4 a_reg[A_PIECES], b_reg[B_PIECES];
     auto load = [&](int kw) {
         if (VB) {
@@ -133,10 +132,6 @@ __device__ __forceinline__ void wmma_tile(int M, int N, int K, float alpha,
                 b_reg[i] = in_n && kw + b_row + i * (32 / BPR) < K
                                ? __ldg(p + static_cast<size_t>(i) * (32 / BPR) * (N / 8))
                                : make_uint4(0u, 0u, 0u, 0u);
-        } else {
-#pragma unroll
-            for (int i = 0; i < B_PIECES; ++i)
-                b_reg[i] = gather8(B, kw + b_row + i * (32 / BPR), n0 + b_col, K, N);
         }
         if (VA) {
             const bool in_k = kw + a_col < K;  // K % 8 == 0: a piece is wholly in or out
@@ -147,10 +142,6 @@ __device__ __forceinline__ void wmma_tile(int M, int N, int K, float alpha,
                 a_reg[i] = in_k && mb + a_row + i * (32 / APR) < M
                                ? __ldg(p + static_cast<size_t>(i) * (32 / APR) * (K / 8))
                                : make_uint4(0u, 0u, 0u, 0u);
-        } else {
-#pragma unroll
-            for (int i = 0; i < A_PIECES; ++i)
-                a_reg[i] = gather8(A, mb + a_row + i * (32 / APR), kw + a_col, M, K);
         }
     };
 
@@ -158,12 +149,14 @@ __device__ __forceinline__ void wmma_tile(int M, int N, int K, float alpha,
     if (kw < K) load(kw);
     for (; kw < K; kw += WARPS * KW) {  // warp-uniform: WMMA needs the whole warp
         __syncwarp();                    // the previous step's ldmatrix reads are done
-#pragma unroll
+#pragma unroll(VB ? B_PIECES : 1)
         for (int i = 0; i < B_PIECES; ++i)
-            *reinterpret_cast<uint4*>(bs + i * (32 / BPR) * LDB_S) = b_reg[i];
-#pragma unroll
+            *reinterpret_cast<uint4*>(bs + i * (32 / BPR) * LDB_S) =
+                VB ? b_reg[i] : gather8(B, kw + b_row + i * (32 / BPR), n0 + b_col, K, N);
+#pragma unroll(VA ? A_PIECES : 1)
         for (int i = 0; i < A_PIECES; ++i)
-            *reinterpret_cast<uint4*>(as + i * (32 / APR) * LDA_S) = a_reg[i];
+            *reinterpret_cast<uint4*>(as + i * (32 / APR) * LDA_S) =
+                VA ? a_reg[i] : gather8(A, mb + a_row + i * (32 / APR), kw + a_col, M, K);
         __syncwarp();
         if (kw + WARPS * KW < K) load(kw + WARPS * KW);  // the next step's loads fly meanwhile
 #pragma unroll

@@ -202,7 +202,10 @@ def test_the_fp8_stages_are_in_the_one_registry_and_best_falls_back_to_the_last(
     # with the H100's table beside it (the same architecture), the H100's FP8 entry runs
     pick = dispatch.resolve(8192, 8192, 8192, "fp8", dispatch.tables_for("NVIDIA H200"),
                             "NVIDIA H200")  # fmt: skip
-    assert pick.stage.name.startswith("wgmma_fp8") and "the same architecture" in pick.table
+    h100_name = "NVIDIA H100 80GB HBM3"
+    h100 = dispatch.resolve(8192, 8192, 8192, "fp8", dispatch.tables_for(h100_name), h100_name)
+    assert pick.stage.name == h100.stage.name and "the same architecture" in pick.table
+    assert h100.entry_class.startswith("M=>1024") and "h100-sxm5" in h100.table
 
 
 @pytest.mark.parametrize(

@@ -101,3 +101,11 @@ def test_fill_counts_edge_tiles_by_their_part_inside_the_output():
     assert waves.fill(128, 256, 128, 256, 132) == pytest.approx(1 / 132)
     with pytest.raises(ValueError):
         waves.fill_width(128, 256, 128, (), 132)
+
+
+def test_a_pair_s_row_tile_past_m_takes_a_block():
+    # 128 x 16384 in pairs of row tiles: one row tile launches as a pair, so BN = 128's 128
+    # tiles take 256 blocks (two waves of 128, half idle) and BN = 256's 64 take one wave
+    assert waves.fill(128, 16384, 128, 128, 128, rows_multiple=2) == pytest.approx(0.5)
+    assert waves.fill_width(128, 16384, 128, (128, 192, 256), 128, rows_multiple=2) == 256
+    assert waves.fill_width(128, 16384, 128, (128, 192, 256), 128) == 128

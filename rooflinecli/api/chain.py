@@ -48,11 +48,12 @@ def run(request: ChainRequest) -> dict[str, Any]:
     cp, dev, spec, arch, _cc, _limits = setup(p.spec_arg)
     shapes = list(dict.fromkeys(s for f in fulls for s in f.shapes))
     picks = plan.picks_for(shapes, p.dtype, dev["name"])
-    stages, excluded, pdl_stages = _stages(picks, arch, p.exclude)
+    stages, excluded, pdl_stages = _stages(picks, arch, p.exclude, dev["sm_count"])
     wanted = [*(stages.values() if "best" in p.ways else ()),
               *(pdl_stages.values() if "best+pdl" in p.ways else ())]  # fmt: skip
     if wanted:
-        compiler.precompile(list({st.name: st for st in wanted}.values()), arch, p.dtype)
+        unique = {(st.name, tuple(sorted(st.params.items()))): st for st in wanted}
+        compiler.precompile(list(unique.values()), arch, p.dtype)
     read_gbs = None
     if p.calibration is not None:
         read_gbs = (p.calibration.get("measurements") or {}).get("hbm_read_gbs")
@@ -89,12 +90,13 @@ def _check(p: ChainProblem, t: ChainTiming) -> list[Any]:
 
 
 def _stages(
-    picks: dict[Any, Any], arch: str, exclude: dict[str, tuple[str, str]] | None
+    picks: dict[Any, Any], arch: str, exclude: dict[str, tuple[str, str]] | None, sms: int
 ) -> tuple[dict[Any, Any], dict[str, str], dict[Any, Any]]:
-    """(the stage per shape, the excluded picks and why, the stage per shape of best+pdl)."""
+    """(the stage per shape, the excluded picks and why, the stage per shape of best+pdl); each
+    as it runs its shape (a tile width taken from the shape: Stage.for_shape)."""
     from rooflinecli.stages import gemm
 
-    stages = {s: p.stage.for_arch(arch) for s, p in picks.items()}
+    stages = {s: p.stage.for_arch(arch).for_shape(s[0], s[1], sms) for s, p in picks.items()}
     excluded: dict[str, str] = {}
     for s, st in list(stages.items()):
         why_instead = (CHAIN_EXCLUDED if exclude is None else exclude).get(st.name)

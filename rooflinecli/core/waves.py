@@ -96,21 +96,26 @@ def sentence(r: dict[str, Any]) -> str | None:
 FILL_TIE = 0.02
 
 
-def fill(m: int, n: int, bm: int, bn: int, slots: int) -> float:
+def fill(m: int, n: int, bm: int, bn: int, slots: int, rows_multiple: int = 1) -> float:
     """The share of `slots` blocks' time that does useful work when BM x BN tiles cover an
     M x N output in waves of `slots`: the output's area in tiles (edge tiles counted by their
-    part inside it) over the tile slots of every wave, the last one's idle slots included."""
-    tiles = math.ceil(m / bm) * math.ceil(n / bn)
+    part inside it) over the tile slots of every wave, the last one's idle slots included.
+    `rows_multiple`: row tiles launch in whole clusters of that many (a pair's second row tile
+    past M still takes a block)."""
+    rows = math.ceil(math.ceil(m / bm) / rows_multiple) * rows_multiple
+    tiles = rows * math.ceil(n / bn)
     return (m / bm) * (n / bn) / (math.ceil(tiles / slots) * slots)
 
 
-def fill_width(m: int, n: int, bm: int, widths: tuple[int, ...], slots: int) -> int:
+def fill_width(
+    m: int, n: int, bm: int, widths: tuple[int, ...], slots: int, rows_multiple: int = 1
+) -> int:
     """The tile width of `widths` whose tiles fill `slots` blocks best at an M x N output (the
     widest of those within FILL_TIE of the best), as DeepGEMM chooses its BLOCK_N: at
     1024 x 6144 on 132 SMs, BN = 192 makes 256 tiles (1.94 waves, 97%) where 256 makes 192 (1.45
     waves, 73%)."""
     if not widths:
         raise ValueError("no tile widths to choose from")
-    score = {w: fill(m, n, bm, w, slots) for w in widths}
+    score = {w: fill(m, n, bm, w, slots, rows_multiple) for w in widths}
     top = max(score.values())
     return max(w for w in widths if score[w] >= top * (1 - FILL_TIE))

@@ -180,7 +180,8 @@ class Stage:
         slots = sm_count * max(self.persistent_blocks_per_sm, 1)
         if self.persistent_max_blocks:
             slots = min(slots, self.persistent_max_blocks)
-        bn = waves.fill_width(m, n, self.tile[0], tuple(sorted(self.widths)), slots)
+        widths = tuple(sorted(self.widths))
+        bn = waves.fill_width(m, n, self.tile[0], widths, slots, self.cluster_rows)
         change = {"BN": bn, **self.widths[bn]}
         if all(self.params.get(k) == v for k, v in change.items()):
             return self

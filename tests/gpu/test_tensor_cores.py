@@ -155,3 +155,15 @@ def test_tile_widths_verify_at_every_batch(runner, dtype):
     sizes = ",".join(f"{m}x1032x1000" for m in (1, 3, 17, 64, 100, 511)) + ",256x4096x4096"
     recs = _run(runner, "--dtype", dtype, "--stages", ",".join(WIDTH_VARIANTS), "--sizes", sizes)
     _check_variants(recs, WIDTH_VARIANTS)
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_the_stage_taking_its_width_from_the_shape_runs_each_width(runner, dtype):
+    """wgmma_persistent_fill at the three widths it takes: 192 at 1024 x 6144 (and at 1001 x
+    6152, N no multiple of 192), 128 at 512 x 4096, 256 at 512 x 14336; each record names the
+    width it launched."""
+    sizes = "1024x6144x1032,1001x6152x1000,512x4096x1032,512x14336x1032"
+    recs = _run(runner, "--dtype", dtype, "--stages", "wgmma_persistent_fill", "--sizes", sizes)
+    widths = {(r["m"], r["n"]): r["params"]["BN"] for r in recs if r["kind"] == "stage"}
+    assert widths == {(1024, 6144): 192, (1001, 6152): 192, (512, 4096): 128, (512, 14336): 256}
+    _check_variants(recs, ["wgmma_persistent_fill"])
