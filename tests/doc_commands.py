@@ -215,6 +215,8 @@ def run(cmd: Command, folder: Path, timeout: float, **env: str) -> subprocess.Co
     cwd = workdir(folder)
     full = {**os.environ, "NO_COLOR": "1", "TERM": "dumb", **env}
     full["PATH"] = f"{bin_dir}{os.pathsep}{full.get('PATH', '')}"
+    # the package under test is this checkout's, also where the install does not reach a child
+    full["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), full.get("PYTHONPATH")) if p)
     return children.run(
         ["bash", "-c", cmd.text],
         cwd=cwd,
