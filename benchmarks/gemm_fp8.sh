@@ -15,7 +15,8 @@
 # 4096 over its weight shapes, with the M bucket's candidates: the documents
 # tune-dispatch-grid-fp8-m*.json that benchmarks/seed_dispatch.py seeds the FP8 classes from),
 # widths (stage 32's tile widths between 128 and 256 at shapes whose last wave 256 leaves short),
-# fill (the stages that take their tile width from the shape, over best's shapes).
+# fill (the stages that take their tile width from the shape, over best's shapes), decode (the
+# decode stages, 34 and 58, at M = 1, 16 and 64 over the public set's weight shapes).
 # DOC_SUFFIX (e.g. -h100) ends every document's name, as in shapes.sh.
 source "$(dirname "$0")/lib.sh"
 suite "$@"
@@ -39,13 +40,29 @@ step_odd() {
 # take their width from the shape (wgmma_fp8_fill, wgmma_fp8_cluster_fill).
 FP8_WIDTHS=wgmma_fp8_persistent@BN=160,STAGES=5,wgmma_fp8_persistent@BN=192,STAGES=5,wgmma_fp8_persistent@BN=224,STAGES=5,wgmma_fp8_cluster@BN=192,wgmma_fp8_tma_store@BN=192,wgmma_fp8_tma_store@BN=128,STAGES=6
 FP8_WIDE=wgmma_fp8_fill,wgmma_fp8_cluster_fill,wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_promote_async,wgmma_fp8_pingpong,wgmma_fp8_tma_store,wgmma_fp8_cluster,wgmma_fp8_cluster_promote,wgmma_fp8_persistent,$FP8_WIDTHS
+# stage 58 (gemv_fp8) at decode batches: its batch tile (BM) holding the batch, strips of 16 and
+# 32 weight rows, 4 and 8 chunks in flight
+GEMV8=gemv_fp8,gemv_fp8@BN=32,gemv_fp8@KU=8
+GEMV16=gemv_fp8@BM=16,gemv_fp8@BM=16,BN=32
+GEMV32=gemv_fp8@BM=32,KU=2,gemv_fp8@BM=32,BN=32,KU=2
 declare -A FP8_CAND=(
-  [1]="wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_n128,wgmma_fp8_persistent"
-  [3]="wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_n128,wgmma_fp8_persistent"
-  [12]="wgmma_fp8_swapab@BM=16,wgmma_fp8_swapab@BM=32,wgmma_fp8_n128,wgmma_fp8_persistent"
-  [24]="wgmma_fp8_swapab@BM=32,wgmma_fp8_swapab@BM=64,wgmma_fp8_n128,wgmma_fp8_persistent"
-  [56]="wgmma_fp8_swapab@BM=64,wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_persistent"
+  [1]="$GEMV8,wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_n128,wgmma_fp8_persistent"
+  [3]="$GEMV8,wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_n128,wgmma_fp8_persistent"
+  [12]="$GEMV16,wgmma_fp8_swapab@BM=16,wgmma_fp8_swapab@BM=32,wgmma_fp8_n128,wgmma_fp8_persistent"
+  [24]="$GEMV32,wgmma_fp8_swapab@BM=32,wgmma_fp8_swapab@BM=64,wgmma_fp8_n128,wgmma_fp8_persistent"
+  [56]="$GEMV32,wgmma_fp8_swapab@BM=64,wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_persistent"
 )
+
+# decode: the decode stages (34 and 58 at their batch tiles) at M = 1, 16 and 64 over the public
+# set's weight shapes, beside cuBLASLt in both modes (the decode targets' shapes)
+step_decode() {
+  local weights sizes m
+  weights=$(grep -v '^#' benchmarks/shapes/public.txt | grep '^1x' | cut -d x -f 2-)
+  sizes=$(for m in 1 16 64; do for w in $weights; do printf '%sx%s,' "$m" "$w"; done; done)
+  doc "gemm-fp8-decode${DOC_SUFFIX}.json" 180 run gemm --dtype fp8 --budget-ms 10 \
+    --stages "$GEMV8,$GEMV16,$GEMV32,wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_swapab@BM=64" \
+    --sizes "${sizes%,}"
+}
 
 # widths: stage 32 at BN 160, 192 and 224 beside 256, at the shapes whose tile counts leave the
 # last wave short at 256 (DeepGEMM's 4096x7168x16384: 896 tiles of 128 x 256 on 132 SMs)
@@ -75,4 +92,4 @@ step_grid() {
   done
 }
 
-run_steps best odd widths grid
+run_steps best odd widths decode grid

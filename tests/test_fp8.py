@@ -228,7 +228,10 @@ WIDTHS = [
 ]
 
 
-@pytest.mark.parametrize("stage", [*stages.FP8_STAGES, *WIDTHS], ids=lambda s: s.name)
+WGMMA_STAGES = [s for s in stages.FP8_STAGES if not s.gemv]
+
+
+@pytest.mark.parametrize("stage", [*WGMMA_STAGES, *WIDTHS], ids=lambda s: s.name)
 def test_sass_is_fp8_wgmma_on_both_shared_operands(stage):
     """BK / 32 = 4 QGMMA.64xBNx32.F32.E4M3.E4M3 per k-block, both operands descriptors (no
     register A), no 16-bit HGMMA or HMMA and no F2F conversion of the inputs; A and B by one
@@ -260,6 +263,31 @@ def test_sass_is_fp8_wgmma_on_both_shared_operands(stage):
         assert "UTMASTG" not in text and re.search(r"\bSTG\.", text)
     _, e5 = _build(stage, "e5m2")
     assert "QGMMA" in e5 and "E4M3" not in e5 and ".E5M2.E5M2" in e5
+
+
+GEMV_VARIANTS = [{}, {"BM": 16, "BN": 32}, {"BM": 32, "KU": 2}, {"NUM_THREADS": 512, "KU": 8}]
+
+
+@pytest.mark.parametrize("params", GEMV_VARIANTS, ids=str)
+def test_the_fp8_gemv_is_mma_sync_on_registers(params):
+    """Stage 58: two m16n8k32 per 64 bytes of K and 16 x 8 tile, which Hopper runs as fp16
+    HMMA.16816 on inputs widened by F2FP (its only conversions: no F2F of the inputs); the
+    weights by 16-byte loads that L1 does not keep, no shared memory before the epilogue's one
+    barrier, no TMA, no spills; e5m2 widens from e5m2."""
+    s = stages.FP8_BY_NAME["gemv_fp8"].with_params(**params)
+    built, text = _build(s)
+    assert built.resources is not None and built.resources.spill_bytes == 0
+    p = s.params
+    hmma = text.count("HMMA.16816.F32")
+    # two m16n8k32 (4 HMMA.16816) per chunk, tile of 16 x 8 and chunk in flight
+    assert hmma == 4 * p["KU"] * (p["BN"] // 16) * (p["BM"] // 8)
+    assert "QGMMA" not in text and "UTMALDG" not in text and "LDGSTS" not in text
+    assert not re.search(r"\bF2F\.", text)
+    assert "F2FP.F16.E4M3.UNPACK_B" in text
+    assert text.count("LDG.E.NA.128.CONSTANT") == 2 * p["KU"] * (p["BN"] // 16)
+    assert text.count("BAR.SYNC") == 1
+    _, e5 = _build(s, "e5m2")
+    assert "F2FP.F16.E5M2.UNPACK_B" in e5 and "E4M3" not in e5
 
 
 def test_the_wrong_kernel_differs_only_by_the_skipped_k_block():
@@ -331,7 +359,8 @@ def test_scale_layouts_and_the_scaled_reference():
 
 def test_which_stages_take_which_scales():
     """Per tensor and per row every stage-32 build takes (-DSCALES=1); DeepGEMM's blocks only a
-    stage promoting every 128 of K on 128-column tiles (-DSCALES=2); stage 34 per tensor only."""
+    stage promoting every 128 of K on 128-column tiles (-DSCALES=2), or stage 58, whose
+    promotion every 64 of K lies inside a block; stage 34 per tensor only."""
     block = stages.FP8_BY_NAME["wgmma_fp8_blockscale"]
     assert block.defines(scaling="block")["SCALES"] == 2
     assert block.defines(scaling="row")["SCALES"] == 1
@@ -342,7 +371,8 @@ def test_which_stages_take_which_scales():
     with pytest.raises(RooflineError, match="per-tensor scales only"):
         stages.FP8_BY_NAME["wgmma_fp8_swapab"].defines(scaling="row")
     takes = {s.name for s in stages.FP8_STAGES if s.scaling_refusal("block") is None}
-    assert takes == {"wgmma_fp8_blockscale"}
+    assert takes == {"wgmma_fp8_blockscale", "gemv_fp8"}
+    assert stages.FP8_BY_NAME["gemv_fp8"].defines(scaling="block")["SCALES"] == 2
 
 
 @pytest.mark.parametrize("scaling", ["row", "block"])

@@ -3,7 +3,7 @@ short header per stage, and no measurement or history in any comment.
 
 Every PTX instruction the kernels use is wrapped once, in the manner of CuTe's arch layer: in
 kernels/include/ptx_sm80.cuh (the Ampere-era instructions) or in one header per operation under
-kernels/include/sm90/ and sm70/ (mbarriers, clusters, TMA, WGMMA and its descriptors, ...).
+kernels/include/sm90/, sm89/ and sm70/ (mbarriers, clusters, TMA, WGMMA and its descriptors, ...).
 Stage files (kernels/NN_*.cu) and calibration kernels (kernels/calibrate/*.cu) include the
 headers of what they use; ptx_sm90.cuh includes them all, for user stages. What several stages
 run unchanged (an epilogue, the producer and consumer steps of a ring) lives in
@@ -21,10 +21,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "kernels"
 INCLUDE = KERNELS / "include"
-# the PTX wrappers: one header per operation (sm90/, sm70/) and the Ampere-era ptx_sm80.cuh
-OPERATION_HEADERS = sorted((INCLUDE / "sm70").glob("*.cuh")) + sorted(
-    (INCLUDE / "sm90").glob("*.cuh")
-)
+# the PTX wrappers: one header per operation (sm90/, sm89/, sm70/) and the Ampere-era ptx_sm80.cuh
+OPERATION_HEADERS = [
+    h for arch in ("sm70", "sm89", "sm90") for h in sorted((INCLUDE / arch).glob("*.cuh"))
+]
 HEADERS = [INCLUDE / "ptx_sm80.cuh", *OPERATION_HEADERS]
 # every shared header: the PTX wrappers, ptx_sm90.cuh (all of sm90/ and sm70/), elem.cuh (the
 # element type of fp32/fp16/bf16 stages) and the steps several stages share (gemm/)
@@ -41,6 +41,7 @@ OPERATIONS = {
     "sm70/globaltimer.cuh": ("mov.u64 %0, %%globaltimer",),
     "sm70/ld_global_cg.cuh": ("ld.global.cg",),
     "sm70/named_barrier.cuh": ("bar.sync", "bar.arrive"),
+    "sm89/mma_fp8.cuh": ("ROOFLINE_MMA_FP8_M16N8K32",),
     "sm90/cluster.cuh": ("mapa", "mbarrier.arrive.shared::cluster", "barrier.cluster"),
     "sm90/fence.cuh": ("fence.proxy.async",),
     "sm90/griddepcontrol.cuh": ("griddepcontrol.",),

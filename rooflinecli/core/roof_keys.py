@@ -37,6 +37,12 @@ TABLE: dict[str, Keys] = {
 # the peak key of FFMA, the SIMT FP32 instruction: what bounds a 16-bit stage whose math is FFMA
 FFMA = "fp32"
 
+# (precision, math) whose inputs the instruction converts first: on Hopper mma.sync takes FP8 only
+# by widening it to fp16 (F2FP, then HMMA at the fp16 rate), so the fp16 Tensor Core peak bounds it
+CONVERTED = {("fp8", "HMMA"): "fp16"}
+_CONVERTED_KEYS = frozenset(TABLE[v].datasheet for v in CONVERTED.values())
+_CONVERTS = frozenset(d for d, _math in CONVERTED)
+
 # datasheet peak key -> the roof of the other roof sets that stands for it
 _IN_SETS = {k.datasheet: k.roof_set for k in TABLE.values() if k.roof_set}
 
@@ -53,8 +59,11 @@ def peak_key(key: str) -> str:
 
 def of_instruction(dtype: str, math: str | None) -> str:
     """The datasheet peak that bounds a record: a 16-bit stage whose math is FFMA runs on the
-    CUDA cores, so the FP32 peak bounds it, not the Tensor Cores'."""
-    return FFMA if math == "FFMA" else datasheet(dtype)
+    CUDA cores, so the FP32 peak bounds it, not the Tensor Cores'; an FP8 stage on mma.sync runs
+    at the fp16 rate (CONVERTED)."""
+    if math == "FFMA":
+        return FFMA
+    return datasheet(CONVERTED.get((dtype, str(math)), dtype))
 
 
 def of_pipe(dtype: str, pipe: str | None) -> str | None:
@@ -73,8 +82,11 @@ def in_sets(key: str) -> str | None:
 
 def family(dtype: str, key: str) -> str:
     """The peak key a placed record names: its precision's datasheet peak (roof sets swap within
-    it), or FP32 where it was placed under the FP32 peak for its FFMA math."""
-    return key if key == FFMA or dtype not in TABLE else TABLE[dtype].datasheet
+    it), or FP32 where it was placed under the FP32 peak for its FFMA math, or the peak of the
+    precision its instruction converts the inputs to (CONVERTED)."""
+    if key == FFMA or dtype not in TABLE or key in _CONVERTED_KEYS and dtype in _CONVERTS:
+        return key
+    return TABLE[dtype].datasheet
 
 
 def of_record(rec: Mapping[str, Any]) -> str:

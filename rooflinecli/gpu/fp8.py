@@ -167,12 +167,14 @@ def launcher(  # type: ignore[no-untyped-def]
     fn.max_dynamic_shared_size_bytes = smem
     p = stage.params
     c = g.C if out is None else out
-    tma_a = tma.encode_tiled(g.A, (g.k, g.m), (p["BK"], stage.a_box_rows), "fp8")
-    # a block's share of B: all BN rows, or half of them in a pair (the other half multicast)
-    tma_b = tma.encode_tiled(g.B, (g.k, g.n), (p["BK"], stage.b_box_rows), "fp8")
+    maps = []
+    if not stage.gemv:  # stage 58 reads A and B with plain loads: no maps
+        tma_a = tma.encode_tiled(g.A, (g.k, g.m), (p["BK"], stage.a_box_rows), "fp8")
+        # a block's share of B: all BN rows, or half of them in a pair (the other half multicast)
+        tma_b = tma.encode_tiled(g.B, (g.k, g.n), (p["BK"], stage.b_box_rows), "fp8")
+        maps = [tma_a, tma_b]
     # the TMA-store epilogue's map over the very output the launch writes (16-bit rows: N is a
     # multiple of 16 under the FP8 contract, so whole 16-byte units)
-    maps = [tma_a, tma_b]
     if stage.tma_c:
         maps.append(tma.encode_tiled(c, (g.n, g.m), C_BOX, g.out))
     # stage 34's scratch: partials and flags, zeroed once (the kernel puts its flags back)
@@ -343,7 +345,7 @@ class Fp8GemmProblem:
         fs = fp8_stage(stage)
         self._span = fs.promote_span
         call, meta = launcher(self.cp, fs, self.g)
-        meta["math"] = "QGMMA"
+        meta["math"] = fs.math
         meta["paired_with"] = self.paired_name(stage)
         return Launched(call, meta)
 

@@ -34,6 +34,13 @@ ENTRY = "gemm_wgmma_fp8"
 SWAP_FILE = "34_wgmma_fp8_swapab.cu"
 SWAP_ENTRY = "gemm_wgmma_fp8_swapab"
 SWAP_M = (1, 64)  # the batches it is built for: BM = 8 .. 64 rows of A per tile
+# stage 58: the decode GEMV on warp-level Tensor Cores (mma.sync m16n8k32, weights straight into
+# registers), for the same batches
+GEMV_FILE = "58_gemv_fp8.cu"
+GEMV_ENTRY = "gemv_fp8"
+GEMV_M = (1, 64)
+GEMV_SPAN = 64  # its promotion: each 64-byte chunk's two MMAs summed into FP32 registers
+FILES = (FILE, SWAP_FILE, GEMV_FILE)  # the sources of the FP8 contract
 ARCH = "sm_90a"  # wgmma and setmaxnreg
 FORMATS = ("e4m3", "e5m2")
 OUTPUTS = ("bf16", "fp16")
@@ -56,6 +63,10 @@ SWAP_TUNE_SPACE: Mapping[str, tuple[int, ...]] = MappingProxyType(
     {"BM": (8, 16, 32, 64), "BN": (64, 128, 256), "SK_MIN": (2, 4, 8)}
 )
 
+# stage 58's: the batch rows and weight rows per block, warps per block, chunks in flight
+GEMV_TUNE_SPACE: Mapping[str, tuple[int, ...]] = MappingProxyType(
+    {"BM": (8, 16, 32), "BN": (16, 32), "NUM_THREADS": (128, 256, 512), "KU": (2, 4, 8)}
+)
 
 # cuBLASLt's two accumulation modes (the registry's references, rooflinecli/stages/gemm.py): a
 # stage is held to the one whose sums match its own
@@ -80,7 +91,7 @@ class Fp8Stage(NamedTuple):
     what: str
     params: Mapping[str, int] = MappingProxyType({})
     math: str = "QGMMA"  # the SASS of 8-bit wgmma: QGMMA.64xNx32.F32.E4M3.E4M3
-    file: str = FILE  # the source: stage 32, or stage 34 (SWAP_FILE)
+    file: str = FILE  # the source: stage 32, stage 34 (SWAP_FILE) or stage 58 (GEMV_FILE)
     # BN -> the ring depth that goes with it, for a stage that takes its tile width from the
     # shape (rooflinecli.stages.gemm.Stage.for_shape); empty for a fixed width
     widths: Mapping[int, Mapping[str, int]] = MappingProxyType({})
@@ -89,6 +100,12 @@ class Fp8Stage(NamedTuple):
     def swapped(self) -> bool:
         """Stage 34: C^T = B A^T, BN rows of the weights by BM of the batch, stream-K."""
         return self.file == SWAP_FILE
+
+    @property
+    def gemv(self) -> bool:
+        """Stage 58: BN weight rows by BM of the batch per block on mma.sync, warps splitting K,
+        no TMA, no shared-memory ring."""
+        return self.file == GEMV_FILE
 
     @property
     def consumers(self) -> int:
@@ -100,6 +117,8 @@ class Fp8Stage(NamedTuple):
 
     @property
     def threads(self) -> int:
+        if self.gemv:
+            return self.params["NUM_THREADS"]
         return 128 * (1 + self.consumers)  # + the producer warpgroup
 
     @property
@@ -131,6 +150,8 @@ class Fp8Stage(NamedTuple):
     def smem_bytes(self) -> int:
         """The ring, TMA_C's staging after it, and the 1024-byte alignment."""
         p = self.params
+        if self.gemv:
+            return 0  # its warps' partial tiles are static shared memory
         if self.swapped:
             return self.ring_stages * (p["BM"] + p["BN"]) * p["BK"] + 1024
         staging = self.consumers * EPI_STAGING_BYTES if self.tma_c else 0
@@ -140,6 +161,8 @@ class Fp8Stage(NamedTuple):
     def promote_span(self) -> int | None:
         """The K a reduced-precision Tensor Core sum spans before it is added in FP32, or None
         when one accumulator spans all of K."""
+        if self.gemv:
+            return GEMV_SPAN
         p = self.params.get("PROMOTE", 0)
         return p * self.params["BK"] if p else None
 
@@ -162,6 +185,8 @@ class Fp8Stage(NamedTuple):
         (2 BM x BN; a pair's second row tile past M still runs, storing nothing)."""
         p, c = self.params, self.cluster_m
         tiles_n, tiles_m = -(-n // p["BN"]), -(-m // p["BM"])
+        if self.gemv:  # a block per strip of BN weight rows and BM batch rows
+            return (tiles_n, tiles_m, 1)
         if self.swapped:  # one block per SM, each a range of the stream-K line
             if sm_count is None:
                 raise RooflineError(f"stage {self.name} is stream-K: its grid needs the SMs")
@@ -178,10 +203,11 @@ class Fp8Stage(NamedTuple):
         """Why the stage cannot apply scales laid out as `scaling`, or None. Per tensor and per
         row and column every stage 32 build can (in the epilogue); DeepGEMM's blocks need the
         sum of every 128 of K promoted under its own scales (PROMOTE=1) and a tile one block of
-        B wide (BN = 128); stage 34 takes per-tensor scales only."""
+        B wide (BN = 128); stage 34 takes per-tensor scales only; stage 58 every layout (its
+        promotion every 64 of K lies inside one 128-wide block)."""
         if scaling not in SCALINGS:
             return f"FP8 scaling {scaling!r}: one of {', '.join(SCALINGS)}"
-        if scaling == "tensor":
+        if scaling == "tensor" or self.gemv:
             return None
         if self.swapped:
             return f"{self.name} takes per-tensor scales only"
@@ -242,7 +268,7 @@ class Fp8Stage(NamedTuple):
 
     @property
     def entry(self) -> str:
-        return SWAP_ENTRY if self.swapped else ENTRY
+        return GEMV_ENTRY if self.gemv else SWAP_ENTRY if self.swapped else ENTRY
 
     @property
     def min_cc(self) -> int:
@@ -258,6 +284,8 @@ class Fp8Stage(NamedTuple):
 
     @property
     def tune_space(self) -> Mapping[str, tuple[int, ...]]:
+        if self.gemv:
+            return GEMV_TUNE_SPACE
         return SWAP_TUNE_SPACE if self.swapped else TUNE_SPACE
 
     def refusal_for(self, problem: Any) -> str | None:
@@ -383,6 +411,16 @@ FP8_STAGES: tuple[Fp8Stage, ...] = (
         "through a workspace",
         MappingProxyType({"BM": 8, "BN": 128, "BK": 128, "SK_MIN": 4}),
         file=SWAP_FILE,
+    ),
+    Fp8Stage(
+        "gemv_fp8",
+        "decode batches (M <= 64) on warp-level Tensor Cores: stage 53's split-K GEMV on FP8, "
+        "16 weight rows by 8 of the batch per mma.sync m16n8k32, the weights streamed straight "
+        "into registers (16 bytes a lane, no TMA, no ring), each 64 of K promoted into FP32; "
+        "Hopper widens the FP8 operands to fp16 for the MMA",
+        MappingProxyType({"BM": 8, "BN": 16, "NUM_THREADS": 256, "KU": 4}),
+        math="HMMA",
+        file=GEMV_FILE,
     ),
     Fp8Stage(
         "wgmma_fp8_persistent",

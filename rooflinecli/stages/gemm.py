@@ -220,7 +220,7 @@ class Stage:
     # the stage contract (rooflinecli.stages.contract.KernelStage)
     @property
     def kind(self) -> str:
-        return "fp8" if self.file in (fp8.FILE, fp8.SWAP_FILE) else "gemm"
+        return "fp8" if self.file in fp8.FILES else "gemm"
 
     @property
     def source(self) -> str:
@@ -876,9 +876,9 @@ _VEC = 8  # columns of C a thread owns in stages 31-32: one 16-byte load of fp16
 
 
 def _fp8(s: fp8.Fp8Stage) -> Stage:
-    """A stage of kernels/32_wgmma_fp8.cu in the registry: the FP8 contract (A M x K, B N x K,
-    per-tensor float32 scales, bf16 out; rooflinecli/stages/fp8.py), QGMMA math, K and N
-    multiples of 16 (TMA rows), B given as N x K."""
+    """A stage of the FP8 contract in the registry (kernels/32_wgmma_fp8.cu, 34 and 58: A M x K,
+    B N x K, per-tensor float32 scales, bf16 out; rooflinecli/stages/fp8.py), QGMMA math (stage
+    58: HMMA), K and N multiples of 16 (TMA rows), B given as N x K."""
     p = s.params
     bm, bn = p["BM"], p["BN"]
     swap = s.swapped  # stage 34: one block per SM on a stream-K line, a workspace
@@ -887,7 +887,7 @@ def _fp8(s: fp8.Fp8Stage) -> Stage:
         what=s.what,
         dtype="fp8",
         chapter=13,
-        math="QGMMA",
+        math=s.math,
         file=s.source,
         entry=s.entry,
         params=p,
@@ -904,7 +904,7 @@ def _fp8(s: fp8.Fp8Stage) -> Stage:
         persistent_max_blocks=p.get("MAX_BLOCKS", 0),
         persistent_fill=swap,
         workspace_bytes=partial(_fp8_workspace, s) if swap else None,
-        m_range=fp8.SWAP_M if swap else None,
+        m_range=fp8.SWAP_M if swap else fp8.GEMV_M if s.gemv else None,
         cluster_rows=s.cluster_m,
         tune_space=s.tune_space,
         rebuild=partial(_fp8_rebuild, s),

@@ -1,8 +1,9 @@
-"""On an sm_90a GPU: every FP8 stage (kernels/32_wgmma_fp8.cu and 34_wgmma_fp8_swapab.cu)
+"""On an sm_90a GPU: every FP8 stage (kernels/32_wgmma_fp8.cu, 34_wgmma_fp8_swapab.cu and
+58_gemv_fp8.cu)
 verifies against the float64 product of its dequantised inputs at shapes that are no tile
 multiples (K and N multiples of 16), with alpha and beta, in e5m2 and with fp16 output; one
 k-block left out (SKIP_KBLOCK) fails the check; the tile widths between 128 and 256 verify at
-the same shapes; the decode stage verifies at every batch tile;
+the same shapes; the decode stages verify at every batch tile;
 cuBLASLt's FP8 GEMM (torch._scaled_mm), where PyTorch is installed, passes the same check on the
 same buffers."""
 
@@ -117,6 +118,21 @@ def test_the_decode_stage_verifies_at_every_batch_tile(bm, shape):
 
     stage = FP8_BY_NAME["wgmma_fp8_swapab"].with_params(BM=bm)
     res = _verify(stage, *shape)
+    assert res["ok"], res
+
+
+# stage 58 at each of its batch tiles, strip widths, warps and chunks in flight
+GEMV = ({}, {"BM": 16, "BN": 32}, {"BM": 32, "KU": 2}, {"NUM_THREADS": 512, "KU": 8},
+        {"NUM_THREADS": 128, "BN": 32})  # fmt: skip
+
+
+@pytest.mark.parametrize("params", GEMV, ids=str)
+@pytest.mark.parametrize("shape", DECODE, ids=lambda s: "x".join(map(str, s)))
+def test_the_fp8_gemv_verifies_at_every_tile(params, shape):
+    _sm90()
+    from rooflinecli.stages.fp8 import FP8_BY_NAME
+
+    res = _verify(FP8_BY_NAME["gemv_fp8"].with_params(**params), *shape, alpha=0.5, beta=0.75)
     assert res["ok"], res
 
 
