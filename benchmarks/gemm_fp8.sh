@@ -17,7 +17,8 @@
 # widths (stage 32's tile widths between 128 and 256 at shapes whose last wave 256 leaves short),
 # fill (the stages that take their tile width from the shape, over best's shapes), decode (the
 # decode stages, 34 and 58, at M = 1, 16 and 64 over the public set's weight shapes).
-# DOC_SUFFIX (e.g. -h100) ends every document's name, as in shapes.sh.
+# DOC_SUFFIX (e.g. -h100) ends every document's name, as in shapes.sh; GRID_MS (e.g. "1 3 12")
+# remakes only those M of the grid.
 source "$(dirname "$0")/lib.sh"
 suite "$@"
 DOC_SUFFIX=${DOC_SUFFIX:-}
@@ -84,7 +85,7 @@ FILL=wgmma_fp8_cluster_fill
 step_grid() {
   local m sizes weights
   weights=$(grep -v '^#' benchmarks/shapes/grid.txt | grep '^1x' | cut -d x -f 2-)
-  for m in 1 3 12 24 56 112 200 320 1024 4096; do
+  for m in ${GRID_MS:-1 3 12 24 56 112 200 320 1024 4096}; do
     sizes=$(for w in $weights; do printf '%sx%s,' "$m" "$w"; done)
     doc "tune-dispatch-grid-fp8-m$m${DOC_SUFFIX}.json" 150 tune dispatch --dtype fp8 \
       --budget-ms 10 \
