@@ -55,6 +55,8 @@ static_assert(BM == 8 || BM == 16 || BM == 32, "BM rows of the batch: 1, 2 or 4 
 static_assert(NUM_THREADS % 32 == 0 && NUM_THREADS <= 1024, "whole warps, at most 1024 threads");
 static_assert(KU >= 1 && KU <= 8, "1 to 8 chunks in flight per warp (registers)");
 static_assert(KBLOCK % CHUNK == 0, "a chunk lies inside one k-block of the scales");
+static_assert(WARPS * BM * (BN + 1) * 4 <= 48 * 1024,
+              "the warps' partial tiles fit in static shared memory");
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, MIN_BLOCKS)
 gemv_fp8(int M, int N, int K, float alpha, const u8* __restrict__ A, const u8* __restrict__ B,
