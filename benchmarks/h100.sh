@@ -11,7 +11,8 @@
 #   ladder     the Tensor Core ladder at 8192^3 and 4096^3, bf16 and fp16
 #   attention  the attention ladder at B2 H16 N8192 D128, bf16
 #   fp8        every FP8 stage at 8192^3 beside cuBLASLt in both accumulation modes, and
-#              gemm_fp8.sh's widths and odd steps
+#              gemm_fp8.sh's widths, odd, decode and fill steps
+#   fill       shapes.sh's fill step (stage 26's widths at 128-512 rows)
 #   borrowed   `--stages best` over the public, odd and held-out sets with the H100's own table
 #              set aside: the picks of the table made on the H200 (the same architecture)
 #   grid       `tune dispatch` over benchmarks/shapes/grid.txt (shapes.sh grid, gemm_fp8.sh
@@ -58,8 +59,13 @@ step_attention() {
 
 step_fp8() {
   doc gemm-fp8-8192-h100.json 120 run gemm --dtype fp8 --m 8192 --stages "$FP8" --budget-ms 150
-  # gemm_fp8.sh's tile widths and odd shapes, named -h100
-  DOC_SUFFIX=-h100 DEADLINE_S=$(left 300) bash benchmarks/gemm_fp8.sh "$OUT" widths odd
+  # gemm_fp8.sh's tile widths, odd shapes, decode stages and stages taking their width from the
+  # shape, named -h100
+  DOC_SUFFIX=-h100 DEADLINE_S=$(left 450) bash benchmarks/gemm_fp8.sh "$OUT" widths odd decode fill
+}
+
+step_fill() {  # shapes.sh's fill: stage 26's widths beside the stage that picks one per shape
+  DOC_SUFFIX=-h100 DEADLINE_S=$(left 200) bash benchmarks/shapes.sh "$OUT" fill
 }
 
 step_borrowed() {  # shapes.sh's verdict, the H100's own table set aside
@@ -113,4 +119,4 @@ step_variants() {  # stage 57's L2 prefetch ahead of the loads, each token's sta
     --output "$OUT/token-variants-prefetch-h100.json"
 }
 
-run_steps roofs main ladder attention fp8 borrowed grid own token single variants
+run_steps roofs main ladder attention fp8 fill borrowed grid own token single variants

@@ -21,6 +21,9 @@ parts, each between a begin and an end marker, may stand on any page:
   (make docs) -->` ... `<!-- best:A.json,B.json:end -->`): per document the geometric mean of
   reference time / pick time over its shapes, the share of shapes at 0.90 or better, the worst
   shape, and the geometric mean per M bucket of the dispatch;
+- the fastest stage per shape of documents that timed several (`<!-- fastest:A.json:begin (make
+  docs) -->` ... `<!-- fastest:A.json:end -->`): per document and M the geometric mean of
+  reference time / the fastest verified stage's time, the worst shape, which stages won;
 - the token table of chain documents (`run llm --chain`; `<!-- token:A.json,B.json:begin (make
   docs) -->` ... `<!-- token:A.json,B.json:end -->`): per document, batch and way the time per
   token, its share of the measured HBM read roof and of the datasheet, cuBLAS's chain time over
@@ -74,7 +77,7 @@ with_stage_tables = listing.with_tables
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path("benchmarks") / "results"
 BLOCK = re.compile(
-    r"<!-- (?P<kind>show|results|best|token):(?P<names>[^\s:]+):begin \(make docs\) -->\n"
+    r"<!-- (?P<kind>show|results|best|fastest|token):(?P<names>[^\s:]+):begin \(make docs\) -->\n"
     r".*?<!-- (?P=kind):(?P=names):end -->",
     re.S,
 )
@@ -347,6 +350,48 @@ def _best(docs: list[dict[str, Any]], names: list[str]) -> str:
     return text
 
 
+def _fastest(doc: dict[str, Any], name: str) -> list[list[str]]:
+    """Per M of a document that timed several stages per shape: the fastest verified stage at
+    each shape against the reference it is held to, as the geometric mean of the ratios, the
+    worst shape, and how often each stage was the fastest."""
+    from rooflinecli.core import reference
+
+    fastest: dict[tuple[int, int, int], dict[str, Any]] = {}
+    for r in doc["records"]:
+        key = (r["m"], r["n"], r["k"])
+        if r.get("kind") == "stage" and r.get("verified") is True and r.get("time_ms"):
+            if key not in fastest or r["time_ms"] < fastest[key]["time_ms"]:
+                fastest[key] = r
+    by_m: dict[int, list[tuple[tuple[int, int, int], str, float]]] = {}
+    for key, r in sorted(fastest.items()):
+        ref = (reference.of(r, doc["records"]) or {}).get("time_ms")
+        if ref:
+            by_m.setdefault(key[0], []).append((key, str(r["stage"]), ref / r["time_ms"]))
+    rows = []
+    for m, got in sorted(by_m.items()):
+        worst = min(got, key=lambda g: g[2])
+        wins: dict[str, int] = {}
+        for _k, stage, _x in got:
+            wins[stage] = wins.get(stage, 0) + 1
+        stages = ", ".join(f"`{s}` {n}" for s, n in sorted(wins.items(), key=lambda w: -w[1]))
+        rows.append([
+            f"`{name}`", str(m), str(len(got)), f"{_geomean([x for _k, _s, x in got]):.3f}",
+            f"{'x'.join(map(str, worst[0]))} {worst[2]:.2f}", stages,
+        ])  # fmt: skip
+    return rows
+
+
+def fastest_table(names: str) -> str:
+    """Per document (comma-separated) and M: the fastest verified stage of each shape against
+    its reference (the geometric mean of reference time / its time), the worst shape, and which
+    stages were the fastest how often."""
+    from rooflinecli import results
+
+    rows = [row for n in names.split(",") for row in _fastest(results.load(_path(n)), n)]
+    head = ["document", "M", "shapes", "geomean", "worst", "fastest (shapes)"]
+    return _md(head, "lrrrll", rows)
+
+
 def best_table(names: str) -> str:
     """The summary of the named `--stages best` documents (comma-separated)."""
     from rooflinecli import results
@@ -432,6 +477,8 @@ def generated(text: str) -> str:
         kind, names = m["kind"], m["names"]
         if kind == "best":
             body = best_table(names)
+        elif kind == "fastest":
+            body = fastest_table(names)
         elif kind == "token":
             body = token_table(names)
         else:

@@ -381,8 +381,8 @@ FP8_STAGES: tuple[Fp8Stage, ...] = (
     Fp8Stage(
         "wgmma_fp8_fill",
         "wgmma_fp8_tma_store taking its tile width from the shape: of BN = 128, 192 and 256, the "
-        "one whose tiles fill the SMs best (DeepGEMM's choice of BLOCK_N), so that no class of "
-        "shapes is held to one width",
+        "one whose tiles do the most work on the SMs, wave fill weighed by the tile's intensity "
+        "(DeepGEMM's choice of BLOCK_N), so that no class of shapes is held to one width",
         MappingProxyType({**_BASE, "BN": 256, "STAGES": 4, "PERSISTENT": 1, "TMA_C": 1}),
         widths=_TMA_C_WIDTHS,
     ),

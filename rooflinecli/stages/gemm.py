@@ -143,7 +143,7 @@ class Stage:
     # rebuilds the entry from other params (tile, threads, intensities follow the params)
     rebuild: Callable[[Mapping[str, int]], Stage] | None = field(default=None, compare=False)
     # a stage that chooses its tile width per shape: BN -> the params that go with it (its ring
-    # depth); the run launches the width whose tiles fill the SMs best (for_shape)
+    # depth); the run launches the width whose tiles do the most work on the SMs (for_shape)
     widths: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
 
     def with_params(self, overrides: Mapping[str, int]) -> Stage:
@@ -172,8 +172,9 @@ class Stage:
 
     def for_shape(self, m: int, n: int, sm_count: int) -> Stage:
         """The stage as it runs an M x N output on `sm_count` SMs: a stage with `widths` takes
-        the tile width whose tiles fill its blocks best (core/waves.fill_width; a persistent
-        grid's blocks, else the SMs), its name unchanged and its record's params the ones it
+        the tile width whose tiles do the most work on its blocks (core/waves.fill_width: wave
+        fill weighed by the tile's intensity; a persistent grid's blocks, else the SMs), its name
+        unchanged and its record's params the ones it
         launched; any other stage as it is."""
         if not self.widths:
             return self
@@ -660,8 +661,8 @@ def _wgmma_persistent_fill(p: dict[str, int]) -> Stage:
         _wgmma_persistent(p),
         name="wgmma_persistent_fill",
         what="stage 26 taking its tile width from the shape: of BN = 128, 192 and 256, the one "
-        "whose tiles fill the SMs best (DeepGEMM's choice of BLOCK_N), so that no class of "
-        "shapes is held to one width",
+        "whose tiles do the most work on the SMs, wave fill weighed by the tile's intensity "
+        "(DeepGEMM's choice of BLOCK_N), so that no class of shapes is held to one width",
         widths=_PERSISTENT_WIDTHS,
         tune_space=MappingProxyType({"GROUP_M": (8, 16), "TMA_C": (0, 1)}),  # not the width
         rebuild=lambda q: _wgmma_persistent_fill(dict(q)),

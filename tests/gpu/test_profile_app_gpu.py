@@ -8,6 +8,7 @@ may not read the performance counters (ERR_NVGPUCTRPERM). Run them with
 """
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -177,9 +178,11 @@ def test_profile_gemm_tensor_core_flops_and_no_l1_intensity_for_tma(runner, tmp_
     for rec in doc["records"]:  # wgmma_persistent and cuBLAS
         assert rec["flops_check"] is True, (rec["stage"], rec["flops_hw_ratio"], rec["flops_hw_by"])
         # the events' time of the profiled launches is kept beside ncu's, never used for speed:
-        # the two clocks agree to within replay noise, in either direction
+        # under ncu's replay it can be close to the kernel's time or thousands of times longer
+        # (the replay's saving and restoring of memory falls between the events), so only its
+        # presence is asserted; the record's time is ncu's
         assert rec["time_ms"] == rec["ncu_time_ms"]
-        assert rec["time_ms_under_ncu"] == pytest.approx(rec["time_ms"], rel=0.25)
+        assert math.isfinite(rec["time_ms_under_ncu"]) and rec["time_ms_under_ncu"] > 0
         assert rec["tflops"] == pytest.approx(rec["flops"] / (rec["time_ms"] * 1e9))
         if rec["bytes_l1"] < 0.01 * rec["bytes_l2"]:  # TMA: L1 carried nothing
             assert rec["ai_l1"] is None
