@@ -131,3 +131,21 @@ def test_measured_mma_sync_roof_title(runner):
         "GEMM 8192x8192x8192 bf16 on NVIDIA H200 (spec h200-sxm): measured roofs; mma.sync "
         "stages under mma.sync's own 637.7 TFLOP/s (attain TF/s, % roof)" in r.stdout
     )
+
+
+def test_fp8_on_mma_sync_is_placed_under_the_fp16_tensor_core_peak():
+    """Hopper runs mma.sync on FP8 by widening both operands to fp16 (F2FP, then HMMA.16816):
+    stage 58's record names the fp16 Tensor Core peak, the wgmma FP8 stages' the FP8 one."""
+    from rooflinecli.core import roof_keys, roofs, specs
+    from rooflinecli.stages import gemm
+
+    spec = specs.resolve("h100-sxm5")
+    gemv = roofs.model_record(gemm.BY_NAME["gemv_fp8"], 1, 4096, 4096, spec, dtype="fp8")
+    qgmma = roofs.model_record(gemm.BY_NAME["wgmma_fp8"], 8192, 8192, 8192, spec, dtype="fp8")
+    assert gemv["math_instruction"] == "HMMA" and qgmma["math_instruction"] == "QGMMA"
+    assert gemv["peak_key"] == "fp16_tensor_dense"
+    assert gemv["peak_tflops"] == spec.peak("fp16_tensor_dense")
+    assert qgmma["peak_key"] == "fp8_tensor_dense"
+    assert qgmma["peak_tflops"] == spec.peak("fp8_tensor_dense") > gemv["peak_tflops"]
+    assert roof_keys.of_instruction("fp8", "HMMA") == "fp16_tensor_dense"
+    assert roof_keys.of_instruction("bf16", "HMMA") == "bf16_tensor_dense"
