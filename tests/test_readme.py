@@ -40,7 +40,7 @@ def test_the_pages_are_the_readme_and_docs_but_the_cli_reference() -> None:
 def test_blocks_name_committed_documents() -> None:
     found = {p.name: blocks(p.read_text()) for p in PAGES}
     kinds = sorted({k for b in found.values() for k, _, _ in b})
-    assert kinds == ["best", "results", "show", "token"]
+    assert kinds == ["best", "fastest", "results", "show", "token"]
     for page in found.values():
         for _, names, _ in page:
             for name in names.split(","):
@@ -77,8 +77,11 @@ def test_blocks_name_committed_documents() -> None:
         "attn-b2-h16-n8192-d128-bf16.json,attn-b2-h16-n8192-d128-bf16-h100.json",
         "gemm-fp8-8192-h100.json",
         "gemm-fp8-widths-h100.json",
+        "gemm-fp8-prefill-fill-h100.json",
         "benchmarks/calibration/h100.json",
     }
+    # the fastest stage per shape where a document timed several: FP8 at decode batches
+    assert {n for k, n, _ in found["results.md"] if k == "fastest"} == {"gemm-fp8-decode-h100.json"}
 
 
 def test_every_column_of_the_sample_is_defined() -> None:

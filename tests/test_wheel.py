@@ -64,6 +64,7 @@ def test_wheel_holds_every_cu_cuh_and_toml(wheel):
                 "*.cu",
                 "include/*.cuh",
                 "include/sm70/*.cuh",
+                "include/sm89/*.cuh",
                 "include/sm90/*.cuh",
                 "include/gemm/*.cuh",
                 "calibrate/*.cu",
