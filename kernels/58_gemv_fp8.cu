@@ -1,19 +1,19 @@
-// Stage 58: FP8 decode on warp-level Tensor Cores, stage 53's idea on one-byte weights. At
-// M = 1 .. 16 the weights (B, N x K) are the bytes; stage 34's TMA ring and stream-K workspace
-// cost more than they save on small matrices. Here a block owns a strip of 16 weight rows and
-// BM rows of the batch; its warps split K and stream B straight into registers, 16 bytes a lane:
-// lanes 4g + t of a warp read rows g and g + 8 of the strip at K offset 64c + 16t, so one load
-// instruction covers 64 contiguous bytes of 8 rows. Both operands already sit as mma.sync
-// m16n8k32 wants them (QMMA, e4m3; -DFP8_E5M2=1: e5m2), the weights as A (16 x 32, rows
-// K-contiguous) and the batch as B (32 x 8, columns K-contiguous), once A and B take the same
-// order of K: a lane's bytes 0-7 feed the first MMA of a chunk and bytes 8-15 the second. No
-// conversion, no shared memory in the main loop. KU chunks per warp are loaded before the first
-// MMA of the step (bytes in flight: Little's law). Each chunk's two MMAs start from zero and
-// their sum is added into FP32 registers: promoted every 64 of K, under the k-block's scales
-// where the scales are DeepGEMM's (-DSCALES=2); per tensor (0) and per row and column (1) apply
-// in the epilogue. The warps' partial tiles meet in shared memory, one barrier, and each thread
-// stores pairs of C (bf16; -DELEM_BF16=0: fp16) with alpha and beta. Blocks of one strip run
-// side by side (stage 52's relabelling), so a strip comes from HBM once at M > BM.
+// Stage 58: FP8 decode on warp-level Tensor Cores, stage 53's idea on one-byte weights. At M = 1 ..
+// 16 the weights (B, N x K) are the bytes; stage 34's TMA ring and stream-K workspace cost more
+// than they save on small matrices. Here a block owns a strip of 16 weight rows and BM rows of the
+// batch; its warps split K and stream B straight into registers, 16 bytes a lane: lanes 4g + t of a
+// warp read rows g and g + 8 of the strip at K offset 64c + 16t, so one load instruction covers 64
+// contiguous bytes of 8 rows. Both operands already sit as mma.sync m16n8k32 wants them (e4m3;
+// -DFP8_E5M2=1: e5m2), the weights as A (16 x 32, rows K-contiguous) and the batch as B (32 x 8,
+// columns K-contiguous), once A and B take the same order of K: a lane's bytes 0-7 feed the first
+// MMA of a chunk and bytes 8-15 the second. Hopper runs that MMA as fp16 HMMA on operands it widens
+// (F2FP); no shared memory in the main loop. KU chunks a warp loads before the step's first MMA
+// (bytes in flight: Little's law). Each chunk's two MMAs start from zero and their sum is added
+// into FP32 registers: promoted every 64 of K, under the k-block's scales where they are DeepGEMM's
+// (-DSCALES=2); per tensor (0) and per row and column (1) apply in the epilogue. The warps' partial
+// tiles meet in shared memory, one barrier, and each thread stores pairs of C (bf16; -DELEM_BF16=0:
+// fp16) with alpha and beta. Blocks of one strip run side by side (stage 52's relabelling), so a
+// strip comes from HBM once at M > BM.
 // SKIP_KBLOCK=j >= 0 leaves out 128-wide k-block j: a deliberately wrong kernel the check must
 // fail. Shapes: any M; N and K multiples of 16 (the FP8 contract).
 #ifndef BM
