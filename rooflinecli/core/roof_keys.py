@@ -40,8 +40,7 @@ FFMA = "fp32"
 # (precision, math) whose inputs the instruction converts first: on Hopper mma.sync takes FP8 only
 # by widening it to fp16 (F2FP, then HMMA at the fp16 rate), so the fp16 Tensor Core peak bounds it
 CONVERTED = {("fp8", "HMMA"): "fp16"}
-_CONVERTED_KEYS = frozenset(TABLE[v].datasheet for v in CONVERTED.values())
-_CONVERTS = frozenset(d for d, _math in CONVERTED)
+_CONVERTED_PEAKS = frozenset((d, TABLE[v].datasheet) for (d, _math), v in CONVERTED.items())
 
 # datasheet peak key -> the roof of the other roof sets that stands for it
 _IN_SETS = {k.datasheet: k.roof_set for k in TABLE.values() if k.roof_set}
@@ -84,7 +83,7 @@ def family(dtype: str, key: str) -> str:
     """The peak key a placed record names: its precision's datasheet peak (roof sets swap within
     it), or FP32 where it was placed under the FP32 peak for its FFMA math, or the peak of the
     precision its instruction converts the inputs to (CONVERTED)."""
-    if key == FFMA or dtype not in TABLE or key in _CONVERTED_KEYS and dtype in _CONVERTS:
+    if key == FFMA or dtype not in TABLE or (dtype, key) in _CONVERTED_PEAKS:
         return key
     return TABLE[dtype].datasheet
 

@@ -426,10 +426,7 @@ def run_gemm(  # type: ignore[no-untyped-def]
     if work is None:
         ladder = [s for s in stages if not s.reference]
         work = [(shape, [(s, s.refuses(*shape)) for s in ladder]) for shape in shapes]
-    # each stage as it runs the shape (its tile width, where the shape picks it)
-    sms = dev["sm_count"]
-    work = [(shape, [(s.for_shape(shape[0], shape[1], sms), why) for s, why in items])
-            for shape, items in work]  # fmt: skip
+    work = loop.shaped(work, dev["sm_count"])
     builds: dict[tuple[str, tuple[tuple[str, int], ...]], tuple[Fp8Stage, str, str, dict]] = {
         (s.name, tuple(sorted(s.params.items()))): (fp8_stage(s), fp8_format, "bf16", {})
         for _shape, items in work

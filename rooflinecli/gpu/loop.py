@@ -99,6 +99,18 @@ LAST_FAILED = "the last timed launch's output failed its check"
 POOLED = "every repeat it ran beside the stages of this shape"
 
 
+def shaped(
+    work: Sequence[tuple[Any, Sequence[tuple[Any, str | None]]]], sms: int, arch: str | None = None
+) -> list[tuple[Any, list[tuple[Any, str | None]]]]:
+    """`work` with each stage as it runs its shape: its arch's params (where `arch` is given)
+    and its tile width where the shape picks it (Stage.for_shape over `sms` SMs)."""
+    return [
+        (shape, [((s.for_arch(arch) if arch else s).for_shape(shape[0], shape[1], sms), why)
+                 for s, why in items])
+        for shape, items in work
+    ]  # fmt: skip
+
+
 def run(
     cp: Any,
     work: Sequence[tuple[Any, Sequence[tuple[Any, str | None]]]],

@@ -644,10 +644,7 @@ def run_gemm(
     if work is None:  # every stage at every shape, refused where it cannot run it
         work = [(shape, [(s, s.refuses(*shape)) for s in stages if not s.reference])
                 for shape in shapes]  # fmt: skip
-    # each stage as it runs the shape: its arch's params, its tile width where the shape picks it
-    sms = dev["sm_count"]
-    work = [(shape, [(s.for_arch(arch).for_shape(shape[0], shape[1], sms), why)
-                     for s, why in items]) for shape, items in work]  # fmt: skip
+    work = loop.shaped(work, dev["sm_count"], arch)
     # every stage the plan runs, and the timer's holding kernel, built in parallel processes
     # behind the run, in the order it needs them: the loop times the stages already built
     # while the rest build, and waits only for a stage not built yet

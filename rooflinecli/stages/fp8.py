@@ -309,8 +309,9 @@ class Fp8Stage(NamedTuple):
 
 _BASE = {"BM": 128, "BK": 128, "GROUP_M": 8}
 # the widths the TMA-store epilogue stores in whole 64-column chunks, each with the deepest ring
-# that fits 227 KiB beside the epilogue's staging
-_TMA_C_WIDTHS = MappingProxyType(
+# that fits 227 KiB beside the epilogue's staging: slots of 128-byte rows, so the same for FP8 at
+# BK = 128 and for stage 26's 16-bit tiles at BK = 64 (rooflinecli/stages/gemm.py)
+TMA_C_WIDTHS = MappingProxyType(
     {128: MappingProxyType({"STAGES": 6}), 192: MappingProxyType({"STAGES": 4}),
      256: MappingProxyType({"STAGES": 4})}
 )  # fmt: skip
@@ -384,7 +385,7 @@ FP8_STAGES: tuple[Fp8Stage, ...] = (
         "one whose tiles do the most work on the SMs, wave fill weighed by the tile's intensity "
         "(DeepGEMM's choice of BLOCK_N), so that no class of shapes is held to one width",
         MappingProxyType({**_BASE, "BN": 256, "STAGES": 4, "PERSISTENT": 1, "TMA_C": 1}),
-        widths=_TMA_C_WIDTHS,
+        widths=TMA_C_WIDTHS,
     ),
     Fp8Stage(
         "wgmma_fp8_cluster_fill",
@@ -394,7 +395,7 @@ FP8_STAGES: tuple[Fp8Stage, ...] = (
             {**_BASE, "BN": 256, "STAGES": 4, "PERSISTENT": 1}
             | {"CLUSTER_M": 2, "TMA_C": 1, "MAX_BLOCKS": 128}
         ),
-        widths=_TMA_C_WIDTHS,
+        widths=TMA_C_WIDTHS,
     ),
     Fp8Stage(
         "wgmma_fp8_blockscale",
@@ -435,7 +436,7 @@ FP8_BY_NAME: dict[str, Fp8Stage] = {s.name: s for s in FP8_STAGES}
 
 def of_registry(stage: Any) -> Fp8Stage:
     """The FP8 geometry of a registry entry (rooflinecli/stages/gemm.py) of an FP8 source (stage
-    32 or 34), a variant's parameters and name included."""
+    32, 34 or 58), a variant's parameters and name included."""
     return Fp8Stage(
         stage.name,
         stage.what,

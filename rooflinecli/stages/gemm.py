@@ -174,8 +174,7 @@ class Stage:
         """The stage as it runs an M x N output on `sm_count` SMs: a stage with `widths` takes
         the tile width whose tiles do the most work on its blocks (core/waves.fill_width: wave
         fill weighed by the tile's intensity; a persistent grid's blocks, else the SMs), its name
-        unchanged and its record's params the ones it
-        launched; any other stage as it is."""
+        unchanged and its record's params the ones it launched; any other stage as it is."""
         if not self.widths:
             return self
         slots = sm_count * max(self.persistent_blocks_per_sm, 1)
@@ -647,13 +646,6 @@ def _wgmma_persistent(p: dict[str, int]) -> Stage:
     return replace(stage, rebuild=lambda q: _wgmma_persistent(dict(q)))
 
 
-# stage 26's widths, each with the deepest ring that fits beside the TMA store's staging
-_PERSISTENT_WIDTHS = MappingProxyType(
-    {128: MappingProxyType({"STAGES": 6}), 192: MappingProxyType({"STAGES": 4}),
-     256: MappingProxyType({"STAGES": 4})}
-)  # fmt: skip
-
-
 def _wgmma_persistent_fill(p: dict[str, int]) -> Stage:
     """Stage 26 taking its tile width from the shape (Stage.for_shape): at 512 x 12288 its
     128 x 192 tiles make 256 in 1.94 waves where 128 x 256 ones make 192 in 1.45."""
@@ -663,7 +655,7 @@ def _wgmma_persistent_fill(p: dict[str, int]) -> Stage:
         what="stage 26 taking its tile width from the shape: of BN = 128, 192 and 256, the one "
         "whose tiles do the most work on the SMs, wave fill weighed by the tile's intensity "
         "(DeepGEMM's choice of BLOCK_N), so that no class of shapes is held to one width",
-        widths=_PERSISTENT_WIDTHS,
+        widths=fp8.TMA_C_WIDTHS,  # the TMA-store epilogue's widths and rings
         tune_space=MappingProxyType({"GROUP_M": (8, 16), "TMA_C": (0, 1)}),  # not the width
         rebuild=lambda q: _wgmma_persistent_fill(dict(q)),
     )
