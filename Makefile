@@ -68,7 +68,7 @@ bench: $(INSTALLED)
 	PATH="$(abspath $(BIN)):$$PATH" bash benchmarks/gemm_fp32_ladder.sh build/bench ladder
 
 # The report's example page (tests/test_report_example.py holds it to this line's output).
-REPORT_EXAMPLE := benchmarks/results/gemm-fp32-4096-interleaved.json --calibration benchmarks/calibration/h200-2026-12-01.json
+REPORT_EXAMPLE := benchmarks/results/gemm-fp32-4096-interleaved.json.gz --calibration benchmarks/calibration/h200-2026-12-01.json
 
 docs: $(INSTALLED)
 	$(BIN)/python -m rooflinecli.docgen docs/cli.md
@@ -82,12 +82,12 @@ docs-check: $(INSTALLED)
 # The pictures of docs/results.md, from the committed H200 documents and calibration (no GPU).
 CAL := benchmarks/calibration/h200-2026-12-01.json
 plots: $(INSTALLED)
-	$(BIN)/roofline plot benchmarks/results/gemm-fp32-4096-interleaved.json --calibration $(CAL) -o docs/roofline-h200-fp32-4096.png --force
-	$(BIN)/roofline plot benchmarks/results/profile-fp32-4096.json --calibration $(CAL) -o docs/roofline-h200-fp32-measured.png --force
-	$(BIN)/roofline plot benchmarks/results/gemm-bf16-8192-interleaved.json --calibration $(CAL) -o docs/roofline-h200-bf16-8192.png --force
-	$(BIN)/roofline plot benchmarks/results/attn-b2-h16-n8192-d128-bf16.json --calibration $(CAL) -o docs/roofline-h200-attention.png --force
-	$(BIN)/roofline plot benchmarks/results/llm-llama-7b-bf16-best-1-16-512.json --calibration benchmarks/calibration/h200-2026-12-01-llm.json -o docs/roofline-h200-llm.png --force
-	$(BIN)/roofline plot benchmarks/results/token-llama-7b-bf16.json --calibration benchmarks/calibration/h200-token.json -o docs/roofline-h200-token.png --force
+	$(BIN)/roofline plot benchmarks/results/gemm-fp32-4096-interleaved.json.gz --calibration $(CAL) -o docs/roofline-h200-fp32-4096.png --force
+	$(BIN)/roofline plot benchmarks/results/profile-fp32-4096.json.gz --calibration $(CAL) -o docs/roofline-h200-fp32-measured.png --force
+	$(BIN)/roofline plot benchmarks/results/gemm-bf16-8192-interleaved.json.gz --calibration $(CAL) -o docs/roofline-h200-bf16-8192.png --force
+	$(BIN)/roofline plot benchmarks/results/attn-b2-h16-n8192-d128-bf16.json.gz --calibration $(CAL) -o docs/roofline-h200-attention.png --force
+	$(BIN)/roofline plot benchmarks/results/llm-llama-7b-bf16-best-1-16-512.json.gz --calibration benchmarks/calibration/h200-2026-12-01-llm.json -o docs/roofline-h200-llm.png --force
+	$(BIN)/roofline plot benchmarks/results/token-llama-7b-bf16.json.gz --calibration benchmarks/calibration/h200-token.json -o docs/roofline-h200-token.png --force
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

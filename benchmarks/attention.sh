@@ -47,20 +47,20 @@ step_tests() {  # every stage at N = 1, 77 and 1000, causal and not, grouped-que
 }
 
 step_ladder() {
-  doc attn-b2-h16-n8192-d128-bf16.json 120 run attention --dtype bf16 --shapes 2x16x8192x128 \
+  doc attn-b2-h16-n8192-d128-bf16.json.gz 120 run attention --dtype bf16 --shapes 2x16x8192x128 \
     --budget-ms 200
-  doc attn-b2-h16-n8192-d128-bf16-causal.json 120 run attention --dtype bf16 \
+  doc attn-b2-h16-n8192-d128-bf16-causal.json.gz 120 run attention --dtype bf16 \
     --shapes 2x16x8192x128 --causal --budget-ms 200
 }
 
 step_sweep() {  # 16 heads at D = 128, 32 at D = 64
-  doc attn-sweep-d128-bf16.json 200 run attention --dtype bf16 --shapes "$D128" \
+  doc attn-sweep-d128-bf16.json.gz 200 run attention --dtype bf16 --shapes "$D128" \
     --stages "$FUSED" --budget-ms 100
-  doc attn-sweep-d128-bf16-causal.json 200 run attention --dtype bf16 --shapes "$D128" \
+  doc attn-sweep-d128-bf16-causal.json.gz 200 run attention --dtype bf16 --shapes "$D128" \
     --stages "$FUSED" --causal --budget-ms 100
-  doc attn-sweep-d64-bf16.json 200 run attention --dtype bf16 --shapes "$D64" \
+  doc attn-sweep-d64-bf16.json.gz 200 run attention --dtype bf16 --shapes "$D64" \
     --stages "$FUSED" --budget-ms 100
-  doc attn-sweep-d64-bf16-causal.json 200 run attention --dtype bf16 --shapes "$D64" \
+  doc attn-sweep-d64-bf16-causal.json.gz 200 run attention --dtype bf16 --shapes "$D64" \
     --stages "$FUSED" --causal --budget-ms 100
 }
 

@@ -3,14 +3,15 @@ the same shape: per side (our pick, cuBLAS) the chain's median replay over the p
 and whether they agree within 3% (a graph replay of one kernel should cost what the same kernel
 costs launched alone with a warm L2).
 
-    python benchmarks/chain_single.py CHAIN.json GEMM.json
+    python benchmarks/chain_single.py CHAIN.json.gz GEMM.json.gz
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
+
+from rooflinecli import paths
 
 WITHIN = 0.03
 
@@ -27,8 +28,8 @@ def main(chain_path: str, gemm_path: str) -> int:
     if missing:
         print(f"one-gemm: not measured ({', '.join(missing)} missing)")
         return 1
-    chain = json.loads(Path(chain_path).read_text())
-    gemm = json.loads(Path(gemm_path).read_text())
+    chain = paths.read_json(chain_path, "results file")
+    gemm = paths.read_json(gemm_path, "results file")
     worst = 0.0
     for kind in ("stage", "reference"):
         c_name, c_ms = _time(chain, kind)

@@ -8,7 +8,7 @@ them (gemv_splitk@NUM_THREADS=256), verified and timed by the runner like any st
 that fail to compile or spill are dropped on the CPU first and listed in the document.
 
     python benchmarks/decode_variants.py --precompile sm_90a   # the compile cache, in parallel
-    python benchmarks/decode_variants.py --dtype bf16 --output /tmp/out/decode-variants-bf16.json
+    python benchmarks/decode_variants.py --dtype bf16 --output /tmp/out/decode-variants-bf16.json.gz
     python benchmarks/decode_variants.py --set simt --dtype fp32 --budget-ms 400 --output F.json
     python benchmarks/decode_variants.py --set simt12 --precompile sm_90a   # stage 12's variants
 
@@ -57,7 +57,7 @@ SIMT_VARIANTS: list[tuple[str, dict[str, int]]] = [
 ]
 SIMT_SHAPES = {"fp32": [(4096, 4096, 4096), (8192, 8192, 8192)]}
 # --set simt12: stage 12 (serpentine_ffma) around its defaults, beside stage 11's best variant
-# (spread-copies-variants-fp32.json: 93.6% / 94.5% of cuBLAS at 4096 / 8192), with the controls that say
+# (spread-copies-variants-fp32.json.gz: 93.6% / 94.5% of cuBLAS at 4096 / 8192), with the controls that say
 # which of its changes pays (each undoes one): row-major lanes, stage 11's block tile (one
 # 8-warp block per SM), row-major FFMA order, stage 11's 8 x 16 thread tile
 SIMT12_VARIANTS: list[tuple[str, dict[str, int]]] = [

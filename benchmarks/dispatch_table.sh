@@ -50,14 +50,14 @@ step_tc() {
   tc_sizes=$tc_sizes,4096x32000x4096,8192
   local more16=256x4096x4096,256x4096x11008,256x11008x4096,256x12288x4096,256x32000x4096,4096
   compile_candidates "$odd" "$dec" "$tc"
-  tune_dispatch tune-dispatch-tc-bf16-odd.json bf16 127x333x65 "$odd" 60
-  tune_dispatch tune-dispatch-tc-bf16-decode.json bf16 8x4096x4096,2x4096x4096,4x4096x4096,16x4096x4096 \
+  tune_dispatch tune-dispatch-tc-bf16-odd.json.gz bf16 127x333x65 "$odd" 60
+  tune_dispatch tune-dispatch-tc-bf16-decode.json.gz bf16 8x4096x4096,2x4096x4096,4x4096x4096,16x4096x4096 \
     "$dec" 90
-  tune_dispatch tune-dispatch-tc-bf16-tc.json bf16 "$tc_sizes,512x12288x4096,512x32000x4096,4096" \
+  tune_dispatch tune-dispatch-tc-bf16-tc.json.gz bf16 "$tc_sizes,512x12288x4096,512x32000x4096,4096" \
     "$tc" 300
-  tune_dispatch tune-dispatch-tc-fp16-odd.json fp16 127x333x65 "$odd" 60
-  tune_dispatch tune-dispatch-tc-fp16-decode.json fp16 8x4096x4096,16x4096x4096 "$dec" 90
-  tune_dispatch tune-dispatch-tc-fp16-tc.json fp16 "$tc_sizes,$more16" "$tc" 300
+  tune_dispatch tune-dispatch-tc-fp16-odd.json.gz fp16 127x333x65 "$odd" 60
+  tune_dispatch tune-dispatch-tc-fp16-decode.json.gz fp16 8x4096x4096,16x4096x4096 "$dec" 90
+  tune_dispatch tune-dispatch-tc-fp16-tc.json.gz fp16 "$tc_sizes,$more16" "$tc" 300
 }
 
 step_tiles() {
@@ -83,9 +83,9 @@ print(dispatch.user_table_path('NVIDIA H200'))")
   compile_candidates "$odd" "$small" "$big"
   local dt
   for dt in bf16 fp16; do
-    tune_dispatch "tune-dispatch-tcsmall-$dt-odd.json" $dt 127x333x65 "$odd" 60
-    tune_dispatch "tune-dispatch-tcsmall-$dt-small.json" $dt 1000x1016x1032 "$small" 60
-    tune_dispatch "tune-dispatch-tcsmall-$dt-big.json" $dt 4096x4104x1032,512x11008x4096 "$big" 120
+    tune_dispatch "tune-dispatch-tcsmall-$dt-odd.json.gz" $dt 127x333x65 "$odd" 60
+    tune_dispatch "tune-dispatch-tcsmall-$dt-small.json.gz" $dt 1000x1016x1032 "$small" 60
+    tune_dispatch "tune-dispatch-tcsmall-$dt-big.json.gz" $dt 4096x4104x1032,512x11008x4096 "$big" 120
   done
   [ -f "$table" ] && cp "$table" "$OUT/dispatch-table.json"
 }
@@ -93,15 +93,15 @@ print(dispatch.user_table_path('NVIDIA H200'))")
 step_best() {  # the picks over SET, each interleaved with cuBLAS; best/cuBLAS per shape
   local dt
   for dt in bf16 fp16; do
-    doc "gemm-$dt-tc-shapes-best.json" 200 run gemm --stages best --sizes "$SET" --dtype $dt \
+    doc "gemm-$dt-tc-shapes-best.json.gz" 200 run gemm --stages best --sizes "$SET" --dtype $dt \
       --budget-ms 100
-    [ -s "$OUT/gemm-$dt-tc-shapes-best.json" ] && python3 benchmarks/summarize_best.py \
-      "$OUT/gemm-$dt-tc-shapes-best.json"
+    [ -s "$OUT/gemm-$dt-tc-shapes-best.json.gz" ] && python3 benchmarks/summarize_best.py \
+      "$OUT/gemm-$dt-tc-shapes-best.json.gz"
   done
 }
 
 step_seed() {  # no GPU: the shipped table as benchmarks/seed_dispatch.py makes it
-  python3 benchmarks/seed_dispatch.py "NVIDIA H200" h200-sxm benchmarks/results/*.json \
+  python3 benchmarks/seed_dispatch.py "NVIDIA H200" h200-sxm benchmarks/results/*.json.gz \
     > "$OUT/h200-sxm.toml"
   if diff -q "$OUT/h200-sxm.toml" dispatch/h200-sxm.toml > /dev/null; then
     echo "== seed: dispatch/h200-sxm.toml is what the committed documents make"

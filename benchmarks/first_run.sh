@@ -2,7 +2,7 @@
 # The first run a new user makes: `roofline run gemm --m 4096` (the README's main job, default
 # stages, budget and repeats) timed as a whole process from a cold start, then warm. Cold means
 # the tool's compile cache, CuPy's kernel cache and the driver's ~/.nv/ComputeCache are empty.
-# The document is benchmarks/results/first-run-gemm-fp32-4096.json: the cold run's results
+# The document is benchmarks/results/first-run-gemm-fp32-4096.json.gz: the cold run's results
 # document, with the wall times of both runs added as its `first_run` field.
 #
 #   bash benchmarks/first_run.sh OUTDIR [STEP...]     (default: cold, ~1 min)
@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 suite "$@"
 
 step_cold() {
-  local caches cold warm t0 t1 doc="$OUT/first-run-gemm-fp32-4096.json"
+  local caches cold warm t0 t1 doc="$OUT/first-run-gemm-fp32-4096.json.gz"
   caches=$(mktemp -d)
   export ROOFLINE_CACHE_DIR=$caches/roofline CUPY_CACHE_DIR=$caches/cupy
   rm -rf "$HOME/.nv/ComputeCache"

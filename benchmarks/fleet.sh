@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Every GPU of a node at once (docs/fleet.md): `run gemm --m 4096 --gpus ...` beside the same
 # run on one GPU alone, with a warm compile cache, and `roofline fleet` on the merged document.
-# Documents: fleet-gemm-fp32-4096-gpus0.json (--gpus 0), fleet-gemm-fp32-4096-gpus-all.json
+# Documents: fleet-gemm-fp32-4096-gpus0.json.gz (--gpus 0), fleet-gemm-fp32-4096-gpus-all.json
 # (--gpus all), each with the wall times of the fleet run and of the one-GPU run added as its
-# `wall` field; fleet-ranks-torchrun.json (step ranks: torchrun's ranks, merged).
+# `wall` field; fleet-ranks-torchrun.json.gz (step ranks: torchrun's ranks, merged).
 #
 #   bash benchmarks/fleet.sh OUTDIR [STEP...]     (default: one all ranks, ~2 min on a node of 8)
 source "$(dirname "$0")/lib.sh"
@@ -22,7 +22,7 @@ wall() {
 # fleet_run DOC GPUS: the one-GPU run (warming the cache first), the --gpus run into DOC, both
 # wall times
 fleet_run() {
-  local tag=${1%.json} gpus=$2 alone fleet doc="$OUT/$1"
+  local tag=${1%.json.gz} gpus=$2 alone fleet doc="$OUT/$1"
   tag=${tag#fleet-gemm-fp32-4096-}
   wall "warm-$tag" "$OUT/warm.json" 300
   wall "alone-$tag" "$OUT/alone.json" 300
@@ -53,15 +53,15 @@ PY
 }
 
 step_one() {
-  fleet_run fleet-gemm-fp32-4096-gpus0.json 0
+  fleet_run fleet-gemm-fp32-4096-gpus0.json.gz 0
 }
 
 step_all() {
-  fleet_run fleet-gemm-fp32-4096-gpus-all.json all
+  fleet_run fleet-gemm-fp32-4096-gpus-all.json.gz all
 }
 
 # ranks: the launcher path for real, under torchrun (one rank a GPU of this node): each rank
-# writes {host}-{rank}.json, `roofline merge` makes fleet-ranks-torchrun.json of them
+# writes {host}-{rank}.json, `roofline merge` makes fleet-ranks-torchrun.json.gz of them
 step_ranks() {
   local dir="$OUT/ranks" n
   n=$(nvidia-smi -L 2> /dev/null | wc -l)
@@ -69,7 +69,7 @@ step_ranks() {
   step ranks 300 python3 -m torch.distributed.run --standalone --nproc_per_node="${n:-1}" \
     -m rooflinecli run gemm --sizes 4096 --stages cublas,multistage --quiet --force \
     --output "$dir/{host}-{rank}.json"
-  step merge 60 $R merge "$dir"/*.json --force --output "$OUT/fleet-ranks-torchrun.json"
+  step merge 60 $R merge "$dir"/*.json --force --output "$OUT/fleet-ranks-torchrun.json.gz"
   rm -rf "$dir"
 }
 

@@ -13,7 +13,7 @@
 # 16, M any; the decode stage where M <= 64), grid
 # (`roofline tune dispatch --dtype fp8` per M of benchmarks/shapes/grid.txt, and at M 1024 and
 # 4096 over its weight shapes, with the M bucket's candidates: the documents
-# tune-dispatch-grid-fp8-m*.json that benchmarks/seed_dispatch.py seeds the FP8 classes from),
+# tune-dispatch-grid-fp8-m*.json.gz that benchmarks/seed_dispatch.py seeds the FP8 classes from),
 # widths (stage 32's tile widths between 128 and 256 at shapes whose last wave 256 leaves short),
 # fill (the stages that take their tile width from the shape, over best's shapes), decode (the
 # decode stages, 34 and 58, at M = 1, 16 and 64 over the public set's weight shapes).
@@ -26,12 +26,12 @@ DOC_SUFFIX=${DOC_SUFFIX:-}
 PREFILL=$(awk -F x '/^[0-9]/ && $1 >= 1024' benchmarks/shapes/public.txt | paste -sd, -)
 
 step_best() {
-  doc "gemm-fp8-prefill-best${DOC_SUFFIX}.json" 100 run gemm --dtype fp8 --stages best \
+  doc "gemm-fp8-prefill-best${DOC_SUFFIX}.json.gz" 100 run gemm --dtype fp8 --stages best \
     --sizes "8192x8192x8192,$PREFILL" --budget-ms 60
 }
 
 step_odd() {
-  doc "gemm-fp8-odd${DOC_SUFFIX}.json" 90 run gemm --dtype fp8 \
+  doc "gemm-fp8-odd${DOC_SUFFIX}.json.gz" 90 run gemm --dtype fp8 \
     --sizes 1x48x16,77x16x4096,129x272x160,1000x1040x1024,511x4112x2064 --budget-ms 10
 }
 
@@ -60,7 +60,7 @@ step_decode() {
   local weights sizes m
   weights=$(grep -v '^#' benchmarks/shapes/public.txt | grep '^1x' | cut -d x -f 2-)
   sizes=$(for m in 1 16 64; do for w in $weights; do printf '%sx%s,' "$m" "$w"; done; done)
-  doc "gemm-fp8-decode${DOC_SUFFIX}.json" 180 run gemm --dtype fp8 --budget-ms 10 \
+  doc "gemm-fp8-decode${DOC_SUFFIX}.json.gz" 180 run gemm --dtype fp8 --budget-ms 10 \
     --stages "$GEMV8,$GEMV16,$GEMV32,wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_swapab@BM=64" \
     --sizes "${sizes%,}"
 }
@@ -68,7 +68,7 @@ step_decode() {
 # widths: stage 32 at BN 160, 192 and 224 beside 256, at the shapes whose tile counts leave the
 # last wave short at 256 (DeepGEMM's 4096x7168x16384: 896 tiles of 128 x 256 on 132 SMs)
 step_widths() {
-  doc "gemm-fp8-widths${DOC_SUFFIX}.json" 120 run gemm --dtype fp8 --budget-ms 60 \
+  doc "gemm-fp8-widths${DOC_SUFFIX}.json.gz" 120 run gemm --dtype fp8 --budget-ms 60 \
     --stages "wgmma_fp8_persistent,wgmma_fp8_tma_store,wgmma_fp8_cluster,wgmma_fp8_fill,wgmma_fp8_cluster_fill,$FP8_WIDTHS" \
     --sizes 8192x8192x8192,4096x7168x16384,6144x1536x7168,1024x6144x4096,3000x4096x4112
 }
@@ -76,7 +76,7 @@ step_widths() {
 # fill: the stages that take their tile width from the shape beside the fixed widths they choose
 # among, over --stages best's shapes (8192^3 and the prefill shapes of the public set)
 step_fill() {
-  doc "gemm-fp8-prefill-fill${DOC_SUFFIX}.json" 150 run gemm --dtype fp8 --budget-ms 20 \
+  doc "gemm-fp8-prefill-fill${DOC_SUFFIX}.json.gz" 150 run gemm --dtype fp8 --budget-ms 20 \
     --stages "wgmma_fp8_persistent,wgmma_fp8_tma_store,wgmma_fp8_fill,wgmma_fp8_cluster,$FILL" \
     --sizes "8192x8192x8192,$PREFILL"
 }
@@ -87,7 +87,7 @@ step_grid() {
   weights=$(grep -v '^#' benchmarks/shapes/grid.txt | grep '^1x' | cut -d x -f 2-)
   for m in ${GRID_MS:-1 3 12 24 56 112 200 320 1024 4096}; do
     sizes=$(for w in $weights; do printf '%sx%s,' "$m" "$w"; done)
-    doc "tune-dispatch-grid-fp8-m$m${DOC_SUFFIX}.json" 150 tune dispatch --dtype fp8 \
+    doc "tune-dispatch-grid-fp8-m$m${DOC_SUFFIX}.json.gz" 150 tune dispatch --dtype fp8 \
       --budget-ms 10 \
       --sizes "${sizes%,}" --stages "${FP8_CAND[$m]:-$FP8_WIDE}"
   done

@@ -14,27 +14,27 @@ source "$(dirname "$0")/lib.sh"
 suite "$@"
 
 step_ladder() {
-  doc gemm-fp16-8192.json 300 run gemm --m 8192 --dtype fp16
-  doc gemm-bf16-8192.json 300 run gemm --m 8192 --dtype bf16
-  doc gemm-fp16-4096.json 300 run gemm --sizes 4096,1000 --dtype fp16
-  doc gemm-bf16-4096.json 300 run gemm --sizes 4096,1000 --dtype bf16
-  doc gemm-fp16-4096-rerun.json 200 run gemm --m 4096 --dtype fp16
+  doc gemm-fp16-8192.json.gz 300 run gemm --m 8192 --dtype fp16
+  doc gemm-bf16-8192.json.gz 300 run gemm --m 8192 --dtype bf16
+  doc gemm-fp16-4096.json.gz 300 run gemm --sizes 4096,1000 --dtype fp16
+  doc gemm-bf16-4096.json.gz 300 run gemm --sizes 4096,1000 --dtype bf16
+  doc gemm-fp16-4096-rerun.json.gz 200 run gemm --m 4096 --dtype fp16
   # the same commands, the documents the README's table and the plots read
-  doc gemm-fp16-8192-interleaved.json 300 run gemm --m 8192 --dtype fp16
-  doc gemm-bf16-8192-interleaved.json 300 run gemm --m 8192 --dtype bf16
+  doc gemm-fp16-8192-interleaved.json.gz 300 run gemm --m 8192 --dtype fp16
+  doc gemm-bf16-8192-interleaved.json.gz 300 run gemm --m 8192 --dtype bf16
 }
 
 step_mma() {  # stage 23 (mma.sync, TMA, warp-specialized) and cuBLAS only: one-run ratios
   local dt
   for dt in fp16 bf16; do
-    doc "gemm-$dt-8192-mma.json" 120 run gemm --m 8192 --dtype $dt --stages mma_tma_ws,cublas_hgemm
+    doc "gemm-$dt-8192-mma.json.gz" 120 run gemm --m 8192 --dtype $dt --stages mma_tma_ws,cublas_hgemm
   done
 }
 
 step_tune() {  # tune spaces; the winners are saved for --tuned
-  doc tune-mma_multistage-8192.json 300 tune gemm --stage mma_multistage --m 8192
-  doc tune-mma_tma_ws-8192.json 300 tune gemm --stage mma_tma_ws --m 8192
-  doc tune-wgmma_persistent-4096.json 120 tune gemm --stage wgmma_persistent --m 4096
+  doc tune-mma_multistage-8192.json.gz 300 tune gemm --stage mma_multistage --m 8192
+  doc tune-mma_tma_ws-8192.json.gz 300 tune gemm --stage mma_tma_ws --m 8192
+  doc tune-wgmma_persistent-4096.json.gz 120 tune gemm --stage wgmma_persistent --m 4096
 }
 
 # with_own_cache: tune winners that only this step's tunes decide (and its own kernel cache)
@@ -45,11 +45,11 @@ step_wgmma_cluster() {  # stage 27 (2x1 clusters, B multicast), 28 (consumers LA
   with_own_cache wgmma-27-28
   local st m dt
   for st in wgmma_cluster wgmma_stagger; do
-    doc "tune-$st-bf16-8192.json" 120 tune gemm --stage $st --dtype bf16 --m 8192 --budget-ms 150
+    doc "tune-$st-bf16-8192.json.gz" 120 tune gemm --stage $st --dtype bf16 --m 8192 --budget-ms 150
   done
   for m in 8192 4096; do
     for dt in bf16 fp16; do
-      doc "gemm-$dt-$m-wgmma-27-28.json" 120 run gemm --dtype $dt --m $m \
+      doc "gemm-$dt-$m-wgmma-27-28.json.gz" 120 run gemm --dtype $dt --m $m \
         --stages wgmma_stagger,wgmma_cluster,wgmma_persistent --tuned
     done
   done
@@ -60,10 +60,10 @@ step_wgmma_streamk() {  # stage 29: stage 28 on every SM, the last wave's tiles 
   with_own_cache wgmma-29
   local m dt
   for m in 8192 4096; do  # winners are kept per stage, not per shape: tune each size first
-    doc "tune-wgmma_streamk-bf16-$m.json" 120 tune gemm --stage wgmma_streamk --dtype bf16 \
+    doc "tune-wgmma_streamk-bf16-$m.json.gz" 120 tune gemm --stage wgmma_streamk --dtype bf16 \
       --m $m --budget-ms 150
     for dt in bf16 fp16; do
-      doc "gemm-$dt-$m-wgmma-29.json" 120 run gemm --dtype $dt --m $m \
+      doc "gemm-$dt-$m-wgmma-29.json.gz" 120 run gemm --dtype $dt --m $m \
         --stages wgmma_streamk,wgmma_stagger --tuned
     done
   done
@@ -74,7 +74,7 @@ step_wgmma_stmatrix() {  # stage 30 (a whole-tile stmatrix epilogue), with and w
   local m dt
   for dt in bf16 fp16; do
     for m in 8192 4096; do
-      doc "gemm-$dt-$m-wgmma-30.json" 120 run gemm --dtype $dt --m $m \
+      doc "gemm-$dt-$m-wgmma-30.json.gz" 120 run gemm --dtype $dt --m $m \
         --stages wgmma_stagger,wgmma_streamk,wgmma_stmatrix,wgmma_stmatrix@CLUSTER_M=1,LAG=0
     done
   done

@@ -41,24 +41,24 @@ step_roofs() {
 roof() { [ -s "$OUT/h100.json" ] && echo "--calibration $OUT/h100.json"; }
 
 step_main() {
-  doc gemm-fp32-4096-ladder-h100.json 120 run gemm --m 4096
+  doc gemm-fp32-4096-ladder-h100.json.gz 120 run gemm --m 4096
 }
 
 step_ladder() {
   local dt
   for dt in bf16 fp16; do
-    doc "gemm-$dt-8192-h100.json" 150 run gemm --m 8192 --dtype "$dt"
-    doc "gemm-$dt-4096-h100.json" 120 run gemm --m 4096 --dtype "$dt"
+    doc "gemm-$dt-8192-h100.json.gz" 150 run gemm --m 8192 --dtype "$dt"
+    doc "gemm-$dt-4096-h100.json.gz" 120 run gemm --m 4096 --dtype "$dt"
   done
 }
 
 step_attention() {
-  doc attn-b2-h16-n8192-d128-bf16-h100.json 150 run attention --dtype bf16 \
+  doc attn-b2-h16-n8192-d128-bf16-h100.json.gz 150 run attention --dtype bf16 \
     --shapes 2x16x8192x128 --budget-ms 200
 }
 
 step_fp8() {
-  doc gemm-fp8-8192-h100.json 120 run gemm --dtype fp8 --m 8192 --stages "$FP8" --budget-ms 150
+  doc gemm-fp8-8192-h100.json.gz 120 run gemm --dtype fp8 --m 8192 --stages "$FP8" --budget-ms 150
   # gemm_fp8.sh's tile widths, odd shapes, decode stages and stages taking their width from the
   # shape, named -h100
   DOC_SUFFIX=-h100 DEADLINE_S=$(left 450) bash benchmarks/gemm_fp8.sh "$OUT" widths odd decode fill
@@ -81,7 +81,7 @@ step_grid() {
     bash benchmarks/gemm_fp8.sh "$OUT" grid
   # the table from the grid's documents alone (16-bit and FP8): the classes they leave out
   # (M >= 1024 in 16 bits) take the H200's entries, the same architecture
-  python3 benchmarks/seed_dispatch.py --grid-only "$DEVICE" h100-sxm5 "$OUT"/*-h100.json \
+  python3 benchmarks/seed_dispatch.py --grid-only "$DEVICE" h100-sxm5 "$OUT"/*-h100.json.gz \
     > "$OUT/h100-sxm5.toml" && echo "   the H100's table: $OUT/h100-sxm5.toml"
 }
 
@@ -93,21 +93,21 @@ step_own() {  # shapes.sh's verdict with the H100's table (this run's grid's, wh
 
 step_token() {
   local ways=best,best+pdl,token,cublas,torch
-  doc token-llama-7b-bf16-h100.json 150 run llm --chain --preset llama-7b --dtype bf16 \
+  doc token-llama-7b-bf16-h100.json.gz 150 run llm --chain --preset llama-7b --dtype bf16 \
     --batch 1,3,16 --ways "$ways" $(roof)
-  doc token-llama-7b-fp16-h100.json 90 run llm --chain --preset llama-7b --dtype fp16 \
+  doc token-llama-7b-fp16-h100.json.gz 90 run llm --chain --preset llama-7b --dtype fp16 \
     --batch 1 --ways "$ways" $(roof)
-  doc token-llama-3-8b-bf16-h100.json 90 run llm --chain --preset llama-3-8b --dtype bf16 \
+  doc token-llama-3-8b-bf16-h100.json.gz 90 run llm --chain --preset llama-3-8b --dtype bf16 \
     --batch 1 --ways "$ways" $(roof)
 }
 
 step_single() {  # a chain of one GEMM against the per-GEMM timing without a flush (within 3%)
-  doc token-single-1x4096x4096-bf16-h100.json 40 run llm --chain --chain-shape 1x4096x4096 \
+  doc token-single-1x4096x4096-bf16-h100.json.gz 40 run llm --chain --chain-shape 1x4096x4096 \
     --dtype bf16 --ways best,cublas --repeats 200
-  doc gemm-bf16-1x4096x4096-no-flush-h100.json 40 run gemm --m 1 --n 4096 --k 4096 \
+  doc gemm-bf16-1x4096x4096-no-flush-h100.json.gz 40 run gemm --m 1 --n 4096 --k 4096 \
     --dtype bf16 --stages best --no-flush
-  python3 benchmarks/chain_single.py "$OUT/token-single-1x4096x4096-bf16-h100.json" \
-    "$OUT/gemm-bf16-1x4096x4096-no-flush-h100.json"
+  python3 benchmarks/chain_single.py "$OUT/token-single-1x4096x4096-bf16-h100.json.gz" \
+    "$OUT/gemm-bf16-1x4096x4096-no-flush-h100.json.gz"
   # the same launch from a graph and from the stream, in the same rounds (stage 52)
   step graph-vs-eager 60 python3 benchmarks/probes/graph_vs_eager.py --shape 1x4096x4096 \
     --dtype bf16 --stage gemv_splitk --output "$OUT/graph-vs-eager-1x4096x4096-bf16-h100.json"

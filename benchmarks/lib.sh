@@ -3,7 +3,7 @@
 #
 #   source "$(dirname "$0")/lib.sh"
 #   suite "$@"                          # OUTDIR [STEP...]: $OUT, the repository root, the record
-#   step_NAME() { doc DOC.json LIMIT run gemm ...; ... }
+#   step_NAME() { doc DOC.json.gz LIMIT run gemm ...; ... }
 #   run_steps ladder odd ...            # the steps asked for, or these defaults
 #
 # and is run as `bash benchmarks/SCRIPT.sh OUTDIR [STEP...]` on a machine with the GPU. Every
@@ -104,7 +104,7 @@ step() {
 doc() {
   local name=$1 limit=$2
   shift 2
-  step "${name%.json}" "$limit" $R "$@" --quiet --format markdown --force --output "$OUT/$name"
+  step "${name%.json.gz}" "$limit" $R "$@" --quiet --format markdown --force --output "$OUT/$name"
 }
 
 # calibration NAME: `roofline calibrate`'s roofs of this GPU, as JSON, into OUTDIR/NAME
@@ -133,5 +133,5 @@ run_steps() {
       return 2
     fi
   done
-  echo "== done in $(($(date +%s) - SUITE_START)) s: $(cd "$OUT" && ls ./*.json 2> /dev/null | tr '\n' ' ')"
+  echo "== done in $(($(date +%s) - SUITE_START)) s: $(cd "$OUT" && ls ./*.json ./*.json.gz 2> /dev/null | tr '\n' ' ')"
 }

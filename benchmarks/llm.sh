@@ -13,24 +13,24 @@ source "$(dirname "$0")/lib.sh"
 suite "$@"
 
 step_ladder() {
-  doc llm-llama-7b-fp16.json 600 run llm --preset llama-7b --batch 1,256
+  doc llm-llama-7b-fp16.json.gz 600 run llm --preset llama-7b --batch 1,256
 }
 
 step_decode_best() {  # each GEMM on the stage the shipped tune table picks for its class
-  doc llm-llama-7b-bf16-best.json 300 run llm --preset llama-7b --batch 1,16 --dtype bf16 \
+  doc llm-llama-7b-bf16-best.json.gz 300 run llm --preset llama-7b --batch 1,16 --dtype bf16 \
     --stages best --budget-ms 60
-  python3 benchmarks/summarize_best.py "$OUT/llm-llama-7b-bf16-best.json"
+  python3 benchmarks/summarize_best.py "$OUT/llm-llama-7b-bf16-best.json.gz"
 }
 
 step_best() {  # decode (batch 1, 16) and prefill (512) on both sides of the ridge
   calibration h200-2026-12-01-llm.json
-  doc llm-llama-7b-bf16-best-1-16-512.json 600 run llm --preset llama-7b --batch 1,16,512 \
+  doc llm-llama-7b-bf16-best-1-16-512.json.gz 600 run llm --preset llama-7b --batch 1,16,512 \
     --dtype bf16 --stages best
 }
 
 step_best_again() {
   calibration h200-2026-12-01-llm-rerun.json
-  doc llm-llama-7b-bf16-best-1-16-512-rerun.json 600 run llm --preset llama-7b \
+  doc llm-llama-7b-bf16-best-1-16-512-rerun.json.gz 600 run llm --preset llama-7b \
     --batch 1,16,512 --dtype bf16 --stages best
 }
 

@@ -12,21 +12,20 @@ as it is.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rooflinecli import files, results  # noqa: E402
+from rooflinecli import files, paths, results  # noqa: E402
 from rooflinecli.gpu.profile import migrate_times  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
-    paths = [Path(a) for a in argv] or sorted((ROOT / "benchmarks" / "results").glob("profile-*"))
-    for path in paths:
-        doc = json.loads(path.read_text())
+    targets = [Path(a) for a in argv] or sorted((ROOT / "benchmarks" / "results").glob("profile-*"))
+    for path in targets:
+        doc = paths.read_json(path, "results file")
         results.validate(doc, str(path))
         if migrate_times(doc, by="benchmarks/migrate_profile_times.py"):
             files.write_atomic(path, results.dumps(doc))

@@ -42,7 +42,7 @@ step_mma() {
 step_wave_tail() {  # 8448 = 66 row tiles of 128: 2,112 tiles, 16 whole waves on 132 SMs
   local dt
   for dt in bf16 fp16; do
-    doc "wave-tail-$dt.json" 200 run gemm --sizes 8448x8192x8192,8192 --dtype $dt \
+    doc "wave-tail-$dt.json.gz" 200 run gemm --sizes 8448x8192x8192,8192 --dtype $dt \
       --stages mma_tma_ws,cublas_hgemm
   done
 }
@@ -111,9 +111,9 @@ step_timer() {  # the decode stages and cuBLAS at 1x4096x4096: event times, then
   for dt in bf16 fp32; do
     stages=gemv_naive,gemv_vector,gemv_splitk,gemv_multirow
     [ $dt = bf16 ] && stages=$stages,gemv_wmma
-    doc "events-$dt.json" 120 run gemm --m 1 --n 4096 --k 4096 --dtype $dt --stages "$stages" \
+    doc "events-$dt.json.gz" 120 run gemm --m 1 --n 4096 --k 4096 --dtype $dt --stages "$stages" \
       --budget-ms 100
-    step "timer-vs-ncu-$dt" 300 python3 $P/timer_vs_ncu.py "$OUT/events-$dt.json" $dt \
+    step "timer-vs-ncu-$dt" 300 python3 $P/timer_vs_ncu.py "$OUT/events-$dt.json.gz" $dt \
       "$OUT/timer-vs-ncu-$dt.json"
     cat "$OUT/logs/timer-vs-ncu-$dt.log"
   done
@@ -225,7 +225,7 @@ print(' '.join(s.name for s in gemm.select(sys.argv[1], 'bf16') if not s.referen
       32000x4096; do
       sizes="$sizes,${m}x$nk"
     done
-    doc "widths-bf16-m$m${DOC_SUFFIX}.json" 150 run gemm --dtype bf16 --sizes "${sizes#,}" \
+    doc "widths-bf16-m$m${DOC_SUFFIX}.json.gz" 150 run gemm --dtype bf16 --sizes "${sizes#,}" \
       --stages "$WIDTH_STAGES" --budget-ms 40 --no-chart
   done
 }

@@ -12,19 +12,19 @@ source "$(dirname "$0")/lib.sh"
 suite "$@"
 
 step_gemm() {
-  doc profile-fp32-4096.json 900 profile gemm --m 4096 \
+  doc profile-fp32-4096.json.gz 900 profile gemm --m 4096 \
     --stages naive_xcol,naive_xrow,thread_tile_4x4,thread_tile_8x8,double_buffer
-  doc profile-fp32-4096-b.json 900 profile gemm --m 4096 \
+  doc profile-fp32-4096-b.json.gz 900 profile gemm --m 4096 \
     --stages smem_tile,blocktile_1d,blocktile_2d,vectorized,warptile
-  doc profile-fp32-4096-multistage.json 300 profile gemm --m 4096 --stages multistage
+  doc profile-fp32-4096-multistage.json.gz 300 profile gemm --m 4096 --stages multistage
 }
 
 step_app() {  # the program after `--`, its kernels placed on the roofline
   step profile-app-cupy-matmul-fp16 300 $R profile app --nvtx "app@matmul/" --format markdown \
-    --force --output "$OUT/profile-app-cupy-matmul-fp16.json" \
+    --force --output "$OUT/profile-app-cupy-matmul-fp16.json.gz" \
     -- python3 examples/cupy_app.py --n 8192 --gib 0
   step profile-app-torch 300 $R profile app --format markdown --force \
-    --output "$OUT/profile-app-torch.json" -- python3 examples/torch_app.py
+    --output "$OUT/profile-app-torch.json.gz" -- python3 examples/torch_app.py
 }
 
 run_steps gemm app

@@ -25,10 +25,10 @@ M > 1024 for every N and K.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
+from rooflinecli import paths
 from rooflinecli.stages import dispatch
 
 HEADER = """The default tune table of the {device}, shipped in the wheel: `--stages best` takes the
@@ -53,7 +53,7 @@ def main(device: str, spec: str, docs: list[str], grid_only: bool = False) -> No
     grid: list[tuple[dict, str]] = []
     other: list[tuple[dict, str]] = []
     for name in docs:
-        doc = json.loads(Path(name).read_text())
+        doc = paths.read_json(name, "results file")
         if (doc.get("device") or {}).get("name") != device or "profile" in doc.get("command", ""):
             continue
         if "fleet" in doc:  # GPUs measured beside each other (roofline merge): not candidates

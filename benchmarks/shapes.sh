@@ -14,7 +14,7 @@
 # (`run gemm --stages best` over the public, odd and held-out sets, per dtype, from the table as
 # shipped: no user table), fill (stage 26's widths beside the stage that takes its width from the
 # shape, at 128-512 rows), llm (`run llm --preset llama-7b --batch 1,16 --stages best`, bf16).
-# To reseed after grid: copy OUTDIR/tune-dispatch-grid-*.json to benchmarks/results/ and run
+# To reseed after grid: copy OUTDIR/tune-dispatch-grid-*.json.gz to benchmarks/results/ and run
 # benchmarks/seed_dispatch.py (docs/dispatch.md).
 source "$(dirname "$0")/lib.sh"
 suite "$@"
@@ -63,7 +63,7 @@ print(' '.join(s.name for s in gemm.select(sys.argv[1].rstrip(','), 'fp16') if n
   precompile $items
   for dt in bf16 fp16; do
     for m in $GRID_MS; do
-      doc "tune-dispatch-grid-$dt-m$m${DOC_SUFFIX}.json" 120 tune dispatch --dtype "$dt" \
+      doc "tune-dispatch-grid-$dt-m$m${DOC_SUFFIX}.json.gz" 120 tune dispatch --dtype "$dt" \
         --budget-ms 10 \
         --sizes "$(grep -v '^#' benchmarks/shapes/grid.txt | grep "^${m}x" | paste -sd, -)" \
         --stages "${CAND[$m]}"
@@ -82,9 +82,9 @@ best_over() {
 step_verdict() {
   local dt
   for dt in bf16 fp16; do
-    best_over "gemm-$dt-public-best${DOC_SUFFIX}.json" "$dt" public
-    best_over "gemm-$dt-odd-best${DOC_SUFFIX}.json" "$dt" odd
-    best_over "gemm-$dt-heldout-best${DOC_SUFFIX}.json" "$dt" heldout
+    best_over "gemm-$dt-public-best${DOC_SUFFIX}.json.gz" "$dt" public
+    best_over "gemm-$dt-odd-best${DOC_SUFFIX}.json.gz" "$dt" odd
+    best_over "gemm-$dt-heldout-best${DOC_SUFFIX}.json.gz" "$dt" heldout
   done
 }
 
@@ -95,9 +95,9 @@ step_medium() {
   sizes="$(shapes odd),$(grep -v '^#' benchmarks/shapes/public.txt | grep . \
     | awk -Fx '$1 >= 65 && $1 <= 512' | paste -sd, -)"
   for dt in bf16 fp16; do
-    ROOFLINE_CACHE_DIR=$OUT/cache doc "gemm-$dt-medium-best.json" 45 run gemm --stages best \
+    ROOFLINE_CACHE_DIR=$OUT/cache doc "gemm-$dt-medium-best.json.gz" 45 run gemm --stages best \
       --dtype "$dt" --sizes "$sizes" --budget-ms 10 --no-chart
-    python3 benchmarks/summarize_best.py "$OUT/gemm-$dt-medium-best.json" 2>&1 | tail -1
+    python3 benchmarks/summarize_best.py "$OUT/gemm-$dt-medium-best.json.gz" 2>&1 | tail -1
   done
 }
 
@@ -107,14 +107,14 @@ step_fill() {
   local sizes
   sizes=$(grep -v '^#' benchmarks/shapes/public.txt | grep . | awk -Fx '$1 >= 128 && $1 <= 512' \
     | paste -sd, -)
-  doc "gemm-bf16-fill${DOC_SUFFIX}.json" 150 run gemm --dtype bf16 --budget-ms 10 --no-chart \
+  doc "gemm-bf16-fill${DOC_SUFFIX}.json.gz" 150 run gemm --dtype bf16 --budget-ms 10 --no-chart \
     --stages "wgmma_persistent,wgmma_persistent@BN=128,STAGES=6,wgmma_persistent@BN=192,$FILL" \
     --sizes "$sizes"
 }
 FILL=wgmma_persistent_fill
 
 step_llm() {
-  ROOFLINE_CACHE_DIR=$OUT/cache doc llm-llama-7b-bf16-best-1-16.json 120 run llm \
+  ROOFLINE_CACHE_DIR=$OUT/cache doc llm-llama-7b-bf16-best-1-16.json.gz 120 run llm \
     --preset llama-7b --batch 1,16 --stages best --dtype bf16 --no-chart
 }
 

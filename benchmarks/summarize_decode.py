@@ -2,11 +2,12 @@
 stage's time, its share of the roof (bytes_ideal / time against ROOF_GBS) and its speed against
 the reference timed beside it; then LLaMA-7B's weight GEMMs per token at batch 1 (32 layers of qkv,
 o_proj, gate, up, down, and lm_head once) for each stage, for the best per shape, and cuBLAS.
-Usage: python3 benchmarks/summarize_decode.py ROOF_GBS DOC.json [DOC.json ...]
-       python3 benchmarks/summarize_decode.py --verified DOC.json  (one line: which verified)"""
+Usage: python3 benchmarks/summarize_decode.py ROOF_GBS DOC.json.gz [DOC.json.gz ...]
+       python3 benchmarks/summarize_decode.py --verified DOC.json.gz  (one line: which verified)"""
 
-import json
 import sys
+
+from rooflinecli import paths
 
 LLAMA = {  # (n, k): times per token at batch 1
     (12288, 4096): 32,
@@ -18,7 +19,7 @@ LLAMA = {  # (n, k): times per token at batch 1
 
 
 def verified(path: str) -> None:
-    recs = [r for r in json.load(open(path))["records"] if r.get("kind") == "stage"]
+    recs = [r for r in paths.read_json(path, "results file")["records"] if r.get("kind") == "stage"]
     ok = sum(bool(r.get("verified")) for r in recs)
     shapes = ", ".join(f"{r['m']}x{r['n']}x{r['k']}={r.get('verified')}" for r in recs)
     print(f"{ok} of {len(recs)} verified: {shapes}")
@@ -32,7 +33,7 @@ def main() -> None:
     recs = []
     for path in sys.argv[2:]:
         try:
-            recs += json.load(open(path))["records"]
+            recs += paths.read_json(path, "results file")["records"]
         except (OSError, ValueError, KeyError) as exc:
             print(f"{path}: unreadable ({exc})")
     head = ("shape", "dtype", "stage", "us", "GB/s", "%roof", "x ref")

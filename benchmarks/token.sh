@@ -26,27 +26,27 @@ step_roof() {  # the read roof the documents are put against, measured first
 }
 
 step_bf16() {
-  doc token-llama-7b-bf16.json 90 run llm --chain --preset llama-7b --dtype bf16 \
+  doc token-llama-7b-bf16.json.gz 90 run llm --chain --preset llama-7b --dtype bf16 \
     --batch 1,3,16,64 --ways "$WAYS" $(roof)
 }
 
 step_fp16() {
-  doc token-llama-7b-fp16.json 60 run llm --chain --preset llama-7b --dtype fp16 \
+  doc token-llama-7b-fp16.json.gz 60 run llm --chain --preset llama-7b --dtype fp16 \
     --batch 1,16 --ways "$WAYS" $(roof)
 }
 
 step_llama3() {  # a GQA model: 8 K/V heads of 32, FFN 14336, a 128256-word lm_head
-  doc token-llama-3-8b-bf16.json 90 run llm --chain --preset llama-3-8b --dtype bf16 \
+  doc token-llama-3-8b-bf16.json.gz 90 run llm --chain --preset llama-3-8b --dtype bf16 \
     --batch 1,3 --ways "$WAYS" $(roof)
 }
 
 step_single() {  # a chain of one GEMM against the per-GEMM timing without a flush
-  doc token-single-1x4096x4096-bf16.json 40 run llm --chain --chain-shape 1x4096x4096 \
+  doc token-single-1x4096x4096-bf16.json.gz 40 run llm --chain --chain-shape 1x4096x4096 \
     --dtype bf16 --ways best,cublas --repeats 200
-  doc gemm-bf16-1x4096x4096-no-flush.json 40 run gemm --m 1 --n 4096 --k 4096 --dtype bf16 \
+  doc gemm-bf16-1x4096x4096-no-flush.json.gz 40 run gemm --m 1 --n 4096 --k 4096 --dtype bf16 \
     --stages best --no-flush
-  python3 benchmarks/chain_single.py "$OUT/token-single-1x4096x4096-bf16.json" \
-    "$OUT/gemm-bf16-1x4096x4096-no-flush.json"
+  python3 benchmarks/chain_single.py "$OUT/token-single-1x4096x4096-bf16.json.gz" \
+    "$OUT/gemm-bf16-1x4096x4096-no-flush.json.gz"
 }
 
 run_steps roof bf16 fp16 llama3 single

@@ -274,11 +274,11 @@ def _calibration(doc: dict[str, Any]) -> str:
 
 def results_table(names: str) -> str:
     """The table of the named documents (comma-separated), as the module docstring says."""
-    from rooflinecli import results
+    from rooflinecli import paths, results
 
     docs = []
     for name in names.split(","):
-        raw = json.loads(_path(name).read_text())
+        raw = paths.read_json(_path(name), "results file")
         docs.append(raw if str(raw.get("schema", "")).startswith("roofline.calibration/")
                     else results.load(_path(name)))  # fmt: skip
     if "measurements" in docs[0]:

@@ -108,6 +108,18 @@ def check_output(
         raise RooflineError(f"cannot write {p}: folder {shown} is not writable")
 
 
+def stored(path: Path, data: str | bytes) -> str | bytes:
+    """The bytes a file holds: gzip-compressed where its name ends in .gz (a results document
+    stored in a seventh of its size; every reader of documents inflates it), with no time
+    stamp, so that one document always compresses to the same bytes."""
+    if not path.name.endswith(".gz"):
+        return data
+    import gzip
+
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    return gzip.compress(raw, compresslevel=9, mtime=0)
+
+
 def write_output(
     path: str | Path,
     data: str | bytes,
@@ -135,6 +147,7 @@ def write_output(
         return
     check_output(path, force=force, document=document, make_folder=make_folder)
     p = Path(path)
+    data = stored(p, data)
     target, st = _resolved(p)
     if make_folder:
         try:
@@ -148,6 +161,7 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
     """Replace the file at `path` (through a symlink, keeping its mode) with `data`, atomically:
     for caches and tools; commands write through write_output."""
     p = Path(path)
+    data = stored(p, data)
     target, st = _resolved(p)
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise RooflineError(f"cannot write {p}: not a regular file")

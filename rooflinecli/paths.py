@@ -175,6 +175,8 @@ def read_json(path: str | Path, what: str, limit: int = LIMITS["document"]) -> A
 
     p = Path(path)
     data = read_bytes(p, what, limit)
+    if data[:2] == GZIP_MAGIC:  # a document stored compressed (a name ending .gz)
+        data = _gunzip(data, p, what, limit)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -195,6 +197,36 @@ def read_json(path: str | Path, what: str, limit: int = LIMITS["document"]) -> A
         ) from None
     except ValueError as exc:  # json's int(): more digits than Python converts
         raise RooflineError(f"{what} {p}: {_number_problem(exc, text)}") from None
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _gunzip(data: bytes, p: Path, what: str, limit: int) -> bytes:
+    """The text of a gzip file, at most `limit` bytes of it: a file that inflates past the
+    limit is refused before it is all inflated."""
+    import zlib
+
+    out: list[bytes] = []
+    got = 0
+    while data:  # one gzip member a turn
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            while True:
+                chunk = inflate.decompress(data, limit + 1 - got)
+                out.append(chunk)
+                got += len(chunk)
+                if got > limit:
+                    raise RooflineError(f"{what} {p} inflates past {_size(limit)}")
+                if inflate.eof:
+                    data = inflate.unused_data
+                    break
+                data = inflate.unconsumed_tail
+                if not data:
+                    raise RooflineError(f"{what} {p} is not valid gzip: it ends mid-stream")
+        except zlib.error as exc:
+            raise RooflineError(f"{what} {p} is not valid gzip: {exc}") from None
+    return b"".join(out)
 
 
 class _DuplicateKey(ValueError):

@@ -48,7 +48,7 @@ MAKE_TARGETS = ("run", "test")  # the two a page may show in a block: the set-up
 NEEDS_GPU = ("run", "profile", "calibrate", "tune")
 # what such a command says on a machine without one, and nothing else
 NO_GPU = re.compile(r"error: (no CUDA device found|Nsight Compute \(ncu\) not found)\b[^\n]*\n?")
-RUN_DOC = ROOT / "benchmarks" / "results" / "gemm-fp32-4096-ladder.json"
+RUN_DOC = ROOT / "benchmarks" / "results" / "gemm-fp32-4096-ladder.json.gz"
 PLACEHOLDERS = {
     "current.json": RUN_DOC,  # docs/gate.md: `run gemm --output current.json`
     "baseline.json": RUN_DOC,  # docs/gate.md, docs/measure.md: a baseline kept beside it

@@ -12,9 +12,9 @@ from typing import Any
 from rooflinecli import results
 
 ROOT = Path(__file__).resolve().parent.parent
-RUN = ROOT / "benchmarks" / "results" / "gemm-fp32-4096-interleaved.json"
+RUN = ROOT / "benchmarks" / "results" / "gemm-fp32-4096-interleaved.json.gz"
 CALIBRATION = ROOT / "benchmarks" / "calibration" / "h200-2026-12-01.json"
-PROFILE_APP = ROOT / "benchmarks" / "results" / "profile-app-torch.json"
+PROFILE_APP = ROOT / "benchmarks" / "results" / "profile-app-torch.json.gz"
 
 # Names from the issue "Every door a user opens works": markup, Rich markup, TeX, a spreadsheet
 # formula, a Markdown pipe, an HTML attribute handler and a C++ template. Each must render as

@@ -117,7 +117,7 @@ def test_ffma_stages_answer_to_the_fp32_roof_and_tensor_ones_to_theirs():
     from rooflinecli.present import terminal_chart as chart
 
     root = Path(__file__).resolve().parent.parent
-    doc = results.load(root / "benchmarks/results/attn-b2-h16-n8192-d128-bf16.json")
+    doc = results.load(root / "benchmarks/results/attn-b2-h16-n8192-d128-bf16.json.gz")
     roof_of = chart.roofs(doc)
     assert {k: (r.peak_key, r.peak_tflops) for k, r in roof_of.items()} == {
         "bf16:fp32": ("fp32", 67.0),

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
 PAGE = BENCH / "README.md"
 DOCUMENTS = sorted(
-    [*(BENCH / "results").glob("*.json"), *(BENCH / "calibration").glob("*.json")]
+    [*(BENCH / "results").glob("*.json.gz"), *(BENCH / "calibration").glob("*.json")]
     + [*(BENCH / "probes").glob("*.json")]
 )
 # the findings are transcribed, one entry per probe step (test_committed_results checks each)

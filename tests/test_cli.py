@@ -283,7 +283,7 @@ def test_a_reader_that_leaves_early_is_no_failure(fmt):
     # `roofline show BIG.json | head -1`: more output than a pipe holds, reader gone after a line
     from pathlib import Path
 
-    doc = Path(__file__).resolve().parent.parent / "benchmarks/results/llm-llama-7b-fp16.json"
+    doc = Path(__file__).resolve().parent.parent / "benchmarks/results/llm-llama-7b-fp16.json.gz"
     with children.started(
         [sys.executable, "-m", "rooflinecli", "show", str(doc), "--format", fmt],
         stdout=subprocess.PIPE,
@@ -312,7 +312,7 @@ def test_a_broken_pipe_exits_0(fmt, reader, tmp_path):
     err = tmp_path / "err.txt"
     cmd = (
         f"set -o pipefail; {sys.executable} -m rooflinecli show "
-        f"benchmarks/results/gemm-fp32-4096.json --format {fmt} 2>{err} | {reader} >/dev/null"
+        f"benchmarks/results/gemm-fp32-4096.json.gz --format {fmt} 2>{err} | {reader} >/dev/null"
     )
     out = children.run(["bash", "-c", cmd], cwd=root, capture_output=True, timeout=60)
     assert out.returncode == 0, err.read_text()

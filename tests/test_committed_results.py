@@ -7,7 +7,7 @@ import pytest
 
 from rooflinecli import results
 
-DOCS = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "results").glob("*.json"))
+DOCS = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "results").glob("*.json.gz"))
 
 
 def test_there_are_results():

@@ -16,9 +16,9 @@ from rooflinecli.present import table as report
 from rooflinecli.stages import gemm as registry
 
 ROOT = Path(__file__).resolve().parent.parent
-FP32 = str(ROOT / "benchmarks" / "results" / "gemm-fp32-4096.json")
-BF16 = str(ROOT / "benchmarks" / "results" / "gemm-bf16-8192.json")
-TUNE = str(ROOT / "benchmarks" / "results" / "tune-double_buffer-4096.json")
+FP32 = str(ROOT / "benchmarks" / "results" / "gemm-fp32-4096.json.gz")
+BF16 = str(ROOT / "benchmarks" / "results" / "gemm-bf16-8192.json.gz")
+TUNE = str(ROOT / "benchmarks" / "results" / "tune-double_buffer-4096.json.gz")
 MODEL = ["model", "gemm", "--m", "4096", "--spec", "h100-sxm5"]
 
 

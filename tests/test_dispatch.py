@@ -64,8 +64,8 @@ def test_the_shipped_h200_table_loads_and_says_where_each_entry_came_from():
     # a class the grid measures (benchmarks/shapes/grid.txt) stands on the grid alone
     assert first.source == (
         "97.5% of the reference (geomean) over the 2 shape(s) of the class: "
-        "tune-dispatch-grid-bf16-m1.json 1x2560x2560 9.0 us, 104.6% of the reference; "
-        "tune-dispatch-grid-bf16-m1.json 1x7680x5632 29.3 us, 90.8% of the reference"
+        "tune-dispatch-grid-bf16-m1.json.gz 1x2560x2560 9.0 us, 104.6% of the reference; "
+        "tune-dispatch-grid-bf16-m1.json.gz 1x7680x5632 29.3 us, 90.8% of the reference"
     )
     # every M bucket up to 512 has an entry of its own in both 16-bit types
     for dt in ("bf16", "fp16"):
@@ -84,7 +84,7 @@ def test_the_shipped_table_is_what_the_seed_script_makes_of_the_committed_docume
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    docs = sorted(str(p) for p in (root / "benchmarks" / "results").glob("*.json"))
+    docs = sorted(str(p) for p in (root / "benchmarks" / "results").glob("*.json.gz"))
     made = subprocess.run(
         [sys.executable, str(root / "benchmarks" / "seed_dispatch.py"), *flags, device, spec,
          *docs],

@@ -19,7 +19,7 @@ from rooflinecli.gpu import calibrate
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 CALIBRATION = ROOT / "benchmarks" / "calibration"
-SOURCE = RESULTS / "gemm-fp32-4096-ladder.json"  # H200 run, every record with its repeats
+SOURCE = RESULTS / "gemm-fp32-4096-ladder.json.gz"  # H200 run, every record with its repeats
 ENV = {"COLUMNS": "200", "NO_COLOR": "1"}
 
 
@@ -61,7 +61,7 @@ def refused_everywhere(path: str, tmp_path: Path, said: str) -> None:
         assert "Error" not in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
-@pytest.mark.parametrize("path", sorted(RESULTS.glob("*.json")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(RESULTS.glob("*.json.gz")), ids=lambda p: p.name)
 def test_every_committed_document_passes(path: Path) -> None:
     doc = results.load(path)
     assert doc["records"]

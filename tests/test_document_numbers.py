@@ -28,7 +28,7 @@ from rooflinecli.present import gate
 
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 ENV = {"COLUMNS": "200", "NO_COLOR": "1"}
-SOURCE = "gemm-fp32-4096-ladder.json"  # H200 run, every record with its repeats
+SOURCE = "gemm-fp32-4096-ladder.json.gz"  # H200 run, every record with its repeats
 
 
 def committed() -> dict[str, Any]:
@@ -98,12 +98,12 @@ def test_signed_scalars_and_committed_documents_are_accepted() -> None:
     doc = committed()
     doc["records"][0]["alpha"], doc["records"][0]["beta"] = -1.0, -0.5  # C = -A B - 0.5 C
     results.validate(doc, "doc")
-    for path in sorted(RESULTS.glob("*.json")):  # every committed document reads as it is
+    for path in sorted(RESULTS.glob("*.json.gz")):  # every committed document reads as it is
         results.load(path)
 
 
 def test_a_nested_number_is_finite_and_a_document_number_too(tmp_path: Path) -> None:
-    doc = json.loads((RESULTS / "profile-app-torch.json").read_text())
+    doc = json.loads((RESULTS / "profile-app-torch.json.gz").read_text())
     doc["records"][0]["roof_levels"][1]["gbs"] = math.nan
     r = invoke("show", write(tmp_path / "app.json", doc))
     assert r.exit_code == 2

@@ -30,7 +30,7 @@ from rooflinecli.cli import cli
 from rooflinecli.errors import RooflineError
 
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
-SOURCE = RESULTS / "gemm-fp32-4096-ladder.json"
+SOURCE = RESULTS / "gemm-fp32-4096-ladder.json.gz"
 ENV = {"COLUMNS": "100", "NO_COLOR": "1"}
 EXCEPTION = re.compile(r"Traceback|\b[A-Z][a-zA-Z]*(Error|Exception)\b")
 FORMATS = ("table", "json", "csv", "markdown")

@@ -22,13 +22,13 @@ from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import fleet as pool
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATE = ROOT / "benchmarks" / "results" / "first-run-gemm-fp32-4096.json"
+TEMPLATE = ROOT / "benchmarks" / "results" / "first-run-gemm-fp32-4096.json.gz"
 WORKER = Path(__file__).resolve().parent / "fleet_worker.py"
 # the committed documents whose timing samples the crafted fleets resample
 NOISE_DOCS = [
     ROOT / "benchmarks" / "results" / n
-    for n in ("first-run-gemm-fp32-4096.json", "gemm-fp16-8192-interleaved.json",
-              "attn-b2-h16-n8192-d128-bf16.json", "gemm-bf16-odd-best.json")
+    for n in ("first-run-gemm-fp32-4096.json.gz", "gemm-fp16-8192-interleaved.json.gz",
+              "attn-b2-h16-n8192-d128-bf16.json.gz", "gemm-bf16-odd-best.json.gz")
 ]  # fmt: skip
 
 

@@ -11,7 +11,7 @@ from rooflinecli.cli import cli
 from rooflinecli.stages import gemm as stages
 
 ROOT = Path(__file__).resolve().parent.parent
-RUN = str(ROOT / "benchmarks/results/gemm-fp32-4096.json")
+RUN = str(ROOT / "benchmarks/results/gemm-fp32-4096.json.gz")
 DEVICE = "NVIDIA H200, driver 580.159.04, CUDA 13.0"
 
 
@@ -85,10 +85,10 @@ MARKDOWN_COMMANDS = [
     ["model", "llm", "--batch", "1,8", "--context", "512,2048", "--spec", "h100-sxm5"],
     ["specs"],
     ["specs", "show", "h200"],
-    ["show", str(ROOT / "benchmarks/results/gemm-fp32-odd.json"), "--chart"],
-    ["show", str(ROOT / "benchmarks/results/llm-llama-7b-fp16.json")],
-    ["show", str(ROOT / "benchmarks/results/profile-fp32-4096.json")],
-    ["compare", RUN, str(ROOT / "benchmarks/results/gemm-fp32-8192.json")],
+    ["show", str(ROOT / "benchmarks/results/gemm-fp32-odd.json.gz"), "--chart"],
+    ["show", str(ROOT / "benchmarks/results/llm-llama-7b-fp16.json.gz")],
+    ["show", str(ROOT / "benchmarks/results/profile-fp32-4096.json.gz")],
+    ["compare", RUN, str(ROOT / "benchmarks/results/gemm-fp32-8192.json.gz")],
     pytest.param(
         ["inspect", "gemm", "--stage", "naive_xcol", "--spec", "h100-sxm5"],
         # its build and listing from the session's helper (conftest), not nvdisasm started here
@@ -129,7 +129,7 @@ def _no_reprs(csv_text):
 
 
 @pytest.mark.parametrize(
-    "name", ["gemm-fp32-4096.json", "profile-fp32-4096.json", "llm-llama-7b-fp16.json"]
+    "name", ["gemm-fp32-4096.json.gz", "profile-fp32-4096.json.gz", "llm-llama-7b-fp16.json.gz"]
 )
 def test_csv_is_tidy_and_json_keeps_the_nesting(runner, name):
     path = str(ROOT / "benchmarks/results" / name)

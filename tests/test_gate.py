@@ -400,7 +400,7 @@ def test_junit_is_valid_and_counts_each_outcome(tmp_path: Path) -> None:
 
 
 def test_junit_of_a_passing_committed_run(tmp_path: Path) -> None:
-    path = str(RESULTS / "gemm-fp16-4096.json")
+    path = str(RESULTS / "gemm-fp16-4096.json.gz")
     junit = tmp_path / "junit.xml"
     assert gate(path, "--baseline", path, "--junit", str(junit)).exit_code == 0
     text = junit.read_text()
@@ -507,7 +507,7 @@ def test_baseline_save_refuses_unverified_and_models(tmp_path: Path) -> None:
 # -- every kind of document: records paired by results.identity ------------------------------
 
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
-LLM_DOC = str(RESULTS / "llm-llama-7b-fp16.json")
+LLM_DOC = str(RESULTS / "llm-llama-7b-fp16.json.gz")
 
 
 def measured(name: str, time_ms: float, **kw: Any) -> dict[str, Any]:
@@ -627,8 +627,10 @@ def slower(tmp_path: Path, src: str, factor: float, stages: set[str], m: int) ->
 
 
 def test_committed_fp16_8192_ten_percent_slower_fails(tmp_path: Path) -> None:
-    base = str(RESULTS / "gemm-fp16-8192.json")
-    cur = slower(tmp_path, "gemm-fp16-8192.json", 1.1, {"wgmma_persistent", "cublas_hgemm"}, 8192)
+    base = str(RESULTS / "gemm-fp16-8192.json.gz")
+    cur = slower(
+        tmp_path, "gemm-fp16-8192.json.gz", 1.1, {"wgmma_persistent", "cublas_hgemm"}, 8192
+    )
     r = gate(cur, "--baseline", base, "--format", "json")
     assert r.exit_code == 1  # was `pass (noise)`, exit 0
     out = json.loads(r.stdout)
@@ -641,15 +643,15 @@ def test_committed_fp16_8192_ten_percent_slower_fails(tmp_path: Path) -> None:
     assert one_line(r).startswith(
         "error: gate failed, 2 of 8 checks: wgmma_persistent 8192x8192x8192 fp16 (TFLOP/s -9.1%"
     )
-    mma = slower(tmp_path, "gemm-fp16-8192.json", 1.25, {"mma_sync"}, 8192)
+    mma = slower(tmp_path, "gemm-fp16-8192.json.gz", 1.25, {"mma_sync"}, 8192)
     r = gate(mma, "--baseline", base)
     assert r.exit_code == 1
     assert "mma_sync 8192x8192x8192 fp16 (TFLOP/s -20.0%, beyond -5%" in one_line(r)
 
 
 def test_committed_fp16_4096_mma_sync_1_9x_slower_fails(tmp_path: Path) -> None:
-    base = str(RESULTS / "gemm-fp16-4096.json")
-    cur = slower(tmp_path, "gemm-fp16-4096.json", 1.9, {"mma_sync"}, 4096)
+    base = str(RESULTS / "gemm-fp16-4096.json.gz")
+    cur = slower(tmp_path, "gemm-fp16-4096.json.gz", 1.9, {"mma_sync"}, 4096)
     r = gate(cur, "--baseline", base)
     assert r.exit_code == 1  # 2 combined stdevs of its repeats are ±97%: medians decide
     assert one_line(r) == (
@@ -659,7 +661,7 @@ def test_committed_fp16_4096_mma_sync_1_9x_slower_fails(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["gemm-fp16-8192.json", "gemm-bf16-4096.json", "gemm-fp32-odd.json"]
+    "name", ["gemm-fp16-8192.json.gz", "gemm-bf16-4096.json.gz", "gemm-fp32-odd.json.gz"]
 )
 def test_committed_documents_pass_against_themselves(name: str) -> None:
     path = str(RESULTS / name)

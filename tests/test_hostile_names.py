@@ -87,9 +87,9 @@ def no_control(text: str) -> None:
 
 
 def run_doc(name: str, gpu: bool = True) -> dict[str, Any]:
-    """gemm-fp32-4096-ladder.json cut to two stages and the reference, the first stage and the
+    """gemm-fp32-4096-ladder.json.gz cut to two stages and the reference, the first stage and the
     reference (which the others are compared with) renamed, the GPU named `name` too (`gpu`)."""
-    doc = json.loads((RESULTS / "gemm-fp32-4096-ladder.json").read_text())
+    doc = json.loads((RESULTS / "gemm-fp32-4096-ladder.json.gz").read_text())
     recs = doc["records"][:2] + doc["records"][-1:]
     recs[0]["stage"] = name
     recs[2]["stage"] = f"{name} (ref)"
@@ -103,7 +103,7 @@ def run_doc(name: str, gpu: bool = True) -> dict[str, Any]:
 
 def app_doc(name: str) -> dict[str, Any]:
     """A committed `profile app` document with its first kernel renamed."""
-    doc = json.loads((RESULTS / "profile-app-cupy-matmul-fp16.json").read_text())
+    doc = json.loads((RESULTS / "profile-app-cupy-matmul-fp16.json.gz").read_text())
     r = doc["records"][0]
     grid = r["stage"][r["stage"].rindex(" [") :]
     r["kernel"], r["label"], r["stage"], r["name"] = name, name, name + grid, name + grid

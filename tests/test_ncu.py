@@ -81,7 +81,7 @@ def test_profile_gemm_counts_fp16_tensor_cores_by_hoppers_name():
     """The H200's ncu lists no _dst_fp32 half of the FP16 Tensor Core metric (the committed
     documents have it under dropped_metrics), so FP16 is asked for by Hopper's aggregate name
     (public Hopper metric lists have sm__ops_path_tensor_src_fp16), and counted."""
-    committed = json.loads((RESULTS / "profile-fp32-4096.json").read_text())
+    committed = json.loads((RESULTS / "profile-fp32-4096.json.gz").read_text())
     assert "sm__ops_path_tensor_src_fp16_dst_fp32.sum" in committed["profiler"]["dropped_metrics"]
     listing = {ncu.base(m) for m in committed["profiler"]["metrics"]} | {
         "sm__ops_path_tensor_src_fp16",

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from rooflinecli.cli import cli
 
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
-DOC = str(RESULTS / "gemm-fp32-4096-ladder.json")
+DOC = str(RESULTS / "gemm-fp32-4096-ladder.json.gz")
 ENV = {"COLUMNS": "200", "NO_COLOR": "1"}
 
 

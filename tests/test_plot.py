@@ -160,13 +160,13 @@ def calibration() -> dict[str, Any]:
 
 # one committed document of each kind, and a model
 KINDS = {
-    "gemm run": "gemm-fp32-4096.json",
-    "tensor core run": "gemm-bf16-8192.json",
-    "many shapes": "gemm-fp32-odd.json",
-    "profile": "profile-fp32-4096.json",
-    "llm": "llm-llama-7b-fp16.json",
-    "tune": "tune-double_buffer-4096.json",
-    "profile app": "profile-app-torch.json",
+    "gemm run": "gemm-fp32-4096.json.gz",
+    "tensor core run": "gemm-bf16-8192.json.gz",
+    "many shapes": "gemm-fp32-odd.json.gz",
+    "profile": "profile-fp32-4096.json.gz",
+    "llm": "llm-llama-7b-fp16.json.gz",
+    "tune": "tune-double_buffer-4096.json.gz",
+    "profile app": "profile-app-torch.json.gz",
 }
 
 
@@ -206,7 +206,7 @@ def test_every_kind_renders_readable(name: str, figures: Any) -> None:
 
 
 def test_ids_and_legend(figures: Any) -> None:
-    _, fig = figures("gemm run")  # gemm-fp32-4096.json; its ids and legend need no calibration
+    _, fig = figures("gemm run")  # gemm-fp32-4096.json.gz; its ids and legend need no calibration
     legend_texts = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
     assert "1  naive_xcol  5.4 TFLOP/s" in legend_texts
     assert "12  cublas  51.4 TFLOP/s" in legend_texts
@@ -216,7 +216,7 @@ def test_ids_and_legend(figures: Any) -> None:
 def test_run_records_are_drawn_by_instruction_too() -> None:
     from rooflinecli.present import image
 
-    doc = results.load(RESULTS / "gemm-fp32-4096.json")
+    doc = results.load(RESULTS / "gemm-fp32-4096.json.gz")
     series, unplaced = image.series(doc)
     assert unplaced == []
     naive = series[0]
@@ -234,7 +234,7 @@ def test_by_instruction_above_the_ideal_is_not_drawn() -> None:
     (about 1): no kernel moves fewer bytes than every byte once, so the point is left out."""
     from rooflinecli.present import image
 
-    doc = results.load(RESULTS / "llm-llama-7b-fp16.json")
+    doc = results.load(RESULTS / "llm-llama-7b-fp16.json.gz")
     series, unplaced = image.series(doc)
     b1 = [s for s in series if s.name == "mma_sync qkv batch 1"][0]
     assert [p.level for p in b1.points] == [None]
@@ -249,7 +249,7 @@ def test_by_instruction_above_the_ideal_is_not_drawn() -> None:
 def test_profile_points_sit_at_each_level() -> None:
     from rooflinecli.present import image
 
-    doc = results.load(RESULTS / "profile-fp32-4096.json")
+    doc = results.load(RESULTS / "profile-fp32-4096.json.gz")
     series, _ = image.series(doc)
     naive = series[0]
     assert [(p.level, round(p.ai, 2)) for p in naive.points] == [
@@ -263,7 +263,7 @@ def test_ceilings_per_level_say_where_they_come_from() -> None:
     from rooflinecli.present import image
     from rooflinecli.present import terminal_chart as chart
 
-    doc = results.load(RESULTS / "profile-fp32-4096.json")
+    doc = results.load(RESULTS / "profile-fp32-4096.json.gz")
     roof_of = chart.roofs(doc)
     plain = [c.label for c in image.ceilings(doc, roof_of)]
     assert plain == ["DRAM 4,800 GB/s (datasheet)", "FP32 peak 67.0 TFLOP/s (datasheet)"]
@@ -292,7 +292,7 @@ def test_tensor_core_ceilings_from_a_calibration() -> None:
     from rooflinecli.present import image
     from rooflinecli.present import terminal_chart as chart
 
-    doc = results.load(RESULTS / "gemm-bf16-8192.json")
+    doc = results.load(RESULTS / "gemm-bf16-8192.json.gz")
     got = [c.label for c in image.ceilings(doc, chart.roofs(doc), calibration())]
     assert "BF16 Tensor Core peak 989.4 TFLOP/s (datasheet)" in got
     assert "WGMMA 826.9 TFLOP/s (measured 2026-11-29)" in got
@@ -302,7 +302,7 @@ def test_tensor_core_ceilings_from_a_calibration() -> None:
 
 def test_plot_takes_a_calibration(tmp_path: Path, mpl: None) -> None:
     out = tmp_path / "p.png"
-    src = str(RESULTS / "profile-fp32-4096.json")
+    src = str(RESULTS / "profile-fp32-4096.json.gz")
     r = plot(src, "--calibration", str(CALIBRATION), "-o", str(out))
     assert r.exit_code == 0, r.stderr
     assert out.read_bytes()[:8] == PNG_SIGNATURE
@@ -313,7 +313,7 @@ def test_plot_refuses_a_calibration_of_another_gpu(tmp_path: Path) -> None:
     cal["device"]["name"] = "NVIDIA A100-SXM4-80GB"
     path = tmp_path / "cal.json"
     path.write_text(json.dumps(cal))
-    src = str(RESULTS / "profile-fp32-4096.json")
+    src = str(RESULTS / "profile-fp32-4096.json.gz")
     r = plot(src, "--calibration", str(path), "-o", str(tmp_path / "p.png"))
     assert r.exit_code == 2
     assert r.stderr == (
@@ -331,7 +331,7 @@ def test_kernels_of_a_program_are_named_by_their_function() -> None:
     function and grid, and gives each its colour."""
     from rooflinecli.present import image
 
-    doc = results.load(RESULTS / "profile-app-torch.json")
+    doc = results.load(RESULTS / "profile-app-torch.json.gz")
     series, unplaced = image.series(doc)
     assert [s.name for s in series] == [
         "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT [2x66x1] fp16",

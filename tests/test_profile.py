@@ -440,7 +440,7 @@ def test_migration_recomputes_from_the_stored_ncu_time():
 
     from rooflinecli import results
 
-    done = results.load(os.path.join(RESULTS, "profile-fp32-4096-multistage.json"))
+    done = results.load(os.path.join(RESULTS, "profile-fp32-4096-multistage.json.gz"))
     old = copy.deepcopy(done)
     del old["migrations"]
     for rec in old["records"]:  # as it was committed: speed from the event time under ncu
@@ -460,7 +460,7 @@ def test_show_prints_the_committed_profile_at_ncu_speed(runner):
     from rooflinecli.cli import cli
 
     res = runner.invoke(
-        cli, ["show", os.path.join(RESULTS, "profile-fp32-4096.json"), "--no-chart"]
+        cli, ["show", os.path.join(RESULTS, "profile-fp32-4096.json.gz"), "--no-chart"]
     )
     assert res.exit_code == 0, res.output
     row = next(ln for ln in res.output.splitlines() if "naive_xcol" in ln)

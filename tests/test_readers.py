@@ -24,7 +24,7 @@ from rooflinecli.stages import dispatch
 from rooflinecli.stages.userstage import Formula, FormulaError, load_user_stage
 
 ROOT = Path(__file__).resolve().parent.parent
-DOC = ROOT / "benchmarks" / "results" / "gemm-fp32-4096-interleaved.json"
+DOC = ROOT / "benchmarks" / "results" / "gemm-fp32-4096-interleaved.json.gz"
 CAL = ROOT / "benchmarks" / "calibration" / "h200-2026-12-01.json"
 EXCEPTION_NAMES = ("Error:", "Exception", "Traceback", "MemoryError", "ValueError")
 

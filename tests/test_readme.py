@@ -46,42 +46,44 @@ def test_blocks_name_committed_documents() -> None:
             for name in names.split(","):
                 assert docgen._path(name).is_file(), name
     # the README shows one sample and no results table: those are on docs/results.md
-    assert [(k, n) for k, n, _ in found["README.md"]] == [("show", "gemm-fp32-4096-ladder.json")]
+    assert [(k, n) for k, n, _ in found["README.md"]] == [("show", "gemm-fp32-4096-ladder.json.gz")]
     # the results page's tables: the FP32 ladder, exercise 2, Tensor Cores, the calibration,
     assert {n for k, n, _ in found["results.md"] if k == "results"} == {
-        "gemm-fp32-4096-ladder.json",
-        "profile-fp32-4096.json,profile-fp32-4096-multistage.json",
-        "gemm-fp16-8192-interleaved.json,gemm-bf16-8192-interleaved.json",
+        "gemm-fp32-4096-ladder.json.gz",
+        "profile-fp32-4096.json.gz,profile-fp32-4096-multistage.json.gz",
+        "gemm-fp16-8192-interleaved.json.gz,gemm-bf16-8192-interleaved.json.gz",
         "benchmarks/calibration/h200-2026-12-01.json",
         # stage 11 against cuBLAS SGEMM, stages 27-30 against cuBLAS, the attention ladder
-        "gemm-fp32-4096-spread.json,gemm-fp32-8192-spread.json",
-        "spread-copies-variants-fp32.json",
-        "gemm-fp32-4096-serpentine-settings.json,gemm-fp32-8192-serpentine-settings.json",
-        "gemm-bf16-tc-shapes-best.json",
-        "gemm-fp16-tc-shapes-best.json",
-        "gemm-fp16-8192-wgmma-27-28.json,gemm-bf16-8192-wgmma-27-28.json",
-        "gemm-fp16-8192-wgmma-29.json,gemm-bf16-8192-wgmma-29.json",
-        "gemm-fp16-4096-wgmma-29.json,gemm-bf16-4096-wgmma-29.json",
-        "gemm-fp16-8192-wgmma-30.json,gemm-bf16-8192-wgmma-30.json",
-        "gemm-fp16-4096-wgmma-30.json,gemm-bf16-4096-wgmma-30.json",
-        "attn-b2-h16-n8192-d128-bf16.json,attn-b2-h16-n8192-d128-bf16-causal.json",
-        "attn-sweep-d128-bf16.json,attn-sweep-d128-bf16-causal.json",
-        "attn-sweep-d64-bf16.json,attn-sweep-d64-bf16-causal.json",
+        "gemm-fp32-4096-spread.json.gz,gemm-fp32-8192-spread.json.gz",
+        "spread-copies-variants-fp32.json.gz",
+        "gemm-fp32-4096-serpentine-settings.json.gz,gemm-fp32-8192-serpentine-settings.json.gz",
+        "gemm-bf16-tc-shapes-best.json.gz",
+        "gemm-fp16-tc-shapes-best.json.gz",
+        "gemm-fp16-8192-wgmma-27-28.json.gz,gemm-bf16-8192-wgmma-27-28.json.gz",
+        "gemm-fp16-8192-wgmma-29.json.gz,gemm-bf16-8192-wgmma-29.json.gz",
+        "gemm-fp16-4096-wgmma-29.json.gz,gemm-bf16-4096-wgmma-29.json.gz",
+        "gemm-fp16-8192-wgmma-30.json.gz,gemm-bf16-8192-wgmma-30.json.gz",
+        "gemm-fp16-4096-wgmma-30.json.gz,gemm-bf16-4096-wgmma-30.json.gz",
+        "attn-b2-h16-n8192-d128-bf16.json.gz,attn-b2-h16-n8192-d128-bf16-causal.json.gz",
+        "attn-sweep-d128-bf16.json.gz,attn-sweep-d128-bf16-causal.json.gz",
+        "attn-sweep-d64-bf16.json.gz,attn-sweep-d64-bf16-causal.json.gz",
         # FP8 beside cuBLASLt
-        "gemm-fp8-prefill-best.json",
+        "gemm-fp8-prefill-best.json.gz",
         # the H100 beside the H200
-        "gemm-fp32-4096-ladder.json,gemm-fp32-4096-ladder-h100.json",
-        "gemm-bf16-8192-interleaved.json,gemm-bf16-8192-h100.json",
-        "gemm-fp16-8192-interleaved.json,gemm-fp16-8192-h100.json",
-        "gemm-bf16-4096-h100.json",
-        "attn-b2-h16-n8192-d128-bf16.json,attn-b2-h16-n8192-d128-bf16-h100.json",
-        "gemm-fp8-8192-h100.json",
-        "gemm-fp8-widths-h100.json",
-        "gemm-fp8-prefill-fill-h100.json",
+        "gemm-fp32-4096-ladder.json.gz,gemm-fp32-4096-ladder-h100.json.gz",
+        "gemm-bf16-8192-interleaved.json.gz,gemm-bf16-8192-h100.json.gz",
+        "gemm-fp16-8192-interleaved.json.gz,gemm-fp16-8192-h100.json.gz",
+        "gemm-bf16-4096-h100.json.gz",
+        "attn-b2-h16-n8192-d128-bf16.json.gz,attn-b2-h16-n8192-d128-bf16-h100.json.gz",
+        "gemm-fp8-8192-h100.json.gz",
+        "gemm-fp8-widths-h100.json.gz",
+        "gemm-fp8-prefill-fill-h100.json.gz",
         "benchmarks/calibration/h100.json",
     }
     # the fastest stage per shape where a document timed several: FP8 at decode batches
-    assert {n for k, n, _ in found["results.md"] if k == "fastest"} == {"gemm-fp8-decode-h100.json"}
+    assert {n for k, n, _ in found["results.md"] if k == "fastest"} == {
+        "gemm-fp8-decode-h100.json.gz"
+    }
 
 
 def test_every_column_of_the_sample_is_defined() -> None:
@@ -151,14 +153,14 @@ def test_every_anchor_a_page_links_to_exists() -> None:
 
 
 def test_table_kinds() -> None:
-    ladder = docgen.results_table("gemm-fp32-4096.json")
+    ladder = docgen.results_table("gemm-fp32-4096.json.gz")
     assert "| naive_xcol | 25.370 | 5.42 | 10.5 | 8.1 | 32 | 0 | 100 |" in ladder
     assert "| cublas (cublasSgemm) | 2.676 | 51.36 | 100.0 | 76.7 | - | - | - |" in ladder
-    profile = docgen.results_table("profile-fp32-4096.json,profile-fp32-4096-multistage.json")
+    profile = docgen.results_table("profile-fp32-4096.json.gz,profile-fp32-4096-multistage.json.gz")
     assert "| naive_xcol | 25.33 | 7.33 GB | 18.8 | 3.9 | 0.50 | 0.25 |" in profile
     assert "| multistage | 2.95 | 0.40 GB | 346.7 | 40.5 | 41.8 | 2.67 (from SMEM) |" in profile
     assert profile.count("| cublas |") == 1  # a stage once, from the first document that has it
-    both = docgen.results_table("gemm-fp16-8192.json,gemm-bf16-8192.json")
+    both = docgen.results_table("gemm-fp16-8192.json.gz,gemm-bf16-8192.json.gz")
     assert both.splitlines()[0] == (
         "| stage | fp16 TFLOP/s | % cuBLAS | % peak | SM MHz "
         "| bf16 TFLOP/s | % cuBLAS | % peak | SM MHz |"
@@ -178,7 +180,7 @@ def test_a_new_document_makes_the_pages_stale(
     """Replace a document the pages name (as a new GPU run would): the check fails until
     `make docs` writes its numbers."""
     shutil.copytree(ROOT / "benchmarks", tmp_path / "benchmarks")
-    path = tmp_path / "benchmarks" / "results" / "gemm-fp32-4096-ladder.json"
+    path = tmp_path / "benchmarks" / "results" / "gemm-fp32-4096-ladder.json.gz"
     doc = json.loads(path.read_text())
     rec = doc["records"][0]  # slower, its repeats and speed with it (results.load checks them)
     scale = 30.0 / rec["time_ms"]

@@ -53,7 +53,7 @@ def test_committed_ratios_are_the_ones_against_the_named_reference():
     """Every committed record with a ratio and no pairing: its ratio is its speed over the speed
     of the reference it names (after upgrade), to the last digit kept."""
     checked = 0
-    for path in sorted((ROOT / "benchmarks" / "results").glob("*.json")):
+    for path in sorted((ROOT / "benchmarks" / "results").glob("*.json.gz")):
         raw = json.loads(path.read_text())
         doc = results.load(path)
         for before, r in zip(raw["records"], doc["records"], strict=True):

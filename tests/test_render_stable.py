@@ -26,15 +26,15 @@ FIXTURE = Path(__file__).parent / "fixtures" / "render.json"
 CALIBRATION = "benchmarks/calibration/h200-2026-12-01.json"
 # the documents each calibration places (a SIMT ladder, and Tensor Core stages of both instructions)
 PLACED = (
-    "benchmarks/results/gemm-fp32-4096-interleaved.json",
-    "benchmarks/results/gemm-bf16-8192-interleaved.json",
+    "benchmarks/results/gemm-fp32-4096-interleaved.json.gz",
+    "benchmarks/results/gemm-bf16-8192-interleaved.json.gz",
 )
 ENV = {"COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
 
 
 def documents() -> list[str]:
     """Every committed document, as a path relative to the repository's top level."""
-    found = [*(ROOT / "benchmarks" / "results").glob("*.json")]
+    found = [*(ROOT / "benchmarks" / "results").glob("*.json.gz")]
     found += (ROOT / "benchmarks" / "calibration").glob("*.json")
     return sorted(str(p.relative_to(ROOT)) for p in found)
 

@@ -120,7 +120,7 @@ def test_every_figure_is_valid_for_plotly():
     """plotly.py's own schema checks every attribute the page hands plotly.js."""
     go = pytest.importorskip("plotly.graph_objects")
     run = reportdocs.run_doc()
-    later = results.load(reportdocs.ROOT / "benchmarks/results/gemm-fp32-4096-ladder.json")
+    later = results.load(reportdocs.ROOT / "benchmarks/results/gemm-fp32-4096-ladder.json.gz")
     result = gate.evaluate(later, run, where=("later", "run"))
     html = report.render(
         [report.Source("later", later), report.Source("app", results.load(reportdocs.PROFILE_APP))],
@@ -209,7 +209,7 @@ def test_the_precision_switch_lists_each_dtype_of_the_records():
 
 def test_the_gate_section_shows_each_check_and_its_samples():
     run = reportdocs.run_doc()
-    later = results.load(reportdocs.ROOT / "benchmarks/results/gemm-fp32-4096-ladder.json")
+    later = results.load(reportdocs.ROOT / "benchmarks/results/gemm-fp32-4096-ladder.json.gz")
     result = gate.evaluate(later, run, where=("later.json", "run.json"))
     html = report.render(
         [report.Source("later.json", later)], result, report.Source("run.json", run)
@@ -239,7 +239,7 @@ def test_the_gate_section_shows_each_check_and_its_samples():
 
 def test_two_documents_are_compared(tmp_path):
     run = reportdocs.run_doc()
-    later = results.load(reportdocs.ROOT / "benchmarks/results/gemm-fp32-4096-ladder.json")
+    later = results.load(reportdocs.ROOT / "benchmarks/results/gemm-fp32-4096-ladder.json.gz")
     html = _page(run, later)
     assert "<h2>Comparison: B against A</h2>" in html
     data, _ = _figures(html)["compare-samples"]
@@ -248,7 +248,7 @@ def test_two_documents_are_compared(tmp_path):
 
 def test_gate_html_writes_the_page_beside_junit(runner, tmp_path):
     page, junit = tmp_path / "gate.html", tmp_path / "junit.xml"
-    later = str(reportdocs.ROOT / "benchmarks/results/gemm-fp32-4096-ladder.json")
+    later = str(reportdocs.ROOT / "benchmarks/results/gemm-fp32-4096-ladder.json.gz")
     args = ["gate", later, "--baseline", str(reportdocs.RUN)]
     r = runner.invoke(cli, [*args, "--junit", str(junit), "--html", str(page)])
     assert r.exit_code == 1  # three stages are new: missing from the baseline

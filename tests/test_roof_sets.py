@@ -8,7 +8,7 @@ import pytest
 from rooflinecli.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
-RUN = str(ROOT / "benchmarks" / "results" / "gemm-fp32-4096.json")
+RUN = str(ROOT / "benchmarks" / "results" / "gemm-fp32-4096.json.gz")
 CAL = str(ROOT / "benchmarks" / "calibration" / "h200-full.json")
 
 
@@ -57,7 +57,7 @@ def test_measured_without_calibration_is_one_line(runner, tmp_path, monkeypatch)
     )
 
 
-TC = str(ROOT / "benchmarks" / "results" / "gemm-bf16-8192.json")
+TC = str(ROOT / "benchmarks" / "results" / "gemm-bf16-8192.json.gz")
 
 
 def test_clock_roofs_are_derived_at_each_rows_own_clock(runner):
@@ -75,7 +75,7 @@ def test_clock_roofs_are_derived_at_each_rows_own_clock(runner):
 
 
 def test_clock_roofs_fall_back_to_derived_without_a_recorded_clock(runner):
-    old = str(ROOT / "benchmarks" / "results" / "gemm-fp32-8192-all.json")  # made before clocks
+    old = str(ROOT / "benchmarks" / "results" / "gemm-fp32-8192-all.json.gz")  # made before clocks
     r = runner.invoke(cli, ["show", old, "--format", "json", "--roofs", "clock"])
     assert r.exit_code == 0, r.stderr
     recs = json.loads(r.output)["records"]

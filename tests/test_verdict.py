@@ -27,7 +27,7 @@ def by_stage(lines: list[str]) -> dict[str, str]:
 
 
 def test_fp32_ladder_at_4096():
-    lines = verdict.lines(records("gemm-fp32-4096.json"))
+    lines = verdict.lines(records("gemm-fp32-4096.json.gz"))
     assert lines[0] == (
         "Compute-bound: AI 683 >> ridge 14 FLOP/byte, so the FP32 roof (67 TFLOP/s) binds "
         "every stage."
@@ -48,7 +48,7 @@ def test_fp32_ladder_at_4096():
 
 
 def test_tensor_core_ladder_names_its_roof():
-    lines = verdict.lines(records("gemm-bf16-8192.json"))
+    lines = verdict.lines(records("gemm-bf16-8192.json.gz"))
     assert lines[0] == (
         "Compute-bound: AI 2,731 >> ridge 206 FLOP/byte, so the BF16 Tensor Core roof "
         "(989.4 TFLOP/s) binds every stage."
@@ -59,7 +59,9 @@ def test_tensor_core_ladder_names_its_roof():
 
 
 def test_memory_bound_shape_gives_the_bandwidth():
-    recs = [r for r in records("gemm-fp32-odd.json") if (r["m"], r["n"], r["k"]) == (1, 4096, 4096)]
+    recs = [
+        r for r in records("gemm-fp32-odd.json.gz") if (r["m"], r["n"], r["k"]) == (1, 4096, 4096)
+    ]
     lines = verdict.lines(recs)
     assert lines[0] == (
         "Memory-bound: AI 0.5 << ridge 14 FLOP/byte, so the memory roof (4,800 GB/s) binds "
@@ -72,7 +74,7 @@ def test_memory_bound_shape_gives_the_bandwidth():
 
 
 def test_decode_gets_one_line_per_weight_gemm():
-    recs = [r for r in records("llm-llama-7b-fp16.json") if r["batch"] == 1]
+    recs = [r for r in records("llm-llama-7b-fp16.json.gz") if r["batch"] == 1]
     lines = verdict.lines(recs)
     assert len(lines) == 6
     assert lines[0] == (
@@ -83,17 +85,17 @@ def test_decode_gets_one_line_per_weight_gemm():
 
 
 def test_profile_documents_use_ncus_own_time():
-    said = by_stage(verdict.lines(records("profile-fp32-4096.json")))
+    said = by_stage(verdict.lines(records("profile-fp32-4096.json.gz")))
     assert said["naive_xcol"].startswith("naive_xcol: at 8.1% of the roof and 11% of cublas.")
 
 
 def test_variants_of_one_stage_have_no_next_rung():
-    lines = verdict.lines(records("tune-double_buffer-4096.json"))
+    lines = verdict.lines(records("tune-double_buffer-4096.json.gz"))
     assert "Next," not in " ".join(lines) and "Slower than" not in " ".join(lines)
 
 
 def test_the_next_rung_is_described_by_its_own_record():
-    recs = [dict(r) for r in records("gemm-fp32-4096.json")]
+    recs = [dict(r) for r in records("gemm-fp32-4096.json.gz")]
     recs[-2]["what"] = "a cp.async pipeline (as the record says)"  # multistage
     recs[-3]["slower_because"] = None
     said = by_stage(verdict.lines(recs))
@@ -103,7 +105,7 @@ def test_the_next_rung_is_described_by_its_own_record():
 
 
 def test_failures_and_skips_are_said_once():
-    recs = [dict(r) for r in records("gemm-fp32-4096.json")]
+    recs = [dict(r) for r in records("gemm-fp32-4096.json.gz")]
     recs[1].update(verified=False, rel_error=0.25, tflops=None, pct_of_roof=None)
     recs[2].update(error="skipped: thread_tile_4x4 needs M, N, K multiples of 4", tflops=None)
     said = by_stage(verdict.lines(recs))
@@ -118,7 +120,14 @@ def test_failures_and_skips_are_said_once():
 def test_rows_under_different_roofs_say_theirs_each():
     r = CliRunner(env=ENV).invoke(
         cli,
-        ["show", str(RESULTS / "gemm-bf16-8192.json"), "--roofs", "clock", "--format", "markdown"],
+        [
+            "show",
+            str(RESULTS / "gemm-bf16-8192.json.gz"),
+            "--roofs",
+            "clock",
+            "--format",
+            "markdown",
+        ],
     )
     assert r.exit_code == 0, r.stderr
     items = [line for line in r.stdout.splitlines() if line.startswith("- ")]
@@ -143,7 +152,7 @@ def test_model_says_what_the_load_instructions_allow():
 
 
 def test_markdown_has_the_verdict_as_a_list_json_and_csv_none():
-    path = str(RESULTS / "gemm-fp32-4096.json")
+    path = str(RESULTS / "gemm-fp32-4096.json.gz")
     md = CliRunner(env=ENV).invoke(cli, ["show", path, "--format", "markdown", "--no-chart"])
     table, rest = md.stdout.split("\n\n- ", 1)
     assert table.splitlines()[0].startswith("### GEMM 4096x4096x4096 fp32")
@@ -157,7 +166,7 @@ def test_markdown_has_the_verdict_as_a_list_json_and_csv_none():
 
 def test_the_terminal_table_has_it_too_wrapped_and_indented():
     r = CliRunner(env={**ENV, "COLUMNS": "80"}).invoke(
-        cli, ["show", str(RESULTS / "gemm-fp32-4096.json"), "--no-chart"]
+        cli, ["show", str(RESULTS / "gemm-fp32-4096.json.gz"), "--no-chart"]
     )
     lines = r.stdout.splitlines()
     end = max(i for i, line in enumerate(lines) if line.startswith("└"))
@@ -174,7 +183,7 @@ def test_records_off_the_roofline_get_none():
 
 
 def test_a_document_whose_records_carry_what_describes_the_next_rung():
-    said = by_stage(verdict.lines(records("gemm-bf16-8192-interleaved.json")))
+    said = by_stage(verdict.lines(records("gemm-bf16-8192-interleaved.json.gz")))
     assert said["mma_sync"] == (
         "mma_sync: at 5.8% of the roof and 7.0% of cublas_hgemm. Next, mma_ldmatrix (2.01x): "
         "ldmatrix (.trans for B) from XOR-swizzled shared tiles: 128x128 block, 8 warps."

@@ -117,14 +117,14 @@ def test_a_pair_s_row_tile_past_m_takes_a_block():
 # the documents that measured stage 26 and stage 32 at each fixed width (wgmma_persistent's and
 # wgmma_fp8_persistent's BN) on an H100: stage name -> BN
 MEASURED_WIDTHS = {
-    "gemm-bf16-fill-h100.json": {
+    "gemm-bf16-fill-h100.json.gz": {
         "wgmma_persistent": 256, "wgmma_persistent@BN=128,STAGES=6": 128,
         "wgmma_persistent@BN=192": 192,
     },
-    "widths-bf16-m512-h100.json": {
+    "widths-bf16-m512-h100.json.gz": {
         "wgmma_persistent": 256, "wgmma_persistent@BN=128": 128, "wgmma_persistent@BN=192": 192,
     },
-    "gemm-fp8-widths-h100.json": {
+    "gemm-fp8-widths-h100.json.gz": {
         "wgmma_fp8_persistent": 256, "wgmma_fp8_persistent@BN=192,STAGES=5": 192,
     },
 }  # fmt: skip

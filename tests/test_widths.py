@@ -54,7 +54,7 @@ def test_show_of_every_committed_document_fits_80_columns() -> None:
     from rooflinecli.cli import cli
 
     over = {}
-    for path in sorted(RESULTS.glob("*.json")):
+    for path in sorted(RESULTS.glob("*.json.gz")):
         if json.loads(path.read_text()).get("command") == "profile app":
             continue
         r = CliRunner().invoke(cli, ["show", str(path)], env={"COLUMNS": "80", "NO_COLOR": "1"})

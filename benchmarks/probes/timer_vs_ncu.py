@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rooflinecli import paths
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import profile
 
@@ -47,7 +48,7 @@ def compare(rec: dict[str, Any], dtype: str) -> dict[str, Any]:
 
 
 def main(events_path: str, dtype: str, out_path: str) -> None:
-    doc = json.loads(Path(events_path).read_text())
+    doc = paths.read_json(events_path, "results file")
     rows = []
     for rec in doc["records"]:
         if not rec.get("time_ms"):  # skipped or failed: nothing to compare

@@ -20,7 +20,7 @@ WROTE_COLUMNS: list[table.Column] = [
 
 @click.command(
     epilog=examples(
-        "roofline plot benchmarks/results/gemm-fp32-4096-ladder.json -o roofline.png",
+        "roofline plot benchmarks/results/gemm-fp32-4096-ladder.json.gz -o roofline.png",
         "roofline plot run.json -o roofline.html --calibration my-gpu.json",
     ),
 )

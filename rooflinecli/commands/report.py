@@ -22,7 +22,7 @@ WROTE_COLUMNS: list[table.Column] = [
 
 @click.command(
     epilog=examples(
-        "roofline report benchmarks/results/gemm-fp32-4096-ladder.json -o report.html",
+        "roofline report benchmarks/results/gemm-fp32-4096-ladder.json.gz -o report.html",
         "roofline report current.json --baseline baseline.json -o gate.html",
     ),
 )

@@ -32,7 +32,7 @@ from rooflinecli.present.output import (
 @click.command(
     cls=Command,
     epilog=examples(
-        "roofline show benchmarks/results/gemm-fp32-4096-ladder.json",
+        "roofline show benchmarks/results/gemm-fp32-4096-ladder.json.gz",
         "roofline show run.json --roofs derived --format markdown",
     ),
 )

@@ -1285,7 +1285,7 @@ STAGES: tuple[Stage, ...] = (
         _serpentine_ffma(dict(_STAGE12)),
         # `roofline tune gemm --stage serpentine_ffma` tries these (NUM_THREADS, smem_bytes follow);
         # benchmarks/gemm_fp32_ladder.sh (step serpentine) times the block shapes and the
-        # controls; STAGES 3 and PAIR_LANES 0 won gemm-fp32-4096-serpentine-unpaired.json
+        # controls; STAGES 3 and PAIR_LANES 0 won gemm-fp32-4096-serpentine-unpaired.json.gz
         tune_space=MappingProxyType({"BK": (8, 16, 32), "STAGES": (3, 4), "WNITER": (2, 4)}),
     ),
     replace(

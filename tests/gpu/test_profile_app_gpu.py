@@ -63,7 +63,7 @@ def _profile(runner, tmp_path, *args):
 
 # Shapes that are multiples of the tiles cuBLAS picks: on the H200 its FP16 kernel for 8192^3
 # (nvjet ..._320x128_...) tiles M by 320 rows, pads 8192 to 8320, and the Tensor Core counters
-# count the padding too (1.0156 x 2MNK, profile-app-cupy-matmul-fp16.json): not a tile multiple.
+# count the padding too (1.0156 x 2MNK, profile-app-cupy-matmul-fp16.json.gz): not a tile multiple.
 @pytest.mark.parametrize(("n", "dtype"), [(4096, "fp16"), (4096, "fp32"), (8192, "fp32")])
 def test_matmul_flops_within_half_a_percent_of_2mnk(runner, tmp_path, n, dtype):
     repeats = 2
