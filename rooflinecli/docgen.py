@@ -32,7 +32,6 @@ parts, each between a begin and an end marker, may stand on any page:
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import sys

@@ -7,6 +7,7 @@ import sys
 import children
 import pytest
 
+from rooflinecli import paths
 from rooflinecli.cli import cli
 
 
@@ -116,7 +117,7 @@ def test_model_document_shape(runner, tmp_path):
         ],
     )
     assert r.exit_code == 0
-    doc = json.loads(out.read_text())
+    doc = paths.read_json(out, "results file")
     assert doc["schema"] == "roofline.results/2"
     assert doc["device"] is None
     assert doc["spec"]["name"] == "h100-sxm5"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflinecli import results
+from rooflinecli import paths, results
 
 DOCS = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "results").glob("*.json.gz"))
 
@@ -50,9 +50,8 @@ PROBES = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "probes
     "path", [p for p in PROBES if "findings" not in p.name], ids=lambda p: p.name
 )
 def test_probe_document_is_a_gpu_run(path):
-    import json
 
-    doc = json.loads(path.read_text())
+    doc = paths.read_json(path, "results file")
     assert doc["device"]["name"] in ("NVIDIA H200", "NVIDIA H100 80GB HBM3")
     assert re.fullmatch(r"[0-9a-f]{40}(-dirty)?", doc["environment"]["commit"])
     if doc["schema"] == "roofline.probe-mma/1":

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 from fakes import fake_run_gemm
 
+from rooflinecli import paths
 from rooflinecli.cli import cli
 from rooflinecli.present import View
 from rooflinecli.present import table as report
@@ -29,7 +30,7 @@ def invoke(args: list[str], width: int) -> tuple[int, str, str]:
 
 
 def names_of(path: str) -> list[str]:
-    return [r["stage"] for r in json.loads(Path(path).read_text())["records"]]
+    return [r["stage"] for r in paths.read_json(Path(path), "results file")["records"]]
 
 
 def table_rows(out: str) -> list[str]:

@@ -5,6 +5,7 @@ that reads a document; every committed document passes it."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from rooflinecli import doc_check, results
+from rooflinecli import doc_check, paths, results
 from rooflinecli.cli import cli
 from rooflinecli.gpu import calibrate
 
@@ -24,7 +25,7 @@ ENV = {"COLUMNS": "200", "NO_COLOR": "1"}
 
 
 def committed() -> dict[str, Any]:
-    return json.loads(SOURCE.read_text())
+    return paths.read_json(SOURCE, "results file")
 
 
 def write(path: Path, doc: dict[str, Any]) -> str:
@@ -233,7 +234,11 @@ def test_a_record_roof_of_zero_is_refused(tmp_path: Path) -> None:
 
 
 def test_duplicate_keys_are_refused(tmp_path: Path) -> None:
-    text = SOURCE.read_text().replace('"m": 4096,', '"m": 4096, "m": 64,', 1)
+    text = (
+        gzip.decompress(SOURCE.read_bytes())
+        .decode()
+        .replace('"m": 4096,', '"m": 4096, "m": 64,', 1)
+    )
     path = tmp_path / "dup.json"
     path.write_text(text)
     refused_everywhere(

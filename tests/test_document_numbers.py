@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from pathlib import Path
@@ -21,7 +22,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from rooflinecli import results
+from rooflinecli import paths, results
 from rooflinecli.cli import cli
 from rooflinecli.errors import RooflineError
 from rooflinecli.present import gate
@@ -32,7 +33,7 @@ SOURCE = "gemm-fp32-4096-ladder.json.gz"  # H200 run, every record with its repe
 
 
 def committed() -> dict[str, Any]:
-    return json.loads((RESULTS / SOURCE).read_text())
+    return paths.read_json((RESULTS / SOURCE), "results file")
 
 
 def write(path: Path, doc: dict[str, Any]) -> str:
@@ -87,7 +88,11 @@ def test_numbers_that_are_no_times_are_refused_in_one_line(
 
 
 def test_1e999_reads_as_infinity_and_is_refused(tmp_path: Path) -> None:
-    text = (RESULTS / SOURCE).read_text().replace('"time_ms": 25.', '"time_ms": 1e999, "x": 25.', 1)
+    text = (
+        gzip.decompress((RESULTS / SOURCE).read_bytes())
+        .decode()
+        .replace('"time_ms": 25.', '"time_ms": 1e999, "x": 25.', 1)
+    )
     path = tmp_path / "big.json"
     path.write_text(text)
     r = invoke("show", str(path))
@@ -103,7 +108,7 @@ def test_signed_scalars_and_committed_documents_are_accepted() -> None:
 
 
 def test_a_nested_number_is_finite_and_a_document_number_too(tmp_path: Path) -> None:
-    doc = json.loads((RESULTS / "profile-app-torch.json.gz").read_text())
+    doc = paths.read_json((RESULTS / "profile-app-torch.json.gz"), "results file")
     doc["records"][0]["roof_levels"][1]["gbs"] = math.nan
     r = invoke("show", write(tmp_path / "app.json", doc))
     assert r.exit_code == 2

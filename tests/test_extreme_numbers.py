@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from rooflinecli import results
+from rooflinecli import paths, results
 from rooflinecli.cli import cli
 from rooflinecli.errors import RooflineError
 
@@ -52,7 +52,7 @@ CATALOGUE: dict[str, Any] = {
 
 
 def base() -> dict[str, Any]:
-    doc = json.loads(SOURCE.read_text())
+    doc = paths.read_json(SOURCE, "results file")
     doc["records"] = doc["records"][:1]
     return doc
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from rooflinecli import options, results
+from rooflinecli import options, paths, results
 from rooflinecli.cli import cli
 from rooflinecli.core import fleet, ranks
 from rooflinecli.errors import RooflineError
@@ -62,7 +62,7 @@ def test_every_gpu_at_once_one_document(stand_in, monkeypatch, tmp_path) -> None
     labels = {r["gpu_label"] for r in doc["records"]}
     assert len(labels) == 4
     one = [r for r in doc["records"] if r["gpu"]["index"] == 2]
-    assert len(one) == len(json.loads(TEMPLATE.read_text())["records"])
+    assert len(one) == len(paths.read_json(TEMPLATE, "results file")["records"])
     gpu = one[0]["gpu"]
     assert (gpu["uuid"], gpu["serial"], gpu["pci_bus_id"], gpu["power_limit_w"]) == (
         "GPU-0000-2", "SER2", "0000:2:00.0", 700.0)  # fmt: skip
@@ -221,7 +221,7 @@ def test_rank_names_its_document(monkeypatch, tmp_path) -> None:
 
 def _doc(index: int, host: str = "node1", factor: float = 1.0, name: str | None = None,
          template: Path = TEMPLATE, rank: int | None = None) -> dict[str, Any]:  # fmt: skip
-    doc = json.loads(template.read_text())
+    doc = paths.read_json(template, "results file")
     doc["device"].update(index=index, uuid=f"GPU-{host}-{index}", pci_bus_id=f"0:{index}")
     if name:
         doc["device"]["name"] = name
@@ -295,7 +295,7 @@ CARD_SPREAD = 0.005  # the card-to-card spread docs/fleet.md states (a log-ratio
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
-    recs = json.loads(path.read_text())["records"]
+    recs = paths.read_json(path, "results file")["records"]
     return [r for r in recs if r.get("samples_ms") and r.get("verified") is not False]
 
 

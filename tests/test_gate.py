@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from rooflinecli import results
+from rooflinecli import paths, results
 from rooflinecli.cli import cli
 from rooflinecli.errors import RooflineError
 
@@ -167,7 +167,7 @@ def test_malformed_baseline_exits_2(tmp_path: Path, text: str, message: str) -> 
 
 def test_model_document_is_refused(tmp_path: Path) -> None:
     model = write(tmp_path / "m.json", [rec("tiled", 1.0)], device={})
-    doc = json.loads(Path(model).read_text())
+    doc = paths.read_json(Path(model), "results file")
     doc["device"] = None
     Path(model).write_text(json.dumps(doc))
     r = gate(model, "--min-pct-of-roof", "tiled=1")
@@ -407,7 +407,7 @@ def test_junit_of_a_passing_committed_run(tmp_path: Path) -> None:
     assert junit_violations(text) == []
     suite = ET.fromstring(text).find("testsuite")
     assert suite is not None
-    doc = json.loads(Path(path).read_text())
+    doc = paths.read_json(Path(path), "results file")
     assert suite.get("timestamp") == doc["created"][:19]  # written in UTC
     assert suite.get("hostname") == doc["environment"]["host"]
     times = [float(tc.get("time") or "nan") for tc in suite.findall("testcase")]
@@ -419,7 +419,7 @@ def test_benchmark_json(tmp_path: Path, base: str) -> None:
     out = tmp_path / "bench.json"
     r = gate(cur, "--baseline", base, "--benchmark-json", str(out))
     assert r.exit_code == 0, r.stderr
-    assert json.loads(out.read_text()) == [
+    assert paths.read_json(out, "results file") == [
         {"name": "naive 1024x1024x1024 fp32", "unit": "TFLOP/s", "value": FLOPS / 1e-2 / 1e12},
         {"name": "tiled 1024x1024x1024 fp32", "unit": "TFLOP/s", "value": FLOPS / 5e-4 / 1e12},
     ]
@@ -481,7 +481,7 @@ def test_baseline_save(tmp_path: Path) -> None:
     r = save(src, str(dst))
     assert r.exit_code == 0, r.stderr
     assert r.stdout == (f"saved {dst}: 2 records from {src} (Test GPU, driver 570.1, CUDA 12.8)\n")
-    assert json.loads(dst.read_text()) == json.loads(Path(src).read_text())
+    assert paths.read_json(dst, "results file") == paths.read_json(Path(src), "results file")
     again = save(src, str(dst))
     assert again.exit_code == 2
     assert one_line(again) == f"error: {dst} exists: pass --force to replace it"
@@ -496,7 +496,7 @@ def test_baseline_save_refuses_unverified_and_models(tmp_path: Path) -> None:
         f"error: {src} is not a clean run: not verified or not timed: tiled 1024x1024x1024 fp32"
     )
     assert not (tmp_path / "b.json").exists()
-    doc = json.loads(Path(src).read_text())
+    doc = paths.read_json(Path(src), "results file")
     doc["device"] = None
     Path(src).write_text(json.dumps(doc))
     r = save(src, str(tmp_path / "b.json"))
@@ -532,7 +532,7 @@ def measured(name: str, time_ms: float, **kw: Any) -> dict[str, Any]:
 
 
 def test_identity_of_each_kind_of_record() -> None:
-    doc = json.loads(Path(LLM_DOC).read_text())
+    doc = paths.read_json(Path(LLM_DOC), "results file")
     a, b = (results.identity(r) for r in doc["records"][12:24:6])  # ffn_gate and ffn_up, b1
     assert (a.stage, a.shape, b.shape) == ("mma_sync", (1, 11008, 4096), (1, 11008, 4096))
     assert a != b and a.workload == "llama-7b:ffn_gate:b1" and b.workload == "llama-7b:ffn_up:b1"
@@ -573,7 +573,7 @@ def test_measure_document_gates_against_itself_and_can_be_a_baseline(tmp_path: P
 
     recs = [measured("torch.matmul", 1.0), measured("my_kernel", 2.0)]
     doc = made(recs, "measured.json")
-    assert json.loads(Path(doc).read_text())["device"] == {"name": "Test GPU"}
+    assert paths.read_json(Path(doc), "results file")["device"] == {"name": "Test GPU"}
     r = gate(doc, "--baseline", doc, "--format", "json")
     assert r.exit_code == 0, r.stderr  # was TypeError: int() of the records' null m, n, k
     names = [(c["stage"], c["shape"], c["verdict"]) for c in json.loads(r.stdout)["checks"]]
@@ -586,7 +586,7 @@ def test_measure_document_gates_against_itself_and_can_be_a_baseline(tmp_path: P
 
 
 def test_genuinely_duplicated_identities_exit_2(tmp_path: Path) -> None:
-    doc = json.loads(Path(LLM_DOC).read_text())
+    doc = paths.read_json(Path(LLM_DOC), "results file")
     doc["records"][18]["workload"] = doc["records"][12]["workload"]  # ffn_up claims ffn_gate
     dup = tmp_path / "dup.json"
     dup.write_text(json.dumps(doc))
@@ -615,7 +615,7 @@ def test_compare_shows_the_workload_of_llm_rows() -> None:
 
 def slower(tmp_path: Path, src: str, factor: float, stages: set[str], m: int) -> str:
     """A copy of a committed document with `stages` at M=m made `factor` times slower."""
-    doc = json.loads((RESULTS / src).read_text())
+    doc = paths.read_json((RESULTS / src), "results file")
     for r in doc["records"]:
         if r["stage"] in stages and r["m"] == m:
             for f in ("time_ms", "time_ms_min", "time_ms_max", "time_ms_stdev"):

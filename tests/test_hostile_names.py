@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rooflinecli import names, results
+from rooflinecli import names, paths, results
 from rooflinecli.cli import cli
 from rooflinecli.errors import RooflineError
 from rooflinecli.present import View, boxed, gate, table, terminal_chart
@@ -89,7 +89,7 @@ def no_control(text: str) -> None:
 def run_doc(name: str, gpu: bool = True) -> dict[str, Any]:
     """gemm-fp32-4096-ladder.json.gz cut to two stages and the reference, the first stage and the
     reference (which the others are compared with) renamed, the GPU named `name` too (`gpu`)."""
-    doc = json.loads((RESULTS / "gemm-fp32-4096-ladder.json.gz").read_text())
+    doc = paths.read_json((RESULTS / "gemm-fp32-4096-ladder.json.gz"), "results file")
     recs = doc["records"][:2] + doc["records"][-1:]
     recs[0]["stage"] = name
     recs[2]["stage"] = f"{name} (ref)"
@@ -103,7 +103,7 @@ def run_doc(name: str, gpu: bool = True) -> dict[str, Any]:
 
 def app_doc(name: str) -> dict[str, Any]:
     """A committed `profile app` document with its first kernel renamed."""
-    doc = json.loads((RESULTS / "profile-app-cupy-matmul-fp16.json.gz").read_text())
+    doc = paths.read_json((RESULTS / "profile-app-cupy-matmul-fp16.json.gz"), "results file")
     r = doc["records"][0]
     grid = r["stage"][r["stage"].rindex(" [") :]
     r["kernel"], r["label"], r["stage"], r["name"] = name, name, name + grid, name + grid

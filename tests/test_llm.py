@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from rooflinecli import results
+from rooflinecli import paths, results
 from rooflinecli.cli import cli
 from rooflinecli.core import llm, model, specs
 from rooflinecli.errors import RooflineError
@@ -313,7 +313,7 @@ def test_model_llm_json_is_a_results_document(runner, tmp_path):
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.output)
     results.validate(doc)
-    assert json.loads(out.read_text())["records"] == doc["records"]
+    assert paths.read_json(out, "results file")["records"] == doc["records"]
     assert doc["command"] == "model llm" and doc["batches"] == [1, 16]
     rec = next(x for x in doc["records"] if x["workload"] == "llama-7b:ffn_up:b16")
     assert (rec["stage"], rec["kind"], rec["dtype"], rec["m"], rec["n"], rec["k"]) == (

@@ -1,11 +1,11 @@
 """rooflinecli.gpu.ncu: which metrics are asked for on which GPU, FLOPs by instruction and by Tensor
 Core operation, bytes per level, and the rule that gives a bypassed level no intensity."""
 
-import json
 from pathlib import Path
 
 import pytest
 
+from rooflinecli import paths
 from rooflinecli.gpu import ncu
 from rooflinecli.gpu import profile as prof
 
@@ -81,7 +81,7 @@ def test_profile_gemm_counts_fp16_tensor_cores_by_hoppers_name():
     """The H200's ncu lists no _dst_fp32 half of the FP16 Tensor Core metric (the committed
     documents have it under dropped_metrics), so FP16 is asked for by Hopper's aggregate name
     (public Hopper metric lists have sm__ops_path_tensor_src_fp16), and counted."""
-    committed = json.loads((RESULTS / "profile-fp32-4096.json.gz").read_text())
+    committed = paths.read_json((RESULTS / "profile-fp32-4096.json.gz"), "results file")
     assert "sm__ops_path_tensor_src_fp16_dst_fp32.sum" in committed["profiler"]["dropped_metrics"]
     listing = {ncu.base(m) for m in committed["profiler"]["metrics"]} | {
         "sm__ops_path_tensor_src_fp16",

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import children
 import pytest
 
-from rooflinecli import files, results
+from rooflinecli import files, paths, results
 from rooflinecli.cli import cli
 from rooflinecli.errors import RooflineError
 
@@ -28,7 +28,7 @@ def _one_line(r, exit_code=2):
 
 
 def _doc_m(path):
-    return json.loads(path.read_text())["records"][0]["m"]
+    return paths.read_json(path, "results file")["records"][0]["m"]
 
 
 def test_new_document_is_an_ordinary_file(runner, tmp_path):

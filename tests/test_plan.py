@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from fakes import fake_run_gemm
 
-from rooflinecli import plan
+from rooflinecli import paths, plan
 from rooflinecli.cli import cli
 from rooflinecli.core.attention import Shape
 from rooflinecli.errors import RooflineError
@@ -126,7 +126,7 @@ def test_a_sweep_table_lists_only_stages_that_can_run_and_sums_up_the_rest(fake_
     r = CliRunner(env={"COLUMNS": "200"}).invoke(cli, [*args, "-o", str(out)])
     assert r.exit_code == 0, r.output
     assert "skipped:" not in r.output
-    doc = json.loads(out.read_text())
+    doc = paths.read_json(out, "results file")
     assert not any(str(x.get("error") or "").startswith("skipped") for x in doc["records"])
     assert len(doc["skipped"]) == 2 * len(DECODE_FP16) + len(TMA_FP16)
     line = plan.gemm_plan(SWEEP, None, "fp16").document_fields()["skipped"]

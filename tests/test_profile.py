@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 
+from rooflinecli import paths
 from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import ncu
 from rooflinecli.gpu import profile as prof
@@ -284,7 +285,7 @@ def test_profile_command_with_fake_ncu(runner, fake_ncu, tmp_path):
     assert res.exit_code == 0, res.output
     assert "check: naive_xcol: flops_hw = 1.00012 x 2MNK (ok" in res.output
     assert "event 51.600 ms vs ncu 25.812 ms" in res.output
-    doc = json.loads(out.read_text())
+    doc = paths.read_json(out, "results file")
     assert doc["command"] == "profile gemm" and doc["device"]["name"] == "FAKE H200"
     recs = {r["stage"]: r for r in doc["records"]}
     assert set(recs) == {"naive_xcol", "cublas"}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflinecli import docgen
+from rooflinecli import docgen, paths
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -181,7 +181,7 @@ def test_a_new_document_makes_the_pages_stale(
     `make docs` writes its numbers."""
     shutil.copytree(ROOT / "benchmarks", tmp_path / "benchmarks")
     path = tmp_path / "benchmarks" / "results" / "gemm-fp32-4096-ladder.json.gz"
-    doc = json.loads(path.read_text())
+    doc = paths.read_json(path, "results file")
     rec = doc["records"][0]  # slower, its repeats and speed with it (results.load checks them)
     scale = 30.0 / rec["time_ms"]
     rec["time_ms"], rec["tflops"] = 30.0, rec["tflops"] / scale

@@ -4,10 +4,9 @@ is placed, and older documents get the same name on load."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from rooflinecli import results
+from rooflinecli import paths, results
 from rooflinecli.core import reference
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +53,7 @@ def test_committed_ratios_are_the_ones_against_the_named_reference():
     of the reference it names (after upgrade), to the last digit kept."""
     checked = 0
     for path in sorted((ROOT / "benchmarks" / "results").glob("*.json.gz")):
-        raw = json.loads(path.read_text())
+        raw = paths.read_json(path, "results file")
         doc = results.load(path)
         for before, r in zip(raw["records"], doc["records"], strict=True):
             pct = r.get("pct_of_reference")

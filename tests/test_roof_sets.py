@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from rooflinecli import paths
 from rooflinecli.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,7 +26,7 @@ def test_datasheet_is_the_default(runner):
 
 
 def test_measured_roofs_come_from_the_calibration(runner):
-    cal = json.loads(Path(CAL).read_text())["measurements"]
+    cal = paths.read_json(Path(CAL), "results file")["measurements"]
     recs = _records(runner, "--roofs", "measured", "--calibration", CAL)
     cublas = recs["cublas"]
     assert cublas["roof_set"] == "measured"
@@ -64,7 +65,7 @@ def test_clock_roofs_are_derived_at_each_rows_own_clock(runner):
     r = runner.invoke(cli, ["show", TC, "--format", "json", "--roofs", "clock"])
     assert r.exit_code == 0, r.stderr
     recs = {rec["stage"]: rec for rec in json.loads(r.output)["records"]}
-    plain = {rec["stage"]: rec for rec in json.loads(Path(TC).read_text())["records"]}
+    plain = {rec["stage"]: rec for rec in paths.read_json(Path(TC), "results file")["records"]}
     for name, rec in recs.items():
         mhz = plain[name]["sm_clock_mhz"]
         assert rec["roof_set"] == f"clock {mhz:,} MHz"
@@ -100,7 +101,7 @@ def test_clock_roofs_title_says_one_roof_per_row(runner):
 def test_measured_roofs_put_mma_sync_stages_under_mma_sync(runner):
     """A stage whose math is mma.sync cannot pass mma.sync's measured rate: under --roofs
     measured its Tensor Core roof is that, the WGMMA stages' and cuBLAS's the best of both."""
-    cal = json.loads(Path(CAL).read_text())["measurements"]
+    cal = paths.read_json(Path(CAL), "results file")["measurements"]
     r = runner.invoke(
         cli, ["show", TC, "--format", "json", "--roofs", "measured", "--calibration", CAL]
     )

@@ -8,7 +8,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from rooflinecli import results
+from rooflinecli import paths, results
 from rooflinecli.cli import cli
 
 ENV = {"COLUMNS": "200", "NO_COLOR": "1"}
@@ -96,7 +96,7 @@ def test_show_json_csv_markdown(tmp_path: Path) -> None:
     path = write(tmp_path / "run.json", [rec("tiled", 5.0, 0.5)])
     r = invoke("show", path, "--format", "json")
     assert r.exit_code == 0
-    assert json.loads(r.stdout) == json.loads(Path(path).read_text())
+    assert json.loads(r.stdout) == paths.read_json(Path(path), "results file")
     csv = invoke("show", path, "--format", "csv")
     assert csv.stdout.splitlines()[0].startswith("stage,kind,dtype,m,n,k,")
     md = invoke("show", path, "--format", "markdown", "--chart")

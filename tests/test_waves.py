@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from rooflinecli import paths
 from rooflinecli.core import waves
 from rooflinecli.present import verdict
 
@@ -135,13 +136,12 @@ def test_the_width_chosen_runs_within_two_percent_of_the_fastest_measured(name):
     """At every shape of the committed documents that timed each fixed width, the width
     fill_width chooses ran within 2% of the fastest of them: the rule stands on measurements,
     not on its own arithmetic alone."""
-    import json
     from collections import defaultdict
     from pathlib import Path
 
     doc = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / name
     speed: dict[tuple[int, int], dict[int, float]] = defaultdict(dict)
-    measured = json.loads(doc.read_text())
+    measured = paths.read_json(doc, "results file")
     sms = measured["device"]["sm_count"]
     for r in measured["records"]:
         bn = MEASURED_WIDTHS[name].get(r["stage"])

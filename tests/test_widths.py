@@ -11,6 +11,8 @@ from pathlib import Path
 import doc_commands as dc
 import pytest
 
+from rooflinecli import paths
+
 WIDTH = 80
 
 
@@ -47,7 +49,6 @@ RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 def test_show_of_every_committed_document_fits_80_columns() -> None:
     """The table, the verdict, the notes and the chart of each committed document. A `profile
     app` document's table keeps each kernel's name whole and is not held to it yet."""
-    import json
 
     from click.testing import CliRunner
 
@@ -55,7 +56,7 @@ def test_show_of_every_committed_document_fits_80_columns() -> None:
 
     over = {}
     for path in sorted(RESULTS.glob("*.json.gz")):
-        if json.loads(path.read_text()).get("command") == "profile app":
+        if paths.read_json(path, "results file").get("command") == "profile app":
             continue
         r = CliRunner().invoke(cli, ["show", str(path)], env={"COLUMNS": "80", "NO_COLOR": "1"})
         assert r.exit_code == 0, (path.name, r.stderr)

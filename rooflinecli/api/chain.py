@@ -52,7 +52,7 @@ def run(request: ChainRequest) -> dict[str, Any]:
     wanted = [*(stages.values() if "best" in p.ways else ()),
               *(pdl_stages.values() if "best+pdl" in p.ways else ())]  # fmt: skip
     if wanted:
-        unique = {(st.name, tuple(sorted(st.params.items()))): st for st in wanted}
+        unique = {st.build_key: st for st in wanted}
         compiler.precompile(list(unique.values()), arch, p.dtype)
     read_gbs = None
     if p.calibration is not None:

@@ -428,7 +428,7 @@ def run_gemm(  # type: ignore[no-untyped-def]
         work = [(shape, [(s, s.refuses(*shape)) for s in ladder]) for shape in shapes]
     work = loop.shaped(work, dev["sm_count"])
     builds: dict[tuple[str, tuple[tuple[str, int], ...]], tuple[Fp8Stage, str, str, dict]] = {
-        (s.name, tuple(sorted(s.params.items()))): (fp8_stage(s), fp8_format, "bf16", {})
+        s.build_key: (fp8_stage(s), fp8_format, "bf16", {})
         for _shape, items in work
         for s, why in items
         if why is None

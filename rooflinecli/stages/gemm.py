@@ -164,6 +164,11 @@ class Stage:
         )
 
     @property
+    def build_key(self) -> tuple[str, tuple[tuple[str, int], ...]]:
+        """What one compiled kernel is: the stage's name and its parameters, in order."""
+        return self.name, tuple(sorted(self.params.items()))
+
+    @property
     def width_keys(self) -> frozenset[str]:
         """The params the shape chooses (BN and what goes with it), none for a fixed width."""
         if not self.widths:

@@ -2,11 +2,9 @@
 causal and not, with grouped-query heads, in every dtype it builds for, at head dims 64 and 128;
 the PyTorch references (when importable) verify and are paired with each stage."""
 
-import json
-
 import pytest
 
-from rooflinecli import api
+from rooflinecli import api, paths
 from rooflinecli.cli import cli
 from rooflinecli.core.attention import Shape
 from rooflinecli.gpu.timer import Timing
@@ -89,7 +87,7 @@ def test_run_attention_cli_writes_a_document(runner, tmp_path):
          "--format", "json", "-o", str(out)],
     )  # fmt: skip
     assert r.exit_code == 0, r.output + r.stderr
-    doc = json.loads(out.read_text())
+    doc = paths.read_json(out, "results file")
     assert doc["command"] == "run attention"
     stages = {rec["stage"] for rec in doc["records"]}
     assert stages == set(registry.stage_names("bf16"))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflinecli import files, results
+from rooflinecli import files, paths, results
 from rooflinecli.cli import cli
 from rooflinecli.core import specs
 
@@ -92,7 +92,7 @@ def test_run_llm_times_decode_gemms_and_the_example_stage(runner, tmp_path):
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.output)
     results.validate(doc)
-    assert json.loads(out.read_text())["records"] == doc["records"]
+    assert paths.read_json(out, "results file")["records"] == doc["records"]
     assert {rec["workload"] for rec in doc["records"]} == {
         f"llama-7b:{g}:b{b}" for g in ("o_proj", "ffn_down") for b in (1, 16)
     }

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflinecli import results
+from rooflinecli import paths, results
 from rooflinecli.cli import cli
 from rooflinecli.core import specs
 
@@ -171,7 +171,7 @@ def test_profile_gemm_tensor_core_flops_and_no_l1_intensity_for_tma(runner, tmp_
     if r.exit_code == 2:
         skip_without_counter_access(r.output + r.stderr)
     assert r.exit_code == 0, r.output + r.stderr
-    doc = json.loads(out.read_text())
+    doc = paths.read_json(out, "results file")
     assert not doc["profiler"]["dropped_metrics"] or all(
         "fp16" not in m and "bf16" not in m for m in doc["profiler"]["dropped_metrics"]
     )
