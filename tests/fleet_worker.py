@@ -12,6 +12,8 @@ import os
 import sys
 import time
 
+from rooflinecli import paths
+
 
 def main(argv: list[str]) -> int:
     gpu = os.environ["CUDA_VISIBLE_DEVICES"]
@@ -20,7 +22,7 @@ def main(argv: list[str]) -> int:
     if gpu in os.environ.get("FLEET_FAIL", "").split(","):
         print(f"error: no CUDA device found (CUDA error on GPU {gpu})", file=sys.stderr)
         return 2
-    doc = json.load(open(os.environ["FLEET_TEMPLATE"]))
+    doc = paths.read_json(os.environ["FLEET_TEMPLATE"], "results file")
     slow = dict(x.split("=") for x in os.environ.get("FLEET_SLOW", "").split(",") if x)
     factor = float(slow.get(gpu, 1.0))
     for rec in doc["records"]:

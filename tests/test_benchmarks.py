@@ -58,7 +58,7 @@ def written_by(name: str) -> list[str]:
     for script in SCRIPTS:
         for step, body in steps(script).items():
             words = loop_words(body)
-            for token in set(re.findall(r"[\w${}.-]+\.json", body)):
+            for token in set(re.findall(r"[\w${}.-]+\.json(?:\.gz)?", body)):
                 parts = VAR.split(token)
                 names = [v.strip("${}") for v in VAR.findall(token)]
                 pieces = zip(names, parts[1:], strict=True)

@@ -19,7 +19,7 @@ def test_document_is_a_verified_gpu_run(path):
     doc = results.load(path)
     dev = doc["device"]
     # the H200's documents, and the H100's (named -h100, benchmarks/h100.sh)
-    gpu = "NVIDIA H100 80GB HBM3" if path.stem.endswith("-h100") else "NVIDIA H200"
+    gpu = "NVIDIA H100 80GB HBM3" if path.name.endswith("-h100.json.gz") else "NVIDIA H200"
     assert dev["name"] == gpu and dev["compute_capability"] == "9.0"
     assert dev["driver"]
     if doc.get("kind") != "profile-app":  # ncu describes the device of a program's run

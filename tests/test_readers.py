@@ -5,6 +5,7 @@ that is a file) is one line in the tool's words naming the file, never a Python 
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
@@ -232,7 +233,7 @@ def _with_m(text: str) -> str:
 
 def test_a_5000_digit_integer_in_a_document_names_the_field(runner, tmp_path):
     p = tmp_path / "big.json"
-    p.write_text(_with_m(DOC.read_text()))
+    p.write_text(_with_m(gzip.decompress(DOC.read_bytes()).decode()))
     limit = sys.get_int_max_str_digits()
     message = (
         f"results file {p}: a whole number has more than {limit:,} digits (field 'm'): "
@@ -309,3 +310,42 @@ def test_a_stage_source_that_is_a_fifo_is_refused(tmp_path, alarm):
         load_user_stage(toml)
     fifo = (tmp_path / "k.cu").resolve()
     assert got.value.message == f"stage file {toml}: cannot read source {fifo}: it is a FIFO"
+
+
+def test_a_gzip_document_reads_as_its_json_and_writes_the_same_bytes_each_time(tmp_path):
+    """A committed document (.json.gz) holds the JSON the tool wrote; written again under a .gz
+    name it compresses to the same bytes (no time stamp), and a plain name stays plain."""
+    doc = results.load(DOC)
+    text = gzip.decompress(DOC.read_bytes()).decode()
+    assert doc["records"] == results.load(_plain(tmp_path, text))["records"]
+    from rooflinecli import files
+
+    a, b, plain = tmp_path / "a.json.gz", tmp_path / "b.json.gz", tmp_path / "c.json"
+    for p in (a, b, plain):
+        files.write_atomic(p, text)
+    assert a.read_bytes() == b.read_bytes() and a.read_bytes()[:2] == b"\x1f\x8b"
+    assert plain.read_text() == text and gzip.decompress(a.read_bytes()).decode() == text
+
+
+def _plain(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "plain.json"
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize(
+    "data, says",
+    [
+        (gzip.compress(b'{"schema": 1}')[:-9], "is not valid gzip: it ends mid-stream"),
+        (b"\x1f\x8b" + b"x" * 40, "is not valid gzip: Error -3"),
+        (gzip.compress(b"[" * 10 + b"]" * 10) + b"junk", "is not valid gzip"),
+        (gzip.compress(b" " * (2 << 20)), "inflates past 1.0 MiB"),
+    ],
+    ids=["truncated", "garbage", "trailing-junk", "bomb"],
+)
+def test_a_broken_or_oversized_gzip_file_is_one_line(tmp_path, data, says):
+    p = tmp_path / "d.json.gz"
+    p.write_bytes(data)
+    with pytest.raises(RooflineError) as got:
+        paths.read_json(p, "results file", limit=1 << 20)
+    assert got.value.message.startswith(f"results file {p} ") and says in got.value.message

@@ -270,7 +270,8 @@ def output_option(f: F) -> F:
         metavar="FILE|-",
         default=None,
         callback=_check_output,
-        help="Also write the results document (JSON) here, atomically; - for standard output "
+        help="Also write the results document (JSON) here, atomically, gzip-compressed where "
+        "the name ends in .gz; - for standard output "
         "(the rest then goes to standard error). {host}, {rank} and {local_rank} are filled in "
         "(the ranks under srun, mpirun or torchrun: docs/fleet.md).",
     )(f)
