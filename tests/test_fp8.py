@@ -265,14 +265,7 @@ def test_sass_is_fp8_wgmma_on_both_shared_operands(stage):
     assert "QGMMA" in e5 and "E4M3" not in e5 and ".E5M2.E5M2" in e5
 
 
-GEMV_VARIANTS = [
-    {},
-    {"BM": 16, "BN": 32},
-    {"BM": 32, "KU": 2},
-    {"NUM_THREADS": 512, "KU": 8},
-    {"BM": 16, "BN": 64, "KU": 2},
-    {"BM": 64, "BN": 32, "KU": 1, "NUM_THREADS": 128},
-]
+GEMV_VARIANTS = [{}, {"BM": 16, "BN": 32}, {"BM": 32, "KU": 2}, {"NUM_THREADS": 512, "KU": 8}]
 
 
 @pytest.mark.parametrize("params", GEMV_VARIANTS, ids=str)
