@@ -3,7 +3,7 @@ in every way tests/test_render_stable.py checks (show in every --format and roof
 D D, report), kept as the exit code and sha256 of each rendering.
 
 Run it before a change that must not move any rendering, commit the fixture, then make the
-change: the test holds it. Usage: python benchmarks/render_fixture.py [DOC.json ...] (the named
+change: the test holds it. Usage: python benchmarks/render_fixture.py [DOC.json.gz ...] (the named
 documents only, the others kept as they are)."""
 
 from __future__ import annotations

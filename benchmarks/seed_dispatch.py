@@ -1,15 +1,15 @@
 """Seed the shipped tune table of a GPU (dispatch/<gpu>.toml) from committed documents.
 
-    python benchmarks/seed_dispatch.py "NVIDIA H200" h200-sxm benchmarks/results/*.json \
+    python benchmarks/seed_dispatch.py "NVIDIA H200" h200-sxm benchmarks/results/*.json.gz \
         > dispatch/h200-sxm.toml
     python benchmarks/seed_dispatch.py --grid-only "NVIDIA H100 80GB HBM3" h100-sxm5 \
-        benchmarks/results/*.json > dispatch/h100-sxm5.toml
+        benchmarks/results/*.json.gz > dispatch/h100-sxm5.toml
 
 The records of the documents measured on that device go through the same choice as
 `roofline tune dispatch` (rooflinecli.stages.dispatch.winners): per dtype and shape the fastest
 verified stage; per class, the stage with the highest geometric mean of its speed against the
 reference over the class's shapes it runs (among those verified at all of them; else the stage
-that won the most shapes). The grid's documents (tune-dispatch-grid-*.json, made by
+that won the most shapes). The grid's documents (tune-dispatch-grid-*.json.gz, made by
 benchmarks/shapes.sh grid) decide every class they measure; the other documents only the
 classes the grid leaves out. Records of `--stages best` runs (they carry dispatch_class) are
 verdicts on the table, never candidates for it, and so are fleet documents (several GPUs'
@@ -36,7 +36,7 @@ entry of a shape's class (docs/dispatch.md); the user's own table, written by
 `roofline tune dispatch`, wins where it has the class. Made by benchmarks/seed_dispatch.py from
 the committed documents (benchmarks/results/): per class, the verified stage with the highest
 geomean of % of the reference over the class's shapes it runs; the grid's documents
-(tune-dispatch-grid-*.json: benchmarks/shapes/grid.txt, made by benchmarks/shapes.sh grid)
+(tune-dispatch-grid-*.json.gz: benchmarks/shapes/grid.txt, made by benchmarks/shapes.sh grid)
 decide the classes they measure, the other documents the rest; `from` names the documents and
 measurements. Classes no document measured have no entry: their shapes take the class's entry
 of a table made on another GPU of the same architecture, else the nearest class's."""
