@@ -276,10 +276,12 @@ def results_table(names: str) -> str:
     from rooflinecli import paths, results
 
     docs = []
-    for name in names.split(","):
+    for name in names.split(","):  # each file read (and inflated) once
         raw = paths.read_json(_path(name), "results file")
-        docs.append(raw if str(raw.get("schema", "")).startswith("roofline.calibration/")
-                    else results.load(_path(name)))  # fmt: skip
+        if not str(raw.get("schema", "")).startswith("roofline.calibration/"):
+            results.validate(raw, str(_path(name)))  # results.load's checks, on what was read
+            raw = results.upgrade(raw)
+        docs.append(raw)
     if "measurements" in docs[0]:
         return _calibration(docs[0])
     if str(docs[0].get("command", "")).startswith("profile"):
