@@ -16,7 +16,8 @@
 # tune-dispatch-grid-fp8-m*.json.gz that benchmarks/seed_dispatch.py seeds the FP8 classes from),
 # widths (stage 32's tile widths between 128 and 256 at shapes whose last wave 256 leaves short),
 # fill (the stages that take their tile width from the shape, over best's shapes), decode (the
-# decode stages, 34 and 58, at M = 1, 16 and 64 over the public set's weight shapes).
+# decode stages, 34 and 58, at M = 1, 16 and 64 over the public set's weight shapes), tiles (the
+# decode stages' tiles at M = 16 and 64, not among the default steps).
 # DOC_SUFFIX (e.g. -h100) ends every document's name, as in shapes.sh; GRID_MS (e.g. "1 3 12")
 # remakes only those M of the grid.
 source "$(dirname "$0")/lib.sh"
@@ -63,6 +64,19 @@ step_decode() {
   doc "gemm-fp8-decode${DOC_SUFFIX}.json.gz" 180 run gemm --dtype fp8 --budget-ms 10 \
     --stages "$GEMV8,$GEMV16,$GEMV32,wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_swapab@BM=64" \
     --sizes "${sizes%,}"
+}
+
+# tiles: the decode stages' tiles at M = 16 and 64: stage 58's wider strips (BN = 64) and
+# 64-row batch tiles (fewer F2FP widenings per MMA) beside its shipped tiles, stage 34's
+# widths and shortest ranges (SK_MIN), and cuBLASLt
+step_tiles() {
+  local s=wgmma_fp8_swapab@BM=64 g=gemv_fp8
+  doc "gemm-fp8-tiles${DOC_SUFFIX}.json.gz" 100 run gemm --dtype fp8 --budget-ms 5 \
+    --sizes 64x4096x4096,64x11008x4096,64x14336x4096,64x2560x2560,16x4096x4096,16x14336x4096 \
+    --stages "$s,$s,BN=64,$s,BN=256,$s,SK_MIN=2,$s,SK_MIN=8,$s,SK_MIN=16,$s,BN=256,SK_MIN=8,\
+$g@BM=32,KU=2,$g@BM=16,$g@BM=16,BN=64,KU=2,$g@BM=16,BN=64,KU=1,\
+$g@BM=32,BN=64,KU=1,NUM_THREADS=128,$g@BM=64,BN=32,KU=1,NUM_THREADS=128,\
+$g@BM=64,BN=16,KU=2,NUM_THREADS=128"
 }
 
 # widths: stage 32 at BN 160, 192 and 224 beside 256, at the shapes whose tile counts leave the

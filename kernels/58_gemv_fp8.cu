@@ -50,8 +50,9 @@ constexpr int NT = BN / 16;  // and along the weights: 16 rows each, sharing one
 constexpr int CHUNK = 64;    // bytes of K per lane quad and chunk (4 lanes x 16 bytes)
 constexpr int KBLOCK = 128;  // the block scales' span of K (SCALES=2)
 
-static_assert(BN == 16 || BN == 32, "a strip of 1 or 2 MMAs' 16 weight rows");
-static_assert(BM == 8 || BM == 16 || BM == 32, "BM rows of the batch: 1, 2 or 4 MMAs of 8");
+static_assert(BN == 16 || BN == 32 || BN == 64, "a strip of 1, 2 or 4 MMAs' 16 weight rows");
+static_assert(BM == 8 || BM == 16 || BM == 32 || BM == 64,
+              "BM rows of the batch: 1, 2, 4 or 8 MMAs of 8");
 static_assert(NUM_THREADS % 32 == 0 && NUM_THREADS <= 1024, "whole warps, at most 1024 threads");
 static_assert(KU >= 1 && KU <= 8, "1 to 8 chunks in flight per warp (registers)");
 static_assert(KBLOCK % CHUNK == 0, "a chunk lies inside one k-block of the scales");
