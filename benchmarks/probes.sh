@@ -117,8 +117,8 @@ step_timer() {  # the decode stages and cuBLAS at 1x4096x4096: event times, then
       "$OUT/timer-vs-ncu-$dt.json"
     cat "$OUT/logs/timer-vs-ncu-$dt.log"
   done
-  step gpu-tests-timer-gate 120 python3 -m pytest -q -p no:cacheprovider \
-    tests/gpu/test_timer_gate_gpu.py
+  step gpu-tests-timer-hold 120 python3 -m pytest -q -p no:cacheprovider \
+    tests/gpu/test_timer_hold_gpu.py
 }
 
 step_fp16_counters() {  # a float32-only elementwise kernel (axpb: one FFMA per element)
