@@ -13,7 +13,8 @@
 # candidates: the documents benchmarks/seed_dispatch.py seeds the grid's classes from), verdict
 # (`run gemm --stages best` over the public, odd and held-out sets, per dtype, from the table as
 # shipped: no user table), fill (stage 26's widths beside the stage that takes its width from the
-# shape, at 128-512 rows), llm (`run llm --preset llama-7b --batch 1,16 --stages best`, bf16).
+# shape, at 128-512 rows), pitch (the decode stages at pitches no 16 bytes divide), llm
+# (`run llm --preset llama-7b --batch 1,16 --stages best`, bf16).
 # To reseed after grid: copy OUTDIR/tune-dispatch-grid-*.json.gz to benchmarks/results/ and run
 # benchmarks/seed_dispatch.py (docs/dispatch.md).
 source "$(dirname "$0")/lib.sh"
@@ -112,6 +113,20 @@ step_fill() {
     --sizes "$sizes"
 }
 FILL=wgmma_persistent_fill
+
+# pitch: the decode stages at pitches no 16 bytes divide (benchmarks/shapes/pitch.txt): stage 59,
+# which shifts aligned 16-byte pieces, beside the stages whose 16-byte paths then load scalars,
+# stage 33 (stage 31's rows at any pitch) and cuBLAS
+step_pitch() {
+  local dt
+  for dt in bf16 fp16; do
+    doc "gemm-$dt-pitch${DOC_SUFFIX}.json.gz" 150 run gemm --dtype "$dt" --budget-ms 10 \
+      --no-chart --stages "$PITCH" --sizes "$(shapes pitch)"
+  done
+}
+PITCH=gemv_shift,gemv_shift@BM=8,gemv_shift@BN=64,gemv_shift@NUM_THREADS=256,gemv_splitk
+PITCH=$PITCH,gemv_wmma,gemv_wmma@MIN_BLOCKS=1,gemv_streamk,wgmma_swapab_ld@BM=8
+PITCH=$PITCH,wgmma_swapab_ld@BM=16,wgmma_swapab_ld@BM=32,wgmma_swapab_ld@BM=64
 
 step_llm() {
   ROOFLINE_CACHE_DIR=$OUT/cache doc llm-llama-7b-bf16-best-1-16.json.gz 120 run llm \

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -420,6 +421,25 @@ def test_the_twin_takes_the_nearest_rows_it_is_tuned_over():
         == "wgmma_swapab@BM=256"
     )
     assert not stages.BY_NAME["wgmma_tma"].any_pitch
+
+
+@pytest.mark.parametrize("entry_stage", ["gemv_wmma", "gemv_splitk", "gemv_streamk"])
+def test_a_decode_pick_that_would_load_scalars_runs_as_the_any_pitch_stage(entry_stage):
+    entry = dispatch.Entry("bf16", "M=2-4 N=1k-8k K=1k-8k", entry_stage, {}, "grid")
+    table = dispatch.Table(H200, "made-up.toml", (entry,))
+    # N = 6150 and K = 4090: rows of B and A off 16 bytes; the 16-byte paths would load scalars
+    for shape in [(3, 6150, 4090), (3, 6144, 4090), (3, 6150, 4096)]:
+        pick = dispatch.resolve(*shape, "bf16", [table], H200)
+        assert pick.stage.name == "gemv_shift", shape
+        assert "at this pitch: gemv_shift" in pick.source
+    # rows on 16 bytes: the entry itself
+    assert dispatch.resolve(3, 6144, 4096, "bf16", [table], H200).stage.name == entry_stage
+    # fp32 rows start on 16 bytes at N, K multiples of 4: the entry itself there too
+    fp32 = dispatch.Table(H200, "made-up.toml", (replace(entry, dtype="fp32"),))
+    if "fp32" in stages.BY_NAME[entry_stage].all_dtypes:
+        assert dispatch.resolve(3, 6148, 4092, "fp32", [fp32], H200).stage.name == entry_stage
+    assert stages.BY_NAME[entry_stage].scalar_at(6150, 4096, "bf16")
+    assert not stages.BY_NAME["gemv_shift"].vector_rows
 
 
 def test_a_gpu_no_table_names_takes_the_tables_of_its_architecture(tmp_path, monkeypatch):

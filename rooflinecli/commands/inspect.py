@@ -20,7 +20,6 @@ from rooflinecli.options import (
     extra_stage_option,
     format_option,
     spec_option,
-    split_list,
 )
 from rooflinecli.present import output, table
 from rooflinecli.stages import gemm
@@ -81,22 +80,17 @@ def _sass_columns(records: list[dict[str, Any]]) -> list[table.Column]:
 
 
 def _pick(stage_args: tuple[str, ...], dtype: str | None) -> list[gemm.Stage]:
-    names: list[str] = []
-    for arg in stage_args:
-        names += split_list(arg, "--stage")
+    names = ",".join(a for a in stage_args if a.strip())
     if not names:
         return [
             s for s in gemm.STAGES if not s.reference and (dtype is None or dtype in s.all_dtypes)
         ]
     known = [s.name for s in gemm.STAGES if not s.reference]
     chosen = []
-    for name in names:
-        st = gemm.BY_NAME.get(name)
-        if st is None or st.reference:
-            why = "is a library call: nothing compiled to inspect" if st else "is unknown"
-            raise RooflineError(f"stage {name!r} {why}; stages: {', '.join(known)}")
-        if dtype is not None and dtype not in st.all_dtypes:
-            raise RooflineError(f"stage {name} does not build for {dtype}")
+    for st in gemm.named(names, dtype):
+        if st.reference:
+            why = "is a library call: nothing compiled to inspect"
+            raise RooflineError(f"stage {st.name!r} {why}; stages: {', '.join(known)}")
         if st not in chosen:
             chosen.append(st)
     return chosen
@@ -119,7 +113,8 @@ def inspect_() -> None:
     "stage_args",
     multiple=True,
     metavar="NAME",
-    help="A stage to inspect (repeatable, or a comma list; default: every stage).",
+    help="A stage or variant (stage@P=V,Q=W) to inspect (repeatable, or a comma list; "
+    "default: every stage).",
 )
 @click.option(
     "--arch", default=None, metavar="SM", help="NVRTC target, e.g. sm_90a (default: the spec's)."

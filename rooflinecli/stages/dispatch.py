@@ -10,10 +10,11 @@ and K (docs/dispatch.md):
 Two tables can hold a device's picks: the user's, written by `roofline tune dispatch` to the
 cache (dispatch/<device>.json), and the one shipped in the wheel (dispatch/*.toml, a default
 per GPU seeded from the committed documents). The user's wins where it has the class. A pick
-that refuses the shape (a Tensor Core stage that needs multiples of 8) runs as its any-pitch
-twin where the registry names one (stage 31's is stage 33, the same rows fed by ordinary
-loads), else gives way to the entry of the nearest class that runs it; the resolution says
-which class and which table it came from.
+that refuses the shape (a Tensor Core stage that needs multiples of 8), or would run it on scalar
+loads (a decode stage's 16-byte path at rows off 16 bytes), runs as its any-pitch twin where the
+registry names one (stage 31's is stage 33, the same rows fed by ordinary loads; the decode
+stages' is stage 59, which shifts aligned pieces), else gives way to the entry of the nearest
+class that runs it; the resolution says which class and which table it came from.
 """
 
 from __future__ import annotations
@@ -280,16 +281,19 @@ def _stage_of(entry: Entry) -> gemm.Stage:
     return replace(picked, name=label(base, entry.params), arch_params=MappingProxyType({}))
 
 
-def _any_pitch(entry: Entry, m: int, n: int, k: int) -> gemm.Stage | None:
+def _any_pitch(entry: Entry, m: int, n: int, k: int, dtype: str) -> gemm.Stage | None:
     """The entry's stage's any-pitch twin (Stage.any_pitch) where the entry's stage refuses the
-    shape for its row pitch alone and the twin runs it: the twin with the params it takes over
-    from the entry (each the nearest value at or below it that the twin is tuned over)."""
+    shape for its row pitch alone, or runs it on scalar loads (Stage.vector_rows), and the twin
+    runs it: the twin with the params it takes over from the entry (each the nearest value at or
+    below it that the twin is tuned over)."""
     base = gemm.BY_NAME[entry.stage]
-    if not base.any_pitch or base.refusal(m, n, k) is None:
+    if not base.any_pitch:
         return None
-    aligned = replace(base, needs_multiple=1)  # refused for anything but the pitch: no twin
-    if aligned.refusal(m, n, k) is not None:
-        return None
+    if base.refusal(m, n, k) is None:
+        if not base.scalar_at(n, k, dtype):
+            return None
+    elif replace(base, needs_multiple=1).refusal(m, n, k) is not None:
+        return None  # refused for more than the pitch: no twin
     twin = gemm.BY_NAME[base.any_pitch]
     picked = base.with_params(entry.params)
     params: dict[str, int] = {}
@@ -307,7 +311,8 @@ def resolve(m: int, n: int, k: int, dtype: str, tables: list[Table], device: str
     """The stage to run at one shape: the entry of the shape's class in the first table that
     has one; where none does, or its stage refuses the shape, the nearest class's entry that
     runs it (nearest in M buckets first, then N and K). An entry whose stage refuses the shape
-    for its row pitch alone runs as its any-pitch twin (Stage.any_pitch) where it has one."""
+    for its row pitch alone, or would run it on scalar loads, runs as its any-pitch twin
+    (Stage.any_pitch) where it has one."""
     want = class_of(m, n, k)
     wi = _class_index(want)
     ranked: list[tuple[tuple[int, int, int], Entry, Table]] = []  # (rank, entry, table)
@@ -331,12 +336,12 @@ def resolve(m: int, n: int, k: int, dtype: str, tables: list[Table], device: str
         stage = _stage_of(e)
         where = table.where + (f" (made on {table.device}, the same architecture)"
                                if table.borrowed else "")  # fmt: skip
-        if stage.refuses(m, n, k) is None:
-            return Pick(stage, want, e.shape_class, where, e.source)
-        twin = _any_pitch(e, m, n, k)
+        twin = _any_pitch(e, m, n, k, dtype)
         if twin is not None:
             note = f"{e.source} (at this pitch: {twin.name}, the same rows at any pitch)"
             return Pick(twin, want, e.shape_class, where, note.strip())
+        if stage.refuses(m, n, k) is None:
+            return Pick(stage, want, e.shape_class, where, e.source)
     return _registry_pick(m, n, k, dtype, want, "no table entry runs the shape")
 
 

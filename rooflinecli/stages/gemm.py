@@ -137,6 +137,10 @@ class Stage:
     # `--stages best` runs that one in its place (rooflinecli/stages/dispatch.py)
     any_pitch: str = ""
     any_pitch_params: tuple[str, ...] = ()
+    # its 16-byte loads need rows that start on 16 bytes (N and K multiples of 16 bytes of the
+    # element); elsewhere it runs on scalar loads, correct but slow, and `--stages best` runs its
+    # any-pitch twin in its place
+    vector_rows: bool = False
     # launched with programmatic dependent launch (cuLaunchKernelEx, programmatic stream
     # serialization): it may start while the kernel before it on the stream drains
     pdl: bool = False
@@ -287,6 +291,11 @@ class Stage:
         if dtype == "fp32" and len(self.all_dtypes) > 1:  # one source for fp32 and 16-bit types
             extra = ["-DELEM_FP32=1"]
         return [f"-D{k}={v}" for k, v in self.params.items()] + extra
+
+    def scalar_at(self, n: int, k: int, dtype: str) -> bool:
+        """Whether this stage falls back to scalar loads at this pitch (vector_rows)."""
+        per16 = 16 // DTYPE_BYTES[dtype]
+        return self.vector_rows and (n % per16 != 0 or k % per16 != 0)
 
     def refuses(self, m: int, n: int, k: int) -> str | None:
         """Why this stage cannot run the shape, or None."""
@@ -941,6 +950,11 @@ def _decode(name: str, what: str, file: str, params: dict[str, int], **fields: A
     )
 
 
+# The decode stages whose 16-byte loads need rows on 16 bytes: at other pitches they run on scalar
+# loads, and `--stages best` runs stage 59, which streams any pitch with 16-byte loads, instead
+_ANY_PITCH: dict[str, Any] = {"vector_rows": True, "any_pitch": "gemv_shift"}
+
+
 def _gemv_vector(p: dict[str, int]) -> Stage:
     """Stage 51: a thread owns 8 columns and TM rows of C and walks all of K."""
     stage = _decode(
@@ -986,8 +1000,30 @@ def _gemv_splitk(p: dict[str, int], name: str = "gemv_splitk", **extra: Any) -> 
             {"BN": (32, 64), "KU": (8, 16), "NUM_THREADS": (256, 512), "MIN_BLOCKS": (1, 2)}
         ),
         **extra,
+        **_ANY_PITCH,
     )
     return replace(stage, rebuild=lambda q: _gemv_splitk(dict(q), name, **extra))
+
+
+def _gemv_shift(p: dict[str, int]) -> Stage:
+    """Stage 59: stage 52's tile at any pitch; each row's 8 columns come from the two aligned
+    16-byte pieces that hold them, shifted by the row's offset (kernels/59_gemv_shift.cu)."""
+    stage = _decode(
+        "gemv_shift",
+        f"decode at any pitch: stage 52's in-block split-K ({p['BN']} columns, {p['BM']} rows "
+        "of C per block), each row's 8 columns of a thread from the two aligned 16-byte pieces "
+        "that hold them, joined by funnel shifts by the row's offset; A's rows likewise",
+        "59_gemv_shift.cu",
+        p,
+        entry="gemv_shift",
+        per_thread=(p["TM"], _VEC),
+        threads=(p["NUM_THREADS"], 1),
+        tile=(p["BM"], p["BN"]),
+        slower_because="where rows start on 16 bytes it is stage 52 plus a second load per "
+        "piece (from L1) and 16 integer instructions per 16 bytes",
+        tune_space=MappingProxyType({"BM": (4, 8), "BN": (32, 64), "NUM_THREADS": (256, 512)}),
+    )
+    return replace(stage, rebuild=lambda q: _gemv_shift(dict(q)))
 
 
 def _gemv_pdl(p: dict[str, int]) -> Stage:
@@ -1013,6 +1049,7 @@ def _gemv_pdl(p: dict[str, int]) -> Stage:
         tile=(p["BM"], p["BN"]),
         min_cc=90,
         pdl=True,
+        **_ANY_PITCH,
         slower_because="alone (no kernel before it) it is stage 52 plus two instructions; "
         "what it shows is in a chain, where a dependent's blocks take SM slots and bandwidth "
         "from the kernel still running",
@@ -1051,6 +1088,7 @@ def _gemv_wmma(p: dict[str, int]) -> Stage:
         chapter=12,
         math="HMMA",
         min_cc=80,
+        **_ANY_PITCH,
         threads=(p["NUM_THREADS"], 1),
         tile=(bm, bn),
         smem_bytes=(p["NUM_THREADS"] // 32) * per_warp,
@@ -1088,6 +1126,7 @@ def _gemv_streamk(p: dict[str, int]) -> Stage:
         persistent_blocks_per_sm=p["BLOCKS_PER_SM"],
         persistent_fill=True,
         workspace_bytes=_streamk_gemv_workspace(p["TM"], p["BN"]),
+        **_ANY_PITCH,
         # 64 variants, those that spill dropped (PIPE = 1 doubles B's registers). At 64 registers
         # (256 threads x 4 blocks) ptxas interleaves a pass's loads with its FMAs (3 of 9 issued
         # before the first FFMA); kept to be measured
@@ -1128,6 +1167,7 @@ def _gemv_streamk_mma(p: dict[str, int]) -> Stage:
         tile=(16, p["BN"]),
         smem_bytes=smem,
         persistent_blocks_per_sm=p["BLOCKS_PER_SM"],
+        **_ANY_PITCH,
         persistent_fill=True,
         workspace_bytes=_streamk_gemv_workspace(16, p["BN"]),
         # 36 combinations, 18 that fit in shared memory (the static_assert drops the rest):
@@ -1459,6 +1499,7 @@ STAGES: tuple[Stage, ...] = (
             "PDL_PF": 0,
         }
     ),
+    _gemv_shift({"BM": 4, "TM": 4, "BN": 32, "KU": 8, "NUM_THREADS": 512, "MIN_BLOCKS": 1}),
 )
 
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}
@@ -1487,22 +1528,27 @@ def select(names: str | None, dtype: str) -> list[Stage]:
         chosen = [s for s in STAGES if dtype in s.all_dtypes and not s.reference]
     else:
         chosen = []
-        for item in _items(names):
-            name, _, spec = item.partition("@")
-            if name not in BY_NAME:
-                raise RooflineError(
-                    f"unknown stage {name!r}; known: {', '.join(stage_names(dtype))}"
-                )
-            stage = BY_NAME[name]
-            if dtype not in stage.all_dtypes:
-                have = "/".join(stage.all_dtypes)
-                raise RooflineError(f"stage {name} is {have}, not {dtype} (use --dtype)")
-            if spec:
-                stage = _variant(stage, spec, item)
+        for stage in named(names, dtype):
             if stage not in chosen and not stage.reference:
                 chosen.append(stage)
     chosen.append(reference_for(dtype))
     return chosen
+
+
+def named(names: str, dtype: str | None) -> list[Stage]:
+    """The stages and variants (stage@P=V,Q=W) a comma list names, in its order; with a dtype,
+    each must build for it."""
+    out = []
+    for item in _items(names):
+        name, _, spec = item.partition("@")
+        if name not in BY_NAME:
+            raise RooflineError(f"unknown stage {name!r}; known: {', '.join(stage_names(dtype))}")
+        stage = BY_NAME[name]
+        if dtype is not None and dtype not in stage.all_dtypes:
+            have = "/".join(stage.all_dtypes)
+            raise RooflineError(f"stage {name} is {have}, not {dtype} (use --dtype)")
+        out.append(_variant(stage, spec, item) if spec else stage)
+    return out
 
 
 def built_for(chosen: list[Stage], ms: Iterable[int]) -> list[Stage]:

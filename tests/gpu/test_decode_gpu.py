@@ -4,6 +4,7 @@
 once its shape class is lifted (the contract holds for any M; the class steers a dispatcher)."""
 
 from dataclasses import replace
+from itertools import product
 
 import pytest
 
@@ -83,3 +84,25 @@ def test_decode_stages_are_refused_past_m_64_with_a_reason():
     assert recs[0]["verified"] is None and recs[0]["tflops"] is None
     assert recs[0]["error"].startswith(f"skipped: {first.name} is a decode stage for M = 1..64")
     assert recs[1]["verified"] is True
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_any_pitch_stage_verifies_in_every_variant_at_every_row_offset(dtype):
+    # gemv_shift's rows start at every offset in a 16-byte piece: N % 8 and K % 8 from 1 to 7,
+    # the odd set's decode shapes, N of one piece (8) and just short of two (15), K shorter than
+    # a step plus its 16-byte margin (17: the scalar rows only)
+    space = stages.BY_NAME["gemv_shift"].tune_space
+    names = ",".join(
+        "gemv_shift@" + ",".join(f"{k}={v}" for k, v in zip(space, values, strict=True))
+        for values in product(*space.values())
+    )
+    shapes = [
+        (3, 6150, 4090),
+        (17, 11000, 4097),
+        (5, 4097, 263),
+        (2, 1003, 1029),
+        (1, 8, 100),
+        (4, 15, 33),
+        (9, 1001, 17),
+    ]
+    _verify(shapes, dtype, chosen=stages.named(names, dtype), alpha=0.5, beta=1.5)

@@ -89,6 +89,45 @@ __device__ __forceinline__ void splitk_fma_row(int k, int N, int col, const elem
     }
 }
 
+// The end of a block's tile: acc (R rows x 8 columns, this thread's share of K) reduced over the
+// k groups, first the 32 / LANES_PER_G groups of a warp (shuffles), then the warps (shared
+// memory), and stored as alpha * sum + beta * C. Every thread calls it: there is a barrier.
+template <int R>
+__device__ __forceinline__ void splitk_finish(float (&acc)[R][VEC], int M, int N, float alpha,
+                                              float beta, elem_t* __restrict__ C, int mb, int n0,
+                                              int rows, float (*red)[BM][BN]) {
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int c = tid % TPR, rg = (tid / TPR) % RG;
+#pragma unroll
+    for (int off = LANES_PER_G; off < 32; off *= 2)
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) acc[r][j] += __shfl_xor_sync(0xffffffffu, acc[r][j], off);
+    if (lane < LANES_PER_G) {
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+            for (int j = 0; j < VEC; j += 4)
+                *reinterpret_cast<float4*>(&red[warp][rg + RG * r][c * VEC + j]) =
+                    make_float4(acc[r][j], acc[r][j + 1], acc[r][j + 2], acc[r][j + 3]);
+    }
+    __syncthreads();
+
+    // Epilogue: one thread per element of the block's tile, BN neighbouring columns per row.
+    for (int o = tid; o < rows * BN; o += NUM_THREADS) {
+        const int r = o / BN, cc = o % BN, m = mb + r, n = n0 + cc;
+        if (n >= N) continue;  // rows < `rows` are inside M; rows past are never visited
+        float sum = 0.0f;
+#pragma unroll
+        for (int w = 0; w < WARPS; ++w) sum += red[w][r][cc];
+        const size_t idx = static_cast<size_t>(m) * N + n;
+        float v = alpha * sum;
+        if (beta != 0.0f) v = fmaf(beta, elem_to_float(C[idx]), v);  // beta == 0: C is never read
+        C[idx] = elem_from_float(v);
+    }
+}
+
 // One block: a BN-column strip, all of K, rows mb .. mb + BM; R rows per thread (R <= TM).
 // VEC16: the 16-byte path (alignment checked by the caller), else scalar loads.
 template <int R, bool VEC16>
@@ -97,7 +136,7 @@ __device__ __forceinline__ void splitk_tile(int M, int N, int K, float alpha,
                                             const elem_t* __restrict__ B, float beta,
                                             elem_t* __restrict__ C, int mb, int n0, int rows,
                                             float (*red)[BM][BN]) {
-    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int tid = threadIdx.x;
     const int c = tid % TPR, rg = (tid / TPR) % RG, g = tid / LANES_PER_G;
     const int col = n0 + c * VEC;
 
@@ -157,37 +196,7 @@ __device__ __forceinline__ void splitk_tile(int M, int N, int K, float alpha,
     GEMV_SPLITK_BEFORE_A();  // before the K tail's reads of A and the epilogue's writes of C
     for (; k0 < K; ++k0) splitk_fma_row(k0, N, col, B, arow, acc);  // the K tail: < KSTEP rows
     GEMV_SPLITK_AFTER_STREAM();
-
-    // Reduce over the k groups: first the 32 / LANES_PER_G groups of a warp (shuffles), then
-    // the warps (shared memory). Every thread gets here: no early exit before the barrier.
-#pragma unroll
-    for (int off = LANES_PER_G; off < 32; off *= 2)
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-#pragma unroll
-            for (int j = 0; j < VEC; ++j) acc[r][j] += __shfl_xor_sync(0xffffffffu, acc[r][j], off);
-    if (lane < LANES_PER_G) {
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-#pragma unroll
-            for (int j = 0; j < VEC; j += 4)
-                *reinterpret_cast<float4*>(&red[warp][rg + RG * r][c * VEC + j]) =
-                    make_float4(acc[r][j], acc[r][j + 1], acc[r][j + 2], acc[r][j + 3]);
-    }
-    __syncthreads();
-
-    // Epilogue: one thread per element of the block's tile, BN neighbouring columns per row.
-    for (int o = tid; o < rows * BN; o += NUM_THREADS) {
-        const int r = o / BN, cc = o % BN, m = mb + r, n = n0 + cc;
-        if (n >= N) continue;  // rows < `rows` are inside M; rows past are never visited
-        float sum = 0.0f;
-#pragma unroll
-        for (int w = 0; w < WARPS; ++w) sum += red[w][r][cc];
-        const size_t idx = static_cast<size_t>(m) * N + n;
-        float v = alpha * sum;
-        if (beta != 0.0f) v = fmaf(beta, elem_to_float(C[idx]), v);  // beta == 0: C is never read
-        C[idx] = elem_from_float(v);
-    }
+    splitk_finish<R>(acc, M, N, alpha, beta, C, mb, n0, rows, red);
 }
 
 // The smallest R in TM, TM/2, .. 1 that covers `need` rows per thread (block-uniform).
