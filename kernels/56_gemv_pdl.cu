@@ -85,16 +85,11 @@ gemv_pdl(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
 #if PDL_WAIT == 0
     griddepcontrol_wait();
 #endif
-    // The blocks of one strip of columns (its row blocks, M > BM) run side by side: blockIdx is
-    // relabelled so that the row block varies fastest in launch order, and a strip of B comes
-    // from HBM once, then from L2, instead of once per row block several waves apart.
-    const int linear = blockIdx.y * gridDim.x + blockIdx.x;
-    const int mb = linear % gridDim.y * BM, n0 = linear / gridDim.y * BN;
-    const int rows = min(BM, M - mb);  // rows of C this block writes (>= 1: the grid rounds up)
-    const int need = (rows + RG - 1) / RG;
+    const SplitkBlock blk = splitk_block(M);  // the row blocks of a strip run side by side
     // 16-byte loads: rows of B (k * N) and of A (m * K) start on 16 bytes, and so do the buffers
     const unsigned long long ab = reinterpret_cast<unsigned long long>(A) |
                                   reinterpret_cast<unsigned long long>(B);
     const bool vec = N % PER16 == 0 && K % PER16 == 0 && ab % 16 == 0;
-    splitk_pick_rows<TM>(need, vec, M, N, K, alpha, A, B, beta, C, mb, n0, rows, red);
+    splitk_pick_rows<TM>(blk.need, vec, M, N, K, alpha, A, B, beta, C, blk.mb, blk.n0, blk.rows,
+                         red);
 }

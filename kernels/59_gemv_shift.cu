@@ -9,7 +9,7 @@
 // A step ends at least 16 bytes before K does, so no piece reads past a buffer; the last rows of
 // K take stage 52's scalar path, as do N < 8 (no whole piece of 8 columns) and misaligned
 // element pointers. Any M, N, K otherwise; rows past M and columns past N are never stored.
-#include "gemm/gemv_splitk.cuh"  // stage 52's tile constants, its scalar row, splitk_finish
+#include "gemm/gemv_splitk.cuh"  // stage 52's constants, its scalar row, start and finish
 #include "gemm/shift16.cuh"      // shift16, piece_below
 
 static_assert(LOADS * PER16 == VEC, "a thread's 8 columns are LOADS whole pieces");
@@ -23,18 +23,11 @@ __device__ __forceinline__ void shift_tile(int M, int N, int K, float alpha,
                                            elem_t* __restrict__ C, int mb, int n0, int rows,
                                            float (*red)[BM][BN]) {
     const int tid = threadIdx.x;
-    const int c = tid % TPR, rg = (tid / TPR) % RG, g = tid / LANES_PER_G;
+    const int c = tid % TPR, g = tid / LANES_PER_G;
     const int col = n0 + c * VEC;
-
-    const elem_t* arow[R];  // rows past M read row M - 1 (computed, never stored)
-#pragma unroll
-    for (int r = 0; r < R; ++r) arow[r] = A + static_cast<size_t>(min(mb + rg + RG * r, M - 1)) * K;
-
+    const elem_t* arow[R];
     float acc[R][VEC];
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) acc[r][j] = 0.0f;
+    splitk_start<R>(A, M, K, mb, arow, acc);
 
     // a piece past N reads the row's last 8 columns instead (their sums are never stored), so
     // every load is unconditional and the compiler issues a step's loads up front
@@ -47,7 +40,8 @@ __device__ __forceinline__ void shift_tile(int M, int N, int K, float alpha,
             unsigned boff[KSTEP], aoff[R];
 #pragma unroll
             for (int u = 0; u < KSTEP; ++u) {
-                const uint4* p = piece_below(B + static_cast<size_t>(k0 + u) * N + colp, boff[u]);
+                const size_t e = static_cast<size_t>(k0 + u) * N + colp;
+                const uint4* p = piece_below(B + e, boff[u]);
 #pragma unroll
                 for (int l = 0; l < LOADS; ++l) {
                     blo[u][l] = __ldg(p + l);
@@ -64,7 +58,8 @@ __device__ __forceinline__ void shift_tile(int M, int N, int K, float alpha,
 #pragma unroll
             for (int r = 0; r < R; ++r)
 #pragma unroll
-                for (int l = 0; l < AP; ++l) a16[r][l] = shift16(alo[r][l], alo[r][l + 1], aoff[r]);
+                for (int l = 0; l < AP; ++l)
+                    a16[r][l] = shift16(alo[r][l], alo[r][l + 1], aoff[r]);
 #pragma unroll
             for (int u = 0; u < KSTEP; ++u) {
                 float b[VEC];
@@ -82,7 +77,8 @@ __device__ __forceinline__ void shift_tile(int M, int N, int K, float alpha,
     }
     // the rest of this k group's steps on scalar loads: the last rows of K (or all of them)
     for (; k0 < K; k0 += KSPLIT * KSTEP)
-        for (int u = 0; u < KSTEP && k0 + u < K; ++u) splitk_fma_row(k0 + u, N, col, B, arow, acc);
+        for (int u = 0; u < KSTEP && k0 + u < K; ++u)
+            splitk_fma_row(k0 + u, N, col, B, arow, acc);
     splitk_finish<R>(acc, M, N, alpha, beta, C, mb, n0, rows, red);
 }
 
@@ -109,14 +105,11 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, MIN_BLOCKS)
 gemv_shift(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
            const elem_t* __restrict__ B, float beta, elem_t* __restrict__ C) {
     __shared__ __align__(16) float red[WARPS][BM][BN];
-    // stage 52's order: the row blocks of one strip of columns run side by side
-    const int linear = blockIdx.y * gridDim.x + blockIdx.x;
-    const int mb = linear % gridDim.y * BM, n0 = linear / gridDim.y * BN;
-    const int rows = min(BM, M - mb);
-    const int need = (rows + RG - 1) / RG;
+    const SplitkBlock blk = splitk_block(M);  // stage 52's order: a strip's row blocks together
     // pieces are found from each row's address: the buffers need only their elements' alignment
     const unsigned long long ab = reinterpret_cast<unsigned long long>(A) |
                                   reinterpret_cast<unsigned long long>(B);
     const bool shift = N >= VEC && ab % sizeof(elem_t) == 0;
-    shift_pick_rows<TM>(need, shift, M, N, K, alpha, A, B, beta, C, mb, n0, rows, red);
+    shift_pick_rows<TM>(blk.need, shift, M, N, K, alpha, A, B, beta, C, blk.mb, blk.n0, blk.rows,
+                        red);
 }

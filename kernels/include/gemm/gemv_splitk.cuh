@@ -89,6 +89,34 @@ __device__ __forceinline__ void splitk_fma_row(int k, int N, int col, const elem
     }
 }
 
+// A thread's rows of A (rows past M read row M - 1: computed, never stored) and its zeroed
+// accumulators, R rows x 8 columns.
+template <int R>
+__device__ __forceinline__ void splitk_start(const elem_t* __restrict__ A, int M, int K, int mb,
+                                             const elem_t* (&arow)[R], float (&acc)[R][VEC]) {
+    const int rg = (threadIdx.x / TPR) % RG;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        arow[r] = A + static_cast<size_t>(min(mb + rg + RG * r, M - 1)) * K;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) acc[r][j] = 0.0f;
+    }
+}
+
+// The block's place: the row blocks of one strip of columns run side by side (blockIdx is
+// relabelled so that the row block varies fastest in launch order, and a strip of B comes from
+// HBM once, then from L2, instead of once per row block several waves apart); rows of C it
+// writes (>= 1: the grid rounds up), and the rows per thread that cover them.
+struct SplitkBlock {
+    int mb, n0, rows, need;
+};
+__device__ __forceinline__ SplitkBlock splitk_block(int M) {
+    const int linear = blockIdx.y * gridDim.x + blockIdx.x;
+    const int mb = linear % gridDim.y * BM, n0 = linear / gridDim.y * BN;
+    const int rows = min(BM, M - mb);
+    return {mb, n0, rows, (rows + RG - 1) / RG};
+}
+
 // The end of a block's tile: acc (R rows x 8 columns, this thread's share of K) reduced over the
 // k groups, first the 32 / LANES_PER_G groups of a warp (shuffles), then the warps (shared
 // memory), and stored as alpha * sum + beta * C. Every thread calls it: there is a barrier.
@@ -128,8 +156,8 @@ __device__ __forceinline__ void splitk_finish(float (&acc)[R][VEC], int M, int N
     }
 }
 
-// One block: a BN-column strip, all of K, rows mb .. mb + BM; R rows per thread (R <= TM).
-// VEC16: the 16-byte path (alignment checked by the caller), else scalar loads.
+// Stage 52's tile, one block: a BN-column strip, all of K, rows mb .. mb + BM; R rows per thread
+// (R <= TM). VEC16: the 16-byte path (alignment checked by the caller), else scalar loads.
 template <int R, bool VEC16>
 __device__ __forceinline__ void splitk_tile(int M, int N, int K, float alpha,
                                             const elem_t* __restrict__ A,
@@ -137,21 +165,14 @@ __device__ __forceinline__ void splitk_tile(int M, int N, int K, float alpha,
                                             elem_t* __restrict__ C, int mb, int n0, int rows,
                                             float (*red)[BM][BN]) {
     const int tid = threadIdx.x;
-    const int c = tid % TPR, rg = (tid / TPR) % RG, g = tid / LANES_PER_G;
+    const int c = tid % TPR, g = tid / LANES_PER_G;
     const int col = n0 + c * VEC;
-
-    const elem_t* arow[R];  // rows past M read row M - 1 (computed, never stored)
-#pragma unroll
-    for (int r = 0; r < R; ++r) arow[r] = A + static_cast<size_t>(min(mb + rg + RG * r, M - 1)) * K;
-
+    const elem_t* arow[R];
     float acc[R][VEC];
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) acc[r][j] = 0.0f;
+    splitk_start<R>(A, M, K, mb, arow, acc);
 
-    // 16-byte path: a piece past N reads the last piece of the row instead (its sums are never
-    // stored), so every load is unconditional and the compiler issues them all up front
+    // 16-byte path: a piece past N reads the last piece of the row instead (its sums are
+    // never stored), so every load is unconditional and the compiler issues them all up front
     int piece[LOADS];
 #pragma unroll
     for (int l = 0; l < LOADS; ++l) piece[l] = min(col + l * PER16, N - PER16) / PER16;
@@ -161,7 +182,8 @@ __device__ __forceinline__ void splitk_tile(int M, int N, int K, float alpha,
     int k0 = g * KSTEP;
     for (; k0 + KSTEP <= K; k0 += KSPLIT * KSTEP) {
         if (VEC16) {
-            // every load of the step is issued before the first FMA: KSTEP x 16 B of B in flight
+            // every load of the step is issued before the first FMA: KSTEP x 16 B of B in
+            // flight
             uint4 braw[KSTEP][LOADS], araw[R][KSTEP / PER16];
             const uint4* bq = reinterpret_cast<const uint4*>(B) + static_cast<size_t>(k0) * ldb;
 #pragma unroll
@@ -173,7 +195,8 @@ __device__ __forceinline__ void splitk_tile(int M, int N, int K, float alpha,
             for (int r = 0; r < R; ++r)
 #pragma unroll
                 for (int l = 0; l < KSTEP / PER16; ++l)
-                    araw[r][l] = GEMV_SPLITK_LOAD_A16(reinterpret_cast<const uint4*>(arow[r] + k0) + l);
+                    araw[r][l] = GEMV_SPLITK_LOAD_A16(
+                        reinterpret_cast<const uint4*>(arow[r] + k0) + l);
             // convert as used: one row of B (8 floats) and one element of A per row at a time
 #pragma unroll
             for (int u = 0; u < KSTEP; ++u) {
@@ -202,10 +225,10 @@ __device__ __forceinline__ void splitk_tile(int M, int N, int K, float alpha,
 // The smallest R in TM, TM/2, .. 1 that covers `need` rows per thread (block-uniform).
 template <int R>
 __device__ __forceinline__ void splitk_pick_rows(int need, bool vec, int M, int N, int K, float alpha,
-                                          const elem_t* __restrict__ A,
-                                          const elem_t* __restrict__ B, float beta,
-                                          elem_t* __restrict__ C, int mb, int n0, int rows,
-                                          float (*red)[BM][BN]) {
+                                                 const elem_t* __restrict__ A,
+                                                 const elem_t* __restrict__ B, float beta,
+                                                 elem_t* __restrict__ C, int mb, int n0, int rows,
+                                                 float (*red)[BM][BN]) {
     if constexpr (R > 1) {
         if (need <= R / 2) {
             splitk_pick_rows<R / 2>(need, vec, M, N, K, alpha, A, B, beta, C, mb, n0, rows, red);
