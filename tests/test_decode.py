@@ -30,6 +30,7 @@ def test_the_decode_ladder_is_registered_in_order():
         "gemv_streamk",
         "gemv_streamk_mma",
         "gemv_pdl",
+        "gemv_shift",
     ]
     for s in DECODE:
         assert re.fullmatch(r"5\d_gemv_[a-z_]+\.cu", s.file), s.file

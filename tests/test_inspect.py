@@ -293,6 +293,16 @@ def test_cli_inspect_naive(runner):
     assert "thread_tile_4x4" not in out
 
 
+def test_cli_inspect_takes_a_variant_as_run_gemm_does(runner):
+    from rooflinecli.cli import cli
+
+    args = ["inspect", "gemm", "--stage", "gemv_splitk@NUM_THREADS=256", "--spec", "h100-sxm5"]
+    res = runner.invoke(cli, [*args, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    (rec,) = json.loads(res.stdout)["records"]
+    assert rec["stage"] == "gemv_splitk@NUM_THREADS=256" and rec["threads"] == 256
+
+
 @pytest.mark.prebuild(stages.BY_NAME["naive_xcol"], stages.BY_NAME["thread_tile_4x4"], sass=True)
 def test_cli_inspect_json(runner):
     from rooflinecli.cli import cli
@@ -333,6 +343,9 @@ def test_cli_inspect_csv_and_markdown(runner):
     [
         (["--stage", "nope"], "stage 'nope' is unknown"),
         (["--stage", "cublas"], "library call"),
+        (["--stage", "gemv_shift@BM=x"], "--stage: 'gemv_shift@BM=x': write stage@P=V,Q=W"),
+        (["--stage", "gemv_shift,,gemv_splitk"], "--stage: empty item in"),
+        (["--stage", "gemv_naive@NUM_THREADS=256"], "gemv_naive runs with fixed parameters"),
         (["--arch", "sm_9x"], "bad --arch"),
         (["--arch", "sm_999"], "bad --arch sm_999: NVRTC 1"),
     ],

@@ -86,11 +86,13 @@ def _pick(stage_args: tuple[str, ...], dtype: str | None) -> list[gemm.Stage]:
             s for s in gemm.STAGES if not s.reference and (dtype is None or dtype in s.all_dtypes)
         ]
     known = [s.name for s in gemm.STAGES if not s.reference]
+    for item in names.split(","):
+        base = gemm.BY_NAME.get(item.strip().partition("@")[0])
+        if item.strip() and "=" not in item.partition("@")[0] and (base is None or base.reference):
+            why = "is a library call: nothing compiled to inspect" if base else "is unknown"
+            raise RooflineError(f"stage {item.strip()!r} {why}; stages: {', '.join(known)}")
     chosen = []
-    for st in gemm.named(names, dtype):
-        if st.reference:
-            why = "is a library call: nothing compiled to inspect"
-            raise RooflineError(f"stage {st.name!r} {why}; stages: {', '.join(known)}")
+    for st in gemm.named(names, dtype, "--stage"):
         if st not in chosen:
             chosen.append(st)
     return chosen

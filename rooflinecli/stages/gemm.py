@@ -161,7 +161,13 @@ class Stage:
             )
         merged = {**self.params, **overrides}
         if self.rebuild is None:
-            return replace(self, params=MappingProxyType(merged))
+            if merged != dict(self.params):  # its threads and tile would not follow them
+                fixed = ", ".join(f"{k}={v}" for k, v in self.params.items())
+                raise RooflineError(
+                    f"stage {self.name} runs with fixed parameters ({fixed}): its launch does "
+                    "not follow other values"
+                )
+            return self
         new = self.rebuild(merged)
         return replace(
             new, arch_params=self.arch_params, tune_space=self.tune_space, widths=self.widths
@@ -1535,11 +1541,11 @@ def select(names: str | None, dtype: str) -> list[Stage]:
     return chosen
 
 
-def named(names: str, dtype: str | None) -> list[Stage]:
+def named(names: str, dtype: str | None, option: str = "--stages") -> list[Stage]:
     """The stages and variants (stage@P=V,Q=W) a comma list names, in its order; with a dtype,
-    each must build for it."""
+    each must build for it. Errors name `option`."""
     out = []
-    for item in _items(names):
+    for item in _items(names, option):
         name, _, spec = item.partition("@")
         if name not in BY_NAME:
             raise RooflineError(f"unknown stage {name!r}; known: {', '.join(stage_names(dtype))}")
@@ -1547,7 +1553,7 @@ def named(names: str, dtype: str | None) -> list[Stage]:
         if dtype is not None and dtype not in stage.all_dtypes:
             have = "/".join(stage.all_dtypes)
             raise RooflineError(f"stage {name} is {have}, not {dtype} (use --dtype)")
-        out.append(_variant(stage, spec, item) if spec else stage)
+        out.append(_variant(stage, spec, item, option) if spec else stage)
     return out
 
 
@@ -1563,24 +1569,24 @@ def built_for(chosen: list[Stage], ms: Iterable[int]) -> list[Stage]:
     ]
 
 
-def _items(names: str) -> list[str]:
+def _items(names: str, option: str) -> list[str]:
     """'a,b@P=1,Q=2,c' -> ['a', 'b@P=1,Q=2', 'c']: an item holding '=' but no '@' continues the
     variant before it."""
     items: list[str] = []
     for raw in names.split(","):
         item = raw.strip()
         if not item:  # as options.split_list says it (stages cannot import the CLI)
-            raise RooflineError(f"--stages: empty item in {names!r}")
+            raise RooflineError(f"{option}: empty item in {names!r}")
         if "=" in item and "@" not in item:
             if not items or "@" not in items[-1]:
-                raise RooflineError(f"--stages: {item!r} follows no stage@P=V variant")
+                raise RooflineError(f"{option}: {item!r} follows no stage@P=V variant")
             items[-1] += "," + item
         else:
             items.append(item)
     return items
 
 
-def _variant(stage: Stage, spec: str, item: str) -> Stage:
+def _variant(stage: Stage, spec: str, item: str, option: str) -> Stage:
     """stage with the params of 'P=V,Q=W', named stage@<the params that differ> (as tune names)."""
     params: dict[str, int] = {}
     for pair in spec.split(","):
@@ -1590,11 +1596,11 @@ def _variant(stage: Stage, spec: str, item: str) -> Stage:
         except ValueError:
             eq = ""
         if not eq or not key.strip():
-            raise RooflineError(f"--stages: {item!r}: write stage@P=V,Q=W with integer values")
+            raise RooflineError(f"{option}: {item!r}: write stage@P=V,Q=W with integer values")
     try:
         variant = stage.with_params(params)
     except (KeyError, ValueError, ZeroDivisionError) as exc:
-        raise RooflineError(f"--stages: {item!r}: the geometry cannot express it ({exc})") from None
+        raise RooflineError(f"{option}: {item!r}: the geometry cannot express it ({exc})") from None
     changed = {k: v for k, v in variant.params.items() if stage.params.get(k) != v}
     if not changed:
         return stage
