@@ -13,6 +13,7 @@
 #   fp8        every FP8 stage at 8192^3 beside cuBLASLt in both accumulation modes, and
 #              gemm_fp8.sh's widths, odd, decode and fill steps
 #   fill       shapes.sh's fill step (stage 26's widths at 128-512 rows)
+#   pitch      shapes.sh's pitch step (the decode stages at pitches no 16 bytes divide)
 #   borrowed   `--stages best` over the public, odd and held-out sets with the H100's own table
 #              set aside: the picks of the table made on the H200 (the same architecture)
 #   grid       `tune dispatch` over benchmarks/shapes/grid.txt (shapes.sh grid, gemm_fp8.sh
@@ -68,6 +69,10 @@ step_fill() {  # shapes.sh's fill: stage 26's widths beside the stage that picks
   DOC_SUFFIX=-h100 DEADLINE_S=$(left 200) bash benchmarks/shapes.sh "$OUT" fill
 }
 
+step_pitch() {  # shapes.sh's pitch: the decode stages at pitches no 16 bytes divide
+  DOC_SUFFIX=-h100 DEADLINE_S=$(left 200) bash benchmarks/shapes.sh "$OUT" pitch
+}
+
 step_borrowed() {  # shapes.sh's verdict, the H100's own table set aside
   DOC_SUFFIX=-borrowed-h100 ROOFLINE_SET_ASIDE_TABLES=h100-sxm5 DEADLINE_S=$(left 600) \
     bash benchmarks/shapes.sh "$OUT" verdict
@@ -119,4 +124,4 @@ step_variants() {  # stage 57's L2 prefetch ahead of the loads, each token's sta
     --output "$OUT/token-variants-prefetch-h100.json"
 }
 
-run_steps roofs main ladder attention fp8 fill borrowed grid own token single variants
+run_steps roofs main ladder attention fp8 fill pitch borrowed grid own token single variants
