@@ -17,7 +17,8 @@
 # widths (stage 32's tile widths between 128 and 256 at shapes whose last wave 256 leaves short),
 # fill (the stages that take their tile width from the shape, over best's shapes), decode (the
 # decode stages, 34 and 58, at M = 1, 16 and 64 over the public set's weight shapes), tiles (the
-# decode stages' tiles at M = 16 and 64, not among the default steps).
+# decode stages' tiles at M = 16 and 64), even (stage 34 on a whole number of blocks per tile);
+# tiles and even are not among the default steps.
 # DOC_SUFFIX (e.g. -h100) ends every document's name, as in shapes.sh; GRID_MS (e.g. "1 3 12")
 # remakes only those M of the grid.
 source "$(dirname "$0")/lib.sh"
@@ -77,6 +78,18 @@ step_tiles() {
 $g@BM=32,KU=2,$g@BM=16,$g@BM=16,BN=64,KU=2,$g@BM=16,BN=64,KU=1,\
 $g@BM=32,BN=64,KU=1,NUM_THREADS=128,$g@BM=64,BN=32,KU=1,NUM_THREADS=128,\
 $g@BM=64,BN=16,KU=2,NUM_THREADS=128"
+}
+
+# even: stage 34 on a grid of a whole number of blocks per tile (EVEN=1: every tile cut into
+# equal whole ranges; at M = 64 with 16-row tiles, one block per tile and all of K) beside its
+# stream-K line over every SM, at M = 16 and 64 over the public set's weight shapes, and cuBLASLt
+step_even() {
+  local s=wgmma_fp8_swapab weights sizes m
+  weights=$(grep -v '^#' benchmarks/shapes/public.txt | grep '^1x' | cut -d x -f 2-)
+  sizes=$(for m in 16 64; do for w in $weights; do printf '%sx%s,' "$m" "$w"; done; done)
+  doc "gemm-fp8-even${DOC_SUFFIX}.json.gz" 150 run gemm --dtype fp8 --budget-ms 5 \
+    --sizes "${sizes%,}" --stages "$s@BM=16,$s@BM=16,EVEN=1,$s@BM=64,$s@BM=64,EVEN=1,\
+$s@BM=64,BN=64,EVEN=1,$s@BM=32,EVEN=1,$s@BM=16,BN=64,EVEN=1,$GEMV16"
 }
 
 # widths: stage 32 at BN 160, 192 and 224 beside 256, at the shapes whose tile counts leave the

@@ -32,6 +32,10 @@
 #ifndef SK_MIN
 #define SK_MIN 4  // fewest K slices in one worker's range
 #endif
+#ifndef EVEN
+#define EVEN 0  // the host's grid, read by no code here: 1 launches a whole number of blocks per
+                // tile where the tiles fit the SMs, so no block's range runs into a second tile
+#endif
 #ifndef SKIP_KBLOCK
 #define SKIP_KBLOCK -1
 #endif

@@ -328,6 +328,28 @@ def test_the_decode_stage_geometry():
         s.grid(1, 4096)
 
 
+def test_the_even_decode_grid_cuts_every_tile_alike():
+    """EVEN=1: where stage 34's tiles fit the SMs, a whole number of blocks per tile, so the
+    line's equal ranges never run from one tile into the next; the registry launches the same."""
+    from rooflinecli.stages import gemm
+
+    s = stages.FP8_BY_NAME["wgmma_fp8_swapab"]
+    cases = [  # (params, M, N, blocks): 128 x 64 tiles, 32 of them, 4 blocks each ...
+        ({"BM": 64, "EVEN": 1}, 64, 4096, 128),
+        ({"BM": 16, "EVEN": 1}, 64, 4096, 128),  # 4 x 32 tiles: one block each, all of K
+        ({"BM": 64, "EVEN": 1}, 64, 14336, 112),  # 112 tiles: one block each
+        ({"BM": 64, "EVEN": 1}, 64, 32000, 132),  # more tiles than SMs: the stream-K line
+        ({"BM": 64, "EVEN": 0}, 64, 4096, 132),
+        ({"BM": 8, "BN": 64, "EVEN": 1}, 1, 2560, 120),  # 40 tiles, 3 blocks each
+    ]
+    for params, m, n, blocks in cases:
+        v = s.with_params(**params)
+        assert v.grid(m, n, 132) == (blocks, 1, 1), (params, m, n)
+        name = "wgmma_fp8_swapab@" + ",".join(f"{k}={x}" for k, x in params.items())
+        (g,) = gemm.named(name, "fp8")
+        assert g.launch(m, n, 132) == v.launch(m, n, 132), (params, m, n)
+
+
 def test_scale_layouts_and_the_scaled_reference():
     """core.fp8's scales: their shapes per layout, and the float64 product under them against
     a sum written out term by term (each term's scale taken from its row, column or block)."""

@@ -58,9 +58,10 @@ MIN_CC = 90  # wgmma: Hopper
 TILE_WIDTHS = (128, 160, 192, 224, 256)
 # what `roofline tune` varies: the grouped tile order's group of rows
 TUNE_SPACE: Mapping[str, tuple[int, ...]] = MappingProxyType({"GROUP_M": (4, 8, 16)})
-# stage 34's: the batch tile, the weight rows per tile (64 per consumer), the shortest K range
+# stage 34's: the batch tile, the weight rows per tile (64 per consumer), the shortest K range,
+# and whether the grid is a whole number of blocks per tile (EVEN: Stage.persistent_even)
 SWAP_TUNE_SPACE: Mapping[str, tuple[int, ...]] = MappingProxyType(
-    {"BM": (8, 16, 32, 64), "BN": (64, 128, 256), "SK_MIN": (2, 4, 8)}
+    {"BM": (8, 16, 32, 64), "BN": (64, 128, 256), "SK_MIN": (2, 4, 8), "EVEN": (0, 1)}
 )
 
 # stage 58's: the batch rows and weight rows per block, warps per block, chunks in flight
@@ -190,6 +191,9 @@ class Fp8Stage(NamedTuple):
         if self.swapped:  # one block per SM, each a range of the stream-K line
             if sm_count is None:
                 raise RooflineError(f"stage {self.name} is stream-K: its grid needs the SMs")
+            tiles = tiles_n * tiles_m
+            if p.get("EVEN") and tiles <= sm_count:  # a whole number of blocks per tile
+                return (tiles * (sm_count // tiles), 1, 1)
             return (sm_count, 1, 1)
         if p.get("PERSISTENT"):
             if sm_count is None:
@@ -410,7 +414,7 @@ FP8_STAGES: tuple[Fp8Stage, ...] = (
         "the QGMMA's 64-row side and BM rows of the batch on its N side (m64nBMk32), both "
         "operands K-major as they arrive; pure stream-K over every SM, fp32 partials met "
         "through a workspace",
-        MappingProxyType({"BM": 8, "BN": 128, "BK": 128, "SK_MIN": 4}),
+        MappingProxyType({"BM": 8, "BN": 128, "BK": 128, "SK_MIN": 4, "EVEN": 0}),
         file=SWAP_FILE,
     ),
     Fp8Stage(

@@ -118,6 +118,10 @@ class Stage:
     cluster_rows: int = 1
     # a persistent grid of the whole cap even when there are fewer tiles (stream-K splits them)
     persistent_fill: bool = False
+    # ... of a whole number of blocks per tile instead, where the tiles fit the cap: tiles x
+    # (cap // tiles) blocks, so the line's equal ranges cut each tile alike and no block's
+    # range runs from one tile into the next
+    persistent_even: bool = False
     # blocks along grid z per output tile (split-K: each takes one run of K tiles)
     grid_z: int = 1
     # bytes of global scratch the kernel takes as one more argument (after any tensor maps),
@@ -281,8 +285,11 @@ class Stage:
             if self.persistent_max_blocks:
                 cap = min(cap, self.persistent_max_blocks)
             blocks = cap - cap % c
+            tiles = -(-gm // c) * c * gn
             if not self.persistent_fill:
-                blocks = min(-(-gm // c) * c * gn, blocks)
+                blocks = min(tiles, blocks)
+            elif self.persistent_even and tiles <= blocks:
+                blocks = tiles * (blocks // tiles)
             return (blocks, 1, 1), (self.threads[0], self.threads[1], 1), self.smem_bytes
         gm = -(-gm // self.cluster_rows) * self.cluster_rows
         grid = (gm, gn, self.grid_z) if self.x_is_row else (gn, gm, self.grid_z)
@@ -916,6 +923,7 @@ def _fp8(s: fp8.Fp8Stage) -> Stage:
         persistent_blocks_per_sm=1 if p.get("PERSISTENT") or swap else 0,
         persistent_max_blocks=p.get("MAX_BLOCKS", 0),
         persistent_fill=swap,
+        persistent_even=bool(p.get("EVEN")),
         workspace_bytes=partial(_fp8_workspace, s) if swap else None,
         m_range=fp8.SWAP_M if swap else fp8.GEMV_M if s.gemv else None,
         cluster_rows=s.cluster_m,

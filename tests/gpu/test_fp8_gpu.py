@@ -110,13 +110,14 @@ def test_cublaslt_fp8_passes_the_same_check():
 DECODE = ((1, 4112, 4096), (3, 272, 2064), (17, 1040, 1024), (64, 528, 384), (100, 48, 160))
 
 
+@pytest.mark.parametrize("even", [0, 1])
 @pytest.mark.parametrize("bm", [8, 16, 32, 64])
 @pytest.mark.parametrize("shape", DECODE, ids=lambda s: "x".join(map(str, s)))
-def test_the_decode_stage_verifies_at_every_batch_tile(bm, shape):
+def test_the_decode_stage_verifies_at_every_batch_tile(bm, even, shape):
     _sm90()
     from rooflinecli.stages.fp8 import FP8_BY_NAME
 
-    stage = FP8_BY_NAME["wgmma_fp8_swapab"].with_params(BM=bm)
+    stage = FP8_BY_NAME["wgmma_fp8_swapab"].with_params(BM=bm, EVEN=even)
     res = _verify(stage, *shape)
     assert res["ok"], res
 
