@@ -41,8 +41,9 @@ declare -A CAND=(
   [200]="wgmma_swapab@BM=256,BN=64,wgmma_swapab@BM=256,wgmma_swapab@BM=128,BN=256,WN=128,wgmma_swapab@BM=128,BN=256,WN=128,RED=1,wgmma_persistent@BN=128,wgmma_streamk@BN=128,wgmma_tma,wgmma_cluster@BN=192,wgmma_cluster@BN=64,STAGES=8,wgmma_persistent@BN=192,wgmma_streamk@BN=192,wgmma_persistent_fill"
   [320]="wgmma_swapab@BM=256,BN=64,wgmma_swapab@BM=256,wgmma_swapab@BM=128,BN=256,WN=128,wgmma_swapab@BM=128,BN=256,WN=128,RED=1,wgmma_persistent@BN=128,wgmma_persistent,wgmma_streamk@BN=128,wgmma_tma,wgmma_cluster@BN=192,wgmma_cluster@BN=64,STAGES=8,wgmma_persistent@BN=192,wgmma_streamk@BN=192,wgmma_persistent_fill"
 )
+CAND[448]=${CAND[320]}
 # GRID_MS (e.g. "112 200 320") remakes only those buckets' documents
-GRID_MS=${GRID_MS:-1 3 12 24 56 112 200 320}
+GRID_MS=${GRID_MS:-1 3 12 24 56 112 200 320 448}
 DOC_SUFFIX=${DOC_SUFFIX:-}
 
 step_tests() {
