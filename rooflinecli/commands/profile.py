@@ -248,7 +248,7 @@ def _filters(
     cls=Command,
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
     epilog=examples(
-        "roofline profile app -- python examples/torch_matmul.py",
+        "roofline profile app -- python examples/torch_app.py",
         "roofline profile app --kernel gemm --launch-count 5 -o app.json -- ./my_benchmark",
     ),
 )

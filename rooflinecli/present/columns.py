@@ -160,7 +160,7 @@ def present(columns: list[Column], df: Rows) -> list[Column]:
     return [c for c in columns if c[0] not in OPTIONAL_FIELDS or df.filled(c[0])]
 
 
-# `roofline profile app`: one row per kernel and grid (rooflinecli/profile_app.py)
+# `roofline profile app`: one row per kernel and grid (rooflinecli/gpu/profile_app.py)
 APP_COLUMNS: list[Column] = [
     ("label", "kernel [grid]", str),
     ("launches", "launches", integer),

@@ -3,7 +3,7 @@
 `render(doc)` draws any results document: the memory roof (a slope of one on log-log axes), the
 compute roof of the records' precision (flat), the ridge point where they meet, and one lettered
 point per record at (intensity, TFLOP/s), with a legend below. The same points and roofs feed
-`roofline plot` (rooflinecli/plot.py), so the two pictures never disagree.
+`roofline plot` (rooflinecli/present/image.py), so the two pictures never disagree.
 
 - Run documents: each record at (ai_ideal, tflops). A record that carries measured hierarchical
   intensities (ai_dram, ai_l2, ai_l1, ai_smem from Nsight Compute) is drawn once per level
