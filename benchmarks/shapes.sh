@@ -125,7 +125,8 @@ step_pitch() {
       --no-chart --stages "$PITCH" --sizes "$(shapes pitch)"
   done
 }
-PITCH=gemv_shift,gemv_shift@BM=8,gemv_shift@BM=16,gemv_shift@BN=64,gemv_shift@NUM_THREADS=256
+PITCH=gemv_shift,gemv_shift@BM=8,gemv_shift@BM=16,gemv_shift@BN=16,gemv_shift@BN=64
+PITCH=$PITCH,gemv_shift@NUM_THREADS=256,MIN_BLOCKS=2
 PITCH=$PITCH,gemv_splitk,gemv_wmma,gemv_wmma@MIN_BLOCKS=1,gemv_streamk,wgmma_swapab_ld@BM=8
 PITCH=$PITCH,wgmma_swapab_ld@BM=16,wgmma_swapab_ld@BM=32,wgmma_swapab_ld@BM=64
 
