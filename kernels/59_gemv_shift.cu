@@ -7,7 +7,7 @@
 // per word, the same offset for every lane of the row. The second piece is the next lane's first,
 // so it comes from L1: HBM still reads each byte of B once. A's rows (pitch K) come the same way.
 // A step ends at least 16 bytes before K does, so no piece reads past a buffer; the last rows of
-// K take stage 52's scalar path, as do N < 8 (no whole piece of 8 columns) and misaligned
+// K take stage 52's scalar path, as do N < 16 (a cut piece would read past B) and misaligned
 // element pointers. Any M, N, K otherwise; rows past M and columns past N are never stored.
 #include "gemm/gemv_splitk.cuh"  // stage 52's constants, its scalar row, start and finish
 #include "gemm/shift16.cuh"      // shift16, piece_below
@@ -29,9 +29,10 @@ __device__ __forceinline__ void shift_tile(int M, int N, int K, float alpha,
     float acc[R][VEC];
     splitk_start<R>(A, M, K, mb, arow, acc);
 
-    // a piece past N reads the row's last 8 columns instead (their sums are never stored), so
-    // every load is unconditional and the compiler issues a step's loads up front
-    const int colp = min(col, N - VEC);
+    // a piece wholly past N reads the row's last 8 columns instead (its sums are never stored),
+    // so every load is unconditional and the compiler issues a step's loads up front; the piece
+    // N cuts reads on into the next row (N >= 16: still inside B), whose sums are never stored
+    const int colp = col < N ? col : N - VEC;
     constexpr int AP = KSTEP / PER16;  // pieces of A per row per step
     int k0 = g * KSTEP;
     if (SHIFT) {
@@ -109,7 +110,7 @@ gemv_shift(int M, int N, int K, float alpha, const elem_t* __restrict__ A,
     // pieces are found from each row's address: the buffers need only their elements' alignment
     const unsigned long long ab = reinterpret_cast<unsigned long long>(A) |
                                   reinterpret_cast<unsigned long long>(B);
-    const bool shift = N >= VEC && ab % sizeof(elem_t) == 0;
+    const bool shift = N >= 2 * VEC && ab % sizeof(elem_t) == 0;
     shift_pick_rows<TM>(blk.need, shift, M, N, K, alpha, A, B, beta, C, blk.mb, blk.n0, blk.rows,
                         red);
 }

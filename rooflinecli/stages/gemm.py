@@ -141,10 +141,10 @@ class Stage:
     # `--stages best` runs that one in its place (rooflinecli/stages/dispatch.py)
     any_pitch: str = ""
     any_pitch_params: tuple[str, ...] = ()
-    # its 16-byte loads need rows that start on 16 bytes (N and K multiples of 16 bytes of the
-    # element); elsewhere it runs on scalar loads, correct but slow, and `--stages best` runs its
-    # any-pitch twin in its place
-    vector_rows: bool = False
+    # the dimensions (of "NK") that must be multiples of 16 bytes of the element for its 16-byte
+    # loads of B: otherwise it streams B on scalar loads, correct but slow, and `--stages best`
+    # runs its any-pitch twin in its place
+    vector_rows: str = ""
     # launched with programmatic dependent launch (cuLaunchKernelEx, programmatic stream
     # serialization): it may start while the kernel before it on the stream drains
     pdl: bool = False
@@ -308,7 +308,7 @@ class Stage:
     def scalar_at(self, n: int, k: int, dtype: str) -> bool:
         """Whether this stage falls back to scalar loads at this pitch (vector_rows)."""
         per16 = 16 // DTYPE_BYTES[dtype]
-        return self.vector_rows and (n % per16 != 0 or k % per16 != 0)
+        return any({"N": n, "K": k}[d] % per16 != 0 for d in self.vector_rows)
 
     def refuses(self, m: int, n: int, k: int) -> str | None:
         """Why this stage cannot run the shape, or None."""
@@ -966,7 +966,7 @@ def _decode(name: str, what: str, file: str, params: dict[str, int], **fields: A
 
 # The decode stages whose 16-byte loads need rows on 16 bytes: at other pitches they run on scalar
 # loads, and `--stages best` runs stage 59, which streams any pitch with 16-byte loads, instead
-_ANY_PITCH: dict[str, Any] = {"vector_rows": True, "any_pitch": "gemv_shift"}
+_ANY_PITCH: dict[str, Any] = {"vector_rows": "NK", "any_pitch": "gemv_shift"}
 
 
 def _gemv_vector(p: dict[str, int]) -> Stage:
@@ -1102,7 +1102,7 @@ def _gemv_wmma(p: dict[str, int]) -> Stage:
         chapter=12,
         math="HMMA",
         min_cc=80,
-        **_ANY_PITCH,
+        **{**_ANY_PITCH, "vector_rows": "N"},  # A's loads fall back on their own
         threads=(p["NUM_THREADS"], 1),
         tile=(bm, bn),
         smem_bytes=(p["NUM_THREADS"] // 32) * per_warp,
