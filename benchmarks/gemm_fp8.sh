@@ -38,7 +38,8 @@ step_odd() {
 }
 
 # The grid's candidates: at decode batches (M <= 64) stage 34 with BM the next power of two that
-# holds the batch and the one above it, beside the 16-bit grid's fallbacks; above, stage 32's
+# holds the batch and the one above it, each on its stream-K line over every SM and on its even
+# grid (EVEN=1), beside the 16-bit grid's fallbacks; above, stage 32's
 # tiles, pipelines and pairs, its widths between 128 and 256 (FP8_WIDTHS), and the stages that
 # take their width from the shape (wgmma_fp8_fill, wgmma_fp8_cluster_fill).
 FP8_WIDTHS=wgmma_fp8_persistent@BN=160,STAGES=5,wgmma_fp8_persistent@BN=192,STAGES=5,wgmma_fp8_persistent@BN=224,STAGES=5,wgmma_fp8_cluster@BN=192,wgmma_fp8_tma_store@BN=192,wgmma_fp8_tma_store@BN=128,STAGES=6
@@ -49,21 +50,24 @@ GEMV8=gemv_fp8,gemv_fp8@BN=32,gemv_fp8@KU=8
 GEMV16=gemv_fp8@BM=16,gemv_fp8@BM=16,BN=32
 GEMV32=gemv_fp8@BM=32,KU=2,gemv_fp8@BM=32,BN=32,KU=2
 declare -A FP8_CAND=(
-  [1]="$GEMV8,wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_n128,wgmma_fp8_persistent"
-  [3]="$GEMV8,wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_n128,wgmma_fp8_persistent"
-  [12]="$GEMV16,wgmma_fp8_swapab@BM=16,wgmma_fp8_swapab@BM=32,wgmma_fp8_n128,wgmma_fp8_persistent"
-  [24]="$GEMV32,wgmma_fp8_swapab@BM=32,wgmma_fp8_swapab@BM=64,wgmma_fp8_n128,wgmma_fp8_persistent"
-  [56]="$GEMV32,wgmma_fp8_swapab@BM=64,wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_persistent"
+  [1]="$GEMV8,wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=8,EVEN=1,wgmma_fp8_swapab@BM=16,wgmma_fp8_swapab@BM=16,EVEN=1,wgmma_fp8_n128,wgmma_fp8_persistent"
+  [3]="$GEMV8,wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=8,EVEN=1,wgmma_fp8_swapab@BM=16,wgmma_fp8_swapab@BM=16,EVEN=1,wgmma_fp8_n128,wgmma_fp8_persistent"
+  [12]="$GEMV16,wgmma_fp8_swapab@BM=16,wgmma_fp8_swapab@BM=16,EVEN=1,wgmma_fp8_swapab@BM=32,wgmma_fp8_swapab@BM=32,EVEN=1,wgmma_fp8_n128,wgmma_fp8_persistent"
+  [24]="$GEMV32,wgmma_fp8_swapab@BM=32,wgmma_fp8_swapab@BM=32,EVEN=1,wgmma_fp8_swapab@BM=64,wgmma_fp8_swapab@BM=64,EVEN=1,wgmma_fp8_n128,wgmma_fp8_persistent"
+  [56]="$GEMV32,wgmma_fp8_swapab@BM=64,wgmma_fp8_swapab@BM=64,EVEN=1,wgmma_fp8_n128,wgmma_fp8_promote,wgmma_fp8_persistent"
 )
 
-# decode: the decode stages (34 and 58 at their batch tiles) at M = 1, 16 and 64 over the public
-# set's weight shapes, beside cuBLASLt in both modes (the decode targets' shapes)
+# decode: the decode stages (34 and 58 at their batch tiles, 34 also on its even grid) at M = 1,
+# 16 and 64 over the public set's weight shapes, beside cuBLASLt in both modes (the decode
+# targets' shapes)
+SWAP_DECODE=wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_swapab@BM=64
+SWAP_DECODE=$SWAP_DECODE,wgmma_fp8_swapab@BM=16,EVEN=1,wgmma_fp8_swapab@BM=64,EVEN=1
 step_decode() {
   local weights sizes m
   weights=$(grep -v '^#' benchmarks/shapes/public.txt | grep '^1x' | cut -d x -f 2-)
   sizes=$(for m in 1 16 64; do for w in $weights; do printf '%sx%s,' "$m" "$w"; done; done)
   doc "gemm-fp8-decode${DOC_SUFFIX}.json.gz" 180 run gemm --dtype fp8 --budget-ms 10 \
-    --stages "$GEMV8,$GEMV16,$GEMV32,wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_swapab@BM=64" \
+    --stages "$GEMV8,$GEMV16,$GEMV32,$SWAP_DECODE" \
     --sizes "${sizes%,}"
 }
 
