@@ -151,3 +151,17 @@ def test_the_width_chosen_runs_within_two_percent_of_the_fastest_measured(name):
     for (m, n), by in speed.items():
         pick = waves.fill_width(m, n, 128, tuple(sorted(by)), sms)
         assert by[pick] >= 0.98 * max(by.values()), (m, n, pick, by)
+
+
+def test_the_persistent_grid_rule() -> None:
+    """One rule for every persistent grid (the registry's and the FP8 stages'): a block per
+    tile up to the cap, whole clusters; the whole cap for stream-K; with `even`, a whole number
+    of blocks per tile where the tiles fit."""
+    assert waves.persistent_blocks(64, 132) == 64
+    assert waves.persistent_blocks(500, 132) == 132
+    assert waves.persistent_blocks(64, 132, cluster=2) == 64
+    assert waves.persistent_blocks(500, 131, cluster=2) == 130
+    assert waves.persistent_blocks(32, 132, fill=True) == 132
+    assert waves.persistent_blocks(32, 132, fill=True, even=True) == 128
+    assert waves.persistent_blocks(112, 132, fill=True, even=True) == 112
+    assert waves.persistent_blocks(200, 132, fill=True, even=True) == 132

@@ -128,3 +128,19 @@ def fill_width(
     score = {w: fill(m, n, bm, w, slots, rows_multiple) * tile_intensity(bm, w) for w in widths}
     top = max(score.values())
     return max(w for w in widths if score[w] >= top * (1 - FILL_TIE))
+
+
+def persistent_blocks(
+    tiles: int, cap: int, cluster: int = 1, fill: bool = False, even: bool = False
+) -> int:
+    """The grid of a persistent stage (the one rule of the registry's and the FP8 stages'):
+    at most `cap` blocks, a whole number of clusters; one per tile at most, unless the stage
+    fills the cap (stream-K cuts the tiles along K), and then, `even`, a whole number of blocks
+    per tile where the tiles fit, so no block's range of K runs into a second tile. `tiles`
+    counts whole clusters of row tiles."""
+    blocks = cap - cap % cluster
+    if not fill:
+        return min(tiles, blocks)
+    if even and tiles <= blocks:
+        return tiles * (blocks // tiles)
+    return blocks

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from rooflinecli.core import waves
 from rooflinecli.core.fp8 import SCALINGS
 from rooflinecli.errors import RooflineError
 
@@ -191,16 +192,13 @@ class Fp8Stage(NamedTuple):
         if self.swapped:  # one block per SM, each a range of the stream-K line
             if sm_count is None:
                 raise RooflineError(f"stage {self.name} is stream-K: its grid needs the SMs")
-            tiles = tiles_n * tiles_m
-            if p.get("EVEN") and tiles <= sm_count:  # a whole number of blocks per tile
-                return (tiles * (sm_count // tiles), 1, 1)
-            return (sm_count, 1, 1)
+            tiles, even = tiles_n * tiles_m, bool(p.get("EVEN"))
+            return (waves.persistent_blocks(tiles, sm_count, fill=True, even=even), 1, 1)
         if p.get("PERSISTENT"):
             if sm_count is None:
                 raise RooflineError(f"stage {self.name} is persistent: its grid needs the SMs")
             cap = min(sm_count, p.get("MAX_BLOCKS") or sm_count)
-            blocks = min(-(-tiles_m // c) * c * tiles_n, cap - cap % c)
-            return (blocks, 1, 1)
+            return (waves.persistent_blocks(-(-tiles_m // c) * c * tiles_n, cap, c), 1, 1)
         return (tiles_n, tiles_m, 1)
 
     def scaling_refusal(self, scaling: str) -> str | None:

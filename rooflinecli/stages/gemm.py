@@ -284,12 +284,10 @@ class Stage:
             cap = self.persistent_blocks_per_sm * sm_count
             if self.persistent_max_blocks:
                 cap = min(cap, self.persistent_max_blocks)
-            blocks = cap - cap % c
             tiles = -(-gm // c) * c * gn
-            if not self.persistent_fill:
-                blocks = min(tiles, blocks)
-            elif self.persistent_even and tiles <= blocks:
-                blocks = tiles * (blocks // tiles)
+            blocks = waves.persistent_blocks(
+                tiles, cap, c, self.persistent_fill, self.persistent_even
+            )
             return (blocks, 1, 1), (self.threads[0], self.threads[1], 1), self.smem_bytes
         gm = -(-gm // self.cluster_rows) * self.cluster_rows
         grid = (gm, gn, self.grid_z) if self.x_is_row else (gn, gm, self.grid_z)
