@@ -1033,7 +1033,7 @@ def _gemv_shift(p: dict[str, int]) -> Stage:
         tile=(p["BM"], p["BN"]),
         slower_because="where rows start on 16 bytes it is stage 52 plus a second load per "
         "piece (from L1) and 16 integer instructions per 16 bytes",
-        tune_space=MappingProxyType({"BM": (4, 8), "BN": (32, 64), "NUM_THREADS": (256, 512)}),
+        tune_space=MappingProxyType({"BM": (4, 8), "BN": (16, 32, 64), "NUM_THREADS": (256, 512)}),
     )
     return replace(stage, rebuild=lambda q: _gemv_shift(dict(q)))
 
