@@ -132,18 +132,6 @@ def test_the_figures_of_the_readme_and_docs_have_a_command_and_a_document() -> N
         assert picture in page, picture
 
 
-def test_every_repository_file_a_script_runs_exists() -> None:
-    """A test file, a probe or a shape list a script names (tests/..., benchmarks/...) is in the
-    repository: a renamed test leaves no step that runs nothing."""
-    named = re.compile(r"(?<![\w/$.-])((?:tests|benchmarks|examples)/[\w/.-]+\.(?:py|txt|sh))")
-    missing = []
-    for script in SCRIPTS:
-        for name in named.findall(script.read_text()):
-            if not re.search(r"/[A-Z]+\.", name) and not (ROOT / name).exists():  # SET.txt: a word
-                missing.append(f"{script.name}: {name}")
-    assert not missing, missing
-
-
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
 def test_every_script_is_built_on_the_step_library(script: Path) -> None:
     if script.name == "lib.sh":
