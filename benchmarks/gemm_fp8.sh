@@ -62,10 +62,15 @@ declare -A FP8_CAND=(
 # targets' shapes)
 SWAP_DECODE=wgmma_fp8_swapab@BM=8,wgmma_fp8_swapab@BM=16,wgmma_fp8_swapab@BM=64
 SWAP_DECODE=$SWAP_DECODE,wgmma_fp8_swapab@BM=16,EVEN=1,wgmma_fp8_swapab@BM=64,EVEN=1
-step_decode() {
-  local weights sizes m
+# decode_sizes M...: each M times the public set's weight shapes (N x K), a comma list
+decode_sizes() {
+  local weights m w
   weights=$(grep -v '^#' benchmarks/shapes/public.txt | grep '^1x' | cut -d x -f 2-)
-  sizes=$(for m in 1 16 64; do for w in $weights; do printf '%sx%s,' "$m" "$w"; done; done)
+  for m in "$@"; do for w in $weights; do printf '%sx%s,' "$m" "$w"; done; done
+}
+step_decode() {
+  local sizes
+  sizes=$(decode_sizes 1 16 64)
   doc "gemm-fp8-decode${DOC_SUFFIX}.json.gz" 180 run gemm --dtype fp8 --budget-ms 10 \
     --stages "$GEMV8,$GEMV16,$GEMV32,$SWAP_DECODE" \
     --sizes "${sizes%,}"
@@ -88,9 +93,8 @@ $g@BM=64,BN=16,KU=2,NUM_THREADS=128"
 # equal whole ranges; at M = 64 with 16-row tiles, one block per tile and all of K) beside its
 # stream-K line over every SM, at M = 16 and 64 over the public set's weight shapes, and cuBLASLt
 step_even() {
-  local s=wgmma_fp8_swapab weights sizes m
-  weights=$(grep -v '^#' benchmarks/shapes/public.txt | grep '^1x' | cut -d x -f 2-)
-  sizes=$(for m in 16 64; do for w in $weights; do printf '%sx%s,' "$m" "$w"; done; done)
+  local s=wgmma_fp8_swapab sizes
+  sizes=$(decode_sizes 16 64)
   doc "gemm-fp8-even${DOC_SUFFIX}.json.gz" 150 run gemm --dtype fp8 --budget-ms 5 \
     --sizes "${sizes%,}" --stages "$s@BM=16,$s@BM=16,EVEN=1,$s@BM=64,$s@BM=64,EVEN=1,\
 $s@BM=64,BN=64,EVEN=1,$s@BM=32,EVEN=1,$s@BM=16,BN=64,EVEN=1,$GEMV16"
