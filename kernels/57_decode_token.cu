@@ -21,6 +21,13 @@
 // before + 1) x a column block's units; the last block to finish counts the launch in sync[0].
 // MROWS: rows of A (the batch, 1-4); NC = 256: 512-byte box rows, unswizzled, a warp's lanes
 // one row's 16-byte pieces; CONSUMER_WARPS compute; STAGES: the ring; KMAX: the largest K.
+// MMA = 1: the consumers multiply on Tensor Cores instead, for batches of 1-16 (at 8-16 rows a
+// multiply-add per weight and row on CUDA cores outruns the FP32 pipes before HBM). The batch is
+// the M side of mma.sync m16n8k16 (rows 8-15 zero below 9 rows), the weights its N side: each
+// consumer warp owns 32 of the box's 256 columns over all KC rows, so the warps need no sums in
+// shared memory. A box arrives as four 64-column boxes with the 128-byte swizzle, which
+// ldmatrix.trans reads without bank conflicts. The input holds only the K chunks a run reads
+// (KRUN of them, the host's count), each row padded by 16 bytes (conflict-free A fragments).
 #ifndef MROWS
 #error "MROWS (rows of A: the batch) must be given as -DMROWS=..."
 #endif
@@ -42,6 +49,9 @@
 #ifndef PREFETCH
 #define PREFETCH 0  // boxes the producer's L2 prefetches run ahead of its loads (0: none)
 #endif
+#ifndef MMA
+#define MMA 0  // 1: mma.sync consumers (batch 1-16); 0: multiply-adds on CUDA cores (batch 1-4)
+#endif
 #ifndef STAMPS
 #define STAMPS 0  // 1: consumer thread 0 stamps each GEMM's begin, input and end (the timeline)
 #endif
@@ -54,6 +64,7 @@
 
 #include "elem.cuh"                 // elem_t (fp16 or bf16 bits), elem_to_float, elem_from_float
 #include "gemm/gemv_unpack.cuh"     // unpack16
+#include "ptx_sm80.cuh"            // ldmatrix_x4_trans, mma_m16n8k16 (MMA)
 #include "sm70/flags.cuh"           // ld_acquire_gpu
 #include "sm70/globaltimer.cuh"     // globaltimer_ns: the stamps of the timeline (STAMPS)
 #include "sm70/named_barrier.cuh"   // bar_sync
@@ -62,7 +73,23 @@
 #include "sm90/tma.cuh"             // TmaMap, tma_load_2d, tma_prefetch_2d_l2
 
 static_assert(!ELEM_FP32, "the token kernel streams 16-bit weights (fp16 or bf16)");
+#if MMA
+static_assert(MROWS >= 1 && MROWS <= 16, "MROWS is 1 to 16: the M side of one m16n8k16 tile");
+static_assert(NC / CONSUMER_WARPS == 32, "each consumer warp owns 32 columns: four n8 tiles");
+static_assert(KC % 16 == 0, "a box is whole k16 steps of the MMA");
+#ifndef KRUN
+#define KRUN (KMAX / KC)  // K chunks of the input held at once: at most the largest run's
+#endif
+#define MPAD (MROWS <= 8 ? 8 : 16)        // rows of the input in shared memory (the rest zero)
+#define ASTRIDE (KRUN * KC + 8)           // elements per input row: 16 bytes of padding
+#define SUB_COLS 64                       // columns of a 128-byte swizzled box
+#define RING_ALIGN 1024                   // the swizzle's atom: 8 rows of 128 bytes
+#else
 static_assert(MROWS >= 1 && MROWS <= 4, "MROWS is 1 to 4: the input of every GEMM sits in shared memory");
+#define MPAD MROWS
+#define ASTRIDE KMAX
+#define RING_ALIGN 128                    // TMA's alignment for an unswizzled box
+#endif
 static_assert(NC == 32 * 8, "NC is 256: a warp's 32 lanes read one box row, 8 elements (16 bytes) each");
 static_assert(KC % CONSUMER_WARPS == 0, "each consumer warp takes KC / CONSUMER_WARPS rows of a box");
 static_assert(KC <= 256, "a TMA box has at most 256 rows");
@@ -75,8 +102,8 @@ static_assert(PREFETCH >= 0, "PREFETCH counts boxes ahead of the loads");
 static_assert((QUEUE & (QUEUE - 1)) == 0, "QUEUE is a power of two: the queue's indices wrap");
 #define TILE_BYTES (KC * NC * 2)
 #define RING_BYTES (STAGES * TILE_BYTES)
-#define ACT_BYTES (MROWS * KMAX * 2)
-#define SUM_BYTES (CONSUMER_WARPS * MROWS * NC * 4)  // each warp's column sums
+#define ACT_BYTES (MPAD * ASTRIDE * 2)
+#define SUM_BYTES (MMA ? 0 : CONSUMER_WARPS * MROWS * NC * 4)  // each warp's column sums (CUDA cores)
 #define CONSUMER_BAR 1  // the named barrier of the consumer warps
 
 // One GEMM of the token as the host packs it (rooflinecli/gpu/token.py): 32 bytes.
@@ -123,12 +150,38 @@ __device__ __forceinline__ void share_of(int len, int& lo, int& hi) {
     hi = static_cast<int>(static_cast<long long>(len) * (blockIdx.x + 1) / gridDim.x);
 }
 
+#if MMA
+typedef float Acc[4][4];  // a warp's 32 columns: four m16n8 accumulators (rows g, g + 8; columns 2t, 2t + 1)
+#else
+typedef float Acc[MROWS][8];  // a lane's 8 columns of a box row, per row of A
+#endif
+
+__device__ __forceinline__ void zero(Acc& acc) {
+    float* a = &acc[0][0];
+#pragma unroll
+    for (int i = 0; i < static_cast<int>(sizeof(Acc) / sizeof(float)); ++i) a[i] = 0.0f;
+}
+
+#if MMA
+// The block's sums of column block cb into the workspace: each warp owns its 32 columns, so each
+// lane reduces its accumulators into L2 straight away, two columns (8 bytes) at a time.
+__device__ __forceinline__ void add_out(const Acc& acc, float*, float* wsg, int n, int cb, int tid) {
+    const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) {
+        const int col = cb * NC + warp * 32 + nt * 8 + 2 * t;  // N is a multiple of 8: col + 1 < n too
+        if (col < n) {
+            if (g < MROWS) red_add_v2_f32(wsg + static_cast<long long>(g) * n + col, acc[nt][0], acc[nt][1]);
+            if (g + 8 < MROWS) red_add_v2_f32(wsg + static_cast<long long>(g + 8) * n + col, acc[nt][2], acc[nt][3]);
+        }
+    }
+}
+#else
 // The block's sums of column block cb into the workspace: each warp leaves its MROWS x NC
 // partial sums in its slab of shared memory (no shared atomics: fp32 ones are a CAS loop here),
 // the consumers add the slabs up four columns a thread and reduce them into L2, 16 bytes at a
 // time where the four columns are in range and aligned.
-__device__ __forceinline__ void add_out(const float (&acc)[MROWS][8], float* sum, float* wsg,
-                                        int n, int cb, int tid) {
+__device__ __forceinline__ void add_out(const Acc& acc, float* sum, float* wsg, int n, int cb, int tid) {
     const int warp = tid / 32, lane = tid % 32;
 #pragma unroll
     for (int m = 0; m < MROWS; ++m) {
@@ -158,13 +211,14 @@ __device__ __forceinline__ void add_out(const float (&acc)[MROWS][8], float* sum
         }
     }
 }
+#endif
 
 // Elements [lo, hi) of every row of the input (lo, hi multiples of KC; zeros from K on), rounded
-// to elem_t as a stored C would be. From a workspace with K a multiple of 4: four elements a
+// to elem_t as a stored C would be, at element `at` of each row of act (rows ASTRIDE apart). From a workspace with K a multiple of 4: four elements a
 // thread per load, INPUT_LOADS loads issued before any is used (the run waits on them).
 #define INPUT_LOADS 8
 __device__ __forceinline__ void load_range(const float* a_src, const elem_t* x, elem_t* act, int k,
-                                           int lo, int hi, int tid) {
+                                           int lo, int hi, int at, int tid) {
     const int w = hi - lo, total = MROWS * w;
     if (a_src != nullptr && k % 4 == 0) {
         for (int base = tid * 4; base < total; base += CONSUMERS * 4 * INPUT_LOADS) {
@@ -181,7 +235,7 @@ __device__ __forceinline__ void load_range(const float* a_src, const elem_t* x, 
                 if (i < total) {
                     const unsigned int v01 = elem_from_float(v[l].x) | (static_cast<unsigned int>(elem_from_float(v[l].y)) << 16);
                     const unsigned int v23 = elem_from_float(v[l].z) | (static_cast<unsigned int>(elem_from_float(v[l].w)) << 16);
-                    *reinterpret_cast<uint2*>(act + m * KMAX + kk) = make_uint2(v01, v23);
+                    *reinterpret_cast<uint2*>(act + m * ASTRIDE + at + (kk - lo)) = make_uint2(v01, v23);
                 }
             }
         }
@@ -191,7 +245,7 @@ __device__ __forceinline__ void load_range(const float* a_src, const elem_t* x, 
         const int m = i / w, kk = lo + i % w;
         elem_t v = elem_from_float(0.0f);
         if (kk < k) v = a_src ? elem_from_float(__ldcg(a_src + m * k + kk)) : x[m * k + kk];
-        act[m * KMAX + kk] = v;
+        act[m * ASTRIDE + at + (kk - lo)] = v;
     }
 }
 
@@ -222,7 +276,7 @@ __device__ __forceinline__ void push(StoreQueue* q, int entry) {
 // thread 0 (acquire-release: the block's additions, seen through the barrier, go before the
 // count, and whoever completes the column block sees every other block's). The block whose count
 // completes it has it written out as C.
-__device__ __forceinline__ void finish_column(const float (&acc)[MROWS][8], float* sum, float* wsg,
+__device__ __forceinline__ void finish_column(const Acc& acc, float* sum, float* wsg,
                                               const TokenGemm& d, int g, unsigned int* ctr, unsigned int target,
                                               int cb, int units, StoreQueue* q, unsigned int* flag, int tid) {
     add_out(acc, sum, wsg, d.n, cb, tid);
@@ -247,6 +301,74 @@ __device__ __forceinline__ void finish_column(const float (&acc)[MROWS][8], floa
 __device__ __forceinline__ void stamp(unsigned long long* stamps, int g, int i, int tid) {
 #if STAMPS
     if (tid == 0) stamps[(static_cast<long long>(g) * gridDim.x + blockIdx.x) * 3 + i] = globaltimer_ns();
+#endif
+}
+
+// One box of KC weight rows into the accumulators, the input's rows from element kbase of act on.
+__device__ __forceinline__ void consume(Acc& acc, const unsigned char* tile, const elem_t* act, int kbase,
+                                        int warp, int lane) {
+#if MMA
+    // the warp's 32 columns: half (warp % 2) of 64-column box warp / 2, in 16-byte chunks
+    // 4 (warp % 2) .. + 3 of its 128-byte rows, chunk c of row k stored at chunk c ^ (k % 8)
+    const unsigned int sub = smem_u32(tile) + (warp / 2) * (KC * SUB_COLS * 2);
+    const int g = lane / 4, t = lane % 4, i = lane / 8, r = lane % 8;
+    const elem_t* ap = act + g * ASTRIDE + kbase + 2 * t;
+#pragma unroll
+    for (int ks = 0; ks < KC / 16; ++ks) {
+        unsigned int a[4];  // rows g and g + 8 of the batch, k 2t, 2t + 1 and 8 on
+        a[0] = *reinterpret_cast<const unsigned int*>(ap + ks * 16);
+        a[2] = *reinterpret_cast<const unsigned int*>(ap + ks * 16 + 8);
+#if MPAD == 16
+        a[1] = *reinterpret_cast<const unsigned int*>(ap + 8 * ASTRIDE + ks * 16);
+        a[3] = *reinterpret_cast<const unsigned int*>(ap + 8 * ASTRIDE + ks * 16 + 8);
+#else
+        a[1] = a[3] = 0u;
+#endif
+#pragma unroll
+        for (int p = 0; p < 2; ++p) {  // n8 tiles 2p and 2p + 1: lanes 8i.. address matrix i's k rows
+            const int k = ks * 16 + (i & 1) * 8 + r, chunk = (warp % 2) * 4 + p * 2 + (i >> 1);
+            unsigned int b[4];
+            ldmatrix_x4_trans(b, sub + k * (SUB_COLS * 2) + ((chunk ^ (k & 7)) << 4));
+            mma_m16n8k16(acc[2 * p], a, b[0], b[1]);
+            mma_m16n8k16(acc[2 * p + 1], a, b[2], b[3]);
+        }
+    }
+#else
+    // each warp takes KC / CONSUMER_WARPS rows of the box, a lane 8 columns of each
+#pragma unroll
+    for (int i = 0; i < KC / CONSUMER_WARPS; ++i) {
+        const int r = warp + CONSUMER_WARPS * i;
+        float f[8];
+        unpack16(*reinterpret_cast<const uint4*>(tile + r * (NC * 2) + lane * 16), f);
+#pragma unroll
+        for (int m = 0; m < MROWS; ++m) {
+            const float a = elem_to_float(act[m * ASTRIDE + kbase + r]);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) acc[m][j] = fmaf(a, f[j], acc[m][j]);
+        }
+    }
+#endif
+}
+
+// The box of GEMM map at column c, row k into ring slot dst, counted on the mbarrier bar (MMA:
+// four 64-column boxes, one after the other).
+__device__ __forceinline__ void load_box(unsigned char* dst, const TmaMap* map, unsigned long long* bar,
+                                         int c, int k) {
+#if MMA
+#pragma unroll
+    for (int s = 0; s < NC / SUB_COLS; ++s)
+        tma_load_2d(smem_u32(dst + s * (KC * SUB_COLS * 2)), map, smem_u32(bar), c + s * SUB_COLS, k);
+#else
+    tma_load_2d(smem_u32(dst), map, smem_u32(bar), c, k);
+#endif
+}
+
+__device__ __forceinline__ void prefetch_box(const TmaMap* map, int c, int k) {
+#if MMA
+#pragma unroll
+    for (int s = 0; s < NC / SUB_COLS; ++s) tma_prefetch_2d_l2(map, c + s * SUB_COLS, k);
+#else
+    tma_prefetch_2d_l2(map, c, k);
 #endif
 }
 
@@ -286,8 +408,8 @@ decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __res
              const elem_t* __restrict__ x, float* ws, long long ws_set, unsigned int* sync,
              unsigned long long* stamps) {
     extern __shared__ unsigned char smem_raw[];
-    // the ring at a 128-byte boundary (TMA's alignment for an unswizzled box)
-    unsigned char* ring = smem_raw + ((128u - (smem_u32(smem_raw) & 127u)) & 127u);
+    // the ring at a RING_ALIGN boundary (TMA's alignment for an unswizzled box, or the swizzle's)
+    unsigned char* ring = smem_raw + ((RING_ALIGN - (smem_u32(smem_raw) & (RING_ALIGN - 1u))) & (RING_ALIGN - 1u));
     elem_t* act = reinterpret_cast<elem_t*>(ring + RING_BYTES);
     float* sum = reinterpret_cast<float*>(ring + RING_BYTES + ACT_BYTES);
     unsigned long long* full = reinterpret_cast<unsigned long long*>(ring + RING_BYTES + ACT_BYTES + SUM_BYTES);
@@ -306,6 +428,10 @@ decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __res
         *launches = ld_acquire_gpu(sync);  // launches finished before this one
         queue->tail = queue->head = 0;
     }
+#if MMA
+    for (int i = tid; i < (MPAD - MROWS) * ASTRIDE; i += THREADS)  // the MMA's rows past the batch
+        act[MROWS * ASTRIDE + i] = static_cast<elem_t>(0);
+#endif
     __syncthreads();
     const unsigned int before = *launches;
 
@@ -320,18 +446,17 @@ decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __res
             // for their input), HBM goes on streaming the weights that come next into L2
             Walk ahead = load;
             for (int i = 0; i < PREFETCH && ahead.g < count; ++i) {
-                tma_prefetch_2d_l2(maps + ahead.g, ahead.cb * NC, ahead.kc * KC);
+                prefetch_box(maps + ahead.g, ahead.cb * NC, ahead.kc * KC);
                 walk_next(ahead, gemms, count);
             }
 #endif
             while (load.g < count) {
                 mbar_wait(smem_u32(empty + slot), phase ^ 1u);  // the consumers are done with it
                 mbar_arrive_expect_tx(smem_u32(full + slot), TILE_BYTES);
-                tma_load_2d(smem_u32(ring + slot * TILE_BYTES), maps + load.g, smem_u32(full + slot),
-                            load.cb * NC, load.kc * KC);
+                load_box(ring + slot * TILE_BYTES, maps + load.g, full + slot, load.cb * NC, load.kc * KC);
 #if PREFETCH
                 if (ahead.g < count) {
-                    tma_prefetch_2d_l2(maps + ahead.g, ahead.cb * NC, ahead.kc * KC);
+                    prefetch_box(maps + ahead.g, ahead.cb * NC, ahead.kc * KC);
                     walk_next(ahead, gemms, count);
                 }
 #endif
@@ -405,44 +530,28 @@ decode_token(const TokenGemm* __restrict__ gemms, int count, const TmaMap* __res
             }
             bar_sync(CONSUMER_BAR, CONSUMERS);
             stamp(stamps, g, 1, tid);
-            load_range(a_src, x, act, d.k, r0 * KC, r1 * KC, tid);
-            if (r2 > 0) load_range(a_src, x, act, d.k, 0, r2 * KC, tid);
+            // MMA: chunk kc of the run at place kc - r0, the wrapped ones after; else at kc
+            load_range(a_src, x, act, d.k, r0 * KC, r1 * KC, MMA ? 0 : r0 * KC, tid);
+            if (r2 > 0) load_range(a_src, x, act, d.k, 0, r2 * KC, MMA ? (r1 - r0) * KC : 0, tid);
             bar_sync(CONSUMER_BAR, CONSUMERS);
 
             const unsigned int target = (before + 1u) * static_cast<unsigned int>(nk);
             float* wsg = mine + d.ws;
-            float acc[MROWS][8];
-#pragma unroll
-            for (int m = 0; m < MROWS; ++m)
-#pragma unroll
-                for (int j = 0; j < 8; ++j) acc[m][j] = 0.0f;
+            Acc acc;
+            zero(acc);
             int cb = u0 / nk, kc = u0 % nk, done = 0;  // the unit's column block and K chunk, stepped
             for (int u = u0; u < u1; ++u) {
                 if (kc == nk) {  // a column block done (the same unit for every warp)
                     finish_column(acc, sum, wsg, d, g, sync + d.ctr, target, cb, done, queue, flag, tid);
-#pragma unroll
-                    for (int m = 0; m < MROWS; ++m)
-#pragma unroll
-                        for (int j = 0; j < 8; ++j) acc[m][j] = 0.0f;
+                    zero(acc);
                     kc = done = 0;
                     ++cb;
                 }
-                const int k0 = kc++ * KC;
+                const int place = MMA ? (kc >= r0 ? kc - r0 : r1 - r0 + kc) : kc;  // in act
+                ++kc;
                 ++done;
                 mbar_wait(smem_u32(full + slot), phase);
-                const unsigned char* tile = ring + slot * TILE_BYTES;
-#pragma unroll
-                for (int i = 0; i < KC / CONSUMER_WARPS; ++i) {
-                    const int r = warp + CONSUMER_WARPS * i;
-                    float f[8];
-                    unpack16(*reinterpret_cast<const uint4*>(tile + r * (NC * 2) + lane * 16), f);
-#pragma unroll
-                    for (int m = 0; m < MROWS; ++m) {
-                        const float a = elem_to_float(act[m * KMAX + k0 + r]);
-#pragma unroll
-                        for (int j = 0; j < 8; ++j) acc[m][j] = fmaf(a, f[j], acc[m][j]);
-                    }
-                }
+                consume(acc, ring + slot * TILE_BYTES, act, place * KC, warp, lane);
                 __syncwarp();
                 if (lane == 0) mbar_arrive(smem_u32(empty + slot));
                 if (++slot == STAGES) {

@@ -22,6 +22,7 @@ from rooflinecli.stages import compiler, sass
 from rooflinecli.stages import token as registry
 
 STAGE = registry.TOKEN_BY_NAME["decode_token"]
+MMA = registry.TOKEN_BY_NAME["decode_token_mma"]
 
 
 def llama_chain(batch=1, layers=3):
@@ -68,12 +69,13 @@ def columns_of_flat(a, b, n):
     return [(c0, c1)] if c1 <= n else [(c0, n), (0, c1 - n)]
 
 
-def block_program(b, blocks, links, x, weights, lay, ws, ws_set, sync, outs, kc, nc):
+def block_program(b, blocks, links, x, weights, lay, ws, ws_set, sync, outs, kc, nc, krun=None):
     """One block's consumers over one launch, as a generator: it yields before each unit and
     yields a predicate where the kernel waits (the counters of the source's column blocks);
     the scheduler resumes it only once that holds. The input buffer starts as NaN, so a run
     that reads rows it did not load (or a wait that lets it read a column block still partial,
-    whose sum is wrong) fails the comparison."""
+    whose sum is wrong) fails the comparison. `krun`: the MMA build's input, only krun chunks
+    long, each chunk at the place the kernel gives it (past the end: an IndexError)."""
     rows = links[0].m
     before = int(sync[0])
     mine, other = (before & 1) * ws_set, ((before + 1) & 1) * ws_set
@@ -100,11 +102,21 @@ def block_program(b, blocks, links, x, weights, lay, ws, ws_set, sync, outs, kc,
                 flat = ws[off : off + rows * s.n]
             else:
                 flat = x.ravel()
-            act = np.full((rows, nk * kc), np.nan)
-            for r0, r1 in chunks:
+            r0, r1 = chunks[0]
+
+            def place(kc_: int, r0: int = r0, r1: int = r1) -> int:  # the kernel's, per build
+                if krun is None:
+                    return kc_
+                return kc_ - r0 if kc_ >= r0 else r1 - r0 + kc_
+
+            act = np.full((rows, (krun or nk) * kc), np.nan)
+            for c0, c1 in chunks:
                 for m in range(rows):
-                    for kk in range(r0 * kc, r1 * kc):
-                        act[m, kk] = flat[m * link.k + kk] if kk < link.k else 0.0
+                    for kk in range(c0 * kc, c1 * kc):
+                        at = place(kk // kc) * kc + kk % kc
+                        if krun is not None and at >= krun * kc:
+                            raise IndexError(f"chunk {kk // kc} at place {at // kc} of {krun}")
+                        act[m, at] = flat[m * link.k + kk] if kk < link.k else 0.0
             out = ws[mine + lay.ws_offset[g] : mine + lay.ws_offset[g] + rows * link.n]
             out = out.reshape(rows, link.n)
             per_cb: dict[int, int] = {}
@@ -113,7 +125,8 @@ def block_program(b, blocks, links, x, weights, lay, ws, ws_set, sync, outs, kc,
                 cb, k0 = u // nk, (u % nk) * kc
                 cols = slice(cb * nc, min((cb + 1) * nc, link.n))
                 ks = slice(k0, min(k0 + kc, link.k))
-                out[:, cols] += act[:, ks] @ weights[g][ks, cols]
+                at = place(u % nk) * kc
+                out[:, cols] += act[:, at : at + ks.stop - ks.start] @ weights[g][ks, cols]
                 per_cb[cb] = per_cb.get(cb, 0) + 1
                 last_of_run = u == u1 - 1 or (u + 1) // nk != cb
                 if last_of_run:  # the column block's sums are in: count them
@@ -127,11 +140,11 @@ def block_program(b, blocks, links, x, weights, lay, ws, ws_set, sync, outs, kc,
         sync[0] += 1
 
 
-def emulate(links, weights, x, lay, ws, ws_set, sync, blocks, kc, nc, rng):
+def emulate(links, weights, x, lay, ws, ws_set, sync, blocks, kc, nc, rng, krun=None):
     """One launch: every block's program, resumed in a random order among those not waiting."""
     rows = links[0].m
     outs = [np.full((rows, x.n), np.nan) for x in links]
-    progs = [block_program(b, blocks, links, x, weights, lay, ws, ws_set, sync, outs, kc, nc)
+    progs = [block_program(b, blocks, links, x, weights, lay, ws, ws_set, sync, outs, kc, nc, krun)
              for b in range(blocks)]  # fmt: skip
     waiting: list = [None] * blocks
     live = list(range(blocks))
@@ -146,8 +159,13 @@ def emulate(links, weights, x, lay, ws, ws_set, sync, blocks, kc, nc, rng):
     return outs
 
 
-@pytest.mark.parametrize(("batch", "seed"), [(1, 1), (1, 2), (3, 3), (4, 4)])
-def test_the_schedule_computes_the_chain_in_any_order_the_counters_allow(batch, seed):
+@pytest.mark.parametrize(
+    ("batch", "seed", "mma"), [(1, 1, False), (1, 2, False), (3, 3, False), (4, 4, False),
+                               (1, 5, True), (3, 6, True), (16, 7, True)],
+)  # fmt: skip
+def test_the_schedule_computes_the_chain_in_any_order_the_counters_allow(batch, seed, mma):
+    """mma: the Tensor Core build's input, as short as registry.run_chunks counts, each chunk
+    of a run at the place the kernel gives it."""
     # small widths, the chain's wiring: K x N weights, o_proj on qkv's first M x K elements
     p = llm.resolve("llama-7b")
     c = chain.build(p, batch, 2)
@@ -165,8 +183,11 @@ def test_the_schedule_computes_the_chain_in_any_order_the_counters_allow(batch, 
     for link in links:
         src = x if link.source < 0 else ref[link.source]
         ref.append(src.ravel()[: batch * link.k].reshape(batch, link.k) @ weights[link.index])
+    krun = registry.run_chunks([(x.n, x.k) for x in links], 7, kc, nc) if mma else None
+    if mma:
+        assert krun < max(-(-x.k // kc) for x in links)  # shorter than the whole input
     for launch in range(3):  # each launch starts from what the one before left
-        outs = emulate(links, weights, x, lay, ws, lay.ws_floats, sync, 7, kc, nc, rng)
+        outs = emulate(links, weights, x, lay, ws, lay.ws_floats, sync, 7, kc, nc, rng, krun)
         for got, want in zip(outs, ref, strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
         assert sync[0] == launch + 1
@@ -227,6 +248,28 @@ def test_what_the_stage_refuses_is_one_line():
     bufs = type("B", (), {"chain": llama_chain(16, 1), "dtype": "bf16"})()
     way = chain_runner.token_way(None, None, bufs, "sm_90a", 132)
     assert way.absent and "batch 1 to 4" in way.absent
+    # the Tensor Core build takes 1 to 16 rows, the M side of one MMA tile
+    assert MMA.refuses("bf16", 16, [(16, 4096, 4096)]) is None
+    assert "batch 1 to 16" in MMA.refuses("bf16", 17, [(17, 4096, 4096)])
+    assert "multiple of 8" in MMA.refuses("fp16", 9, [(9, 4100, 4096)])
+
+
+@pytest.mark.parametrize("preset", ["llama-7b", "llama-3-8b"])
+def test_the_tensor_core_build_holds_batch_16_of_a_whole_model(preset):
+    """With MMA=1 the input holds only the K chunks a run reads: at batch 16 on 132 SMs (an
+    H100 SXM or H200) every GEMM of the model, its 1 GB lm_head too, leaves room for a ring of
+    at least MIN_STAGES boxes; with the whole K held it would not fit."""
+    c = chain.build(llm.resolve(preset), 16, 1)
+    shapes = [(x.n, x.k) for x in c.links]
+    kmax = max(k for _n, k in shapes)
+    krun = MMA.krun(shapes, 132)
+    assert krun < kmax // MMA.params["KC"]
+    assert MMA.refuses("bf16", 16, c.shapes) is None
+    assert MMA.smem_bytes(16, kmax, krun) <= registry.SMEM_LIMIT
+    assert MMA.stages(16, kmax, krun) >= registry.MIN_STAGES
+    assert MMA.stages(16, kmax) < registry.MIN_STAGES  # the whole input: no room
+    assert MMA.defines("bf16", 16, kmax, krun)["KRUN"] == krun
+    assert MMA.box == (64, MMA.params["KC"]) and STAGE.box == (256, STAGE.params["KC"])
 
 
 def test_the_ring_fills_the_shared_memory_beside_the_input():
@@ -278,5 +321,27 @@ def test_the_sass_streams_through_tma_into_cuda_core_fmas(dtype, rows):
     assert any(o.startswith("REDG") and "F32x4" in o for o in full)  # red.global.add.v4.f32
     assert not any(o.startswith("ATOMS") for o in full)  # no shared atomics (a CAS loop)
     assert ops["HMMA"] == 0 and ops["HGMMA"] == 0  # CUDA cores only at M <= 4
+    assert built.resources.spill_store_bytes == 0 and built.resources.stack_frame_bytes == 0
+    assert ops["LDL"] == 0 and ops["STL"] == 0
+
+
+@pytest.mark.parametrize(("dtype", "rows"), [("bf16", 1), ("fp16", 8), ("bf16", 9), ("fp16", 16)])
+def test_the_tensor_core_build_streams_through_tma_into_mma_sync(dtype, rows):
+    """MMA=1: per box each consumer warp reads its 32 columns with eight ldmatrix.x4.trans and
+    issues sixteen HMMA.16816 (four k16 steps by four n8 tiles); four swizzled TMA boxes fill a
+    ring slot; two-float reductions into the workspaces; no multiply-add on CUDA cores."""
+    defines = MMA.defines(dtype, rows, 11008, krun=64)
+    src = (data_dir("kernels") / MMA.file).read_text()
+    built = compiler.compile_source(src, f"decode_token_mma-{dtype}-m{rows}-r64", MMA.entry,
+                                    registry.ARCH, defines)  # fmt: skip
+    fn = sass.parse(sass.disassemble(built.cubin_path))[MMA.entry]
+    ops = Counter(i.opcode.split(".")[0] for i in fn.instrs)
+    full = Counter(i.opcode for i in fn.instrs)
+    kind = "HMMA.16816.F32.BF16" if dtype == "bf16" else "HMMA.16816.F32"
+    assert full[kind] == 16 == ops["HMMA"]
+    assert full["LDSM.16.MT88.4"] == 8
+    assert ops["UTMALDG"] == 4  # NC / 64 boxes per slot
+    assert any(o.startswith("REDG") and "F32x2" in o for o in full)  # red.global.add.v2.f32
+    assert ops["FFMA"] == 0 and ops["HGMMA"] == 0
     assert built.resources.spill_store_bytes == 0 and built.resources.stack_frame_bytes == 0
     assert ops["LDL"] == 0 and ops["STL"] == 0

@@ -12,7 +12,7 @@ from rooflinecli.api.requests import ChainProblem, ChainRequest, ChainTiming
 from rooflinecli.core.reference import add_ratios
 from rooflinecli.errors import RooflineError
 
-CHAIN_WAYS = ("best", "best+pdl", "token", "cublas", "torch")
+CHAIN_WAYS = ("best", "best+pdl", "token", "token+mma", "cublas", "torch")
 CHAIN_DEFAULT_WAYS = ("best", "cublas", "torch")
 # stages the chain does not run where the tune table picks them, with why, and what runs instead
 CHAIN_EXCLUDED = {
@@ -31,7 +31,8 @@ def run(request: ChainRequest) -> dict[str, Any]:
     `--stages best` picks, cuBLAS and PyTorch's F.linear, each from a CUDA graph, timed as
     whole tokens interleaved, each verified. "best+pdl": the same picks, with stage 56
     (gemv_pdl, programmatic dependent launch) on every M = 1 GEMM. "token": stage 57
-    (decode_token), the whole chain in one persistent launch, at batch 1 to 4. `layers`: at
+    (decode_token), the whole chain in one persistent launch, at batch 1 to 4; "token+mma"
+    (decode_token_mma) the same on Tensor Cores, at batch 1 to 16. `layers`: at
     most this many (fewer where the GPU's memory does not hold them). `calibration`: a
     `roofline calibrate` document of this GPU (measured in the same run); its HBM read roof is
     recorded and every way's share of it. `exclude` (default CHAIN_EXCLUDED): stage -> (why,
@@ -220,7 +221,8 @@ def _settings(
         "pdl_picks": {"x".join(map(str, s)): st.name for s, st in pdl_stages.items()},
         "ours": "best: the tune table's picks, launched plainly; best+pdl: the same with "
         "gemv_pdl (programmatic dependent launch) on every M = 1 GEMM; token: decode_token, "
-        "every GEMM of the chain in one persistent launch (batch 1 to 4)",
+        "every GEMM of the chain in one persistent launch (batch 1 to 4); token+mma: "
+        "decode_token_mma, the same launch on Tensor Cores (batch 1 to 16)",
         "read_roof": (
             {
                 "hbm_read_gbs": read_gbs,

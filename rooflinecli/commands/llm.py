@@ -232,7 +232,8 @@ def model_llm(
     "--ways", "ways_arg", default="best,cublas,torch", show_default=True, metavar="LIST",
     help="With --chain: the ways to run the chain (best: our picks; best+pdl: the same with "
     "gemv_pdl, programmatic dependent launch, on every M = 1 GEMM; token: decode_token, the "
-    "whole chain in one persistent launch, batch 1 to 4; cublas; torch: F.linear).",
+    "whole chain in one persistent launch, batch 1 to 4; token+mma: the same on Tensor Cores, "
+    "batch 1 to 16; cublas; torch: F.linear).",
 )  # fmt: skip
 @click.option(
     "--calibration", "calibration_path", type=click.Path(dir_okay=False, exists=True),

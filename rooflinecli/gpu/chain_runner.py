@@ -27,12 +27,14 @@ from rooflinecli.errors import RooflineError
 from rooflinecli.gpu import device, runner
 from rooflinecli.gpu.arrays import as_f32, poison, store, torch_dtype
 from rooflinecli.gpu.timer import Launch, Timed, Timer, Timing
+from rooflinecli.stages.token import TOKEN_BY_NAME
 
-OURS, OURS_PDL, TOKEN, CUBLAS, TORCH = "best", "best+pdl", "token", "cublas", "torch"
+OURS, OURS_PDL, TOKEN, TOKEN_MMA = "best", "best+pdl", "token", "token+mma"
+CUBLAS, TORCH = "cublas", "torch"
 CUBLAS_WORKSPACE_BYTES = 32 << 20
 _cublas_spaces: dict[int, Any] = {}
-WAYS = (OURS, OURS_PDL, TOKEN, CUBLAS, TORCH)
-OUR_WAYS = (OURS, OURS_PDL, TOKEN)
+WAYS = (OURS, OURS_PDL, TOKEN, TOKEN_MMA, CUBLAS, TORCH)
+OUR_WAYS = (OURS, OURS_PDL, TOKEN, TOKEN_MMA)
 DEFAULT_WAYS = (OURS, CUBLAS, TORCH)
 
 
@@ -169,11 +171,10 @@ def token_way(cp, stream, bufs: Buffers, arch: str, sm_count: int, stage: Any = 
     persistent launch, on the same weights, input and outputs; absent, with why, where the stage
     refuses the chain."""
     from rooflinecli.gpu import token
-    from rooflinecli.stages.token import TOKEN_BY_NAME
 
     stage = stage or TOKEN_BY_NAME["decode_token"]
     c = bufs.chain
-    why = stage.refuses(bufs.dtype, c.batch, c.shapes)
+    why = stage.refuses(bufs.dtype, c.batch, c.shapes, sm_count)
     if why:
         return Way(name, absent=why)
 
@@ -600,6 +601,9 @@ def _build(cp, stream, bufs: Buffers, name: str, picks: dict[tuple[int, int, int
             w = ours(cp, stream, bufs, pdl_picks or picks, arch, sm_count, OURS_PDL)
         elif name == TOKEN:
             w = token_way(cp, stream, bufs, arch, sm_count)
+        elif name == TOKEN_MMA:  # the same launch with Tensor Core consumers
+            mma = TOKEN_BY_NAME["decode_token_mma"]
+            w = token_way(cp, stream, bufs, arch, sm_count, mma, TOKEN_MMA)
         elif name == CUBLAS:
             w = cublas(cp, stream, bufs, reference, arch)
         else:

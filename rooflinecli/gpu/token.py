@@ -49,25 +49,26 @@ def launcher(cp, stage: TokenStage, arch: str, sm_count: int, dtype: str, rows: 
 
     ns = [n for n, _k in shapes]
     ks = [k for _n, k in shapes]
-    why = stage.refuses(dtype, rows, [(rows, n, k) for n, k in shapes])
+    why = stage.refuses(dtype, rows, [(rows, n, k) for n, k in shapes], sm_count)
     if why:
         raise RooflineError(why)
     kmax = max(ks)
-    defines = stage.defines(dtype, rows, kmax)
+    krun = stage.krun(shapes, sm_count) if stage.mma else None  # the K chunks a run holds
+    defines = stage.defines(dtype, rows, kmax, krun)
     if stamps:
         defines["STAMPS"] = 1
     src = (data_dir("kernels") / stage.file).read_text()
-    label = f"{stage.name}-{dtype}-m{rows}-k{defines['KMAX']}" + ("-stamps" if stamps else "")
+    label = (f"{stage.name}-{dtype}-m{rows}-k{defines['KMAX']}"
+             + (f"-r{krun}" if krun else "") + ("-stamps" if stamps else ""))  # fmt: skip
     built = compiler.compile_source(src, label, stage.entry, arch, defines)
     fn = cp.RawModule(path=built.cubin_path).get_function(stage.entry)
-    grid, block, smem = stage.launch(rows, kmax, sm_count)
+    grid, block, smem = stage.launch(rows, kmax, sm_count, krun)
     fn.max_dynamic_shared_size_bytes = smem
 
     layout = plan(rows, ns, sources, stage.params["NC"])
     table = records(layout, ns, ks, sources, [int(o.data.ptr) for o in outs])
     gemms = cp.asarray(np.frombuffer(table, dtype=np.uint8))
-    box = (stage.params["NC"], stage.params["KC"])  # columns, rows
-    maps = [tma.encode_tiled(w, (n, k), box, dtype, swizzle=False)
+    maps = [tma.encode_tiled(w, (n, k), stage.box, dtype, swizzle=stage.mma)
             for w, (n, k) in zip(weights, shapes, strict=True)]  # fmt: skip
     map_bytes = b"".join(np.asarray(m).tobytes() for m in maps)
     if len(map_bytes) != 128 * len(maps):

@@ -16,6 +16,11 @@ one set and zeroes the other); `sync` the count of finished launches, the count 
 blocks, then one counter per column block of every GEMM, zero before the first launch;
 `stamps` null, or in a build with STAMPS=1 the timeline: per GEMM and block, when its run
 began, when its input was in and when it ended (%globaltimer). One block per SM.
+
+Two consumers share the source: multiply-adds on CUDA cores (`decode_token`, batch 1-4, every
+GEMM's whole input in shared memory) and mma.sync on Tensor Cores (`decode_token_mma`, MMA=1,
+batch 1-16, 128-byte swizzled boxes of 64 columns, the input only as far as a run reads it:
+KRUN chunks of KC rows, counted here from the chain and the SM count).
 """
 
 from __future__ import annotations
@@ -32,13 +37,27 @@ FILE = "57_decode_token.cu"
 ENTRY = "decode_token"
 ARCH = "sm_90a"  # TMA and mbarrier transaction counts
 DTYPES = ("fp16", "bf16")
-MAX_ROWS = 4  # the batch: every GEMM's input (MROWS x K) sits in shared memory
+MAX_ROWS = 4  # the batch on CUDA cores: every GEMM's input (MROWS x K) sits in shared memory
+MAX_ROWS_MMA = 16  # the batch on Tensor Cores: the M side of one m16n8k16 tile
+SWIZZLE_COLS = 64  # MMA: a box row of 128 bytes, the swizzle's width
+SM_COUNT = 132  # H100 SXM and H200: the SMs a refusal counts runs for (a launch counts its own)
 SMEM_LIMIT = 232_448  # an H100/H200 block's dynamic shared memory at most (227 KiB)
-ALIGN_SLACK = 128  # the ring is moved up to a 128-byte boundary
+ALIGN_SLACK = 128  # the ring is moved up to a 128-byte boundary (MMA: 1024, the swizzle's atom)
 RECORD_BYTES = 32  # sizeof(TokenGemm)
 MIN_STAGES = 3  # boxes in flight beside the one the consumers read, at least
 WS_ALIGN = 4  # workspace offsets in floats: 16 bytes, for red.global.add.v4.f32
 QUEUE_BYTES = 8 + 4 * 64  # the store warp's queue: its tail and head, 64 entries
+
+
+def run_chunks(shapes: Sequence[tuple[int, int]], blocks: int, kc: int, nc: int) -> int:
+    """The K chunks of kc rows a block's run reads at most, over GEMMs of these (N, K) cut into
+    units of nc columns by kc rows on `blocks` blocks: a run of u units reads min(u, the GEMM's
+    chunks) chunks, and the kernel's share_of gives a block at most ceil(units / blocks)."""
+    most = 1
+    for n, k in shapes:
+        nk = -(-k // kc)
+        most = max(most, min(nk, -(-(-(-n // nc) * nk) // blocks)))
+    return most
 
 
 @dataclass(frozen=True)
@@ -57,19 +76,39 @@ class TokenStage:
         """The consumer warps, the producer warp and (STORE_WARP, 1 unless 0) the store warp."""
         return 32 * (self.params["CONSUMER_WARPS"] + 1 + self.params.get("STORE_WARP", 1))
 
+    @property
+    def mma(self) -> bool:
+        """Tensor Core consumers (MMA=1) rather than CUDA-core multiply-adds."""
+        return bool(self.params.get("MMA", 0))
+
+    @property
+    def max_rows(self) -> int:
+        return MAX_ROWS_MMA if self.mma else MAX_ROWS
+
+    @property
+    def box(self) -> tuple[int, int]:
+        """(columns, rows) of one TMA box: NC x KC unswizzled, or (MMA) 64 x KC swizzled, four
+        to a ring slot."""
+        return (SWIZZLE_COLS if self.mma else self.params["NC"]), self.params["KC"]
+
     def tile_bytes(self) -> int:
         return self.params["KC"] * self.params["NC"] * 2
 
-    def smem_bytes(self, rows: int, kmax: int) -> int:
-        """Dynamic shared memory of a build for `rows` rows of A and K up to `kmax`: the ring,
-        the input, the column sums, the mbarriers, the launch count, a flag and the store
-        warp's queue (the kernel's layout)."""
-        return self._fixed(rows, kmax) + self.stages(rows, kmax) * (self.tile_bytes() + 16)
+    def smem_bytes(self, rows: int, kmax: int, krun: int | None = None) -> int:
+        """Dynamic shared memory of a build for `rows` rows of A and K up to `kmax` (MMA: of
+        which `krun` chunks of KC held at once, default all): the ring, the input, the column
+        sums, the mbarriers, the launch count, a flag and the store warp's queue (the kernel's
+        layout)."""
+        ring = self.stages(rows, kmax, krun) * (self.tile_bytes() + 16)
+        return self._fixed(rows, kmax, krun) + ring
 
-    def _fixed(self, rows: int, kmax: int) -> int:
+    def _fixed(self, rows: int, kmax: int, krun: int | None = None) -> int:
         """All but the ring: the alignment slack, the input (elem_t), each consumer warp's
-        column sums (float), the launch count, the flag and the queue."""
+        column sums (float; none with MMA), the launch count, the flag and the queue."""
         p = self.params
+        if self.mma:  # 8 or 16 rows, each KRUN chunks and 16 bytes of padding
+            held = (krun if krun is not None else self.kmax(kmax) // p["KC"]) * p["KC"]
+            return 1024 + (8 if rows <= 8 else 16) * (held + 8) * 2 + 8 + QUEUE_BYTES
         return (ALIGN_SLACK + rows * self.kmax(kmax) * 2
                 + p["CONSUMER_WARPS"] * rows * p["NC"] * 4 + 8 + QUEUE_BYTES)  # fmt: skip
 
@@ -77,30 +116,39 @@ class TokenStage:
         kc = self.params["KC"]
         return -(-k // kc) * kc
 
-    def stages(self, rows: int, kmax: int) -> int:
+    def krun(self, shapes: Sequence[tuple[int, int]], sm_count: int) -> int:
+        """run_chunks() of these (N, K) on `sm_count` blocks, in this stage's boxes."""
+        return run_chunks(shapes, sm_count, self.params["KC"], self.params["NC"])
+
+    def stages(self, rows: int, kmax: int, krun: int | None = None) -> int:
         """The ring's depth: as many boxes as the shared memory holds beside the input (at most
         params' STAGES where given)."""
-        most = (SMEM_LIMIT - self._fixed(rows, kmax)) // (self.tile_bytes() + 16)
+        most = (SMEM_LIMIT - self._fixed(rows, kmax, krun)) // (self.tile_bytes() + 16)
         return min(most, self.params.get("STAGES", most))
 
-    def defines(self, dtype: str, rows: int, kmax: int) -> dict[str, int | str]:
-        """The -D values of a build for one chain (its batch and largest K)."""
-        refusal = self.refuses_build(dtype, rows, kmax)
+    def defines(
+        self, dtype: str, rows: int, kmax: int, krun: int | None = None
+    ) -> dict[str, int | str]:
+        """The -D values of a build for one chain (its batch and largest K; MMA: the chunks a
+        run holds)."""
+        refusal = self.refuses_build(dtype, rows, kmax, krun)
         if refusal:
             raise RooflineError(refusal)
         out: dict[str, int | str] = {**self.params, "MROWS": rows, "KMAX": self.kmax(kmax),
-                                     "STAGES": self.stages(rows, kmax)}  # fmt: skip
+                                     "STAGES": self.stages(rows, kmax, krun)}  # fmt: skip
+        if self.mma:
+            out["KRUN"] = krun if krun is not None else self.kmax(kmax) // self.params["KC"]
         define = element(dtype).define  # a 16-bit stage: fp16 by default
         if define:
             out[define] = 1
         return out
 
     def launch(
-        self, rows: int, kmax: int, sm_count: int
+        self, rows: int, kmax: int, sm_count: int, krun: int | None = None
     ) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
         """(grid, block, dynamic shared bytes) of a build for `rows` rows and K up to `kmax`:
         one block per SM."""
-        return (sm_count, 1, 1), (self.threads, 1, 1), self.smem_bytes(rows, kmax)
+        return (sm_count, 1, 1), (self.threads, 1, 1), self.smem_bytes(rows, kmax, krun)
 
     # the stage contract (rooflinecli.stages.contract.KernelStage)
     @property
@@ -135,21 +183,28 @@ class TokenStage:
         _dtype, batch, shapes = problem
         if not sm_count:
             raise RooflineError(f"stage {self.name} is persistent: it needs the SM count")
-        return self.launch(batch, max(k for _m, _n, k in shapes), sm_count)
+        krun = self.krun([(n, k) for _m, n, k in shapes], sm_count) if self.mma else None
+        return self.launch(batch, max(k for _m, _n, k in shapes), sm_count, krun)
 
-    def refuses_build(self, dtype: str, rows: int, kmax: int) -> str | None:
+    def refuses_build(
+        self, dtype: str, rows: int, kmax: int, krun: int | None = None
+    ) -> str | None:
         if dtype not in self.dtypes:
             return f"{self.name} streams fp16 or bf16 weights, not {dtype}"
-        if not 1 <= rows <= MAX_ROWS:
-            return f"{self.name} takes batch 1 to {MAX_ROWS} (its input sits in shared memory)"
-        if self.stages(rows, kmax) < MIN_STAGES:
+        if not 1 <= rows <= self.max_rows:
+            why = "the M side of one MMA tile" if self.mma else "its input sits in shared memory"
+            return f"{self.name} takes batch 1 to {self.max_rows} ({why})"
+        if self.stages(rows, kmax, krun) < MIN_STAGES:
             return f"{self.name}: an input of {rows} x {kmax} leaves no room for the ring"
         return None
 
-    def refuses(self, dtype: str, batch: int, shapes: Sequence[tuple[int, int, int]]) -> str | None:
-        """Why the stage cannot run a chain of these (M, N, K) GEMMs, or None."""
+    def refuses(self, dtype: str, batch: int, shapes: Sequence[tuple[int, int, int]],
+                sm_count: int = SM_COUNT) -> str | None:  # fmt: skip
+        """Why the stage cannot run a chain of these (M, N, K) GEMMs on `sm_count` blocks, or
+        None."""
         kmax = max(k for _m, _n, k in shapes)
-        why = self.refuses_build(dtype, batch, kmax)
+        krun = self.krun([(n, k) for _m, n, k in shapes], sm_count) if self.mma else None
+        why = self.refuses_build(dtype, batch, kmax, krun)
         if why:
             return why
         odd = [f"{m}x{n}x{k}" for m, n, k in shapes if n % 8]
@@ -167,6 +222,14 @@ TOKEN_STAGES: tuple[TokenStage, ...] = (
         # the best of KC 16-64, 4-16 consumer warps and rings of 4 to 12 boxes on LLaMA-7B
         # (H200, bf16, batch 1 and 3): a deeper ring was no faster
         MappingProxyType({"KC": 64, "NC": 256, "CONSUMER_WARPS": 8, "STAGES": 4}),
+    ),
+    TokenStage(
+        "decode_token_mma",
+        "the same token on Tensor Cores, for batches of 1 to 16: each consumer warp owns 32 of "
+        "a box's 256 columns and multiplies the batch by them with mma.sync, from 128-byte "
+        "swizzled boxes that ldmatrix reads without bank conflicts",
+        MappingProxyType({"KC": 64, "NC": 256, "CONSUMER_WARPS": 8, "STAGES": 4, "MMA": 1}),
+        math="HMMA",
     ),
 )
 TOKEN_BY_NAME: dict[str, TokenStage] = {s.name: s for s in TOKEN_STAGES}

@@ -4,8 +4,8 @@ and the LM head), through our picks, cuBLAS and PyTorch (where installed), eager
 replayed graph and after the timed replays, our picks with and without programmatic
 dependent launch (best+pdl: stage 56 on every M = 1 GEMM), and the whole chain in one launch
 (token: stage 57, batch 1 to 4, its timeline from its blocks' stamps; at 8 and 16 recorded absent
-with why); a chain stays correct over
-many replays; a chain of one GEMM runs its pick; and the token stage verifies at shapes that
+with why; token+mma: the same launch on Tensor Cores at every batch); a chain stays correct over
+many replays; a chain of one GEMM runs its pick; and both token stages verify at shapes that
 are not whole boxes."""
 
 import pytest
@@ -20,8 +20,8 @@ pytestmark = pytest.mark.gpu
 @pytest.mark.parametrize("batch", [1, 3, 8, 16])
 def test_chain_verifies(batch, dtype):
     p = llm.resolve("llama-7b")
-    doc = api.run_chain(p, [batch], dtype, warmup=1, repeats=3, layers=2,
-                        ways=("best", "best+pdl", "token", "cublas", "torch"))  # fmt: skip
+    ways = ("best", "best+pdl", "token", "token+mma", "cublas", "torch")
+    doc = api.run_chain(p, [batch], dtype, warmup=1, repeats=3, layers=2, ways=ways)
     results.validate(doc)
     recs = {r["stage"]: r for r in doc["records"]}
     picks = set(doc["settings"]["chain_stages"].values())
@@ -43,10 +43,12 @@ def test_chain_verifies(batch, dtype):
     if batch == 1:  # best+pdl runs where it differs from best: gemv_pdl takes M = 1
         assert {g["stage"] for g in recs["best+pdl"]["gemms"]} == pdl_picks
     assert len(recs["best"]["gemms"]) == len(chain.build(p, batch, 2).links)
-    if batch <= 4:
-        token = recs["token"]
+    for way, stage in (("token", "decode_token"), ("token+mma", "decode_token_mma")):
+        if way == "token" and batch > 4:
+            continue
+        token = recs[way]
         assert token["kernels_per_token"] == 1
-        assert {g["stage"] for g in token["gemms"]} == {"decode_token"}
+        assert {g["stage"] for g in token["gemms"]} == {stage}
         # its timeline from its blocks' stamps: every GEMM stamped, a wait inside each run, the
         # stamps' cost priced in the same rounds as the plain build
         assert token["timeline_backend"] == "globaltimer", token.get("timeline_reason")
@@ -62,8 +64,9 @@ def test_chain_stays_correct_over_many_replays(exclude):
     """200 back-to-back replays, then the last one's output checked: a stage whose workspace or
     counters do not come back to their starting state fails here ({}: nothing excluded)."""
     p = llm.resolve("llama-7b")
-    doc = api.run_chain(p, [1], "bf16", warmup=0, repeats=200, layers=2,
-                        ways=("best", "best+pdl", "token"), exclude=exclude)  # fmt: skip
+    ways = ("best", "best+pdl", "token", "token+mma")
+    doc = api.run_chain(p, [1], "bf16", warmup=0, repeats=200, layers=2, ways=ways,
+                        exclude=exclude)  # fmt: skip
     for r in doc["records"]:
         assert r["checks"]["timed"]["ok"], (r["stage"], doc["settings"]["chain_stages"],
                                             r["checks"]["timed"])  # fmt: skip
@@ -77,9 +80,15 @@ def test_chain_of_one_gemm():
     assert recs["best"]["gemm_count"] == 1 and recs["best"]["time_ms"] > 0
 
 
-@pytest.mark.parametrize("shape", [(1, 1000, 1032), (3, 4104, 4100), (4, 264, 17), (2, 8, 4096)])
-def test_token_stage_at_shapes_that_are_not_whole_boxes(shape):
-    """N not a multiple of the 256-column box, K not one of its 16 rows, fewer units than SMs."""
-    doc = api.run_chain(None, [], "bf16", shape=shape, warmup=1, repeats=20, ways=("token",))
+@pytest.mark.parametrize(
+    ("shape", "way"),
+    [*[(s, "token") for s in [(1, 1000, 1032), (3, 4104, 4100), (4, 264, 17), (2, 8, 4096)]],
+     *[(s, "token+mma") for s in [(1, 1000, 1032), (3, 4104, 4100), (9, 264, 17), (16, 8, 4096),
+                                   (16, 4104, 4100), (8, 1000, 1032)]]],
+)  # fmt: skip
+def test_token_stage_at_shapes_that_are_not_whole_boxes(shape, way):
+    """N not a multiple of the 256-column box (nor of the MMA's 64-column box), K not one of
+    its 16 rows, fewer units than SMs, batches that fill half or all of the MMA's 16 rows."""
+    doc = api.run_chain(None, [], "bf16", shape=shape, warmup=1, repeats=20, ways=(way,))
     (r,) = doc["records"]
     assert r["verified"] is True and r["checks"]["timed"]["ok"], r["checks"]
