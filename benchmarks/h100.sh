@@ -28,7 +28,8 @@
 #   variants   stage 57 with the L2 prefetch 0, 8 and 16 boxes ahead, each token's stamped
 #              timeline (probes/token_variants.py --stamps)
 #   token      the decode token as a dependent chain (`run llm --chain`): LLaMA-7B bf16 batch 1,
-#              3 and 16, fp16 batch 1, LLaMA-3-8B bf16 batch 1, against the roofs step's read roof
+#              3, 8 and 16, fp16 batch 1, LLaMA-3-8B bf16 batch 1, against the roofs step's read
+#              roof; stage 57 on CUDA cores (token) and on Tensor Cores (token+mma)
 source "$(dirname "$0")/lib.sh"
 suite "$@"
 
@@ -97,9 +98,9 @@ step_own() {  # shapes.sh's verdict with the H100's table (this run's grid's, wh
 }
 
 step_token() {
-  local ways=best,best+pdl,token,cublas,torch
+  local ways=best,best+pdl,token,token+mma,cublas,torch
   doc token-llama-7b-bf16-h100.json.gz 150 run llm --chain --preset llama-7b --dtype bf16 \
-    --batch 1,3,16 --ways "$ways" $(roof)
+    --batch 1,3,8,16 --ways "$ways" $(roof)
   doc token-llama-7b-fp16-h100.json.gz 90 run llm --chain --preset llama-7b --dtype fp16 \
     --batch 1 --ways "$ways" $(roof)
   doc token-llama-3-8b-bf16-h100.json.gz 90 run llm --chain --preset llama-3-8b --dtype bf16 \
