@@ -214,8 +214,9 @@ __device__ __forceinline__ void add_out(const Acc& acc, float* sum, float* wsg, 
 #endif
 
 // Elements [lo, hi) of every row of the input (lo, hi multiples of KC; zeros from K on), rounded
-// to elem_t as a stored C would be, at element `at` of each row of act (rows ASTRIDE apart). From a workspace with K a multiple of 4: four elements a
-// thread per load, INPUT_LOADS loads issued before any is used (the run waits on them).
+// to elem_t as a stored C would be, from element `at` on in each row of act (rows ASTRIDE
+// apart). From a workspace with K a multiple of 4: four elements a thread per load, INPUT_LOADS
+// loads issued before any is used (the run waits on them).
 #define INPUT_LOADS 8
 __device__ __forceinline__ void load_range(const float* a_src, const elem_t* x, elem_t* act, int k,
                                            int lo, int hi, int at, int tid) {
