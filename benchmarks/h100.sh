@@ -99,7 +99,7 @@ step_own() {  # shapes.sh's verdict with the H100's table (this run's grid's, wh
 
 step_token() {
   local ways=best,best+pdl,token,token+mma,cublas,torch
-  doc token-llama-7b-bf16-h100.json.gz 150 run llm --chain --preset llama-7b --dtype bf16 \
+  doc token-llama-7b-bf16-h100.json.gz 240 run llm --chain --preset llama-7b --dtype bf16 \
     --batch 1,3,8,16 --ways "$ways" $(roof)
   doc token-llama-7b-fp16-h100.json.gz 90 run llm --chain --preset llama-7b --dtype fp16 \
     --batch 1 --ways "$ways" $(roof)

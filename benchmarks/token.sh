@@ -6,7 +6,7 @@
 # the gaps between them). `roofline calibrate` runs first: its HBM
 # read roof is the one the documents put each way against.
 #
-#   bash benchmarks/token.sh OUTDIR [STEP...]     (default: every step, ~2.5 min)
+#   bash benchmarks/token.sh OUTDIR [STEP...]     (default: every step, about 5 min by estimate)
 #
 # Steps: roof (the calibration, benchmarks/calibration/h200-token.json), bf16 (batch 1, 3, 8, 16
 # and 64), fp16 (batch 1 and 16), llama3 (LLaMA-3-8B, bf16, batch 1 and 3: its own target,
@@ -26,7 +26,7 @@ step_roof() {  # the read roof the documents are put against, measured first
 }
 
 step_bf16() {
-  doc token-llama-7b-bf16.json.gz 90 run llm --chain --preset llama-7b --dtype bf16 \
+  doc token-llama-7b-bf16.json.gz 180 run llm --chain --preset llama-7b --dtype bf16 \
     --batch 1,3,8,16,64 --ways "$WAYS" $(roof)
 }
 
