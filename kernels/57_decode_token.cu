@@ -21,13 +21,14 @@
 // before + 1) x a column block's units; the last block to finish counts the launch in sync[0].
 // MROWS: rows of A (the batch, 1-4); NC = 256: 512-byte box rows, unswizzled, a warp's lanes
 // one row's 16-byte pieces; CONSUMER_WARPS compute; STAGES: the ring; KMAX: the largest K.
-// MMA = 1: the consumers multiply on Tensor Cores instead, for batches of 1-16 (at 8-16 rows a
-// multiply-add per weight and row on CUDA cores outruns the FP32 pipes before HBM). The batch is
-// the M side of mma.sync m16n8k16 (rows 8-15 zero below 9 rows), the weights its N side: each
-// consumer warp owns 32 of the box's 256 columns over all KC rows, so the warps need no sums in
-// shared memory. A box arrives as four 64-column boxes with the 128-byte swizzle, which
-// ldmatrix.trans reads without bank conflicts. The input holds only the K chunks a run reads
-// (KRUN of them, the host's count), each row padded by 16 bytes (conflict-free A fragments).
+// MMA = 1: the consumers multiply on Tensor Cores instead, for batches of 1-16 (at 16 rows, a
+// multiply-add per weight and row at HBM's pace is more FP32 work than CUDA cores issue). The
+// batch is the M side of mma.sync m16n8k16 (rows 8-15 zero below 9 rows), the weights its N
+// side: each consumer warp owns 32 of the box's 256 columns over all KC rows, so the warps need
+// no sums in shared memory. A box arrives as four 64-column boxes with the 128-byte swizzle,
+// which ldmatrix.trans reads without bank conflicts. The input holds only the K chunks a run
+// reads (KRUN of them, the host's count), each row padded by 16 bytes (conflict-free A
+// fragments).
 #ifndef MROWS
 #error "MROWS (rows of A: the batch) must be given as -DMROWS=..."
 #endif
