@@ -53,7 +53,7 @@ def launcher(cp, stage: TokenStage, arch: str, sm_count: int, dtype: str, rows: 
     if why:
         raise RooflineError(why)
     kmax = max(ks)
-    krun = stage.krun(shapes, sm_count) if stage.mma else None  # the K chunks a run holds
+    krun = stage.krun(shapes, sm_count)  # the K chunks the input holds (MMA), else None
     defines = stage.defines(dtype, rows, kmax, krun)
     if stamps:
         defines["STAMPS"] = 1

@@ -42,7 +42,8 @@ MAX_ROWS_MMA = 16  # the batch on Tensor Cores: the M side of one m16n8k16 tile
 SWIZZLE_COLS = 64  # MMA: a box row of 128 bytes, the swizzle's width
 SM_COUNT = 132  # H100 SXM and H200: the SMs a refusal counts runs for (a launch counts its own)
 SMEM_LIMIT = 232_448  # an H100/H200 block's dynamic shared memory at most (227 KiB)
-ALIGN_SLACK = 128  # the ring is moved up to a 128-byte boundary (MMA: 1024, the swizzle's atom)
+ALIGN_SLACK = 128  # the ring is moved up to a 128-byte boundary
+ALIGN_SLACK_MMA = 1024  # MMA: to a 1024-byte one, the 128-byte swizzle's atom
 RECORD_BYTES = 32  # sizeof(TokenGemm)
 MIN_STAGES = 3  # boxes in flight beside the one the consumers read, at least
 WS_ALIGN = 4  # workspace offsets in floats: 16 bytes, for red.global.add.v4.f32
@@ -107,8 +108,8 @@ class TokenStage:
         column sums (float; none with MMA), the launch count, the flag and the queue."""
         p = self.params
         if self.mma:  # 8 or 16 rows, each KRUN chunks and 16 bytes of padding
-            held = (krun if krun is not None else self.kmax(kmax) // p["KC"]) * p["KC"]
-            return 1024 + (8 if rows <= 8 else 16) * (held + 8) * 2 + 8 + QUEUE_BYTES
+            held = self._chunks(kmax, krun) * p["KC"]
+            return ALIGN_SLACK_MMA + (8 if rows <= 8 else 16) * (held + 8) * 2 + 8 + QUEUE_BYTES
         return (ALIGN_SLACK + rows * self.kmax(kmax) * 2
                 + p["CONSUMER_WARPS"] * rows * p["NC"] * 4 + 8 + QUEUE_BYTES)  # fmt: skip
 
@@ -116,9 +117,17 @@ class TokenStage:
         kc = self.params["KC"]
         return -(-k // kc) * kc
 
-    def krun(self, shapes: Sequence[tuple[int, int]], sm_count: int) -> int:
-        """run_chunks() of these (N, K) on `sm_count` blocks, in this stage's boxes."""
+    def krun(self, shapes: Sequence[tuple[int, int]], sm_count: int) -> int | None:
+        """The K chunks the MMA build's input holds for a chain of these (N, K) on `sm_count`
+        blocks (run_chunks, in this stage's boxes); None for the CUDA-core build, whose input
+        holds every GEMM's whole K."""
+        if not self.mma:
+            return None
         return run_chunks(shapes, sm_count, self.params["KC"], self.params["NC"])
+
+    def _chunks(self, kmax: int, krun: int | None) -> int:
+        """The K chunks the input holds: `krun`, or all of K up to `kmax` where it is None."""
+        return krun if krun is not None else self.kmax(kmax) // self.params["KC"]
 
     def stages(self, rows: int, kmax: int, krun: int | None = None) -> int:
         """The ring's depth: as many boxes as the shared memory holds beside the input (at most
@@ -137,7 +146,7 @@ class TokenStage:
         out: dict[str, int | str] = {**self.params, "MROWS": rows, "KMAX": self.kmax(kmax),
                                      "STAGES": self.stages(rows, kmax, krun)}  # fmt: skip
         if self.mma:
-            out["KRUN"] = krun if krun is not None else self.kmax(kmax) // self.params["KC"]
+            out["KRUN"] = self._chunks(kmax, krun)
         define = element(dtype).define  # a 16-bit stage: fp16 by default
         if define:
             out[define] = 1
@@ -183,7 +192,7 @@ class TokenStage:
         _dtype, batch, shapes = problem
         if not sm_count:
             raise RooflineError(f"stage {self.name} is persistent: it needs the SM count")
-        krun = self.krun([(n, k) for _m, n, k in shapes], sm_count) if self.mma else None
+        krun = self.krun([(n, k) for _m, n, k in shapes], sm_count)
         return self.launch(batch, max(k for _m, _n, k in shapes), sm_count, krun)
 
     def refuses_build(
@@ -203,8 +212,9 @@ class TokenStage:
         """Why the stage cannot run a chain of these (M, N, K) GEMMs on `sm_count` blocks, or
         None."""
         kmax = max(k for _m, _n, k in shapes)
-        krun = self.krun([(n, k) for _m, n, k in shapes], sm_count) if self.mma else None
-        why = self.refuses_build(dtype, batch, kmax, krun)
+        why = self.refuses_build(
+            dtype, batch, kmax, self.krun([(n, k) for _m, n, k in shapes], sm_count)
+        )
         if why:
             return why
         odd = [f"{m}x{n}x{k}" for m, n, k in shapes if n % 8]
