@@ -2,9 +2,9 @@
 # One decode token as engines run it: LLaMA-7B's 161 weight GEMMs as a dependent chain replayed
 # from a CUDA graph (`roofline run llm --chain`): our picks with and without programmatic
 # dependent launch, and stage 57 (the whole token in one launch: on CUDA cores at batch 1 to 4,
-# on Tensor Cores at 1 to 16), beside cuBLAS and PyTorch's F.linear, each verified, one replayed token per way traced (kernel times and
-# the gaps between them). `roofline calibrate` runs first: its HBM
-# read roof is the one the documents put each way against.
+# on Tensor Cores at 1 to 16), beside cuBLAS and PyTorch's F.linear, each verified, one replayed
+# token per way traced (kernel times and the gaps between them). `roofline calibrate` runs
+# first: its HBM read roof is the one the documents put each way against.
 #
 #   bash benchmarks/token.sh OUTDIR [STEP...]     (default: every step, about 5 min by estimate)
 #
