@@ -66,8 +66,11 @@ def main(device: str, spec: str, docs: list[str], grid_only: bool = False) -> No
         in_grid = Path(name).name.startswith(GRID)
         if grid_only and not in_grid:
             continue
+        # the SMs of a record its document's spec says where the record does not (documents
+        # made before records said it): the wave model's candidates need them
+        sms = (doc.get("spec") or {}).get("sm_count")
         records = [
-            r
+            r if r.get("sm_count") or not sms else {**r, "sm_count": sms}
             for r in doc["records"]
             if "dispatch_class" not in r and (in_grid or r.get("dtype") != "fp8")
         ]

@@ -453,7 +453,12 @@ def test_a_gpu_no_table_names_takes_the_tables_of_its_architecture(tmp_path, mon
     assert (table.where, table.device, table.borrowed) == (SHIPPED, H200, True)
     pick = dispatch.resolve(256, 4096, 4096, "bf16", [table], H100)
     own = dispatch.resolve(256, 4096, 4096, "bf16", shipped(), H200)
-    assert pick.stage.name == own.stage.name
+    assert pick.entry_class == own.entry_class == "M=129-256 N=1k-8k K=1k-8k"
+    # the wave model weighs the entry's candidates on each GPU's own spec: at the H100's lower
+    # HBM bandwidth (3.35 TB/s against 4.8) more of a launch's time is its bytes', a part-empty
+    # wave costs less, and its pick can differ
+    assert (own.stage.name, pick.stage.name) == ("wgmma_streamk@BN=128", "wgmma_tma")
+    assert "the wave model at 256x4096x4096 on 132 SMs" in pick.source
     assert pick.table == f"{SHIPPED} (made on {H200}, the same architecture)"
     assert pick.fields()["dispatch_table"] == pick.table
     # another architecture (sm_80) borrows nothing: the one line of test_no_table_is_one_line
@@ -527,3 +532,142 @@ def test_an_entry_of_a_stage_that_takes_its_width_from_the_shape_keeps_no_width(
     r["params"] = {**stages.BY_NAME["wgmma_fp8_fill"].params, "BN": 192, "GROUP_M": 4}
     (e,) = dispatch.winners([(r, "a.json")])
     assert (e.stage, e.params) == ("wgmma_fp8_fill", {"GROUP_M": 4})
+
+
+def tile_rec(stage, m, n, k, pct, sms=132):  # type: ignore[no-untyped-def]
+    """A bf16 record of a tile GEMM class (M > 64) that says what it launched on: the H200's
+    SMs, peak and bandwidth."""
+    params = dict(stages.select(stage, "bf16")[0].params)
+    out = {"kind": "stage", "verified": True, "stage": stage, "dtype": "bf16", "m": m, "n": n,
+           "k": k, "time_ms": 0.05, "params": params, "pct_of_reference": pct,
+           "blocks_per_sm": 1, "peak_tflops": 989.4, "bandwidth_gbs": 4800.0}  # fmt: skip
+    return {**out, "sm_count": sms} if sms else out
+
+
+def wave_class() -> list:
+    """Two grid shapes of M=257-512 N=>=8k K=1k-8k, two stages: 128 x 256 tiles at 91% and 84%
+    of the reference, 128 x 192 tiles at 80% and 83%."""
+    return [
+        (tile_rec("wgmma_persistent", 320, 20480, 2560, 91.0), "g.json"),
+        (tile_rec("wgmma_persistent", 448, 20480, 2560, 84.0), "g.json"),
+        (tile_rec("wgmma_persistent@BN=192", 320, 20480, 2560, 80.0), "g.json"),
+        (tile_rec("wgmma_persistent@BN=192", 448, 20480, 2560, 83.0), "g.json"),
+    ]
+
+
+def test_a_tile_class_keeps_the_wave_model_s_candidates_with_their_speed_per_busy_time():
+    """128 x 256 tiles: 3 x 80 = 240 tiles on 132 SMs, 2 waves, busy 240 / 264; 4 x 80 = 320,
+    3 waves, 320 / 396. Both shapes are compute-bound (320 x 20480 x 2560: 33.9 us at 989.4
+    TFLOP/s against 24.9 us for its bytes at 4.8 TB/s), so the roof share is the busy share:
+    91 / 0.909 and 84 / 0.808 have a geomean of 102.0. 128 x 192: 321 and 428 tiles, busy
+    321 / 396 and 428 / 528 (both 0.811): 98.7 and 102.4, geomean 100.5."""
+    (e,) = dispatch.winners(wave_class())
+    assert (e.stage, e.params) == ("wgmma_persistent", {})  # the geomean pick, as before
+    assert e.candidates == (
+        dispatch.Candidate("wgmma_persistent", {}, 102.0, 1),
+        dispatch.Candidate("wgmma_persistent", {"BN": 192}, 100.5, 1),
+    )
+    persistent = stages.BY_NAME["wgmma_persistent"]
+    assert dispatch.busy_at(persistent, 320, 20480, 132, 1) == pytest.approx(240 / 264)
+    assert dispatch.busy_at(persistent, 448, 20480, 132, 1) == pytest.approx(320 / 396)
+
+
+def test_the_wave_model_takes_the_tiles_that_fill_the_sms_at_each_shape():
+    """At 512 x 11008, 128 x 256 tiles are 4 x 43 = 172: 1.30 waves, busy 172 / 264 = 0.65
+    (102.0 x 0.65 = 66.5), where 128 x 192 ones are 4 x 58 = 232, busy 0.88 (88.3). At
+    512 x 14336 the 256-wide tiles fill 0.85 against 0.76: the class's pick runs."""
+    (e,) = dispatch.winners(wave_class())
+    table = dispatch.Table(H200, "user.json", (e,))
+    pick = dispatch.resolve(512, 11008, 4096, "bf16", [table], H200)
+    assert pick.stage.name == "wgmma_persistent@BN=192" and pick.stage.tile == (128, 192)
+    assert pick.source.startswith(
+        "the wave model at 512x11008x4096 on 132 SMs: wgmma_persistent@BN=192, 100.5% of the "
+        "reference per unit of roof share x 0.88 of its roofline here = 88.3, the best of 2 "
+        "candidates (the class's geomean pick, wgmma_persistent: "
+    )
+    assert dispatch.resolve(512, 14336, 4096, "bf16", [table], H200).stage.name == (
+        "wgmma_persistent"
+    )
+
+
+def test_no_wave_model_at_decode_batches_or_without_the_sm_count():
+    """M <= 64 (the decode stages' batches: their bytes, not waves of tiles, set the time), and
+    records that do not say the SMs they ran on, keep the class's pick alone."""
+    assert dispatch.DECODE_M_TOP == 64
+    decode = [
+        (tile_rec("wgmma_swapab@BM=64", 56, 20480, 2560, 90.0), "g.json"),
+        (tile_rec("wgmma_swapab@BM=64,BN=256", 56, 20480, 2560, 88.0), "g.json"),
+    ]
+    (e,) = dispatch.winners(decode)
+    assert e.candidates == ()
+    unsaid = [({k: v for k, v in r.items() if k != "sm_count"}, d) for r, d in wave_class()]
+    (e,) = dispatch.winners(unsaid)
+    assert e.candidates == ()
+
+
+def test_a_pick_at_a_pitch_its_twin_takes_runs_as_measured():
+    """N = 11001 is no multiple of 8: the entry's TMA stage does not run it as it is, so the
+    wave model stands aside and the nearest class that runs it decides, as without candidates."""
+    (e,) = dispatch.winners(wave_class())
+    with_model = dispatch.resolve(512, 11001, 4096, "bf16", [dispatch.Table(H200, "t", (e,))], H200)
+    plain = replace(e, candidates=())
+    without = dispatch.resolve(512, 11001, 4096, "bf16", [dispatch.Table(H200, "t", (plain,))],
+                               H200)  # fmt: skip
+    assert with_model.stage.name == without.stage.name
+    assert "wave model" not in with_model.source
+
+
+def test_candidates_survive_the_shipped_toml_and_the_user_s_json(tmp_path, monkeypatch):
+    (e,) = dispatch.winners(wave_class())
+    text = dispatch.to_toml(H200, "h200-sxm", [e], "header")
+    assert 'candidates = [\n  { stage = "wgmma_persistent", params = {}, efficiency = 102.0, ' \
+           "blocks_per_sm = 1 },\n" in text  # fmt: skip
+    path = tmp_path / "t.toml"
+    path.write_text(text)
+    _names, table = dispatch.load_toml(path)
+    assert table.entries == (e,)
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    dispatch.save_user(H200, [e])
+    user = dispatch.load_user(H200)
+    assert user is not None and user.entries == (e,)
+
+
+@pytest.mark.parametrize(
+    "candidates",
+    [
+        '[{"stage": "wgmma_persistent"}]',
+        '[{"stage": "wgmma_persistent", "efficiency": -1}]',
+        '[{"stage": "wgmma_persistent", "efficiency": 90, "blocks_per_sm": 0}]',
+        '{"stage": "wgmma_persistent", "efficiency": 90}',
+    ],
+)
+def test_a_bad_candidate_is_one_line(tmp_path, monkeypatch, candidates):
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    (tmp_path / "dispatch").mkdir()
+    body = ('{"pick": [{"dtype": "bf16", "class": "M=257-512 N=>=8k K=1k-8k", "stage": '
+            f'"wgmma_persistent", "candidates": {candidates}}}]}}')  # fmt: skip
+    (tmp_path / "dispatch" / "nvidia-h200.json").write_text(body)
+    with pytest.raises(RooflineError, match="a candidate: stage, efficiency > 0"):
+        dispatch.load_user(H200)
+
+
+def test_the_wave_model_s_check_in_the_docs_is_what_the_script_makes_of_the_documents():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    docs = sorted(str(p) for p in (root / "benchmarks" / "results").glob("*.json.gz"))
+    made = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "dispatch_check.py"), *docs],
+        capture_output=True, text=True, check=True, cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+    ).stdout  # fmt: skip
+    page = (root / "docs" / "dispatch.md").read_text()
+    block = page.split("<!-- dispatch_check:begin")[1].split("-->", 1)[1]
+    assert block.split("<!-- dispatch_check:end -->")[0].strip() == made.strip()
+    # the wave model carries better than the class's pick off the grid, on both GPUs
+    for line in made.split("Shapes off the grid")[1].splitlines():
+        if "| M > 64 |" in line:
+            plain, model = (float(x) for x in line.split("|")[4:6])
+            assert model > plain, line

@@ -165,3 +165,18 @@ def test_the_persistent_grid_rule() -> None:
     assert waves.persistent_blocks(32, 132, fill=True, even=True) == 128
     assert waves.persistent_blocks(112, 132, fill=True, even=True) == 112
     assert waves.persistent_blocks(200, 132, fill=True, even=True) == 132
+
+
+def test_the_busy_share_counts_the_last_wave_s_idle_slots():
+    """172 tiles on 132 SMs: two waves of 132 slots, 172 of 264 busy; a stream-K stage cuts its
+    last wave along K over every block: all busy. 40 tiles split three ways along K on 132 SMs
+    of two slots each: 120 of 264 slots; 64 tiles in one wave leave 68 SMs idle."""
+    w = waves.waves({"tiles": 172, "grid": [132, 1, 1], "sm_count": 132, "blocks_per_sm": 1})
+    assert w is not None
+    assert waves.busy_share(w) == pytest.approx(172 / 264)
+    assert waves.busy_share(w, splits_k=True) == 1.0
+    split = waves.waves({"tiles": 40, "grid": [8, 5, 3], "sm_count": 132, "blocks_per_sm": 2})
+    assert split is not None and waves.busy_share(split) == pytest.approx(120 / 264)
+    few = waves.waves({"tiles": 64, "grid": [64, 1, 1], "sm_count": 132, "blocks_per_sm": 1})
+    assert few is not None and waves.busy_share(few) == pytest.approx(64 / 132)
+    assert waves.busy_share(few, splits_k=True) == pytest.approx(64 / 132)

@@ -13,9 +13,9 @@ from rooflinecli.errors import RooflineError
 
 def dispatch(request: TuneRequest) -> dict[str, Any]:
     """`roofline tune dispatch`: every stage of the dtype (or `stage_list`) at every shape; per
-    class the stage with the best geomean against the reference (dispatch.winners) goes into
-    the user's tune table of this GPU (what
-    `--stages best` reads first). The document's `dispatch` says what was saved where."""
+    class the stage with the best geomean against the reference (dispatch.winners), and in a
+    class of tile GEMMs the wave model's candidates, go into the user's tune table of this GPU
+    (what `--stages best` reads first). The document's `dispatch` says what was saved where."""
     from rooflinecli.gpu.timer import Timing
     from rooflinecli.stages import dispatch, gemm
 
@@ -31,12 +31,8 @@ def dispatch(request: TuneRequest) -> dict[str, Any]:
     saved = dispatch.save_user(doc["device"]["name"], entries) if entries else None
     doc["dispatch"] = {
         "saved_to": str(saved) if saved else None,
-        "picks": [
-            {"dtype": e.dtype, "class": e.shape_class, "stage": e.stage, "params": e.params,
-             "from": e.source}
-            for e in entries
-        ],
-    }  # fmt: skip
+        "picks": [dispatch.entry_dict(e) for e in entries],
+    }
     return doc
 
 

@@ -22,6 +22,7 @@ class Waves(NamedTuple):
     sm_count: int
     waves: float  # tiles over the blocks that run at once
     last_busy: float  # of the last wave, the share of the resident slots that have a tile
+    per_sm: int = 1  # blocks an SM holds at once
 
 
 def _int(v: Any) -> int | None:
@@ -45,7 +46,32 @@ def waves(r: dict[str, Any]) -> Waves | None:
     slots = min(blocks, sms * per_sm)  # a persistent grid walks the tiles with fewer blocks
     count = math.ceil(work / slots)
     last = work - (count - 1) * slots
-    return Waves(work, blocks, dims[2] or 1, slots, sms, work / slots, last / (sms * per_sm))
+    return Waves(
+        work, blocks, dims[2] or 1, slots, sms, work / slots, last / (sms * per_sm), per_sm
+    )
+
+
+def busy_share(w: Waves, splits_k: bool = False) -> float:
+    """The share of the SMs' block slots that have a unit of work, over every wave: the work
+    units over the slots of the SMs (SMs x blocks per SM) in every wave, the last one's idle
+    slots included, and those a grid of fewer blocks never fills. 172 tiles on 132 SMs:
+    172 / 264 = 0.65; 64 tiles: 64 / 132. A stream-K stage (`splits_k`) cuts its last wave's
+    tiles along K over every block: its blocks' share of the slots alone."""
+    capacity = w.sm_count * w.per_sm
+    if splits_k:
+        return min(w.blocks, capacity) / capacity
+    return w.tiles / (math.ceil(w.tiles / w.slots) * capacity)
+
+
+def roof_share(flops: float, nbytes: float, peak_tflops: float, bandwidth_gbs: float,
+               busy: float) -> float:  # fmt: skip
+    """The share of its roofline time a launch keeps when only `busy` of the SMs' block slots
+    have work (busy_share): its compute roof shrinks with the idle slots, HBM's does not, so a
+    launch its bytes bound loses nothing to a part-empty wave.
+    max(F / P, B / BW) / max(F / (P busy), B / BW)."""
+    compute = flops / (peak_tflops * 1e12)
+    memory = nbytes / (bandwidth_gbs * 1e9)
+    return max(compute, memory) / max(compute / busy, memory)
 
 
 def roof_time_ms(r: dict[str, Any]) -> float | None:

@@ -24,13 +24,14 @@ import math
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from rooflinecli import files, paths
-from rooflinecli.core import specs
+from rooflinecli.core import roof_keys, specs, waves
+from rooflinecli.core.model import DTYPE_BYTES, OUTPUT_BYTES, gemm_bytes_ideal, gemm_flops
 from rooflinecli.errors import RooflineError
 from rooflinecli.stages import gemm
 
@@ -91,6 +92,29 @@ def _class_index(name: str) -> tuple[int, int, int]:
         ) from None
 
 
+# Above the decode stages' batches (their m_range ends at DECODE_M_TOP) a class's stages are tile
+# GEMMs, whose time goes in waves of tiles over the SMs: a stage measured on few shapes of the
+# class may have won there by the luck of its tile count, and lose by its bad luck at the next
+# shape (128 x 256 tiles at 512 x 11008: 172 tiles, 1.30 waves on 132 SMs). There an entry keeps
+# up to WAVE_CANDIDATES stages with their speed per unit of roof share (launch_share), and the
+# shape picks among them (the wave model: _by_waves). At the decode stages' batches the
+# weights' bytes, not waves of tiles, set the time, and the class's pick runs as measured.
+DECODE_M_TOP = max(s.m_range[1] for s in gemm.STAGES if s.m_range is not None)
+WAVE_CANDIDATES = 6
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A stage the wave model weighs at each shape of its entry's class."""
+
+    stage: str
+    params: dict[str, int]
+    # its % of the reference over the class's measured shapes, each divided by the share of
+    # its roofline time its launch kept there (launch_share): the geomean
+    efficiency: float
+    blocks_per_sm: int = 1  # the blocks an SM held when it was measured
+
+
 @dataclass(frozen=True)
 class Entry:
     dtype: str
@@ -98,6 +122,7 @@ class Entry:
     stage: str
     params: dict[str, int]
     source: str  # where the entry came from (a document and its measurement)
+    candidates: tuple[Candidate, ...] = ()  # the wave model's (classes above DECODE_M_TOP)
 
 
 @dataclass(frozen=True)
@@ -127,6 +152,26 @@ class Pick:
         }
 
 
+def _candidates_of(raw: Any, where: str) -> tuple[Candidate, ...]:
+    """An entry's `candidates`: each a stage, its params, efficiency and blocks per SM."""
+    if not isinstance(raw, list):
+        raise TypeError
+    out = []
+    for c in raw:
+        cand = Candidate(
+            str(c["stage"]),
+            {str(k): int(v) for k, v in dict(c.get("params", {})).items()},
+            float(c["efficiency"]),
+            int(c.get("blocks_per_sm", 1)),
+        )
+        if not (math.isfinite(cand.efficiency) and cand.efficiency > 0) or cand.blocks_per_sm < 1:
+            raise ValueError
+        if cand.stage not in gemm.BY_NAME:
+            raise RooflineError(f"tune table {where}: unknown stage {cand.stage!r}")
+        out.append(cand)
+    return tuple(out)
+
+
 def _entries(raw: Any, where: str) -> tuple[Entry, ...]:
     if not isinstance(raw, list):
         raise RooflineError(f"tune table {where}: 'pick' must be a list of entries")
@@ -140,10 +185,13 @@ def _entries(raw: Any, where: str) -> tuple[Entry, ...]:
                 str(e["stage"]),
                 {str(k): int(v) for k, v in dict(e.get("params", {})).items()},
                 str(e.get("from", "")),
+                _candidates_of(e.get("candidates", []), where),
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             raise RooflineError(
-                f"tune table {where}: each pick needs dtype, class, stage (params, from optional)"
+                f"tune table {where}: each pick needs dtype, class, stage (params, from and "
+                "candidates optional; a candidate: stage, efficiency > 0, params and blocks_per_sm "
+                "optional)"
             ) from None
         _class_index(entry.shape_class)
         if entry.stage not in gemm.BY_NAME:
@@ -205,6 +253,15 @@ def load_user(device_name: str) -> Table | None:
     return Table(str(data.get("device", device_name)), str(p), _entries(data.get("pick"), str(p)))
 
 
+def entry_dict(e: Entry) -> dict[str, Any]:
+    """An entry as the user's table (JSON) and a `tune dispatch` document hold it."""
+    out: dict[str, Any] = {"dtype": e.dtype, "class": e.shape_class, "stage": e.stage,
+                           "params": e.params, "from": e.source}  # fmt: skip
+    if e.candidates:
+        out["candidates"] = [asdict(c) for c in e.candidates]
+    return out
+
+
 def save_user(device_name: str, entries: Iterable[Entry]) -> Path:
     """Write the user's table (merged over what it held: a class measured again is replaced)."""
     p = user_table_path(device_name)
@@ -213,11 +270,7 @@ def save_user(device_name: str, entries: Iterable[Entry]) -> Path:
     merged.update({(e.dtype, e.shape_class): e for e in entries})
     body = {
         "device": device_name,
-        "pick": [
-            {"dtype": e.dtype, "class": e.shape_class, "stage": e.stage, "params": e.params,
-             "from": e.source}
-            for _key, e in sorted(merged.items())
-        ],
+        "pick": [entry_dict(e) for _key, e in sorted(merged.items())],
     }  # fmt: skip
     p.parent.mkdir(parents=True, exist_ok=True)
     files.write_atomic(p, json.dumps(body, indent=2) + "\n")
@@ -332,7 +385,10 @@ def resolve(m: int, n: int, k: int, dtype: str, tables: list[Table], device: str
             "run `roofline tune dispatch` to make one"
         )
     ranked.sort(key=lambda x: x[0])
-    for _rank, e, table in ranked:
+    spec = _device_spec(device, tables)
+    for _rank, entry, table in ranked:
+        # the wave model reads a class's candidates at the class's own shapes only
+        e = _by_waves(entry, (m, n, k), spec) if entry.shape_class == want else entry
         stage = _stage_of(e)
         where = table.where + (f" (made on {table.device}, the same architecture)"
                                if table.borrowed else "")  # fmt: skip
@@ -343,6 +399,55 @@ def resolve(m: int, n: int, k: int, dtype: str, tables: list[Table], device: str
         if stage.refuses(m, n, k) is None:
             return Pick(stage, want, e.shape_class, where, e.source)
     return _registry_pick(m, n, k, dtype, want, "no table entry runs the shape")
+
+
+def _device_spec(device: str, tables: list[Table]) -> Any:
+    """The spec the wave model takes the SMs, peaks and bandwidth from: the device's, else that
+    of the first table made on a GPU of a known spec; None where neither says its SM count."""
+    try:
+        mine = specs.choose(None, device, default=None).spec
+    except RooflineError:
+        mine = None
+    found = [mine] + [_spec_of_table(t) for t in tables]
+    return next((s for s in found if s is not None and s.sm_count), None)
+
+
+def _by_waves(e: Entry, shape: tuple[int, int, int], spec: Any) -> Entry:
+    """The entry as the wave model reads it at this shape: of its candidates that run the shape,
+    the one whose efficiency times its launch's roof share here (launch_share, on the spec's
+    SMs, peak and bandwidth) is the highest, as an entry of its own whose note says so. The
+    entry as it is where it has no candidates, or its own stage does not run the shape as it is
+    (refused, or at a pitch its twin takes)."""
+    m, n, k = shape
+    if not e.candidates or spec is None:
+        return e
+    own = _stage_of(e)
+    if own.refuses(m, n, k) is not None or _any_pitch(e, m, n, k, e.dtype) is not None:
+        return e  # the pick's pitch twin, or another class's entry, runs it: as measured
+    scored = []
+    for c in e.candidates:
+        stage = _stage_of(Entry(e.dtype, e.shape_class, c.stage, c.params, ""))
+        if stage.refuses(m, n, k) is not None:
+            continue
+        try:
+            roofs = (spec.peak(roof_keys.of_instruction(e.dtype, stage.math)),
+                     spec.memory_bandwidth_gbs)  # fmt: skip
+        except (RooflineError, KeyError):
+            continue
+        share = launch_share(stage, shape, e.dtype, spec.sm_count, c.blocks_per_sm, roofs)
+        if share is not None:
+            scored.append((c.efficiency * share, share, c, stage.name))
+    if not scored:
+        return e
+    score, share, c, name = max(scored, key=lambda x: x[0])  # a tie: the more efficient
+    pick = label(gemm.BY_NAME[e.stage], e.params)
+    note = (
+        f"the wave model at {m}x{n}x{k} on {spec.sm_count} SMs: {name}, {c.efficiency:.1f}% of "
+        f"the reference per unit of roof share x {share:.2f} of its roofline here = "
+        f"{score:.1f}, the best of {len(scored)} candidates (the class's geomean pick, {pick}: "
+        f"{e.source})"
+    )
+    return replace(e, stage=c.stage, params=c.params, source=note)
 
 
 def _registry_pick(m: int, n: int, k: int, dtype: str, want: str, why: str) -> Pick:
@@ -431,18 +536,102 @@ def winners(found: Iterable[tuple[dict[str, Any], str]]) -> list[Entry]:
             chosen = count[name]
             why = f"fastest at {len(chosen)} of {len(wins)} shape(s)"
         base = gemm.BY_NAME[name.split("@")[0]]
-        params = {  # the params that differ, of those the stage still has and the shape
-            k: int(v)  # does not choose (a tile width taken per shape: Stage.for_shape)
-            for k, v in (chosen[0][0].get("params") or {}).items()
-            if k in base.params and base.params.get(k) != v and k not in base.width_keys
-        }
+        params = _entry_params(base, chosen[0][0].get("params") or {})
         notes = []
         for r, doc in chosen:
             ref = r.get("pct_of_reference")
             of_ref = f", {ref:.1f}% of the reference" if ref else ""
             notes.append(f"{doc} {r['m']}x{r['n']}x{r['k']} {r['time_ms'] * 1e3:.1f} us{of_ref}")
-        out.append(Entry(dt, cls, base.name, params, f"{why}: {'; '.join(notes)}"))
+        cands = _candidates(full, runs) if full and _tile_class(cls) else ()
+        out.append(Entry(dt, cls, base.name, params, f"{why}: {'; '.join(notes)}", cands))
     return out
+
+
+def _tile_class(shape_class: str) -> bool:
+    """Whether the class's rows lie above the decode stages' (DECODE_M_TOP): tile GEMMs."""
+    return M_BUCKETS[_class_index(shape_class)[0]][0] > DECODE_M_TOP
+
+
+def _entry_params(base: gemm.Stage, params: dict[str, Any]) -> dict[str, int]:
+    """The params of a record that differ from the registry's, of those the stage still has and
+    the shape does not choose (a tile width taken per shape: Stage.for_shape)."""
+    return {
+        k: int(v)
+        for k, v in params.items()
+        if k in base.params and base.params.get(k) != v and k not in base.width_keys
+    }
+
+
+def launch_share(
+    stage: gemm.Stage,
+    shape: tuple[int, int, int],
+    dtype: str,
+    sm_count: int,
+    per_sm: int,
+    roofs: tuple[float, float],
+) -> float | None:
+    """The share of its roofline time the stage's launch keeps at the shape (core/waves:
+    roof_share of busy_at): 1 where its tiles fill every wave, less where the last wave leaves
+    slots idle and the compute roof, not HBM's (`roofs`: peak TFLOP/s, GB/s), bounds it."""
+    m, n, k = shape
+    busy = busy_at(stage, m, n, sm_count, per_sm)
+    if busy is None or busy <= 0:
+        return None
+    nbytes = gemm_bytes_ideal(m, n, k, DTYPE_BYTES[dtype], out_bytes=OUTPUT_BYTES.get(dtype))
+    return waves.roof_share(gemm_flops(m, n, k), nbytes, roofs[0], roofs[1], busy)
+
+
+def busy_at(stage: gemm.Stage, m: int, n: int, sm_count: int, per_sm: int) -> float | None:
+    """The share of its blocks' time the stage's launch at an M x N output keeps busy on
+    `sm_count` SMs (core/waves.busy_share), from the registry's geometry; None where the
+    stage cannot say (it does not launch that output)."""
+    try:
+        shaped = stage.for_shape(m, n, sm_count)
+        grid, _block, _smem = shaped.launch(m, n, sm_count)
+    except (RooflineError, KeyError, ValueError, ZeroDivisionError):
+        return None
+    rows, cols = shaped.tile
+    w = waves.waves({"tiles": -(-m // rows) * -(-n // cols), "grid": list(grid),
+                     "sm_count": sm_count, "blocks_per_sm": per_sm})  # fmt: skip
+    return None if w is None else waves.busy_share(w, shaped.persistent_fill)
+
+
+def _candidates(
+    full: dict[str, dict[tuple[int, int, int], tuple]],
+    runs: dict[str, set[tuple[int, int, int]]],
+) -> tuple[Candidate, ...]:
+    """The wave model's candidates of a class: each stage verified at every shape of the class
+    it runs, with its geomean of % of the reference over its launch's roof share there (from
+    its records' SM count, blocks per SM, peak and bandwidth), the most efficient
+    WAVE_CANDIDATES of them; none where fewer than two stages, or records that do not say what
+    they ran on, leave nothing to choose."""
+    out = []
+    for name, per in full.items():
+        base = gemm.BY_NAME[name.split("@")[0]]
+        rec0 = per[min(runs[name])][1]
+        try:
+            stage = base.with_params(_entry_params(base, rec0.get("params") or {}))
+        except (RooflineError, KeyError, ValueError, ZeroDivisionError):
+            continue
+        shares, per_sm = [], 1
+        for sh in runs[name]:
+            pct, r, _doc = per[sh]
+            sms, bps = r.get("sm_count"), r.get("blocks_per_sm") or 1
+            peak, bw = r.get("peak_tflops"), r.get("bandwidth_gbs")
+            share = None
+            said = all(isinstance(x, int | float) and x > 0 for x in (sms, peak, bw))
+            if said and isinstance(sms, int):
+                share = launch_share(stage, sh, r["dtype"], sms, bps, (float(peak), float(bw)))
+            if share is None:
+                break
+            shares.append(pct / share)
+            per_sm = max(per_sm, int(bps))
+        else:
+            eff = round(_geomean(shares), 1)
+            out.append(Candidate(base.name, _entry_params(base, rec0.get("params") or {}), eff,
+                                 per_sm))  # fmt: skip
+    out.sort(key=lambda c: -c.efficiency)
+    return tuple(out[:WAVE_CANDIDATES]) if len(out) >= 2 else ()
 
 
 def to_toml(device: str, spec: str, entries: Iterable[Entry], header: str) -> str:
@@ -457,4 +646,14 @@ def to_toml(device: str, spec: str, entries: Iterable[Entry], header: str) -> st
                 "params = { " + ", ".join(f"{k} = {v}" for k, v in e.params.items()) + " }"
             )
         lines.append(f"from = {json.dumps(e.source)}")
+        if e.candidates:
+            lines.append("candidates = [")
+            for c in e.candidates:
+                params = ", ".join(f"{k} = {v}" for k, v in c.params.items())
+                params = f"{{ {params} }}" if params else "{}"
+                lines.append(
+                    f"  {{ stage = {json.dumps(c.stage)}, params = {params}, "
+                    f"efficiency = {c.efficiency}, blocks_per_sm = {c.blocks_per_sm} }},"
+                )
+            lines.append("]")
     return "\n".join(lines) + "\n"
