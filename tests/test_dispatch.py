@@ -671,3 +671,13 @@ def test_the_wave_model_s_check_in_the_docs_is_what_the_script_makes_of_the_docu
         if "| M > 64 |" in line:
             plain, model = (float(x) for x in line.split("|")[4:6])
             assert model > plain, line
+
+
+def test_a_candidate_of_another_precision_is_never_run():
+    """A hand-edited table whose candidate is an FP32-only stage in a bf16 entry: the wave model
+    passes it over."""
+    (e,) = dispatch.winners(wave_class())
+    odd = dispatch.Candidate("serpentine_ffma", {}, 500.0, 1)
+    table = dispatch.Table(H200, "t", (replace(e, candidates=(odd, *e.candidates)),))
+    pick = dispatch.resolve(512, 11008, 4096, "bf16", [table], H200)
+    assert pick.stage.name == "wgmma_persistent@BN=192"

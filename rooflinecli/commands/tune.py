@@ -157,8 +157,10 @@ def tune_dispatch(
     budget_ms: float,
     emit: Emit,
 ) -> None:
-    """Time every stage at each shape and save, per shape class, the fastest verified one to
-    this GPU's tune table in the cache (read first by `--stages best`; docs/dispatch.md).
+    """Time every stage at each shape and save, per shape class, the verified one nearest
+    cuBLAS over the class (geomean) to this GPU's tune table in the cache (read first by
+    `--stages best`); above 64 rows also the candidates the wave model weighs at each shape of
+    the class (docs/dispatch.md).
     """
     from rooflinecli import api
     from rooflinecli.api.requests import TuneRequest

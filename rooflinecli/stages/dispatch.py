@@ -427,7 +427,7 @@ def _by_waves(e: Entry, shape: tuple[int, int, int], spec: Any) -> Entry:
     scored = []
     for c in e.candidates:
         stage = _stage_of(Entry(e.dtype, e.shape_class, c.stage, c.params, ""))
-        if stage.refuses(m, n, k) is not None:
+        if e.dtype not in stage.all_dtypes or stage.refuses(m, n, k) is not None:
             continue
         try:
             roofs = (spec.peak(roof_keys.of_instruction(e.dtype, stage.math)),
