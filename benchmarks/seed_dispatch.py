@@ -10,8 +10,9 @@ The records of the documents measured on that device go through the same choice 
 verified stage; per class, the stage with the highest geometric mean of its speed against the
 reference over the class's shapes it runs (among those verified at all of them; else the stage
 that won the most shapes). The grid's documents (tune-dispatch-grid-*.json.gz, made by
-benchmarks/shapes.sh grid) decide every class they measure; the other documents only the
-classes the grid leaves out. Records of `--stages best` runs (they carry dispatch_class) are
+benchmarks/shapes.sh grid) decide every class they measure, with the wave model's candidates
+in a class above 64 rows (docs/dispatch.md); the other documents only the classes the grid
+leaves out, without candidates. Records of `--stages best` runs (they carry dispatch_class) are
 verdicts on the table, never candidates for it, and so are fleet documents (several GPUs'
 records of the same rows, merged); FP8 records count from the grid's documents alone
 (benchmarks/gemm_fp8.sh grid). Each entry names what it came from.
@@ -75,10 +76,13 @@ def main(device: str, spec: str, docs: list[str], grid_only: bool = False) -> No
             if "dispatch_class" not in r and (in_grid or r.get("dtype") != "fp8")
         ]
         (grid if in_grid else other).extend((r, Path(name).name) for r in records)
-    # the grid's classes from the grid alone; the classes it does not measure from the rest
+    # the grid's classes from the grid alone; the classes it does not measure from the rest,
+    # without the wave model's candidates: those documents measured one shape a class or so
+    # (ladders at large squares, the tc sets), too little to weigh the stages' waves by
     entries = dispatch.winners(grid)
     have = {(e.dtype, e.shape_class) for e in entries}
-    entries += [e for e in dispatch.winners(other) if (e.dtype, e.shape_class) not in have]
+    rest = dispatch.winners(other, candidates=False)
+    entries += [e for e in rest if (e.dtype, e.shape_class) not in have]
     entries.sort(key=lambda e: (e.dtype, e.shape_class))
     header = HEADER.format(device=device) + (GRID_ONLY if grid_only else "")
     sys.stdout.write(dispatch.to_toml(device, spec, entries, header))

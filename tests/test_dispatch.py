@@ -591,8 +591,9 @@ def test_the_wave_model_takes_the_tiles_that_fill_the_sms_at_each_shape():
 
 
 def test_no_wave_model_at_decode_batches_or_without_the_sm_count():
-    """M <= 64 (the decode stages' batches: their bytes, not waves of tiles, set the time), and
-    records that do not say the SMs they ran on, keep the class's pick alone."""
+    """M <= 64 (the decode stages' batches: their bytes, not waves of tiles, set the time),
+    records that do not say the SMs they ran on, and a seed from documents outside the grid,
+    keep the class's pick alone."""
     assert dispatch.DECODE_M_TOP == 64
     decode = [
         (tile_rec("wgmma_swapab@BM=64", 56, 20480, 2560, 90.0), "g.json"),
@@ -602,6 +603,9 @@ def test_no_wave_model_at_decode_batches_or_without_the_sm_count():
     assert e.candidates == ()
     unsaid = [({k: v for k, v in r.items() if k != "sm_count"}, d) for r, d in wave_class()]
     (e,) = dispatch.winners(unsaid)
+    assert e.candidates == ()
+    # the seed's documents outside the grid (one shape a class or so) give none either
+    (e,) = dispatch.winners(wave_class(), candidates=False)
     assert e.candidates == ()
 
 

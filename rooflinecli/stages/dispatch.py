@@ -478,14 +478,15 @@ def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def winners(found: Iterable[tuple[dict[str, Any], str]]) -> list[Entry]:
+def winners(found: Iterable[tuple[dict[str, Any], str]], candidates: bool = True) -> list[Entry]:
     """Entries from measured records (record, name of its document), per dtype and class.
 
     A class's pick is the stage (with its params) whose speed against the reference, measured
     beside it in the same run (`pct_of_reference`), has the highest geometric mean over the
     class's shapes, among the stages verified at every one of them: the quantity a shape set's
     verdict takes. Where no stage was measured at all of them, the stage that was fastest at the
-    most shapes (a tie: the least total time). Each entry's `from` lists what it stands on."""
+    most shapes (a tie: the least total time). Each entry's `from` lists what it stands on.
+    `candidates`: a tile class's entry also keeps the wave model's (_candidates)."""
     best: dict[tuple[str, int, int, int], tuple[dict[str, Any], str]] = {}
     # per (dtype, class): stage -> shape -> (best % of the reference, record, document)
     ratio: dict[tuple[str, str], dict[str, dict[tuple[int, int, int], tuple]]] = {}
@@ -542,7 +543,7 @@ def winners(found: Iterable[tuple[dict[str, Any], str]]) -> list[Entry]:
             ref = r.get("pct_of_reference")
             of_ref = f", {ref:.1f}% of the reference" if ref else ""
             notes.append(f"{doc} {r['m']}x{r['n']}x{r['k']} {r['time_ms'] * 1e3:.1f} us{of_ref}")
-        cands = _candidates(full, runs) if full and _tile_class(cls) else ()
+        cands = _candidates(full, runs) if candidates and full and _tile_class(cls) else ()
         out.append(Entry(dt, cls, base.name, params, f"{why}: {'; '.join(notes)}", cands))
     return out
 
