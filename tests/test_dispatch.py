@@ -588,6 +588,12 @@ def test_the_wave_model_takes_the_tiles_that_fill_the_sms_at_each_shape():
     assert dispatch.resolve(512, 14336, 4096, "bf16", [table], H200).stage.name == (
         "wgmma_persistent"
     )
+    from rooflinecli.present.document import pick_line
+
+    assert pick.wave_model and pick_line(pick) == (
+        "best: wgmma_persistent@BN=192 (class M=257-512 N=>=8k K=1k-8k, the wave model's "
+        "candidate for this shape; table user.json)"
+    )
 
 
 def test_no_wave_model_at_decode_batches_or_without_the_sm_count():

@@ -174,6 +174,8 @@ def _timeline_line(workload: str, r: dict[str, Any]) -> str | None:
 def pick_line(pick: Any) -> str:
     """What `--stages best` says under a shape's table: the pick, its class, its table."""
     via = "" if pick.entry_class == pick.shape_class else f", by the entry of {pick.entry_class}"
+    if pick.wave_model:
+        via += ", the wave model's candidate for this shape"
     return f"best: {pick.stage.name} (class {pick.shape_class}{via}; table {pick.table})"
 
 

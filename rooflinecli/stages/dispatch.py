@@ -141,6 +141,7 @@ class Pick:
     entry_class: str  # the class of the entry used (another when the shape's own refused it)
     table: str  # the file the entry came from
     source: str  # the entry's own note of where it came from
+    wave_model: bool = False  # taken by the wave model among the entry's candidates
 
     def fields(self) -> dict[str, Any]:
         """What a record carries of its pick."""
@@ -397,7 +398,7 @@ def resolve(m: int, n: int, k: int, dtype: str, tables: list[Table], device: str
             note = f"{e.source} (at this pitch: {twin.name}, the same rows at any pitch)"
             return Pick(twin, want, e.shape_class, where, note.strip())
         if stage.refuses(m, n, k) is None:
-            return Pick(stage, want, e.shape_class, where, e.source)
+            return Pick(stage, want, e.shape_class, where, e.source, e is not entry)
     return _registry_pick(m, n, k, dtype, want, "no table entry runs the shape")
 
 
