@@ -642,6 +642,18 @@ def test_candidates_survive_the_shipped_toml_and_the_user_s_json(tmp_path, monke
     assert user is not None and user.entries == (e,)
 
 
+def test_a_candidate_with_parameters_its_stage_lacks_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    (tmp_path / "dispatch").mkdir()
+    body = ('{"pick": [{"dtype": "bf16", "class": "M=257-512 N=>=8k K=1k-8k", "stage": '
+            '"wgmma_persistent", "candidates": [{"stage": "wgmma_persistent", "efficiency": 90, '
+            '"params": {"NOPE": 1}}]}]}')  # fmt: skip
+    (tmp_path / "dispatch" / "nvidia-h200.json").write_text(body)
+    with pytest.raises(RooflineError, match=r"candidate wgmma_persistent: stage "
+                       r"wgmma_persistent has no parameter\(s\) NOPE"):  # fmt: skip
+        dispatch.load_user(H200)
+
+
 @pytest.mark.parametrize(
     "candidates",
     [

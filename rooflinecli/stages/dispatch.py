@@ -169,6 +169,11 @@ def _candidates_of(raw: Any, where: str) -> tuple[Candidate, ...]:
             raise ValueError
         if cand.stage not in gemm.BY_NAME:
             raise RooflineError(f"tune table {where}: unknown stage {cand.stage!r}")
+        try:
+            gemm.BY_NAME[cand.stage].with_params(cand.params)
+        except (RooflineError, KeyError, ValueError, ZeroDivisionError) as exc:
+            why = exc.message if isinstance(exc, RooflineError) else "parameters it cannot take"
+            raise RooflineError(f"tune table {where}: candidate {cand.stage}: {why}") from None
         out.append(cand)
     return tuple(out)
 
