@@ -15,6 +15,8 @@ Two checks, each over the 16-bit and FP8 records of the grid's documents
   documents of that GPU that measured several stages at one shape (not `--stages best` runs)
   are resolved with it; a shape counts where both picks were measured there, each by its best
   speed against the reference over the documents that measured it (each ratio from its run).
+* The same shapes with a table made from another GPU's grid, as a GPU with no table of its own
+  runs them: the wave model weighs that table's candidates on this GPU's spec.
 
 A pick that was not measured at the shape (the class's other shapes chose a stage not run
 there) leaves the shape out of both columns. Prints one Markdown table per check, by GPU and by
@@ -123,6 +125,33 @@ def off_grid(grid: list, other: list) -> dict[str, list[tuple[float, float, floa
     return out
 
 
+def borrowed(grid: list, other: list) -> dict[str, list[tuple[float, float, float]]]:
+    """The shapes off the grid of one GPU, resolved with a table made from another GPU's grid
+    (what a GPU with no table of its own runs): the wave model weighs the other GPU's
+    candidates on this GPU's spec."""
+    out: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
+    made = {d for _r, _doc, d in grid}
+    for dev in sorted({d for _r, _doc, d in other}):
+        for src in sorted(made - {dev}):
+            tables = {
+                (e.dtype, e.shape_class): e
+                for e in dispatch.winners([(r, d) for r, d, v in grid if v == src])
+            }
+            mine = [x for x in other if x[2] == dev]
+            for dtype, y in sorted({(r["dtype"], (r["m"], r["n"], r["k"])) for r, _d, _v in mine}):
+                entry = tables.get((dtype, dispatch.class_of(*y)))
+                got = _measured(mine, y, dtype)
+                if entry is None or len(got) < 2:
+                    continue
+                table = dispatch.Table(src, "check", (entry,), borrowed=True)
+                plain = replace(table, entries=(replace(entry, candidates=()),))
+                picks = [dispatch.resolve(*y, dtype, [t], dev).stage.name for t in (plain, table)]
+                if all(p in got for p in picks):
+                    group = f"{dev} with the {src}'s table | " + _group(dev, y).split(" | ")[1]
+                    out[group].append((got[picks[0]], got[picks[1]], max(got.values())))
+    return out
+
+
 def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
@@ -147,6 +176,8 @@ def main(docs: list[str]) -> str:
         table("Leave one grid shape out", leave_one_out(grid))
         + "\n\n"
         + table("Shapes off the grid", off_grid(grid, other))
+        + "\n\n"
+        + table("Shapes off the grid, another GPU's table", borrowed(grid, other))
         + "\n"
     )
 
