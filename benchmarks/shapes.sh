@@ -42,8 +42,12 @@ declare -A CAND=(
   [320]="wgmma_swapab@BM=256,BN=64,wgmma_swapab@BM=256,wgmma_swapab@BM=128,BN=256,WN=128,wgmma_swapab@BM=128,BN=256,WN=128,RED=1,wgmma_persistent@BN=128,wgmma_persistent,wgmma_streamk@BN=128,wgmma_tma,wgmma_cluster@BN=192,wgmma_cluster@BN=64,STAGES=8,wgmma_persistent@BN=192,wgmma_streamk@BN=192,wgmma_persistent_fill"
 )
 CAND[448]=${CAND[320]}
+# above 512 rows the full GEMM stages: the persistent tiles at each width and taking it from the
+# shape, the pairs, stream-K, the staggered pairs and the plain TMA pipeline
+CAND[768]="wgmma_tma,wgmma_persistent,wgmma_persistent@BN=128,wgmma_persistent@BN=192,wgmma_persistent_fill,wgmma_cluster,wgmma_cluster@BN=192,wgmma_streamk,wgmma_streamk@BN=128,wgmma_stagger"
+CAND[3072]=${CAND[768]}
 # GRID_MS (e.g. "112 200 320") remakes only those buckets' documents
-GRID_MS=${GRID_MS:-1 3 12 24 56 112 200 320 448}
+GRID_MS=${GRID_MS:-1 3 12 24 56 112 200 320 448 768 3072}
 DOC_SUFFIX=${DOC_SUFFIX:-}
 
 step_tests() {
