@@ -333,11 +333,6 @@ def crossing_batch(
     return b
 
 
-def roof_seconds(flops: float, nbytes: float, peak_tflops: float, bandwidth_gbs: float) -> float:
-    """The time the roofs allow: the longer of compute at peak and traffic at full bandwidth."""
-    return max(flops / (peak_tflops * 1e12), nbytes / (bandwidth_gbs * 1e9))
-
-
 def gemm_record(p: Preset, g: WeightGemm, batch: int, spec: Spec, dtype: str) -> dict[str, Any]:
     """A results record for one weight GEMM at a batch: shape, roofline place, allowed time."""
     elem = model.DTYPE_BYTES[dtype]
@@ -347,7 +342,7 @@ def gemm_record(p: Preset, g: WeightGemm, batch: int, spec: Spec, dtype: str) ->
     nbytes = model.gemm_bytes_ideal(m, n, k, elem, out_bytes=model.OUTPUT_BYTES.get(dtype))
     ai = model.intensity(flops, nbytes)
     roof = roofs.datasheet_roof(spec, dtype)
-    seconds = roof_seconds(flops, nbytes, roof.peak_tflops, roof.bandwidth_gbs)
+    seconds = roofs.roof_seconds(flops, nbytes, roof.peak_tflops, roof.bandwidth_gbs)
     rec: dict[str, Any] = {
         "stage": g.name,
         "kind": "llm",
@@ -411,7 +406,7 @@ def time_split(p: Preset, context: int, batch: int, spec: Spec, dtype: str) -> l
                 "group": part.group,
                 "flops_per_token": part.flops,
                 "bytes_per_token": nbytes,
-                "seconds_per_token": roof_seconds(part.flops, nbytes, roof, bw),
+                "seconds_per_token": roofs.roof_seconds(part.flops, nbytes, roof, bw),
             }
         )
     flops_total = sum(r["flops_per_token"] for r in rows)

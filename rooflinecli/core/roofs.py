@@ -41,6 +41,11 @@ def attainable(ai: float, peak_tflops: float, bandwidth_gbs: float) -> float:
     return min(peak_tflops, memory_roof(ai, bandwidth_gbs))
 
 
+def roof_seconds(flops: float, nbytes: float, peak_tflops: float, bandwidth_gbs: float) -> float:
+    """The time the roofs allow: the longer of compute at peak and traffic at full bandwidth."""
+    return max(flops / (peak_tflops * 1e12), nbytes / (bandwidth_gbs * 1e9))
+
+
 def binding_roof(ai: float, peak_tflops: float, bandwidth_gbs: float) -> str:
     """'memory' left of the ridge point, 'compute' at or right of it."""
     return "memory" if ai < ridge_point(peak_tflops, bandwidth_gbs) else "compute"

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+from rooflinecli.core import roofs
+
 
 class Waves(NamedTuple):
     tiles: int  # work units: output tiles (times split-K's runs where the grid has them)
@@ -67,11 +69,10 @@ def roof_share(flops: float, nbytes: float, peak_tflops: float, bandwidth_gbs: f
                busy: float) -> float:  # fmt: skip
     """The share of its roofline time a launch keeps when only `busy` of the SMs' block slots
     have work (busy_share): its compute roof shrinks with the idle slots, HBM's does not, so a
-    launch its bytes bound loses nothing to a part-empty wave.
-    max(F / P, B / BW) / max(F / (P busy), B / BW)."""
-    compute = flops / (peak_tflops * 1e12)
-    memory = nbytes / (bandwidth_gbs * 1e9)
-    return max(compute, memory) / max(compute / busy, memory)
+    launch its bytes bound loses nothing to a part-empty wave: the roofs' time over theirs
+    with the peak scaled by `busy`, max(F / P, B / BW) / max(F / (P busy), B / BW)."""
+    allowed = roofs.roof_seconds(flops, nbytes, peak_tflops, bandwidth_gbs)
+    return allowed / roofs.roof_seconds(flops, nbytes, peak_tflops * busy, bandwidth_gbs)
 
 
 def roof_time_ms(r: dict[str, Any]) -> float | None:
