@@ -291,13 +291,20 @@ def _spec_of_table(table: Table) -> Any:
         return None
 
 
+def _spec_of_device(device_name: str) -> Any:
+    """The spec whose device_names has the GPU, or None where no spec names it."""
+    try:
+        return specs.choose(None, device_name, default=None).spec
+    except RooflineError:
+        return None
+
+
 def _kin_tables(device_name: str, others: list[Table]) -> list[Table]:
     """Shipped tables made on other GPUs of this GPU's architecture (the same compute
     capability, as the specs say), nearest first: the SM count, then the HBM bandwidth. What a
     GPU no table names runs `--stages best` from; each pick says which table it came from."""
-    try:
-        mine = specs.choose(None, device_name, default=None).spec
-    except RooflineError:
+    mine = _spec_of_device(device_name)
+    if mine is None:
         return []
     kin: list[tuple[tuple[float, float], Table]] = []
     for table in others:
@@ -410,11 +417,7 @@ def resolve(m: int, n: int, k: int, dtype: str, tables: list[Table], device: str
 def _device_spec(device: str, tables: list[Table]) -> Any:
     """The spec the wave model takes the SMs, peaks and bandwidth from: the device's, else that
     of the first table made on a GPU of a known spec; None where neither says its SM count."""
-    try:
-        mine = specs.choose(None, device, default=None).spec
-    except RooflineError:
-        mine = None
-    found = [mine] + [_spec_of_table(t) for t in tables]
+    found = [_spec_of_device(device)] + [_spec_of_table(t) for t in tables]
     return next((s for s in found if s is not None and s.sm_count), None)
 
 
