@@ -29,36 +29,24 @@ import math
 import sys
 from collections import defaultdict
 from dataclasses import replace
-from pathlib import Path
 
-from rooflinecli import paths
+import seed_dispatch  # benchmarks/: the records a table is made from
+
 from rooflinecli.stages import dispatch
 
-GRID = "tune-dispatch-grid-"
 Shape = tuple[int, int, int]
 
 
 def _records(docs: list[str]) -> tuple[list, list]:
-    """(grid records, other records), each (record, document, device): verified stage records
-    with a ratio, the SM count filled in from the document's spec where the record lacks it."""
+    """(grid records, other records), each (record, document, device): of the records a table
+    may be made from (seed_dispatch.read), the verified stages' with a ratio."""
     grid, other = [], []
-    for name in docs:
-        doc = paths.read_json(name, "results file")
-        if "fleet" in doc or "profile" in doc.get("command", ""):
+    for r, name, device, in_grid in seed_dispatch.read(docs):
+        if r.get("kind") != "stage" or r.get("verified") is not True:
             continue
-        device = (doc.get("device") or {}).get("name")
-        sms = (doc.get("spec") or {}).get("sm_count")
-        for r in doc["records"]:
-            if r.get("kind") != "stage" or r.get("verified") is not True:
-                continue
-            if not r.get("pct_of_reference") or "dispatch_class" in r:
-                continue
-            if r["stage"].split("@")[0] not in dispatch.gemm.BY_NAME:
-                continue
-            if not r.get("sm_count") and sms:
-                r = {**r, "sm_count": sms}
-            in_grid = Path(name).name.startswith(GRID)
-            (grid if in_grid else other).append((r, Path(name).name, device))
+        if not r.get("pct_of_reference") or r["stage"].split("@")[0] not in dispatch.gemm.BY_NAME:
+            continue
+        (grid if in_grid else other).append((r, name, device))
     return grid, other
 
 

@@ -50,32 +50,42 @@ entries of a table made on another GPU of the same architecture."""
 GRID = "tune-dispatch-grid-"  # the documents of the grid (benchmarks/shapes.sh grid)
 
 
-def main(device: str, spec: str, docs: list[str], grid_only: bool = False) -> None:
-    grid: list[tuple[dict, str]] = []
-    other: list[tuple[dict, str]] = []
+def read(docs: list[str]) -> list[tuple[dict, str, str | None, bool]]:
+    """The records a table may be made from: (record, document name, its GPU, whether the
+    document is the grid's), the SM count filled in from the document's spec where a record made
+    before records said it lacks it (the wave model's candidates need it)."""
+    out = []
     for name in docs:
         doc = paths.read_json(name, "results file")
-        if (doc.get("device") or {}).get("name") != device or "profile" in doc.get("command", ""):
+        if "profile" in doc.get("command", ""):
             continue
         if "fleet" in doc:  # GPUs measured beside each other (roofline merge): not candidates
             continue
+        device = (doc.get("device") or {}).get("name")
+        in_grid = Path(name).name.startswith(GRID)
+        sms = (doc.get("spec") or {}).get("sm_count")
         # a `--stages best` record measures the table's pick: a verdict on the table, not a
         # candidate for it (the held-out set's document must not feed the table it judges)
+        out += [
+            (r if r.get("sm_count") or not sms else {**r, "sm_count": sms}, Path(name).name,
+             device, in_grid)
+            for r in doc["records"]
+            if "dispatch_class" not in r
+        ]  # fmt: skip
+    return out
+
+
+def main(device: str, spec: str, docs: list[str], grid_only: bool = False) -> None:
+    grid: list[tuple[dict, str]] = []
+    other: list[tuple[dict, str]] = []
+    for r, name, made_on, in_grid in read(docs):
+        if made_on != device or (grid_only and not in_grid):
+            continue
         # FP8 records count from the grid's documents only (benchmarks/gemm_fp8.sh grid): the
         # other FP8 documents verify many stages at one shape a class, too little to pick a
         # class's stage from (`--stages best` takes the registry's last FP8 stage elsewhere)
-        in_grid = Path(name).name.startswith(GRID)
-        if grid_only and not in_grid:
-            continue
-        # the SMs of a record its document's spec says where the record does not (documents
-        # made before records said it): the wave model's candidates need them
-        sms = (doc.get("spec") or {}).get("sm_count")
-        records = [
-            r if r.get("sm_count") or not sms else {**r, "sm_count": sms}
-            for r in doc["records"]
-            if "dispatch_class" not in r and (in_grid or r.get("dtype") != "fp8")
-        ]
-        (grid if in_grid else other).extend((r, Path(name).name) for r in records)
+        if in_grid or r.get("dtype") != "fp8":
+            (grid if in_grid else other).append((r, name))
     # the grid's classes from the grid alone; the classes it does not measure from the rest,
     # without the wave model's candidates: those documents measured one shape a class or so
     # (ladders at large squares, the tc sets), too little to weigh the stages' waves by
