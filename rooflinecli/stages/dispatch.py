@@ -618,9 +618,9 @@ def _candidates(
     out = []
     for name, per in full.items():
         base = gemm.BY_NAME[name.split("@")[0]]
-        rec0 = per[min(runs[name])][1]
+        params = _entry_params(base, per[min(runs[name])][1].get("params") or {})
         try:
-            stage = base.with_params(_entry_params(base, rec0.get("params") or {}))
+            stage = base.with_params(params)
         except (RooflineError, KeyError, ValueError, ZeroDivisionError):
             continue
         shares, per_sm = [], 1
@@ -637,9 +637,7 @@ def _candidates(
             shares.append(pct / share)
             per_sm = max(per_sm, int(bps))
         else:
-            eff = round(_geomean(shares), 1)
-            out.append(Candidate(base.name, _entry_params(base, rec0.get("params") or {}), eff,
-                                 per_sm))  # fmt: skip
+            out.append(Candidate(base.name, params, round(_geomean(shares), 1), per_sm))
     out.sort(key=lambda c: -c.efficiency)
     return tuple(out[:WAVE_CANDIDATES]) if len(out) >= 2 else ()
 
